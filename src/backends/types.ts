@@ -1,0 +1,220 @@
+/**
+ * What resolvers see of a backend. Two implementations stand behind these interfaces: the
+ * embedded one (src/backends/embedded/) and the REST one (src/backends/rest/); which serves is
+ * decided once, at start-up, from config. Both throw the errors of src/errors.ts and nothing else.
+ */
+
+/** A user as the key store knows it. */
+export interface UserModel {
+  /** UUID; null where the backend does not say (REST mode before the user has a key). */
+  id: string | null;
+  /** null where it is not known (REST mode, authenticated by key). */
+  username: string | null;
+  domain: string | null;
+  isAdmin: boolean;
+}
+
+export type AuthMethod = 'API_KEY' | 'PASSWORD';
+
+/** Who a request is made by: the result of authenticating its Authorization header. */
+export interface PrincipalModel {
+  user: UserModel;
+  authenticatedBy: AuthMethod;
+  /** The key's id when authenticated by key. */
+  keyId: string | null;
+  /**
+   * SHA-256 of the Authorization value, hex: safe to use in cache keys and logs where one must
+   * tell credentials apart. The raw value never leaves the request.
+   */
+  credentialId: string;
+  /** The raw Authorization value, for forwarding to the key service in REST mode only. */
+  readonly authorization: string;
+}
+
+/** An API key's metadata; never the key value or its hash. */
+export interface ApiKeyModel {
+  id: string;
+  userId: string;
+  name: string;
+  createdAt: Date | null;
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+}
+
+export interface CreateApiKeyInput {
+  username?: string | null;
+  userDomain?: string | null;
+  name?: string | null;
+  expiresInDays?: number | null;
+}
+
+/** The create response: the only place a key value ever appears. */
+export interface CreatedApiKeyModel {
+  ok: true;
+  id: string;
+  key: string;
+  apiKey: ApiKeyModel;
+}
+
+/** Names another user, for administrators. */
+export interface UserRef {
+  username: string;
+  domain: string | null;
+}
+
+/** The API key interface (api-keys.md, upstream-facts.md). */
+export interface KeyService {
+  /**
+   * Authenticates an Authorization header value: `<key>`, `Bearer <key>` or
+   * `Basic base64(user[@domain]:password)`. Throws UNAUTHENTICATED, with no hint which part was wrong.
+   */
+  authenticate(authorization: string): Promise<PrincipalModel>;
+  /** The keys of the principal, or of `of` for an administrator; sorted by name. */
+  listKeys(principal: PrincipalModel, of?: UserRef | null): Promise<ApiKeyModel[]>;
+  /** Creates a key; BAD_USER_INPUT for a bad name or unknown user, FORBIDDEN for another user's. */
+  createKey(principal: PrincipalModel, input: CreateApiKeyInput): Promise<CreatedApiKeyModel>;
+  /** Deletes a key; NOT_FOUND for an unknown id and for another user's key alike. */
+  deleteKey(principal: PrincipalModel, id: string): Promise<void>;
+}
+
+export interface ItemAttributeModel {
+  name: string;
+  value: string;
+}
+
+export interface MarketplacePriceModel {
+  price?: number | null;
+  sellerInfo?: string | null;
+  standardShipRate?: number | null;
+  twoThreeDayShippingRate?: number | null;
+  availableOnline?: boolean | null;
+  clearance?: boolean | null;
+  offerType?: string | null;
+}
+
+export interface GiftOptionsModel {
+  allowGiftWrap?: boolean | null;
+  allowGiftMessage?: boolean | null;
+  allowGiftReceipt?: boolean | null;
+}
+
+export interface ImageEntityModel {
+  thumbnailImage?: string | null;
+  mediumImage?: string | null;
+  largeImage?: string | null;
+  entityType?: string | null;
+}
+
+/**
+ * An item record of recommendations.md, normalised: numbers as numbers (customerRating parsed from
+ * its text), attributes as name/value pairs, absent fields absent. Made by parseItemRecord only.
+ */
+export interface ItemModel {
+  itemId: number;
+  parentItemId?: number | null;
+  name?: string | null;
+  msrp?: number | null;
+  salePrice?: number | null;
+  upc?: string | null;
+  categoryPath?: string | null;
+  categoryNode?: string | null;
+  shortDescription?: string | null;
+  longDescription?: string | null;
+  brandName?: string | null;
+  thumbnailImage?: string | null;
+  mediumImage?: string | null;
+  largeImage?: string | null;
+  productTrackingUrl?: string | null;
+  productUrl?: string | null;
+  addToCartUrl?: string | null;
+  affiliateAddToCartUrl?: string | null;
+  ninetySevenCentShipping?: boolean | null;
+  standardShipRate?: number | null;
+  twoThreeDayShippingRate?: number | null;
+  overnightShippingRate?: number | null;
+  freeShippingOver35Dollars?: boolean | null;
+  freeShippingOver50Dollars?: boolean | null;
+  isTwoDayShippingEligible?: boolean | null;
+  color?: string | null;
+  size?: string | null;
+  gender?: string | null;
+  age?: string | null;
+  marketplace?: boolean | null;
+  shipToStore?: boolean | null;
+  freeShipToStore?: boolean | null;
+  modelNumber?: string | null;
+  sellerInfo?: string | null;
+  customerRating?: number | null;
+  numReviews?: number | null;
+  customerRatingImage?: string | null;
+  variants?: number[] | null;
+  bestMarketplacePrice?: MarketplacePriceModel | null;
+  rhid?: string | null;
+  rollBack?: boolean | null;
+  bundle?: boolean | null;
+  clearance?: boolean | null;
+  preOrder?: boolean | null;
+  stock?: string | null;
+  attributes: ItemAttributeModel[];
+  giftOptions?: GiftOptionsModel | null;
+  imageEntities?: ImageEntityModel[] | null;
+  offerType?: string | null;
+  availableOnline?: boolean | null;
+}
+
+export type RecommendationKind = 'POST_BROWSE' | 'NEXT_BEST_PRODUCT';
+
+export type RecommendationSource =
+  | 'CO_VIEW'
+  | 'CO_PURCHASE'
+  | 'CATEGORY'
+  | 'DEPARTMENT'
+  | 'POPULAR'
+  | 'UPSTREAM';
+
+/** One recommended item and why. */
+export interface RecommendationEntryModel {
+  /** 1 for the most relevant. */
+  rank: number;
+  itemId: number;
+  /** The model's score; null for fallbacks and upstream lists. */
+  score: number | null;
+  /** Sessions, orders or users shared with the anchor; 0 for fallbacks. */
+  evidence: number;
+  source: RecommendationSource;
+}
+
+/** A recommendation list: at most 10 entries, most relevant first. */
+export interface RecommendationListModel {
+  anchorId: number;
+  kind: RecommendationKind;
+  entries: RecommendationEntryModel[];
+  /**
+   * Item records the backend returned along with the list (the REST interface does), so the
+   * item loader can be primed with them instead of asking again.
+   */
+  items?: ItemModel[];
+}
+
+/** The product recommendation interface (recommendations.md, upstream-facts.md). */
+export interface RecsService {
+  /**
+   * Items by id: same length and order as ids, null for an unknown id (DataLoader's batch
+   * contract). At most 100 ids; the REST implementation splits them into calls of 20.
+   */
+  getItems(ids: readonly number[]): Promise<(ItemModel | null)[]>;
+  /**
+   * At most 10 entries, most relevant first, never the anchor or its variants. NOT_FOUND for an
+   * unknown anchor; an empty list when there is nothing to recommend.
+   */
+  recommend(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel>;
+}
+
+/** A backend: both interfaces, and how to release what it holds. */
+export interface Backend {
+  keys: KeyService;
+  recs: RecsService;
+  /** Reachability of what it depends on, for /readyz. */
+  check(): Promise<Record<string, 'ok' | string>>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,121 @@
+import { GraphQLError } from 'graphql';
+import { ApolloServerErrorCode } from '@apollo/server/errors';
+
+/**
+ * The closed set of `extensions.code` values a client can see. Apollo Server's own request
+ * errors (parse, validation, persisted queries, bad request) are part of it; formatError turns
+ * anything else into INTERNAL_SERVER_ERROR with its message masked.
+ */
+export const ErrorCode = {
+  UNAUTHENTICATED: 'UNAUTHENTICATED',
+  FORBIDDEN: 'FORBIDDEN',
+  NOT_FOUND: 'NOT_FOUND',
+  BAD_USER_INPUT: 'BAD_USER_INPUT',
+  RATE_LIMITED: 'RATE_LIMITED',
+  QUERY_TOO_COMPLEX: 'QUERY_TOO_COMPLEX',
+  UPSTREAM_UNAVAILABLE: 'UPSTREAM_UNAVAILABLE',
+  UPSTREAM_REJECTED: 'UPSTREAM_REJECTED',
+  NOT_IMPLEMENTED: 'NOT_IMPLEMENTED',
+  INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
+  GRAPHQL_PARSE_FAILED: ApolloServerErrorCode.GRAPHQL_PARSE_FAILED,
+  GRAPHQL_VALIDATION_FAILED: ApolloServerErrorCode.GRAPHQL_VALIDATION_FAILED,
+  PERSISTED_QUERY_NOT_FOUND: ApolloServerErrorCode.PERSISTED_QUERY_NOT_FOUND,
+  PERSISTED_QUERY_NOT_SUPPORTED: ApolloServerErrorCode.PERSISTED_QUERY_NOT_SUPPORTED,
+  OPERATION_RESOLUTION_FAILURE: ApolloServerErrorCode.OPERATION_RESOLUTION_FAILURE,
+  BAD_REQUEST: ApolloServerErrorCode.BAD_REQUEST,
+} as const;
+
+export type ErrorCode = (typeof ErrorCode)[keyof typeof ErrorCode];
+
+const codes = new Set<string>(Object.values(ErrorCode));
+
+export function isErrorCode(value: unknown): value is ErrorCode {
+  return typeof value === 'string' && codes.has(value);
+}
+
+/** The HTTP status a response gets when this is its only error (and the REST status served). */
+export const httpStatusOf: Record<ErrorCode, number> = {
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  BAD_USER_INPUT: 400,
+  RATE_LIMITED: 429,
+  QUERY_TOO_COMPLEX: 400,
+  UPSTREAM_UNAVAILABLE: 502,
+  UPSTREAM_REJECTED: 502,
+  NOT_IMPLEMENTED: 501,
+  INTERNAL_SERVER_ERROR: 500,
+  GRAPHQL_PARSE_FAILED: 400,
+  GRAPHQL_VALIDATION_FAILED: 400,
+  PERSISTED_QUERY_NOT_FOUND: 200,
+  PERSISTED_QUERY_NOT_SUPPORTED: 200,
+  OPERATION_RESOLUTION_FAILURE: 400,
+  BAD_REQUEST: 400,
+};
+
+export interface GatewayErrorOptions {
+  /** The input field at fault, for BAD_USER_INPUT (`*` when it is the request as a whole). */
+  field?: string;
+  /** Seconds to wait, for RATE_LIMITED and UPSTREAM_UNAVAILABLE. */
+  retryAfter?: number;
+  /** The upstream service concerned. */
+  service?: string;
+  /** Not shown to clients: kept for logs only. */
+  cause?: unknown;
+}
+
+/** A client-visible error: a GraphQLError whose code is from the closed set. */
+export class GatewayError extends GraphQLError {
+  readonly code: ErrorCode;
+  readonly field: string | undefined;
+  readonly retryAfter: number | undefined;
+
+  constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
+    const extensions: Record<string, unknown> = { code };
+    if (options.field !== undefined) extensions.field = options.field;
+    if (options.service !== undefined) extensions.service = options.service;
+    if (options.retryAfter !== undefined) extensions.retryAfter = options.retryAfter;
+    // Only a request-level failure decides the HTTP status; a field error inside a partial
+    // result keeps the 200 that GraphQL over HTTP expects.
+    if (code === ErrorCode.UNAUTHENTICATED) {
+      extensions.http = { status: 401, headers: new Map([['www-authenticate', 'Basic realm="recs-gateway"']]) };
+    } else if (code === ErrorCode.RATE_LIMITED) {
+      const headers = new Map<string, string>();
+      if (options.retryAfter !== undefined) headers.set('retry-after', String(Math.ceil(options.retryAfter)));
+      extensions.http = { status: 429, headers };
+    }
+    super(message, { extensions, originalError: options.cause instanceof Error ? options.cause : undefined });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.field = options.field;
+    this.retryAfter = options.retryAfter;
+  }
+}
+
+export const unauthenticated = (): GatewayError =>
+  new GatewayError(ErrorCode.UNAUTHENTICATED, 'Authentication required: send a valid API key or credentials in the Authorization header');
+
+export const forbidden = (message = 'Operation is not permitted'): GatewayError =>
+  new GatewayError(ErrorCode.FORBIDDEN, message);
+
+export const notFound = (message: string): GatewayError => new GatewayError(ErrorCode.NOT_FOUND, message);
+
+export const badUserInput = (message: string, field = '*'): GatewayError =>
+  new GatewayError(ErrorCode.BAD_USER_INPUT, message, { field });
+
+export const notImplemented = (what: string): GatewayError =>
+  new GatewayError(ErrorCode.NOT_IMPLEMENTED, `${what} is not implemented yet`);
+
+export const rateLimited = (retryAfter: number): GatewayError =>
+  new GatewayError(ErrorCode.RATE_LIMITED, `Too many requests: retry in ${Math.ceil(retryAfter)} s`, { retryAfter });
+
+export const upstreamUnavailable = (service: string, detail: string, cause?: unknown): GatewayError =>
+  new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, `The ${service} service is unavailable: ${detail}`, { service, cause });
+
+/** The upstream refused the gateway itself (its own key): an operator's problem, not the client's. */
+export const upstreamRejected = (service: string, detail: string): GatewayError =>
+  new GatewayError(ErrorCode.UPSTREAM_REJECTED, `The ${service} service refused the gateway's request: ${detail}`, { service });
+
+export function isGatewayError(error: unknown): error is GatewayError {
+  return error instanceof GatewayError;
+}
