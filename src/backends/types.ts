@@ -62,19 +62,28 @@ export interface UserRef {
   domain: string | null;
 }
 
+/** Per-call options every backend method takes last. */
+export interface CallOptions {
+  /**
+   * Aborted when the GraphQL request's overall deadline passes or the client goes away; the REST
+   * backend stops waiting then (UPSTREAM_UNAVAILABLE), the embedded one may ignore it.
+   */
+  signal?: AbortSignal;
+}
+
 /** The API key interface (api-keys.md, upstream-facts.md). */
 export interface KeyService {
   /**
    * Authenticates an Authorization header value: `<key>`, `Bearer <key>` or
    * `Basic base64(user[@domain]:password)`. Throws UNAUTHENTICATED, with no hint which part was wrong.
    */
-  authenticate(authorization: string): Promise<PrincipalModel>;
+  authenticate(authorization: string, options?: CallOptions): Promise<PrincipalModel>;
   /** The keys of the principal, or of `of` for an administrator; sorted by name. */
-  listKeys(principal: PrincipalModel, of?: UserRef | null): Promise<ApiKeyModel[]>;
+  listKeys(principal: PrincipalModel, of?: UserRef | null, options?: CallOptions): Promise<ApiKeyModel[]>;
   /** Creates a key; BAD_USER_INPUT for a bad name or unknown user, FORBIDDEN for another user's. */
-  createKey(principal: PrincipalModel, input: CreateApiKeyInput): Promise<CreatedApiKeyModel>;
+  createKey(principal: PrincipalModel, input: CreateApiKeyInput, options?: CallOptions): Promise<CreatedApiKeyModel>;
   /** Deletes a key; NOT_FOUND for an unknown id and for another user's key alike. */
-  deleteKey(principal: PrincipalModel, id: string): Promise<void>;
+  deleteKey(principal: PrincipalModel, id: string, options?: CallOptions): Promise<void>;
 }
 
 export interface ItemAttributeModel {
@@ -202,12 +211,12 @@ export interface RecsService {
    * Items by id: same length and order as ids, null for an unknown id (DataLoader's batch
    * contract). At most 100 ids; the REST implementation splits them into calls of 20.
    */
-  getItems(ids: readonly number[]): Promise<(ItemModel | null)[]>;
+  getItems(ids: readonly number[], options?: CallOptions): Promise<(ItemModel | null)[]>;
   /**
    * At most 10 entries, most relevant first, never the anchor or its variants. NOT_FOUND for an
    * unknown anchor; an empty list when there is nothing to recommend.
    */
-  recommend(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel>;
+  recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel>;
 }
 
 /** A backend: both interfaces, and how to release what it holds. */
