@@ -14,7 +14,6 @@ const config: CodegenConfig = {
         strictScalars: true,
         makeResolverTypeCallable: true,
         contextType: '../context.js#GatewayContext',
-        mapperTypeSuffix: 'Model',
         scalars: {
           ItemId: 'number',
           DateTime: { input: 'Date', output: 'Date | string' },

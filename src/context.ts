@@ -7,4 +7,6 @@ export interface GatewayContext {
   principal: PrincipalModel | null;
   backend: Backend;
   loaders: Loaders;
+  /** Aborted at the request's deadline or when the client goes away. */
+  signal: AbortSignal;
 }

@@ -1,5 +1,5 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
-import type { ItemModel as ItemModelModel, ApiKeyModel as ApiKeyModelModel, PrincipalModel as PrincipalModelModel, RecommendationListModel as RecommendationListModelModel, RecommendationEntryModel as RecommendationEntryModelModel, CreatedApiKeyModel as CreatedApiKeyModelModel } from '../backends/types.js';
+import type { ItemModel, ApiKeyModel, PrincipalModel, RecommendationListModel, RecommendationEntryModel, CreatedApiKeyModel } from '../backends/types.js';
 import type { GatewayContext } from '../context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -444,11 +444,11 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = ResolversObject<{
-  ApiKey: ResolverTypeWrapper<ApiKeyModelModel>;
+  ApiKey: ResolverTypeWrapper<ApiKeyModel>;
   AuthMethod: AuthMethod;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   CreateApiKeyInput: CreateApiKeyInput;
-  CreateApiKeyPayload: ResolverTypeWrapper<CreatedApiKeyModelModel>;
+  CreateApiKeyPayload: ResolverTypeWrapper<CreatedApiKeyModel>;
   DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
   DeleteApiKeyPayload: ResolverTypeWrapper<DeleteApiKeyPayload>;
   Float: ResolverTypeWrapper<Scalars['Float']['output']>;
@@ -456,26 +456,26 @@ export type ResolversTypes = ResolversObject<{
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
   ImageEntity: ResolverTypeWrapper<ImageEntity>;
   Int: ResolverTypeWrapper<Scalars['Int']['output']>;
-  Item: ResolverTypeWrapper<ItemModelModel>;
+  Item: ResolverTypeWrapper<ItemModel>;
   ItemAttribute: ResolverTypeWrapper<ItemAttribute>;
   ItemId: ResolverTypeWrapper<Scalars['ItemId']['output']>;
   MarketplacePrice: ResolverTypeWrapper<MarketplacePrice>;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
-  RecommendationConnection: ResolverTypeWrapper<RecommendationListModelModel>;
-  RecommendationEdge: ResolverTypeWrapper<RecommendationEntryModelModel>;
+  RecommendationConnection: ResolverTypeWrapper<RecommendationListModel>;
+  RecommendationEdge: ResolverTypeWrapper<RecommendationEntryModel>;
   RecommendationKind: RecommendationKind;
   RecommendationSource: RecommendationSource;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
-  Viewer: ResolverTypeWrapper<PrincipalModelModel>;
+  Viewer: ResolverTypeWrapper<PrincipalModel>;
 }>;
 
 /** Mapping between all available schema types and the resolvers parents */
 export type ResolversParentTypes = ResolversObject<{
-  ApiKey: ApiKeyModelModel;
+  ApiKey: ApiKeyModel;
   Boolean: Scalars['Boolean']['output'];
   CreateApiKeyInput: CreateApiKeyInput;
-  CreateApiKeyPayload: CreatedApiKeyModelModel;
+  CreateApiKeyPayload: CreatedApiKeyModel;
   DateTime: Scalars['DateTime']['output'];
   DeleteApiKeyPayload: DeleteApiKeyPayload;
   Float: Scalars['Float']['output'];
@@ -483,16 +483,16 @@ export type ResolversParentTypes = ResolversObject<{
   ID: Scalars['ID']['output'];
   ImageEntity: ImageEntity;
   Int: Scalars['Int']['output'];
-  Item: ItemModelModel;
+  Item: ItemModel;
   ItemAttribute: ItemAttribute;
   ItemId: Scalars['ItemId']['output'];
   MarketplacePrice: MarketplacePrice;
   Mutation: Record<PropertyKey, never>;
   Query: Record<PropertyKey, never>;
-  RecommendationConnection: RecommendationListModelModel;
-  RecommendationEdge: RecommendationEntryModelModel;
+  RecommendationConnection: RecommendationListModel;
+  RecommendationEdge: RecommendationEntryModel;
   String: Scalars['String']['output'];
-  Viewer: PrincipalModelModel;
+  Viewer: PrincipalModel;
 }>;
 
 export type ApiKeyResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ApiKey'] = ResolversParentTypes['ApiKey']> = ResolversObject<{

@@ -1,16 +1,40 @@
 import DataLoader from 'dataloader';
-import type { ItemModel, RecsService } from '../backends/types.js';
+import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../backends/types.js';
 
-/** The per-request DataLoaders: built once per request by createLoaders, never shared. */
+/** The per-request DataLoaders: built by createLoaders for each request, never shared. */
 export interface Loaders {
+  /** Items by id; null for an unknown id. */
   items: DataLoader<number, ItemModel | null>;
+  /** Recommendation lists by `${kind}:${anchorId}`. */
+  recommendations: DataLoader<string, RecommendationListModel>;
 }
 
-/** Items are asked for at most this many at a time (the REST interface takes 20 a call). */
-const MAX_BATCH = 100;
+/** Items are asked for at most this many at a time (RecsService.getItems' limit). */
+const MAX_ITEM_BATCH = 100;
 
-export function createLoaders(recs: RecsService): Loaders {
-  return {
-    items: new DataLoader<number, ItemModel | null>((ids) => recs.getItems(ids), { maxBatchSize: MAX_BATCH }),
-  };
+export const recommendationKey = (kind: RecommendationKind, anchorId: number): string => `${kind}:${anchorId}`;
+
+export function createLoaders(recs: RecsService, options: CallOptions = {}): Loaders {
+  const items = new DataLoader<number, ItemModel | null>((ids) => recs.getItems(ids, options), {
+    maxBatchSize: MAX_ITEM_BATCH,
+  });
+  const recommendations = new DataLoader<string, RecommendationListModel>(
+    (keys) =>
+      Promise.all(
+        keys.map(async (key) => {
+          const [kind, anchor] = key.split(':') as [RecommendationKind, string];
+          try {
+            const list = await recs.recommend(kind, Number(anchor), options);
+            // the REST interface returns whole records: later item lookups need not ask again
+            for (const item of list.items ?? []) items.prime(item.itemId, item);
+            return list;
+          } catch (error) {
+            return error as Error;
+          }
+        }),
+      ),
+    // there is no batch endpoint for recommendations: each key is its own call anyway
+    { batch: false },
+  );
+  return { items, recommendations };
 }

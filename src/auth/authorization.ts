@@ -1,0 +1,54 @@
+import { createHash } from 'node:crypto';
+
+/**
+ * The Authorization header forms of the key service (upstream-facts.md): a key bare or after
+ * Bearer, or Basic base64(user[@domain]:password). Parsing never touches a store, so a malformed
+ * value is refused before any lookup.
+ */
+export type Credential =
+  | { kind: 'key'; key: string }
+  | { kind: 'password'; username: string; domain: string | null; password: string };
+
+/** A key is strict base64; anything else is not a key. */
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/** The longest header value considered at all: a key is 22 characters, credentials far less. */
+const MAX_LENGTH = 1024;
+
+export function parseAuthorization(value: string): Credential | null {
+  const trimmed = value.trim();
+  if (trimmed === '' || trimmed.length > MAX_LENGTH) return null;
+  const space = trimmed.indexOf(' ');
+  if (space === -1) {
+    // a scheme with nothing after it is a malformed header, not a key that happens to be a word
+    if (/^(bearer|basic)$/i.test(trimmed)) return null;
+    return BASE64.test(trimmed) ? { kind: 'key', key: trimmed } : null;
+  }
+
+  const scheme = trimmed.slice(0, space).toLowerCase();
+  const rest = trimmed.slice(space + 1).trim();
+  if (scheme === 'bearer') return BASE64.test(rest) ? { kind: 'key', key: rest } : null;
+  if (scheme !== 'basic' || !BASE64.test(rest)) return null;
+
+  const decoded = Buffer.from(rest, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return null;
+  const user = decoded.slice(0, colon);
+  const password = decoded.slice(colon + 1);
+  // a domain user signs in as user@domain, split at the first @
+  const at = user.indexOf('@');
+  const username = at === -1 ? user : user.slice(0, at);
+  const domain = at === -1 ? null : user.slice(at + 1);
+  if (username === '' || domain === '') return null;
+  return { kind: 'password', username, domain, password };
+}
+
+/** SHA-256 of a credential, hex: tells credentials apart in cache keys without holding them. */
+export function credentialId(authorization: string): string {
+  return createHash('sha256').update(authorization.trim()).digest('hex');
+}
+
+export function basicAuthorization(username: string, password: string, domain?: string | null): string {
+  const user = domain ? `${username}@${domain}` : username;
+  return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
+}

@@ -1,0 +1,152 @@
+import { credentialId, parseAuthorization } from '../../../auth/authorization.js';
+import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
+import type {
+  ApiKeyModel,
+  CreateApiKeyInput,
+  CreatedApiKeyModel,
+  KeyService,
+  PrincipalModel,
+  UserModel,
+  UserRef,
+} from '../../types.js';
+import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from './apiKeyValue.js';
+import { verifyPassword } from './passwords.js';
+import { KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const isUuid = (value: string): boolean => UUID.test(value);
+
+export interface EmbeddedKeyServiceOptions {
+  /** How often a key's lastUsedAt is written at most, in ms; default 60000. */
+  lastUsedResolutionMs?: number;
+  /** The clock, for tests of expiry; default Date.now. */
+  now?: () => number;
+}
+
+const toModel = (key: KeyRecord): ApiKeyModel => ({
+  id: key.id,
+  userId: key.userId,
+  name: key.name,
+  createdAt: key.createdAt,
+  expiresAt: key.expiresAt,
+  lastUsedAt: key.lastUsedAt,
+});
+
+const toUserModel = (user: UserRecord): UserModel => ({
+  id: user.id,
+  username: user.username,
+  domain: user.domain,
+  isAdmin: user.isAdmin,
+});
+
+/**
+ * The API key interface served in-process, with the rules of upstream-facts.md and without the
+ * original's weaknesses: an unknown username is a client error, and another user's key answers
+ * exactly like an unknown one.
+ */
+export class EmbeddedKeyService implements KeyService {
+  private readonly lastUsedResolutionMs: number;
+  private readonly now: () => number;
+  /** When each key's lastUsedAt was last written, so a busy key costs one write a minute. */
+  private readonly lastTouched = new Map<string, number>();
+
+  constructor(
+    private readonly store: KeyStore,
+    options: EmbeddedKeyServiceOptions = {},
+  ) {
+    this.lastUsedResolutionMs = options.lastUsedResolutionMs ?? 60_000;
+    this.now = options.now ?? Date.now;
+  }
+
+  async authenticate(authorization: string): Promise<PrincipalModel> {
+    const credential = parseAuthorization(authorization);
+    if (credential === null) throw unauthenticated();
+
+    if (credential.kind === 'password') {
+      const user = await this.store.findUser(credential.username, credential.domain);
+      // verifyPassword hashes against a decoy when the user is unknown: the same time either way
+      const ok = await verifyPassword(credential.password, user?.passwordHash ?? null);
+      if (!user || !ok) throw unauthenticated();
+      return this.principal(user, 'PASSWORD', null, authorization);
+    }
+
+    const found = await this.store.findKeyByHash(hashApiKey(credential.key));
+    const now = this.now();
+    if (!found || (found.key.expiresAt !== null && found.key.expiresAt.getTime() <= now)) throw unauthenticated();
+    this.touch(found.key, now);
+    return this.principal(found.user, 'API_KEY', found.key.id, authorization);
+  }
+
+  async listKeys(principal: PrincipalModel, of?: UserRef | null): Promise<ApiKeyModel[]> {
+    const userId = await this.targetUserId(principal, of?.username ?? null, of?.domain ?? null);
+    return (await this.store.listKeys(userId)).map(toModel);
+  }
+
+  async createKey(principal: PrincipalModel, input: CreateApiKeyInput): Promise<CreatedApiKeyModel> {
+    if (input.name !== undefined && input.name !== null && !KEY_NAME_RULE.test(input.name)) {
+      throw badUserInput(`Invalid API key name: ${KEY_NAME_RULE_TEXT}`, 'name');
+    }
+    const days = input.expiresInDays;
+    if (days !== undefined && days !== null && (!Number.isInteger(days) || days < 1 || days > 3650)) {
+      throw badUserInput('expiresInDays must be a whole number from 1 to 3650', 'expiresInDays');
+    }
+    if (!input.username && input.userDomain) throw badUserInput('userDomain needs username', 'userDomain');
+    const userId = await this.targetUserId(principal, input.username ?? null, input.userDomain ?? null);
+
+    const key = generateApiKey();
+    try {
+      const record = await this.store.createKey({
+        userId,
+        name: input.name ?? null,
+        hash: hashApiKey(key),
+        expiresAt: days ? new Date(this.now() + days * 86_400_000) : null,
+      });
+      return { ok: true, id: record.id, key, apiKey: toModel(record) };
+    } catch (error) {
+      if (error instanceof KeyNameTakenError) {
+        throw badUserInput(`An API key named ${input.name ?? 'that'} already exists for this user`, 'name');
+      }
+      throw error;
+    }
+  }
+
+  async deleteKey(principal: PrincipalModel, id: string): Promise<void> {
+    if (!isUuid(id)) throw badUserInput('id must be a UUID', 'id');
+    const owner = principal.user.isAdmin ? null : principal.user.id;
+    if (!(await this.store.deleteKey(id.toLowerCase(), owner))) throw notFound(`API key not found: ${id}`);
+    this.lastTouched.delete(id.toLowerCase());
+  }
+
+  /** The user a key operation acts on: the caller, or (administrators only) the one named. */
+  private async targetUserId(principal: PrincipalModel, username: string | null, domain: string | null): Promise<string> {
+    const self = principal.user;
+    const isSelf =
+      username === null || (username === self.username && (domain || null) === (self.domain || null));
+    if (isSelf) {
+      if (self.id === null) throw unauthenticated();
+      return self.id;
+    }
+    if (!self.isAdmin) throw forbidden();
+    const user = await this.store.findUser(username, domain || null);
+    if (!user) throw badUserInput(`User not found: ${domain ? `${username}@${domain}` : username}`, 'username');
+    return user.id;
+  }
+
+  private principal(
+    user: UserRecord,
+    authenticatedBy: PrincipalModel['authenticatedBy'],
+    keyId: string | null,
+    authorization: string,
+  ): PrincipalModel {
+    return { user: toUserModel(user), authenticatedBy, keyId, credentialId: credentialId(authorization), authorization };
+  }
+
+  private touch(key: KeyRecord, now: number): void {
+    const last = this.lastTouched.get(key.id) ?? key.lastUsedAt?.getTime() ?? 0;
+    if (now - last < this.lastUsedResolutionMs) return;
+    this.lastTouched.set(key.id, now);
+    // best effort: a failed write costs an imprecise lastUsedAt, never the request
+    this.store.touchKey(key.id, new Date(now)).catch(() => this.lastTouched.delete(key.id));
+  }
+}

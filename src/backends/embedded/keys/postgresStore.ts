@@ -1,0 +1,214 @@
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { nextDefaultName } from './apiKeyValue.js';
+import {
+  DEFAULT_NAME_PATTERN,
+  KeyNameTakenError,
+  UserExistsError,
+  type KeyRecord,
+  type KeyStore,
+  type NewKey,
+  type NewUser,
+  type UserRecord,
+} from './store.js';
+
+export interface PostgresKeyStoreOptions {
+  connectionString: string;
+  /** A schema to keep the tables in (created when missing); default: the connection's search_path. */
+  schema?: string;
+  /** Pool size; default 10. */
+  max?: number;
+}
+
+interface UserRow {
+  id: string;
+  username: string;
+  domain: string;
+  password_hash: string;
+  is_admin: boolean;
+  created_at: Date;
+}
+
+interface KeyRow {
+  id: string;
+  user_id: string;
+  name: string;
+  created_at: Date;
+  expires_at: Date | null;
+  last_used_at: Date | null;
+}
+
+const toUser = (row: UserRow): UserRecord => ({
+  id: row.id,
+  username: row.username,
+  domain: row.domain === '' ? null : row.domain,
+  passwordHash: row.password_hash,
+  isAdmin: row.is_admin,
+  createdAt: row.created_at,
+});
+
+const toKey = (row: KeyRow): KeyRecord => ({
+  id: row.id,
+  userId: row.user_id,
+  name: row.name,
+  createdAt: row.created_at,
+  expiresAt: row.expires_at,
+  lastUsedAt: row.last_used_at,
+});
+
+const isUniqueViolation = (error: unknown): boolean => (error as { code?: string } | null)?.code === '23505';
+
+// any constant will do: it only has to be the same in every gateway process
+const MIGRATION_LOCK = 7_311_923_001;
+
+const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at';
+
+/**
+ * Users and keys in PostgreSQL, so several gateway processes share one store. A create locks the
+ * user's row first, so parallel creates for one user get distinct default names.
+ */
+export class PostgresKeyStore implements KeyStore {
+  private readonly pool: pg.Pool;
+  private readonly schema: string | undefined;
+
+  constructor(options: PostgresKeyStoreOptions) {
+    if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
+      throw new Error('schema must be a lower-case SQL identifier');
+    }
+    this.schema = options.schema;
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.max ?? 10,
+      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    });
+    // an idle client's error (a restarted server) must not crash the process; the next query reconnects
+    this.pool.on('error', () => undefined);
+  }
+
+  async migrate(): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+      if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+      await client.query(`
+        CREATE TABLE IF NOT EXISTS users (
+          id uuid PRIMARY KEY,
+          username text NOT NULL,
+          domain text NOT NULL DEFAULT '',
+          password_hash text NOT NULL,
+          is_admin boolean NOT NULL DEFAULT false,
+          created_at timestamptz NOT NULL,
+          UNIQUE (username, domain)
+        );
+        CREATE TABLE IF NOT EXISTS api_keys (
+          id uuid PRIMARY KEY,
+          user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+          name text COLLATE "C" NOT NULL,
+          key_hash text NOT NULL UNIQUE,
+          created_at timestamptz NOT NULL,
+          expires_at timestamptz,
+          last_used_at timestamptz,
+          UNIQUE (user_id, name)
+        );`);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async countUsers(): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>('SELECT count(*) AS n FROM users');
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async createUser(user: NewUser): Promise<UserRecord> {
+    try {
+      const { rows } = await this.pool.query<UserRow>(
+        `INSERT INTO users (id, username, domain, password_hash, is_admin, created_at)
+         VALUES ($1, $2, $3, $4, $5, now()) RETURNING *`,
+        [randomUUID(), user.username, user.domain ?? '', user.passwordHash, user.isAdmin],
+      );
+      return toUser(rows[0]!);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new UserExistsError(`user ${user.username} exists`);
+      throw error;
+    }
+  }
+
+  async findUser(username: string, domain: string | null): Promise<UserRecord | null> {
+    const { rows } = await this.pool.query<UserRow>('SELECT * FROM users WHERE username = $1 AND domain = $2', [
+      username,
+      domain ?? '',
+    ]);
+    return rows[0] ? toUser(rows[0]) : null;
+  }
+
+  async createKey(key: NewKey): Promise<KeyRecord> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await client.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [key.userId]);
+      let name = key.name;
+      if (name === null) {
+        const { rows } = await client.query<{ name: string }>(
+          'SELECT name FROM api_keys WHERE user_id = $1 AND name LIKE $2',
+          [key.userId, DEFAULT_NAME_PATTERN],
+        );
+        name = nextDefaultName(rows.map((r) => r.name));
+      }
+      const { rows } = await client.query<KeyRow>(
+        `INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at)
+         VALUES ($1, $2, $3, $4, now(), $5) RETURNING ${KEY_COLUMNS}`,
+        [randomUUID(), key.userId, name, key.hash, key.expiresAt],
+      );
+      await client.query('COMMIT');
+      return toKey(rows[0]!);
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      if (isUniqueViolation(error)) throw new KeyNameTakenError(`the name ${key.name} is taken`);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  async listKeys(userId: string): Promise<KeyRecord[]> {
+    const { rows } = await this.pool.query<KeyRow>(
+      `SELECT ${KEY_COLUMNS} FROM api_keys WHERE user_id = $1 ORDER BY name`,
+      [userId],
+    );
+    return rows.map(toKey);
+  }
+
+  async findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null> {
+    const { rows } = await this.pool.query<KeyRow & { u: UserRow }>(
+      `SELECT k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at, row_to_json(u) AS u
+         FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1`,
+      [hash],
+    );
+    const row = rows[0];
+    if (!row) return null;
+    // row_to_json gives timestamps as text
+    return { key: toKey(row), user: toUser({ ...row.u, created_at: new Date(row.u.created_at) }) };
+  }
+
+  async deleteKey(id: string, ownerId: string | null): Promise<boolean> {
+    const result =
+      ownerId === null
+        ? await this.pool.query('DELETE FROM api_keys WHERE id = $1', [id])
+        : await this.pool.query('DELETE FROM api_keys WHERE id = $1 AND user_id = $2', [id, ownerId]);
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  async touchKey(id: string, at: Date): Promise<void> {
+    await this.pool.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2', [at, id]);
+  }
+
+  async close(): Promise<void> {
+    if (!this.pool.ended) await this.pool.end();
+  }
+}

@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { nextDefaultName } from './apiKeyValue.js';
+import {
+  DEFAULT_NAME_PATTERN,
+  KeyNameTakenError,
+  UserExistsError,
+  type KeyRecord,
+  type KeyStore,
+  type NewKey,
+  type NewUser,
+  type UserRecord,
+} from './store.js';
+
+interface UserRow {
+  id: string;
+  username: string;
+  domain: string;
+  password_hash: string;
+  is_admin: number;
+  created_at: number;
+}
+
+interface KeyRow {
+  id: string;
+  user_id: string;
+  name: string;
+  created_at: number;
+  expires_at: number | null;
+  last_used_at: number | null;
+}
+
+const toUser = (row: UserRow): UserRecord => ({
+  id: row.id,
+  username: row.username,
+  domain: row.domain === '' ? null : row.domain,
+  passwordHash: row.password_hash,
+  isAdmin: row.is_admin === 1,
+  createdAt: new Date(row.created_at),
+});
+
+const toKey = (row: KeyRow): KeyRecord => ({
+  id: row.id,
+  userId: row.user_id,
+  name: row.name,
+  createdAt: new Date(row.created_at),
+  expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
+  lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
+});
+
+const isUniqueViolation = (error: unknown): boolean =>
+  error instanceof Error && (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE';
+
+/**
+ * Users and keys in one SQLite file (WAL, synchronous=FULL so an acknowledged create survives a
+ * crash or power loss). Writes run in BEGIN IMMEDIATE transactions, so processes sharing the file
+ * serialise on them and the default key name cannot be handed out twice.
+ */
+export class SqliteKeyStore implements KeyStore {
+  private readonly db: Database.Database;
+  private readonly statements;
+
+  constructor(file: string) {
+    mkdirSync(path.dirname(file), { recursive: true });
+    this.db = new Database(file);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = FULL');
+    this.db.pragma('foreign_keys = ON');
+    this.db.pragma('busy_timeout = 5000');
+    this.createTables();
+    const db = this.db;
+    this.statements = {
+      countUsers: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM users'),
+      insertUser: db.prepare(
+        'INSERT INTO users (id, username, domain, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      findUser: db.prepare<[string, string], UserRow>('SELECT * FROM users WHERE username = ? AND domain = ?'),
+      defaultNames: db.prepare<[string, string], { name: string }>(
+        'SELECT name FROM api_keys WHERE user_id = ? AND name LIKE ?',
+      ),
+      insertKey: db.prepare(
+        'INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+      ),
+      listKeys: db.prepare<[string], KeyRow>(
+        'SELECT id, user_id, name, created_at, expires_at, last_used_at FROM api_keys WHERE user_id = ? ORDER BY name',
+      ),
+      findKey: db.prepare<[string], KeyRow & { [K in keyof UserRow as `u_${K}`]: UserRow[K] }>(
+        `SELECT k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at,
+                u.id AS u_id, u.username AS u_username, u.domain AS u_domain,
+                u.password_hash AS u_password_hash, u.is_admin AS u_is_admin, u.created_at AS u_created_at
+           FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?`,
+      ),
+      deleteAny: db.prepare('DELETE FROM api_keys WHERE id = ?'),
+      deleteOwn: db.prepare('DELETE FROM api_keys WHERE id = ? AND user_id = ?'),
+      touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
+    };
+  }
+
+  private createTables(): void {
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS users (
+        id TEXT PRIMARY KEY,
+        username TEXT NOT NULL,
+        domain TEXT NOT NULL DEFAULT '',
+        password_hash TEXT NOT NULL,
+        is_admin INTEGER NOT NULL DEFAULT 0,
+        created_at INTEGER NOT NULL,
+        UNIQUE (username, domain)
+      );
+      CREATE TABLE IF NOT EXISTS api_keys (
+        id TEXT PRIMARY KEY,
+        user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        key_hash TEXT NOT NULL UNIQUE,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        last_used_at INTEGER,
+        UNIQUE (user_id, name)
+      );
+    `);
+  }
+
+  async migrate(): Promise<void> {
+    // the tables are made in the constructor, before the statements that need them
+  }
+
+  async countUsers(): Promise<number> {
+    return this.statements.countUsers.get()?.n ?? 0;
+  }
+
+  async createUser(user: NewUser): Promise<UserRecord> {
+    const row: UserRow = {
+      id: randomUUID(),
+      username: user.username,
+      domain: user.domain ?? '',
+      password_hash: user.passwordHash,
+      is_admin: user.isAdmin ? 1 : 0,
+      created_at: Date.now(),
+    };
+    try {
+      this.statements.insertUser.run(row.id, row.username, row.domain, row.password_hash, row.is_admin, row.created_at);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new UserExistsError(`user ${user.username} exists`);
+      throw error;
+    }
+    return toUser(row);
+  }
+
+  async findUser(username: string, domain: string | null): Promise<UserRecord | null> {
+    const row = this.statements.findUser.get(username, domain ?? '');
+    return row ? toUser(row) : null;
+  }
+
+  async createKey(key: NewKey): Promise<KeyRecord> {
+    const insert = this.db.transaction((): KeyRow => {
+      const name =
+        key.name ??
+        nextDefaultName(this.statements.defaultNames.all(key.userId, DEFAULT_NAME_PATTERN).map((r) => r.name));
+      const row: KeyRow = {
+        id: randomUUID(),
+        user_id: key.userId,
+        name,
+        created_at: Date.now(),
+        expires_at: key.expiresAt?.getTime() ?? null,
+        last_used_at: null,
+      };
+      this.statements.insertKey.run(row.id, row.user_id, row.name, key.hash, row.created_at, row.expires_at);
+      return row;
+    });
+    try {
+      return toKey(insert.immediate());
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new KeyNameTakenError(`the name ${key.name} is taken`);
+      throw error;
+    }
+  }
+
+  async listKeys(userId: string): Promise<KeyRecord[]> {
+    return this.statements.listKeys.all(userId).map(toKey);
+  }
+
+  async findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null> {
+    const row = this.statements.findKey.get(hash);
+    if (!row) return null;
+    return {
+      key: toKey(row),
+      user: toUser({
+        id: row.u_id,
+        username: row.u_username,
+        domain: row.u_domain,
+        password_hash: row.u_password_hash,
+        is_admin: row.u_is_admin,
+        created_at: row.u_created_at,
+      }),
+    };
+  }
+
+  async deleteKey(id: string, ownerId: string | null): Promise<boolean> {
+    const result = ownerId === null ? this.statements.deleteAny.run(id) : this.statements.deleteOwn.run(id, ownerId);
+    return result.changes > 0;
+  }
+
+  async touchKey(id: string, at: Date): Promise<void> {
+    this.statements.touch.run(at.getTime(), id);
+  }
+
+  async close(): Promise<void> {
+    if (this.db.open) this.db.close();
+  }
+
+  /** PRAGMA integrity_check, for the crash-safety tests. */
+  integrityCheck(): string {
+    return String(this.db.pragma('integrity_check', { simple: true }));
+  }
+}

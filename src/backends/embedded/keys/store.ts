@@ -1,0 +1,66 @@
+/**
+ * Where users and keys are kept: SQLite (the default, one file under DATA_DIR) or PostgreSQL
+ * (shared by several gateway processes). Both implementations pass test/keys/store.test.ts.
+ * The store holds no rules beyond uniqueness and atomicity; KeyService applies the rest.
+ */
+
+export interface UserRecord {
+  id: string;
+  username: string;
+  domain: string | null;
+  passwordHash: string;
+  isAdmin: boolean;
+  createdAt: Date;
+}
+
+export interface KeyRecord {
+  id: string;
+  userId: string;
+  name: string;
+  createdAt: Date;
+  expiresAt: Date | null;
+  lastUsedAt: Date | null;
+}
+
+export interface NewUser {
+  username: string;
+  domain: string | null;
+  passwordHash: string;
+  isAdmin: boolean;
+}
+
+export interface NewKey {
+  userId: string;
+  /** null: the store assigns key#<n>, n one more than the user's highest, in the same transaction. */
+  name: string | null;
+  /** SHA-256 of the key bytes, base64 without padding. */
+  hash: string;
+  expiresAt: Date | null;
+}
+
+/** The user already exists (same username and domain). */
+export class UserExistsError extends Error {}
+/** The user already has a key of that name. */
+export class KeyNameTakenError extends Error {}
+
+export interface KeyStore {
+  /** Creates the tables when missing; safe to run from several processes at once. */
+  migrate(): Promise<void>;
+  countUsers(): Promise<number>;
+  /** Throws UserExistsError. */
+  createUser(user: NewUser): Promise<UserRecord>;
+  findUser(username: string, domain: string | null): Promise<UserRecord | null>;
+  /** Throws KeyNameTakenError; the record is written whole or not at all. */
+  createKey(key: NewKey): Promise<KeyRecord>;
+  /** The user's keys, sorted by name (byte order, the same in both stores). */
+  listKeys(userId: string): Promise<KeyRecord[]>;
+  /** The key with that hash and its owner; expired keys too (the caller decides). */
+  findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null>;
+  /** Deletes the key if it exists and, when ownerId is given, belongs to that user. */
+  deleteKey(id: string, ownerId: string | null): Promise<boolean>;
+  /** Records when a key was last used. */
+  touchKey(id: string, at: Date): Promise<void>;
+  close(): Promise<void>;
+}
+
+export const DEFAULT_NAME_PATTERN = 'key#%';

@@ -1,0 +1,55 @@
+import { randomBytes } from 'node:crypto';
+import { hashPassword, type ScryptCost } from './passwords.js';
+import { UserExistsError, type KeyStore, type UserRecord } from './store.js';
+
+const NAME = /^[^\s:@]{1,128}$/;
+const DOMAIN = /^[^\s:@]{1,253}$/;
+
+export class UserInputError extends Error {}
+
+export interface AddUser {
+  username: string;
+  domain?: string | null;
+  password: string;
+  isAdmin?: boolean;
+}
+
+/**
+ * Creates a user. A name holds no `:` (it ends the user part of Basic credentials) and no `@`
+ * (it starts the domain); a password has at least 8 characters.
+ */
+export async function addUser(store: KeyStore, user: AddUser, cost?: ScryptCost): Promise<UserRecord> {
+  if (!NAME.test(user.username)) throw new UserInputError('a username has 1 to 128 characters and no spaces, : or @');
+  if (user.domain && !DOMAIN.test(user.domain)) throw new UserInputError('a domain has no spaces, : or @');
+  if (user.password.length < 8) throw new UserInputError('a password has at least 8 characters');
+  try {
+    return await store.createUser({
+      username: user.username,
+      domain: user.domain || null,
+      passwordHash: await hashPassword(user.password, cost),
+      isAdmin: user.isAdmin ?? false,
+    });
+  } catch (error) {
+    if (error instanceof UserExistsError) {
+      throw new UserInputError(`the user ${user.domain ? `${user.username}@${user.domain}` : user.username} exists`);
+    }
+    throw error;
+  }
+}
+
+/**
+ * On the very first start, with no users at all, creates the administrator `admin` with a random
+ * password and returns that password (to be shown once); returns null otherwise. Two processes
+ * starting at once on one PostgreSQL make one admin: the loser's insert hits the unique index.
+ */
+export async function ensureFirstAdmin(store: KeyStore): Promise<string | null> {
+  if ((await store.countUsers()) > 0) return null;
+  const password = randomBytes(18).toString('base64url');
+  try {
+    await addUser(store, { username: 'admin', password, isAdmin: true });
+    return password;
+  } catch (error) {
+    if (error instanceof UserInputError) return null;
+    throw error;
+  }
+}

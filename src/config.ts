@@ -1,0 +1,120 @@
+import path from 'node:path';
+
+/**
+ * The gateway's configuration: the only reader of environment variables. Every setting, its
+ * variable and its default is listed here and in the README's configuration table.
+ */
+export interface Config {
+  /** PORT: the HTTP port. Default 4000; 0 picks a free one. */
+  port: number;
+  /** HOST: the address to listen on. Default: every interface. */
+  host: string | undefined;
+  /** NODE_ENV=production turns introspection off and masks internal errors. */
+  production: boolean;
+  /** BACKEND: `embedded` (default; no other service needed) or `rest`. */
+  backend: 'embedded' | 'rest';
+  /** DATA_DIR: where the embedded backend keeps its SQLite files. Default `./data`. */
+  dataDir: string;
+  /**
+   * DATABASE_URL: a postgres:// URL puts users and keys in PostgreSQL, so several gateway
+   * processes share one store. Default: SQLite in DATA_DIR/keys.db.
+   */
+  databaseUrl: string | null;
+  /** REDIS_URL: the shared cache. Default: none (an in-process cache). */
+  redisUrl: string | null;
+  /** APIKEY_SERVICE_URL: the key service, for BACKEND=rest. */
+  apiKeyServiceUrl: string | null;
+  /** RECS_SERVICE_URL: the recommendation service, for BACKEND=rest. */
+  recsServiceUrl: string | null;
+  /** RECS_API_KEY: the gateway's own key for the recommendation service, for BACKEND=rest. */
+  recsApiKey: string | null;
+  /** REQUEST_DEADLINE_MS: the most a GraphQL request may spend on upstream calls. Default 10000. */
+  requestDeadlineMs: number;
+  /** BODY_LIMIT_BYTES: the largest request body accepted. Default 1 MiB. */
+  bodyLimitBytes: number;
+  /** INTROSPECTION: true or false; default on except in production. */
+  introspection: boolean;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads the configuration from `env` (process.env by default); throws ConfigError listing every bad value. */
+export function loadConfig(env: Env = process.env): Config {
+  const problems: string[] = [];
+  const get = (name: string): string | undefined => {
+    const value = env[name]?.trim();
+    return value === '' ? undefined : value;
+  };
+  const int = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = get(name);
+    if (raw === undefined) return fallback;
+    const value = Number(raw);
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      problems.push(`${name} must be a whole number from ${min} to ${max}, got "${raw}"`);
+      return fallback;
+    }
+    return value;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const raw = get(name)?.toLowerCase();
+    if (raw === undefined) return fallback;
+    if (['1', 'true', 'yes', 'on'].includes(raw)) return true;
+    if (['0', 'false', 'no', 'off'].includes(raw)) return false;
+    problems.push(`${name} must be true or false, got "${raw}"`);
+    return fallback;
+  };
+  const url = (name: string, protocols: string[]): string | null => {
+    const raw = get(name);
+    if (raw === undefined) return null;
+    try {
+      const parsed = new URL(raw);
+      if (!protocols.includes(parsed.protocol)) throw new Error('protocol');
+      return raw;
+    } catch {
+      // the URL may hold a password: name the variable, never echo the value
+      problems.push(`${name} must be a URL starting with ${protocols.map((p) => `${p}//`).join(' or ')}`);
+      return null;
+    }
+  };
+
+  const production = get('NODE_ENV') === 'production';
+  const backendRaw = get('BACKEND') ?? 'embedded';
+  if (backendRaw !== 'embedded' && backendRaw !== 'rest') {
+    problems.push(`BACKEND must be embedded or rest, got "${backendRaw}"`);
+  }
+  const backend = backendRaw === 'rest' ? 'rest' : 'embedded';
+
+  const config: Config = {
+    port: int('PORT', 4000, 0, 65535),
+    host: get('HOST'),
+    production,
+    backend,
+    dataDir: path.resolve(get('DATA_DIR') ?? 'data'),
+    databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    apiKeyServiceUrl: url('APIKEY_SERVICE_URL', ['http:', 'https:']),
+    recsServiceUrl: url('RECS_SERVICE_URL', ['http:', 'https:']),
+    recsApiKey: get('RECS_API_KEY') ?? null,
+    requestDeadlineMs: int('REQUEST_DEADLINE_MS', 10_000, 100, 300_000),
+    bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    introspection: bool('INTROSPECTION', !production),
+  };
+  if (backend === 'rest') {
+    for (const [name, value] of [
+      ['APIKEY_SERVICE_URL', config.apiKeyServiceUrl],
+      ['RECS_SERVICE_URL', config.recsServiceUrl],
+      ['RECS_API_KEY', config.recsApiKey],
+    ] as const) {
+      if (value === null && !problems.some((p) => p.startsWith(name))) problems.push(`${name} is required when BACKEND=rest`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}

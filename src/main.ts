@@ -1,0 +1,178 @@
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+import { openBackend } from './backends/index.js';
+import { openKeyStore } from './backends/embedded/keys/index.js';
+import { addUser, UserInputError } from './backends/embedded/keys/users.js';
+import { ConfigError, loadConfig, type Config } from './config.js';
+import { createLogger } from './logger.js';
+import { createGateway } from './server.js';
+
+const USAGE = `Usage: recs-gateway <command> [options]
+
+Commands:
+  serve                       start the gateway (what npm start runs)
+  user add <username>         create a user of the embedded key store
+
+Run recs-gateway <command> --help for a command's options. Configuration comes from
+environment variables: see the README's configuration table.
+`;
+
+const SERVE_USAGE = `Usage: recs-gateway serve
+
+Starts the GraphQL gateway on PORT (default 4000): POST and GET /graphql, the GraphiQL IDE at
+/graphql in a browser, /healthz and /readyz. Settings come from the environment (PORT, DATA_DIR,
+DATABASE_URL, REDIS_URL, BACKEND, ...). SIGTERM or SIGINT drains in-flight requests and stops;
+a second signal stops at once.
+`;
+
+const USER_ADD_USAGE = `Usage: recs-gateway user add <username> [--domain <domain>] [--admin] [--password <password>]
+
+Creates a user of the embedded key store (DATA_DIR/keys.db, or DATABASE_URL). The password is
+read from standard input when --password is not given (prompted for on a terminal). A domain
+user signs in as <username>@<domain>.
+`;
+
+interface Io {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  stdin: NodeJS.ReadableStream & { isTTY?: boolean };
+  env: Record<string, string | undefined>;
+}
+
+const defaultIo = (): Io => ({ stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env });
+
+/** Runs the command line; resolves with the exit code (serve resolves once it has stopped). */
+export async function main(argv: string[], io: Io = defaultIo()): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'serve':
+        return await serve(rest, io);
+      case 'user':
+        return await user(rest, io);
+      case undefined:
+      case '--help':
+      case '-h':
+      case 'help':
+        io.stdout.write(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        io.stderr.write(`Unknown command: ${command}\n\n${USAGE}`);
+        return 2;
+    }
+  } catch (error) {
+    if (error instanceof ConfigError || error instanceof UserInputError) {
+      io.stderr.write(`${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.stderr.write(`${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+async function serve(argv: string[], io: Io): Promise<number> {
+  const { values } = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' } } });
+  if (values.help) {
+    io.stdout.write(SERVE_USAGE);
+    return 0;
+  }
+  const config = loadConfig(io.env);
+  const log = createLogger({ level: io.env.LOG_LEVEL, destination: io.stdout });
+  const backend = await openBackend(config, {
+    // shown once, on the terminal; never through the structured log
+    onFirstAdmin: (password) =>
+      io.stderr.write(
+        `\nNo users yet: created the administrator "admin" with the password\n\n    ${password}\n\n` +
+          'It is shown this once. Create a key with it (see the README), or add users with `recs-gateway user add`.\n\n',
+      ),
+  });
+  const gateway = await createGateway({ config, backend, log });
+  const url = await gateway.listen(config.port, config.host);
+  log.info({ url: `${url}/graphql`, backend: config.backend }, 'recs-gateway listening');
+
+  return new Promise<number>((resolve) => {
+    let signals = 0;
+    const onSignal = (signal: NodeJS.Signals) => {
+      signals += 1;
+      if (signals > 1) {
+        log.warn({ signal }, 'second signal: exiting now');
+        process.exit(1);
+      }
+      log.info({ signal }, 'draining in-flight requests');
+      gateway.stop().then(
+        () => {
+          log.info('stopped');
+          resolve(0);
+        },
+        (error: unknown) => {
+          log.error({ err: error }, 'stop failed');
+          resolve(1);
+        },
+      );
+    };
+    process.on('SIGTERM', onSignal);
+    process.on('SIGINT', onSignal);
+  });
+}
+
+async function user(argv: string[], io: Io): Promise<number> {
+  const [sub, ...rest] = argv;
+  if (sub !== 'add') {
+    io.stderr.write(USER_ADD_USAGE);
+    return sub === '--help' || sub === '-h' ? 0 : 2;
+  }
+  const { values, positionals } = parseArgs({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      domain: { type: 'string' },
+      admin: { type: 'boolean', default: false },
+      password: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    io.stdout.write(USER_ADD_USAGE);
+    return 0;
+  }
+  if (positionals.length !== 1) {
+    io.stderr.write(USER_ADD_USAGE);
+    return 2;
+  }
+  const config: Config = loadConfig(io.env);
+  const password = values.password ?? (await readPassword(io));
+  const store = await openKeyStore(config);
+  try {
+    const created = await addUser(store, {
+      username: positionals[0]!,
+      domain: values.domain ?? null,
+      password,
+      isAdmin: values.admin,
+    });
+    const name = created.domain ? `${created.username}@${created.domain}` : created.username;
+    io.stdout.write(`Created ${created.isAdmin ? 'administrator' : 'user'} ${name} (${created.id})\n`);
+    return 0;
+  } finally {
+    await store.close();
+  }
+}
+
+/** The password from standard input: a prompt on a terminal, else the first line of the stream. */
+async function readPassword(io: Io): Promise<string> {
+  if (io.stdin.isTTY) io.stderr.write('Password: ');
+  const lines = createInterface({ input: io.stdin, terminal: false });
+  for await (const line of lines) {
+    lines.close();
+    return line;
+  }
+  throw new UserInputError('no password given: pass --password or write it to standard input');
+}
+
+// run when executed directly (tsx src/main.ts, node dist/main.js)
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  process.exitCode = await main(process.argv.slice(2));
+}

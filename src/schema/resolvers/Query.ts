@@ -1,0 +1,47 @@
+import type { QueryResolvers } from '../../__generated__/resolvers-types.js';
+import type { ItemModel } from '../../backends/types.js';
+import { badUserInput, notFound } from '../../errors.js';
+import { loadRecommendations, loadRecommendedItems, requirePrincipal } from './helpers.js';
+
+const MAX_ITEMS = 100;
+
+export const Query: QueryResolvers = {
+  viewer: (_, __, context) => context.principal,
+
+  apiKeys: (_, { username, userDomain }, context) =>
+    context.backend.keys.listKeys(
+      requirePrincipal(context),
+      username ? { username, domain: userDomain ?? null } : null,
+      { signal: context.signal },
+    ),
+
+  item: async (_, { itemId }, context) => {
+    requirePrincipal(context);
+    const item = await context.loaders.items.load(itemId);
+    if (!item) throw notFound(`No item with itemId ${itemId}`);
+    return item;
+  },
+
+  items: async (_, { itemIds }, context) => {
+    requirePrincipal(context);
+    if (itemIds.length > MAX_ITEMS) throw badUserInput(`At most ${MAX_ITEMS} itemIds a query`, 'itemIds');
+    const items = await context.loaders.items.loadMany(itemIds);
+    // graphql-js turns an Error in a list into a null with its own error at that index
+    return items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];
+  },
+
+  postBrowsedProducts: (_, { itemId, first }, context) => {
+    requirePrincipal(context);
+    return loadRecommendedItems(context, 'POST_BROWSE', itemId, first);
+  },
+
+  productRecommendations: (_, { itemId, first }, context) => {
+    requirePrincipal(context);
+    return loadRecommendedItems(context, 'NEXT_BEST_PRODUCT', itemId, first);
+  },
+
+  recommendations: (_, { itemId, kind, first }, context) => {
+    requirePrincipal(context);
+    return loadRecommendations(context, kind, itemId, first);
+  },
+};

@@ -1,0 +1,47 @@
+import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
+import { toItemId } from '../backends/itemRecord.js';
+
+const invalidItemId = (value: unknown): GraphQLError =>
+  new GraphQLError(`ItemId must be a positive integer of at most 16 digits, got ${JSON.stringify(value)?.slice(0, 40)}`);
+
+/** Item ids past 2^31: a JSON number out, a number or a digit string in. */
+export const ItemIdScalar = new GraphQLScalarType<number, number>({
+  name: 'ItemId',
+  serialize(value) {
+    const id = toItemId(value);
+    if (id === null) throw invalidItemId(value);
+    return id;
+  },
+  parseValue(value) {
+    const id = toItemId(value);
+    if (id === null) throw invalidItemId(value);
+    return id;
+  },
+  parseLiteral(ast) {
+    // graphql-js would reject 5000000001 as an Int literal; read the digits ourselves
+    const id = ast.kind === Kind.INT || ast.kind === Kind.STRING ? toItemId(ast.kind === Kind.INT ? Number(ast.value) : ast.value) : null;
+    if (id === null || (ast.kind === Kind.INT && String(id) !== ast.value.replace(/^0+/, ''))) {
+      throw invalidItemId(ast.kind === Kind.INT || ast.kind === Kind.STRING ? ast.value : ast.kind);
+    }
+    return id;
+  },
+});
+
+export const DateTimeScalar = new GraphQLScalarType<Date, string>({
+  name: 'DateTime',
+  serialize(value) {
+    const date = value instanceof Date ? value : new Date(String(value));
+    if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date');
+    return date.toISOString();
+  },
+  parseValue(value) {
+    const date = typeof value === 'string' ? new Date(value) : new Date(NaN);
+    if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime must be an ISO 8601 string');
+    return date;
+  },
+  parseLiteral(ast) {
+    const date = ast.kind === Kind.STRING ? new Date(ast.value) : new Date(NaN);
+    if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime must be an ISO 8601 string');
+    return date;
+  },
+});

@@ -1,0 +1,252 @@
+import { randomUUID } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import type { GraphQLFormattedError } from 'graphql';
+import type { Backend, PrincipalModel } from './backends/types.js';
+import type { Config } from './config.js';
+import type { GatewayContext } from './context.js';
+import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from './errors.js';
+import { idePage } from './ide.js';
+import { createLoaders } from './loaders/index.js';
+import { silentLogger, type Logger } from './logger.js';
+import { resolvers } from './schema/resolvers/index.js';
+
+/** schema/ sits one level above both src/ and dist/. */
+const SCHEMA_DIR = new URL('../schema/', import.meta.url);
+
+export function loadTypeDefs(): string[] {
+  return readdirSync(SCHEMA_DIR)
+    .filter((file) => file.endsWith('.graphql'))
+    .sort()
+    .map((file) => readFileSync(new URL(file, SCHEMA_DIR), 'utf8'));
+}
+
+export interface GatewayOptions {
+  config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes'>;
+  /** The backend resolvers call; the gateway closes it on stop. */
+  backend: Backend;
+  log?: Logger;
+}
+
+export interface Gateway {
+  httpServer: http.Server;
+  /** Listens; resolves with the base URL (http://127.0.0.1:port). */
+  listen(port: number, host?: string): Promise<string>;
+  /** Stops taking requests, lets in-flight ones finish, then closes the backend. */
+  stop(): Promise<void>;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+/** A request-level error in the GraphQL response shape, for failures before Apollo sees the request. */
+const graphqlError = (message: string, code: ErrorCode) => ({ errors: [{ message, extensions: { code } }] });
+
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (declared > limit) throw new HttpError(413, `Request body larger than ${limit} bytes`);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new HttpError(413, `Request body larger than ${limit} bytes`);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function parseBody(raw: Buffer, contentType: string | undefined): unknown {
+  if (raw.length === 0) return undefined;
+  if (contentType && /^application\/(graphql-response\+)?json\b/i.test(contentType.trim())) {
+    try {
+      return JSON.parse(raw.toString('utf8'));
+    } catch {
+      throw new HttpError(400, 'The request body is not valid JSON');
+    }
+  }
+  // Apollo answers a body of another type with its own 400 (and CSRF prevention relies on that)
+  return raw.toString('utf8');
+}
+
+function wantsIde(req: IncomingMessage, search: string): boolean {
+  const params = new URLSearchParams(search);
+  return req.method === 'GET' && !params.has('query') && !params.has('extensions') && /text\/html/.test(req.headers.accept ?? '');
+}
+
+function toHeaderMap(req: IncomingMessage): HeaderMap {
+  const headers = new HeaderMap();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return headers;
+}
+
+/**
+ * The gateway: a node:http server in front of Apollo Server (no framework in between: it only
+ * routes a handful of paths) with the GraphQL endpoint, an offline GraphiQL, and health checks.
+ */
+export async function createGateway(options: GatewayOptions): Promise<Gateway> {
+  const { config, backend } = options;
+  const log = options.log ?? silentLogger;
+
+  const httpServer = http.createServer();
+  const apollo = new ApolloServer<GatewayContext>({
+    typeDefs: loadTypeDefs(),
+    resolvers,
+    introspection: config.introspection,
+    csrfPrevention: true,
+    includeStacktraceInErrorResponses: false,
+    plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginDrainHttpServer({ httpServer })],
+    formatError: (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
+      const code = formatted.extensions?.code;
+      if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
+        const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
+        return { ...formatted, extensions };
+      }
+      // not one of ours: log it whole, show nothing of it
+      log.error({ err: error }, 'unexpected error in a GraphQL request');
+      return {
+        message: 'Internal server error',
+        ...(formatted.path ? { path: formatted.path } : {}),
+        ...(formatted.locations ? { locations: formatted.locations } : {}),
+        extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR },
+      };
+    },
+  });
+  await apollo.start();
+
+  async function handleGraphQL(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+    if (wantsIde(req, url.search)) {
+      const page = idePage();
+      const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+      res.writeHead(200, {
+        'content-type': 'text/html; charset=utf-8',
+        'cache-control': 'no-cache',
+        ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+        vary: 'accept-encoding',
+      });
+      res.end(gzip ? page.gzip : page.html);
+      return;
+    }
+    const method = (req.method ?? 'GET').toUpperCase();
+    const body = method === 'POST' ? parseBody(await readBody(req, config.bodyLimitBytes), req.headers['content-type']) : undefined;
+
+    const abort = new AbortController();
+    res.once('close', () => abort.abort(new Error('client went away')));
+    const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(config.requestDeadlineMs)]);
+
+    // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
+    // whatever it asks for, and costs no parsing or validation.
+    const authorization = req.headers.authorization;
+    let principal: PrincipalModel | null = null;
+    if (authorization !== undefined) {
+      try {
+        principal = await backend.keys.authenticate(authorization, { signal });
+      } catch (error) {
+        if (!(error instanceof GatewayError)) throw error;
+        const challenge: Record<string, string> =
+          error.code === ErrorCode.UNAUTHENTICATED ? { 'www-authenticate': 'Basic realm="recs-gateway"' } : {};
+        return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), challenge);
+      }
+    }
+
+    const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search: url.search, body };
+    const result = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest,
+      context: async (): Promise<GatewayContext> => ({
+        principal,
+        backend,
+        loaders: createLoaders(backend.recs, { signal }),
+        signal,
+      }),
+    });
+
+    const headers: Record<string, string> = {};
+    for (const [name, value] of result.headers) headers[name] = value;
+    if (result.body.kind === 'complete') {
+      headers['content-length'] = String(Buffer.byteLength(result.body.string));
+      res.writeHead(result.status ?? 200, headers);
+      res.end(result.body.string);
+    } else {
+      res.writeHead(result.status ?? 200, headers);
+      for await (const chunk of result.body.asyncIterator) res.write(chunk);
+      res.end();
+    }
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    switch (url.pathname) {
+      case '/graphql':
+        return handleGraphQL(req, res, url);
+      case '/healthz':
+        return sendJson(res, 200, { status: 'ok' });
+      case '/readyz': {
+        const checks = await backend.check();
+        const ready = Object.values(checks).every((state) => state === 'ok');
+        return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'degraded', checks });
+      }
+      default:
+        return sendJson(res, 404, { errors: [{ message: `No route for ${url.pathname}` }] });
+    }
+  }
+
+  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const requestId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 64) : randomUUID();
+    res.setHeader('x-request-id', requestId);
+    handle(req, res).catch((error: unknown) => {
+      if (error instanceof HttpError) {
+        if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST));
+        else res.destroy();
+        return;
+      }
+      log.error({ err: error, requestId, path: req.url?.split('?')[0] }, 'request failed');
+      if (!res.headersSent) sendJson(res, 500, graphqlError('Internal server error', ErrorCode.INTERNAL_SERVER_ERROR));
+      else res.destroy();
+    });
+  });
+  // a client that sends garbage gets a 400 from node; it must not take the process down
+  httpServer.on('clientError', (_error, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    httpServer,
+    listen: (port, host) =>
+      new Promise((resolve, reject) => {
+        httpServer.once('error', reject);
+        httpServer.listen(port, host, () => {
+          httpServer.off('error', reject);
+          const { port: bound } = httpServer.address() as AddressInfo;
+          resolve(`http://${host && host !== '0.0.0.0' && host !== '::' ? host : '127.0.0.1'}:${bound}`);
+        });
+      }),
+    stop: () => {
+      stopping ??= (async () => {
+        // the drain plugin stops the HTTP server and waits for in-flight requests
+        await apollo.stop();
+        await backend.close();
+      })();
+      return stopping;
+    },
+  };
+}

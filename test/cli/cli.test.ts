@@ -1,0 +1,101 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { gql, runCli, startServe, type ServeProcess } from '../helpers/processes.js';
+import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+
+const CREATE = `mutation { createApiKey(input: { name: "from-cli-test" }) { key id } }`;
+const LIST = `{ apiKeys { id name } }`;
+
+describe('the recs-gateway command line', () => {
+  const dirs: { remove(): void }[] = [];
+  const servers: ServeProcess[] = [];
+  const schemas: string[] = [];
+  const dataDir = () => {
+    const d = tempDir();
+    dirs.push(d);
+    return d.dir;
+  };
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    for (const d of dirs) d.remove();
+    for (const s of schemas) await dropSchema(s);
+  });
+
+  it('prints help for each command', async () => {
+    const top = await runCli(['--help'], {});
+    expect(top.code).toBe(0);
+    expect(top.stdout).toContain('user add <username>');
+    const add = await runCli(['user', 'add', '--help'], {});
+    expect(add.stdout).toContain('--domain <domain>');
+    const unknown = await runCli(['frobnicate'], {});
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('Unknown command: frobnicate');
+  });
+
+  it('stops a bad configuration with a clear message and no secret', async () => {
+    const result = await runCli(['serve'], { PORT: 'eighty', DATABASE_URL: 'mysql://u:hunter2@h/db' });
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('PORT must be a whole number from 0 to 65535, got "eighty"');
+    expect(result.stderr).toContain('DATABASE_URL must be a URL starting with postgres:// or postgresql://');
+    expect(result.stderr).not.toContain('hunter2');
+  });
+
+  it('adds a user with the password from stdin, and refuses a duplicate', async () => {
+    const DATA_DIR = dataDir();
+    const added = await runCli(['user', 'add', 'carol', '--domain', 'corp.example'], { DATA_DIR }, 'carol-password\n');
+    expect(added.stderr).toBe('');
+    expect(added.stdout).toMatch(/^Created user carol@corp\.example \([0-9a-f-]{36}\)\n$/);
+    const again = await runCli(['user', 'add', 'carol', '--domain', 'corp.example', '--password', 'whatever1'], { DATA_DIR });
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain('the user carol@corp.example exists');
+
+    const server = await startServe({ DATA_DIR });
+    servers.push(server);
+    // users existed: no first-start administrator
+    expect(server.stderr()).not.toContain('administrator');
+    const created = await gql(server.url, CREATE, {}, { authorization: basicAuthorization('carol', 'carol-password', 'corp.example') });
+    expect(created.body.data?.createApiKey.key).toMatch(/^[A-Za-z0-9+/]{22}$/);
+  });
+
+  it('creates the administrator on the very first start, shows its password once, and keeps keys across restarts', async () => {
+    const DATA_DIR = dataDir();
+    const first = await startServe({ DATA_DIR });
+    const password = /password\n\n {4}(\S+)\n/.exec(first.stderr())?.[1];
+    expect(password).toBeDefined();
+    const admin = { authorization: basicAuthorization('admin', password!) };
+    const created = await gql(first.url, CREATE, {}, admin);
+    const { key, id } = created.body.data!.createApiKey as { key: string; id: string };
+    expect(await first.stop()).toBe(0);
+
+    const second = await startServe({ DATA_DIR });
+    servers.push(second);
+    expect(second.stderr()).not.toContain(password);
+    const listed = await gql(second.url, LIST, {}, { authorization: key });
+    expect(listed.body.data).toEqual({ apiKeys: [{ id, name: 'from-cli-test' }] });
+  });
+
+  it('lets two processes on one PostgreSQL see each other’s keys', async () => {
+    const schema = testSchema();
+    schemas.push(schema);
+    const url = new URL(DATABASE_URL);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    // the store creates the schema's tables; the schema itself must exist for search_path
+    const { default: pg } = await import('pg');
+    const client = new pg.Client({ connectionString: DATABASE_URL });
+    await client.connect();
+    await client.query(`CREATE SCHEMA ${schema}`);
+    await client.end();
+
+    const env = { DATABASE_URL: url.toString(), DATA_DIR: dataDir() };
+    const added = await runCli(['user', 'add', 'dana', '--password', 'dana-password'], env);
+    expect(added.code).toBe(0);
+    const [a, b] = await Promise.all([startServe(env), startServe(env)]);
+    servers.push(a, b);
+    const created = await gql(a.url, CREATE, {}, { authorization: basicAuthorization('dana', 'dana-password') });
+    const { key, id } = created.body.data!.createApiKey as { key: string; id: string };
+    const seen = await gql(b.url, LIST, {}, { authorization: key });
+    expect(seen.body.data).toEqual({ apiKeys: [{ id, name: 'from-cli-test' }] });
+    await gql(b.url, `mutation($id: ID!) { deleteApiKey(id: $id) { ok } }`, { id }, { authorization: key });
+    expect((await gql(a.url, LIST, {}, { authorization: key })).status).toBe(401);
+  });
+});

@@ -1,0 +1,56 @@
+import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import type { Backend } from '../../src/backends/types.js';
+import { loadConfig } from '../../src/config.js';
+import { createGateway, type Gateway } from '../../src/server.js';
+import { TEST_COST } from './stores.js';
+
+export interface GraphQLResponse<T = Record<string, unknown>> {
+  status: number;
+  headers: Headers;
+  body: { data?: T | null; errors?: { message: string; path?: (string | number)[]; extensions?: Record<string, unknown> }[] };
+}
+
+export interface TestGateway {
+  url: string;
+  gateway: Gateway;
+  /** POSTs a GraphQL operation over real HTTP. */
+  gql<T = Record<string, unknown>>(
+    query: string,
+    variables?: Record<string, unknown>,
+    headers?: Record<string, string>,
+  ): Promise<GraphQLResponse<T>>;
+  stop(): Promise<void>;
+}
+
+/** A gateway on a free loopback port over the given backend (the gateway closes it on stop). */
+export async function startTestGateway(backend: Backend, env: Record<string, string> = {}): Promise<TestGateway> {
+  const config = loadConfig({ DATA_DIR: '/nonexistent', ...env });
+  const gateway = await createGateway({ config, backend });
+  const url = await gateway.listen(0, '127.0.0.1');
+  return {
+    url,
+    gateway,
+    async gql(query, variables, headers = {}) {
+      const response = await fetch(`${url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ query, variables }),
+      });
+      return { status: response.status, headers: response.headers, body: (await response.json()) as GraphQLResponse<never>['body'] };
+    },
+    stop: () => gateway.stop(),
+  };
+}
+
+/** The embedded backend over `store`, with users alice, bob@corp.example and the administrator root. */
+export async function embeddedWithUsers(store: KeyStore): Promise<Backend> {
+  await addUser(store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+  await addUser(store, { username: 'bob', domain: 'corp.example', password: 'bob-password' }, TEST_COST);
+  await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
+  return createEmbeddedBackend(store);
+}
+
+/** The first error's code, for narrowing in tests. */
+export const codeOf = (response: GraphQLResponse): unknown => response.body.errors?.[0]?.extensions?.code;

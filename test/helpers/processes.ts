@@ -1,0 +1,87 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the command line from source (no build needed) and waits for it to end. */
+export async function runCli(args: string[], env: Record<string, string>, input?: string): Promise<RunResult> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+  child.stdin.end(input ?? '');
+  const [code] = (await once(child, 'exit')) as [number | null];
+  return { code, stdout, stderr };
+}
+
+export interface ServeProcess {
+  child: ChildProcess;
+  url: string;
+  /** What the process wrote to stderr so far (the first-start admin password, say). */
+  stderr(): string;
+  /** SIGTERM, then wait for the exit; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `recs-gateway serve` from source on a free port and waits until it listens. */
+export async function startServe(env: Record<string, string>): Promise<ServeProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
+  const exited = once(child, 'exit');
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 30_000);
+    child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const entry = JSON.parse(line) as { msg?: string; url?: string };
+        if (entry.msg === 'recs-gateway listening' && entry.url) {
+          clearTimeout(timer);
+          resolve(entry.url.replace(/\/graphql$/, ''));
+        }
+      } catch {
+        // not a log line
+      }
+    });
+  });
+  return {
+    child,
+    url,
+    stderr: () => stderr,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const [code] = (await exited) as [number | null];
+      return code;
+    },
+  };
+}
+
+export async function gql(
+  url: string,
+  query: string,
+  variables: Record<string, unknown> = {},
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: { data?: Record<string, Record<string, unknown>> | null; errors?: { extensions?: { code?: string } }[] } }> {
+  const response = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ query, variables }),
+  });
+  return { status: response.status, body: (await response.json()) as never };
+}

@@ -1,0 +1,72 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { PostgresKeyStore } from '../../src/backends/embedded/keys/postgresStore.js';
+import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
+import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
+import type { ScryptCost } from '../../src/backends/embedded/keys/passwords.js';
+
+/** The PostgreSQL of this machine (trust auth, database test); each test store gets its own schema. */
+export const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/** Cheap hashes for tests: the cost travels with each hash, so verification works the same. */
+export const TEST_COST: ScryptCost = { N: 1024, r: 8, p: 1 };
+
+export interface StoreKind {
+  name: 'sqlite' | 'postgres';
+  /** A fresh, empty store, and how to throw it away. */
+  open(): Promise<{ store: KeyStore; dispose(): Promise<void> }>;
+}
+
+export function tempDir(prefix = 'recs-gateway-test-'): { dir: string; remove(): void } {
+  const dir = mkdtempSync(path.join(tmpdir(), prefix));
+  return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export const testSchema = (): string => `recs_test_${randomBytes(6).toString('hex')}`;
+
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
+
+export const storeKinds: StoreKind[] = [
+  {
+    name: 'sqlite',
+    async open() {
+      const { dir, remove } = tempDir();
+      const store = new SqliteKeyStore(path.join(dir, 'keys.db'));
+      await store.migrate();
+      return {
+        store,
+        async dispose() {
+          await store.close();
+          remove();
+        },
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    async open() {
+      const schema = testSchema();
+      const store = new PostgresKeyStore({ connectionString: DATABASE_URL, schema, max: 20 });
+      await store.migrate();
+      return {
+        store,
+        async dispose() {
+          // the store may have been closed by whoever owned it (a gateway): drop on a connection of our own
+          await store.close().catch(() => undefined);
+          await dropSchema(schema);
+        },
+      };
+    },
+  },
+];
