@@ -22,6 +22,14 @@ export interface Config {
   databaseUrl: string | null;
   /** REDIS_URL: the shared cache. Default: none (an in-process cache). */
   redisUrl: string | null;
+  /** REDIS_KEY_PREFIX: prefix of every key the gateway writes in Redis. Default `recs-gateway:`. */
+  redisKeyPrefix: string;
+  /** CACHE_ITEM_TTL_SECONDS: how long an item is cached. Default 300. */
+  cacheItemTtlSeconds: number;
+  /** CACHE_RECS_TTL_SECONDS: how long a recommendation list is cached. Default 300. */
+  cacheRecsTtlSeconds: number;
+  /** CACHE_NEGATIVE_TTL_SECONDS: how long an unknown item is remembered, 1 to 60. Default 30. */
+  cacheNegativeTtlSeconds: number;
   /** APIKEY_SERVICE_URL: the key service, for BACKEND=rest. */
   apiKeyServiceUrl: string | null;
   /** RECS_SERVICE_URL: the recommendation service, for BACKEND=rest. */
@@ -99,6 +107,10 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(get('DATA_DIR') ?? 'data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
+    cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', 300, 1, 86_400),
+    cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', 300, 1, 86_400),
+    cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', 30, 1, 60),
     apiKeyServiceUrl: url('APIKEY_SERVICE_URL', ['http:', 'https:']),
     recsServiceUrl: url('RECS_SERVICE_URL', ['http:', 'https:']),
     recsApiKey: get('RECS_API_KEY') ?? null,

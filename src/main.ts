@@ -4,6 +4,7 @@ import { pathToFileURL } from 'node:url';
 import { openBackend } from './backends/index.js';
 import { openKeyStore } from './backends/embedded/keys/index.js';
 import { addUser, UserInputError } from './backends/embedded/keys/users.js';
+import { openCache } from './cache/index.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import { createGateway } from './server.js';
@@ -90,7 +91,8 @@ async function serve(argv: string[], io: Io): Promise<number> {
           'It is shown this once. Create a key with it (see the README), or add users with `recs-gateway user add`.\n\n',
       ),
   });
-  const gateway = await createGateway({ config, backend, log });
+  const cache = openCache(config);
+  const gateway = await createGateway({ config, backend, cache, log });
   const url = await gateway.listen(config.port, config.host);
   log.info({ url: `${url}/graphql`, backend: config.backend }, 'recs-gateway listening');
 

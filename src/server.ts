@@ -11,6 +11,9 @@ import type { Config } from './config.js';
 import type { GatewayContext } from './context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from './errors.js';
 import { idePage } from './ide.js';
+import { PersistedQueryCache } from './cache/apq.js';
+import { MemoryCache } from './cache/memory.js';
+import type { SharedCache } from './cache/types.js';
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
 import { resolvers } from './schema/resolvers/index.js';
@@ -29,6 +32,8 @@ export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes'>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
+  /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
+  cache?: SharedCache;
   log?: Logger;
 }
 
@@ -105,6 +110,7 @@ function toHeaderMap(req: IncomingMessage): HeaderMap {
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, backend } = options;
   const log = options.log ?? silentLogger;
+  const cache = options.cache ?? new MemoryCache();
 
   const httpServer = http.createServer();
   const apollo = new ApolloServer<GatewayContext>({
@@ -113,6 +119,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     introspection: config.introspection,
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
+    persistedQueries: { cache: new PersistedQueryCache(cache) },
     plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginDrainHttpServer({ httpServer })],
     formatError: (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
       const code = formatted.extensions?.code;
@@ -180,6 +187,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
     const headers: Record<string, string> = {};
     for (const [name, value] of result.headers) headers[name] = value;
+    // a shared cache may keep a public answer, but only for callers with the same credential
+    if (headers['cache-control']?.includes('public')) headers.vary = 'authorization';
     if (result.body.kind === 'complete') {
       headers['content-length'] = String(Buffer.byteLength(result.body.string));
       res.writeHead(result.status ?? 200, headers);
@@ -199,7 +208,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       case '/healthz':
         return sendJson(res, 200, { status: 'ok' });
       case '/readyz': {
-        const checks = await backend.check();
+        const checks = { ...(await backend.check()), cache: await cache.check() };
         const ready = Object.values(checks).every((state) => state === 'ok');
         return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'degraded', checks });
       }
@@ -245,6 +254,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         // the drain plugin stops the HTTP server and waits for in-flight requests
         await apollo.stop();
         await backend.close();
+        await cache.close();
       })();
       return stopping;
     },

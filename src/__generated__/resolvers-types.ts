@@ -52,6 +52,10 @@ export type AuthMethod =
   /** User name and password in an Authorization: Basic header. */
   | 'PASSWORD';
 
+export type CacheControlScope =
+  | 'PRIVATE'
+  | 'PUBLIC';
+
 export type CreateApiKeyInput = {
   /** Days until the key expires (1 to 3650); the key never expires when omitted. */
   expiresInDays?: InputMaybe<Scalars['Int']['input']>;
@@ -447,6 +451,7 @@ export type ResolversTypes = ResolversObject<{
   ApiKey: ResolverTypeWrapper<ApiKeyModel>;
   AuthMethod: AuthMethod;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
+  CacheControlScope: CacheControlScope;
   CreateApiKeyInput: CreateApiKeyInput;
   CreateApiKeyPayload: ResolverTypeWrapper<CreatedApiKeyModel>;
   DateTime: ResolverTypeWrapper<Scalars['DateTime']['output']>;
@@ -494,6 +499,14 @@ export type ResolversParentTypes = ResolversObject<{
   String: Scalars['String']['output'];
   Viewer: PrincipalModel;
 }>;
+
+export type CacheControlDirectiveArgs = {
+  inheritMaxAge?: Maybe<Scalars['Boolean']['input']>;
+  maxAge?: Maybe<Scalars['Int']['input']>;
+  scope?: Maybe<CacheControlScope>;
+};
+
+export type CacheControlDirectiveResolver<Result, Parent, ContextType = GatewayContext, Args = CacheControlDirectiveArgs> = DirectiveResolverFn<Result, Parent, ContextType, Args>;
 
 export type ApiKeyResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ApiKey'] = ResolversParentTypes['ApiKey']> = ResolversObject<{
   createdAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
@@ -667,3 +680,6 @@ export type Resolvers<ContextType = GatewayContext> = ResolversObject<{
   Viewer?: ViewerResolvers<ContextType>;
 }>;
 
+export type DirectiveResolvers<ContextType = GatewayContext> = ResolversObject<{
+  cacheControl?: CacheControlDirectiveResolver<any, any, ContextType>;
+}>;

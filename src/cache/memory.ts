@@ -1,0 +1,45 @@
+import { LRUCache } from 'lru-cache';
+import { newStats, type CacheEntry, type SharedCache } from './types.js';
+
+export interface MemoryCacheOptions {
+  /** Entries kept at most; default 50,000. */
+  maxEntries?: number;
+}
+
+/** The cache of a gateway without REDIS_URL: the same interface, one process only. */
+export class MemoryCache implements SharedCache {
+  readonly stats = newStats();
+  private readonly lru: LRUCache<string, string>;
+
+  constructor(options: MemoryCacheOptions = {}) {
+    this.lru = new LRUCache<string, string>({ max: options.maxEntries ?? 50_000, ttlAutopurge: false });
+  }
+
+  async getMany(keys: readonly string[]): Promise<(string | null)[]> {
+    return keys.map((key) => {
+      const value = this.lru.get(key);
+      if (value === undefined) {
+        this.stats.misses += 1;
+        return null;
+      }
+      this.stats.hits += 1;
+      return value;
+    });
+  }
+
+  async setMany(entries: readonly CacheEntry[]): Promise<void> {
+    for (const { key, value, ttlSeconds } of entries) this.lru.set(key, value, { ttl: ttlSeconds * 1000 });
+  }
+
+  async delete(keys: readonly string[]): Promise<void> {
+    for (const key of keys) this.lru.delete(key);
+  }
+
+  async check(): Promise<'ok'> {
+    return 'ok';
+  }
+
+  async close(): Promise<void> {
+    this.lru.clear();
+  }
+}

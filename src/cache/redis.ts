@@ -1,0 +1,107 @@
+import { Redis } from 'ioredis';
+import { newStats, type CacheEntry, type SharedCache } from './types.js';
+
+export interface RedisCacheOptions {
+  url: string;
+  /** Prefix of every key this gateway writes; default `recs-gateway:`. Tests use their own. */
+  keyPrefix?: string;
+  /** How long a command may take before it counts as a miss, in ms; default 100. */
+  commandTimeoutMs?: number;
+  /** After a failure, how long to treat Redis as down without asking it, in ms; default 1000. */
+  backoffMs?: number;
+}
+
+/**
+ * Redis through ioredis, set up so Redis trouble costs a request at most one command timeout:
+ * no offline queue (a command while disconnected fails at once), no per-command retries, a
+ * command timeout, reconnection in the background, and a short back-off after a failure during
+ * which the cache answers misses without asking (so a frozen Redis does not add 100 ms to every
+ * request, only to the one that probes).
+ */
+export class RedisCache implements SharedCache {
+  readonly stats = newStats();
+  private readonly redis: Redis;
+  private readonly backoffMs: number;
+  private downUntil = 0;
+
+  constructor(options: RedisCacheOptions) {
+    this.backoffMs = options.backoffMs ?? 1000;
+    this.redis = new Redis(options.url, {
+      keyPrefix: options.keyPrefix ?? 'recs-gateway:',
+      commandTimeout: options.commandTimeoutMs ?? 100,
+      connectTimeout: 1000,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      retryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+      // a restarted Redis is found again without the caller doing anything
+      reconnectOnError: () => true,
+    });
+    // errors are counted where commands fail; an unhandled 'error' event would only be noise
+    this.redis.on('error', () => undefined);
+  }
+
+  private available(): boolean {
+    return Date.now() >= this.downUntil && this.redis.status === 'ready';
+  }
+
+  private failed(count: number): void {
+    this.stats.errors += count;
+    this.downUntil = Date.now() + this.backoffMs;
+  }
+
+  async getMany(keys: readonly string[]): Promise<(string | null)[]> {
+    if (keys.length === 0) return [];
+    if (!this.available()) {
+      this.stats.errors += 1;
+      this.stats.misses += keys.length;
+      return keys.map(() => null);
+    }
+    try {
+      const values = await this.redis.mget(...keys);
+      for (const value of values) {
+        if (value === null) this.stats.misses += 1;
+        else this.stats.hits += 1;
+      }
+      return values;
+    } catch {
+      this.failed(1);
+      this.stats.misses += keys.length;
+      return keys.map(() => null);
+    }
+  }
+
+  async setMany(entries: readonly CacheEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    if (!this.available()) {
+      this.stats.errors += 1;
+      return;
+    }
+    const pipeline = this.redis.pipeline();
+    for (const { key, value, ttlSeconds } of entries) pipeline.set(key, value, 'PX', Math.max(1, Math.round(ttlSeconds * 1000)));
+    try {
+      const results = (await pipeline.exec()) ?? [];
+      const errors = results.filter(([error]) => error !== null).length;
+      if (errors > 0) this.failed(errors);
+    } catch {
+      this.failed(1);
+    }
+  }
+
+  async delete(keys: readonly string[]): Promise<void> {
+    if (keys.length === 0 || !this.available()) return;
+    await this.redis.del(...keys).catch(() => this.failed(1));
+  }
+
+  async check(): Promise<'ok' | string> {
+    try {
+      await this.redis.ping();
+      return 'ok';
+    } catch (error) {
+      return `unreachable (${this.redis.status}): ${(error as Error).message}`;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+  }
+}

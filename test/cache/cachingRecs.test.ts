@@ -1,0 +1,155 @@
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/backends/types.js';
+import { CachingRecsService } from '../../src/cache/cachingRecs.js';
+import { RedisCache } from '../../src/cache/redis.js';
+import { notFound } from '../../src/errors.js';
+import { drainPrefix, OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
+
+/** A backend that counts its calls: the cache's whole job is to make fewer of them. */
+class CountingRecs implements RecsService {
+  itemCalls: number[][] = [];
+  recommendCalls = 0;
+  delayMs = 0;
+  constructor(private readonly known: Set<number>) {}
+
+  async getItems(ids: readonly number[]): Promise<(ItemModel | null)[]> {
+    this.itemCalls.push([...ids]);
+    await new Promise((r) => setTimeout(r, this.delayMs));
+    return ids.map((id) => (this.known.has(id) ? { itemId: id, name: `Item ${id}`, attributes: [] } : null));
+  }
+
+  async recommend(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel> {
+    this.recommendCalls += 1;
+    await new Promise((r) => setTimeout(r, this.delayMs));
+    if (!this.known.has(anchorId)) throw notFound(`No item with itemId ${anchorId}`);
+    const ids = [anchorId + 1, anchorId + 2];
+    return {
+      anchorId,
+      kind,
+      entries: ids.map((itemId, i) => ({ rank: i + 1, itemId, score: null, evidence: 0, source: 'UPSTREAM' as const })),
+      items: ids.map((itemId) => ({ itemId, name: `Item ${itemId}`, attributes: [] })),
+    };
+  }
+}
+
+const known = new Set([1, 2, 3, 4, 5, 10, 11, 12, 5_000_000_001]);
+const prefixes: string[] = [];
+afterAll(async () => {
+  for (const p of prefixes) await drainPrefix(p);
+});
+
+function redisCache(url = REDIS_URL, keyPrefix = testPrefix()): RedisCache {
+  prefixes.push(keyPrefix);
+  return new RedisCache({ url, keyPrefix });
+}
+
+async function connected(cache: RedisCache): Promise<void> {
+  for (let i = 0; i < 100 && (await cache.check()) !== 'ok'; i++) await new Promise((r) => setTimeout(r, 20));
+  await new Promise((r) => setTimeout(r, 20));
+}
+
+describe('caching recommendations in real Redis', () => {
+  let upstream: CountingRecs;
+  beforeEach(() => {
+    upstream = new CountingRecs(known);
+  });
+
+  it('makes no upstream call for a warm list and its items, and shares items between lists and lookups', async () => {
+    const cache = redisCache();
+    await connected(cache);
+    const recs = new CachingRecsService(upstream, cache);
+    const list = await recs.recommend('POST_BROWSE', 10);
+    expect(list.entries.map((e) => e.itemId)).toEqual([11, 12]);
+    expect(upstream.recommendCalls).toBe(1);
+
+    const again = await recs.recommend('POST_BROWSE', 10);
+    expect(again.entries).toEqual(list.entries);
+    // the items came with the list: a lookup of them is warm already
+    expect(await recs.getItems([11, 12])).toEqual([expect.objectContaining({ itemId: 11 }), expect.objectContaining({ itemId: 12 })]);
+    expect(upstream.recommendCalls).toBe(1);
+    expect(upstream.itemCalls).toEqual([]);
+    await cache.close();
+  });
+
+  it('remembers unknown items and anchors briefly (negative entries)', async () => {
+    const cache = redisCache();
+    await connected(cache);
+    const recs = new CachingRecsService(upstream, cache, { negativeTtlSeconds: 30 });
+    expect(await recs.getItems([1, 999])).toEqual([expect.objectContaining({ itemId: 1 }), null]);
+    expect(await recs.getItems([999, 1])).toEqual([null, expect.objectContaining({ itemId: 1 })]);
+    expect(upstream.itemCalls).toEqual([[1, 999]]);
+    await expect(recs.recommend('NEXT_BEST_PRODUCT', 777)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    await expect(recs.recommend('NEXT_BEST_PRODUCT', 777)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(upstream.recommendCalls).toBe(1);
+    await cache.close();
+  });
+
+  it('makes one upstream call for 100 concurrent misses of one key in one process', async () => {
+    const cache = redisCache();
+    await connected(cache);
+    const recs = new CachingRecsService(upstream, cache);
+    upstream.delayMs = 30;
+    const lists = await Promise.all(Array.from({ length: 100 }, () => recs.recommend('POST_BROWSE', 3)));
+    const items = await Promise.all(Array.from({ length: 100 }, () => recs.getItems([5_000_000_001, 2])));
+    expect(new Set(lists.map((l) => JSON.stringify(l.entries))).size).toBe(1);
+    expect(items[99]).toEqual([expect.objectContaining({ itemId: 5_000_000_001 }), expect.objectContaining({ itemId: 2 })]);
+    expect(upstream.recommendCalls).toBe(1);
+    expect(upstream.itemCalls).toHaveLength(1);
+    await cache.close();
+  });
+
+  it('lets a second process on the same Redis answer warm with no upstream call', async () => {
+    const prefix = testPrefix();
+    const first = redisCache(REDIS_URL, prefix);
+    const second = redisCache(REDIS_URL, prefix);
+    await Promise.all([connected(first), connected(second)]);
+    await new CachingRecsService(upstream, first).recommend('NEXT_BEST_PRODUCT', 4);
+    const otherUpstream = new CountingRecs(known);
+    const list = await new CachingRecsService(otherUpstream, second).recommend('NEXT_BEST_PRODUCT', 4);
+    expect(list.entries.map((e) => e.itemId)).toEqual([5, 6]);
+    expect(otherUpstream.recommendCalls).toBe(0);
+    await Promise.all([first.close(), second.close()]);
+  });
+
+  it('keeps answering while its own Redis is down, frozen and restarted, and hits again once it is back', async () => {
+    const own = await OwnRedis.start();
+    const cache = new RedisCache({ url: own.url, keyPrefix: 'rg:', backoffMs: 200 });
+    await connected(cache);
+    const recs = new CachingRecsService(upstream, cache);
+    await recs.getItems([1]);
+    expect(await recs.getItems([1])).toEqual([expect.objectContaining({ itemId: 1 })]);
+    expect(upstream.itemCalls).toHaveLength(1);
+
+    own.freeze();
+    const frozenTimes: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      const started = performance.now();
+      expect(await recs.getItems([2])).toEqual([expect.objectContaining({ itemId: 2 })]);
+      frozenTimes.push(performance.now() - started);
+    }
+    // a frozen Redis costs one command timeout (100 ms) at most per request, and only the probing ones pay it
+    expect(Math.max(...frozenTimes)).toBeLessThan(400);
+    expect(frozenTimes.filter((t) => t > 50).length).toBeLessThanOrEqual(5);
+    own.thaw();
+
+    await own.stop();
+    const downStarted = performance.now();
+    for (let i = 0; i < 20; i++) expect(await recs.getItems([3])).toEqual([expect.objectContaining({ itemId: 3 })]);
+    expect((performance.now() - downStarted) / 20).toBeLessThan(20);
+    expect(cache.stats.errors).toBeGreaterThan(0);
+
+    await own.start();
+    const backAt = performance.now();
+    let hitAgain = false;
+    while (!hitAgain && performance.now() - backAt < 5000) {
+      const before = upstream.itemCalls.length;
+      await recs.getItems([4]);
+      hitAgain = upstream.itemCalls.length === before;
+      if (!hitAgain) await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(hitAgain).toBe(true);
+    expect(performance.now() - backAt).toBeLessThan(2000 + 500);
+    await cache.close();
+    await own.stop();
+  });
+});
