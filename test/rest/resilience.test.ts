@@ -39,7 +39,7 @@ const BASIC = `Basic ${Buffer.from('alice:pw').toString('base64')}`;
 
 describe('retries', () => {
   it('retries a GET after a 503 and succeeds', async () => {
-    const server = await upstream((req, res) =>
+    const server = await upstream((_req, res) =>
       server.requests.length < 3 ? sendJson(res, 503, { errors: [{ code: 503, message: 'Service Unavailable' }] }) : sendJson(res, 200, [itemRecord(2)]),
     );
     const b = backend(server.url);
@@ -177,7 +177,7 @@ describe('timeouts and deadlines', () => {
   });
 
   it('gives up on a body that stalls half-way, and the pool still serves the next request', async () => {
-    const server = await upstream((req, res) => {
+    const server = await upstream((_req, res) => {
       if (server.requests.length === 1) {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.write('[{"itemId":');
