@@ -30,7 +30,11 @@ export function parseAuthorization(header: string): Credential | null {
   const value = header.trim();
   if (value === '' || value.length > MAX_AUTHORIZATION_LENGTH) return null;
   const match = /^([A-Za-z]+) +(\S+)$/.exec(value);
-  if (match === null) return STRICT_BASE64.test(value) ? { method: 'API_KEY', username: null, domain: null } : null;
+  if (match === null) {
+    // "Bearer " trims to "Bearer", which is base64 too: a scheme with its token missing
+    if (/^(bearer|basic)$/i.test(value) || !STRICT_BASE64.test(value)) return null;
+    return { method: 'API_KEY', username: null, domain: null };
+  }
   const [, scheme = '', token = ''] = match;
   if (!STRICT_BASE64.test(token)) return null;
   if (/^bearer$/i.test(scheme)) return { method: 'API_KEY', username: null, domain: null };
