@@ -22,7 +22,7 @@ export interface RecordedRequest {
 export interface TestServer {
   url: string;
   port: number;
-  /** Every request received, in arrival order (recorded before the handler runs). */
+  /** Every request received, in arrival order (recorded as its head arrives). */
   requests: RecordedRequest[];
   close(): Promise<void>;
 }
@@ -37,11 +37,13 @@ export async function startServer(handler: Handler): Promise<TestServer> {
   const requests: RecordedRequest[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((req, res) => {
+    // Recorded on arrival: a client that gives up early may close before the body's end.
+    const recorded: RecordedRequest = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: '' };
+    requests.push(recorded);
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      const recorded = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
-      requests.push(recorded);
+      recorded.body = Buffer.concat(chunks).toString('utf8');
       Promise.resolve(handler(recorded, res)).catch((error: unknown) => {
         res.statusCode = 500;
         res.end(String(error));

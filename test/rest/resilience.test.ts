@@ -120,13 +120,16 @@ describe('circuit breaker', () => {
     expect(b.breakerState().recommendations).toBe('open');
     expect(b.breakerState().apikeys).toBe('closed');
 
+    const durations: number[] = [];
     for (let i = 0; i < 20; i++) {
       const start = performance.now();
       const error = await b.recs.recommend('POST_BROWSE', 1).catch((e: unknown) => e as GatewayError);
-      expect(performance.now() - start).toBeLessThan(5);
+      durations.push(performance.now() - start);
       expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
       expect((error as GatewayError).message).toContain('recommendations');
     }
+    // the 90th percentile, so that one GC pause on a busy test machine does not decide
+    expect(durations.sort((x, y) => x - y)[17]).toBeLessThan(5);
     expect(server.requests).toHaveLength(3);
 
     await new Promise((resolve) => setTimeout(resolve, 220));

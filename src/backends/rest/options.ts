@@ -71,7 +71,8 @@ export function upstreamSettings(options: RestBackendOptions): UpstreamSettings 
   for (const key of Object.keys(settings) as (keyof UpstreamSettings)[]) {
     const value = options[key];
     if (value !== undefined) {
-      if (!Number.isFinite(value) || value < 0) throw new RangeError(`${key} must be a non-negative number, got ${value}`);
+      const least = key === 'breakerFailures' || key === 'connections' ? 1 : 0;
+      if (!Number.isFinite(value) || value < least) throw new RangeError(`${key} must be a number >= ${least}, got ${value}`);
       settings[key] = value;
     }
   }

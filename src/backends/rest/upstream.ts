@@ -151,8 +151,9 @@ export class Upstream {
           this.breaker.record(abortOutcome(signal));
           throw this.deadline(error);
         }
-        this.breaker.record('failure');
         const code = errorCode(error);
+        // a request undici refuses to send says nothing about the upstream's health
+        this.breaker.record(code === 'UND_ERR_INVALID_ARG' ? 'neutral' : 'failure');
         if (attempt < retriesAllowed && code !== undefined && CONNECTION_ERROR_CODES.has(code) && this.budget.tryWithdraw()) {
           await this.pause(this.backoff(attempt), signal);
           continue;
