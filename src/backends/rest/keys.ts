@@ -1,0 +1,259 @@
+import { createHash } from 'node:crypto';
+import {
+  badUserInput, forbidden, notFound, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
+} from '../../errors.js';
+import type { GatewayError } from '../../errors.js';
+import type {
+  ApiKeyModel, AuthMethod, CallOptions, CreateApiKeyInput, CreatedApiKeyModel, KeyService, PrincipalModel, UserRef,
+} from '../types.js';
+import { AuthCache } from './authCache.js';
+import type { CachedPrincipal } from './authCache.js';
+import { errorEntries, parseJson } from './errorBody.js';
+import { parseRetryAfter } from './upstream.js';
+import type { Upstream, UpstreamResponse } from './upstream.js';
+
+const SERVICE = 'apikeys';
+const PATH = '/api/v1/apikey';
+const STRICT_BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** Far above any real credential; keeps a hostile header from being hashed and forwarded. */
+const MAX_AUTHORIZATION_LENGTH = 4096;
+
+interface Credential {
+  method: AuthMethod;
+  username: string | null;
+  domain: string | null;
+}
+
+/** The header shapes of upstream-facts.md; null for anything else, which is never sent upstream. */
+export function parseAuthorization(header: string): Credential | null {
+  const value = header.trim();
+  if (value === '' || value.length > MAX_AUTHORIZATION_LENGTH) return null;
+  const match = /^([A-Za-z]+) +(\S+)$/.exec(value);
+  if (match === null) {
+    // "Bearer " trims to "Bearer", which is base64 too: a scheme with its token missing
+    if (/^(bearer|basic)$/i.test(value) || !STRICT_BASE64.test(value)) return null;
+    return { method: 'API_KEY', username: null, domain: null };
+  }
+  const [, scheme = '', token = ''] = match;
+  if (!STRICT_BASE64.test(token)) return null;
+  if (/^bearer$/i.test(scheme)) return { method: 'API_KEY', username: null, domain: null };
+  if (!/^basic$/i.test(scheme)) return null;
+  const decoded = Buffer.from(token, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon <= 0) return null;
+  const user = decoded.slice(0, colon);
+  const at = user.indexOf('@');
+  // a domain user is user@domain, split at the first @
+  if (at === -1) return { method: 'PASSWORD', username: user, domain: null };
+  if (at === 0) return null;
+  return { method: 'PASSWORD', username: user.slice(0, at), domain: user.slice(at + 1) || null };
+}
+
+export const credentialIdOf = (authorization: string): string =>
+  createHash('sha256').update(authorization).digest('hex');
+
+function isoDate(value: unknown): Date | null {
+  if (typeof value !== 'string') return null;
+  const date = new Date(value);
+  return Number.isNaN(date.getTime()) ? null : date;
+}
+
+function toApiKey(raw: unknown): ApiKeyModel | null {
+  if (typeof raw !== 'object' || raw === null) return null;
+  const r = raw as Record<string, unknown>;
+  if (typeof r.id !== 'string' || typeof r.userId !== 'string') return null;
+  return {
+    id: r.id,
+    userId: r.userId,
+    name: typeof r.name === 'string' ? r.name : '',
+    // The original lists {id, userId, name} only; newer deployments may add these.
+    createdAt: isoDate(r.createdAt),
+    expiresAt: isoDate(r.expiresAt),
+    lastUsedAt: isoDate(r.lastUsedAt),
+  };
+}
+
+const byName = (a: ApiKeyModel, b: ApiKeyModel): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+
+type Operation = 'authenticate' | 'list' | 'create' | 'delete';
+
+/**
+ * The API key interface over HTTP (Walmart Labs' Concord): the client's own Authorization is
+ * forwarded on every call, so the key service decides who may do what.
+ */
+export class RestKeyService implements KeyService {
+  private readonly cache: AuthCache;
+  private readonly inflight = new Map<string, { promise: Promise<CachedPrincipal>; controller: AbortController; waiters: number }>();
+
+  constructor(
+    private readonly upstream: Upstream,
+    authCacheTtlMs: number,
+    authCacheMaxEntries: number,
+  ) {
+    this.cache = new AuthCache(authCacheTtlMs, authCacheMaxEntries);
+  }
+
+  async authenticate(authorization: string, options: CallOptions = {}): Promise<PrincipalModel> {
+    if (typeof authorization !== 'string') throw unauthenticated();
+    const credential = parseAuthorization(authorization);
+    if (credential === null) throw unauthenticated();
+    const credentialId = credentialIdOf(authorization);
+    const cached = this.cache.get(credentialId);
+    if (cached !== undefined) return { ...cached, authorization };
+    return { ...(await this.sharedLookup(authorization, credentialId, credential, options.signal)), authorization };
+  }
+
+  async listKeys(principal: PrincipalModel, of?: UserRef | null, options: CallOptions = {}): Promise<ApiKeyModel[]> {
+    // The interface lists the caller's own keys only; nobody is known to be an administrator here.
+    if (of && (of.username !== principal.user.username || (of.domain ?? null) !== principal.user.domain)) throw forbidden();
+    return this.list(principal.authorization, 'list', options.signal);
+  }
+
+  async createKey(principal: PrincipalModel, input: CreateApiKeyInput, options: CallOptions = {}): Promise<CreatedApiKeyModel> {
+    const body: Record<string, unknown> = {};
+    if (input.username != null) body.username = input.username;
+    if (input.userDomain != null) body.userDomain = input.userDomain;
+    if (input.name != null) body.name = input.name;
+    if (input.expiresInDays != null) body.expiresInDays = input.expiresInDays;
+    const forOther = input.username != null && input.username !== principal.user.username;
+    const response = await this.upstream.request({
+      method: 'POST',
+      path: PATH,
+      headers: this.headers(principal.authorization),
+      body: JSON.stringify(body),
+      signal: options.signal,
+      // the original answers 500 for an unknown username: any client could provoke that
+      serverErrorIsFailure: !forOther,
+    });
+    if (response.status !== 200 && response.status !== 201) throw this.error(response, 'create');
+    const created = parseJson(response.text) as Record<string, unknown> | undefined;
+    if (typeof created?.id !== 'string' || typeof created.key !== 'string') {
+      throw upstreamUnavailable(SERVICE, 'unexpected create response');
+    }
+    const { id, key } = created;
+    return { ok: true, id, key, apiKey: await this.describeNewKey(id, key, principal, input, options.signal) };
+  }
+
+  async deleteKey(principal: PrincipalModel, id: string, options: CallOptions = {}): Promise<void> {
+    // Checked here so that no value of id can reach another path of the key service.
+    if (typeof id !== 'string' || !UUID.test(id)) throw badUserInput('id must be a UUID', 'id');
+    const response = await this.upstream.request({
+      method: 'DELETE',
+      path: `${PATH}/${encodeURIComponent(id)}`,
+      headers: this.headers(principal.authorization),
+      signal: options.signal,
+    });
+    if (response.status !== 200 && response.status !== 204) throw this.error(response, 'delete', id);
+    if (principal.user.id !== null) this.cache.evictUser(principal.user.id);
+  }
+
+  /** Concurrent authentications of one credential share one upstream call. */
+  private async sharedLookup(
+    authorization: string, credentialId: string, credential: Credential, signal: AbortSignal | undefined,
+  ): Promise<CachedPrincipal> {
+    let flight = this.inflight.get(credentialId);
+    if (flight === undefined) {
+      const controller = new AbortController();
+      const promise = this.lookup(authorization, credentialId, credential, controller.signal).finally(() => {
+        this.inflight.delete(credentialId);
+      });
+      flight = { promise, controller, waiters: 0 };
+      this.inflight.set(credentialId, flight);
+    }
+    const shared = flight;
+    shared.waiters++;
+    // Each caller waits on its own deadline; the shared call is cancelled only when all have gone.
+    if (signal === undefined) return shared.promise.finally(() => shared.waiters--);
+    return new Promise<CachedPrincipal>((resolve, reject) => {
+      const onAbort = (): void => {
+        if (--shared.waiters === 0) shared.controller.abort(signal.reason);
+        reject(upstreamUnavailable(SERVICE, 'no answer before the request deadline'));
+      };
+      if (signal.aborted) return onAbort();
+      signal.addEventListener('abort', onAbort, { once: true });
+      shared.promise.then(
+        (value) => { signal.removeEventListener('abort', onAbort); shared.waiters--; resolve(value); },
+        (error: unknown) => { signal.removeEventListener('abort', onAbort); shared.waiters--; reject(error); },
+      );
+    });
+  }
+
+  private async lookup(
+    authorization: string, credentialId: string, credential: Credential, signal: AbortSignal,
+  ): Promise<CachedPrincipal> {
+    const keys = await this.list(authorization, 'authenticate', signal);
+    const principal: CachedPrincipal = {
+      user: {
+        id: keys[0]?.userId ?? null,
+        username: credential.username,
+        domain: credential.domain,
+        // the interface does not say; the key service still enforces it on every call
+        isAdmin: false,
+      },
+      authenticatedBy: credential.method,
+      keyId: null,
+      credentialId,
+    };
+    this.cache.set(principal);
+    return principal;
+  }
+
+  private async list(authorization: string, operation: Operation, signal: AbortSignal | undefined): Promise<ApiKeyModel[]> {
+    const response = await this.upstream.request({ method: 'GET', path: PATH, headers: this.headers(authorization), signal });
+    if (response.status !== 200) throw this.error(response, operation);
+    const body = parseJson(response.text);
+    if (!Array.isArray(body)) throw upstreamUnavailable(SERVICE, 'unexpected list response');
+    return body.map(toApiKey).filter((k): k is ApiKeyModel => k !== null).sort(byName);
+  }
+
+  /**
+   * The create response has no userId or name: list with the new key itself, which shows the
+   * new key's owner whoever that is. If that fails, the key still exists: describe it from what is known.
+   */
+  private async describeNewKey(
+    id: string, key: string, principal: PrincipalModel, input: CreateApiKeyInput, signal: AbortSignal | undefined,
+  ): Promise<ApiKeyModel> {
+    try {
+      const found = (await this.list(key, 'list', signal)).find((k) => k.id === id);
+      if (found) return found;
+    } catch {
+      // fall through
+    }
+    const own = input.username == null || input.username === principal.user.username;
+    return {
+      id,
+      userId: own ? (principal.user.id ?? '') : '',
+      name: input.name ?? '',
+      createdAt: null,
+      expiresAt: null,
+      lastUsedAt: null,
+    };
+  }
+
+  private headers(authorization: string): Record<string, string> {
+    return { authorization, 'content-type': 'application/json' };
+  }
+
+  /** The one place a key service status becomes an error. */
+  private error({ status, text, headers }: UpstreamResponse, operation: Operation, id?: string): GatewayError {
+    const entries = errorEntries(parseJson(text), text) ?? [];
+    const first = entries[0];
+    if (status === 401) return unauthenticated();
+    if (operation === 'authenticate' && status === 403) return unauthenticated();
+    if (status === 403) {
+      // another user's key answers like an unknown one: ids of others are nobody's business
+      return operation === 'delete' ? notFound(`API key not found: ${id ?? ''}`) : forbidden();
+    }
+    if (status === 400 && first !== undefined) {
+      if (/^API key not found/i.test(first.message)) return notFound(first.message);
+      const field = typeof first.code === 'string' && first.code !== '' ? first.code : '*';
+      return badUserInput(first.message, field);
+    }
+    if (status === 400) return badUserInput('The key service refused the request', '*');
+    if (status === 404 && operation === 'delete') return badUserInput('id must be a UUID', 'id');
+    if (status === 429) return rateLimited((parseRetryAfter(headers['retry-after']) ?? 1000) / 1000);
+    if (status >= 500) return upstreamUnavailable(SERVICE, `HTTP ${status}`);
+    return upstreamRejected(SERVICE, `unexpected HTTP ${status}`);
+  }
+}

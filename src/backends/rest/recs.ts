@@ -1,0 +1,158 @@
+import {
+  badUserInput, notFound, rateLimited, upstreamRejected, upstreamUnavailable,
+} from '../../errors.js';
+import type { GatewayError } from '../../errors.js';
+import { ItemRecordError, parseItemRecord } from '../itemRecord.js';
+import type {
+  CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService,
+} from '../types.js';
+import { errorEntries, numericCode, parseJson } from './errorBody.js';
+import type { UpstreamErrorEntry } from './errorBody.js';
+import { parseRetryAfter } from './upstream.js';
+import type { Upstream, UpstreamResponse } from './upstream.js';
+
+const SERVICE = 'recommendations';
+/** The upstream takes at most this many ids per product lookup. */
+export const ITEMS_PER_CALL = 20;
+const MAX_RECOMMENDATIONS = 10;
+
+const PATHS: Record<RecommendationKind, string> = {
+  POST_BROWSE: '/v1/postbrowse',
+  NEXT_BEST_PRODUCT: '/v1/nbp',
+};
+
+/** What a response turned out to be, once its quirks are out of the way. */
+type Outcome =
+  | { kind: 'data'; body: unknown }
+  | { kind: 'empty' } // 4022: nothing to recommend
+  | { kind: 'unknownItem' }; // 4002, or 404 on a lookup
+
+/** Ids are typed as numbers but arrive from JavaScript callers: check before any byte is sent. */
+function checkItemId(value: unknown, field = 'itemId'): number {
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
+    throw badUserInput(`${field} must be a positive integer`, field);
+  }
+  return value;
+}
+
+function isUnknownItem(entries: UpstreamErrorEntry[]): boolean {
+  return entries.some((e) => numericCode(e) === 4002 || /invalid item ?id/i.test(e.message));
+}
+
+function isKeyRefused(entries: UpstreamErrorEntry[]): boolean {
+  return entries.some((e) => numericCode(e) === 403 || /account inactive|api ?key|developer inactive/i.test(e.message));
+}
+
+function parseRecords(raw: unknown[]): ItemModel[] {
+  const items: ItemModel[] = [];
+  for (const record of raw) {
+    try {
+      items.push(parseItemRecord(record));
+    } catch (error) {
+      // One broken record must not cost the caller the other nine.
+      if (!(error instanceof ItemRecordError)) throw error;
+    }
+  }
+  return items;
+}
+
+/** The recommendations interface over HTTP (Walmart Open API), with its quirks absorbed. */
+export class RestRecsService implements RecsService {
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly apiKey: string,
+  ) {}
+
+  async recommend(kind: RecommendationKind, anchorId: number, options: CallOptions = {}): Promise<RecommendationListModel> {
+    const id = checkItemId(anchorId);
+    const path = PATHS[kind];
+    if (path === undefined) throw badUserInput(`unknown recommendation kind ${String(kind)}`, 'kind');
+    const query = new URLSearchParams({ apiKey: this.apiKey, itemId: String(id) });
+    const outcome = this.interpret(await this.get(`${path}?${query}`, options));
+    const list: RecommendationListModel = { anchorId: id, kind, entries: [], items: [] };
+    if (outcome.kind === 'empty') return list;
+    if (outcome.kind === 'unknownItem') throw notFound(`Item ${id} not found`);
+    const body = outcome.body;
+    // postbrowse was seen answering a single record instead of an array of one
+    const raw = Array.isArray(body) ? body : typeof body === 'object' && body !== null ? [body] : null;
+    if (raw === null) throw upstreamUnavailable(SERVICE, 'unexpected response shape');
+    const seen = new Set<number>([id]);
+    const items = parseRecords(raw).filter((item) => !seen.has(item.itemId) && seen.add(item.itemId)).slice(0, MAX_RECOMMENDATIONS);
+    list.items = items;
+    list.entries = items.map((item, index) => ({
+      rank: index + 1, itemId: item.itemId, score: null, evidence: 0, source: 'UPSTREAM',
+    }));
+    return list;
+  }
+
+  async getItems(ids: readonly number[], options: CallOptions = {}): Promise<(ItemModel | null)[]> {
+    const valid = [...new Set(ids.filter((id) => typeof id === 'number' && Number.isSafeInteger(id) && id > 0))];
+    const chunks: number[][] = [];
+    for (let i = 0; i < valid.length; i += ITEMS_PER_CALL) chunks.push(valid.slice(i, i + ITEMS_PER_CALL));
+    const found = new Map<number, ItemModel>();
+    const results = await Promise.all(chunks.map((chunk) => this.lookup(chunk, options)));
+    for (const items of results) for (const item of items) found.set(item.itemId, item);
+    return ids.map((id) => found.get(id) ?? null);
+  }
+
+  /** One product lookup of at most 20 ids; items the upstream does not know are simply absent. */
+  private async lookup(ids: number[], options: CallOptions): Promise<ItemModel[]> {
+    const key = new URLSearchParams({ apiKey: this.apiKey });
+    // ids are validated digits; the comma stays literal, as the upstream's own examples write it
+    const path = ids.length === 1 ? `/v1/items/${ids[0]}?${key}` : `/v1/items?ids=${ids.join(',')}&${key}`;
+    const outcome = this.interpret(await this.get(path, options), true);
+    if (outcome.kind === 'unknownItem') {
+      // One unknown id can fail a whole batch: ask for each id alone to save the others.
+      if (ids.length === 1) return [];
+      return (await Promise.all(ids.map((id) => this.lookup([id], options)))).flat();
+    }
+    if (outcome.kind === 'empty') return [];
+    const body = outcome.body;
+    let raw: unknown[];
+    if (Array.isArray(body)) raw = body;
+    else if (typeof body === 'object' && body !== null && Array.isArray((body as { items?: unknown }).items)) {
+      raw = (body as { items: unknown[] }).items;
+    } else if (typeof body === 'object' && body !== null) raw = [body];
+    else throw upstreamUnavailable(SERVICE, 'unexpected response shape');
+    const wanted = new Set(ids);
+    return parseRecords(raw).filter((item) => wanted.has(item.itemId));
+  }
+
+  private get(path: string, options: CallOptions): Promise<UpstreamResponse> {
+    return this.upstream.request({ method: 'GET', path, signal: options.signal });
+  }
+
+  /** The one place a recommendations status or error body becomes an outcome or an error. */
+  private interpret(response: UpstreamResponse, lookup = false): Outcome {
+    const { status, text } = response;
+    const body = parseJson(text);
+    const entries = errorEntries(body, text);
+    if (status === 200) {
+      if (body === undefined) throw upstreamUnavailable(SERVICE, 'unreadable response (not JSON)');
+      if (entries === null) return { kind: 'data', body };
+      // a 200 whose body is an error object
+      if (entries.some((e) => numericCode(e) === 4022)) return { kind: 'empty' };
+      if (entries.length === 0 && !Array.isArray(body)) return { kind: 'data', body };
+      return this.failure(response, entries);
+    }
+    if (status === 404 && lookup) return { kind: 'unknownItem' };
+    return this.failure(response, entries ?? []);
+  }
+
+  private failure(response: UpstreamResponse, entries: UpstreamErrorEntry[]): Outcome {
+    const { status } = response;
+    if (isUnknownItem(entries) && (status === 200 || status === 400 || status === 404)) return { kind: 'unknownItem' };
+    if (entries.some((e) => numericCode(e) === 4022)) return { kind: 'empty' };
+    throw this.error(response, entries);
+  }
+
+  private error({ status, headers }: UpstreamResponse, entries: UpstreamErrorEntry[]): GatewayError {
+    const detail = entries[0]?.message ?? `HTTP ${status}`;
+    if (status === 401 || status === 403 || isKeyRefused(entries)) {
+      return upstreamRejected(SERVICE, 'the gateway key (RECS_API_KEY) was refused');
+    }
+    if (status === 429) return rateLimited((parseRetryAfter(headers['retry-after']) ?? 1000) / 1000);
+    if (status >= 500) return upstreamUnavailable(SERVICE, `HTTP ${status}${entries[0] ? `: ${detail}` : ''}`);
+    return upstreamRejected(SERVICE, `HTTP ${status}: ${detail}`);
+  }
+}

@@ -1,0 +1,237 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Pool } from 'undici';
+import type { Dispatcher } from 'undici';
+import { ErrorCode, GatewayError, upstreamUnavailable } from '../../errors.js';
+import { CircuitBreaker } from './breaker.js';
+import type { AttemptOutcome, BreakerState } from './breaker.js';
+import { RetryBudget } from './retryBudget.js';
+
+/** How one upstream is called; every field is set (createRestBackend fills in the defaults). */
+export interface UpstreamSettings {
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  bodyTimeoutMs: number;
+  connections: number;
+  keepAliveTimeoutMs: number;
+  retries: number;
+  retryBaseDelayMs: number;
+  retryMaxDelayMs: number;
+  maxRetryAfterMs: number;
+  retryBudgetRatio: number;
+  retryBudgetReserve: number;
+  breakerFailures: number;
+  breakerOpenMs: number;
+  maxResponseBytes: number;
+}
+
+export interface UpstreamRequest {
+  method: 'GET' | 'POST' | 'DELETE';
+  /** Path and query, relative to the base URL's path. */
+  path: string;
+  headers?: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal | undefined;
+  /**
+   * Whether a 5xx counts against the breaker. False where a client can provoke one at will
+   * (the original key service answers 500 for an unknown username), so it cannot trip it for all.
+   * Default true.
+   */
+  serverErrorIsFailure?: boolean;
+}
+
+/** A response whose body has been read in full (and the connection freed). */
+export interface UpstreamResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+}
+
+/** Statuses worth another try of an idempotent request. */
+const RETRYABLE_STATUSES = new Set([429, 502, 503, 504]);
+
+/** Errors where the request most likely never reached the application: safe to retry a GET. */
+const CONNECTION_ERROR_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH',
+  'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
+]);
+
+const DESCRIPTIONS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  UND_ERR_CONNECT_TIMEOUT: 'connect timeout',
+  UND_ERR_HEADERS_TIMEOUT: 'no response in time (headers timeout)',
+  UND_ERR_BODY_TIMEOUT: 'response body stalled (body timeout)',
+  UND_ERR_SOCKET: 'connection closed by the upstream',
+  ENOTFOUND: 'host not found',
+};
+
+class ResponseTooLarge extends Error {}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof ResponseTooLarge) return error.message;
+  const code = errorCode(error);
+  return (code && DESCRIPTIONS[code]) ?? (code ? `request failed (${code})` : 'request failed');
+}
+
+/** The deadline passing counts against the upstream; the client going away does not. */
+function abortOutcome(signal: AbortSignal): AttemptOutcome {
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name === 'TimeoutError' ? 'failure' : 'neutral';
+}
+
+/** Retry-After in ms (delta-seconds or an HTTP date); undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text.trim() === '') return undefined;
+  if (/^\s*\d+\s*$/.test(text)) return Number(text) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * One upstream service: a keep-alive pool, timeouts, retries of idempotent requests within a
+ * budget, and a circuit breaker. Turns transport failures into UPSTREAM_UNAVAILABLE; statuses are
+ * returned as they are, for the service's client to map.
+ */
+export class Upstream {
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly breaker: CircuitBreaker;
+  private readonly budget: RetryBudget;
+
+  constructor(
+    readonly service: string,
+    baseUrl: string,
+    private readonly settings: UpstreamSettings,
+  ) {
+    const url = new URL(baseUrl);
+    // A base URL may carry a path prefix (a service mounted under /concord, say); the pool
+    // takes the origin only.
+    this.basePath = url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(url.origin, {
+      connections: settings.connections,
+      connectTimeout: settings.connectTimeoutMs,
+      headersTimeout: settings.headersTimeoutMs,
+      bodyTimeout: settings.bodyTimeoutMs,
+      keepAliveTimeout: settings.keepAliveTimeoutMs,
+    });
+    this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenMs);
+    this.budget = new RetryBudget(settings.retryBudgetRatio, settings.retryBudgetReserve);
+  }
+
+  get breakerState(): BreakerState {
+    return this.breaker.state;
+  }
+
+  async request(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const { signal } = req;
+    // Only GET is retried: a POST or DELETE that timed out may well have been applied.
+    const retriesAllowed = req.method === 'GET' ? this.settings.retries : 0;
+    this.budget.deposit();
+    for (let attempt = 0; ; attempt++) {
+      if (signal?.aborted) throw this.deadline();
+      if (!this.breaker.tryAcquire()) {
+        throw new GatewayError(
+          ErrorCode.UPSTREAM_UNAVAILABLE,
+          `The ${this.service} service is unavailable: circuit open after repeated failures`,
+          { service: this.service, retryAfter: Math.max(1, Math.ceil(this.breaker.retryInMs / 1000)) },
+        );
+      }
+      let response: UpstreamResponse;
+      try {
+        response = await this.once(req);
+      } catch (error) {
+        if (signal?.aborted) {
+          this.breaker.record(abortOutcome(signal));
+          throw this.deadline(error);
+        }
+        const code = errorCode(error);
+        // a request undici refuses to send says nothing about the upstream's health
+        this.breaker.record(code === 'UND_ERR_INVALID_ARG' ? 'neutral' : 'failure');
+        if (attempt < retriesAllowed && code !== undefined && CONNECTION_ERROR_CODES.has(code) && this.budget.tryWithdraw()) {
+          await this.pause(this.backoff(attempt), signal);
+          continue;
+        }
+        throw upstreamUnavailable(this.service, describe(error), error);
+      }
+      const serverError = response.status >= 500 && req.serverErrorIsFailure !== false;
+      this.breaker.record(serverError ? 'failure' : 'success');
+      if (attempt < retriesAllowed && RETRYABLE_STATUSES.has(response.status)) {
+        const retryAfter = parseRetryAfter(response.headers['retry-after']);
+        // A Retry-After beyond the cap says "not now": hand the status back instead of waiting.
+        const waitable = retryAfter === undefined || retryAfter <= this.settings.maxRetryAfterMs;
+        if (waitable && this.budget.tryWithdraw()) {
+          await this.pause(retryAfter ?? this.backoff(attempt), signal);
+          continue;
+        }
+      }
+      return response;
+    }
+  }
+
+  /** A cheap request that proves the upstream answers HTTP; bypasses breaker and retries. */
+  async ping(path: string, timeoutMs: number): Promise<'ok' | string> {
+    try {
+      const res = await this.once({ method: 'GET', path, signal: AbortSignal.timeout(timeoutMs) });
+      return res.status >= 500 ? `HTTP ${res.status}` : 'ok';
+    } catch (error) {
+      return errorCode(error) === undefined && error instanceof Error && error.name === 'TimeoutError'
+        ? 'no answer in time'
+        : describe(error);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  private async once(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const options: Dispatcher.RequestOptions = {
+      method: req.method,
+      path: this.basePath + req.path,
+      headers: { accept: 'application/json', ...req.headers },
+      body: req.body ?? null,
+      signal: req.signal ?? null,
+    };
+    const { statusCode, headers, body } = await this.pool.request(options);
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > this.settings.maxResponseBytes) {
+          throw new ResponseTooLarge(`response larger than ${this.settings.maxResponseBytes} bytes`);
+        }
+        chunks.push(chunk);
+      }
+    } catch (error) {
+      // Never leave a body half-read: the socket would stay busy until the body timeout.
+      body.destroy();
+      throw error;
+    }
+    return { status: statusCode, headers, text: Buffer.concat(chunks).toString('utf8') };
+  }
+
+  private backoff(attempt: number): number {
+    // Full jitter: concurrent callers that failed together do not come back together.
+    return Math.random() * Math.min(this.settings.retryMaxDelayMs, this.settings.retryBaseDelayMs * 2 ** attempt);
+  }
+
+  private async pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+    try {
+      await sleep(ms, undefined, signal ? { signal } : {});
+    } catch (error) {
+      throw this.deadline(error);
+    }
+  }
+
+  private deadline(cause?: unknown): GatewayError {
+    return upstreamUnavailable(this.service, 'no answer before the request deadline', cause);
+  }
+}

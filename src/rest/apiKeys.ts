@@ -1,0 +1,141 @@
+import { ErrorCode, isGatewayError } from '../errors.js';
+import type { ApiKeyModel, CallOptions, CreateApiKeyInput, KeyService, PrincipalModel } from '../backends/types.js';
+import { header, json } from './types.js';
+import type { RestRequest, RestResponse } from './types.js';
+
+const COLLECTION = '/api/v1/apikey';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };
+
+const errors = (id: string, message: string): { id: string; message: string }[] => [{ id, message }];
+
+/** Raised inside a handler for a request that is wrong before any service is asked. */
+class Reply extends Error {
+  constructor(readonly response: RestResponse) {
+    super('reply');
+  }
+}
+
+/**
+ * The one place an error becomes an API key response (upstream-facts.md). NOT_FOUND answers
+ * as the original's unknown id (400), whether the key does not exist or is someone else's.
+ */
+export function apiKeyErrorResponse(error: unknown, authorization: string | undefined, keyId?: string): RestResponse {
+  if (error instanceof Reply) return error.response;
+  if (!isGatewayError(error)) {
+    console.error('api key request failed', error);
+    return json(500, errors('*', 'Internal server error'));
+  }
+  switch (error.code) {
+    case ErrorCode.UNAUTHENTICATED: {
+      // Only a client that may answer with a password is invited to.
+      const challenge = authorization === undefined || /^\s*basic\s/i.test(authorization);
+      return json(401, errors('*', error.message), challenge ? CHALLENGE : {});
+    }
+    case ErrorCode.FORBIDDEN:
+      return json(403, errors('*', 'Operation is not permitted'));
+    case ErrorCode.NOT_FOUND:
+      return json(400, errors('*', keyId !== undefined ? `API key not found: ${keyId}` : error.message));
+    case ErrorCode.BAD_USER_INPUT:
+    case ErrorCode.BAD_REQUEST:
+      return json(400, errors(error.field ?? '*', error.message));
+    case ErrorCode.RATE_LIMITED:
+      return json(429, errors('*', error.message), { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
+    case ErrorCode.UPSTREAM_UNAVAILABLE:
+      return json(503, errors('*', error.message), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
+    case ErrorCode.UPSTREAM_REJECTED:
+      return json(502, errors('*', error.message));
+    case ErrorCode.NOT_IMPLEMENTED:
+      return json(501, errors('*', error.message));
+    default:
+      return json(500, errors('*', 'Internal server error'));
+  }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function optionalString(body: Record<string, unknown>, field: string): string | null {
+  const value = body[field];
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'string') throw new Reply(json(400, errors(field, `${field} must be a string`)));
+  return value;
+}
+
+function createInput(body: unknown): CreateApiKeyInput {
+  if (!isObject(body)) throw new Reply(json(400, errors('*', 'The request body must be a JSON object')));
+  const input: CreateApiKeyInput = {
+    username: optionalString(body, 'username'),
+    userDomain: optionalString(body, 'userDomain'),
+    name: optionalString(body, 'name'),
+  };
+  const days = body.expiresInDays;
+  if (days !== undefined && days !== null) {
+    if (typeof days !== 'number' || !Number.isSafeInteger(days) || days <= 0) {
+      throw new Reply(json(400, errors('expiresInDays', 'expiresInDays must be a positive integer')));
+    }
+    input.expiresInDays = days;
+  }
+  return input;
+}
+
+const iso = (date: Date | null): string | null => (date === null ? null : date.toISOString());
+
+function listed(key: ApiKeyModel): Record<string, unknown> {
+  return {
+    id: key.id, userId: key.userId, name: key.name,
+    createdAt: iso(key.createdAt), expiresAt: iso(key.expiresAt), lastUsedAt: iso(key.lastUsedAt),
+  };
+}
+
+async function authenticated(
+  keys: KeyService, authorization: string | undefined, options: CallOptions,
+): Promise<PrincipalModel> {
+  if (authorization === undefined || authorization.trim() === '') {
+    throw new Reply(json(401, errors('*', 'Authentication required'), CHALLENGE));
+  }
+  return keys.authenticate(authorization, options);
+}
+
+/** The API key interface of api-keys.md; null when the path is not one of its routes. */
+export function serveApiKeys(req: RestRequest, keys: KeyService): Promise<RestResponse> | null {
+  const path = req.path.replace(/\/+$/, '');
+  if (path !== COLLECTION && !path.startsWith(`${COLLECTION}/`)) return null;
+  return handle(req, path, keys);
+}
+
+async function handle(req: RestRequest, path: string, keys: KeyService): Promise<RestResponse> {
+  const authorization = header(req, 'authorization');
+  const options: CallOptions = req.signal ? { signal: req.signal } : {};
+  let keyId: string | undefined;
+  try {
+    if (path === COLLECTION) {
+      if (req.method !== 'GET' && req.method !== 'POST') {
+        return json(405, errors('*', `Method ${req.method} not allowed`), { allow: 'GET, POST' });
+      }
+      const principal = await authenticated(keys, authorization, options);
+      if (req.method === 'GET') {
+        const list = await keys.listKeys(principal, null, options);
+        return json(200, [...list].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)).map(listed));
+      }
+      const created = await keys.createKey(principal, createInput(req.body), options);
+      return json(200, { ok: true, id: created.id, key: created.key });
+    }
+    let rawId: string;
+    try {
+      rawId = decodeURIComponent(path.slice(COLLECTION.length + 1));
+    } catch {
+      rawId = '';
+    }
+    // As the original's route pattern: anything but one UUID segment is no resource at all.
+    if (!UUID.test(rawId)) return json(404, errors('id', 'No such resource: the key id must be a UUID'));
+    if (req.method !== 'DELETE') return json(405, errors('*', `Method ${req.method} not allowed`), { allow: 'DELETE' });
+    keyId = rawId;
+    const principal = await authenticated(keys, authorization, options);
+    await keys.deleteKey(principal, rawId, options);
+    return json(200, { result: 'DELETED', ok: true });
+  } catch (error) {
+    return apiKeyErrorResponse(error, authorization, keyId);
+  }
+}

@@ -1,0 +1,153 @@
+import { ErrorCode, isGatewayError } from '../errors.js';
+import { toItemId, toItemRecord } from '../backends/itemRecord.js';
+import type { CallOptions, ItemModel, KeyService, RecommendationKind, RecsService } from '../backends/types.js';
+import { json } from './types.js';
+import type { RestRequest, RestResponse } from './types.js';
+
+/**
+ * Error codes in the bodies served. 4002, 4022 and 403 are the upstream's own; 4000 is ours for
+ * a request that is malformed before any item is looked up (missing or non-numeric itemId, too
+ * many ids), which the upstream's documentation leaves unnamed.
+ */
+export const RecsErrorCode = {
+  BAD_REQUEST: 4000,
+  INVALID_ITEM: 4002,
+  NO_RECOMMENDATIONS: 4022,
+  ACCOUNT_INACTIVE: 403,
+} as const;
+
+const KINDS: Record<string, RecommendationKind> = {
+  '/v1/postbrowse': 'POST_BROWSE',
+  '/v1/nbp': 'NEXT_BEST_PRODUCT',
+};
+const MAX_RECOMMENDATIONS = 10;
+/** The product lookup takes at most this many ids, as upstream. */
+export const MAX_LOOKUP_IDS = 20;
+
+const errorBody = (code: number, message: string): { errors: { code: number; message: string }[] } => ({
+  errors: [{ code, message }],
+});
+
+class Reply extends Error {
+  constructor(readonly response: RestResponse) {
+    super('reply');
+  }
+}
+
+const badRequest = (message: string): Reply => new Reply(json(400, errorBody(RecsErrorCode.BAD_REQUEST, message)));
+const invalidItem = (): RestResponse => json(400, errorBody(RecsErrorCode.INVALID_ITEM, 'Invalid itemId'));
+
+/** The one place an error becomes a recommendations response. */
+export function recsErrorResponse(error: unknown): RestResponse {
+  if (error instanceof Reply) return error.response;
+  if (!isGatewayError(error)) {
+    console.error('recommendations request failed', error);
+    return json(500, errorBody(500, 'Internal server error'));
+  }
+  switch (error.code) {
+    case ErrorCode.UNAUTHENTICATED:
+    case ErrorCode.FORBIDDEN:
+      return json(403, errorBody(RecsErrorCode.ACCOUNT_INACTIVE, 'Account Inactive'));
+    case ErrorCode.NOT_FOUND:
+      return invalidItem();
+    case ErrorCode.BAD_USER_INPUT:
+    case ErrorCode.BAD_REQUEST:
+      return json(400, errorBody(RecsErrorCode.BAD_REQUEST, error.message));
+    case ErrorCode.RATE_LIMITED:
+      return json(429, errorBody(429, 'Too Many Requests'), { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
+    case ErrorCode.UPSTREAM_UNAVAILABLE:
+      return json(503, errorBody(503, 'Service Unavailable'), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
+    case ErrorCode.UPSTREAM_REJECTED:
+      return json(502, errorBody(502, 'Bad Gateway'));
+    default:
+      return json(500, errorBody(500, 'Internal server error'));
+  }
+}
+
+/** Exactly one value of a query parameter; a repeated one is ambiguous, so refused. */
+function single(query: URLSearchParams, name: string): string | undefined {
+  const values = query.getAll(name);
+  if (values.length > 1) throw badRequest(`${name} must be given once`);
+  return values[0];
+}
+
+async function checkKey(query: URLSearchParams, keys: KeyService, options: CallOptions): Promise<void> {
+  const apiKey = query.getAll('apiKey');
+  // Any doubt about the key is an inactive account, as upstream: no hint what was wrong.
+  const [value] = apiKey;
+  // a key only: credentials (Basic ...) have no business in a query string
+  if (apiKey.length !== 1 || value === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(value)) {
+    throw new Reply(json(403, errorBody(RecsErrorCode.ACCOUNT_INACTIVE, 'Account Inactive')));
+  }
+  await keys.authenticate(value, options);
+}
+
+/** Items in the order of ids, unknown ones left out; records the list carried are not asked for again. */
+async function itemsFor(ids: number[], recs: RecsService, known: ItemModel[], options: CallOptions): Promise<ItemModel[]> {
+  const byId = new Map(known.map((item) => [item.itemId, item]));
+  const missing = ids.filter((id) => !byId.has(id));
+  if (missing.length > 0) {
+    const fetched = await recs.getItems(missing, options);
+    fetched.forEach((item) => item && byId.set(item.itemId, item));
+  }
+  return ids.map((id) => byId.get(id)).filter((item): item is ItemModel => item !== undefined);
+}
+
+/**
+ * The recommendations interface of recommendations.md (postbrowse, nbp, and the product lookup
+ * of upstream-facts.md); null when the path is not one of its routes.
+ */
+export function serveRecommendations(req: RestRequest, keys: KeyService, recs: RecsService): Promise<RestResponse> | null {
+  const path = req.path.length > 1 ? req.path.replace(/\/+$/, '') : req.path;
+  const kind = KINDS[path];
+  const isLookup = path === '/v1/items' || path.startsWith('/v1/items/');
+  if (kind === undefined && !isLookup) return null;
+  return handle(req, path, kind, keys, recs);
+}
+
+async function handle(
+  req: RestRequest, path: string, kind: RecommendationKind | undefined, keys: KeyService, recs: RecsService,
+): Promise<RestResponse> {
+  if (req.method !== 'GET') {
+    return json(405, errorBody(405, `Method ${req.method} not allowed`), { allow: 'GET' });
+  }
+  const options: CallOptions = req.signal ? { signal: req.signal } : {};
+  try {
+    await checkKey(req.query, keys, options);
+    if (kind !== undefined) {
+      const raw = single(req.query, 'itemId');
+      const anchor = toItemId(raw);
+      if (anchor === null) throw badRequest(raw === undefined ? 'itemId is required' : 'itemId must be a positive integer');
+      const list = await recs.recommend(kind, anchor, options);
+      const entries = [...list.entries].sort((a, b) => a.rank - b.rank).slice(0, MAX_RECOMMENDATIONS);
+      const items = await itemsFor(entries.map((e) => e.itemId), recs, list.items ?? [], options);
+      if (items.length === 0) {
+        // upstream's way of saying "nothing": a 200 with an error body
+        return json(200, errorBody(RecsErrorCode.NO_RECOMMENDATIONS, `No recommendations found for item ${anchor}`));
+      }
+      return json(200, items.map(toItemRecord));
+    }
+    if (path === '/v1/items') {
+      const raw = single(req.query, 'ids');
+      if (raw === undefined || raw.trim() === '') throw badRequest('ids is required');
+      const parts = raw.split(',').map((part) => part.trim());
+      if (parts.length > MAX_LOOKUP_IDS) throw badRequest(`at most ${MAX_LOOKUP_IDS} ids a call`);
+      const ids = parts.map(toItemId);
+      if (ids.some((id) => id === null)) throw badRequest('ids must be comma-separated positive integers');
+      const unique = [...new Set(ids as number[])];
+      return json(200, { items: (await itemsFor(unique, recs, [], options)).map(toItemRecord) });
+    }
+    let segment: string;
+    try {
+      segment = decodeURIComponent(path.slice('/v1/items/'.length));
+    } catch {
+      return invalidItem();
+    }
+    const id = toItemId(segment);
+    if (id === null) return invalidItem();
+    const [item] = await recs.getItems([id], options);
+    return item ? json(200, toItemRecord(item)) : invalidItem();
+  } catch (error) {
+    return recsErrorResponse(error);
+  }
+}
