@@ -3,7 +3,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../src/errors.js';
-import { parseAuthorization } from '../../src/backends/rest/index.js';
+import { parseAuthorization } from '../../src/auth/authorization.js';
 import type {
   ApiKeyModel, CreateApiKeyInput, CreatedApiKeyModel, ItemModel, KeyService, PrincipalModel,
   RecommendationKind, RecommendationListModel, RecsService, UserRef,
@@ -131,7 +131,7 @@ export class FakeKeyService implements KeyService {
     const credential = parseAuthorization(authorization);
     if (credential === null) throw unauthenticated();
     const base = { credentialId: sha256(authorization), authorization };
-    if (credential.method === 'PASSWORD') {
+    if (credential.kind === 'password') {
       const decoded = Buffer.from(authorization.trim().split(/ +/)[1] ?? '', 'base64').toString('utf8');
       const password = decoded.slice(decoded.indexOf(':') + 1);
       const user = this.users.find((u) => u.username === credential.username && u.domain === credential.domain);

@@ -10,7 +10,7 @@ import { Upstream } from './upstream.js';
 
 export type { RestBackendOptions } from './options.js';
 export type { BreakerState } from './breaker.js';
-export { RestKeyService, parseAuthorization, credentialIdOf } from './keys.js';
+export { RestKeyService } from './keys.js';
 export { RestRecsService } from './recs.js';
 
 /** The upstream services, as named in errors, metrics and check(). */

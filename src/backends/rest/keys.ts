@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
+import { credentialId as credentialIdOf, parseAuthorization, type Credential } from '../../auth/authorization.js';
 import {
   badUserInput, forbidden, notFound, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
 import type { GatewayError } from '../../errors.js';
 import type {
-  ApiKeyModel, AuthMethod, CallOptions, CreateApiKeyInput, CreatedApiKeyModel, KeyService, PrincipalModel, UserRef,
+  ApiKeyModel, CallOptions, CreateApiKeyInput, CreatedApiKeyModel, KeyService, PrincipalModel, UserRef,
 } from '../types.js';
 import { AuthCache } from './authCache.js';
 import type { CachedPrincipal } from './authCache.js';
@@ -14,44 +14,7 @@ import type { Upstream, UpstreamResponse } from './upstream.js';
 
 const SERVICE = 'apikeys';
 const PATH = '/api/v1/apikey';
-const STRICT_BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-/** Far above any real credential; keeps a hostile header from being hashed and forwarded. */
-const MAX_AUTHORIZATION_LENGTH = 4096;
-
-interface Credential {
-  method: AuthMethod;
-  username: string | null;
-  domain: string | null;
-}
-
-/** The header shapes of upstream-facts.md; null for anything else, which is never sent upstream. */
-export function parseAuthorization(header: string): Credential | null {
-  const value = header.trim();
-  if (value === '' || value.length > MAX_AUTHORIZATION_LENGTH) return null;
-  const match = /^([A-Za-z]+) +(\S+)$/.exec(value);
-  if (match === null) {
-    // "Bearer " trims to "Bearer", which is base64 too: a scheme with its token missing
-    if (/^(bearer|basic)$/i.test(value) || !STRICT_BASE64.test(value)) return null;
-    return { method: 'API_KEY', username: null, domain: null };
-  }
-  const [, scheme = '', token = ''] = match;
-  if (!STRICT_BASE64.test(token)) return null;
-  if (/^bearer$/i.test(scheme)) return { method: 'API_KEY', username: null, domain: null };
-  if (!/^basic$/i.test(scheme)) return null;
-  const decoded = Buffer.from(token, 'base64').toString('utf8');
-  const colon = decoded.indexOf(':');
-  if (colon <= 0) return null;
-  const user = decoded.slice(0, colon);
-  const at = user.indexOf('@');
-  // a domain user is user@domain, split at the first @
-  if (at === -1) return { method: 'PASSWORD', username: user, domain: null };
-  if (at === 0) return null;
-  return { method: 'PASSWORD', username: user.slice(0, at), domain: user.slice(at + 1) || null };
-}
-
-export const credentialIdOf = (authorization: string): string =>
-  createHash('sha256').update(authorization).digest('hex');
 
 function isoDate(value: unknown): Date | null {
   if (typeof value !== 'string') return null;
@@ -186,12 +149,12 @@ export class RestKeyService implements KeyService {
     const principal: CachedPrincipal = {
       user: {
         id: keys[0]?.userId ?? null,
-        username: credential.username,
-        domain: credential.domain,
+        username: credential.kind === 'password' ? credential.username : null,
+        domain: credential.kind === 'password' ? credential.domain : null,
         // the interface does not say; the key service still enforces it on every call
         isAdmin: false,
       },
-      authenticatedBy: credential.method,
+      authenticatedBy: credential.kind === 'key' ? 'API_KEY' : 'PASSWORD',
       keyId: null,
       credentialId,
     };
