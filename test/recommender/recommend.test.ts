@@ -6,13 +6,17 @@ import { catalogOf, logOf, repeat } from './helpers.js';
 describe('post-browse', () => {
   it('orders co-viewed items by score, with their evidence', async () => {
     const catalog = catalogOf(repeat(12, (i) => ({ id: i + 1 })));
-    // 2 is seen with 1 in 4 visits, 3 in 2, 4 in 1; 5 is everywhere, so cosine puts it after 2.
+    // 2 is seen with 1 in 4 visits, 5 in 5 but it is everywhere, 3 in 2, 4 in 1: shrunk cosine
+    // 4/sqrt(7*4)*4/6 = 0.504, 5/sqrt(7*25)*5/7 = 0.270, 2/sqrt(7*2)*2/4 = 0.267, 1/sqrt(7)*1/3 = 0.126.
     const log = logOf([...repeat(4, () => [1, 2, 5]), [1, 3, 5], [1, 3], [1, 4], ...repeat(20, () => [5, 6])]);
     const recs = new EmbeddedRecs(catalog, log, { postBrowseWeighting: 'cosine' });
     const list = await recs.recommend('POST_BROWSE', 1);
     const coView = list.entries.filter((e) => e.source === 'CO_VIEW');
-    expect(coView.map((e) => e.itemId)).toEqual([2, 3, 5, 4]);
-    expect(coView.map((e) => e.evidence)).toEqual([4, 2, 5, 1]);
+    expect(coView.map((e) => e.itemId)).toEqual([2, 5, 3, 4]);
+    expect(coView.map((e) => e.evidence)).toEqual([4, 5, 2, 1]);
+    expect(coView[0]!.score).toBeCloseTo(0.504, 3);
+    const byCount = await new EmbeddedRecs(catalog, log, { postBrowseWeighting: 'count' }).recommend('POST_BROWSE', 1);
+    expect(byCount.entries.slice(0, 4).map((e) => [e.itemId, e.score])).toEqual([[5, 5], [2, 4], [3, 2], [4, 1]]);
     for (let i = 1; i < coView.length; i++) expect(coView[i]!.score!).toBeLessThanOrEqual(coView[i - 1]!.score!);
     expect(list.entries.map((e) => e.rank)).toEqual(repeat(list.entries.length, (i) => i + 1));
     expect(list.items?.map((i) => i.itemId)).toEqual(list.entries.map((e) => e.itemId));

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { badUserInput } from '../../errors.js';
-import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../types.js';
+import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../types.js';
 import type { Catalog } from './catalog.js';
 import { buildDemo } from './demo.js';
 import { EventLog } from './events/event.js';
@@ -30,12 +30,13 @@ export class EmbeddedRecs implements RecsService {
     return this.recommender.model;
   }
 
-  async getItems(ids: readonly number[]): Promise<(ItemModel | null)[]> {
+  // The signal is not consulted: both calls are synchronous and take microseconds.
+  async getItems(ids: readonly number[], _options?: CallOptions): Promise<(ItemModel | null)[]> {
     if (ids.length > MAX_IDS) throw badUserInput(`At most ${MAX_IDS} item ids a call, got ${ids.length}`, 'ids');
     return ids.map((id) => this.catalog.get(id) ?? null);
   }
 
-  async recommend(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel> {
+  async recommend(kind: RecommendationKind, anchorId: number, _options?: CallOptions): Promise<RecommendationListModel> {
     return this.recommendNow(kind, anchorId);
   }
 

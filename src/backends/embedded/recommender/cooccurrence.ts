@@ -9,9 +9,13 @@ import type { Sequences } from './sessions.js';
  * - `lift`: c N / (n(a) n(b)), how much more often than chance; favours rare items.
  * - `pmi`: log(lift) shrunk by c / (c + shrinkage), so one chance co-occurrence of two rare items
  *   does not outrank steady evidence.
+ * - `damped`: c / (n(a)^(1-d) n(b)^d), an asymmetric cosine between count (d = 0) and cosine
+ *   (d = 0.5): the neighbour's popularity is discounted, but only by n(b)^d (d = `damping`).
+ * cosine, lift and pmi are also multiplied by c / (c + shrinkage), so a single co-occurrence of
+ * two rare items does not outrank steady evidence.
  */
-export type Weighting = 'count' | 'cosine' | 'lift' | 'pmi';
-export const WEIGHTINGS: readonly Weighting[] = ['count', 'cosine', 'lift', 'pmi'];
+export type Weighting = 'count' | 'cosine' | 'lift' | 'pmi' | 'damped';
+export const WEIGHTINGS: readonly Weighting[] = ['count', 'cosine', 'lift', 'pmi', 'damped'];
 
 /** Precomputed neighbours in CSR form: item a's are `item[start[a] .. start[a+1])`, best first. */
 export interface Neighbours {
@@ -39,8 +43,10 @@ export interface NeighbourOptions {
   topK?: number;
   /** Score factor for a neighbour in the anchor's leaf category; default 1 (next-best-product uses less). */
   sameCategoryFactor?: number;
-  /** The c in c / (c + shrinkage) of `pmi`; default 2. */
+  /** The s in c / (c + s) for cosine, lift and pmi; default 2. */
   shrinkage?: number;
+  /** The d of `damped`; default 0.2. */
+  damping?: number;
 }
 
 export interface GroupSet {
@@ -165,6 +171,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   const topK = options.topK ?? 30;
   const factor = options.sameCategoryFactor ?? 1;
   const shrinkage = options.shrinkage ?? 2;
+  const damping = options.damping ?? 0.2;
   const weighting = options.weighting;
   const groups = itemSets(log, sets, nItems);
   const nGroups = groups.weight.length;
@@ -237,8 +244,9 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
       let s: number;
       switch (weighting) {
         case 'count': s = c; break;
-        case 'cosine': s = c / Math.sqrt(na * nb); break;
-        case 'lift': s = (c * total) / (na * nb); break;
+        case 'cosine': s = (c / Math.sqrt(na * nb)) * (c / (c + shrinkage)); break;
+        case 'lift': s = ((c * total) / (na * nb)) * (c / (c + shrinkage)); break;
+        case 'damped': s = c / (Math.pow(na, 1 - damping) * Math.pow(nb, damping)); break;
         case 'pmi': s = Math.log((c * total) / (na * nb)) * (c / (c + shrinkage)); break;
       }
       if (catA >= 0 && factor !== 1 && category![b] === catA) s = s >= 0 ? s * factor : s / factor;

@@ -5,7 +5,7 @@ import type { Catalog } from '../catalog.js';
 import { categoryOf, departmentOf, familyOf } from '../catalog.js';
 import type { Neighbours } from './cooccurrence.js';
 import type { RecModel } from './model.js';
-import { popularity } from './model.js';
+import { byPopularity } from './model.js';
 
 /** At most this many entries a list (recommendations.md). */
 export const MAX_RECOMMENDATIONS = 10;
@@ -63,7 +63,7 @@ export class Recommender {
       return inStock.length >= limit;
     };
 
-    if (!this.fromNeighbours(kind, anchorIndex, offer)) this.fromFallbacks(anchor, offer);
+    if (!this.fromNeighbours(kind, anchorIndex, offer)) this.fromFallbacks(kind, anchor, offer);
     const entries = inStock.concat(outOfStock).slice(0, limit);
     entries.forEach((e, i) => (e.rank = i + 1));
     return entries;
@@ -79,14 +79,14 @@ export class Recommender {
     return false;
   }
 
-  private fromFallbacks(anchor: ItemModel | undefined, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
+  private fromFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
     if (anchor !== undefined) {
       const category = categoryOf(anchor);
-      if (category !== null && this.scan(this.ranked(category, (c) => c.category(category)), 'CATEGORY', offer)) return true;
+      if (category !== null && this.scan(this.ranked(kind, category, (c) => c.category(category)), 'CATEGORY', offer)) return true;
       const department = departmentOf(anchor);
-      if (department !== null && this.scan(this.ranked(department, (c) => c.department(department)), 'DEPARTMENT', offer)) return true;
+      if (department !== null && this.scan(this.ranked(kind, department, (c) => c.department(department)), 'DEPARTMENT', offer)) return true;
     }
-    return this.scan(this.model.popular, 'POPULAR', offer);
+    return this.scan(kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought, 'POPULAR', offer);
   }
 
   private scan(list: Int32Array, source: RecommendationSource, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
@@ -95,15 +95,16 @@ export class Recommender {
     return false;
   }
 
-  /** A category's or department's items by descending popularity, computed on first use. */
-  private ranked(key: string, ids: (catalog: Catalog) => readonly number[]): Int32Array {
-    let list = this.categoryLists.get(key);
+  /** A category's or department's items by descending popularity for the kind, computed on first use. */
+  private ranked(kind: RecommendationKind, key: string, ids: (catalog: Catalog) => readonly number[]): Int32Array {
+    const cacheKey = `${kind}:${key}`;
+    let list = this.categoryLists.get(cacheKey);
     if (list === undefined) {
-      const log = this.model.log;
+      const { log, views, purchases } = this.model;
       const indexes = ids(this.catalog!).map((id) => log.items.indexOf(id)).filter((i) => i >= 0);
-      indexes.sort((a, b) => popularity(this.model, b) - popularity(this.model, a) || a - b);
+      indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases) : byPopularity(purchases, views));
       list = Int32Array.from(indexes);
-      this.categoryLists.set(key, list);
+      this.categoryLists.set(cacheKey, list);
     }
     return list;
   }
