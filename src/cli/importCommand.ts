@@ -62,13 +62,6 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     err(`expected "import events <file>" or "import catalog <file>"\n\n${IMPORT_HELP}`);
     return 2;
   }
-  const path = resolve(file);
-  try {
-    await stat(path);
-  } catch {
-    err(`cannot read ${path}`);
-    return 1;
-  }
   let format;
   if (what === 'events') {
     try {
@@ -77,6 +70,13 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
       err((error as Error).message);
       return 2;
     }
+  }
+  const path = resolve(file);
+  try {
+    await stat(path);
+  } catch {
+    err(`cannot read ${path}`);
+    return 1;
   }
   const formatName = format?.name ?? 'json';
   const t0 = performance.now();

@@ -161,6 +161,30 @@ class TopK {
 }
 
 /**
+ * Adds up item a's co-occurrence counts over its groups into `count` / `shared`, listing each
+ * item met once in `touched`; returns how many. A function of its own so that V8 optimises it
+ * as a small hot function rather than only by on-stack replacement of the whole build loop.
+ */
+function gather(
+  a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
+  groupWeight: Float32Array, count: Float64Array, shared: Int32Array, touched: Int32Array,
+): number {
+  let nTouched = 0;
+  for (let j = byItemStart[a]!, end = byItemStart[a + 1]!; j < end; j++) {
+    const g = byItem[j]!;
+    const w = groupWeight[g]!;
+    for (let k = groupStart[g]!, kEnd = groupStart[g + 1]!; k < kEnd; k++) {
+      const b = groupItems[k]!;
+      if (b === a) continue;
+      if (shared[b] === 0) touched[nTouched++] = b;
+      count[b]! += w;
+      shared[b]!++;
+    }
+  }
+  return nTouched;
+}
+
+/**
  * Neighbours of every item by co-occurrence in groups (visits, orders, histories). Instead of
  * materialising all pairs, each item's groups are walked through an item-to-group index and the
  * counts gathered in a dense scratch array: memory stays O(items + events), and every item's
@@ -197,7 +221,8 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
 
   const count = new Float64Array(nItems);
   const shared = new Int32Array(nItems);
-  let touched = new Int32Array(1024);
+  // Sized for the worst case so that the hot loop never checks for growth.
+  const touched = new Int32Array(nItems);
   const heap = new TopK(topK);
   const outStart = new Int32Array(nItems + 1);
   let cap = Math.max(1024, Math.min(nItems * topK, 4 * groups.items.length));
@@ -209,25 +234,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
 
   for (let a = 0; a < nItems; a++) {
     outStart[a] = out;
-    let nTouched = 0;
-    for (let j = byItemStart[a]!; j < byItemStart[a + 1]!; j++) {
-      const g = byItem[j]!;
-      const w = groups.weight[g]!;
-      for (let k = groups.start[g]!; k < groups.start[g + 1]!; k++) {
-        const b = groups.items[k]!;
-        if (b === a) continue;
-        if (shared[b] === 0) {
-          if (nTouched === touched.length) {
-            const t = new Int32Array(touched.length * 2);
-            t.set(touched);
-            touched = t;
-          }
-          touched[nTouched++] = b;
-        }
-        count[b]! += w;
-        shared[b]!++;
-      }
-    }
+    const nTouched = gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, count, shared, touched);
     if (nTouched === 0) continue;
     const na = occurrences[a]!;
     const famA = family === undefined ? -1 : family[a]!;
