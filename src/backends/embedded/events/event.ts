@@ -1,0 +1,132 @@
+/** What the recommender learns from: a view or a purchase of one item. */
+export type EventKind = 'view' | 'purchase';
+
+/** One event as an import format yields it, before it is stored compactly. */
+export interface RecEvent {
+  kind: EventKind;
+  /** The visit it belongs to; null where the source has none (then the user's log is split at gaps). */
+  session: string | null;
+  /** Who; null where anonymous. */
+  user: string | null;
+  itemId: number;
+  /** Milliseconds since the epoch, or a monotonic sequence where the source has no clock (instacart). */
+  time: number;
+  /** The order a purchase belongs to; null where the source has none (then the session stands in). */
+  orderId: string | null;
+}
+
+export const KIND_VIEW = 0;
+export const KIND_PURCHASE = 1;
+
+/** Item ids (up to 2^53) to dense indexes 0..n-1, so that the model can use typed arrays. */
+export class ItemIndex {
+  private readonly byId = new Map<number, number>();
+  private idsArray = new Float64Array(1024);
+
+  get size(): number {
+    return this.byId.size;
+  }
+
+  /** The dense index of an id, adding it when new. */
+  intern(id: number): number {
+    let index = this.byId.get(id);
+    if (index === undefined) {
+      index = this.byId.size;
+      if (index === this.idsArray.length) {
+        const grown = new Float64Array(this.idsArray.length * 2);
+        grown.set(this.idsArray);
+        this.idsArray = grown;
+      }
+      this.idsArray[index] = id;
+      this.byId.set(id, index);
+    }
+    return index;
+  }
+
+  /** The dense index of an id, or -1. */
+  indexOf(id: number): number {
+    return this.byId.get(id) ?? -1;
+  }
+
+  idAt(index: number): number {
+    return this.idsArray[index]!;
+  }
+}
+
+/** Strings to small integers, for session, user and order keys. */
+export class KeyInterner {
+  private readonly map = new Map<string, number>();
+  constructor(private next = 0) {}
+  intern(name: string): number {
+    let id = this.map.get(name);
+    if (id === undefined) {
+      id = this.next++;
+      this.map.set(name, id);
+    }
+    return id;
+  }
+  get size(): number {
+    return this.map.size;
+  }
+}
+
+/**
+ * A columnar, append-only event log: 25 bytes an event, so 10M events fit in about 250 MB where
+ * 10M objects would take several GB. Keys are -1 where absent.
+ */
+export class EventLog {
+  length = 0;
+  kind = new Uint8Array(1024);
+  item = new Int32Array(1024);
+  session = new Int32Array(1024);
+  user = new Int32Array(1024);
+  order = new Int32Array(1024);
+  time = new Float64Array(1024);
+  readonly items: ItemIndex;
+  private readonly sessions = new KeyInterner();
+  private readonly users = new KeyInterner();
+  private readonly orders = new KeyInterner();
+
+  constructor(items: ItemIndex = new ItemIndex()) {
+    this.items = items;
+  }
+
+  /** Adds an event whose keys are still strings (in-memory logs: demo, evaluation). */
+  add(event: RecEvent): void {
+    this.addKeys(
+      event.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW,
+      event.itemId,
+      event.session === null ? -1 : this.sessions.intern(event.session),
+      event.user === null ? -1 : this.users.intern(event.user),
+      event.orderId === null ? -1 : this.orders.intern(event.orderId),
+      event.time,
+    );
+  }
+
+  /** Adds an event whose keys are already integers (from the database). */
+  addKeys(kind: number, itemId: number, session: number, user: number, order: number, time: number): void {
+    if (this.length === this.kind.length) this.grow();
+    const i = this.length++;
+    this.kind[i] = kind;
+    this.item[i] = this.items.intern(itemId);
+    this.session[i] = session;
+    this.user[i] = user;
+    this.order[i] = order;
+    this.time[i] = time;
+  }
+
+  private grow(): void {
+    const n = this.kind.length * 2;
+    const grow = <T extends Uint8Array | Int32Array | Float64Array>(a: T, make: (n: number) => T): T => {
+      const b = make(n);
+      b.set(a);
+      return b;
+    };
+    this.kind = grow(this.kind, (k) => new Uint8Array(k));
+    this.item = grow(this.item, (k) => new Int32Array(k));
+    this.session = grow(this.session, (k) => new Int32Array(k));
+    this.user = grow(this.user, (k) => new Int32Array(k));
+    this.order = grow(this.order, (k) => new Int32Array(k));
+    this.time = grow(this.time, (k) => new Float64Array(k));
+  }
+}

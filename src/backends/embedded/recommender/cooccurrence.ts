@@ -1,0 +1,272 @@
+import type { EventLog } from '../events/event.js';
+import type { Sequences } from './sessions.js';
+
+/**
+ * How a co-occurrence count c(a,b) becomes a score, given n(a), n(b) (groups holding each item)
+ * and N (all groups). Every option but `count` discounts items that are everywhere:
+ * - `count`: c, the raw count (what "bought together" widgets naively show; popularity-biased).
+ * - `cosine`: c / sqrt(n(a) n(b)).
+ * - `lift`: c N / (n(a) n(b)), how much more often than chance; favours rare items.
+ * - `pmi`: log(lift) shrunk by c / (c + shrinkage), so one chance co-occurrence of two rare items
+ *   does not outrank steady evidence.
+ * - `damped`: c / (n(a)^(1-d) n(b)^d), an asymmetric cosine between count (d = 0) and cosine
+ *   (d = 0.5): the neighbour's popularity is discounted, but only by n(b)^d (d = `damping`).
+ * cosine, lift and pmi are also multiplied by c / (c + shrinkage), so a single co-occurrence of
+ * two rare items does not outrank steady evidence.
+ */
+export type Weighting = 'count' | 'cosine' | 'lift' | 'pmi' | 'damped';
+export const WEIGHTINGS: readonly Weighting[] = ['count', 'cosine', 'lift', 'pmi', 'damped'];
+
+/** Precomputed neighbours in CSR form: item a's are `item[start[a] .. start[a+1])`, best first. */
+export interface Neighbours {
+  start: Int32Array;
+  item: Int32Array;
+  score: Float64Array;
+  /** Unweighted number of groups shared with the anchor. */
+  evidence: Int32Array;
+}
+
+/** What the build may know of items (by dense index), to spend the top-K only on usable items. */
+export interface ItemFacts {
+  /** 1 where the item may be recommended (it is in the catalogue); all items when absent. */
+  candidate?: Uint8Array;
+  /** The family (parentItemId interned); -1 unknown. Same family is never a neighbour. */
+  family?: Int32Array;
+  /** The leaf category interned; -1 unknown. */
+  category?: Int32Array;
+}
+
+/** Options of buildNeighbours. */
+export interface NeighbourOptions {
+  weighting: Weighting;
+  /** Neighbours kept per item before lookup-time filters; default 30. */
+  topK?: number;
+  /** Score factor for a neighbour in the anchor's leaf category; default 1 (next-best-product uses less). */
+  sameCategoryFactor?: number;
+  /** The s in c / (c + s) for cosine, lift and pmi; default 2. */
+  shrinkage?: number;
+  /** The d of `damped`; default 0.2. */
+  damping?: number;
+}
+
+export interface GroupSet {
+  sequences: Sequences;
+  /**
+   * Distinct items kept per group. Pairs grow with the square of a group's size: one crawler
+   * session of 5,000 views would cost 12.5M pair updates and say nothing about shoppers. Real
+   * visits and baskets rarely exceed a few dozen distinct items, so the cap only touches outliers.
+   */
+  maxItems: number;
+  /** Keep the latest items of a long group instead of the first (user histories). */
+  keepLast?: boolean;
+}
+
+/** Distinct item sets of all groups, in CSR form, with their weights. */
+function itemSets(log: EventLog, sets: readonly GroupSet[], nItems: number): { start: Int32Array; items: Int32Array; weight: Float32Array } {
+  let total = 0;
+  let groups = 0;
+  for (const s of sets) {
+    total += s.sequences.events.length;
+    groups += s.sequences.count;
+  }
+  const start = new Int32Array(groups + 1);
+  const items = new Int32Array(total);
+  const weight = new Float32Array(groups);
+  const stamp = new Int32Array(nItems).fill(-1);
+  let g = 0;
+  let n = 0;
+  for (const { sequences, maxItems, keepLast } of sets) {
+    for (let s = 0; s < sequences.count; s++) {
+      const from = sequences.start[s]!;
+      const to = sequences.start[s + 1]!;
+      const begin = n;
+      for (let j = 0; j < to - from && n - begin < maxItems; j++) {
+        const item = log.item[sequences.events[keepLast === true ? to - 1 - j : from + j]!]!;
+        if (stamp[item] === g) continue;
+        stamp[item] = g;
+        items[n++] = item;
+      }
+      weight[g] = sequences.weight[s]!;
+      start[++g] = n;
+    }
+  }
+  return { start, items: items.subarray(0, n), weight };
+}
+
+/** A bounded min-heap keeping the best `k` (score, evidence, item) triples. */
+class TopK {
+  readonly score: Float64Array;
+  readonly evidence: Int32Array;
+  readonly item: Int32Array;
+  size = 0;
+  constructor(readonly k: number) {
+    this.score = new Float64Array(k);
+    this.evidence = new Int32Array(k);
+    this.item = new Int32Array(k);
+  }
+  private less(i: number, j: number): boolean {
+    const a = this.score[i]!;
+    const b = this.score[j]!;
+    if (a !== b) return a < b;
+    if (this.evidence[i] !== this.evidence[j]) return this.evidence[i]! < this.evidence[j]!;
+    return this.item[i]! > this.item[j]!;
+  }
+  private swap(i: number, j: number): void {
+    const s = this.score[i]!; this.score[i] = this.score[j]!; this.score[j] = s;
+    const e = this.evidence[i]!; this.evidence[i] = this.evidence[j]!; this.evidence[j] = e;
+    const t = this.item[i]!; this.item[i] = this.item[j]!; this.item[j] = t;
+  }
+  private down(i: number): void {
+    for (;;) {
+      const l = 2 * i + 1;
+      const r = l + 1;
+      let m = i;
+      if (l < this.size && this.less(l, m)) m = l;
+      if (r < this.size && this.less(r, m)) m = r;
+      if (m === i) return;
+      this.swap(i, m);
+      i = m;
+    }
+  }
+  offer(score: number, evidence: number, item: number): void {
+    if (this.size < this.k) {
+      let i = this.size++;
+      this.score[i] = score; this.evidence[i] = evidence; this.item[i] = item;
+      while (i > 0) {
+        const p = (i - 1) >> 1;
+        if (!this.less(i, p)) break;
+        this.swap(i, p);
+        i = p;
+      }
+      return;
+    }
+    const s0 = this.score[0]!;
+    if (score < s0 || (score === s0 && (evidence < this.evidence[0]! || (evidence === this.evidence[0] && item > this.item[0]!)))) return;
+    this.score[0] = score; this.evidence[0] = evidence; this.item[0] = item;
+    this.down(0);
+  }
+  /** Empties the heap into the arrays from `at`, best first; returns how many. */
+  drain(score: Float64Array, evidence: Int32Array, item: Int32Array, at: number): number {
+    const n = this.size;
+    for (let i = n - 1; i >= 0; i--) {
+      score[at + i] = this.score[0]!; evidence[at + i] = this.evidence[0]!; item[at + i] = this.item[0]!;
+      this.size--;
+      if (this.size > 0) {
+        this.swap(0, this.size);
+        this.down(0);
+      }
+    }
+    return n;
+  }
+}
+
+/**
+ * Adds up item a's co-occurrence counts over its groups into `count` / `shared`, listing each
+ * item met once in `touched`; returns how many. A function of its own so that V8 optimises it
+ * as a small hot function rather than only by on-stack replacement of the whole build loop.
+ */
+function gather(
+  a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
+  groupWeight: Float32Array, count: Float64Array, shared: Int32Array, touched: Int32Array,
+): number {
+  let nTouched = 0;
+  for (let j = byItemStart[a]!, end = byItemStart[a + 1]!; j < end; j++) {
+    const g = byItem[j]!;
+    const w = groupWeight[g]!;
+    for (let k = groupStart[g]!, kEnd = groupStart[g + 1]!; k < kEnd; k++) {
+      const b = groupItems[k]!;
+      if (b === a) continue;
+      if (shared[b] === 0) touched[nTouched++] = b;
+      count[b]! += w;
+      shared[b]!++;
+    }
+  }
+  return nTouched;
+}
+
+/**
+ * Neighbours of every item by co-occurrence in groups (visits, orders, histories). Instead of
+ * materialising all pairs, each item's groups are walked through an item-to-group index and the
+ * counts gathered in a dense scratch array: memory stays O(items + events), and every item's
+ * top-K is chosen right after its counts are complete.
+ */
+export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], options: NeighbourOptions, facts: ItemFacts = {}): Neighbours {
+  const nItems = log.items.size;
+  const topK = options.topK ?? 30;
+  const factor = options.sameCategoryFactor ?? 1;
+  const shrinkage = options.shrinkage ?? 2;
+  const damping = options.damping ?? 0.2;
+  const weighting = options.weighting;
+  const groups = itemSets(log, sets, nItems);
+  const nGroups = groups.weight.length;
+
+  const occurrences = new Float64Array(nItems);
+  const byItemStart = new Int32Array(nItems + 1);
+  let total = 0;
+  for (let g = 0; g < nGroups; g++) {
+    const w = groups.weight[g]!;
+    total += w;
+    for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) {
+      const item = groups.items[j]!;
+      occurrences[item]! += w;
+      byItemStart[item + 1]!++;
+    }
+  }
+  for (let i = 0; i < nItems; i++) byItemStart[i + 1]! += byItemStart[i]!;
+  const byItem = new Int32Array(groups.items.length);
+  const fill = byItemStart.slice(0, nItems);
+  for (let g = 0; g < nGroups; g++) {
+    for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) byItem[fill[groups.items[j]!]!++] = g;
+  }
+
+  const count = new Float64Array(nItems);
+  const shared = new Int32Array(nItems);
+  // Sized for the worst case so that the hot loop never checks for growth.
+  const touched = new Int32Array(nItems);
+  const heap = new TopK(topK);
+  const outStart = new Int32Array(nItems + 1);
+  let cap = Math.max(1024, Math.min(nItems * topK, 4 * groups.items.length));
+  let outItem = new Int32Array(cap);
+  let outScore = new Float64Array(cap);
+  let outEvidence = new Int32Array(cap);
+  let out = 0;
+  const { candidate, family, category } = facts;
+
+  for (let a = 0; a < nItems; a++) {
+    outStart[a] = out;
+    const nTouched = gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, count, shared, touched);
+    if (nTouched === 0) continue;
+    const na = occurrences[a]!;
+    const famA = family === undefined ? -1 : family[a]!;
+    const catA = category === undefined ? -1 : category[a]!;
+    for (let t = 0; t < nTouched; t++) {
+      const b = touched[t]!;
+      const c = count[b]!;
+      const ev = shared[b]!;
+      count[b] = 0;
+      shared[b] = 0;
+      if (candidate !== undefined && candidate[b] !== 1) continue;
+      if (famA >= 0 && family![b] === famA) continue;
+      const nb = occurrences[b]!;
+      let s: number;
+      switch (weighting) {
+        case 'count': s = c; break;
+        case 'cosine': s = (c / Math.sqrt(na * nb)) * (c / (c + shrinkage)); break;
+        case 'lift': s = ((c * total) / (na * nb)) * (c / (c + shrinkage)); break;
+        case 'damped': s = c / (Math.pow(na, 1 - damping) * Math.pow(nb, damping)); break;
+        case 'pmi': s = Math.log((c * total) / (na * nb)) * (c / (c + shrinkage)); break;
+      }
+      if (catA >= 0 && factor !== 1 && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
+      heap.offer(s, ev, b);
+    }
+    if (out + topK > cap) {
+      cap = Math.max(cap * 2, out + topK);
+      const i2 = new Int32Array(cap); i2.set(outItem); outItem = i2;
+      const s2 = new Float64Array(cap); s2.set(outScore); outScore = s2;
+      const e2 = new Int32Array(cap); e2.set(outEvidence); outEvidence = e2;
+    }
+    out += heap.drain(outScore, outEvidence, outItem, out);
+  }
+  outStart[nItems] = out;
+  return { start: outStart, item: outItem.slice(0, out), score: outScore.slice(0, out), evidence: outEvidence.slice(0, out) };
+}

@@ -1,0 +1,111 @@
+import { notFound } from '../../../errors.js';
+import { isInStock } from '../../itemRecord.js';
+import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../../types.js';
+import type { Catalog } from '../catalog.js';
+import { categoryOf, departmentOf, familyOf } from '../catalog.js';
+import type { Neighbours } from './cooccurrence.js';
+import type { RecModel } from './model.js';
+import { byPopularity } from './model.js';
+
+/** At most this many entries a list (recommendations.md). */
+export const MAX_RECOMMENDATIONS = 10;
+
+/**
+ * Items looked at per fallback tier. A department can hold 100k items, most of them out of stock
+ * or variants of the anchor in the worst case; bounding the scan keeps a lookup in microseconds.
+ */
+const SCAN_LIMIT = 1000;
+
+/**
+ * Lookups on a built model: the precomputed neighbours, then the anchor's category, its
+ * department and global popularity to fill up to 10. Never the anchor or its family (same
+ * parentItemId, or listed as each other's variants); one item per family; in-stock items first.
+ */
+export class Recommender {
+  private readonly categoryLists = new Map<string, Int32Array>();
+
+  constructor(readonly model: RecModel, readonly catalog: Catalog | null) {}
+
+  /**
+   * Up to `limit` entries for an anchor. With a catalogue, NOT_FOUND for an anchor it does not
+   * know; without one (evaluation on ids), an unknown anchor gets popular items.
+   */
+  recommend(kind: RecommendationKind, anchorId: number, limit = MAX_RECOMMENDATIONS): RecommendationEntryModel[] {
+    const catalog = this.catalog;
+    const anchor = catalog?.get(anchorId);
+    if (catalog !== null && anchor === undefined) throw notFound(`No item with itemId ${anchorId}`);
+    const log = this.model.log;
+    const anchorIndex = log.items.indexOf(anchorId);
+    const anchorFamily = anchor === undefined ? anchorId : familyOf(anchor);
+    const anchorVariants = anchor?.variants ?? null;
+    const families = new Set<number>();
+    const inStock: RecommendationEntryModel[] = [];
+    const outOfStock: RecommendationEntryModel[] = [];
+
+    /** Takes a candidate; true when the list is full. */
+    const offer = (index: number, score: number | null, evidence: number, source: RecommendationSource): boolean => {
+      const itemId = log.items.idAt(index);
+      if (itemId === anchorId) return false;
+      let available = true;
+      let family = itemId;
+      if (catalog !== null) {
+        const item = catalog.get(itemId);
+        if (item === undefined) return false;
+        family = familyOf(item);
+        if (family === anchorFamily || anchorVariants?.includes(itemId) === true || item.variants?.includes(anchorId) === true || item.variants?.includes(anchorFamily) === true) return false;
+        available = isInStock(item);
+      }
+      if (families.has(family)) return false;
+      families.add(family);
+      const entry: RecommendationEntryModel = { rank: 0, itemId, score, evidence, source };
+      if (available) inStock.push(entry);
+      else if (outOfStock.length < limit) outOfStock.push(entry);
+      return inStock.length >= limit;
+    };
+
+    if (!this.fromNeighbours(kind, anchorIndex, offer)) this.fromFallbacks(kind, anchor, offer);
+    const entries = inStock.concat(outOfStock).slice(0, limit);
+    entries.forEach((e, i) => (e.rank = i + 1));
+    return entries;
+  }
+
+  private fromNeighbours(kind: RecommendationKind, anchorIndex: number, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
+    if (anchorIndex < 0) return false;
+    const n: Neighbours = kind === 'POST_BROWSE' ? this.model.postBrowse : this.model.nextBest;
+    const source: RecommendationSource = kind === 'POST_BROWSE' ? 'CO_VIEW' : 'CO_PURCHASE';
+    for (let j = n.start[anchorIndex]!; j < n.start[anchorIndex + 1]!; j++) {
+      if (offer(n.item[j]!, n.score[j]!, n.evidence[j]!, source)) return true;
+    }
+    return false;
+  }
+
+  private fromFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
+    if (anchor !== undefined) {
+      const category = categoryOf(anchor);
+      if (category !== null && this.scan(this.ranked(kind, category, (c) => c.category(category)), 'CATEGORY', offer)) return true;
+      const department = departmentOf(anchor);
+      if (department !== null && this.scan(this.ranked(kind, department, (c) => c.department(department)), 'DEPARTMENT', offer)) return true;
+    }
+    return this.scan(kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought, 'POPULAR', offer);
+  }
+
+  private scan(list: Int32Array, source: RecommendationSource, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
+    const end = Math.min(list.length, SCAN_LIMIT);
+    for (let j = 0; j < end; j++) if (offer(list[j]!, null, 0, source)) return true;
+    return false;
+  }
+
+  /** A category's or department's items by descending popularity for the kind, computed on first use. */
+  private ranked(kind: RecommendationKind, key: string, ids: (catalog: Catalog) => readonly number[]): Int32Array {
+    const cacheKey = `${kind}:${key}`;
+    let list = this.categoryLists.get(cacheKey);
+    if (list === undefined) {
+      const { log, views, purchases } = this.model;
+      const indexes = ids(this.catalog!).map((id) => log.items.indexOf(id)).filter((i) => i >= 0);
+      indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases) : byPopularity(purchases, views));
+      list = Int32Array.from(indexes);
+      this.categoryLists.set(cacheKey, list);
+    }
+    return list;
+  }
+}

@@ -1,0 +1,124 @@
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+import { EventLog } from '../backends/embedded/events/event.js';
+import { readEvents } from '../backends/embedded/events/importEvents.js';
+import { WEIGHTINGS } from '../backends/embedded/recommender/cooccurrence.js';
+import type { Weighting } from '../backends/embedded/recommender/cooccurrence.js';
+import { evaluate, formatTable } from '../backends/embedded/recommender/evaluate.js';
+import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
+import type { CommandIo } from './importCommand.js';
+
+export const EVALUATE_HELP = `Usage:
+  recs-gateway evaluate --events <file> --format <format> [--events <file> --format <format> ...]
+                        [--views <file>] [--purchases <file>] [--test-fraction 0.2] [--weighting cosine,lift,...]
+
+Offline evaluation on item ids (no catalogue needed). All files are read into one log; the latest
+visits and orders by start time (--test-fraction, default 0.2) are held out and the model is
+trained on the rest. Post-browse predicts a visit's next viewed item from the one before;
+next-best-product an order's next item from the one before (or from the user's last purchase).
+Prints HR@10, NDCG@10 and catalogue coverage for a popularity baseline and for the model with
+each weighting (default: ${WEIGHTINGS.join(', ')}).
+
+--views F and --purchases F are short for --events F --format diginetica-views (resp.
+diginetica-purchases). Each --events takes the --format given after it, or the last one given.
+
+${FORMAT_HELP}
+`;
+
+/** `evaluate`: prints the table to stdout; returns the exit code (0 done, 1 failed, 2 usage). */
+export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' | 'stderr'>): Promise<number> {
+  const out = (line: string): void => void io.stdout.write(`${line}\n`);
+  const err = (line: string): void => void io.stderr.write(`${line}\n`);
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv, strict: true, tokens: true,
+      options: {
+        ...formatOptions,
+        events: { type: 'string', multiple: true },
+        views: { type: 'string', multiple: true },
+        purchases: { type: 'string', multiple: true },
+        'test-fraction': { type: 'string' },
+        weighting: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+  } catch (error) {
+    err(`${(error as Error).message}\n\n${EVALUATE_HELP}`);
+    return 2;
+  }
+  const { values, tokens } = parsed;
+  if (values.help === true) {
+    out(EVALUATE_HELP);
+    return 0;
+  }
+  // Pair each --events with the --format that follows it (else the last one before it).
+  const inputs: { file: string; format: string }[] = [];
+  let pendingFormat: string | undefined;
+  const waiting: string[] = [];
+  for (const token of tokens) {
+    if (token.kind !== 'option' || token.value === undefined) continue;
+    if (token.name === 'events') waiting.push(token.value);
+    else if (token.name === 'views') inputs.push({ file: token.value, format: 'diginetica-views' });
+    else if (token.name === 'purchases') inputs.push({ file: token.value, format: 'diginetica-purchases' });
+    else if (token.name === 'format') {
+      pendingFormat = token.value;
+      for (const file of waiting.splice(0)) inputs.push({ file, format: token.value });
+    }
+  }
+  if (waiting.length > 0) {
+    if (pendingFormat === undefined) {
+      err(`--events ${waiting[0]} needs a --format\n\n${EVALUATE_HELP}`);
+      return 2;
+    }
+    for (const file of waiting) inputs.push({ file, format: pendingFormat });
+  }
+  if (inputs.length === 0) {
+    err(`no event files given\n\n${EVALUATE_HELP}`);
+    return 2;
+  }
+  const fraction = values['test-fraction'] === undefined ? 0.2 : Number(values['test-fraction']);
+  if (!(fraction > 0 && fraction < 1)) {
+    err('--test-fraction must be between 0 and 1');
+    return 2;
+  }
+  const weightings = values.weighting === undefined ? WEIGHTINGS : values.weighting.split(',').map((w) => w.trim());
+  const unknown = weightings.filter((w) => !(WEIGHTINGS as readonly string[]).includes(w));
+  if (unknown.length > 0) {
+    err(`unknown weighting ${unknown.join(', ')}: one of ${WEIGHTINGS.join(', ')}`);
+    return 2;
+  }
+
+  const log = new EventLog();
+  for (const input of inputs) {
+    let format;
+    try {
+      format = formatFromArgs({ ...values, format: input.format });
+    } catch (error) {
+      err((error as Error).message);
+      return 2;
+    }
+    const path = resolve(input.file);
+    let report;
+    try {
+      report = await readEvents(path, format, (e) => log.add(e), { onProgress: (lines) => err(`  ${path}: ${lines.toLocaleString('en-US')} lines`) });
+    } catch (error) {
+      err(`cannot read ${path}: ${(error as Error).message}`);
+      return 1;
+    }
+    for (const s of report.skipped) err(`${path}:${s.line}: skipped: ${s.reason}`);
+    err(`${path} (${input.format}): ${report.events} events, ${report.ignored} ignored, ${report.malformed} malformed`);
+  }
+  const t0 = performance.now();
+  const result = evaluate(log, { testFraction: fraction, weightings: weightings as Weighting[] });
+  out(`train ${result.trainEvents} events over ${result.trainItems} items, test ${result.testEvents} events (latest ${Math.round(fraction * 100)}% of visits and orders)`);
+  out(formatTable(result.rows));
+  err(`evaluated in ${Math.round(performance.now() - t0)} ms`);
+  return 0;
+}
+
+// Runnable on its own (npx tsx src/cli/evaluateCommand.ts ...), as it needs no configuration.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
+  process.exitCode = await runEvaluate(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr });
+}

@@ -1,0 +1,134 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Catalog, loadCatalogFile } from '../backends/embedded/catalog.js';
+import { readEvents } from '../backends/embedded/events/importEvents.js';
+import { RecsStore, DB_FILE } from '../backends/embedded/store.js';
+import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
+
+/** Where a CLI command writes and which DATA_DIR it works on. */
+export interface CommandIo {
+  dataDir: string;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+export const IMPORT_HELP = `Usage:
+  recs-gateway import events <file> --format <format> [format flags] [--replace]
+  recs-gateway import catalog <file> [--replace]
+
+Imports into DATA_DIR/${DB_FILE}, which the embedded backend serves from on its next start.
+
+Events: each line becomes a view or a purchase; malformed lines are reported with their line
+number and skipped. Importing a file whose content was already imported (same SHA-256 and
+format) does nothing, so an import can safely be run twice. --replace first deletes earlier
+imports of the same content or the same path (an updated export replacing the old one).
+
+Catalog: a JSON array of item records (recommendations.md shape), an object with an "items"
+array, or JSON lines. Invalid records are reported with their line (array position) and skipped;
+an item id imported again replaces the earlier record. --replace empties the catalogue first.
+
+${FORMAT_HELP}
+`;
+
+async function sha256Of(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+const fmt = (n: number): string => n.toLocaleString('en-US');
+
+/** `import events|catalog`: returns the exit code (0 done, 1 failed, 2 usage). */
+export async function runImport(argv: string[], io: CommandIo): Promise<number> {
+  const out = (line: string): void => void io.stdout.write(`${line}\n`);
+  const err = (line: string): void => void io.stderr.write(`${line}\n`);
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...formatOptions, replace: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+  } catch (error) {
+    err(`${(error as Error).message}\n\n${IMPORT_HELP}`);
+    return 2;
+  }
+  const { values, positionals } = parsed;
+  if (values.help === true) {
+    out(IMPORT_HELP);
+    return 0;
+  }
+  const [what, file, ...extra] = positionals;
+  if ((what !== 'events' && what !== 'catalog') || file === undefined || extra.length > 0) {
+    err(`expected "import events <file>" or "import catalog <file>"\n\n${IMPORT_HELP}`);
+    return 2;
+  }
+  let format;
+  if (what === 'events') {
+    try {
+      format = formatFromArgs(values);
+    } catch (error) {
+      err((error as Error).message);
+      return 2;
+    }
+  }
+  const path = resolve(file);
+  try {
+    await stat(path);
+  } catch {
+    err(`cannot read ${path}`);
+    return 1;
+  }
+  const formatName = format?.name ?? 'json';
+  const t0 = performance.now();
+  const sha256 = await sha256Of(path);
+  const store = RecsStore.open(io.dataDir);
+  try {
+    const previous = store.findImport(what, formatName, sha256);
+    if (previous !== undefined && values.replace !== true) {
+      out(`${path} was already imported (import #${previous.id}, ${fmt(previous.records)} records, ${previous.finishedAt}); nothing to do. Use --replace to import it again.`);
+      return 0;
+    }
+    if (what === 'catalog' && values.replace === true) store.clearCatalog();
+    else if (values.replace === true) {
+      const removed = store.removeImportsOf(what, path, sha256);
+      if (removed > 0) out(`removed ${removed} earlier import(s) of ${path}`);
+    }
+    const importId = store.beginImport(what, formatName, path, sha256);
+
+    if (what === 'catalog') {
+      const writer = store.itemWriter();
+      const report = await loadCatalogFile(path, new Catalog(), writer.add);
+      writer.flush();
+      store.finishImport(importId, report.loaded, report.skipped.length);
+      for (const s of report.skipped.slice(0, 100)) err(`${path}:${s.line}: skipped: ${s.reason}`);
+      out(`catalog: ${fmt(report.loaded)} items loaded, ${fmt(report.skipped.length)} skipped, ${fmt(store.itemCount())} in ${store.path} (${Math.round(performance.now() - t0)} ms)`);
+      return report.loaded === 0 && report.skipped.length > 0 ? 1 : 0;
+    }
+
+    const items = new Set<number>();
+    const writer = store.eventWriter(importId);
+    const report = await readEvents(path, format!, (event) => {
+      items.add(event.itemId);
+      writer.add(event);
+    }, {
+      onProgress: (lines, events) => err(`  ${fmt(lines)} lines, ${fmt(events)} events, ${((performance.now() - t0) / 1000).toFixed(1)} s`),
+    });
+    writer.flush();
+    store.finishImport(importId, report.events, report.malformed);
+    for (const s of report.skipped) err(`${path}:${s.line}: skipped: ${s.reason}`);
+    if (report.malformed > report.skipped.length) err(`... and ${fmt(report.malformed - report.skipped.length)} more malformed lines`);
+    const catalogItems = store.itemCount();
+    let unknown = '';
+    if (catalogItems > 0) {
+      const catalog = store.loadCatalog();
+      let missing = 0;
+      for (const id of items) if (!catalog.has(id)) missing++;
+      // They still count as co-occurrence evidence; they just cannot be recommended.
+      if (missing > 0) unknown = `; ${fmt(missing)} of its items are not in the catalogue (counted as evidence, never recommended)`;
+    }
+    out(`events: ${fmt(report.events)} imported from ${fmt(report.lines)} lines (${fmt(report.ignored)} ignored, ${fmt(report.malformed)} malformed), ${fmt(items.size)} items${unknown}; ${fmt(store.eventCount())} events in ${store.path} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+    return report.events === 0 && report.malformed > 0 ? 1 : 0;
+  } finally {
+    store.close();
+  }
+}
