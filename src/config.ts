@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_LIMITS, type QueryLimits } from './limits.js';
 
 /**
  * The gateway's configuration: the only reader of environment variables. Every setting, its
@@ -42,6 +43,27 @@ export interface Config {
   bodyLimitBytes: number;
   /** INTROSPECTION: true or false; default on except in production. */
   introspection: boolean;
+  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST: see src/limits.ts. */
+  limits: QueryLimits;
+  /** The REST backend's upstream settings; each left out takes the default in src/backends/rest/options.ts. */
+  upstream: {
+    /** UPSTREAM_CONNECT_TIMEOUT_MS, default 2000. */
+    connectTimeoutMs?: number;
+    /** UPSTREAM_HEADERS_TIMEOUT_MS, default 5000. */
+    headersTimeoutMs?: number;
+    /** UPSTREAM_BODY_TIMEOUT_MS, default 5000. */
+    bodyTimeoutMs?: number;
+    /** UPSTREAM_CONNECTIONS per upstream, default 50. */
+    connections?: number;
+    /** UPSTREAM_RETRIES for GETs, 0 to 2, default 2. */
+    retries?: number;
+    /** BREAKER_FAILURES in a row that open an upstream's breaker, default 5. */
+    breakerFailures?: number;
+    /** BREAKER_OPEN_MS before a probe, default 10000. */
+    breakerOpenMs?: number;
+    /** AUTH_CACHE_TTL_MS: how long a credential the key service accepted is trusted, default 30000. */
+    authCacheTtlMs?: number;
+  };
 }
 
 export class ConfigError extends Error {
@@ -117,7 +139,30 @@ export function loadConfig(env: Env = process.env): Config {
     requestDeadlineMs: int('REQUEST_DEADLINE_MS', 10_000, 100, 300_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     introspection: bool('INTROSPECTION', !production),
+    limits: {
+      maxDepth: int('MAX_DEPTH', DEFAULT_LIMITS.maxDepth, 1, 100),
+      maxAliases: int('MAX_ALIASES', DEFAULT_LIMITS.maxAliases, 0, 1000),
+      maxDirectives: int('MAX_DIRECTIVES', DEFAULT_LIMITS.maxDirectives, 0, 1000),
+      maxTokens: int('MAX_TOKENS', DEFAULT_LIMITS.maxTokens, 10, 100_000),
+      maxCost: int('MAX_COST', DEFAULT_LIMITS.maxCost, 1, 10_000_000),
+    },
+    upstream: {},
   };
+  const optionalInt = (name: string, min: number, max: number): number | undefined =>
+    get(name) === undefined ? undefined : int(name, 0, min, max);
+  const upstream = {
+    connectTimeoutMs: optionalInt('UPSTREAM_CONNECT_TIMEOUT_MS', 1, 60_000),
+    headersTimeoutMs: optionalInt('UPSTREAM_HEADERS_TIMEOUT_MS', 1, 300_000),
+    bodyTimeoutMs: optionalInt('UPSTREAM_BODY_TIMEOUT_MS', 1, 300_000),
+    connections: optionalInt('UPSTREAM_CONNECTIONS', 1, 1024),
+    retries: optionalInt('UPSTREAM_RETRIES', 0, 2),
+    breakerFailures: optionalInt('BREAKER_FAILURES', 1, 1000),
+    breakerOpenMs: optionalInt('BREAKER_OPEN_MS', 10, 600_000),
+    authCacheTtlMs: optionalInt('AUTH_CACHE_TTL_MS', 0, 3_600_000),
+  };
+  for (const [name, value] of Object.entries(upstream)) {
+    if (value !== undefined) (config.upstream as Record<string, number>)[name] = value;
+  }
   if (backend === 'rest') {
     for (const [name, value] of [
       ['APIKEY_SERVICE_URL', config.apiKeyServiceUrl],

@@ -5,6 +5,8 @@ import { openBackend } from './backends/index.js';
 import { openKeyStore } from './backends/embedded/keys/index.js';
 import { addUser, UserInputError } from './backends/embedded/keys/users.js';
 import { openCache } from './cache/index.js';
+import { runEvaluate } from './cli/evaluateCommand.js';
+import { runImport } from './cli/importCommand.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
 import { createGateway } from './server.js';
@@ -14,6 +16,9 @@ const USAGE = `Usage: recs-gateway <command> [options]
 Commands:
   serve                       start the gateway (what npm start runs)
   user add <username>         create a user of the embedded key store
+  import events <file>        add an event log (views, purchases) to DATA_DIR/recs.db
+  import catalog <file>       add item records to DATA_DIR/recs.db
+  evaluate                    measure the recommender on an event log (HR@10, NDCG@10, coverage)
 
 Run recs-gateway <command> --help for a command's options. Configuration comes from
 environment variables: see the README's configuration table.
@@ -52,6 +57,10 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
         return await serve(rest, io);
       case 'user':
         return await user(rest, io);
+      case 'import':
+        return await runImport(rest, { dataDir: loadConfig(io.env).dataDir, stdout: io.stdout, stderr: io.stderr });
+      case 'evaluate':
+        return await runEvaluate(rest, io);
       case undefined:
       case '--help':
       case '-h':
@@ -83,7 +92,10 @@ async function serve(argv: string[], io: Io): Promise<number> {
   }
   const config = loadConfig(io.env);
   const log = createLogger({ level: io.env.LOG_LEVEL, destination: io.stdout });
+  const cache = openCache(config);
   const backend = await openBackend(config, {
+    cache,
+    log: (line) => log.info(line),
     // shown once, on the terminal; never through the structured log
     onFirstAdmin: (password) =>
       io.stderr.write(
@@ -91,7 +103,6 @@ async function serve(argv: string[], io: Io): Promise<number> {
           'It is shown this once. Create a key with it (see the README), or add users with `recs-gateway user add`.\n\n',
       ),
   });
-  const cache = openCache(config);
   const gateway = await createGateway({ config, backend, cache, log });
   const url = await gateway.listen(config.port, config.host);
   log.info({ url: `${url}/graphql`, backend: config.backend }, 'recs-gateway listening');

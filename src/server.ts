@@ -11,11 +11,13 @@ import type { Config } from './config.js';
 import type { GatewayContext } from './context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from './errors.js';
 import { idePage } from './ide.js';
+import { queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
+import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
 import { resolvers } from './schema/resolvers/index.js';
 
 /** schema/ sits one level above both src/ and dist/. */
@@ -29,7 +31,7 @@ export function loadTypeDefs(): string[] {
 }
 
 export interface GatewayOptions {
-  config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes'>;
+  config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits'>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -120,9 +122,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     csrfPrevention: true,
     includeStacktraceInErrorResponses: false,
     persistedQueries: { cache: new PersistedQueryCache(cache) },
+    allowBatchedHttpRequests: false,
+    parseOptions: { maxTokens: config.limits.maxTokens },
+    validationRules: [queryLimitsRule(config.limits)],
+    // no "Did you mean ...?" where the schema is not to be explored
+    hideSchemaDetailsFromClientErrors: !config.introspection,
     plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginDrainHttpServer({ httpServer })],
     formatError: (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
       const code = formatted.extensions?.code;
+      if (formatted.extensions?.limit !== undefined) {
+        // Apollo files every validation failure under one code; a limit gets its own
+        return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX } };
+      }
       if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
         const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
         return { ...formatted, extensions };
@@ -200,8 +211,40 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }
   }
 
+  /** The seed REST interfaces, served from the same backend: a drop-in for their clients. */
+  async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+    const isKeys = url.pathname === '/api/v1/apikey' || url.pathname.startsWith('/api/v1/apikey/');
+    if (!isKeys && !url.pathname.startsWith('/v1/')) return false;
+    const raw = req.method === 'POST' ? await readBody(req, config.bodyLimitBytes) : Buffer.alloc(0);
+    let body: unknown;
+    try {
+      body = raw.length > 0 ? JSON.parse(raw.toString('utf8')) : undefined;
+    } catch {
+      body = undefined; // the handlers answer a missing or broken body with the interface's 400
+    }
+    const abort = new AbortController();
+    res.once('close', () => abort.abort(new Error('client went away')));
+    const restRequest: RestRequest = {
+      method: (req.method ?? 'GET').toUpperCase(),
+      path: url.pathname,
+      query: url.searchParams,
+      headers: req.headers,
+      body,
+      signal: AbortSignal.any([abort.signal, AbortSignal.timeout(config.requestDeadlineMs)]),
+    };
+    const answer = isKeys
+      ? serveApiKeys(restRequest, backend.keys)
+      : serveRecommendations(restRequest, backend.keys, backend.recs);
+    if (answer === null) return false;
+    const response = await answer;
+    res.writeHead(response.status, { ...response.headers, 'content-length': Buffer.byteLength(response.body) });
+    res.end(response.body);
+    return true;
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://gateway');
+    if (await handleRest(req, res, url)) return;
     switch (url.pathname) {
       case '/graphql':
         return handleGraphQL(req, res, url);

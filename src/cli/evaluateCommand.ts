@@ -1,5 +1,4 @@
 import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { EventLog } from '../backends/embedded/events/event.js';
 import { readEvents } from '../backends/embedded/events/importEvents.js';
@@ -119,6 +118,3 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
 }
 
 // Runnable on its own (npx tsx src/cli/evaluateCommand.ts ...), as it needs no configuration.
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) {
-  process.exitCode = await runEvaluate(process.argv.slice(2), { stdout: process.stdout, stderr: process.stderr });
-}

@@ -1,5 +1,6 @@
 import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import type { Backend } from '../../src/backends/types.js';
 import { loadConfig } from '../../src/config.js';
@@ -44,12 +45,15 @@ export async function startTestGateway(backend: Backend, env: Record<string, str
   };
 }
 
-/** The embedded backend over `store`, with users alice, bob@corp.example and the administrator root. */
+/**
+ * The embedded backend over `store` and the demo shop, with users alice, bob@corp.example and the
+ * administrator root.
+ */
 export async function embeddedWithUsers(store: KeyStore): Promise<Backend> {
   await addUser(store, { username: 'alice', password: 'alice-password' }, TEST_COST);
   await addUser(store, { username: 'bob', domain: 'corp.example', password: 'bob-password' }, TEST_COST);
   await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
-  return createEmbeddedBackend(store);
+  return createEmbeddedBackend(store, await openEmbeddedRecs({ dataDir: null }));
 }
 
 /** The first error's code, for narrowing in tests. */

@@ -4,6 +4,7 @@ import type { RecEvent } from '../../src/backends/embedded/events/event.js';
 import { csvFormat, presetFormat } from '../../src/backends/embedded/events/formats.js';
 import type { EventFormat, PresetName } from '../../src/backends/embedded/events/formats.js';
 import { readEventsFromString } from '../../src/backends/embedded/events/importEvents.js';
+import { sharedData } from '../helpers/sharedData.js';
 
 async function read(format: EventFormat, text: string): Promise<{ events: RecEvent[]; report: Awaited<ReturnType<typeof readEventsFromString>> }> {
   const events: RecEvent[] = [];
@@ -39,9 +40,9 @@ describe('event import presets', () => {
   });
 
   it('diginetica: the first real lines of the shared files', async (context) => {
-    const path = '/work/shared/data/diginetica/purchases.csv';
+    const path = sharedData('diginetica/purchases.csv');
     if (!existsSync(path)) {
-      context.skip('/work/shared/data/diginetica is absent: real-line check skipped');
+      context.skip(`${path} is absent: real-line check skipped`);
       return;
     }
     const head = readFileSync(path, 'utf8').split('\n').slice(0, 6).join('\n');
@@ -65,7 +66,7 @@ describe('event import presets', () => {
   });
 
   it('instacart: purchases grouped by order, ordered by order id then cart position', async () => {
-    const path = '/work/shared/data/instacart/order-products-prior-head.csv';
+    const path = sharedData('instacart/order-products-prior-head.csv');
     const text = existsSync(path) ? readFileSync(path, 'utf8').split('\n').slice(0, 4).join('\n') : 'order_id,product_id,add_to_cart_order,reordered\n2,33120,1,1\n2,28985,2,1\n2,9327,3,0';
     const { events } = await read(preset('instacart'), text);
     expect(events.map((e) => [e.kind, e.orderId, e.itemId, e.time])).toEqual([['purchase', '2', 33120, 2001], ['purchase', '2', 28985, 2002], ['purchase', '2', 9327, 2003]]);

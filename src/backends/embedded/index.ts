@@ -1,19 +1,12 @@
-import { notImplemented } from '../../errors.js';
 import type { Backend, RecsService } from '../types.js';
 import { EmbeddedKeyService } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
 
-/** Until the embedded recommender lands, every recommendation call says so plainly. */
-const recsNotImplemented: RecsService = {
-  getItems: () => Promise.reject(notImplemented('Item lookup')),
-  recommend: () => Promise.reject(notImplemented('Recommendations')),
-};
-
-/** The in-process backend over a key store it takes ownership of. */
-export function createEmbeddedBackend(store: KeyStore): Backend {
+/** The in-process backend over a key store and a recommender it takes ownership of. */
+export function createEmbeddedBackend(store: KeyStore, recs: RecsService & { close(): Promise<void> }): Backend {
   return {
     keys: new EmbeddedKeyService(store),
-    recs: recsNotImplemented,
+    recs,
     async check() {
       try {
         await store.countUsers();
@@ -22,6 +15,9 @@ export function createEmbeddedBackend(store: KeyStore): Backend {
         return { store: `unreachable: ${(error as Error).message}` };
       }
     },
-    close: () => store.close(),
+    async close() {
+      await recs.close();
+      await store.close();
+    },
   };
 }
