@@ -1,0 +1,135 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import type { Backend } from '../../src/backends/types.js';
+import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { storeKinds } from '../helpers/stores.js';
+
+describe('the gateway over HTTP', () => {
+  let gw: TestGateway;
+  let dispose: () => Promise<void>;
+  let key: string;
+
+  beforeAll(async () => {
+    const opened = await storeKinds[0]!.open();
+    dispose = opened.dispose;
+    gw = await startTestGateway(await embeddedWithUsers(opened.store), { BODY_LIMIT_BYTES: '4096' });
+    const created = await gw.gql<{ createApiKey: { key: string } }>(
+      `mutation { createApiKey(input: {}) { key } }`,
+      {},
+      { authorization: basicAuthorization('alice', 'alice-password') },
+    );
+    key = created.body.data!.createApiKey.key;
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await dispose();
+  });
+
+  const post = (body: string, headers: Record<string, string> = {}) =>
+    fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: key, ...headers }, body });
+
+  it('serves GraphiQL to a browser with every asset inline: no CDN, works offline', async () => {
+    const response = await fetch(`${gw.url}/graphql`, { headers: { accept: 'text/html' } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await response.text();
+    expect(html).toContain('recs-gateway GraphiQL');
+    // nothing is loaded from elsewhere: no script or stylesheet with a src or href of its own
+    expect(html.match(/<script[^>]+src=|<link[^>]+rel="stylesheet"[^>]+href=/g)).toBeNull();
+  });
+
+  it('answers /healthz and /readyz, and 404 elsewhere', async () => {
+    expect(await (await fetch(`${gw.url}/healthz`)).json()).toEqual({ status: 'ok' });
+    const ready = await fetch(`${gw.url}/readyz`);
+    expect(ready.status).toBe(200);
+    expect(await ready.json()).toEqual({ status: 'ready', checks: { store: 'ok', cache: 'ok' } });
+    expect((await fetch(`${gw.url}/nope`)).status).toBe(404);
+  });
+
+  it('answers broken JSON, an oversized body and a batch with a 400-class error, never a 500', async () => {
+    const broken = await post('{"query": ');
+    expect(broken.status).toBe(400);
+    expect(await broken.json()).toEqual({ errors: [{ message: 'The request body is not valid JSON', extensions: { code: 'BAD_REQUEST' } }] });
+    const big = await post(JSON.stringify({ query: `{ viewer { id } } # ${'x'.repeat(5000)}` }));
+    expect(big.status).toBe(413);
+    const batch = await post(JSON.stringify([{ query: '{ viewer { id } }' }, { query: '{ viewer { id } }' }]));
+    expect(batch.status).toBe(400);
+    const notGraphQL = await post(JSON.stringify({ nope: 1 }));
+    expect(notGraphQL.status).toBe(400);
+  });
+
+  it('carries ten-digit item ids exactly and refuses what is not an item id', async () => {
+    const big = await gw.gql(`query($id: ItemId!) { item(itemId: $id) { itemId } }`, { id: 5000000001 }, { authorization: key });
+    // unknown in the demo shop, but carried whole: the error names the exact id
+    expect(big.body.errors?.[0]?.message).toBe('No item with itemId 5000000001');
+    const asText = await gw.gql(`{ item(itemId: "5000000001") { itemId } }`, {}, { authorization: key });
+    expect(asText.body.errors?.[0]?.message).toBe('No item with itemId 5000000001');
+    for (const bad of ['-1', '0', '1.5', '"12a"', '99999999999999999']) {
+      const response = await gw.gql(`{ item(itemId: ${bad}) { itemId } }`, {}, { authorization: key });
+      expect(response.status).toBe(400);
+      expect(codeOf(response)).toBe('GRAPHQL_VALIDATION_FAILED');
+    }
+    const variable = await gw.gql(`query($id: ItemId!) { item(itemId: $id) { itemId } }`, { id: 'x' }, { authorization: key });
+    expect([variable.status, codeOf(variable)]).toEqual([400, 'BAD_USER_INPUT']);
+  });
+
+  it('lets a CDN keep public GET answers per credential, and never private ones', async () => {
+    const query = encodeURIComponent('{ item(itemId: 31000005) { itemId name } }');
+    const publicAnswer = await fetch(`${gw.url}/graphql?query=${query}`, { headers: { authorization: key, 'apollo-require-preflight': '1' } });
+    expect(publicAnswer.status).toBe(200);
+    expect(publicAnswer.headers.get('cache-control')).toBe('max-age=300, public');
+    expect(publicAnswer.headers.get('vary')).toContain('authorization');
+    const privateQuery = encodeURIComponent('{ viewer { username } item(itemId: 31000005) { name } }');
+    const privateAnswer = await fetch(`${gw.url}/graphql?query=${privateQuery}`, {
+      headers: { authorization: key, 'apollo-require-preflight': '1' },
+    });
+    expect(privateAnswer.headers.get('cache-control')).toBe('no-store');
+    // CSRF prevention: a simple GET without a preflight-forcing header is refused
+    expect((await fetch(`${gw.url}/graphql?query=${query}`, { headers: { authorization: key } })).status).toBe(400);
+  });
+
+  it('runs automatic persisted queries: a hash alone is refused until registered, then answered', async () => {
+    const query = '{ item(itemId: 31000005) { name } }';
+    const sha256Hash = createHash('sha256').update(query).digest('hex');
+    const extensions = { persistedQuery: { version: 1, sha256Hash } };
+    const unknown = await (await post(JSON.stringify({ extensions }))).json();
+    expect(unknown.errors[0].extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+    const registered = await (await post(JSON.stringify({ query, extensions }))).json();
+    expect(registered.data.item.name).toMatch(/Smartphone/);
+    const byHash = await (await post(JSON.stringify({ extensions }))).json();
+    expect(byHash).toEqual(registered);
+  });
+});
+
+describe('internal errors', () => {
+  it('are masked: a backend failure reaches the client as INTERNAL_SERVER_ERROR with no detail', async () => {
+    const { store, dispose } = await storeKinds[0]!.open();
+    const real = await embeddedWithUsers(store);
+    const broken: Backend = {
+      ...real,
+      recs: {
+        getItems: () => Promise.reject(new Error('connection string postgres://u:hunter2@db failed at line 42')),
+        recommend: () => Promise.reject(new TypeError('cannot read properties of undefined')),
+      },
+    };
+    const gw = await startTestGateway(broken);
+    try {
+      const key = (
+        await gw.gql<{ createApiKey: { key: string } }>(`mutation { createApiKey(input: {}) { key } }`, {}, {
+          authorization: basicAuthorization('alice', 'alice-password'),
+        })
+      ).body.data!.createApiKey.key;
+      const response = await gw.gql(`{ item(itemId: 31000005) { name } productRecommendations(itemId: 31000005) { name } }`, {}, { authorization: key });
+      expect(response.status).toBe(200);
+      expect(response.body.errors?.map((e) => [e.message, e.extensions])).toEqual([
+        ['Internal server error', { code: 'INTERNAL_SERVER_ERROR' }],
+        ['Internal server error', { code: 'INTERNAL_SERVER_ERROR' }],
+      ]);
+      expect(JSON.stringify(response.body)).not.toMatch(/hunter2|line 42|undefined|stack/);
+    } finally {
+      await gw.stop();
+      await dispose();
+    }
+  });
+});

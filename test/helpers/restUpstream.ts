@@ -1,0 +1,46 @@
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { gql, runCli, startServe, type ServeProcess } from './processes.js';
+import { tempDir } from './stores.js';
+
+export interface RestUpstream {
+  /** The base URL of a gateway process serving both REST interfaces from its embedded backend. */
+  url: string;
+  process: ServeProcess;
+  /** A key of the user `gateway`, for the REST-mode gateway's own RECS_API_KEY. */
+  recsApiKey: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A second gateway process serving the REST interfaces from its own embedded backend (demo shop,
+ * SQLite in a temp DATA_DIR), with the given users. This is what a REST-mode gateway talks to in
+ * tests: real HTTP, a real key store, the same demo catalogue as the in-process embedded backend.
+ */
+export async function startRestUpstream(users: { username: string; domain?: string; password: string }[]): Promise<RestUpstream> {
+  const dir = tempDir();
+  const env = { DATA_DIR: dir.dir };
+  for (const user of [...users, { username: 'gateway', password: 'gateway-password' }]) {
+    const args = ['user', 'add', user.username, '--password', user.password];
+    if (user.domain) args.push('--domain', user.domain);
+    const added = await runCli(args, env);
+    if (added.code !== 0) throw new Error(`user add failed: ${added.stderr}`);
+  }
+  const process = await startServe(env);
+  const created = await gql(
+    process.url,
+    'mutation { createApiKey(input: { name: "recs-gateway" }) { key } }',
+    {},
+    { authorization: basicAuthorization('gateway', 'gateway-password') },
+  );
+  const recsApiKey = (created.body.data?.createApiKey as { key?: string } | undefined)?.key;
+  if (!recsApiKey) throw new Error(`could not create the gateway key: ${JSON.stringify(created.body)}`);
+  return {
+    url: process.url,
+    process,
+    recsApiKey,
+    async stop() {
+      await process.stop();
+      dir.remove();
+    },
+  };
+}

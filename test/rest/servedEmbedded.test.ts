@@ -1,0 +1,126 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { storeKinds } from '../helpers/stores.js';
+
+/**
+ * The REST interfaces as the gateway serves them from its embedded backend, over HTTP, against
+ * every row of upstream-facts.md (serveApiKeys.test.ts checks the handlers on fakes; this is the
+ * real store and recommender behind them).
+ */
+const alice = basicAuthorization('alice', 'alice-password');
+const bob = basicAuthorization('bob', 'bob-password', 'corp.example');
+const root = basicAuthorization('root', 'root-password');
+const PHONE = 31000005;
+
+describe.each(storeKinds)('served REST interfaces, embedded backend on $name', (kind) => {
+  let gw: TestGateway;
+  let dispose: () => Promise<void>;
+  beforeAll(async () => {
+    const opened = await kind.open();
+    dispose = opened.dispose;
+    gw = await startTestGateway(await embeddedWithUsers(opened.store));
+  });
+  afterAll(async () => {
+    await gw.stop();
+    await dispose();
+  });
+
+  async function call(method: string, path: string, auth?: string, body?: unknown) {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (auth !== undefined) headers.authorization = auth;
+    const response = await fetch(`${gw.url}${path}`, { method, headers, body: body === undefined ? null : JSON.stringify(body) });
+    const text = await response.text();
+    return { status: response.status, headers: response.headers, body: JSON.parse(text) as unknown, text };
+  }
+
+  it('create 200 {ok,id,key}; list 200 sorted by name, {id,userId,name} and never the key; delete 200 DELETED', async () => {
+    const a = await call('POST', '/api/v1/apikey', alice, { name: 'zeta' });
+    const b = await call('POST', '/api/v1/apikey', alice, {});
+    expect(a.status).toBe(200);
+    expect(Object.keys(a.body as object).sort()).toEqual(['id', 'key', 'ok']);
+    const { key, id } = a.body as { key: string; id: string };
+    const list = await call('GET', '/api/v1/apikey', key);
+    expect(list.status).toBe(200);
+    const listed = list.body as { id: string; name: string; userId: string }[];
+    expect(listed.map((k) => k.name)).toEqual(['key#1', 'zeta']);
+    expect(listed[1]).toMatchObject({ id, name: 'zeta', userId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(list.text).not.toContain(key);
+    const del = await call('DELETE', `/api/v1/apikey/${(b.body as { id: string }).id}`, key);
+    expect([del.status, del.body]).toEqual([200, { result: 'DELETED', ok: true }]);
+  });
+
+  it('unknown id and another user’s key: the same 400 body; a non-UUID id: 404', async () => {
+    const bobs = await call('POST', '/api/v1/apikey', bob, {});
+    const foreign = (bobs.body as { id: string }).id;
+    const notYours = await call('DELETE', `/api/v1/apikey/${foreign}`, alice);
+    const unknown = await call('DELETE', '/api/v1/apikey/00000000-0000-4000-8000-000000000000', alice);
+    expect([notYours.status, notYours.body]).toEqual([400, [{ id: '*', message: `API key not found: ${foreign}` }]]);
+    expect([unknown.status, unknown.body]).toEqual([400, [{ id: '*', message: 'API key not found: 00000000-0000-4000-8000-000000000000' }]]);
+    expect((await call('DELETE', '/api/v1/apikey/not-a-uuid', alice)).status).toBe(404);
+    // the administrator may delete it
+    expect((await call('DELETE', `/api/v1/apikey/${foreign}`, root)).status).toBe(200);
+  });
+
+  it('bad, unknown or deleted key and bad credentials: 401 with a JSON body; Basic and none carry WWW-Authenticate', async () => {
+    const created = await call('POST', '/api/v1/apikey', alice, {});
+    const { key, id } = created.body as { key: string; id: string };
+    await call('DELETE', `/api/v1/apikey/${id}`, key);
+    for (const [auth, challenge] of [
+      [key, false],
+      ['AAECAwQFBgcICQoLDA0ODw', false],
+      [basicAuthorization('alice', 'wrong'), true],
+      [undefined, true],
+    ] as const) {
+      const response = await call('GET', '/api/v1/apikey', auth);
+      expect(response.status).toBe(401);
+      expect(typeof response.body).toBe('object');
+      expect(response.headers.get('www-authenticate') !== null).toBe(challenge);
+    }
+  });
+
+  it('validation errors: 400 [{id, message}]; another user’s create 403; an unknown username 400, not 500', async () => {
+    const badName = await call('POST', '/api/v1/apikey', alice, { name: '-x' });
+    expect(badName.status).toBe(400);
+    expect(badName.body).toEqual([{ id: 'name', message: expect.stringContaining('3 to 128 characters') }]);
+    await call('POST', '/api/v1/apikey', alice, { name: 'taken' });
+    expect((await call('POST', '/api/v1/apikey', alice, { name: 'taken' })).status).toBe(400);
+    const forOther = await call('POST', '/api/v1/apikey', alice, { username: 'bob', userDomain: 'corp.example' });
+    expect([forOther.status, forOther.body]).toEqual([403, [{ id: '*', message: 'Operation is not permitted' }]]);
+    const ghost = await call('POST', '/api/v1/apikey', root, { username: 'ghost' });
+    expect(ghost.status).toBe(400);
+    expect(ghost.body).toEqual([{ id: 'username', message: 'User not found: ghost' }]);
+  });
+
+  it('postbrowse and nbp: at most 10 full records, most relevant first; items by id and by list', async () => {
+    const { key } = (await call('POST', '/api/v1/apikey', alice, {})).body as { key: string };
+    const q = (path: string) => call('GET', `${path}${path.includes('?') ? '&' : '?'}apiKey=${encodeURIComponent(key)}`);
+    const pb = await q(`/v1/postbrowse?itemId=${PHONE}`);
+    const nbp = await q(`/v1/nbp?itemId=${PHONE}`);
+    for (const r of [pb, nbp]) {
+      expect(r.status).toBe(200);
+      const records = r.body as { itemId: number; name: string }[];
+      expect(records).toHaveLength(10);
+      expect(records.map((x) => x.itemId)).not.toContain(PHONE);
+    }
+    expect((nbp.body as { name: string }[])[0]!.name).toMatch(/Charger/);
+    const one = await q(`/v1/items/${PHONE}`);
+    expect(one.body).toMatchObject({ itemId: PHONE, name: 'Bramwick Deluxe Smartphone 100, Slate' });
+    const many = await q(`/v1/items?ids=${PHONE},31000007,1`);
+    expect((many.body as { items: { itemId: number }[] }).items.map((i) => i.itemId)).toEqual([PHONE, 31000007]);
+    const tooMany = await q(`/v1/items?ids=${Array.from({ length: 21 }, (_, i) => 31000001 + i).join(',')}`);
+    expect(tooMany.status).toBe(400);
+    const unknown = await q('/v1/nbp?itemId=1');
+    expect([unknown.status, unknown.body]).toEqual([400, { errors: [{ code: 4002, message: 'Invalid itemId' }] }]);
+    const injected = await call('GET', `/v1/nbp?itemId=1%26apiKey%3Devil&apiKey=${encodeURIComponent(key)}`);
+    expect(injected.status).toBe(400);
+  });
+
+  it('a bad, missing or deleted apiKey: 403 Account Inactive', async () => {
+    for (const apiKey of ['', 'AAECAwQFBgcICQoLDA0ODw', 'not base64!']) {
+      const response = await call('GET', `/v1/postbrowse?itemId=${PHONE}&apiKey=${encodeURIComponent(apiKey)}`);
+      expect([response.status, response.body]).toEqual([403, { errors: [{ code: 403, message: 'Account Inactive' }] }]);
+    }
+    expect((await call('GET', `/v1/postbrowse?itemId=${PHONE}`)).status).toBe(403);
+  });
+});
