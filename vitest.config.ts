@@ -6,7 +6,7 @@ export default defineConfig({
     // Tests share one machine's Redis and PostgreSQL under their own prefixes and databases;
     // two files at a time keeps the 2-core machine responsive.
     maxWorkers: 2,
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
+    testTimeout: 90_000,
+    hookTimeout: 120_000,
   },
 });

@@ -32,6 +32,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
       recsServiceUrl: config.recsServiceUrl!,
       recsApiKey: config.recsApiKey!,
       ...config.upstream,
+      sharedCache: hooks.cache,
     });
     return {
       keys: rest.keys,

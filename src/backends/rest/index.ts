@@ -36,6 +36,7 @@ export function createRestBackend(options: RestBackendOptions): RestBackend {
       apikeys,
       options.authCacheTtlMs ?? DEFAULT_AUTH_CACHE_TTL_MS,
       options.authCacheMaxEntries ?? DEFAULT_AUTH_CACHE_MAX_ENTRIES,
+      options.sharedCache,
     ),
     recs: new RestRecsService(recommendations, options.recsApiKey),
     async check() {

@@ -6,7 +6,9 @@ import type { GatewayError } from '../../errors.js';
 import type {
   ApiKeyModel, CallOptions, CreateApiKeyInput, CreatedApiKeyModel, KeyService, PrincipalModel, UserRef,
 } from '../types.js';
+import type { SharedCache } from '../../cache/types.js';
 import { AuthCache } from './authCache.js';
+import { SharedAuthCache } from './sharedAuthCache.js';
 import type { CachedPrincipal } from './authCache.js';
 import { errorEntries, parseJson } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
@@ -49,12 +51,17 @@ export class RestKeyService implements KeyService {
   private readonly cache: AuthCache;
   private readonly inflight = new Map<string, { promise: Promise<CachedPrincipal>; controller: AbortController; waiters: number }>();
 
+  private readonly shared: SharedAuthCache | undefined;
+
   constructor(
     private readonly upstream: Upstream,
     authCacheTtlMs: number,
     authCacheMaxEntries: number,
+    /** Shares key authentications between gateway processes; default: this process only. */
+    sharedCache?: SharedCache,
   ) {
     this.cache = new AuthCache(authCacheTtlMs, authCacheMaxEntries);
+    this.shared = sharedCache ? new SharedAuthCache(sharedCache, authCacheTtlMs) : undefined;
   }
 
   async authenticate(authorization: string, options: CallOptions = {}): Promise<PrincipalModel> {
@@ -64,6 +71,11 @@ export class RestKeyService implements KeyService {
     const credentialId = credentialIdOf(authorization);
     const cached = this.cache.get(credentialId);
     if (cached !== undefined) return { ...cached, authorization };
+    const shared = credential.kind === 'key' ? await this.shared?.get(credentialId) : undefined;
+    if (shared !== undefined) {
+      this.cache.set(shared);
+      return { ...shared, authorization };
+    }
     return { ...(await this.sharedLookup(authorization, credentialId, credential, options.signal)), authorization };
   }
 
@@ -108,7 +120,10 @@ export class RestKeyService implements KeyService {
       signal: options.signal,
     });
     if (response.status !== 200 && response.status !== 204) throw this.error(response, 'delete', id);
-    if (principal.user.id !== null) this.cache.evictUser(principal.user.id);
+    if (principal.user.id !== null) {
+      this.cache.evictUser(principal.user.id);
+      await this.shared?.evictUser(principal.user.id);
+    }
   }
 
   /** Concurrent authentications of one credential share one upstream call. */
@@ -159,6 +174,7 @@ export class RestKeyService implements KeyService {
       credentialId,
     };
     this.cache.set(principal);
+    await this.shared?.set(principal);
     return principal;
   }
 

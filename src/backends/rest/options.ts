@@ -1,3 +1,4 @@
+import type { SharedCache } from '../../cache/types.js';
 import type { UpstreamSettings } from './upstream.js';
 
 /** Settings of the REST backend; the lead maps the environment variables named below onto them. */
@@ -42,6 +43,8 @@ export interface RestBackendOptions {
   authCacheTtlMs?: number;
   /** Credentials remembered at most; the least recently used goes first. Default 10000. */
   authCacheMaxEntries?: number;
+  /** Where key authentications are shared with other gateway processes; default: nowhere. */
+  sharedCache?: SharedCache;
   /** Largest response body read; a larger one is UPSTREAM_UNAVAILABLE. Default 5 MiB. */
   maxResponseBytes?: number;
 }
