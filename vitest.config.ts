@@ -6,6 +6,9 @@ export default defineConfig({
     // Tests share one machine's Redis and PostgreSQL under their own prefixes and databases;
     // two files at a time keeps the 2-core machine responsive.
     maxWorkers: 2,
+    // CI also writes a JSON summary, from which .ci/run prints the plain "N passed, N failed" line
+    reporters: process.env.CI ? ['default', 'json'] : ['default'],
+    outputFile: { json: '.vitest-results.json' },
     testTimeout: 90_000,
     hookTimeout: 120_000,
   },

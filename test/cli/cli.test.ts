@@ -67,11 +67,17 @@ describe('the recs-gateway command line', () => {
     const { key, id } = created.body.data!.createApiKey as { key: string; id: string };
     expect(await first.stop()).toBe(0);
 
-    const second = await startServe({ DATA_DIR });
+    const second = await startServe({ DATA_DIR, LOG_LEVEL: 'debug' });
     servers.push(second);
     expect(second.stderr()).not.toContain(password);
     const listed = await gql(second.url, LIST, {}, { authorization: key });
     expect(listed.body.data).toEqual({ apiKeys: [{ id, name: 'from-cli-test' }] });
+    await gql(second.url, LIST, {}, { authorization: basicAuthorization('admin', 'a-wrong-password') });
+    await gql(second.url, LIST, {}, { authorization: `Bearer ${key}x` });
+    // nothing secret in the logs, even at debug level and on failures
+    const logs = second.stdout() + second.stderr() + first.stdout();
+    expect(logs.length).toBeGreaterThan(0);
+    for (const secret of [key, password!, 'a-wrong-password', admin.authorization]) expect(logs).not.toContain(secret);
   });
 
   it('lets two processes on one PostgreSQL see each other’s keys', async () => {

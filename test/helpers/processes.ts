@@ -31,6 +31,8 @@ export interface ServeProcess {
   url: string;
   /** What the process wrote to stderr so far (the first-start admin password, say). */
   stderr(): string;
+  /** Its log lines (stdout) so far. */
+  stdout(): string;
   /** SIGTERM, then wait for the exit; resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
@@ -43,12 +45,14 @@ export async function startServe(env: Record<string, string>): Promise<ServeProc
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
+  let stdout = '';
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
   const exited = once(child, 'exit');
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 30_000);
     child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
+      stdout += `${line}\n`;
       try {
         const entry = JSON.parse(line) as { msg?: string; url?: string };
         if (entry.msg === 'recs-gateway listening' && entry.url) {
@@ -64,6 +68,7 @@ export async function startServe(env: Record<string, string>): Promise<ServeProc
     child,
     url,
     stderr: () => stderr,
+    stdout: () => stdout,
     async stop(signal = 'SIGTERM') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       const [code] = (await exited) as [number | null];
