@@ -1,4 +1,4 @@
-import type { UpstreamSettings } from './upstream.js';
+import type { UpstreamObserver, UpstreamSettings } from './upstream.js';
 
 /** Settings of the REST backend; the lead maps the environment variables named below onto them. */
 export interface RestBackendOptions {
@@ -44,6 +44,8 @@ export interface RestBackendOptions {
   authCacheMaxEntries?: number;
   /** Largest response body read; a larger one is UPSTREAM_UNAVAILABLE. Default 5 MiB. */
   maxResponseBytes?: number;
+  /** Told about every upstream attempt (metrics, traces). Default: none. */
+  observer?: UpstreamObserver;
 }
 
 export const DEFAULT_UPSTREAM_SETTINGS: UpstreamSettings = {
