@@ -12,7 +12,7 @@ import type { Config } from './config.js';
 import type { GatewayContext } from './context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from './errors.js';
 import { idePage } from './ide.js';
-import { queryLimitsRule } from './limits.js';
+import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
@@ -164,7 +164,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ],
     formatError: (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
       const code = formatted.extensions?.code;
-      if (formatted.extensions?.limit !== undefined) {
+      if (formatted.extensions?.limit !== undefined || (code === ErrorCode.GRAPHQL_PARSE_FAILED && isTokenLimitError(formatted.message))) {
         // Apollo files every validation failure under one code; a limit gets its own
         return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX } };
       }
