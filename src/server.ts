@@ -150,6 +150,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     resolvers,
     introspection: config.introspection,
     csrfPrevention: true,
+    // main.ts owns the signals: Apollo's own handler would stop, then re-raise the signal and die
+    stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     persistedQueries: { cache: new PersistedQueryCache(cache) },
     allowBatchedHttpRequests: false,
