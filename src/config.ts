@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { DEFAULT_LIMITS, type QueryLimits } from './limits.js';
+import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './protection/rateLimit.js';
 
 /**
  * The gateway's configuration: the only reader of environment variables. Every setting, its
@@ -45,6 +46,15 @@ export interface Config {
   introspection: boolean;
   /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST: see src/limits.ts. */
   limits: QueryLimits;
+  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE: see src/protection/rateLimit.ts. */
+  rateLimits: RateLimitSettings;
+  /**
+   * OTEL_EXPORTER_OTLP_ENDPOINT: where traces go (OTLP over HTTP, e.g. http://collector:4318).
+   * Default: none, and tracing costs nothing.
+   */
+  otlpEndpoint: string | null;
+  /** OTEL_SERVICE_NAME: the service name traces carry. Default `recs-gateway`. */
+  serviceName: string;
   /** The REST backend's upstream settings; each left out takes the default in src/backends/rest/options.ts. */
   upstream: {
     /** UPSTREAM_CONNECT_TIMEOUT_MS, default 2000. */
@@ -114,6 +124,27 @@ export function loadConfig(env: Env = process.env): Config {
     }
   };
 
+  function rateLimits(): RateLimitSettings {
+    const defaults = DEFAULT_RATE_LIMITS;
+    const rps = int('RATE_LIMIT_RPS', defaults.perPrincipal?.ratePerSecond ?? 0, 0, 1_000_000);
+    const burst = int('RATE_LIMIT_BURST', Math.max(defaults.perPrincipal?.burst ?? 0, 2 * rps), 1, 10_000_000);
+    const failures = int('AUTH_FAILURES_PER_MINUTE', defaults.authFailures?.burst ?? 0, 0, 100_000);
+    const perKey: Record<string, number> = {};
+    for (const pair of (get('RATE_LIMIT_PER_KEY') ?? '').split(',').filter((p) => p.trim() !== '')) {
+      const match = /^\s*([0-9a-fA-F-]{36})\s*=\s*(\d+)\s*$/.exec(pair);
+      if (!match) {
+        problems.push(`RATE_LIMIT_PER_KEY must be <key id>=<requests a second> pairs separated by commas, got "${pair.trim()}"`);
+        continue;
+      }
+      perKey[match[1]!.toLowerCase()] = Number(match[2]);
+    }
+    return {
+      perPrincipal: rps === 0 ? null : { ratePerSecond: rps, burst },
+      perKey,
+      authFailures: failures === 0 ? null : { ratePerSecond: failures / 60, burst: failures },
+    };
+  }
+
   const production = get('NODE_ENV') === 'production';
   const backendRaw = get('BACKEND') ?? 'embedded';
   if (backendRaw !== 'embedded' && backendRaw !== 'rest') {
@@ -146,6 +177,9 @@ export function loadConfig(env: Env = process.env): Config {
       maxTokens: int('MAX_TOKENS', DEFAULT_LIMITS.maxTokens, 10, 100_000),
       maxCost: int('MAX_COST', DEFAULT_LIMITS.maxCost, 1, 10_000_000),
     },
+    rateLimits: rateLimits(),
+    otlpEndpoint: url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
+    serviceName: get('OTEL_SERVICE_NAME') ?? 'recs-gateway',
     upstream: {},
   };
   const optionalInt = (name: string, min: number, max: number): number | undefined =>

@@ -131,3 +131,9 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
     };
   };
 }
+
+/**
+ * Whether a parse error is graphql-js refusing a document over MAX_TOKENS (it reports that as a
+ * syntax error; the gateway files it with the other limits, under QUERY_TOO_COMPLEX).
+ */
+export const isTokenLimitError = (message: string): boolean => /^Syntax Error: Document contains more tha[nt] \d+ tokens/.test(message);

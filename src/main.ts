@@ -9,6 +9,9 @@ import { runEvaluate } from './cli/evaluateCommand.js';
 import { runImport } from './cli/importCommand.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
+import { GatewayMetrics } from './observability/metrics.js';
+import { combineObservers, startTracing, tracingUpstreamObserver } from './observability/tracing.js';
+import { RateLimiter } from './protection/rateLimit.js';
 import { createGateway } from './server.js';
 
 const USAGE = `Usage: recs-gateway <command> [options]
@@ -92,9 +95,13 @@ async function serve(argv: string[], io: Io): Promise<number> {
   }
   const config = loadConfig(io.env);
   const log = createLogger({ level: io.env.LOG_LEVEL, destination: io.stdout });
+  const stopTracing = await startTracing(config);
+  const metrics = new GatewayMetrics({ processMetrics: true });
   const cache = openCache(config);
+  const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
   const backend = await openBackend(config, {
     cache,
+    upstreamObserver: combineObservers(metrics.upstreamObserver, tracingUpstreamObserver),
     log: (line) => log.info(line),
     // shown once, on the terminal; never through the structured log
     onFirstAdmin: (password) =>
@@ -103,7 +110,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
           'It is shown this once. Create a key with it (see the README), or add users with `recs-gateway user add`.\n\n',
       ),
   });
-  const gateway = await createGateway({ config, backend, cache, log });
+  const gateway = await createGateway({ config, backend, cache, log, limiter, metrics });
   const url = await gateway.listen(config.port, config.host);
   log.info({ url: `${url}/graphql`, backend: config.backend }, 'recs-gateway listening');
 
@@ -116,16 +123,19 @@ async function serve(argv: string[], io: Io): Promise<number> {
         process.exit(1);
       }
       log.info({ signal }, 'draining in-flight requests');
-      gateway.stop().then(
-        () => {
-          log.info('stopped');
-          resolve(0);
-        },
-        (error: unknown) => {
-          log.error({ err: error }, 'stop failed');
-          resolve(1);
-        },
-      );
+      gateway
+        .stop()
+        .then(stopTracing)
+        .then(
+          () => {
+            log.info('stopped');
+            resolve(0);
+          },
+          (error: unknown) => {
+            log.error({ err: error }, 'stop failed');
+            resolve(1);
+          },
+        );
     };
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);

@@ -6,17 +6,24 @@ import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import type { GraphQLFormattedError } from 'graphql';
+import type { BreakerState } from './backends/rest/breaker.js';
 import type { Backend, PrincipalModel } from './backends/types.js';
 import type { Config } from './config.js';
 import type { GatewayContext } from './context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from './errors.js';
 import { idePage } from './ide.js';
-import { queryLimitsRule } from './limits.js';
+import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
+import { observabilityPlugin } from './observability/graphqlPlugin.js';
+import { GatewayMetrics } from './observability/metrics.js';
+import { readiness } from './observability/readiness.js';
+import { observeRequest } from './observability/requestScope.js';
+import { inServerSpan } from './observability/tracing.js';
+import { RateLimiter } from './protection/rateLimit.js';
 import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
 import { resolvers } from './schema/resolvers/index.js';
 
@@ -31,12 +38,16 @@ export function loadTypeDefs(): string[] {
 }
 
 export interface GatewayOptions {
-  config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits'>;
+  config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
   cache?: SharedCache;
   log?: Logger;
+  /** Request rate limits; the gateway closes it on stop. Default: in-process buckets with config.rateLimits. */
+  limiter?: RateLimiter;
+  /** Where metrics go (served at /metrics). Default: a registry of this gateway's own. */
+  metrics?: GatewayMetrics;
 }
 
 export interface Gateway {
@@ -91,6 +102,16 @@ function parseBody(raw: Buffer, contentType: string | undefined): unknown {
   return raw.toString('utf8');
 }
 
+/** The peer's address: what failed authentications are counted against. */
+const clientAddress = (req: IncomingMessage): string => req.socket.remoteAddress ?? 'unknown';
+
+/** The headers a request-level error carries: the challenge with a 401, Retry-After with a 429. */
+function errorHeaders(error: GatewayError): Record<string, string> {
+  if (error.code === ErrorCode.UNAUTHENTICATED) return { 'www-authenticate': 'Basic realm="recs-gateway"' };
+  if (error.code === ErrorCode.RATE_LIMITED) return { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) };
+  return {};
+}
+
 function wantsIde(req: IncomingMessage, search: string): boolean {
   const params = new URLSearchParams(search);
   return req.method === 'GET' && !params.has('query') && !params.has('extensions') && /text\/html/.test(req.headers.accept ?? '');
@@ -113,6 +134,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, backend } = options;
   const log = options.log ?? silentLogger;
   const cache = options.cache ?? new MemoryCache();
+  const limiter = options.limiter ?? RateLimiter.open(config.rateLimits);
+  const metrics = options.metrics ?? new GatewayMetrics();
+  metrics.watch({
+    cache: cache.stats,
+    rateLimits: limiter.counts,
+    ...('breakerState' in backend && typeof backend.breakerState === 'function'
+      ? { breakers: backend.breakerState as () => Record<string, BreakerState> }
+      : {}),
+  });
 
   const httpServer = http.createServer();
   const apollo = new ApolloServer<GatewayContext>({
@@ -120,6 +150,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     resolvers,
     introspection: config.introspection,
     csrfPrevention: true,
+    // main.ts owns the signals: Apollo's own handler would stop, then re-raise the signal and die
+    stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     persistedQueries: { cache: new PersistedQueryCache(cache) },
     allowBatchedHttpRequests: false,
@@ -127,10 +159,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     validationRules: [queryLimitsRule(config.limits)],
     // no "Did you mean ...?" where the schema is not to be explored
     hideSchemaDetailsFromClientErrors: !config.introspection,
-    plugins: [ApolloServerPluginLandingPageDisabled(), ApolloServerPluginDrainHttpServer({ httpServer })],
+    plugins: [
+      ApolloServerPluginLandingPageDisabled(),
+      ApolloServerPluginDrainHttpServer({ httpServer }),
+      observabilityPlugin<GatewayContext>(metrics),
+    ],
     formatError: (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
       const code = formatted.extensions?.code;
-      if (formatted.extensions?.limit !== undefined) {
+      if (formatted.extensions?.limit !== undefined || (code === ErrorCode.GRAPHQL_PARSE_FAILED && isTokenLimitError(formatted.message))) {
         // Apollo files every validation failure under one code; a limit gets its own
         return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX } };
       }
@@ -171,18 +207,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(config.requestDeadlineMs)]);
 
     // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
-    // whatever it asks for, and costs no parsing or validation.
-    const authorization = req.headers.authorization;
-    let principal: PrincipalModel | null = null;
-    if (authorization !== undefined) {
-      try {
-        principal = await backend.keys.authenticate(authorization, { signal });
-      } catch (error) {
-        if (!(error instanceof GatewayError)) throw error;
-        const challenge: Record<string, string> =
-          error.code === ErrorCode.UNAUTHENTICATED ? { 'www-authenticate': 'Basic realm="recs-gateway"' } : {};
-        return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), challenge);
-      }
+    // whatever it asks for, and costs no parsing or validation. The rate limits come first.
+    let principal: PrincipalModel | null;
+    try {
+      principal = await limiter.authenticate(backend.keys, req.headers.authorization, clientAddress(req), { signal });
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
     }
 
     const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search: url.search, body };
@@ -191,7 +222,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       context: async (): Promise<GatewayContext> => ({
         principal,
         backend,
-        loaders: createLoaders(backend.recs, { signal }),
+        loaders: createLoaders(backend.recs, { signal }, { onBatch: metrics.onBatch }),
         signal,
       }),
     });
@@ -232,9 +263,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       body,
       signal: AbortSignal.any([abort.signal, AbortSignal.timeout(config.requestDeadlineMs)]),
     };
-    const answer = isKeys
-      ? serveApiKeys(restRequest, backend.keys)
-      : serveRecommendations(restRequest, backend.keys, backend.recs);
+    const keys = limiter.guard(backend.keys, clientAddress(req));
+    const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
     if (answer === null) return false;
     const response = await answer;
     res.writeHead(response.status, { ...response.headers, 'content-length': Buffer.byteLength(response.body) });
@@ -247,13 +277,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (await handleRest(req, res, url)) return;
     switch (url.pathname) {
       case '/graphql':
-        return handleGraphQL(req, res, url);
+        return inServerSpan(`${req.method} /graphql`, { 'http.request.method': req.method ?? 'GET' }, () => handleGraphQL(req, res, url));
       case '/healthz':
         return sendJson(res, 200, { status: 'ok' });
       case '/readyz': {
-        const checks = { ...(await backend.check()), cache: await cache.check() };
-        const ready = Object.values(checks).every((state) => state === 'ok');
-        return sendJson(res, ready ? 200 : 503, { status: ready ? 'ready' : 'degraded', checks });
+        const { httpStatus, body } = await readiness(backend, cache, limiter);
+        return sendJson(res, httpStatus, body);
+      }
+      case '/metrics': {
+        const { contentType, body } = await metrics.render();
+        res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
+        res.end(body);
+        return;
       }
       default:
         return sendJson(res, 404, { errors: [{ message: `No route for ${url.pathname}` }] });
@@ -263,7 +298,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const requestId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 64) : randomUUID();
     res.setHeader('x-request-id', requestId);
-    handle(req, res).catch((error: unknown) => {
+    observeRequest(req, res, requestId, { log, metrics }, () => handle(req, res)).catch((error: unknown) => {
       if (error instanceof HttpError) {
         if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST));
         else res.destroy();
@@ -298,6 +333,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         await apollo.stop();
         await backend.close();
         await cache.close();
+        await limiter.close();
       })();
       return stopping;
     },

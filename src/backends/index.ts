@@ -6,6 +6,7 @@ import { openKeyStore } from './embedded/keys/index.js';
 import { ensureFirstAdmin } from './embedded/keys/users.js';
 import { openEmbeddedRecs } from './embedded/recs.js';
 import { createRestBackend, type BreakerState } from './rest/index.js';
+import type { UpstreamObserver } from './rest/upstream.js';
 import type { Backend } from './types.js';
 
 export interface OpenBackendHooks {
@@ -15,6 +16,8 @@ export interface OpenBackendHooks {
   onFirstAdmin?: (password: string) => void;
   /** Progress lines while the embedded recommender loads. */
   log?: (line: string) => void;
+  /** Told about every upstream call of the REST backend (metrics, traces). */
+  upstreamObserver?: UpstreamObserver;
 }
 
 /** A backend, and the breaker states of its upstreams where it has any (for /metrics). */
@@ -33,6 +36,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
       recsApiKey: config.recsApiKey!,
       ...config.upstream,
       sharedCache: hooks.cache,
+      ...(hooks.upstreamObserver ? { observer: hooks.upstreamObserver } : {}),
     });
     return {
       keys: rest.keys,

@@ -12,6 +12,27 @@ export interface RedisCacheOptions {
 }
 
 /**
+ * An ioredis client for which Redis trouble is never a request's trouble: no offline queue (a
+ * command while disconnected fails at once), no per-command retries, a command timeout, and
+ * reconnection in the background. Shared by the cache and the rate limiter.
+ */
+export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs'>): Redis {
+  const redis = new Redis(options.url, {
+    keyPrefix: options.keyPrefix ?? 'recs-gateway:',
+    commandTimeout: options.commandTimeoutMs ?? 100,
+    connectTimeout: 1000,
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 0,
+    retryStrategy: (attempt) => Math.min(100 * attempt, 1000),
+    // a restarted Redis is found again without the caller doing anything
+    reconnectOnError: () => true,
+  });
+  // failures are counted where commands fail; an unhandled 'error' event would only be noise
+  redis.on('error', () => undefined);
+  return redis;
+}
+
+/**
  * Redis through ioredis, set up so Redis trouble costs a request at most one command timeout:
  * no offline queue (a command while disconnected fails at once), no per-command retries, a
  * command timeout, reconnection in the background, and a short back-off after a failure during
@@ -26,18 +47,7 @@ export class RedisCache implements SharedCache {
 
   constructor(options: RedisCacheOptions) {
     this.backoffMs = options.backoffMs ?? 1000;
-    this.redis = new Redis(options.url, {
-      keyPrefix: options.keyPrefix ?? 'recs-gateway:',
-      commandTimeout: options.commandTimeoutMs ?? 100,
-      connectTimeout: 1000,
-      enableOfflineQueue: false,
-      maxRetriesPerRequest: 0,
-      retryStrategy: (attempt) => Math.min(100 * attempt, 1000),
-      // a restarted Redis is found again without the caller doing anything
-      reconnectOnError: () => true,
-    });
-    // errors are counted where commands fail; an unhandled 'error' event would only be noise
-    this.redis.on('error', () => undefined);
+    this.redis = connectRedis(options);
   }
 
   private available(): boolean {

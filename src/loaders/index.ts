@@ -14,8 +14,16 @@ const MAX_ITEM_BATCH = 100;
 
 export const recommendationKey = (kind: RecommendationKind, anchorId: number): string => `${kind}:${anchorId}`;
 
-export function createLoaders(recs: RecsService, options: CallOptions = {}): Loaders {
-  const items = new DataLoader<number, ItemModel | null>((ids) => recs.getItems(ids, options), {
+/** Watches the loaders' batches (metrics). */
+export interface LoaderHooks {
+  onBatch?: (loader: 'items', size: number) => void;
+}
+
+export function createLoaders(recs: RecsService, options: CallOptions = {}, hooks: LoaderHooks = {}): Loaders {
+  const items = new DataLoader<number, ItemModel | null>((ids) => {
+    hooks.onBatch?.('items', ids.length);
+    return recs.getItems(ids, options);
+  }, {
     maxBatchSize: MAX_ITEM_BATCH,
   });
   const recommendations = new DataLoader<string, RecommendationListModel>(

@@ -43,7 +43,7 @@ describe('the gateway over HTTP', () => {
     expect(await (await fetch(`${gw.url}/healthz`)).json()).toEqual({ status: 'ok' });
     const ready = await fetch(`${gw.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready', checks: { store: 'ok', cache: 'ok' } });
+    expect(await ready.json()).toEqual({ status: 'ready', checks: { store: 'ok', cache: 'ok', rateLimits: 'ok' } });
     expect((await fetch(`${gw.url}/nope`)).status).toBe(404);
   });
 

@@ -29,8 +29,8 @@ export function createRestBackend(options: RestBackendOptions): RestBackend {
     if (typeof options[name] !== 'string' || options[name] === '') throw new TypeError(`${name} is required`);
   }
   const settings = upstreamSettings(options);
-  const apikeys = new Upstream('apikeys', options.apiKeyServiceUrl, settings);
-  const recommendations = new Upstream('recommendations', options.recsServiceUrl, settings);
+  const apikeys = new Upstream('apikeys', options.apiKeyServiceUrl, settings, options.observer);
+  const recommendations = new Upstream('recommendations', options.recsServiceUrl, settings, options.observer);
   return {
     keys: new RestKeyService(
       apikeys,

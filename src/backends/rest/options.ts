@@ -1,5 +1,5 @@
 import type { SharedCache } from '../../cache/types.js';
-import type { UpstreamSettings } from './upstream.js';
+import type { UpstreamObserver, UpstreamSettings } from './upstream.js';
 
 /** Settings of the REST backend; the lead maps the environment variables named below onto them. */
 export interface RestBackendOptions {
@@ -47,6 +47,8 @@ export interface RestBackendOptions {
   sharedCache?: SharedCache;
   /** Largest response body read; a larger one is UPSTREAM_UNAVAILABLE. Default 5 MiB. */
   maxResponseBytes?: number;
+  /** Told about every upstream attempt (metrics, traces). Default: none. */
+  observer?: UpstreamObserver;
 }
 
 export const DEFAULT_UPSTREAM_SETTINGS: UpstreamSettings = {

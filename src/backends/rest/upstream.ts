@@ -40,6 +40,23 @@ export interface UpstreamRequest {
   serverErrorIsFailure?: boolean;
 }
 
+/** How one upstream attempt ended, as told to an observer. */
+export interface UpstreamOutcome {
+  /** The HTTP status, when a response came. */
+  status?: number;
+  /** The transport error's code (ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT, ...), when none came. */
+  error?: string;
+}
+
+/**
+ * Watches upstream attempts (metrics, traces) without this module knowing about either: `start`
+ * is called as an attempt begins, in the caller's async context, and the function it returns when
+ * the attempt ends. `path` never carries the query string (it may hold a key).
+ */
+export interface UpstreamObserver {
+  start(service: string, method: string, path: string): (outcome: UpstreamOutcome) => void;
+}
+
 /** A response whose body has been read in full (and the connection freed). */
 export interface UpstreamResponse {
   status: number;
@@ -109,6 +126,7 @@ export class Upstream {
     readonly service: string,
     baseUrl: string,
     private readonly settings: UpstreamSettings,
+    private readonly observer?: UpstreamObserver,
   ) {
     const url = new URL(baseUrl);
     // A base URL may carry a path prefix (a service mounted under /concord, say); the pool
@@ -192,6 +210,19 @@ export class Upstream {
   }
 
   private async once(req: UpstreamRequest): Promise<UpstreamResponse> {
+    const done = this.observer?.start(this.service, req.method, this.basePath + req.path.split('?')[0]);
+    if (!done) return this.attempt(req);
+    try {
+      const response = await this.attempt(req);
+      done({ status: response.status });
+      return response;
+    } catch (error) {
+      done({ error: errorCode(error) ?? (error instanceof Error ? error.name : 'error') });
+      throw error;
+    }
+  }
+
+  private async attempt(req: UpstreamRequest): Promise<UpstreamResponse> {
     const options: Dispatcher.RequestOptions = {
       method: req.method,
       path: this.basePath + req.path,

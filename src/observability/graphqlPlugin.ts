@@ -1,0 +1,39 @@
+import type { ApolloServerPlugin } from '@apollo/server';
+import { trace } from '@opentelemetry/api';
+import { isErrorCode } from '../errors.js';
+import type { GatewayMetrics } from './metrics.js';
+import { currentRequest } from './requestScope.js';
+
+/**
+ * Counts and times each GraphQL operation by operation name and outcome, and names the request's
+ * span and access-log line after the operation. The outcome is `ok` or the first error's code,
+ * read after formatError, so it is always from the closed set.
+ */
+export function observabilityPlugin<T extends object>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
+  return {
+    async requestDidStart() {
+      const started = process.hrtime.bigint();
+      let operation = metrics.operationLabel(null, false);
+      return {
+        async didResolveOperation(requestContext) {
+          operation = metrics.operationLabel(requestContext.operationName, true);
+          const record = currentRequest();
+          if (record) record.operation = operation;
+          const span = trace.getActiveSpan();
+          span?.setAttribute('graphql.operation.name', operation);
+          if (requestContext.operation) span?.setAttribute('graphql.operation.type', requestContext.operation.operation);
+        },
+        async willSendResponse(requestContext) {
+          const { body } = requestContext.response;
+          const errors = body.kind === 'single' ? body.singleResult.errors : undefined;
+          const code = errors?.[0]?.extensions?.code;
+          const outcome = errors === undefined || errors.length === 0 ? 'ok' : isErrorCode(code) ? code : 'error';
+          const record = currentRequest();
+          if (record && record.operation === undefined) record.operation = operation;
+          metrics.graphqlRequests.inc({ operation, outcome });
+          metrics.graphqlDuration.observe({ operation }, Number(process.hrtime.bigint() - started) / 1e9);
+        },
+      };
+    },
+  };
+}

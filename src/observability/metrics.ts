@@ -1,0 +1,178 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { BreakerState } from '../backends/rest/breaker.js';
+import type { UpstreamObserver } from '../backends/rest/upstream.js';
+import type { CacheStats } from '../cache/types.js';
+import type { RateLimitOutcome } from '../protection/rateLimit.js';
+
+/** Distinct operation names kept as label values; later newcomers are counted as `other`. */
+const MAX_OPERATION_NAMES = 200;
+const MAX_OPERATION_NAME_LENGTH = 64;
+
+const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 };
+
+const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/**
+ * The gateway's Prometheus metrics, in a registry of its own (never prom-client's global one, so
+ * two gateways in one process, as in tests, do not share counters). Labels are bounded: routes
+ * from a fixed set, error codes from the closed set, operation names capped in number and length,
+ * never anything about the user or the credential.
+ */
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  private readonly operationNames = new Set<string>();
+
+  readonly httpRequests = new Counter({
+    name: 'recs_gateway_http_requests_total',
+    help: 'HTTP requests answered, by route, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly httpDuration = new Histogram({
+    name: 'recs_gateway_http_request_duration_seconds',
+    help: 'Time to answer an HTTP request, by route',
+    labelNames: ['route'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly graphqlRequests = new Counter({
+    name: 'recs_gateway_graphql_requests_total',
+    help: 'GraphQL operations, by operation name and outcome (ok, or the first error code)',
+    labelNames: ['operation', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly graphqlDuration = new Histogram({
+    name: 'recs_gateway_graphql_request_duration_seconds',
+    help: 'Time from receiving a GraphQL operation to its response, by operation name',
+    labelNames: ['operation'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly upstreamRequests = new Counter({
+    name: 'recs_gateway_upstream_requests_total',
+    help: 'Calls to upstream services (each attempt), by service, method and HTTP status or error',
+    labelNames: ['service', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  readonly upstreamDuration = new Histogram({
+    name: 'recs_gateway_upstream_request_duration_seconds',
+    help: 'Duration of upstream calls (each attempt), by service',
+    labelNames: ['service'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  readonly dataloaderBatchSize = new Histogram({
+    name: 'recs_gateway_dataloader_batch_size',
+    help: 'Keys per DataLoader batch, by loader',
+    labelNames: ['loader'] as const,
+    buckets: [1, 2, 5, 10, 20, 50, 100],
+    registers: [this.registry],
+  });
+
+  private cacheStats: CacheStats | undefined;
+  private breakers: (() => Record<string, BreakerState>) | undefined;
+  private rateLimits: Readonly<Record<RateLimitOutcome, number>> | undefined;
+
+  constructor(options: { processMetrics?: boolean } = {}) {
+    // The cache, breakers and limiter keep their own counters; they are read at scrape time.
+    const cacheStats = (): CacheStats | undefined => this.cacheStats;
+    const breakers = (): Record<string, BreakerState> => this.breakers?.() ?? {};
+    const rateLimits = (): Readonly<Record<string, number>> => this.rateLimits ?? {};
+    const seen = { hits: 0, misses: 0, errors: 0 };
+    const cacheCounter = (field: keyof CacheStats, name: string, help: string) =>
+      new Counter({
+        name,
+        help,
+        registers: [this.registry],
+        collect() {
+          const now = cacheStats()?.[field] ?? 0;
+          if (now > seen[field]) this.inc(now - seen[field]);
+          seen[field] = now;
+        },
+      });
+    cacheCounter('hits', 'recs_gateway_cache_hits_total', 'Shared cache lookups that found a value');
+    cacheCounter('misses', 'recs_gateway_cache_misses_total', 'Shared cache lookups that found nothing (including those while the store was down)');
+    cacheCounter('errors', 'recs_gateway_cache_errors_total', 'Shared cache commands that failed, timed out, or were skipped while the store was down');
+    new Gauge({
+      name: 'recs_gateway_circuit_breaker_state',
+      help: 'Circuit breaker of each upstream: 0 closed, 1 half-open, 2 open',
+      labelNames: ['service'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [service, state] of Object.entries(breakers())) this.set({ service }, BREAKER_VALUE[state]);
+      },
+    });
+    const seenLimits: Record<string, number> = {};
+    new Counter({
+      name: 'recs_gateway_rate_limit_decisions_total',
+      help: 'Rate limit decisions: allowed, principal_limited (over its rate), address_locked (too many failed authentications)',
+      labelNames: ['outcome'] as const,
+      registers: [this.registry],
+      collect() {
+        for (const [outcome, now] of Object.entries(rateLimits())) {
+          const before = seenLimits[outcome] ?? 0;
+          if (now > before) this.inc({ outcome }, now - before);
+          seenLimits[outcome] = now;
+        }
+      },
+    });
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'recs_gateway_' });
+  }
+
+  /** Reads these at scrape time. */
+  watch(sources: {
+    cache?: CacheStats;
+    breakers?: () => Record<string, BreakerState>;
+    rateLimits?: Readonly<Record<RateLimitOutcome, number>>;
+  }): void {
+    if (sources.cache) this.cacheStats = sources.cache;
+    if (sources.breakers) this.breakers = sources.breakers;
+    if (sources.rateLimits) this.rateLimits = sources.rateLimits;
+  }
+
+  /**
+   * The label for an operation: its name when the document was valid (else `invalid`),
+   * `anonymous` without one, truncated, and `other` once too many distinct names were seen (a
+   * client could otherwise grow the metrics without bound by inventing names).
+   */
+  operationLabel(name: string | null | undefined, resolved: boolean): string {
+    if (!resolved) return 'invalid';
+    if (!name) return 'anonymous';
+    const label = name.slice(0, MAX_OPERATION_NAME_LENGTH);
+    if (this.operationNames.has(label)) return label;
+    if (this.operationNames.size >= MAX_OPERATION_NAMES) return 'other';
+    this.operationNames.add(label);
+    return label;
+  }
+
+  /** Counts and times upstream calls (hand to the REST backend). */
+  readonly upstreamObserver: UpstreamObserver = {
+    start: (service, method) => {
+      const end = this.upstreamDuration.startTimer({ service });
+      return (outcome) => {
+        end();
+        this.upstreamRequests.inc({ service, method, status: outcome.status !== undefined ? String(outcome.status) : 'error' });
+      };
+    },
+  };
+
+  /** Observes a DataLoader batch size (hand to createLoaders). */
+  readonly onBatch = (loader: string, size: number): void => {
+    this.dataloaderBatchSize.observe({ loader }, size);
+  };
+
+  /** The exposition text and its content type, for GET /metrics. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
+
+/** The route label of a path: one of a fixed few. */
+export function routeOf(path: string): string {
+  if (path === '/graphql' || path === '/healthz' || path === '/readyz' || path === '/metrics') return path;
+  if (path === '/api/v1/apikey' || path.startsWith('/api/v1/apikey/')) return '/api/v1/apikey';
+  if (path.startsWith('/v1/items')) return '/v1/items';
+  if (path.startsWith('/v1/postbrowse')) return '/v1/postbrowse';
+  if (path.startsWith('/v1/nbp')) return '/v1/nbp';
+  return 'other';
+}

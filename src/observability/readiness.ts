@@ -1,0 +1,27 @@
+import type { Backend } from '../backends/types.js';
+import type { SharedCache } from '../cache/types.js';
+import type { RateLimiter } from '../protection/rateLimit.js';
+
+export interface Readiness {
+  /**
+   * `ready`: everything answers. `degraded`: an optional dependency (Redis: the shared cache and
+   * the shared rate limits) is down, and the gateway serves without it (cache misses, limits per
+   * process). `unavailable`: a dependency requests need (the key store, an upstream) is down.
+   */
+  status: 'ready' | 'degraded' | 'unavailable';
+  /** Each dependency's state: 'ok', or what is wrong with it. */
+  checks: Record<string, string>;
+}
+
+/**
+ * /readyz: 200 while requests can be served, degraded or not, so losing Redis does not take every
+ * gateway out of the load balancer at once; 503 when a required dependency is down.
+ */
+export async function readiness(backend: Backend, cache: SharedCache, limiter: RateLimiter): Promise<{ httpStatus: number; body: Readiness }> {
+  const [required, cacheState, limiterState] = await Promise.all([backend.check(), cache.check(), limiter.check()]);
+  const checks: Record<string, string> = { ...required, cache: cacheState, rateLimits: limiterState };
+  const requiredOk = Object.values(required).every((state) => state === 'ok');
+  const optionalOk = cacheState === 'ok' && limiterState === 'ok';
+  const status = !requiredOk ? 'unavailable' : optionalOk ? 'ready' : 'degraded';
+  return { httpStatus: requiredOk ? 200 : 503, body: { status, checks } };
+}

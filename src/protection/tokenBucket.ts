@@ -1,0 +1,185 @@
+import type { Redis } from 'ioredis';
+import { LRUCache } from 'lru-cache';
+import { connectRedis } from '../cache/redis.js';
+
+/** A token bucket's shape: it holds at most `burst` tokens and refills `ratePerSecond` a second. */
+export interface BucketLimit {
+  ratePerSecond: number;
+  burst: number;
+}
+
+export interface TakeResult {
+  allowed: boolean;
+  /** When not allowed: how long until enough tokens are back, in ms; 0 when allowed. */
+  retryAfterMs: number;
+}
+
+/**
+ * Named token buckets. `take` removes `cost` tokens when at least `max(cost, 1)` are there; a
+ * cost of 0 only asks whether one token is left (a look that spends nothing).
+ */
+export interface TokenBuckets {
+  take(bucket: string, limit: BucketLimit, cost?: number): Promise<TakeResult>;
+  /** Where the buckets live now: 'redis', or 'memory' (no Redis, or Redis failing). */
+  readonly backing: 'redis' | 'memory';
+  /** What /readyz reports: 'ok', or what is wrong and what stands in. */
+  check(): Promise<'ok' | string>;
+  close(): Promise<void>;
+}
+
+interface Bucket {
+  tokens: number;
+  at: number;
+}
+
+/** The arithmetic both implementations share (the Lua script below is the same, line for line). */
+function refill(bucket: Bucket | undefined, limit: BucketLimit, now: number): Bucket {
+  if (!bucket) return { tokens: limit.burst, at: now };
+  const elapsed = Math.max(0, now - bucket.at);
+  return { tokens: Math.min(limit.burst, bucket.tokens + (elapsed * limit.ratePerSecond) / 1000), at: now };
+}
+
+function spend(bucket: Bucket, limit: BucketLimit, cost: number): TakeResult {
+  const required = Math.max(cost, 1);
+  if (bucket.tokens >= required) {
+    bucket.tokens -= cost;
+    return { allowed: true, retryAfterMs: 0 };
+  }
+  return { allowed: false, retryAfterMs: Math.ceil(((required - bucket.tokens) * 1000) / limit.ratePerSecond) };
+}
+
+/** Buckets in this process only: the fallback, and the whole story without REDIS_URL. */
+export class MemoryTokenBuckets implements TokenBuckets {
+  readonly backing = 'memory' as const;
+  // bounded: an attacker cycling addresses evicts old buckets instead of growing the heap
+  private readonly buckets: LRUCache<string, Bucket>;
+
+  constructor(
+    maxBuckets = 100_000,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.buckets = new LRUCache<string, Bucket>({ max: maxBuckets });
+  }
+
+  async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
+    const bucket = refill(this.buckets.get(name), limit, this.now());
+    const result = spend(bucket, limit, cost);
+    this.buckets.set(name, bucket);
+    return result;
+  }
+
+  async check(): Promise<'ok'> {
+    return 'ok';
+  }
+
+  async close(): Promise<void> {
+    this.buckets.clear();
+  }
+}
+
+/**
+ * Refill and spend in one step inside Redis, so concurrent gateway processes never both spend
+ * the last token. Time is Redis's own (TIME), so processes with skewed clocks agree. The key
+ * expires once a full bucket would have refilled, so idle principals cost no memory.
+ */
+const TAKE_SCRIPT = `
+local rate = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
+local tokens = tonumber(state[1])
+local at = tonumber(state[2])
+if tokens == nil or at == nil then
+  tokens = burst
+  at = now
+end
+tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
+local required = math.max(cost, 1)
+local allowed = 0
+local retry = 0
+if tokens >= required then
+  tokens = tokens - cost
+  allowed = 1
+else
+  retry = math.ceil((required - tokens) * 1000 / rate)
+end
+redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+return {allowed, retry}
+`;
+
+type TakeCommand = (key: string, rate: number, burst: number, cost: number) => Promise<[number, number]>;
+
+export interface RedisTokenBucketsOptions {
+  url: string;
+  /** Prefix of every key; default `recs-gateway:`. Buckets live under `<prefix>ratelimit:`. */
+  keyPrefix?: string;
+  /** How long a take may wait on Redis before the in-memory buckets answer, in ms; default 100. */
+  commandTimeoutMs?: number;
+  /** After a Redis failure, how long the in-memory buckets answer without asking Redis, in ms; default 1000. */
+  backoffMs?: number;
+}
+
+/**
+ * Buckets shared by every gateway process through Redis. Redis trouble never fails a request:
+ * while Redis is unreachable, slow or erroring, the in-process buckets answer (each process then
+ * limits on its own, which is looser by the number of processes but still a limit).
+ */
+export class RedisTokenBuckets implements TokenBuckets {
+  private readonly redis: Redis;
+  private readonly take_: TakeCommand;
+  private readonly fallback = new MemoryTokenBuckets();
+  private readonly backoffMs: number;
+  private downUntil = 0;
+  /** Takes that went to the in-memory buckets because Redis was failing (for tests and metrics). */
+  fallbacks = 0;
+
+  constructor(options: RedisTokenBucketsOptions) {
+    this.backoffMs = options.backoffMs ?? 1000;
+    this.redis = connectRedis({
+      url: options.url,
+      keyPrefix: `${options.keyPrefix ?? 'recs-gateway:'}ratelimit:`,
+      commandTimeoutMs: options.commandTimeoutMs ?? 100,
+    });
+    this.redis.defineCommand('takeToken', { numberOfKeys: 1, lua: TAKE_SCRIPT });
+    const command = (this.redis as unknown as { takeToken: TakeCommand }).takeToken;
+    this.take_ = command.bind(this.redis);
+  }
+
+  get backing(): 'redis' | 'memory' {
+    return this.usable() ? 'redis' : 'memory';
+  }
+
+  private usable(): boolean {
+    return Date.now() >= this.downUntil && this.redis.status === 'ready';
+  }
+
+  async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
+    if (this.usable()) {
+      try {
+        const [allowed, retryAfterMs] = await this.take_(name, limit.ratePerSecond, limit.burst, cost);
+        return { allowed: allowed === 1, retryAfterMs: Number(retryAfterMs) };
+      } catch {
+        this.downUntil = Date.now() + this.backoffMs;
+      }
+    }
+    this.fallbacks += 1;
+    return this.fallback.take(name, limit, cost);
+  }
+
+  async check(): Promise<'ok' | string> {
+    try {
+      await this.redis.ping();
+      return 'ok';
+    } catch (error) {
+      return `unreachable (${this.redis.status}): ${(error as Error).message}; limits are kept per process meanwhile`;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.redis.disconnect();
+    await this.fallback.close();
+  }
+}

@@ -1,0 +1,241 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import type { PrincipalModel } from '../../src/backends/types.js';
+import { loadConfig } from '../../src/config.js';
+import { principalBucket, RateLimiter } from '../../src/protection/rateLimit.js';
+import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from '../../src/protection/tokenBucket.js';
+import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { Redis } from 'ioredis';
+import { OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { storeKinds } from '../helpers/stores.js';
+
+/** Deletes the buckets under a prefix (hashes, which drainPrefix cannot read) and returns their names. */
+async function dropBuckets(prefix: string): Promise<string[]> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    const keys = await redis.keys(`${prefix}*`);
+    if (keys.length > 0) await redis.del(...keys);
+    return keys;
+  } finally {
+    redis.disconnect();
+  }
+}
+
+const kinds: { name: string; open(): { buckets: TokenBuckets; dispose(): Promise<void> } }[] = [
+  { name: 'memory', open: () => ({ buckets: new MemoryTokenBuckets(), dispose: async () => undefined }) },
+  {
+    name: 'redis',
+    open() {
+      const prefix = testPrefix();
+      const buckets = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
+      return {
+        buckets,
+        async dispose() {
+          await buckets.close();
+          await dropBuckets(prefix);
+        },
+      };
+    },
+  },
+];
+
+const waitReady = async (buckets: TokenBuckets): Promise<void> => {
+  for (let i = 0; i < 100 && buckets.backing !== 'redis'; i++) await new Promise((r) => setTimeout(r, 20));
+};
+
+describe.each(kinds)('token buckets, $name', (kind) => {
+  let buckets: TokenBuckets;
+  let dispose: () => Promise<void>;
+  beforeAll(async () => {
+    ({ buckets, dispose } = kind.open());
+    if (kind.name === 'redis') {
+      await waitReady(buckets);
+      expect(buckets.backing).toBe('redis');
+    }
+  });
+  afterAll(() => dispose());
+
+  it('allows the burst, then refuses with the time until the next token', async () => {
+    const limit = { ratePerSecond: 0.5, burst: 3 };
+    const results = [];
+    for (let i = 0; i < 4; i++) results.push(await buckets.take('burst', limit));
+    expect(results.slice(0, 3).every((r) => r.allowed)).toBe(true);
+    expect(results[3]!.allowed).toBe(false);
+    // one token at 0.5/s takes up to 2 s; a little has refilled while the test ran
+    expect(results[3]!.retryAfterMs).toBeGreaterThan(1000);
+    expect(results[3]!.retryAfterMs).toBeLessThanOrEqual(2000);
+  });
+
+  it('refills at its rate', async () => {
+    const limit = { ratePerSecond: 20, burst: 1 };
+    expect((await buckets.take('refill', limit)).allowed).toBe(true);
+    expect((await buckets.take('refill', limit)).allowed).toBe(false);
+    await new Promise((r) => setTimeout(r, 120));
+    expect((await buckets.take('refill', limit)).allowed).toBe(true);
+  });
+
+  it('gives exactly the burst to concurrent takers', async () => {
+    const limit = { ratePerSecond: 0.01, burst: 10 };
+    const results = await Promise.all(Array.from({ length: 30 }, () => buckets.take('concurrent', limit)));
+    expect(results.filter((r) => r.allowed)).toHaveLength(10);
+  });
+
+  it('a cost of 0 looks without spending', async () => {
+    const limit = { ratePerSecond: 0.01, burst: 1 };
+    expect((await buckets.take('look', limit, 0)).allowed).toBe(true);
+    expect((await buckets.take('look', limit, 0)).allowed).toBe(true);
+    expect((await buckets.take('look', limit, 1)).allowed).toBe(true);
+    expect((await buckets.take('look', limit, 0)).allowed).toBe(false);
+  });
+});
+
+describe('Redis token buckets across processes and failures', () => {
+  it('two gateways share one bucket through Redis', async () => {
+    const prefix = testPrefix();
+    const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
+    const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
+    try {
+      await Promise.all([waitReady(a), waitReady(b)]);
+      const limit = { ratePerSecond: 0.01, burst: 6 };
+      const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).take('shared', limit)));
+      expect(results.filter((r) => r.allowed)).toHaveLength(6);
+      expect(await dropBuckets(prefix)).toEqual([`${prefix}ratelimit:shared`]);
+    } finally {
+      await a.close();
+      await b.close();
+      await dropBuckets(prefix);
+    }
+  });
+
+  it('falls back to in-process buckets while Redis is frozen or gone, without failing or stalling', async () => {
+    const own = await OwnRedis.start();
+    const buckets = new RedisTokenBuckets({ url: own.url, commandTimeoutMs: 100, backoffMs: 500 });
+    try {
+      await waitReady(buckets);
+      const limit = { ratePerSecond: 0.01, burst: 2 };
+      expect((await buckets.take('p', limit)).allowed).toBe(true);
+      own.freeze();
+      const started = Date.now();
+      const during = [];
+      for (let i = 0; i < 5; i++) during.push(await buckets.take('p', limit));
+      // the first take waits for the command timeout; the rest skip Redis during the back-off
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(buckets.fallbacks).toBeGreaterThanOrEqual(5);
+      // the fallback still limits: its own fresh bucket of 2
+      expect(during.map((r) => r.allowed)).toEqual([true, true, false, false, false]);
+      expect(await buckets.check()).toMatch(/unreachable/);
+      own.thaw();
+      await own.stop();
+      expect((await buckets.take('q', limit)).allowed).toBe(true);
+    } finally {
+      await buckets.close();
+      await own.stop();
+    }
+  });
+});
+
+describe('rate limiter settings', () => {
+  it('reads the environment, with defaults', () => {
+    const defaults = loadConfig({}).rateLimits;
+    expect(defaults.perPrincipal).toEqual({ ratePerSecond: 50, burst: 100 });
+    expect(defaults.authFailures).toEqual({ ratePerSecond: 10 / 60, burst: 10 });
+    const id = '6f0c1d2e-3f40-4a5b-8c6d-7e8f90a1b2c3';
+    const set = loadConfig({ RATE_LIMIT_RPS: '200', RATE_LIMIT_PER_KEY: `${id.toUpperCase()}=5, ${id.replace('6f', '7f')}=0`, AUTH_FAILURES_PER_MINUTE: '0' }).rateLimits;
+    expect(set.perPrincipal).toEqual({ ratePerSecond: 200, burst: 400 });
+    expect(set.perKey).toEqual({ [id]: 5, [id.replace('6f', '7f')]: 0 });
+    expect(set.authFailures).toBeNull();
+    expect(loadConfig({ RATE_LIMIT_RPS: '0' }).rateLimits.perPrincipal).toBeNull();
+    expect(() => loadConfig({ RATE_LIMIT_PER_KEY: 'laptop=5' })).toThrow(/RATE_LIMIT_PER_KEY/);
+  });
+
+  it('gives a key its own rate, exempts a key at 0, and keys a bucket by id, never by credential', async () => {
+    const keyA = '11111111-1111-4111-8111-111111111111';
+    const keyB = '22222222-2222-4222-8222-222222222222';
+    const limiter = new RateLimiter(new MemoryTokenBuckets(), {
+      perPrincipal: { ratePerSecond: 0.01, burst: 1 },
+      perKey: { [keyA]: 2, [keyB]: 0 },
+      authFailures: null,
+    });
+    const principal = (keyId: string | null): PrincipalModel => ({
+      user: { id: 'u1', username: 'alice', domain: null, isAdmin: false },
+      authenticatedBy: keyId ? 'API_KEY' : 'PASSWORD',
+      keyId,
+      credentialId: 'c'.repeat(64),
+      authorization: 'secret-value',
+    });
+    const admitted = async (p: PrincipalModel, times: number): Promise<number> => {
+      let ok = 0;
+      for (let i = 0; i < times; i++) ok += await limiter.admit(p, '127.0.0.1').then(() => 1, () => 0);
+      return ok;
+    };
+    expect(await admitted(principal(keyA), 10)).toBe(4); // burst twice its rate
+    expect(await admitted(principal(keyB), 50)).toBe(50);
+    expect(await admitted(principal(null), 3)).toBe(1); // the user's bucket, default limit
+    expect(limiter.counts.principal_limited).toBe(6 + 2);
+    expect([principalBucket(principal(keyA), '::1'), principalBucket(principal(null), '::1'), principalBucket(null, '::1')]).toEqual([
+      `key:${keyA}`,
+      'user:u1',
+      'addr:::1',
+    ]);
+  });
+});
+
+describe.each(storeKinds.slice(0, 1))('rate limits over HTTP ($name store)', (kind) => {
+  let gw: TestGateway;
+  let dispose: () => Promise<void>;
+  let key: string;
+  beforeAll(async () => {
+    const opened = await kind.open();
+    dispose = opened.dispose;
+    gw = await startTestGateway(await embeddedWithUsers(opened.store), {
+      RATE_LIMIT_RPS: '1',
+      RATE_LIMIT_BURST: '4',
+      AUTH_FAILURES_PER_MINUTE: '3',
+    });
+    const created = await gw.gql<{ createApiKey: { key: string } }>(
+      'mutation { createApiKey(input: { name: "limited" }) { key } }',
+      {},
+      { authorization: basicAuthorization('bob', 'bob-password', 'corp.example') },
+    );
+    key = created.body.data!.createApiKey.key;
+  });
+  afterAll(async () => {
+    await gw.stop().catch(() => undefined);
+    await dispose();
+  });
+
+  it('answers a principal over its rate with 429, Retry-After and RATE_LIMITED, on GraphQL and REST alike', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await gw.gql('{ viewer { username } }', {}, { authorization: key })).status);
+    const limited = await gw.gql('{ viewer { username } }', {}, { authorization: key });
+    expect(statuses).toEqual([200, 200, 200, 200]);
+    expect(limited.status).toBe(429);
+    expect(codeOf(limited)).toBe('RATE_LIMITED');
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(JSON.stringify(limited.body)).not.toContain(key);
+
+    const rest = await fetch(`${gw.url}/api/v1/apikey`, { headers: { authorization: key } });
+    expect(rest.status).toBe(429);
+    expect(Number(rest.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    const recs = await fetch(`${gw.url}/v1/items?ids=1&apiKey=${encodeURIComponent(key)}`);
+    expect(recs.status).toBe(429);
+    // another user is not affected
+    const alice = await gw.gql('{ viewer { username } }', {}, { authorization: basicAuthorization('alice', 'alice-password') });
+    expect(alice.status).toBe(200);
+  });
+
+  it('locks out an address after failed authentications, before looking at the next credential', async () => {
+    const wrong = basicAuthorization('alice', 'wrong-password');
+    const statuses: number[] = [];
+    for (let i = 0; i < 3; i++) statuses.push((await gw.gql('{ viewer { username } }', {}, { authorization: wrong })).status);
+    expect(statuses).toEqual([401, 401, 401]);
+    // even the right password is now refused from this address, and so is a REST call
+    const right = await gw.gql('{ viewer { username } }', {}, { authorization: basicAuthorization('alice', 'alice-password') });
+    expect(right.status).toBe(429);
+    expect(codeOf(right)).toBe('RATE_LIMITED');
+    // 3 a minute: the next attempt is some 20 s away
+    expect(Number(right.headers.get('retry-after'))).toBeGreaterThan(10);
+    const rest = await fetch(`${gw.url}/api/v1/apikey`, { headers: { authorization: 'AAECAwQFBgcICQoLDA0ODw' } });
+    expect(rest.status).toBe(429);
+  });
+});
