@@ -17,7 +17,7 @@
  *   --out <file>         where to write the report (default BENCHMARKS.md)
  *   --cpu-prof <dir>     run the embedded gateway under --cpu-prof, profiles into <dir>
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -109,6 +109,9 @@ async function start(script: string, env: Record<string, string>, cpu = SERVER_C
       }),
   };
 }
+
+// the load generator keeps to CPU 0, every thread of it
+execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
 
 process.on('exit', () => {
   for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');

@@ -23,6 +23,7 @@ interface Entry {
   body: Buffer;
   headers: Record<string, string>;
   storedAt: number;
+  expiresAt: number;
 }
 
 /** The response counters since start, for tests and metrics. */
@@ -65,8 +66,6 @@ export class ResponseCache {
       max: options.maxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES,
       maxSize: options.maxBytes ?? 64 * 1024 * 1024,
       sizeCalculation: (entry, key) => entry.body.length + key.length,
-      // our own clock, so tests can move it and expiry follows
-      perf: { now: () => this.now() },
     });
     this.normalised = new LRUCache({ max: options.maxQueries ?? 1_000 });
   }
@@ -105,13 +104,15 @@ export class ResponseCache {
   /** Answers the request from the cache; false when there is nothing fresh for key. */
   serve(key: string, res: ServerResponse): boolean {
     const entry = this.entries.get(key);
-    if (entry === undefined) {
+    const now = this.now();
+    if (entry === undefined || entry.expiresAt <= now) {
+      if (entry !== undefined) this.entries.delete(key);
       this.stats.misses += 1;
       return false;
     }
     this.stats.hits += 1;
     // how long it has been kept, so a shared cache downstream does not keep it past its maxAge
-    res.setHeader('age', String(Math.floor((this.now() - entry.storedAt) / 1000)));
+    res.setHeader('age', String(Math.floor((now - entry.storedAt) / 1000)));
     res.writeHead(200, entry.headers);
     res.end(entry.body);
     return true;
@@ -132,7 +133,8 @@ export class ResponseCache {
     for (const [name, value] of Object.entries(headers)) if (name !== 'age' && name !== 'x-request-id') kept[name] = value;
     const bytes = Buffer.from(body, 'utf8');
     kept['content-length'] = String(bytes.length);
-    this.entries.set(key, { body: bytes, headers: kept, storedAt: this.now() }, { ttl: maxAge * 1000 });
+    const now = this.now();
+    this.entries.set(key, { body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000 });
     this.stats.stored += 1;
   }
 

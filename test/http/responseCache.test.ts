@@ -1,7 +1,9 @@
+import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { Backend } from '../../src/backends/types.js';
+import { ResponseCache } from '../../src/http/responseCache.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
@@ -134,5 +136,49 @@ describe.each(storeKinds)('the response cache in front of the GraphQL pipeline, 
       expect(isHit(invalid)).toBe(false);
       expect(codeOf(invalid)).toBe('GRAPHQL_VALIDATION_FAILED');
     }
+  });
+});
+
+describe('ResponseCache on its own', () => {
+  const json = { 'content-type': 'application/json' };
+  const body = { query: '{ item(itemId: 1) { name } }' };
+  const answer = (cache: ResponseCache, key: string): string | null => {
+    let written: string | null = null;
+    const res = {
+      setHeader: () => undefined,
+      writeHead: () => undefined,
+      end: (chunk: Buffer) => (written = chunk.toString('utf8')),
+    } as unknown as ServerResponse;
+    return cache.serve(key, res) ? written : null;
+  };
+
+  it('keeps an answer no longer than its maxAge', () => {
+    let clock = 1_000_000;
+    const cache = new ResponseCache({ now: () => clock });
+    const key = cache.keyOf('POST', json, body)!;
+    cache.offer(key, 200, { 'cache-control': 'max-age=2, public' }, '{"data":{"item":{"name":"x"}}}');
+    expect(answer(cache, key)).toBe('{"data":{"item":{"name":"x"}}}');
+    clock += 1_999;
+    expect(answer(cache, key)).not.toBeNull();
+    clock += 2;
+    expect(answer(cache, key)).toBeNull();
+  });
+
+  it('keeps nothing private, uncacheable, failed or with errors, and answers nothing but JSON POSTs', () => {
+    const cache = new ResponseCache();
+    const key = cache.keyOf('POST', json, body)!;
+    cache.offer(key, 200, { 'cache-control': 'max-age=300, private' }, '{"data":{}}');
+    cache.offer(key, 200, { 'cache-control': 'no-store' }, '{"data":{}}');
+    cache.offer(key, 500, { 'cache-control': 'max-age=300, public' }, '{"data":{}}');
+    cache.offer(key, 200, { 'cache-control': 'max-age=300, public' }, '{"errors":[{"message":"x"}],"data":{}}');
+    cache.offer(key, 200, { 'cache-control': 'max-age=0, public' }, '{"data":{}}');
+    expect(cache.size).toBe(0);
+    expect(cache.keyOf('GET', json, body)).toBeNull();
+    expect(cache.keyOf('POST', { 'content-type': 'text/plain' }, body)).toBeNull();
+    expect(cache.keyOf('POST', json, { ...body, extensions: { persistedQuery: {} } })).toBeNull();
+    // text that does not even lex; text that lexes but does not parse gets a key and Apollo's error, never kept
+    expect(cache.keyOf('POST', json, { query: '{ item(name: "unterminated }' })).toBeNull();
+    expect(cache.keyOf('POST', json, { ...body, variables: { a: 1 } })).not.toBe(key);
+    expect(cache.keyOf('POST', json, { ...body, operationName: 'Other' })).not.toBe(key);
   });
 });
