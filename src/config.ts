@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { DEFAULT_RESPONSE_CACHE_ENTRIES } from './http/responseCache.js';
 import { DEFAULT_LIMITS, type QueryLimits } from './limits.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './protection/rateLimit.js';
 
@@ -32,6 +33,11 @@ export interface Config {
   cacheRecsTtlSeconds: number;
   /** CACHE_NEGATIVE_TTL_SECONDS: how long an unknown item is remembered, 1 to 60. Default 30. */
   cacheNegativeTtlSeconds: number;
+  /**
+   * RESPONSE_CACHE_MAX_ENTRIES: PUBLIC GraphQL answers kept in process, served to authenticated
+   * callers before the GraphQL pipeline (src/http/responseCache.ts); 0 turns it off. Default 10000.
+   */
+  responseCacheMaxEntries: number;
   /** APIKEY_SERVICE_URL: the key service, for BACKEND=rest. */
   apiKeyServiceUrl: string | null;
   /** RECS_SERVICE_URL: the recommendation service, for BACKEND=rest. */
@@ -164,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
     cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', 300, 1, 86_400),
     cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', 300, 1, 86_400),
     cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', 30, 1, 60),
+    responseCacheMaxEntries: int('RESPONSE_CACHE_MAX_ENTRIES', DEFAULT_RESPONSE_CACHE_ENTRIES, 0, 1_000_000),
     apiKeyServiceUrl: url('APIKEY_SERVICE_URL', ['http:', 'https:']),
     recsServiceUrl: url('RECS_SERVICE_URL', ['http:', 'https:']),
     recsApiKey: get('RECS_API_KEY') ?? null,

@@ -16,12 +16,14 @@ import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
+import { requestSignal } from './http/requestSignal.js';
+import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
 import { observabilityPlugin } from './observability/graphqlPlugin.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import { readiness } from './observability/readiness.js';
-import { observeRequest } from './observability/requestScope.js';
+import { currentRequest, observeRequest } from './observability/requestScope.js';
 import { inServerSpan } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
 import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
@@ -38,7 +40,8 @@ export function loadTypeDefs(): string[] {
 }
 
 export interface GatewayOptions {
-  config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'>;
+  config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
+    Partial<Pick<Config, 'responseCacheMaxEntries'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -143,6 +146,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       ? { breakers: backend.breakerState as () => Record<string, BreakerState> }
       : {}),
   });
+  const maxResponses = config.responseCacheMaxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES;
+  const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses }) : null;
 
   const httpServer = http.createServer();
   const apollo = new ApolloServer<GatewayContext>({
@@ -202,9 +207,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const method = (req.method ?? 'GET').toUpperCase();
     const body = method === 'POST' ? parseBody(await readBody(req, config.bodyLimitBytes), req.headers['content-type']) : undefined;
 
-    const abort = new AbortController();
-    res.once('close', () => abort.abort(new Error('client went away')));
-    const signal = AbortSignal.any([abort.signal, AbortSignal.timeout(config.requestDeadlineMs)]);
+    const signal = requestSignal(res, config.requestDeadlineMs);
 
     // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
     // whatever it asks for, and costs no parsing or validation. The rate limits come first.
@@ -214,6 +217,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
       return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+    }
+
+    // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
+    const cacheKey = principal !== null && responseCache !== null ? responseCache.keyOf(method, req.headers, body) : null;
+    const started = process.hrtime.bigint();
+    const hit = cacheKey === null ? null : responseCache!.serve(cacheKey, res);
+    if (hit !== null) {
+      metrics.graphqlAnswered(hit, 'ok', started);
+      return;
     }
 
     const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search: url.search, body };
@@ -232,6 +244,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // a shared cache may keep a public answer, but only for callers with the same credential
     if (headers['cache-control']?.includes('public')) headers.vary = 'authorization';
     if (result.body.kind === 'complete') {
+      if (cacheKey !== null) {
+        responseCache!.offer(cacheKey, result.status ?? 200, headers, result.body.string, currentRequest()?.operation);
+      }
       headers['content-length'] = String(Buffer.byteLength(result.body.string));
       res.writeHead(result.status ?? 200, headers);
       res.end(result.body.string);
@@ -253,15 +268,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       body = undefined; // the handlers answer a missing or broken body with the interface's 400
     }
-    const abort = new AbortController();
-    res.once('close', () => abort.abort(new Error('client went away')));
     const restRequest: RestRequest = {
       method: (req.method ?? 'GET').toUpperCase(),
       path: url.pathname,
       query: url.searchParams,
       headers: req.headers,
       body,
-      signal: AbortSignal.any([abort.signal, AbortSignal.timeout(config.requestDeadlineMs)]),
+      signal: requestSignal(res, config.requestDeadlineMs),
     };
     const keys = limiter.guard(backend.keys, clientAddress(req));
     const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);

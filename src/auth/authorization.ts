@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * The Authorization header forms of the key service (upstream-facts.md): a key bare or after
@@ -45,7 +45,8 @@ export function parseAuthorization(value: string): Credential | null {
 
 /** SHA-256 of a credential, hex: tells credentials apart in cache keys without holding them. */
 export function credentialId(authorization: string): string {
-  return createHash('sha256').update(authorization.trim()).digest('hex');
+  // the one-shot hash: several times cheaper than createHash() for a short input, and this runs on every request
+  return hash('sha256', authorization.trim(), 'hex');
 }
 
 export function basicAuthorization(username: string, password: string, domain?: string | null): string {

@@ -28,10 +28,7 @@ export function observabilityPlugin<T extends object>(metrics: GatewayMetrics): 
           const errors = body.kind === 'single' ? body.singleResult.errors : undefined;
           const code = errors?.[0]?.extensions?.code;
           const outcome = errors === undefined || errors.length === 0 ? 'ok' : isErrorCode(code) ? code : 'error';
-          const record = currentRequest();
-          if (record && record.operation === undefined) record.operation = operation;
-          metrics.graphqlRequests.inc({ operation, outcome });
-          metrics.graphqlDuration.observe({ operation }, Number(process.hrtime.bigint() - started) / 1e9);
+          metrics.graphqlAnswered(operation, outcome, started);
         },
       };
     },

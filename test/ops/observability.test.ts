@@ -94,7 +94,9 @@ describe('observability of a GraphQL request in REST mode', () => {
   });
 
   it('serves Prometheus metrics: operations by outcome, upstream calls, cache, batches, breakers', async () => {
-    await gql(url, RECS, {}, { authorization: key }); // the list now comes from the cache
+    await gql(url, RECS, {}, { authorization: key }); // answered by the response cache, and counted
+    // another selection of the same list: past the response cache, the list and items come from the shared cache
+    await gql(url, 'query Other { item(itemId: 1) { postBrowsedProducts(first: 3) { itemId } } }', {}, { authorization: key });
     await gql(url, '{ viewer { isAdmin } }', {}, { authorization: key });
     await gql(url, 'query Broken { nope }', {}, { authorization: key });
     await gql(url, 'query Missing { item(itemId: 999) { name } }', {}, { authorization: key });

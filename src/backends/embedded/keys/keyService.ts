@@ -17,7 +17,18 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const isUuid = (value: string): boolean => UUID.test(value);
 
+const isExpired = (key: KeyRecord, now: number): boolean => key.expiresAt !== null && key.expiresAt.getTime() <= now;
+
+/** Verified keys kept at most; past it the map starts over (lookups are cheap, memory is bounded). */
+const MAX_VERIFIED_KEYS = 10_000;
+
 export interface EmbeddedKeyServiceOptions {
+  /**
+   * How long a verified key is trusted without a lookup, in ms, where the store can tell when
+   * another process changed it (SQLite); default 30000, 0 turns it off. A key deleted through
+   * this service, or changed by any other process, is looked up again on the very next request.
+   */
+  verifiedKeyTtlMs?: number;
   /** How often a key's lastUsedAt is written at most, in ms; default 60000. */
   lastUsedResolutionMs?: number;
   /** The clock, for tests of expiry; default Date.now. */
@@ -50,6 +61,10 @@ export class EmbeddedKeyService implements KeyService {
   private readonly now: () => number;
   /** When each key's lastUsedAt was last written, so a busy key costs one write a minute. */
   private readonly lastTouched = new Map<string, number>();
+  /** Verified keys by credential hash (never the key), with the store's data version they hold for. */
+  private readonly verified = new Map<string, { principal: Omit<PrincipalModel, 'authorization'>; key: KeyRecord; checkedAt: number }>();
+  private verifiedVersion = -1;
+  private readonly verifiedKeyTtlMs: number;
 
   constructor(
     private readonly store: KeyStore,
@@ -57,6 +72,7 @@ export class EmbeddedKeyService implements KeyService {
   ) {
     this.lastUsedResolutionMs = options.lastUsedResolutionMs ?? 60_000;
     this.now = options.now ?? Date.now;
+    this.verifiedKeyTtlMs = options.verifiedKeyTtlMs ?? 30_000;
   }
 
   async authenticate(authorization: string): Promise<PrincipalModel> {
@@ -71,11 +87,33 @@ export class EmbeddedKeyService implements KeyService {
       return this.principal(user, 'PASSWORD', null, authorization);
     }
 
-    const found = await this.store.findKeyByHash(hashApiKey(credential.key));
     const now = this.now();
-    if (!found || (found.key.expiresAt !== null && found.key.expiresAt.getTime() <= now)) throw unauthenticated();
+    const useVerified = this.verifiedKeyTtlMs > 0 && this.store.dataVersion !== undefined;
+    const id = credentialId(authorization);
+    if (useVerified) {
+      // Another process (a CLI, a second gateway on the same file) changed the store: trust nothing kept.
+      const version = this.store.dataVersion!();
+      if (version !== this.verifiedVersion) {
+        this.verified.clear();
+        this.verifiedVersion = version;
+      }
+      const hit = this.verified.get(id);
+      if (hit && now - hit.checkedAt < this.verifiedKeyTtlMs && !isExpired(hit.key, now)) {
+        this.touch(hit.key, now);
+        return { ...hit.principal, authorization };
+      }
+    }
+
+    const found = await this.store.findKeyByHash(hashApiKey(credential.key));
+    if (!found || isExpired(found.key, now)) throw unauthenticated();
     this.touch(found.key, now);
-    return this.principal(found.user, 'API_KEY', found.key.id, authorization);
+    const principal = this.principal(found.user, 'API_KEY', found.key.id, authorization, id);
+    if (useVerified) {
+      if (this.verified.size >= MAX_VERIFIED_KEYS) this.verified.clear();
+      const { authorization: _secret, ...kept } = principal;
+      this.verified.set(id, { principal: kept, key: found.key, checkedAt: now });
+    }
+    return principal;
   }
 
   async listKeys(principal: PrincipalModel, of?: UserRef | null): Promise<ApiKeyModel[]> {
@@ -116,6 +154,8 @@ export class EmbeddedKeyService implements KeyService {
     const owner = principal.user.isAdmin ? null : principal.user.id;
     if (!(await this.store.deleteKey(id.toLowerCase(), owner))) throw notFound(`API key not found: ${id}`);
     this.lastTouched.delete(id.toLowerCase());
+    // this process's own write does not move the data version: forget the key here and now
+    for (const [credential, entry] of this.verified) if (entry.key.id === id.toLowerCase()) this.verified.delete(credential);
   }
 
   /** The user a key operation acts on: the caller, or (administrators only) the one named. */
@@ -138,8 +178,9 @@ export class EmbeddedKeyService implements KeyService {
     authenticatedBy: PrincipalModel['authenticatedBy'],
     keyId: string | null,
     authorization: string,
+    id: string = credentialId(authorization),
   ): PrincipalModel {
-    return { user: toUserModel(user), authenticatedBy, keyId, credentialId: credentialId(authorization), authorization };
+    return { user: toUserModel(user), authenticatedBy, keyId, credentialId: id, authorization };
   }
 
   private touch(key: KeyRecord, now: number): void {

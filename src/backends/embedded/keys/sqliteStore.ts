@@ -95,6 +95,7 @@ export class SqliteKeyStore implements KeyStore {
       deleteAny: db.prepare('DELETE FROM api_keys WHERE id = ?'),
       deleteOwn: db.prepare('DELETE FROM api_keys WHERE id = ? AND user_id = ?'),
       touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
+      dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     };
   }
 
@@ -120,6 +121,11 @@ export class SqliteKeyStore implements KeyStore {
         UNIQUE (user_id, name)
       );
     `);
+  }
+
+  /** SQLite's data_version: it changes when another connection, in any process, commits. */
+  dataVersion(): number {
+    return this.statements.dataVersion.get()!;
   }
 
   async migrate(): Promise<void> {

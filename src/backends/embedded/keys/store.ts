@@ -60,6 +60,12 @@ export interface KeyStore {
   deleteKey(id: string, ownerId: string | null): Promise<boolean>;
   /** Records when a key was last used. */
   touchKey(id: string, at: Date): Promise<void>;
+  /**
+   * A number that changes whenever another connection (another process) has changed the store
+   * since this one last looked, read synchronously and cheaply; absent where the store cannot
+   * tell (PostgreSQL), which makes the key service look every key up on every request.
+   */
+  dataVersion?(): number;
   close(): Promise<void>;
 }
 

@@ -1,0 +1,541 @@
+/**
+ * The benchmark suite (not a test): `npm run bench [-- options]`.
+ *
+ * Starts everything it measures on 127.0.0.1, each server in its own process pinned to CPU 1
+ * (taskset) while this process, the load generator (autocannon, in-process), runs on CPU 0; runs
+ * the comparisons of issue 8 in one run, prints a table of req/s, p50, p99 and ratios, and writes
+ * BENCHMARKS.md with the machine and the command.
+ *
+ * Options:
+ *   --duration <s>       measured seconds per load scenario (default 10)
+ *   --warmup <s>         unmeasured seconds before each (default 2)
+ *   --connections <n>    concurrent connections (default 20)
+ *   --cold-requests <n>  distinct anchors for the cold scenarios (default 300)
+ *   --only <ids>         comma-separated scenario ids (raw,apollo,naive,emb,emb-noauth,rest,rest-noauth,cold,nested,keys,recommender)
+ *   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
+ *   --no-write           print only; leave BENCHMARKS.md alone
+ *   --out <file>         where to write the report (default BENCHMARKS.md)
+ *   --cpu-prof <dir>     run the embedded gateway under --cpu-prof, profiles into <dir>
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { EmbeddedKeyService } from '../src/backends/embedded/keys/keyService.js';
+import { SqliteKeyStore } from '../src/backends/embedded/keys/sqliteStore.js';
+import { addUser } from '../src/backends/embedded/keys/users.js';
+import { basicAuthorization } from '../src/auth/authorization.js';
+import { buildDemo } from '../src/backends/embedded/demo.js';
+import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+
+const { values: flags } = parseArgs({
+  options: {
+    duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
+    connections: { type: 'string', default: '20' },
+    'cold-requests': { type: 'string', default: '300' },
+    only: { type: 'string' },
+    'with-10m': { type: 'boolean', default: false },
+    'no-write': { type: 'boolean', default: false },
+    out: { type: 'string', default: 'BENCHMARKS.md' },
+    'cpu-prof': { type: 'string' },
+  },
+});
+const DURATION = Number(flags.duration);
+const WARMUP = Number(flags.warmup);
+const CONNECTIONS = Number(flags.connections);
+const COLD_REQUESTS = Number(flags['cold-requests']);
+const only = flags.only ? new Set(flags.only.split(',')) : null;
+const wanted = (id: string): boolean => only === null || only.has(id);
+
+// ---------------------------------------------------------------------------------------------
+// processes
+
+const children = new Set<ChildProcess>();
+const SERVER_CPU = '1';
+const ANY_CPU = '0-1';
+
+interface Target {
+  url: string;
+  /** CPU time the process has used so far, user + system, in ms (10 ms resolution). */
+  cpuMs(): number;
+  stop(): Promise<void>;
+}
+
+/** utime + stime of a process from /proc (fields 14 and 15, in clock ticks of 10 ms). */
+function cpuMsOf(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** Starts bench/targets/<script>.ts pinned to `cpu` and waits for its {"url"} line. */
+async function start(script: string, env: Record<string, string>, cpu = SERVER_CPU, nodeFlags: string[] = []): Promise<Target> {
+  const child = spawn('taskset', ['-c', cpu, process.execPath, ...nodeFlags, '--import', 'tsx', `bench/targets/${script}.ts`], {
+    cwd: ROOT,
+    env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${stderr}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      try {
+        const parsed = JSON.parse(line) as { url?: string };
+        if (parsed.url) resolve(parsed.url);
+      } catch {
+        // not our line
+      }
+    });
+  });
+  return {
+    url,
+    cpuMs: () => cpuMsOf(child.pid!),
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
+        child.once('exit', () => {
+          children.delete(child);
+          resolve();
+        });
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+// the load generator keeps to CPU 0, every thread of it
+execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+
+process.on('exit', () => {
+  for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+// ---------------------------------------------------------------------------------------------
+// load
+
+interface Measured {
+  rps: number;
+  /** CPU time of the server under test per request, in µs: robust to other load on the machine. */
+  cpuUs: number;
+  p50: number;
+  p99: number;
+  requests: number;
+  non2xx: number;
+  errors: number;
+}
+
+interface LoadSpec {
+  url: string;
+  /** The server under test, whose CPU time is measured. */
+  target: Target;
+  headers: Record<string, string>;
+  /** The request bodies, taken in turn. */
+  bodies: string[];
+  connections?: number;
+  /** A fixed number of requests instead of a duration (cold runs: one request per body). */
+  amount?: number;
+}
+
+function percentile(sorted: Float64Array, p: number): number {
+  return sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+}
+
+/** One autocannon run; latencies kept at full resolution (autocannon's histogram is whole ms). */
+async function cannon(spec: LoadSpec, seconds: number, record: boolean): Promise<Measured> {
+  let next = 0;
+  const latencies: number[] = [];
+  const instance = autocannon({
+    url: spec.url,
+    connections: spec.connections ?? CONNECTIONS,
+    ...(spec.amount ? { amount: spec.amount } : { duration: seconds }),
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...spec.headers },
+    body: spec.bodies[0],
+    ...(spec.bodies.length > 1
+      ? { requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: spec.bodies[next++ % spec.bodies.length] }) }] }
+      : {}),
+  });
+  if (record) instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latencies.push(ms));
+  const cpu0 = spec.target.cpuMs();
+  const result = await instance;
+  const cpu = spec.target.cpuMs() - cpu0;
+  const sorted = Float64Array.from(latencies).sort();
+  return {
+    rps: result.requests.total / result.duration,
+    cpuUs: (cpu * 1000) / result.requests.total,
+    p50: percentile(sorted, 0.5),
+    p99: percentile(sorted, 0.99),
+    requests: result.requests.total,
+    non2xx: result.non2xx,
+    errors: result.errors + result.timeouts,
+  };
+}
+
+async function load(spec: LoadSpec): Promise<Measured> {
+  if (!spec.amount && WARMUP > 0) await cannon(spec, WARMUP, false);
+  return cannon(spec, DURATION, true);
+}
+
+/** Sequential requests, one at a time, with their latencies: for latency comparisons without queueing. */
+async function sequential(requests: { url: string; init: RequestInit }[]): Promise<{ p50: number; p99: number; mean: number }> {
+  const times = new Float64Array(requests.length);
+  for (const [i, { url, init }] of requests.entries()) {
+    const t = performance.now();
+    const response = await fetch(url, init);
+    await response.arrayBuffer();
+    times[i] = performance.now() - t;
+    if (response.status !== 200) throw new Error(`${url}: HTTP ${response.status}`);
+  }
+  times.sort();
+  return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), mean: times.reduce((a, b) => a + b, 0) / times.length };
+}
+
+// ---------------------------------------------------------------------------------------------
+// fixtures
+
+const RECS_QUERY =
+  'query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId) { itemId name salePrice brandName customerRating } }';
+const NESTED_QUERY =
+  'query Nested($itemId: ItemId!) { productRecommendations(itemId: $itemId) { itemId name salePrice variantItems { itemId name salePrice color size } } }';
+const body = (query: string, itemId: number): string => JSON.stringify({ query, variables: { itemId } });
+
+async function post(url: string, payload: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+  const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: payload });
+  return { status: response.status, text: await response.text() };
+}
+
+function expectRecs(name: string, answer: { status: number; text: string }, length = 10): void {
+  const parsed = JSON.parse(answer.text) as { data?: { productRecommendations?: unknown[] }; errors?: unknown };
+  if (answer.status !== 200 || parsed.errors || parsed.data?.productRecommendations?.length !== length) {
+    throw new Error(`${name} answered ${answer.status} ${answer.text.slice(0, 300)}`);
+  }
+}
+
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'recs-bench-'));
+const cleanup = (): void => rmSync(dataDir, { recursive: true, force: true });
+process.on('exit', cleanup);
+
+console.log(`setting up in ${dataDir} ...`);
+const store = new SqliteKeyStore(path.join(dataDir, 'keys.db'));
+const benchUser = await addUser(store, { username: 'bench', password: 'bench-password' });
+const keyService = new EmbeddedKeyService(store);
+const principal = await keyService.authenticate(basicAuthorization('bench', 'bench-password'));
+const clientKey = (await keyService.createKey(principal, { name: 'client' })).key;
+const recsKey = (await keyService.createKey(principal, { name: 'gateway' })).key;
+
+// anchors with a full list of next-best products, from the same deterministic demo shop the servers build
+const demo = buildDemo();
+const demoRecs = new EmbeddedRecs(demo.catalog, demo.log);
+const anchors = [...demo.catalog.values()].map((item) => item.itemId).filter((id) => demoRecs.recommendNow('NEXT_BEST_PRODUCT', id).entries.length === 10);
+const hotAnchor = anchors[0]!;
+console.log(`${anchors.length} anchors with 10 recommendations; hot anchor ${hotAnchor}`);
+if (anchors.length < COLD_REQUESTS * 3) throw new Error('not enough anchors for the cold runs');
+const coldSets = [0, 1, 2].map((n) => anchors.slice(n * COLD_REQUESTS, (n + 1) * COLD_REQUESTS));
+
+const embeddedEnv = { BACKEND: 'embedded', DATA_DIR: dataDir };
+const auth = { authorization: clientKey };
+
+// ---------------------------------------------------------------------------------------------
+// the run
+
+interface Row {
+  id: string;
+  name: string;
+  m: Measured;
+  note?: string;
+}
+const rows: Row[] = [];
+const notes: string[] = [];
+const fmt = (x: number, digits = 2): string => (Number.isFinite(x) ? x.toFixed(digits) : '–');
+
+function report(row: Row): void {
+  rows.push(row);
+  const { m } = row;
+  console.log(
+    `  ${row.name}: ${Math.round(m.rps)} req/s, ${Math.round(m.cpuUs)} µs CPU/req, p50 ${fmt(m.p50)} ms, p99 ${fmt(m.p99)} ms` +
+      (m.non2xx || m.errors ? `, ${m.non2xx} non-2xx, ${m.errors} errors` : ''),
+  );
+  if (m.non2xx > 0 || m.errors > 0) notes.push(`${row.name}: ${m.non2xx} non-2xx answers and ${m.errors} errors`);
+}
+
+const upstream = await start('gateway', { ...embeddedEnv, BENCH_COUNT_CALLS: '1' }, ANY_CPU);
+const restEnv = {
+  BACKEND: 'rest',
+  APIKEY_SERVICE_URL: upstream.url,
+  RECS_SERVICE_URL: upstream.url,
+  RECS_API_KEY: recsKey,
+};
+const upstreamCalls = async (): Promise<Record<string, number>> =>
+  (await fetch(`${upstream.url}/__bench/calls`)).json() as Promise<Record<string, number>>;
+const totalCalls = (calls: Record<string, number>): number => Object.values(calls).reduce((a, b) => a + b, 0);
+
+const profileFlags = flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [];
+const emb = await start('gateway', embeddedEnv, SERVER_CPU, profileFlags);
+const embUrl = `${emb.url}/graphql`;
+const hotBody = body(RECS_QUERY, hotAnchor);
+const reference = await post(embUrl, hotBody, auth);
+expectRecs('embedded gateway', reference);
+const bodyFile = path.join(dataDir, 'body.json');
+writeFileSync(bodyFile, reference.text);
+const itemsFile = path.join(dataDir, 'items.json');
+writeFileSync(itemsFile, JSON.stringify((JSON.parse(reference.text) as { data: { productRecommendations: unknown[] } }).data.productRecommendations));
+const unauth = await post(embUrl, hotBody, { authorization: 'AAAAAAAAAAAAAAAAAAAAAA' });
+if (unauth.status !== 401) throw new Error(`a bad key got ${unauth.status}`);
+
+const oneTarget = async (id: string, name: string, run: () => Promise<Row | null>): Promise<void> => {
+  if (!wanted(id)) return;
+  console.log(`${id}: ${name}`);
+  const row = await run();
+  if (row) report(row);
+};
+
+await oneTarget('raw', 'raw node:http, same JSON bytes', async () => {
+  const raw = await start('raw', { BENCH_BODY_FILE: bodyFile });
+  try {
+    return { id: 'raw', name: '(1) raw node:http, same bytes', m: await load({ target: raw, url: `${raw.url}/graphql`, headers: auth, bodies: [hotBody] }) };
+  } finally {
+    await raw.stop();
+  }
+});
+
+await oneTarget('apollo', 'bare Apollo Server 5, static list', async () => {
+  const apollo = await start('apollo', { BENCH_APOLLO: 'static', BENCH_ITEMS_FILE: itemsFile, NODE_ENV: 'production' });
+  try {
+    expectRecs('bare apollo', await post(apollo.url, hotBody, {}));
+    return { id: 'apollo', name: '(2) bare Apollo Server 5, static list', m: await load({ target: apollo, url: apollo.url, headers: {}, bodies: [hotBody] }) };
+  } finally {
+    await apollo.stop();
+  }
+});
+
+await oneTarget('naive', 'Apollo + RESTDataSource over REST, no cache', async () => {
+  const naive = await start('apollo', { BENCH_APOLLO: 'naive', BENCH_UPSTREAM_URL: `${upstream.url}/`, BENCH_RECS_KEY: recsKey });
+  try {
+    expectRecs('naive peer', await post(naive.url, hotBody, auth));
+    const bad = await post(naive.url, hotBody, { authorization: 'AAAAAAAAAAAAAAAAAAAAAA' });
+    if (bad.status !== 401) throw new Error(`naive peer let a bad key through: ${bad.status}`);
+    return { id: 'naive', name: '(3) naive peer: Apollo + RESTDataSource, no cache', m: await load({ target: naive, url: naive.url, headers: auth, bodies: [hotBody] }) };
+  } finally {
+    await naive.stop();
+  }
+});
+
+await oneTarget('emb', 'gateway cached, embedded', async () => ({
+  id: 'emb',
+  name: '(4) gateway cached, embedded, API key',
+  m: await load({ target: emb, url: embUrl, headers: auth, bodies: [hotBody] }),
+}));
+await emb.stop();
+
+await oneTarget('emb-noauth', 'gateway cached, embedded, authentication stubbed (bench only)', async () => {
+  const stub = await start('gateway', { ...embeddedEnv, BENCH_STUB_AUTH: '1' });
+  try {
+    expectRecs('stubbed gateway', await post(`${stub.url}/graphql`, hotBody, auth));
+    return { id: 'emb-noauth', name: '(4) same, authentication stubbed', m: await load({ target: stub, url: `${stub.url}/graphql`, headers: auth, bodies: [hotBody] }) };
+  } finally {
+    await stub.stop();
+  }
+});
+
+await oneTarget('rest', 'gateway cached, REST mode', async () => {
+  const rest = await start('gateway', restEnv);
+  try {
+    expectRecs('REST-mode gateway', await post(`${rest.url}/graphql`, hotBody, auth));
+    return { id: 'rest', name: '(4) gateway cached, REST mode, API key', m: await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: [hotBody] }) };
+  } finally {
+    await rest.stop();
+  }
+});
+
+type Latency = { p50: number; p99: number; mean: number };
+const extra: {
+  cold?: { upstream: Latency; gateway: Latency };
+  nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
+  keyRates?: { apiKey: number; basic: number };
+} = {};
+await oneTarget('cold', 'gateway cold, REST mode, distinct anchors', async () => {
+  // the upstream's own latency for the call the gateway makes, one request at a time
+  const direct = await sequential(
+    coldSets[0]!.map((id) => ({ url: `${upstream.url}/v1/nbp?itemId=${id}&apiKey=${encodeURIComponent(recsKey)}`, init: {} })),
+  );
+  const rest = await start('gateway', restEnv);
+  try {
+    // one request authenticates the key (then the REST backend's auth cache has it, as in service)
+    expectRecs('REST-mode gateway', await post(`${rest.url}/graphql`, body(RECS_QUERY, anchors.at(-1)!), auth));
+    const gateway = await sequential(
+      coldSets[0]!.map((id) => ({
+        url: `${rest.url}/graphql`,
+        init: { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: body(RECS_QUERY, id) },
+      })),
+    );
+    extra.cold = { upstream: direct, gateway };
+    console.log(`  sequential: upstream p50 ${fmt(direct.p50)} ms, through the gateway p50 ${fmt(gateway.p50)} ms (+${fmt(gateway.p50 - direct.p50)} ms)`);
+    const m = await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: coldSets[1]!.map((id) => body(RECS_QUERY, id)), amount: COLD_REQUESTS });
+    return { id: 'cold', name: `(5) gateway cold, REST mode (${COLD_REQUESTS} distinct anchors)`, m };
+  } finally {
+    await rest.stop();
+  }
+});
+
+await oneTarget('nested', 'nested query, REST mode, cold then warm', async () => {
+  const rest = await start('gateway', restEnv);
+  try {
+    const nestedBodies = coldSets[2]!.map((id) => body(NESTED_QUERY, id));
+    const first = await post(`${rest.url}/graphql`, nestedBodies[0]!, auth);
+    expectRecs('nested query', first);
+    await upstreamCalls();
+    const m = await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: nestedBodies, amount: nestedBodies.length });
+    const coldDetail = await upstreamCalls();
+    report({ id: 'nested-cold', name: `(6) nested query, cold, REST mode (${nestedBodies.length} distinct anchors)`, m });
+    const warm = await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: nestedBodies });
+    const warmCalls = totalCalls(await upstreamCalls());
+    const nestedCalls = { cold: totalCalls(coldDetail) / m.requests, warm: warmCalls / warm.requests, coldDetail };
+    extra.nestedCalls = nestedCalls;
+    console.log(`  upstream calls per request: cold ${fmt(nestedCalls.cold)}, warm ${fmt(nestedCalls.warm, 4)} (${JSON.stringify(coldDetail)})`);
+    return { id: 'nested-warm', name: '(6) nested query, warm, REST mode (same anchors again)', m: warm };
+  } finally {
+    await rest.stop();
+  }
+});
+await upstream.stop();
+
+// ---------------------------------------------------------------------------------------------
+// key verification, in this process, with no load running
+
+if (wanted('keys')) {
+  console.log('keys: authenticate() per second');
+  const rate = async (fn: () => Promise<unknown>, ms: number): Promise<number> => {
+    let n = 0;
+    const t0 = performance.now();
+    while (performance.now() - t0 < ms) {
+      await fn();
+      n++;
+    }
+    return (n * 1000) / (performance.now() - t0);
+  };
+  const basic = basicAuthorization('bench', 'bench-password');
+  await rate(() => keyService.authenticate(clientKey), 300);
+  const keyRates = {
+    apiKey: await rate(() => keyService.authenticate(clientKey), 2000),
+    basic: await rate(() => keyService.authenticate(basic), 2000),
+  };
+  extra.keyRates = keyRates;
+  console.log(`  API key against SQLite: ${Math.round(keyRates.apiKey)}/s; Basic (scrypt N=2^15): ${fmt(keyRates.basic, 1)}/s`);
+}
+await store.close();
+void benchUser;
+
+// ---------------------------------------------------------------------------------------------
+// the recommender's own benchmark, in a child on the server core
+
+let recommenderOutput = '';
+if (wanted('recommender')) {
+  console.log(`recommender: bench/recommender.ts${flags['with-10m'] ? '' : ' --skip-10m'}`);
+  const child = spawn(
+    'taskset',
+    ['-c', SERVER_CPU, process.execPath, '--expose-gc', '--import', 'tsx', 'bench/recommender.ts', ...(flags['with-10m'] ? [] : ['--skip-10m'])],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+  );
+  child.stdout!.on('data', (chunk: Buffer) => (recommenderOutput += chunk));
+  await new Promise((resolve) => child.once('exit', resolve));
+  console.log(recommenderOutput);
+}
+
+// ---------------------------------------------------------------------------------------------
+// the table
+
+const byId = new Map(rows.map((row) => [row.id, row]));
+const rps = (id: string): number => byId.get(id)?.m.rps ?? NaN;
+const table = [
+  '| scenario | req/s | server CPU µs/req | p50 ms | p99 ms | vs (1) raw | vs (2) Apollo | vs (3) naive |',
+  '|---|---:|---:|---:|---:|---:|---:|---:|',
+  ...rows.map(
+    (row) =>
+      `| ${row.name} | ${Math.round(row.m.rps)} | ${Math.round(row.m.cpuUs)} | ${fmt(row.m.p50)} | ${fmt(row.m.p99)} | ${fmt(row.m.rps / rps('raw'))} | ${fmt(row.m.rps / rps('apollo'))} | ${fmt(row.m.rps / rps('naive'))} |`,
+  ),
+];
+
+const verdict = (ok: boolean): string => (ok ? 'met' : '**missed**');
+const targets: string[] = [];
+const embRow = byId.get('emb');
+if (embRow) {
+  targets.push(`| (4) embedded ≥ 50% of (1) | ${fmt((embRow.m.rps / rps('raw')) * 100, 0)}% | ${verdict(embRow.m.rps >= 0.5 * rps('raw'))} |`);
+  targets.push(`| (4) embedded ≥ 3x (2) | ${fmt(embRow.m.rps / rps('apollo'))}x | ${verdict(embRow.m.rps >= 3 * rps('apollo'))} |`);
+  targets.push(`| (4) embedded ≥ 10x (3) | ${fmt(embRow.m.rps / rps('naive'))}x | ${verdict(embRow.m.rps >= 10 * rps('naive'))} |`);
+  targets.push(`| (4) embedded p99 ≤ 5 ms at ${CONNECTIONS} connections | ${fmt(embRow.m.p99)} ms | ${verdict(embRow.m.p99 <= 5)} |`);
+  const cost = 1 - embRow.m.rps / rps('emb-noauth');
+  targets.push(`| authentication ≤ 5% of throughput (embedded) | ${fmt(cost * 100, 1)}% | ${verdict(cost <= 0.05)} |`);
+}
+const restRow = byId.get('rest');
+if (restRow) {
+  targets.push(`| (4) REST mode ≥ 50% of (1) | ${fmt((restRow.m.rps / rps('raw')) * 100, 0)}% | ${verdict(restRow.m.rps >= 0.5 * rps('raw'))} |`);
+  targets.push(`| (4) REST mode ≥ 3x (2) | ${fmt(restRow.m.rps / rps('apollo'))}x | ${verdict(restRow.m.rps >= 3 * rps('apollo'))} |`);
+  targets.push(`| (4) REST mode ≥ 10x (3) | ${fmt(restRow.m.rps / rps('naive'))}x | ${verdict(restRow.m.rps >= 10 * rps('naive'))} |`);
+  targets.push(`| (4) REST mode p99 ≤ 5 ms at ${CONNECTIONS} connections | ${fmt(restRow.m.p99)} ms | ${verdict(restRow.m.p99 <= 5)} |`);
+}
+if (extra.cold) {
+  const c = extra.cold;
+  targets.push(
+    `| (5) cold adds ≤ 1 ms to the upstream's latency (p50, one at a time) | upstream ${fmt(c.upstream.p50)} ms, gateway ${fmt(c.gateway.p50)} ms: +${fmt(c.gateway.p50 - c.upstream.p50)} ms (p99 +${fmt(c.gateway.p99 - c.upstream.p99)} ms) | ${verdict(c.gateway.p50 - c.upstream.p50 <= 1)} |`,
+  );
+}
+
+const cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
+const command = `npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`;
+const load1 = os.loadavg()[0]!.toFixed(2);
+const lines = [
+  `Machine: ${os.cpus().length} cores (nproc), ${cpu}; node ${process.version}; ${new Date().toISOString()}`,
+  `Command: \`${command}\` (${DURATION} s per scenario after ${WARMUP} s of warm-up, ${CONNECTIONS} connections; load average at the end ${load1})`,
+  '',
+  ...table,
+  '',
+  '| target | measured | |',
+  '|---|---|---|',
+  ...targets,
+  '',
+  ...(extra.nestedCalls
+    ? [
+        `Nested query upstream calls per request: cold ${fmt(extra.nestedCalls.cold)} ` +
+          `(${JSON.stringify(extra.nestedCalls.coldDetail)} over ${COLD_REQUESTS} requests), warm ${fmt(extra.nestedCalls.warm, 4)}.`,
+        '',
+      ]
+    : []),
+  ...(extra.keyRates
+    ? [
+        `Key verification, one caller, in-process: \`authenticate()\` with an API key against SQLite ${Math.round(extra.keyRates.apiKey)}/s; ` +
+          `with Basic credentials (scrypt N=2^15, r=8, p=3) ${fmt(extra.keyRates.basic, 1)}/s.`,
+        '',
+      ]
+    : []),
+  ...notes.map((note) => `Note: ${note}`),
+  ...(recommenderOutput ? ['Recommender (`bench/recommender.ts`, on the server core):', '', '```', recommenderOutput.trim(), '```', ''] : []),
+];
+const text = lines.join('\n');
+console.log(`\n${text}`);
+
+if (!flags['no-write']) {
+  const file = path.resolve(ROOT, flags.out);
+  const marker = '<!-- bench:latest -->';
+  let previous = '';
+  try {
+    previous = readFileSync(file, 'utf8');
+  } catch {
+    // first run
+  }
+  const [head, , tail] = previous.split(marker);
+  const updated =
+    previous.includes(marker) && tail !== undefined
+      ? `${head}${marker}\n${text}\n${marker}${tail}`
+      : `# Benchmarks\n\n${marker}\n${text}\n${marker}\n`;
+  writeFileSync(file, updated);
+  console.log(`\nwrote ${file}`);
+}
+cleanup();
+process.exit(0);

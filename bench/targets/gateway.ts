@@ -1,0 +1,61 @@
+/**
+ * A benchmark target (not a test): the gateway as `recs-gateway serve` builds it, from the same
+ * environment variables, in its own process so that the load generator does not share its core.
+ * Prints one JSON line {"url": ...} once it listens. Bench-only switches, never read by src/:
+ *   BENCH_STUB_AUTH=1      authenticate() returns a fixed principal without any lookup, to
+ *                          measure what authentication costs (the header is still required)
+ *   BENCH_COUNT_CALLS=1    counts requests by path; GET /__bench/calls returns and resets them
+ *                          (used on the upstream, to count the calls a query causes)
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { openBackend } from '../../src/backends/index.js';
+import type { PrincipalModel } from '../../src/backends/types.js';
+import { openCache } from '../../src/cache/index.js';
+import { loadConfig } from '../../src/config.js';
+import { createGateway } from '../../src/server.js';
+import { credentialId } from '../../src/auth/authorization.js';
+
+const config = loadConfig(process.env);
+const cache = openCache(config);
+const backend = await openBackend(config, { cache });
+
+if (process.env.BENCH_STUB_AUTH === '1') {
+  const fixed: Omit<PrincipalModel, 'authorization'> = {
+    user: { id: '00000000-0000-4000-8000-000000000000', username: 'bench', domain: null, isAdmin: false },
+    authenticatedBy: 'API_KEY',
+    keyId: null,
+    credentialId: credentialId('bench'),
+  };
+  backend.keys.authenticate = async (authorization: string) => ({ ...fixed, authorization });
+}
+
+const gateway = await createGateway({ config, backend, cache });
+
+if (process.env.BENCH_COUNT_CALLS === '1') {
+  const calls: Record<string, number> = {};
+  const listeners = gateway.httpServer.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  gateway.httpServer.removeAllListeners('request');
+  gateway.httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (path === '/__bench/calls') {
+      const body = JSON.stringify(calls);
+      for (const name of Object.keys(calls)) delete calls[name];
+      res.writeHead(200, { 'content-type': 'application/json' }).end(body);
+      return;
+    }
+    const route = path.startsWith('/v1/items/') ? '/v1/items/:id' : path;
+    calls[route] = (calls[route] ?? 0) + 1;
+    for (const listener of listeners) listener(req, res);
+  });
+}
+
+const url = await gateway.listen(0, '127.0.0.1');
+process.stdout.write(`${JSON.stringify({ url })}\n`);
+const stop = (): void => {
+  gateway.stop().then(
+    () => process.exit(0),
+    () => process.exit(1),
+  );
+};
+process.on('SIGTERM', stop);
+process.on('SIGINT', stop);

@@ -1,0 +1,151 @@
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import { stripIgnoredCharacters } from 'graphql';
+import { LRUCache } from 'lru-cache';
+
+/** Responses kept by default (RESPONSE_CACHE_MAX_ENTRIES). */
+export const DEFAULT_RESPONSE_CACHE_ENTRIES = 10_000;
+
+/** Options of ResponseCache; every one has a default. */
+export interface ResponseCacheOptions {
+  /** Responses kept at most; default DEFAULT_RESPONSE_CACHE_ENTRIES (10,000). */
+  maxEntries?: number;
+  /** Bytes of response bodies kept at most; default 64 MiB. */
+  maxBytes?: number;
+  /** Longest time a response is kept, in seconds, whatever its maxAge; default 300. */
+  maxTtlSeconds?: number;
+  /** Distinct query texts whose normalised form is remembered; default 1,000. */
+  maxQueries?: number;
+  /** The clock, for tests; default Date.now. */
+  now?: () => number;
+}
+
+interface Entry {
+  /** The operation's metrics label, so a hit is counted like the miss that stored it. */
+  operation: string;
+  body: Buffer;
+  headers: Record<string, string>;
+  storedAt: number;
+  expiresAt: number;
+}
+
+/** The response counters since start, for tests and metrics. */
+export interface ResponseCacheStats {
+  hits: number;
+  misses: number;
+  stored: number;
+}
+
+const JSON_TYPE = /^application\/(graphql-response\+)?json\b/i;
+/** Apollo's own Cache-Control for an answer whose every field is PUBLIC with a maxAge. */
+const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
+
+/**
+ * Serialised GraphQL responses of PUBLIC data, answered before the GraphQL pipeline.
+ *
+ * What it keeps: only 200 answers without errors that Apollo's cache-control plugin marked
+ * `max-age=N, public` (so every field resolved is PUBLIC: Viewer and ApiKey are PRIVATE and make
+ * an answer uncacheable), for at most N seconds. Keyed by the query text with ignored characters
+ * stripped, the operation name and the variables; requests with extensions (persisted queries)
+ * are not cached.
+ *
+ * Why the key holds no credential: the caller asks only after authentication (the server hands
+ * it authenticated requests only), and PUBLIC fields are the same for every authenticated caller
+ * (items and recommendations do not depend on who asks; in REST mode they are fetched with the
+ * gateway's own key). A request without a valid credential never reaches the cache.
+ */
+export class ResponseCache {
+  readonly stats: ResponseCacheStats = { hits: 0, misses: 0, stored: 0 };
+  private readonly entries: LRUCache<string, Entry>;
+  /** Query text as sent -> its normalised form; null when it does not even lex. */
+  private readonly normalised: LRUCache<string, { text: string | null }>;
+  private readonly maxTtlSeconds: number;
+  private readonly now: () => number;
+
+  constructor(options: ResponseCacheOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.maxTtlSeconds = options.maxTtlSeconds ?? 300;
+    this.entries = new LRUCache<string, Entry>({
+      max: options.maxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES,
+      maxSize: options.maxBytes ?? 64 * 1024 * 1024,
+      sizeCalculation: (entry, key) => entry.body.length + key.length,
+    });
+    this.normalised = new LRUCache({ max: options.maxQueries ?? 1_000 });
+  }
+
+  /**
+   * The cache key of a request, or null when the cache must not answer it: only POSTs of a JSON
+   * body with a query text and no extensions qualify.
+   */
+  keyOf(method: string, headers: IncomingHttpHeaders, body: unknown): string | null {
+    if (method !== 'POST' || typeof body !== 'object' || body === null || Array.isArray(body)) return null;
+    const contentType = headers['content-type'];
+    if (contentType === undefined || !JSON_TYPE.test(contentType)) return null;
+    const { query, variables, operationName, extensions } = body as Record<string, unknown>;
+    if (typeof query !== 'string' || extensions !== undefined) return null;
+    if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
+    if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return null;
+    const text = this.normalise(query);
+    if (text === null) return null;
+    // Accept decides the response's content type, so it is part of what the answer depends on
+    return JSON.stringify([text, operationName ?? null, variables ?? null, headers.accept ?? null]);
+  }
+
+  private normalise(query: string): string | null {
+    let known = this.normalised.get(query);
+    if (known === undefined) {
+      try {
+        known = { text: stripIgnoredCharacters(query) };
+      } catch {
+        // Apollo answers it with GRAPHQL_PARSE_FAILED, never cached
+        known = { text: null };
+      }
+      this.normalised.set(query, known);
+    }
+    return known.text;
+  }
+
+  /** Answers the request from the cache with the operation's label; null when there is nothing fresh for key. */
+  serve(key: string, res: ServerResponse): string | null {
+    const entry = this.entries.get(key);
+    const now = this.now();
+    if (entry === undefined || entry.expiresAt <= now) {
+      if (entry !== undefined) this.entries.delete(key);
+      this.stats.misses += 1;
+      return null;
+    }
+    this.stats.hits += 1;
+    // how long it has been kept, so a shared cache downstream does not keep it past its maxAge
+    res.setHeader('age', String(Math.floor((now - entry.storedAt) / 1000)));
+    res.writeHead(200, entry.headers);
+    res.end(entry.body);
+    return entry.operation;
+  }
+
+  /**
+   * Offers the answer Apollo gave for key. It is kept only if it is a 200 without errors whose
+   * Cache-Control Apollo computed as `max-age=N, public` with N > 0; for min(N, maxTtlSeconds).
+   */
+  offer(key: string, status: number, headers: Record<string, string>, body: string, operation = 'anonymous'): void {
+    if (status !== 200) return;
+    const match = PUBLIC_MAX_AGE.exec(headers['cache-control'] ?? '');
+    if (!match) return;
+    const maxAge = Math.min(Number(match[1]), this.maxTtlSeconds);
+    // Apollo never marks an answer with errors public; this guards against a future change
+    if (maxAge <= 0 || body.includes('"errors"')) return;
+    const kept: Record<string, string> = {};
+    for (const [name, value] of Object.entries(headers)) if (name !== 'age' && name !== 'x-request-id') kept[name] = value;
+    const bytes = Buffer.from(body, 'utf8');
+    kept['content-length'] = String(bytes.length);
+    const now = this.now();
+    this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000 });
+    this.stats.stored += 1;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}

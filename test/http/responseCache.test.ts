@@ -1,0 +1,184 @@
+import type { ServerResponse } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import type { Backend } from '../../src/backends/types.js';
+import { ResponseCache } from '../../src/http/responseCache.js';
+import { codeOf, embeddedWithUsers, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
+import { storeKinds } from '../helpers/stores.js';
+
+const RECS = 'query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId) { itemId name salePrice } }';
+const CREATE = 'mutation { createApiKey(input: {}) { id key } }';
+const DELETE = 'mutation Delete($id: ID!) { deleteApiKey(id: $id) { ok } }';
+
+const alice = { authorization: basicAuthorization('alice', 'alice-password') };
+const bob = { authorization: basicAuthorization('bob', 'bob-password', 'corp.example') };
+
+/** A hit carries Age (how long the answer has been kept); an answer from the pipeline does not. */
+const isHit = (response: GraphQLResponse): boolean => response.headers.get('age') !== null;
+
+describe.each(storeKinds)('the response cache in front of the GraphQL pipeline, $name store', (kind) => {
+  let gw: TestGateway;
+  let dispose: () => Promise<void>;
+  let anchors: number[];
+
+  const newKey = async (who: { authorization: string }): Promise<{ id: string; key: string }> => {
+    const created = await gw.gql<{ createApiKey: { id: string; key: string } }>(CREATE, {}, who);
+    return created.body.data!.createApiKey;
+  };
+
+  beforeAll(async () => {
+    const opened = await kind.open();
+    dispose = opened.dispose;
+    const backend: Backend = await embeddedWithUsers(opened.store);
+    const recs = backend.recs as EmbeddedRecs;
+    anchors = [...recs.catalog.values()]
+      .map((item) => item.itemId)
+      .filter((id) => recs.recommendNow('NEXT_BEST_PRODUCT', id).entries.length >= 3)
+      .slice(0, 10);
+    gw = await startTestGateway(backend);
+  });
+  afterAll(async () => {
+    await gw.stop().catch(() => undefined);
+    await dispose();
+  });
+
+  it('serves a PUBLIC answer from the cache to any authenticated caller, never to an unauthenticated one', async () => {
+    const { key } = await newKey(alice);
+    const first = await gw.gql(RECS, { itemId: anchors[0] }, { authorization: key });
+    expect(first.status).toBe(200);
+    expect(first.headers.get('cache-control')).toBe('max-age=300, public');
+    expect(isHit(first)).toBe(false);
+
+    const again = await gw.gql(RECS, { itemId: anchors[0] }, { authorization: `Bearer ${key}` });
+    expect(isHit(again)).toBe(true);
+    expect(again.body).toEqual(first.body);
+    // another user, by password: the same public answer
+    const other = await gw.gql(RECS, { itemId: anchors[0] }, bob);
+    expect(isHit(other)).toBe(true);
+    expect(other.body).toEqual(first.body);
+
+    const anonymous = await gw.gql(RECS, { itemId: anchors[0] });
+    expect(isHit(anonymous)).toBe(false);
+    expect(codeOf(anonymous)).toBe('UNAUTHENTICATED');
+    expect(anonymous.body.data ?? null).toBeNull();
+  });
+
+  it('answers a bad key 401 even when the answer is cached', async () => {
+    const { key } = await newKey(alice);
+    await gw.gql(RECS, { itemId: anchors[1] }, { authorization: key });
+    expect(isHit(await gw.gql(RECS, { itemId: anchors[1] }, { authorization: key }))).toBe(true);
+    const wrong = `${key.slice(0, -2)}${key.endsWith('AA') ? 'BB' : 'AA'}`;
+    const refused = await gw.gql(RECS, { itemId: anchors[1] }, { authorization: wrong });
+    expect(refused.status).toBe(401);
+    expect(codeOf(refused)).toBe('UNAUTHENTICATED');
+    expect(refused.body.data).toBeUndefined();
+  });
+
+  it('fails a deleted key on the very next request, cached answer or not', async () => {
+    const { id, key } = await newKey(alice);
+    await gw.gql(RECS, { itemId: anchors[2] }, { authorization: key });
+    expect(isHit(await gw.gql(RECS, { itemId: anchors[2] }, { authorization: key }))).toBe(true);
+    const deleted = await gw.gql<{ deleteApiKey: { ok: boolean } }>(DELETE, { id }, alice);
+    expect(deleted.body.data?.deleteApiKey.ok).toBe(true);
+    const next = await gw.gql(RECS, { itemId: anchors[2] }, { authorization: key });
+    expect(next.status).toBe(401);
+    expect(codeOf(next)).toBe('UNAUTHENTICATED');
+  });
+
+  it('never keeps an answer with a PRIVATE field: each caller gets their own viewer', async () => {
+    const query = 'query Mixed($itemId: ItemId!) { viewer { username } productRecommendations(itemId: $itemId) { itemId } }';
+    const asAlice = await gw.gql<{ viewer: { username: string } }>(query, { itemId: anchors[3] }, alice);
+    expect(asAlice.headers.get('cache-control')).toBe('no-store');
+    const asBob = await gw.gql<{ viewer: { username: string } }>(query, { itemId: anchors[3] }, bob);
+    expect(isHit(asBob)).toBe(false);
+    expect(asAlice.body.data?.viewer.username).toBe('alice');
+    expect(asBob.body.data?.viewer.username).toBe('bob');
+    const keys = await gw.gql('{ apiKeys { id } }', {}, alice);
+    expect(isHit(await gw.gql('{ apiKeys { id } }', {}, alice))).toBe(false);
+    expect(keys.status).toBe(200);
+  });
+
+  it('keys by variables and operation name, and by the query text up to ignored characters', async () => {
+    const a = await gw.gql<{ productRecommendations: { itemId: number }[] }>(RECS, { itemId: anchors[4] }, alice);
+    const b = await gw.gql<{ productRecommendations: { itemId: number }[] }>(RECS, { itemId: anchors[5] }, alice);
+    expect(isHit(b)).toBe(false);
+    expect(b.body.data!.productRecommendations).not.toEqual(a.body.data!.productRecommendations);
+    const spaced = RECS.replace(/ /g, '  \n ').replace('query  \n Recs', 'query Recs');
+    const sameAgain = await gw.gql(spaced, { itemId: anchors[4] }, alice);
+    expect(isHit(sameAgain)).toBe(true);
+    expect(sameAgain.body).toEqual(a.body);
+    // fewer items asked for: another entry, another answer
+    const fewer = await gw.gql<{ productRecommendations: unknown[] }>(
+      'query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId, first: 2) { itemId name salePrice } }',
+      { itemId: anchors[4] },
+      alice,
+    );
+    expect(isHit(fewer)).toBe(false);
+    expect(fewer.body.data!.productRecommendations).toHaveLength(2);
+  });
+
+  it('never keeps an answer with errors', async () => {
+    for (let i = 0; i < 2; i++) {
+      const unknown = await gw.gql(RECS, { itemId: 999_999_999 }, alice);
+      expect(isHit(unknown)).toBe(false);
+      expect(codeOf(unknown)).toBe('NOT_FOUND');
+      const tooMany = await gw.gql(
+        'query Recs($itemId: ItemId!, $first: Int) { productRecommendations(itemId: $itemId, first: $first) { itemId } }',
+        { itemId: anchors[6], first: 11 },
+        alice,
+      );
+      expect(isHit(tooMany)).toBe(false);
+      expect(codeOf(tooMany)).toBe('BAD_USER_INPUT');
+    }
+    for (let i = 0; i < 2; i++) {
+      const invalid = await gw.gql(RECS.replace('salePrice', 'noSuchField'), { itemId: anchors[6] }, alice);
+      expect(isHit(invalid)).toBe(false);
+      expect(codeOf(invalid)).toBe('GRAPHQL_VALIDATION_FAILED');
+    }
+  });
+});
+
+describe('ResponseCache on its own', () => {
+  const json = { 'content-type': 'application/json' };
+  const body = { query: '{ item(itemId: 1) { name } }' };
+  const answer = (cache: ResponseCache, key: string): string | null => {
+    let written: string | null = null;
+    const res = {
+      setHeader: () => undefined,
+      writeHead: () => undefined,
+      end: (chunk: Buffer) => (written = chunk.toString('utf8')),
+    } as unknown as ServerResponse;
+    return cache.serve(key, res) ? written : null;
+  };
+
+  it('keeps an answer no longer than its maxAge', () => {
+    let clock = 1_000_000;
+    const cache = new ResponseCache({ now: () => clock });
+    const key = cache.keyOf('POST', json, body)!;
+    cache.offer(key, 200, { 'cache-control': 'max-age=2, public' }, '{"data":{"item":{"name":"x"}}}');
+    expect(answer(cache, key)).toBe('{"data":{"item":{"name":"x"}}}');
+    clock += 1_999;
+    expect(answer(cache, key)).not.toBeNull();
+    clock += 2;
+    expect(answer(cache, key)).toBeNull();
+  });
+
+  it('keeps nothing private, uncacheable, failed or with errors, and answers nothing but JSON POSTs', () => {
+    const cache = new ResponseCache();
+    const key = cache.keyOf('POST', json, body)!;
+    cache.offer(key, 200, { 'cache-control': 'max-age=300, private' }, '{"data":{}}');
+    cache.offer(key, 200, { 'cache-control': 'no-store' }, '{"data":{}}');
+    cache.offer(key, 500, { 'cache-control': 'max-age=300, public' }, '{"data":{}}');
+    cache.offer(key, 200, { 'cache-control': 'max-age=300, public' }, '{"errors":[{"message":"x"}],"data":{}}');
+    cache.offer(key, 200, { 'cache-control': 'max-age=0, public' }, '{"data":{}}');
+    expect(cache.size).toBe(0);
+    expect(cache.keyOf('GET', json, body)).toBeNull();
+    expect(cache.keyOf('POST', { 'content-type': 'text/plain' }, body)).toBeNull();
+    expect(cache.keyOf('POST', json, { ...body, extensions: { persistedQuery: {} } })).toBeNull();
+    // text that does not even lex; text that lexes but does not parse gets a key and Apollo's error, never kept
+    expect(cache.keyOf('POST', json, { query: '{ item(name: "unterminated }' })).toBeNull();
+    expect(cache.keyOf('POST', json, { ...body, variables: { a: 1 } })).not.toBe(key);
+    expect(cache.keyOf('POST', json, { ...body, operationName: 'Other' })).not.toBe(key);
+  });
+});

@@ -1,0 +1,72 @@
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { EmbeddedKeyService } from '../../src/backends/embedded/keys/keyService.js';
+import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { TEST_COST, tempDir } from '../helpers/stores.js';
+
+/**
+ * The in-process cache of verified keys (SQLite only): it must never let a key through that the
+ * store no longer has, whoever removed it.
+ */
+describe('verified keys kept by the embedded key service over SQLite', () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function setup(now: () => number = Date.now) {
+    const { dir, remove } = tempDir();
+    cleanups.push(remove);
+    const file = path.join(dir, 'keys.db');
+    const store = new SqliteKeyStore(file);
+    cleanups.push(() => store.close());
+    await addUser(store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+    const service = new EmbeddedKeyService(store, { now });
+    const principal = await service.authenticate(basicAuthorization('alice', 'alice-password'));
+    return { file, store, service, principal };
+  }
+
+  it('fails a key another process deleted on the very next request', async () => {
+    const { file, service, principal } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'laptop' });
+    expect((await service.authenticate(key)).keyId).toBe(id);
+    expect((await service.authenticate(key)).keyId).toBe(id);
+
+    // another process: its own connection to the same file
+    const other = new SqliteKeyStore(file);
+    cleanups.push(() => other.close());
+    expect(await other.deleteKey(id, null)).toBe(true);
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('fails a key deleted through the service itself on the very next request', async () => {
+    const { service, principal } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'phone' });
+    await service.authenticate(`Bearer ${key}`);
+    await service.deleteKey(principal, id);
+    await expect(service.authenticate(`Bearer ${key}`)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('fails a kept key once it expires', async () => {
+    let clock = Date.now();
+    const { service, principal } = await setup(() => clock);
+    const { key } = await service.createKey(principal, { name: 'short', expiresInDays: 1 });
+    expect((await service.authenticate(key)).authenticatedBy).toBe('API_KEY');
+    clock += 86_400_000 + 1;
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('still refuses a wrong key and keeps the principal free of the raw value', async () => {
+    const { service, principal } = await setup();
+    const { key } = await service.createKey(principal, { name: 'tablet' });
+    const first = await service.authenticate(key);
+    const second = await service.authenticate(`Bearer ${key}`);
+    expect(second.authorization).toBe(`Bearer ${key}`);
+    expect(first.credentialId).not.toBe(second.credentialId);
+    const wrong = `${key.slice(0, -2)}${key.endsWith('AA') ? 'BB' : 'AA'}`;
+    await expect(service.authenticate(wrong)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+});
