@@ -61,36 +61,42 @@ export class CachingRecsService implements RecsService {
   }
 
   async getItems(ids: readonly number[], options?: CallOptions): Promise<(ItemModel | null)[]> {
-    const cached = await this.cache.getMany(ids.map(itemKey));
+    // Single flight covers the cache read too: a request arriving while another one's read or
+    // fetch of the same id is under way waits for it, instead of finding the cache still empty.
     const result = new Map<number, Promise<ItemModel | null>>();
-    const toFetch: number[] = [];
-    ids.forEach((id, i) => {
-      if (result.has(id)) return;
-      const hit = cached[i];
-      if (hit !== null && hit !== undefined) {
-        result.set(id, Promise.resolve(hit === NOT_FOUND ? null : (JSON.parse(hit) as ItemModel)));
-        return;
-      }
+    const toLoad: number[] = [];
+    for (const id of new Set(ids)) {
       const inFlight = this.itemsInFlight.get(id);
       if (inFlight) result.set(id, inFlight);
-      else toFetch.push(id);
-    });
-
-    if (toFetch.length > 0) {
-      const batch = this.fetchItems(toFetch, options);
-      toFetch.forEach((id, i) => {
+      else toLoad.push(id);
+    }
+    if (toLoad.length > 0) {
+      const batch = this.loadItems(toLoad, options);
+      toLoad.forEach((id, i) => {
         const one = batch.then((items) => items[i] ?? null);
         this.itemsInFlight.set(id, one);
         result.set(id, one);
       });
-      // whatever happens, the ids are no longer in flight once the batch settles
       batch
         .finally(() => {
-          for (const id of toFetch) this.itemsInFlight.delete(id);
+          for (const id of toLoad) this.itemsInFlight.delete(id);
         })
         .catch(() => undefined);
     }
     return Promise.all(ids.map((id) => result.get(id)!));
+  }
+
+  /** Items from the cache, the misses from upstream (and then into the cache). */
+  private async loadItems(ids: number[], options?: CallOptions): Promise<(ItemModel | null)[]> {
+    const cached = await this.cache.getMany(ids.map(itemKey));
+    const missing = ids.filter((_, i) => cached[i] === null || cached[i] === undefined);
+    const fetched = missing.length > 0 ? await this.fetchItems(missing, options) : [];
+    const byId = new Map(missing.map((id, i) => [id, fetched[i] ?? null]));
+    return ids.map((id, i) => {
+      const hit = cached[i];
+      if (hit === null || hit === undefined) return byId.get(id) ?? null;
+      return hit === NOT_FOUND ? null : (JSON.parse(hit) as ItemModel);
+    });
   }
 
   private async fetchItems(ids: number[], options?: CallOptions): Promise<(ItemModel | null)[]> {
@@ -105,18 +111,27 @@ export class CachingRecsService implements RecsService {
 
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
     const key = recsKey(kind, anchorId);
+    let inFlight = this.listsInFlight.get(key);
+    if (!inFlight) {
+      inFlight = this.loadList(kind, anchorId, key, options).finally(() => this.listsInFlight.delete(key));
+      this.listsInFlight.set(key, inFlight);
+    }
+    return inFlight;
+  }
+
+  private async loadList(
+    kind: RecommendationKind,
+    anchorId: number,
+    key: string,
+    options?: CallOptions,
+  ): Promise<RecommendationListModel> {
     const [hit] = await this.cache.getMany([key]);
     if (hit) {
       const stored = JSON.parse(hit) as StoredList;
       if ('notFound' in stored) throw notFound(`No item with itemId ${anchorId}`);
       return stored;
     }
-    let inFlight = this.listsInFlight.get(key);
-    if (!inFlight) {
-      inFlight = this.fetchList(kind, anchorId, key, options).finally(() => this.listsInFlight.delete(key));
-      this.listsInFlight.set(key, inFlight);
-    }
-    return inFlight;
+    return this.fetchList(kind, anchorId, key, options);
   }
 
   private async fetchList(
