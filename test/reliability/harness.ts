@@ -228,6 +228,18 @@ export async function startRestGateway(options: RestGatewayOptions): Promise<Res
   };
 }
 
+/**
+ * Waits until the cache answers. Right after a start ioredis is still connecting, and what is
+ * fetched meanwhile is not stored: a second identical request would rightly go upstream again.
+ */
+export async function cacheReady(cache: SharedCache, timeoutMs = 5000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  while ((await cache.check()) !== 'ok') {
+    if (Date.now() > until) throw new Error('the cache did not become ready');
+    await sleep(20);
+  }
+}
+
 export async function timedGql(
   url: string,
   query: string,
