@@ -1,7 +1,8 @@
 import autocannon from 'autocannon';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { startServe, type ServeProcess } from '../helpers/processes.js';
-import { PHONE, type Upstream } from './harness.js';
+import { PHONE, report, startUpstream, type Upstream } from './harness.js';
 
 export interface LoadResult {
   requests: number;
@@ -66,4 +67,33 @@ export async function loadCachedPath(url: string, authorization: string, connect
     latencyP50Ms: result.latency.p50,
     latencyP99Ms: result.latency.p99,
   };
+}
+
+/**
+ * The load suite: a gateway process on the cached path, `connections` for `seconds`; every answer
+ * must be 200 with the expected body. npm test runs a short one, npm run test:soak the full one.
+ */
+export function describeCachedLoad(connections: number, seconds: number): void {
+  let upstream: Upstream;
+  let gateway: Awaited<ReturnType<typeof startCachedGateway>>;
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    gateway = await startCachedGateway(upstream);
+  });
+  afterAll(async () => {
+    await gateway?.stop();
+    await upstream?.stop();
+  });
+
+  describe('load on the cached path', () => {
+    it(`${connections} connections for ${seconds} s: 0 non-2xx, every body the expected one`, async () => {
+      const result = await loadCachedPath(gateway.serve.url, upstream.alice.key, connections, seconds);
+      report(`load, ${connections} connections x ${seconds} s (gateway process, REST mode, Redis)`, { ...result });
+      expect(result.requests).toBeGreaterThan(100);
+      expect(result.non2xx).toBe(0);
+      expect(result.errors).toBe(0);
+      expect(result.timeouts).toBe(0);
+      expect(result.mismatches).toBe(0);
+    }, (seconds + 60) * 1000);
+  });
 }
