@@ -98,6 +98,8 @@ export type Fault =
   | { kind: 'blackhole' }
   /** Answers this status itself, with the upstream's error body shape; the upstream sees nothing. */
   | { kind: 'status'; status: number }
+  /** Closes the connection on receipt: no status at all (ECONNRESET or "other side closed"). */
+  | { kind: 'reset' }
   /** Forwards after a delay. */
   | { kind: 'delay'; ms: number }
   /** Sends the status and headers at once, then the body one byte every `everyMs`. */
@@ -147,6 +149,9 @@ export async function startFaultProxy(target: string, fault: Fault = { kind: 'pa
         return forward(target, req, res);
       case 'blackhole':
         return; // close() destroys the socket
+      case 'reset':
+        res.socket?.destroy();
+        return;
       case 'status': {
         const body = JSON.stringify({ errors: [{ code: now.status, message: 'Service Unavailable' }] });
         res.writeHead(now.status, { 'content-type': 'application/json', 'content-length': String(body.length) });

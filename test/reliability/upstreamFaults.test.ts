@@ -87,7 +87,7 @@ describe('an upstream that does not answer', () => {
     expect(Math.max(...health)).toBeLessThan(500);
   });
 
-  it('key service blackholed: a new credential gets 401-free 502 UPSTREAM_UNAVAILABLE within the deadline', async () => {
+  it('key service blackholed: a new credential gets 502 UPSTREAM_UNAVAILABLE (not 401) within the deadline', async () => {
     const { keys, gw } = await setup({ REQUEST_DEADLINE_MS: String(DEADLINE) });
     keys.fault = { kind: 'blackhole' };
     const pending = gw.gql('{ viewer { id } }', {}, upstream.bob.basic);
@@ -143,10 +143,13 @@ describe('a 503 storm', () => {
     });
   });
 
-  it('POST and DELETE are never retried', async () => {
+  it.each([
+    ['503', { kind: 'status', status: 503 } as const],
+    ['connection reset', { kind: 'reset' } as const],
+  ])('POST and DELETE are never retried (%s)', async (name, fault) => {
     const { keys, gw } = await setup({ BREAKER_FAILURES: '1000' });
     await gw.gql('{ viewer { id } }', {}, upstream.alice.key); // the credential is now cached
-    keys.fault = { kind: 'status', status: 503 };
+    keys.fault = fault;
     const n = 30;
     const creates = await pool(n, 5, () =>
       gw.gql('mutation { createApiKey(input: {}) { id } }', {}, upstream.alice.key),
@@ -157,7 +160,7 @@ describe('a 503 storm', () => {
     for (const answer of [...creates, ...deletes]) expect(codeOf(answer)).toBe('UPSTREAM_UNAVAILABLE');
     expect(keys.count('POST')).toBe(n);
     expect(keys.count('DELETE')).toBe(n);
-    report('503 storm (POST/DELETE)', { creates: n, upstreamPosts: keys.count('POST'), deletes: n, upstreamDeletes: keys.count('DELETE') });
+    report(`upstream ${name} on POST/DELETE`, { creates: n, upstreamPosts: keys.count('POST'), deletes: n, upstreamDeletes: keys.count('DELETE') });
   });
 
   it('with the default breaker the storm costs the upstream far fewer calls', async () => {
