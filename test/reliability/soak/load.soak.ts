@@ -1,0 +1,3 @@
+import { describeCachedLoad } from '../load.js';
+
+describeCachedLoad(50, 60);
