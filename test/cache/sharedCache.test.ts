@@ -1,8 +1,9 @@
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { RedisCache } from '../../src/cache/redis.js';
+import { TieredCache } from '../../src/cache/tiered.js';
 import type { SharedCache } from '../../src/cache/types.js';
-import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { drainPrefix, OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
 
 const prefixes: string[] = [];
 afterAll(async () => {
@@ -24,6 +25,14 @@ describe.each([
       const keyPrefix = testPrefix();
       prefixes.push(keyPrefix);
       return new RedisCache({ url: REDIS_URL, keyPrefix });
+    },
+  },
+  {
+    name: 'tiered (in-process over redis)',
+    make: () => {
+      const keyPrefix = testPrefix();
+      prefixes.push(keyPrefix);
+      return new TieredCache(new RedisCache({ url: REDIS_URL, keyPrefix }), { localTtlSeconds: 5 });
     },
   },
 ])('shared cache: $name', ({ make }) => {
@@ -58,5 +67,29 @@ describe.each([
   it('answers an empty question without asking', async () => {
     expect(await cache.getMany([])).toEqual([]);
     await expect(cache.setMany([])).resolves.toBeUndefined();
+  });
+});
+
+describe('the tiered cache', () => {
+  it('shares what one process writes with another, and answers from memory while Redis is gone', async () => {
+    const own = await OwnRedis.start();
+    const a = new TieredCache(new RedisCache({ url: own.url }), { localTtlSeconds: 5 });
+    const b = new TieredCache(new RedisCache({ url: own.url }), { localTtlSeconds: 5 });
+    try {
+      await ready(a);
+      await ready(b);
+      await a.setMany([{ key: 'k', value: 'v', ttlSeconds: 60 }]);
+      expect(await b.getMany(['k'])).toEqual(['v']);
+      await own.stop();
+      // both processes saw 'k' in the last seconds: no Redis needed to answer it
+      expect(await a.getMany(['k'])).toEqual(['v']);
+      expect(await b.getMany(['k', 'other'])).toEqual(['v', null]);
+      expect(b.stats.hits).toBe(2);
+      expect(b.stats.errors).toBeGreaterThan(0);
+    } finally {
+      await a.close();
+      await b.close();
+      await own.stop();
+    }
   });
 });

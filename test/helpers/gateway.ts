@@ -5,6 +5,7 @@ import { addUser } from '../../src/backends/embedded/keys/users.js';
 import type { Backend } from '../../src/backends/types.js';
 import { loadConfig } from '../../src/config.js';
 import { createGateway, type Gateway } from '../../src/server.js';
+import { NO_RATE_LIMITS } from './processes.js';
 import { TEST_COST } from './stores.js';
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
@@ -27,7 +28,7 @@ export interface TestGateway {
 
 /** A gateway on a free loopback port over the given backend (the gateway closes it on stop). */
 export async function startTestGateway(backend: Backend, env: Record<string, string> = {}): Promise<TestGateway> {
-  const config = loadConfig({ DATA_DIR: '/nonexistent', ...env });
+  const config = loadConfig({ DATA_DIR: '/nonexistent', ...NO_RATE_LIMITS, ...env });
   const gateway = await createGateway({ config, backend });
   const url = await gateway.listen(0, '127.0.0.1');
   return {

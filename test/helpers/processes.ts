@@ -4,6 +4,9 @@ import { createInterface } from 'node:readline';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 
+/** The environment that turns the rate limits off, for tests whose subject is something else. */
+export const NO_RATE_LIMITS = { RATE_LIMIT_RPS: '0', AUTH_FAILURES_PER_MINUTE: '0' } as const;
+
 export interface RunResult {
   code: number | null;
   stdout: string;
@@ -41,7 +44,8 @@ export interface ServeProcess {
 export async function startServe(env: Record<string, string>): Promise<ServeProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
     cwd: ROOT,
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...env },
+    // rate limits are tested where they are the subject; elsewhere they would only throttle the test
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';

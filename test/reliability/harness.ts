@@ -9,7 +9,7 @@ import { openCache } from '../../src/cache/index.js';
 import type { SharedCache } from '../../src/cache/types.js';
 import { loadConfig } from '../../src/config.js';
 import { createGateway, type Gateway } from '../../src/server.js';
-import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { NO_RATE_LIMITS, startServe, type ServeProcess } from '../helpers/processes.js';
 import { TEST_COST, tempDir } from '../helpers/stores.js';
 import { startServer, type RecordedRequest, type TestServer } from '../rest/helpers.js';
 
@@ -255,6 +255,7 @@ export async function startRestGateway(options: RestGatewayOptions): Promise<Res
     RECS_SERVICE_URL: options.recsUrl,
     RECS_API_KEY: options.recsApiKey,
     DATA_DIR: '/nonexistent',
+    ...NO_RATE_LIMITS,
     ...options.env,
   });
   const cache = (options.wrapCache ?? ((c: SharedCache) => c))(openCache(config));

@@ -1,13 +1,16 @@
-// autocannon ships no types: the little of its API the load tests use.
+// autocannon ships no types: the part of its programmatic interface the benchmarks and the load
+// tests use.
 declare module 'autocannon' {
   interface Options {
     url: string;
     connections?: number;
     duration?: number;
+    amount?: number;
     method?: string;
     headers?: Record<string, string>;
     body?: string;
     expectBody?: string;
+    [option: string]: unknown;
   }
   interface Histogram {
     average: number;
@@ -18,6 +21,7 @@ declare module 'autocannon' {
     total: number;
   }
   interface Result {
+    duration: number;
     requests: Histogram;
     latency: Histogram;
     non2xx: number;
@@ -26,6 +30,9 @@ declare module 'autocannon' {
     mismatches: number;
     '2xx': number;
   }
-  function autocannon(options: Options): Promise<Result>;
+  interface Instance extends Promise<Result> {
+    on(event: 'response', listener: (client: unknown, statusCode: number, bytes: number, ms: number) => void): this;
+  }
+  function autocannon(options: Options): Instance;
   export default autocannon;
 }
