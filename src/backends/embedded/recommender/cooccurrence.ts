@@ -7,10 +7,13 @@ import type { Sequences } from './sessions.js';
  * - `count`: c, the raw count (what "bought together" widgets naively show; popularity-biased).
  * - `cosine`: c / sqrt(n(a) n(b)).
  * - `lift`: c N / (n(a) n(b)), how much more often than chance; favours rare items.
- * - `pmi`: log(lift) shrunk by c / (c + shrinkage), so one chance co-occurrence of two rare items
- *   does not outrank steady evidence.
- * - `damped`: c / (n(a)^(1-d) n(b)^d), an asymmetric cosine between count (d = 0) and cosine
- *   (d = 0.5): the neighbour's popularity is discounted, but only by n(b)^d (d = `damping`).
+ * - `pmi`: log(lift).
+ * - `damped`: (c + k n(b)/N) / (n(a)^(1-d) n(b)^d), an asymmetric cosine between count (d = 0)
+ *   and conditional probability P(a|b) (d = 1), with cosine's ranking at d = 0.5: the neighbour's
+ *   popularity is discounted by n(b)^d (d = `damping`). k (`prior`) adds k pseudo-groups spread
+ *   by popularity, i.e. the count is smoothed towards what the anchor's groups would hold by
+ *   chance; it decides only where the co-occurrence evidence is thin, and lets the most frequent
+ *   items compete for every anchor.
  * cosine, lift and pmi are also multiplied by c / (c + shrinkage), so a single co-occurrence of
  * two rare items does not outrank steady evidence.
  */
@@ -47,6 +50,8 @@ export interface NeighbourOptions {
   shrinkage?: number;
   /** The d of `damped`; default 0.2. */
   damping?: number;
+  /** The k of `damped` (pseudo-groups spread by popularity); default 0. */
+  prior?: number;
 }
 
 export interface GroupSet {
@@ -185,6 +190,33 @@ function gather(
 }
 
 /**
+ * 1 / n(b)^e for every item (the neighbour's popularity discount), or log n(b) for pmi: computed
+ * once per build so that the pair loop does one multiplication instead of a Math.pow.
+ */
+function popularityTerms(occurrences: Float64Array, weighting: Weighting, damping: number): Float64Array {
+  const out = new Float64Array(occurrences.length);
+  const exponent = weighting === 'cosine' ? 0.5 : weighting === 'lift' ? 1 : weighting === 'damped' ? damping : 0;
+  for (let b = 0; b < out.length; b++) {
+    const n = occurrences[b]!;
+    if (weighting === 'pmi') out[b] = n > 0 ? Math.log(n) : 0;
+    else out[b] = n > 0 ? Math.pow(n, -exponent) : 0;
+  }
+  return out;
+}
+
+/** The `count` most frequent candidate items of the groups, most frequent first (the prior's candidates). */
+function mostFrequent(occurrences: Float64Array, candidate: Uint8Array | undefined, count: number): Int32Array {
+  const heap = new TopK(count);
+  for (let b = 0; b < occurrences.length; b++) {
+    if (occurrences[b]! > 0 && (candidate === undefined || candidate[b] === 1)) heap.offer(occurrences[b]!, 0, b);
+  }
+  const score = new Float64Array(heap.size);
+  const item = new Int32Array(heap.size);
+  heap.drain(score, new Int32Array(heap.size), item, 0);
+  return item;
+}
+
+/**
  * Neighbours of every item by co-occurrence in groups (visits, orders, histories). Instead of
  * materialising all pairs, each item's groups are walked through an item-to-group index and the
  * counts gathered in a dense scratch array: memory stays O(items + events), and every item's
@@ -197,6 +229,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   const shrinkage = options.shrinkage ?? 2;
   const damping = options.damping ?? 0.2;
   const weighting = options.weighting;
+  const prior = weighting === 'damped' ? options.prior ?? 0 : 0;
   const groups = itemSets(log, sets, nItems);
   const nGroups = groups.weight.length;
 
@@ -231,14 +264,42 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   let outEvidence = new Int32Array(cap);
   let out = 0;
   const { candidate, family, category } = facts;
+  const term = popularityTerms(occurrences, weighting, damping);
+  const logTotal = Math.log(total);
+  // With a prior, the most frequent items compete for every anchor even without co-occurrence.
+  const frequent = prior > 0 ? mostFrequent(occurrences, candidate, topK) : new Int32Array(0);
+  const offeredAt = prior > 0 ? new Int32Array(nItems).fill(-1) : null;
+
+  /** The score of b for anchor a: see Weighting. `anchor` is a's part, the same for all its b. */
+  const scoreOf = (c: number, b: number, anchor: number): number => {
+    switch (weighting) {
+      case 'count': return c;
+      case 'cosine': return c * term[b]! * anchor * (c / (c + shrinkage));
+      case 'lift': return c * term[b]! * anchor * (c / (c + shrinkage));
+      case 'damped': return (c + (prior * occurrences[b]!) / total) * term[b]! * anchor;
+      case 'pmi': return (Math.log(c) + anchor - term[b]!) * (c / (c + shrinkage));
+    }
+  };
 
   for (let a = 0; a < nItems; a++) {
     outStart[a] = out;
     const nTouched = gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, count, shared, touched);
-    if (nTouched === 0) continue;
+    if (nTouched === 0 && offeredAt === null) continue;
     const na = occurrences[a]!;
+    const anchor = weighting === 'cosine' ? 1 / Math.sqrt(na) : weighting === 'lift' ? total / na
+      : weighting === 'damped' ? Math.pow(na, damping - 1) : weighting === 'pmi' ? logTotal - Math.log(na) : 1;
     const famA = family === undefined ? -1 : family[a]!;
-    const catA = category === undefined ? -1 : category[a]!;
+    const catA = category === undefined || factor === 1 ? -1 : category[a]!;
+    if (offeredAt !== null && na > 0) {
+      for (let j = 0; j < frequent.length; j++) {
+        const b = frequent[j]!;
+        offeredAt[b] = a;
+        if (b === a || (famA >= 0 && family![b] === famA)) continue;
+        let s = scoreOf(count[b]!, b, anchor);
+        if (catA >= 0 && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
+        heap.offer(s, shared[b]!, b);
+      }
+    }
     for (let t = 0; t < nTouched; t++) {
       const b = touched[t]!;
       const c = count[b]!;
@@ -247,16 +308,9 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
       shared[b] = 0;
       if (candidate !== undefined && candidate[b] !== 1) continue;
       if (famA >= 0 && family![b] === famA) continue;
-      const nb = occurrences[b]!;
-      let s: number;
-      switch (weighting) {
-        case 'count': s = c; break;
-        case 'cosine': s = (c / Math.sqrt(na * nb)) * (c / (c + shrinkage)); break;
-        case 'lift': s = ((c * total) / (na * nb)) * (c / (c + shrinkage)); break;
-        case 'damped': s = c / (Math.pow(na, 1 - damping) * Math.pow(nb, damping)); break;
-        case 'pmi': s = Math.log((c * total) / (na * nb)) * (c / (c + shrinkage)); break;
-      }
-      if (catA >= 0 && factor !== 1 && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
+      if (offeredAt !== null && offeredAt[b] === a) continue;
+      let s = scoreOf(c, b, anchor);
+      if (catA >= 0 && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
       heap.offer(s, ev, b);
     }
     if (out + topK > cap) {
