@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
@@ -68,8 +68,33 @@ export class RecsStore {
     return store;
   }
 
+  /**
+   * A read-only connection (serve's reloads): no schema changes and, above all, no clean-up of
+   * unfinished imports, which would delete the rows of an import that is running right now.
+   * Null when there is no database yet.
+   */
+  static openReadOnly(dataDir: string): RecsStore | null {
+    const path = join(dataDir, DB_FILE);
+    if (!existsSync(path)) return null;
+    return new RecsStore(new Database(path, { readonly: true, fileMustExist: true }), path);
+  }
+
   close(): void {
     this.db.close();
+  }
+
+  /**
+   * Changes whenever an import finishes or is removed (and with `--replace` of the catalogue):
+   * a query on the small `imports` table, cheap enough to poll every few seconds.
+   */
+  importsVersion(): string {
+    const row = this.db.prepare("SELECT count(*) AS n, max(id) AS id, max(finished_at) AS at FROM imports WHERE finished_at IS NOT NULL").get() as { n: number; id: number | null; at: string | null };
+    return `${row.n}:${row.id ?? 0}:${row.at ?? ''}`;
+  }
+
+  /** The stored item records as JSON text, unparsed. */
+  catalogRecords(): IterableIterator<string> {
+    return this.db.prepare('SELECT record FROM items').pluck().iterate() as IterableIterator<string>;
   }
 
   itemCount(): number {
@@ -195,9 +220,7 @@ export class RecsStore {
   /** The stored catalogue; every record goes through parseItemRecord again. */
   loadCatalog(): Catalog {
     const catalog = new Catalog();
-    for (const row of this.db.prepare('SELECT record FROM items').raw().iterate() as IterableIterator<[string]>) {
-      catalog.add(parseItemRecord(JSON.parse(row[0])));
-    }
+    for (const record of this.catalogRecords()) catalog.add(parseItemRecord(JSON.parse(record)));
     return catalog;
   }
 

@@ -1,6 +1,6 @@
 import type { Catalog } from '../catalog.js';
 import { categoryOf, familyOf } from '../catalog.js';
-import type { EventLog } from '../events/event.js';
+import type { EventLog, ItemIndex } from '../events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
 import { buildNeighbours } from './cooccurrence.js';
 import type { ItemFacts, Neighbours, Weighting } from './cooccurrence.js';
@@ -71,7 +71,8 @@ export interface ModelOptions {
 
 /** The built model: neighbours and popularity by dense item index (log.items). */
 export interface RecModel {
-  log: EventLog;
+  /** Item ids to the dense indexes of every array here (the log's index, shared with it). */
+  items: ItemIndex;
   postBrowse: Neighbours;
   nextBest: Neighbours;
   /** Events of each kind per item. */
@@ -147,7 +148,7 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
   }
   const popularViewed = popularityOrder(views, purchases, candidate);
   const popularBought = popularityOrder(purchases, views, candidate);
-  return { log, postBrowse, nextBest, views, purchases, popularViewed, popularBought, candidate, buildMs: performance.now() - t0 };
+  return { items: log.items, postBrowse, nextBest, views, purchases, popularViewed, popularBought, candidate, buildMs: performance.now() - t0 };
 }
 
 /** Compares items by descending `first` count, then `second`, then index (a stable, total order). */

@@ -38,8 +38,8 @@ export class Recommender {
     const catalog = this.catalog;
     const anchor = catalog?.get(anchorId);
     if (catalog !== null && anchor === undefined) throw notFound(`No item with itemId ${anchorId}`);
-    const log = this.model.log;
-    const anchorIndex = log.items.indexOf(anchorId);
+    const items = this.model.items;
+    const anchorIndex = items.indexOf(anchorId);
     const anchorFamily = anchor === undefined ? anchorId : familyOf(anchor);
     const anchorVariants = anchor?.variants ?? null;
     const families = new Set<number>();
@@ -48,7 +48,7 @@ export class Recommender {
 
     /** Takes a candidate; true when the list is full. */
     const offer = (index: number, score: number | null, evidence: number, source: RecommendationSource): boolean => {
-      const itemId = log.items.idAt(index);
+      const itemId = items.idAt(index);
       if (itemId === anchorId) return false;
       let available = true;
       let family = itemId;
@@ -111,8 +111,8 @@ export class Recommender {
     const cacheKey = `${kind}:${key}`;
     let list = this.categoryLists.get(cacheKey);
     if (list === undefined) {
-      const { log, views, purchases } = this.model;
-      const indexes = ids(this.catalog!).map((id) => log.items.indexOf(id)).filter((i) => i >= 0);
+      const { items, views, purchases } = this.model;
+      const indexes = ids(this.catalog!).map((id) => items.indexOf(id)).filter((i) => i >= 0);
       indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases) : byPopularity(purchases, views));
       list = Int32Array.from(indexes);
       this.categoryLists.set(cacheKey, list);
