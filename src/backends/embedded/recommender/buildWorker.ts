@@ -14,7 +14,7 @@ import type { ModelOptions } from './model.js';
 import type { BuildMessage, BuildRequest } from './builtModel.js';
 import { toBuiltModel, transferList } from './builtModel.js';
 
-const RECORDS_PER_MESSAGE = 10_000;
+const RECORDS_PER_MESSAGE = 2_000;
 
 function post(message: BuildMessage, transfer: ArrayBuffer[] = []): void {
   parentPort!.postMessage(message, transfer);

@@ -135,14 +135,11 @@ class TopK {
   }
   offer(score: number, evidence: number, item: number): void {
     if (this.size < this.k) {
-      let i = this.size++;
+      // Most items have fewer neighbours than k: appended unordered (drain sorts them), and made
+      // a heap only once it is full.
+      const i = this.size++;
       this.score[i] = score; this.evidence[i] = evidence; this.item[i] = item;
-      while (i > 0) {
-        const p = (i - 1) >> 1;
-        if (!this.less(i, p)) break;
-        this.swap(i, p);
-        i = p;
-      }
+      if (this.size === this.k) for (let j = (this.k >> 1) - 1; j >= 0; j--) this.down(j);
       return;
     }
     const s0 = this.score[0]!;
@@ -185,7 +182,7 @@ class TopK {
  */
 function gather(
   a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
-  groupWeight: Float32Array, acc: Float64Array, touched: Int32Array,
+  groupWeight: Float32Array, acc: Float32Array, touched: Int32Array,
 ): number {
   let nTouched = 0;
   for (let j = byItemStart[a]!, end = byItemStart[a + 1]!; j < end; j++) {
@@ -320,7 +317,8 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) byItem[fill[groups.items[j]!]!++] = g;
   }
 
-  const acc = new Float64Array(2 * nItems);
+  // Float32: half the cache footprint of the hottest array; exact for counts below 2^24.
+  const acc = new Float32Array(2 * nItems);
   // Sized for the worst case so that the hot loop never checks for growth.
   const touched = new Int32Array(nItems);
   const heap = new TopK(topK);
