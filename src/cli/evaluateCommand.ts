@@ -4,20 +4,24 @@ import { EventLog } from '../backends/embedded/events/event.js';
 import { readEvents } from '../backends/embedded/events/importEvents.js';
 import { WEIGHTINGS } from '../backends/embedded/recommender/cooccurrence.js';
 import type { Weighting } from '../backends/embedded/recommender/cooccurrence.js';
-import { evaluate, formatTable } from '../backends/embedded/recommender/evaluate.js';
+import { evaluate, formatGrid, formatTable } from '../backends/embedded/recommender/evaluate.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
 import type { CommandIo } from './importCommand.js';
 
 export const EVALUATE_HELP = `Usage:
   recs-gateway evaluate --events <file> --format <format> [--events <file> --format <format> ...]
-                        [--views <file>] [--purchases <file>] [--test-fraction 0.2] [--weighting cosine,lift,...]
+                        [--views <file>] [--purchases <file>] [--test-fraction 0.2] [--weighting cosine,lift,...] [--grid]
 
 Offline evaluation on item ids (no catalogue needed). All files are read into one log; the latest
-visits and orders by start time (--test-fraction, default 0.2) are held out and the model is
-trained on the rest. Post-browse predicts a visit's next viewed item from the one before;
-next-best-product an order's next item from the one before (or from the user's last purchase).
-Prints HR@10, NDCG@10 and catalogue coverage for a popularity baseline and for the model with
-each weighting (default: ${WEIGHTINGS.join(', ')}).
+visits and orders by start time (--test-fraction, default 0.2) are the test split, the latest
+of the rest (same fraction) the validation split. Post-browse predicts a visit's next viewed
+item from the one before; next-best-product an order's next item from the one before (or from
+the user's last purchase). Each weighting's parameters (shrinkage s; damping d and prior k) are
+chosen per task on the validation split, then the model is trained on everything before the
+test split and scored on it. Prints, for a popularity baseline and each weighting (default:
+${WEIGHTINGS.join(', ')}): the chosen parameters, their validation NDCG@10, and test HR@10,
+NDCG@10 with its standard error, catalogue coverage and the mean popularity of what is
+recommended relative to the mean item (1 = neutral). --grid also prints every parameter tried.
 
 --views F and --purchases F are short for --events F --format diginetica-views (resp.
 diginetica-purchases). Each --events takes the --format given after it, or the last one given.
@@ -40,6 +44,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
         purchases: { type: 'string', multiple: true },
         'test-fraction': { type: 'string' },
         weighting: { type: 'string' },
+        grid: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -111,8 +116,9 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
   }
   const t0 = performance.now();
   const result = evaluate(log, { testFraction: fraction, weightings: weightings as Weighting[] });
-  out(`train ${result.trainEvents} events over ${result.trainItems} items, test ${result.testEvents} events (latest ${Math.round(fraction * 100)}% of visits and orders)`);
+  out(`train ${result.trainEvents} events over ${result.trainItems} items, test ${result.testEvents} events (latest ${Math.round(fraction * 100)}% of visits and orders); validation ${result.validationEvents} events (the latest ${Math.round(fraction * 100)}% of the training part)`);
   out(formatTable(result.rows));
+  if (values.grid === true) out(`\nvalidation grid\n${formatGrid(result.grid)}`);
   err(`evaluated in ${Math.round(performance.now() - t0)} ms`);
   return 0;
 }

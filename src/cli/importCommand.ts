@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Catalog, loadCatalogFile } from '../backends/embedded/catalog.js';
 import { readEvents } from '../backends/embedded/events/importEvents.js';
+import { RELOAD_INTERVAL_MS } from '../backends/embedded/recs.js';
 import { RecsStore, DB_FILE } from '../backends/embedded/store.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
 
@@ -19,7 +20,9 @@ export const IMPORT_HELP = `Usage:
   recs-gateway import events <file> --format <format> [format flags] [--replace]
   recs-gateway import catalog <file> [--replace]
 
-Imports into DATA_DIR/${DB_FILE}, which the embedded backend serves from on its next start.
+Imports into DATA_DIR/${DB_FILE}. A running gateway on the same DATA_DIR notices the finished
+import within ${RELOAD_INTERVAL_MS / 1000} s, rebuilds its model in a worker thread and swaps it in; until then
+it serves the previous one.
 
 Events: each line becomes a view or a purchase; malformed lines are reported with their line
 number and skipped. Importing a file whose content was already imported (same SHA-256 and

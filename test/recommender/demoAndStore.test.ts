@@ -70,7 +70,8 @@ describe('persistence through DATA_DIR', () => {
     const recs = await openEmbeddedRecs({ dataDir: dir });
     expect(recs.catalog.size).toBe(12);
     const list = await recs.recommend('POST_BROWSE', 100);
-    expect(list.entries[0]).toMatchObject({ itemId: 107, source: 'CO_VIEW', evidence: 2, score: 2 });
+    // damped d = 0.3: c / (n(a)^0.7 n(b)^0.3) = 2 / (2^0.7 2^0.3) = 1.
+    expect(list.entries[0]).toMatchObject({ itemId: 107, source: 'CO_VIEW', evidence: 2, score: 1 });
     expect(list.entries).toHaveLength(10);
     expect((await recs.getItems([107, 999]))[1]).toBeNull();
     await recs.close();

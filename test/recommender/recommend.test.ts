@@ -9,14 +9,18 @@ describe('post-browse', () => {
     // 2 is seen with 1 in 4 visits, 5 in 5 but it is everywhere, 3 in 2, 4 in 1: shrunk cosine
     // 4/sqrt(7*4)*4/6 = 0.504, 5/sqrt(7*25)*5/7 = 0.270, 2/sqrt(7*2)*2/4 = 0.267, 1/sqrt(7)*1/3 = 0.126.
     const log = logOf([...repeat(4, () => [1, 2, 5]), [1, 3, 5], [1, 3], [1, 4], ...repeat(20, () => [5, 6])]);
-    const recs = new EmbeddedRecs(catalog, log, { postBrowseWeighting: 'cosine' });
+    const recs = new EmbeddedRecs(catalog, log, { postBrowse: { weighting: 'cosine' } });
     const list = await recs.recommend('POST_BROWSE', 1);
     const coView = list.entries.filter((e) => e.source === 'CO_VIEW');
     expect(coView.map((e) => e.itemId)).toEqual([2, 5, 3, 4]);
     expect(coView.map((e) => e.evidence)).toEqual([4, 5, 2, 1]);
     expect(coView[0]!.score).toBeCloseTo(0.504, 3);
-    const byCount = await new EmbeddedRecs(catalog, log, { postBrowseWeighting: 'count' }).recommend('POST_BROWSE', 1);
+    const byCount = await new EmbeddedRecs(catalog, log, { postBrowse: { weighting: 'count' } }).recommend('POST_BROWSE', 1);
     expect(byCount.entries.slice(0, 4).map((e) => [e.itemId, e.score])).toEqual([[5, 5], [2, 4], [3, 2], [4, 1]]);
+    // The default (damped, d = 0.3) discounts 5 for being everywhere: 4 / 4^0.3 = 2.64 > 5 / 25^0.3 = 1.90.
+    const byDefault = await new EmbeddedRecs(catalog, log).recommend('POST_BROWSE', 1);
+    expect(byDefault.entries.slice(0, 2).map((e) => e.itemId)).toEqual([2, 5]);
+    expect(byDefault.entries[0]!.score).toBeCloseTo(4 / Math.pow(7, 0.7) / Math.pow(4, 0.3), 6);
     for (let i = 1; i < coView.length; i++) expect(coView[i]!.score!).toBeLessThanOrEqual(coView[i - 1]!.score!);
     expect(list.entries.map((e) => e.rank)).toEqual(repeat(list.entries.length, (i) => i + 1));
     expect(list.items?.map((i) => i.itemId)).toEqual(list.entries.map((e) => e.itemId));
@@ -82,6 +86,24 @@ describe('fallbacks', () => {
     }
   });
 
+  it('gives 10 when nearly the whole catalogue is the anchor\'s variants, in stock first', async () => {
+    // 1,500 variants of the anchor fill its category, its department and the top of the popularity
+    // list; the ten other items were never seen and five of them are out of stock.
+    const catalog = catalogOf([
+      ...repeat(1500, (i) => ({ id: 1 + i, parent: 1, path: 'Home/Lamps' })),
+      ...repeat(10, (i) => ({ id: 2001 + i, path: 'Garden/Tools', stock: i % 2 === 0 ? 'Not available' : 'Available' })),
+    ]);
+    const log = logOf(repeat(1500, (i) => [1 + i]), repeat(1500, (i) => [1 + i]));
+    const recs = new EmbeddedRecs(catalog, log);
+    for (const kind of ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) {
+      const list = await recs.recommend(kind, 7);
+      expect(list.entries.map((e) => e.itemId).sort()).toEqual(repeat(10, (i) => 2001 + i));
+      expect(list.entries.every((e) => e.source === 'POPULAR')).toBe(true);
+      expect(list.items!.slice(0, 5).every((i) => i.stock === 'Available')).toBe(true);
+      expect(list.items!.slice(5).every((i) => i.stock === 'Not available')).toBe(true);
+    }
+  });
+
   it('throws NOT_FOUND for an unknown anchor', async () => {
     const recs = new EmbeddedRecs(catalogOf([{ id: 1 }]), logOf([]));
     const error = await recs.recommend('POST_BROWSE', 99).catch((e: unknown) => e);
@@ -110,5 +132,19 @@ describe('next-best-product', () => {
     expect(coPurchase[0]).toMatchObject({ itemId: 3, evidence: 3 });
     expect(coPurchase.find((e) => e.itemId === 2)!.score!).toBeLessThan(coPurchase[0]!.score! * 0.6);
     expect(list.entries).toHaveLength(10);
+  });
+
+  it('with thin evidence, the popularity prior brings in the most bought items with a score and no evidence', async () => {
+    const catalog = catalogOf([{ id: 1, path: 'A/B' }, { id: 2, path: 'C/D' }, { id: 9, path: 'E/F' }, ...repeat(20, (i) => ({ id: 100 + i, path: 'G/H' }))]);
+    // 1 was bought once, with 2; 9 is in 20 of the 21 orders.
+    const log = logOf([], [[1, 2], ...repeat(20, (i) => [9, 100 + i])]);
+    const entries = (await new EmbeddedRecs(catalog, log).recommend('NEXT_BEST_PRODUCT', 1)).entries;
+    // (c + k n(b)/N) / (n(1)^0.7 n(b)^0.3) with k = 100, N = 21: one shared order is thin evidence
+    // next to 9's 20 orders (9: 38.8, 2: 5.76); with thousands of orders the counts would decide.
+    expect(entries.slice(0, 2)).toMatchObject([{ itemId: 9, source: 'POPULAR', evidence: 0 }, { itemId: 2, source: 'CO_PURCHASE', evidence: 1 }]);
+    expect(entries[0]!.score).toBeCloseTo((100 * 20) / 21 / Math.pow(20, 0.3), 6);
+    expect(entries[1]!.score).toBeCloseTo(1 + 100 / 21, 6);
+    const noPrior = await new EmbeddedRecs(catalog, log, { nextBest: { weighting: 'damped', damping: 0.3, prior: 0 } }).recommend('NEXT_BEST_PRODUCT', 1);
+    expect(noPrior.entries.filter((e) => e.score !== null).map((e) => e.itemId)).toEqual([2]);
   });
 });

@@ -27,6 +27,20 @@ export class ItemIndex {
     return this.byId.size;
   }
 
+  /** An index holding `ids` at indexes 0..n-1 (a model built elsewhere). */
+  static fromIds(ids: Float64Array): ItemIndex {
+    const index = new ItemIndex();
+    index.idsArray = new Float64Array(Math.max(1024, ids.length));
+    index.idsArray.set(ids);
+    for (let i = 0; i < ids.length; i++) index.byId.set(ids[i]!, i);
+    return index;
+  }
+
+  /** The ids by index, 0..size-1 (a copy). */
+  ids(): Float64Array {
+    return this.idsArray.slice(0, this.byId.size);
+  }
+
   /** The dense index of an id, adding it when new. */
   intern(id: number): number {
     let index = this.byId.get(id);

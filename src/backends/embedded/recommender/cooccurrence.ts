@@ -7,10 +7,13 @@ import type { Sequences } from './sessions.js';
  * - `count`: c, the raw count (what "bought together" widgets naively show; popularity-biased).
  * - `cosine`: c / sqrt(n(a) n(b)).
  * - `lift`: c N / (n(a) n(b)), how much more often than chance; favours rare items.
- * - `pmi`: log(lift) shrunk by c / (c + shrinkage), so one chance co-occurrence of two rare items
- *   does not outrank steady evidence.
- * - `damped`: c / (n(a)^(1-d) n(b)^d), an asymmetric cosine between count (d = 0) and cosine
- *   (d = 0.5): the neighbour's popularity is discounted, but only by n(b)^d (d = `damping`).
+ * - `pmi`: log(lift).
+ * - `damped`: (c + k n(b)/N) / (n(a)^(1-d) n(b)^d), an asymmetric cosine between count (d = 0)
+ *   and conditional probability P(a|b) (d = 1), with cosine's ranking at d = 0.5: the neighbour's
+ *   popularity is discounted by n(b)^d (d = `damping`). k (`prior`) adds k pseudo-groups spread
+ *   by popularity, i.e. the count is smoothed towards what the anchor's groups would hold by
+ *   chance; it decides only where the co-occurrence evidence is thin, and lets the most frequent
+ *   items compete for every anchor.
  * cosine, lift and pmi are also multiplied by c / (c + shrinkage), so a single co-occurrence of
  * two rare items does not outrank steady evidence.
  */
@@ -47,6 +50,8 @@ export interface NeighbourOptions {
   shrinkage?: number;
   /** The d of `damped`; default 0.2. */
   damping?: number;
+  /** The k of `damped` (pseudo-groups spread by popularity); default 0. */
+  prior?: number;
 }
 
 export interface GroupSet {
@@ -130,14 +135,11 @@ class TopK {
   }
   offer(score: number, evidence: number, item: number): void {
     if (this.size < this.k) {
-      let i = this.size++;
+      // Most items have fewer neighbours than k: appended unordered (drain sorts them), and made
+      // a heap only once it is full.
+      const i = this.size++;
       this.score[i] = score; this.evidence[i] = evidence; this.item[i] = item;
-      while (i > 0) {
-        const p = (i - 1) >> 1;
-        if (!this.less(i, p)) break;
-        this.swap(i, p);
-        i = p;
-      }
+      if (this.size === this.k) for (let j = (this.k >> 1) - 1; j >= 0; j--) this.down(j);
       return;
     }
     const s0 = this.score[0]!;
@@ -145,29 +147,42 @@ class TopK {
     this.score[0] = score; this.evidence[0] = evidence; this.item[0] = item;
     this.down(0);
   }
-  /** Empties the heap into the arrays from `at`, best first; returns how many. */
+  /**
+   * Empties the heap into the arrays from `at`, best first; returns how many. An insertion sort:
+   * at most k entries, and visiting the heap from its leaves (its larger entries) first leaves
+   * little to shift, which beats k pops with sift-downs.
+   */
   drain(score: Float64Array, evidence: Int32Array, item: Int32Array, at: number): number {
     const n = this.size;
-    for (let i = n - 1; i >= 0; i--) {
-      score[at + i] = this.score[0]!; evidence[at + i] = this.evidence[0]!; item[at + i] = this.item[0]!;
-      this.size--;
-      if (this.size > 0) {
-        this.swap(0, this.size);
-        this.down(0);
+    for (let i = n - 1, placed = 0; i >= 0; i--, placed++) {
+      const s = this.score[i]!;
+      const e = this.evidence[i]!;
+      const t = this.item[i]!;
+      let j = at + placed;
+      while (j > at) {
+        const ps = score[j - 1]!;
+        const pe = evidence[j - 1]!;
+        const pt = item[j - 1]!;
+        if (ps > s || (ps === s && (pe > e || (pe === e && pt < t)))) break;
+        score[j] = ps; evidence[j] = pe; item[j] = pt;
+        j--;
       }
+      score[j] = s; evidence[j] = e; item[j] = t;
     }
+    this.size = 0;
     return n;
   }
 }
 
 /**
- * Adds up item a's co-occurrence counts over its groups into `count` / `shared`, listing each
- * item met once in `touched`; returns how many. A function of its own so that V8 optimises it
- * as a small hot function rather than only by on-stack replacement of the whole build loop.
+ * Adds up item a's co-occurrence counts over its groups into `acc` (weighted count at 2b, number
+ * of shared groups at 2b + 1: both in one cache line, as b is random), listing each item met once
+ * in `touched`; returns how many. A function of its own so that V8 optimises it as a small hot
+ * function rather than only by on-stack replacement of the whole build loop.
  */
 function gather(
   a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
-  groupWeight: Float32Array, count: Float64Array, shared: Int32Array, touched: Int32Array,
+  groupWeight: Float32Array, acc: Float32Array, touched: Int32Array,
 ): number {
   let nTouched = 0;
   for (let j = byItemStart[a]!, end = byItemStart[a + 1]!; j < end; j++) {
@@ -176,12 +191,89 @@ function gather(
     for (let k = groupStart[g]!, kEnd = groupStart[g + 1]!; k < kEnd; k++) {
       const b = groupItems[k]!;
       if (b === a) continue;
-      if (shared[b] === 0) touched[nTouched++] = b;
-      count[b]! += w;
-      shared[b]!++;
+      const i = b << 1;
+      if (acc[i + 1] === 0) touched[nTouched++] = b;
+      acc[i]! += w;
+      acc[i + 1]!++;
     }
   }
   return nTouched;
+}
+
+/**
+ * 1 / n(b)^e for every item (the neighbour's popularity discount), or log n(b) for pmi: computed
+ * once per build so that the pair loop does one multiplication instead of a Math.pow.
+ */
+function popularityTerms(occurrences: Float64Array, weighting: Weighting, damping: number): Float64Array {
+  const out = new Float64Array(occurrences.length);
+  const exponent = weighting === 'cosine' ? 0.5 : weighting === 'lift' ? 1 : weighting === 'damped' ? damping : 0;
+  for (let b = 0; b < out.length; b++) {
+    const n = occurrences[b]!;
+    if (weighting === 'pmi') out[b] = n > 0 ? Math.log(n) : 0;
+    else out[b] = n > 0 ? Math.pow(n, -exponent) : 0;
+  }
+  return out;
+}
+
+/**
+ * The `count` most frequent candidate items of the groups (the prior's candidates), ordered by
+ * `key` (their score without co-occurrence, up to a factor), best first.
+ */
+function mostFrequent(occurrences: Float64Array, candidate: Uint8Array | undefined, count: number, key: (b: number) => number, orig: Int32Array, rank: Int32Array): Int32Array {
+  // Ties go to the lower real index, as everywhere.
+  const heap = new TopK(count);
+  for (let b = 0; b < occurrences.length; b++) {
+    if (occurrences[b]! > 0 && (candidate === undefined || candidate[b] === 1)) heap.offer(occurrences[b]!, 0, orig[b]!);
+  }
+  const chosen = new Int32Array(heap.size);
+  heap.drain(new Float64Array(heap.size), new Int32Array(heap.size), chosen, 0);
+  for (const b of chosen) heap.offer(key(rank[b]!), 0, b);
+  const item = new Int32Array(heap.size);
+  heap.drain(new Float64Array(heap.size), new Int32Array(heap.size), item, 0);
+  return item.map((b) => rank[b]!);
+}
+
+/**
+ * Ranks of items by descending number of groups (a counting sort, stable), and the inverse;
+ * renumbers `items` in place.
+ */
+function renumberByDegree(items: Int32Array, nItems: number): { rank: Int32Array; orig: Int32Array } {
+  const degree = new Int32Array(nItems);
+  let maxDegree = 0;
+  for (let k = 0; k < items.length; k++) {
+    const d = ++degree[items[k]!]!;
+    if (d > maxDegree) maxDegree = d;
+  }
+  const slot = new Int32Array(maxDegree + 2);
+  for (let b = 0; b < nItems; b++) slot[maxDegree - degree[b]! + 1]!++;
+  for (let d = 0; d <= maxDegree; d++) slot[d + 1]! += slot[d]!;
+  const rank = new Int32Array(nItems);
+  const orig = new Int32Array(nItems);
+  for (let b = 0; b < nItems; b++) {
+    const r = slot[maxDegree - degree[b]!]!++;
+    rank[b] = r;
+    orig[r] = b;
+  }
+  for (let k = 0; k < items.length; k++) items[k] = rank[items[k]!]!;
+  return { rank, orig };
+}
+
+/** The facts indexed by rank. */
+function permuteFacts(facts: ItemFacts, orig: Int32Array): ItemFacts {
+  const permute = <T extends Uint8Array | Int32Array>(a: T | undefined): T | undefined => {
+    if (a === undefined) return undefined;
+    const out = a.slice() as T;
+    for (let r = 0; r < orig.length; r++) out[r] = a[orig[r]!]!;
+    return out;
+  };
+  const out: ItemFacts = {};
+  const candidate = permute(facts.candidate);
+  const family = permute(facts.family);
+  const category = permute(facts.category);
+  if (candidate !== undefined) out.candidate = candidate;
+  if (family !== undefined) out.family = family;
+  if (category !== undefined) out.category = category;
+  return out;
 }
 
 /**
@@ -197,8 +289,14 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   const shrinkage = options.shrinkage ?? 2;
   const damping = options.damping ?? 0.2;
   const weighting = options.weighting;
+  const prior = weighting === 'damped' ? options.prior ?? 0 : 0;
   const groups = itemSets(log, sets, nItems);
   const nGroups = groups.weight.length;
+  // Everything below works on items renumbered by descending number of groups (their rank), so
+  // that the scratch entries the pair loop hits most, those of popular items, share a few cache
+  // lines instead of being spread over megabytes. Outputs and tie-breaks use the real index.
+  const { rank, orig } = renumberByDegree(groups.items, nItems);
+  const { candidate, family, category } = permuteFacts(facts, orig);
 
   const occurrences = new Float64Array(nItems);
   const byItemStart = new Int32Array(nItems + 1);
@@ -219,8 +317,8 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) byItem[fill[groups.items[j]!]!++] = g;
   }
 
-  const count = new Float64Array(nItems);
-  const shared = new Int32Array(nItems);
+  // Float32: half the cache footprint of the hottest array; exact for counts below 2^24.
+  const acc = new Float32Array(2 * nItems);
   // Sized for the worst case so that the hot loop never checks for growth.
   const touched = new Int32Array(nItems);
   const heap = new TopK(topK);
@@ -230,34 +328,58 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   let outScore = new Float64Array(cap);
   let outEvidence = new Int32Array(cap);
   let out = 0;
-  const { candidate, family, category } = facts;
+  const pmi = weighting === 'pmi';
+  const term = popularityTerms(occurrences, weighting, damping);
+  // Non-candidates get a 0 term, so that one read both filters and scores (pmi checks candidate).
+  if (candidate !== undefined && !pmi) for (let b = 0; b < nItems; b++) if (candidate[b] !== 1) term[b] = 0;
+  const shrink = weighting === 'cosine' || weighting === 'lift' || pmi ? shrinkage : 0;
+  const logTotal = Math.log(total);
+  // With a prior, the most frequent items compete for every anchor even without co-occurrence.
+  // Without it (c = 0) their scores are prior n(b)^(1-d) / N times the anchor's part: the same
+  // order for every anchor, so they are merged in that order after the heap instead of through it.
+  const priorOf = prior > 0 ? occurrences.map((n) => (prior * n) / total) : null;
+  const frequent = priorOf === null ? new Int32Array(0) : mostFrequent(occurrences, candidate, topK, (b) => priorOf[b]! * term[b]!, orig, rank);
+  const frequentBase = Float64Array.from(frequent, (b) => (priorOf === null ? 0 : priorOf[b]! * term[b]!));
+  const isFrequent = new Uint8Array(prior > 0 ? nItems : 0);
+  for (const b of frequent) isFrequent[b] = 1;
+  const offeredAt = prior > 0 ? new Int32Array(nItems).fill(-1) : null;
+  const sorted = { score: new Float64Array(topK), evidence: new Int32Array(topK), item: new Int32Array(topK) };
+  const mergeScore = new Float64Array(topK);
+  const mergeItem = new Int32Array(topK);
 
-  for (let a = 0; a < nItems; a++) {
-    outStart[a] = out;
-    const nTouched = gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, count, shared, touched);
-    if (nTouched === 0) continue;
+  /**
+   * The score of b for anchor a (see Weighting): (c + prior) n(b)^-e times a's part, shrunk by
+   * c / (c + s) where the weighting says so. `anchor` is a's part, the same for all its b.
+   */
+  const scoreOf = (c: number, b: number, anchor: number): number => {
+    const shrunk = shrink > 0 ? c / (c + shrink) : 1;
+    if (pmi) return (Math.log(c) + anchor - term[b]!) * shrunk;
+    return (priorOf === null ? c : c + priorOf[b]!) * term[b]! * anchor * shrunk;
+  };
+
+  for (let a0 = 0; a0 < nItems; a0++) {
+    outStart[a0] = out;
+    const a = rank[a0]!;
+    const nTouched = gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, acc, touched);
+    if (nTouched === 0 && offeredAt === null) continue;
     const na = occurrences[a]!;
+    const anchor = weighting === 'cosine' ? 1 / Math.sqrt(na) : weighting === 'lift' ? total / na
+      : weighting === 'damped' ? Math.pow(na, damping - 1) : pmi ? logTotal - Math.log(na) : 1;
     const famA = family === undefined ? -1 : family[a]!;
-    const catA = category === undefined ? -1 : category[a]!;
+    const catA = category === undefined || factor === 1 ? -1 : category[a]!;
     for (let t = 0; t < nTouched; t++) {
       const b = touched[t]!;
-      const c = count[b]!;
-      const ev = shared[b]!;
-      count[b] = 0;
-      shared[b] = 0;
-      if (candidate !== undefined && candidate[b] !== 1) continue;
+      const i = b << 1;
+      const c = acc[i]!;
+      const ev = acc[i + 1]!;
+      acc[i] = 0;
+      acc[i + 1] = 0;
+      if (pmi ? candidate !== undefined && candidate[b] !== 1 : term[b] === 0) continue;
       if (famA >= 0 && family![b] === famA) continue;
-      const nb = occurrences[b]!;
-      let s: number;
-      switch (weighting) {
-        case 'count': s = c; break;
-        case 'cosine': s = (c / Math.sqrt(na * nb)) * (c / (c + shrinkage)); break;
-        case 'lift': s = ((c * total) / (na * nb)) * (c / (c + shrinkage)); break;
-        case 'damped': s = c / (Math.pow(na, 1 - damping) * Math.pow(nb, damping)); break;
-        case 'pmi': s = Math.log((c * total) / (na * nb)) * (c / (c + shrinkage)); break;
-      }
-      if (catA >= 0 && factor !== 1 && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
-      heap.offer(s, ev, b);
+      if (offeredAt !== null && isFrequent[b] === 1) offeredAt[b] = a;
+      let s = scoreOf(c, b, anchor);
+      if (catA >= 0 && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
+      heap.offer(s, ev, orig[b]!);
     }
     if (out + topK > cap) {
       cap = Math.max(cap * 2, out + topK);
@@ -265,7 +387,37 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
       const s2 = new Float64Array(cap); s2.set(outScore); outScore = s2;
       const e2 = new Int32Array(cap); e2.set(outEvidence); outEvidence = e2;
     }
-    out += heap.drain(outScore, outEvidence, outItem, out);
+    if (offeredAt === null || na === 0) {
+      out += heap.drain(outScore, outEvidence, outItem, out);
+      continue;
+    }
+    // The frequent items a shares no group with: in anchor-independent order, except where the
+    // same-category factor applies (rare: they go through the heap).
+    let nMerge = 0;
+    for (let j = 0; j < frequent.length; j++) {
+      const b = frequent[j]!;
+      if (offeredAt[b] === a || b === a || (famA >= 0 && family![b] === famA)) continue;
+      const s = frequentBase[j]! * anchor;
+      if (catA >= 0 && category![b] === catA) heap.offer(s * factor, 0, orig[b]!);
+      else {
+        mergeScore[nMerge] = s;
+        mergeItem[nMerge++] = orig[b]!;
+      }
+    }
+    const nSorted = heap.drain(sorted.score, sorted.evidence, sorted.item, 0);
+    let i = 0;
+    let j = 0;
+    const end = out + topK;
+    while (out < end && (i < nSorted || j < nMerge)) {
+      // Same order as the heap: score, then evidence, then the lower index; merged ones have no evidence.
+      const takeSorted = j === nMerge || (i < nSorted && (sorted.score[i]! > mergeScore[j]!
+        || (sorted.score[i] === mergeScore[j] && (sorted.evidence[i]! > 0 || sorted.item[i]! < mergeItem[j]!))));
+      if (takeSorted) {
+        outScore[out] = sorted.score[i]!; outEvidence[out] = sorted.evidence[i]!; outItem[out++] = sorted.item[i++]!;
+      } else {
+        outScore[out] = mergeScore[j]!; outEvidence[out] = 0; outItem[out++] = mergeItem[j++]!;
+      }
+    }
   }
   outStart[nItems] = out;
   return { start: outStart, item: outItem.slice(0, out), score: outScore.slice(0, out), evidence: outEvidence.slice(0, out) };

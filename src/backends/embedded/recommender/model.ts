@@ -1,33 +1,54 @@
 import type { Catalog } from '../catalog.js';
 import { categoryOf, familyOf } from '../catalog.js';
-import type { EventLog } from '../events/event.js';
+import type { EventLog, ItemIndex } from '../events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
 import { buildNeighbours } from './cooccurrence.js';
 import type { ItemFacts, Neighbours, Weighting } from './cooccurrence.js';
 import { userHistories, visits } from './sessions.js';
 
-/**
- * The default weighting of both lists, chosen by `evaluate` on the real logs in /work/shared/data
- * (latest 20% held out): raw `count` had the best NDCG@10 on all three: Diginetica post-browse
- * 0.0292 (pmi 0.0243, cosine 0.0235, lift 0.0211), Diginetica next-best-product 0.0090 (lift
- * 0.0087, cosine 0.0084), Instacart baskets 0.0306 (cosine 0.0202, pmi 0.0154). On logs this
- * sparse most pairs are seen once, and the popularity-normalised weightings then rank one-off
- * pairs of rare items first; the popularity baseline itself beats every model on Instacart.
- * The price is coverage (Instacart: 35% of items recommended against 73% with cosine), so
- * re-run `evaluate` on a full-size log before trusting this choice there.
+/** How one list turns co-occurrence into scores (see Weighting for the formulas). */
+export interface Scoring {
+  weighting: Weighting;
+  /** The s in the c / (c + s) factor shrinking cosine, lift and pmi scores of thin evidence; default 2. */
+  shrinkage?: number;
+  /** The d of `damped`: the neighbour's popularity is discounted by n(b)^d; default 0.2. */
+  damping?: number;
+  /** The k of `damped`: pseudo-groups spread by popularity; default 0. */
+  prior?: number;
+}
+
+/*
+ * The defaults, chosen on validation splits (the latest 20% of the training part; the test split
+ * picks nothing) of the logs in /work/shared/data: `evaluate --grid` prints every grid point.
+ * Validation NDCG@10 (± standard error), count / damped d=0.3 k=0 / damped d=0.3 k=100 / popularity:
+ *   Diginetica post-browse         0.0279 ± 0.0033 / 0.0267 / 0.0271 / 0.0034
+ *   Diginetica next-best-product   0.0042 ± 0.0016 / 0.0037 / 0.0037 / 0.0034
+ *   Instacart next-best-product    0.0295 ± 0.0037 / 0.0207 / 0.0385 / 0.0368
+ * - Popularity discount d = 0.3. On Diginetica NDCG is flat for d from 0 to 0.5 (all within 0.4
+ *   standard errors of raw count) and loses about one standard error from d = 0.75 on (towards
+ *   lift); 0.3 sits inside the flat range, so the model stops ranking an item first just because
+ *   it is everywhere at no measurable cost. Shrunk cosine, lift and pmi measured below count on
+ *   every log whatever their shrinkage (best: 0.0267, 0.0255, 0.0269 on Diginetica post-browse).
+ * - Popularity prior k = 100 for next-best-product: on Instacart (977 orders, most pairs seen
+ *   once) the baseline of most-bought items beats every pure co-occurrence model; smoothing the
+ *   counts towards chance with k pseudo-orders beats both (0.0385 against 0.0368 and 0.0295) and
+ *   changes nothing measurable on Diginetica. It only matters for anchors seen in fewer than
+ *   about k groups: on a full-size log the co-purchase evidence decides.
+ * - No prior for post-browse: it did nothing measurable there (0.0271 against 0.0267), and with a
+ *   catalogue a thin anchor is better filled from its own category (the fallbacks) than with
+ *   globally popular items, which is what post-browse must not be about.
  */
-export const DEFAULT_WEIGHTING: Weighting = 'count';
+/** Post-browse scoring: damped d = 0.3, no prior (see above). */
+export const DEFAULT_POST_BROWSE: Scoring = { weighting: 'damped', damping: 0.3, prior: 0 };
+/** Next-best-product scoring: damped d = 0.3, prior k = 100 (see above). */
+export const DEFAULT_NEXT_BEST: Scoring = { weighting: 'damped', damping: 0.3, prior: 100 };
 
 /** Options of buildModel; every field has a default. */
 export interface ModelOptions {
-  /** Weighting of co-occurrence for post-browse; default DEFAULT_WEIGHTING. */
-  postBrowseWeighting?: Weighting;
-  /** Weighting of co-occurrence for next-best-product; default DEFAULT_WEIGHTING. */
-  nextBestWeighting?: Weighting;
-  /** The s in the c / (c + s) factor shrinking cosine, lift and pmi scores of thin evidence; default 2. */
-  shrinkage?: number;
-  /** The d of the `damped` weighting; default 0.2. */
-  damping?: number;
+  /** Scoring of co-views for post-browse; default DEFAULT_POST_BROWSE. */
+  postBrowse?: Scoring;
+  /** Scoring of co-purchases for next-best-product; default DEFAULT_NEXT_BEST. */
+  nextBest?: Scoring;
   /** Neighbours kept per item before lookup-time filters; default 30. */
   topK?: number;
   /** Distinct items of a visit or order taken into account; default 30 (see GroupSet.maxItems). */
@@ -50,7 +71,8 @@ export interface ModelOptions {
 
 /** The built model: neighbours and popularity by dense item index (log.items). */
 export interface RecModel {
-  log: EventLog;
+  /** Item ids to the dense indexes of every array here (the log's index, shared with it). */
+  items: ItemIndex;
   postBrowse: Neighbours;
   nextBest: Neighbours;
   /** Events of each kind per item. */
@@ -106,7 +128,7 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
   const postBrowse = buildNeighbours(
     log,
     [{ sequences: visits(log, KIND_VIEW, groupOptions), maxItems }],
-    { weighting: options.postBrowseWeighting ?? DEFAULT_WEIGHTING, topK: options.topK ?? 30, shrinkage: options.shrinkage ?? 2, damping: options.damping ?? 0.2 },
+    { ...(options.postBrowse ?? DEFAULT_POST_BROWSE), topK: options.topK ?? 30 },
     facts,
   );
   const nextBest = buildNeighbours(
@@ -115,7 +137,7 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
       { sequences: visits(log, KIND_PURCHASE), maxItems },
       { sequences: userHistories(log, options.userHistoryWeight ?? 0.25), maxItems: options.maxItemsPerHistory ?? 50, keepLast: true },
     ],
-    { weighting: options.nextBestWeighting ?? DEFAULT_WEIGHTING, topK: options.topK ?? 30, shrinkage: options.shrinkage ?? 2, damping: options.damping ?? 0.2, sameCategoryFactor: options.sameCategoryFactor ?? 0.5 },
+    { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30, sameCategoryFactor: options.sameCategoryFactor ?? 0.5 },
     facts,
   );
   const views = new Float64Array(nItems);
@@ -126,7 +148,7 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
   }
   const popularViewed = popularityOrder(views, purchases, candidate);
   const popularBought = popularityOrder(purchases, views, candidate);
-  return { log, postBrowse, nextBest, views, purchases, popularViewed, popularBought, candidate, buildMs: performance.now() - t0 };
+  return { items: log.items, postBrowse, nextBest, views, purchases, popularViewed, popularBought, candidate, buildMs: performance.now() - t0 };
 }
 
 /** Compares items by descending `first` count, then `second`, then index (a stable, total order). */

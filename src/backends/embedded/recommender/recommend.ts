@@ -11,8 +11,12 @@ import { byPopularity } from './model.js';
 export const MAX_RECOMMENDATIONS = 10;
 
 /**
- * Items looked at per fallback tier. A department can hold 100k items, most of them out of stock
- * or variants of the anchor in the worst case; bounding the scan keeps a lookup in microseconds.
+ * Items looked at per fallback tier for in-stock ones. A department can hold 100k items, most of
+ * them out of stock or variants of the anchor in the worst case; bounding the scan keeps a lookup
+ * in microseconds. The last tier (global popularity, every candidate item) goes on past it until
+ * the list has 10 entries, in stock or not, so that a catalogue of 11 or more families always
+ * gives 10: that costs a long scan only where nearly everything is excluded (the anchor's own
+ * variants), which a real catalogue does not have.
  */
 const SCAN_LIMIT = 1000;
 
@@ -34,8 +38,8 @@ export class Recommender {
     const catalog = this.catalog;
     const anchor = catalog?.get(anchorId);
     if (catalog !== null && anchor === undefined) throw notFound(`No item with itemId ${anchorId}`);
-    const log = this.model.log;
-    const anchorIndex = log.items.indexOf(anchorId);
+    const items = this.model.items;
+    const anchorIndex = items.indexOf(anchorId);
     const anchorFamily = anchor === undefined ? anchorId : familyOf(anchor);
     const anchorVariants = anchor?.variants ?? null;
     const families = new Set<number>();
@@ -44,7 +48,7 @@ export class Recommender {
 
     /** Takes a candidate; true when the list is full. */
     const offer = (index: number, score: number | null, evidence: number, source: RecommendationSource): boolean => {
-      const itemId = log.items.idAt(index);
+      const itemId = items.idAt(index);
       if (itemId === anchorId) return false;
       let available = true;
       let family = itemId;
@@ -63,7 +67,8 @@ export class Recommender {
       return inStock.length >= limit;
     };
 
-    if (!this.fromNeighbours(kind, anchorIndex, offer)) this.fromFallbacks(kind, anchor, offer);
+    const filled = (): number => inStock.length + outOfStock.length;
+    if (!this.fromNeighbours(kind, anchorIndex, offer)) this.fromFallbacks(kind, anchor, offer, () => filled() >= limit);
     const entries = inStock.concat(outOfStock).slice(0, limit);
     entries.forEach((e, i) => (e.rank = i + 1));
     return entries;
@@ -74,24 +79,30 @@ export class Recommender {
     const n: Neighbours = kind === 'POST_BROWSE' ? this.model.postBrowse : this.model.nextBest;
     const source: RecommendationSource = kind === 'POST_BROWSE' ? 'CO_VIEW' : 'CO_PURCHASE';
     for (let j = n.start[anchorIndex]!; j < n.start[anchorIndex + 1]!; j++) {
-      if (offer(n.item[j]!, n.score[j]!, n.evidence[j]!, source)) return true;
+      // Without shared groups a neighbour is there by the popularity prior alone (see Weighting).
+      const evidence = n.evidence[j]!;
+      if (offer(n.item[j]!, n.score[j]!, evidence, evidence > 0 ? source : 'POPULAR')) return true;
     }
     return false;
   }
 
-  private fromFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
+  private fromFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean, enough: () => boolean): boolean {
     if (anchor !== undefined) {
       const category = categoryOf(anchor);
       if (category !== null && this.scan(this.ranked(kind, category, (c) => c.category(category)), 'CATEGORY', offer)) return true;
       const department = departmentOf(anchor);
       if (department !== null && this.scan(this.ranked(kind, department, (c) => c.department(department)), 'DEPARTMENT', offer)) return true;
     }
-    return this.scan(kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought, 'POPULAR', offer);
+    return this.scan(kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought, 'POPULAR', offer, enough);
   }
 
-  private scan(list: Int32Array, source: RecommendationSource, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
+  /** Offers a tier's first SCAN_LIMIT items; with `enough`, goes on until it holds. */
+  private scan(list: Int32Array, source: RecommendationSource, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean, enough?: () => boolean): boolean {
     const end = Math.min(list.length, SCAN_LIMIT);
-    for (let j = 0; j < end; j++) if (offer(list[j]!, null, 0, source)) return true;
+    let j = 0;
+    for (; j < end; j++) if (offer(list[j]!, null, 0, source)) return true;
+    if (enough === undefined) return false;
+    for (; j < list.length && !enough(); j++) if (offer(list[j]!, null, 0, source)) return true;
     return false;
   }
 
@@ -100,8 +111,8 @@ export class Recommender {
     const cacheKey = `${kind}:${key}`;
     let list = this.categoryLists.get(cacheKey);
     if (list === undefined) {
-      const { log, views, purchases } = this.model;
-      const indexes = ids(this.catalog!).map((id) => log.items.indexOf(id)).filter((i) => i >= 0);
+      const { items, views, purchases } = this.model;
+      const indexes = ids(this.catalog!).map((id) => items.indexOf(id)).filter((i) => i >= 0);
       indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases) : byPopularity(purchases, views));
       list = Int32Array.from(indexes);
       this.categoryLists.set(cacheKey, list);

@@ -1,0 +1,42 @@
+import { ItemIndex } from '../events/event.js';
+import type { Neighbours } from './cooccurrence.js';
+import type { ModelOptions, RecModel } from './model.js';
+
+/** What the build worker is asked to do. */
+export interface BuildRequest {
+  dataDir: string;
+  options: ModelOptions;
+}
+
+/** A RecModel as plain typed arrays, to cross a thread boundary. */
+export interface BuiltModel extends Omit<RecModel, 'items'> {
+  /** Item ids by dense index. */
+  ids: Float64Array;
+}
+
+/** The build worker's messages, in order: records*, then model (or empty when there is no catalogue). */
+export type BuildMessage =
+  | { type: 'records'; records: string[] }
+  | { type: 'model'; version: string; events: number; loadMs: number; model: BuiltModel }
+  | { type: 'empty'; version: string };
+
+export function toBuiltModel(model: RecModel): BuiltModel {
+  const { items, ...rest } = model;
+  return { ...rest, ids: items.ids() };
+}
+
+export function fromBuiltModel(built: BuiltModel): RecModel {
+  const { ids, ...rest } = built;
+  return { ...rest, items: ItemIndex.fromIds(ids) };
+}
+
+/** The buffers to transfer rather than copy. */
+export function transferList(model: BuiltModel): ArrayBuffer[] {
+  const neighbours = (n: Neighbours): ArrayBufferLike[] => [n.start.buffer, n.item.buffer, n.score.buffer, n.evidence.buffer];
+  const buffers: ArrayBufferLike[] = [
+    model.ids.buffer, ...neighbours(model.postBrowse), ...neighbours(model.nextBest), model.views.buffer, model.purchases.buffer,
+    model.popularViewed.buffer, model.popularBought.buffer, ...(model.candidate === null ? [] : [model.candidate.buffer]),
+  ];
+  // A buffer listed twice makes postMessage throw; every array here owns its buffer, but be sure.
+  return [...new Set(buffers)].filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
+}
