@@ -53,6 +53,10 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   const store = await openKeyStore(config);
   const password = await ensureFirstAdmin(store);
   if (password !== null) hooks.onFirstAdmin?.(password);
-  const recs = await openEmbeddedRecs({ dataDir: config.dataDir, ...(hooks.log ? { log: hooks.log } : {}) });
+  const recs = await openEmbeddedRecs({
+    dataDir: config.dataDir,
+    reloadIntervalMs: config.recsReloadIntervalMs,
+    ...(hooks.log ? { log: hooks.log } : {}),
+  });
   return createEmbeddedBackend(store, recs);
 }
