@@ -5,8 +5,7 @@
  * time, memory and in-process lookup latency, and a naive Map<string, number> pair counter on the
  * 1M log as the reference.
  */
-import { buildDemo } from '../src/backends/embedded/demo.js';
-import { seededRandom } from '../src/backends/embedded/demo.js';
+import { buildDemo, seededRandom, zipf } from '../src/backends/embedded/demo.js';
 import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../src/backends/embedded/events/event.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 import { buildModel } from '../src/backends/embedded/recommender/model.js';
@@ -16,27 +15,11 @@ import { visits } from '../src/backends/embedded/recommender/sessions.js';
 const gc = (globalThis as { gc?: () => void }).gc ?? ((): void => {});
 const mb = (bytes: number): string => `${Math.round(bytes / 1048576)} MB`;
 
-function zipfSampler(n: number, s: number, random: () => number): () => number {
-  const cumulative = new Float64Array(n);
-  let sum = 0;
-  for (let r = 0; r < n; r++) cumulative[r] = sum += 1 / Math.pow(r + 1, s);
-  return () => {
-    const x = random() * sum;
-    let lo = 0;
-    let hi = n - 1;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (cumulative[mid]! < x) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo;
-  };
-}
 
 /** Visits of 1-15 views over Zipf(0.9)-popular items, a third of them ending in an order of 1-3 items. */
 function syntheticLog(events: number, items: number, seed: number): EventLog {
   const random = seededRandom(seed);
-  const item = zipfSampler(items, 0.9, random);
+  const item = zipf(items, 0.9, random);
   const log = new EventLog();
   let session = 0;
   let order = 0;

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { codeOf, useEmbeddedGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
 const CREATE = `mutation Create($input: CreateApiKeyInput!) {
@@ -13,18 +13,7 @@ const alice = { authorization: basicAuthorization('alice', 'alice-password') };
 const bob = { authorization: basicAuthorization('bob', 'bob-password', 'corp.example') };
 
 describe.each(storeKinds)('API keys through GraphQL over HTTP, $name store', (kind) => {
-  let gw: TestGateway;
-  let dispose: () => Promise<void>;
-
-  beforeAll(async () => {
-    const opened = await kind.open();
-    dispose = opened.dispose;
-    gw = await startTestGateway(await embeddedWithUsers(opened.store));
-  });
-  afterAll(async () => {
-    await gw.stop().catch(() => undefined);
-    await dispose();
-  });
+  const gw = useEmbeddedGateway(kind);
 
   it('creates a key with Basic user@domain credentials, then lists with that key, bare and Bearer', async () => {
     const created = await gw.gql<{ createApiKey: { ok: boolean; id: string; key: string; apiKey: { name: string; userId: string } } }>(

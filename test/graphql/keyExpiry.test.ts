@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { codeOf, useEmbeddedGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
 const alice = { authorization: basicAuthorization('alice', 'alice-password') };
@@ -18,17 +18,7 @@ interface Listed {
 }
 
 describe.each(storeKinds)('key expiry and last use through GraphQL, $name store', (kind) => {
-  let gw: TestGateway;
-  let dispose: () => Promise<void>;
-  beforeAll(async () => {
-    const opened = await kind.open();
-    dispose = opened.dispose;
-    gw = await startTestGateway(await embeddedWithUsers(opened.store));
-  });
-  afterAll(async () => {
-    await gw.stop().catch(() => undefined);
-    await dispose();
-  });
+  const gw = useEmbeddedGateway(kind);
 
   it('sets expiresAt from expiresInDays, and lastUsedAt once the key is used; both listed', async () => {
     const before = Date.now();

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
@@ -6,7 +7,7 @@ import type { Backend } from '../../src/backends/types.js';
 import { loadConfig } from '../../src/config.js';
 import { createGateway, type Gateway } from '../../src/server.js';
 import { NO_RATE_LIMITS } from './processes.js';
-import { TEST_COST } from './stores.js';
+import { TEST_COST, type StoreKind } from './stores.js';
 
 export interface GraphQLResponse<T = Record<string, unknown>> {
   status: number;
@@ -55,6 +56,39 @@ export async function embeddedWithUsers(store: KeyStore): Promise<Backend> {
   await addUser(store, { username: 'bob', domain: 'corp.example', password: 'bob-password' }, TEST_COST);
   await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
   return createEmbeddedBackend(store, await openEmbeddedRecs({ dataDir: null }));
+}
+
+/**
+ * For a describe block: a gateway over the embedded backend (demo shop; users alice,
+ * bob@corp.example and the administrator root) on a fresh store of `kind`, started before the
+ * block's tests and stopped after them. The object returned stands for that gateway.
+ */
+export function useEmbeddedGateway(kind: StoreKind): TestGateway {
+  let current: TestGateway | undefined;
+  let dispose: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    const opened = await kind.open();
+    dispose = opened.dispose;
+    current = await startTestGateway(await embeddedWithUsers(opened.store));
+  });
+  afterAll(async () => {
+    await current?.stop().catch(() => undefined);
+    await dispose?.();
+  });
+  const started = (): TestGateway => {
+    if (!current) throw new Error('the gateway starts in beforeAll');
+    return current;
+  };
+  return {
+    get url() {
+      return started().url;
+    },
+    get gateway() {
+      return started().gateway;
+    },
+    gql: (query, variables, headers) => started().gql(query, variables, headers),
+    stop: () => started().stop(),
+  };
 }
 
 /** The first error's code, for narrowing in tests. */

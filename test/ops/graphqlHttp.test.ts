@@ -1,6 +1,6 @@
 import { serverAudits } from 'graphql-http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { describe, expect, it } from 'vitest';
+import { useEmbeddedGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
 /**
@@ -16,17 +16,7 @@ const EXPECTED_WARNINGS = [
 ];
 
 describe.each(storeKinds.slice(0, 1))('GraphQL over HTTP conformance ($name store)', (kind) => {
-  let gw: TestGateway;
-  let dispose: () => Promise<void>;
-  beforeAll(async () => {
-    const opened = await kind.open();
-    dispose = opened.dispose;
-    gw = await startTestGateway(await embeddedWithUsers(opened.store));
-  });
-  afterAll(async () => {
-    await gw.stop().catch(() => undefined);
-    await dispose();
-  });
+  const gw = useEmbeddedGateway(kind);
 
   it('passes every audit, with only the known warnings', async () => {
     const results = await Promise.all(serverAudits({ url: `${gw.url}/graphql` }).map(async (audit) => ({ audit, result: await audit.fn() })));

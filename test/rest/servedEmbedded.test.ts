@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { useEmbeddedGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
 /**
@@ -14,17 +14,7 @@ const root = basicAuthorization('root', 'root-password');
 const PHONE = 31000005;
 
 describe.each(storeKinds)('served REST interfaces, embedded backend on $name', (kind) => {
-  let gw: TestGateway;
-  let dispose: () => Promise<void>;
-  beforeAll(async () => {
-    const opened = await kind.open();
-    dispose = opened.dispose;
-    gw = await startTestGateway(await embeddedWithUsers(opened.store));
-  });
-  afterAll(async () => {
-    await gw.stop();
-    await dispose();
-  });
+  const gw = useEmbeddedGateway(kind);
 
   async function call(method: string, path: string, auth?: string, body?: unknown) {
     const headers: Record<string, string> = { 'content-type': 'application/json' };

@@ -109,7 +109,7 @@ export function seededRandom(seed: number): () => number {
 }
 
 /** Samples ranks 0..n-1 with probability proportional to 1/(rank+1)^s. */
-function zipf(n: number, s: number, random: () => number): () => number {
+export function zipf(n: number, s: number, random: () => number): () => number {
   const cumulative = new Float64Array(n);
   let sum = 0;
   for (let r = 0; r < n; r++) cumulative[r] = sum += 1 / Math.pow(r + 1, s);
