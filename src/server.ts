@@ -16,14 +16,14 @@ import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
-import { requestSignal } from './http/requestSignal.js';
+import { requestDeadline } from './http/requestSignal.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
 import { observabilityPlugin } from './observability/graphqlPlugin.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import { readiness } from './observability/readiness.js';
-import { currentRequest, observeRequest } from './observability/requestScope.js';
+import { observeRequest, type RequestRecord } from './observability/requestScope.js';
 import { inServerSpan } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
 import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
@@ -79,17 +79,24 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
 /** A request-level error in the GraphQL response shape, for failures before Apollo sees the request. */
 const graphqlError = (message: string, code: ErrorCode) => ({ errors: [{ message, extensions: { code } }] });
 
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  if (declared > limit) throw new HttpError(413, `Request body larger than ${limit} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new HttpError(413, `Request body larger than ${limit} bytes`);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
+function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+  const tooLarge = () => new HttpError(413, `Request body larger than ${limit} bytes`);
+  if (Number(req.headers['content-length']) > limit) return Promise.reject(tooLarge());
+  // events rather than an async iterator: a few microseconds a request on the hot path
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= limit) chunks.push(chunk);
+      // answered at once; node drops the rest of the body after the 413 is sent
+      else if (size - chunk.length <= limit) reject(tooLarge());
+    });
+    req.once('end', () => {
+      if (size <= limit) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    });
+    req.once('error', reject);
+  });
 }
 
 function parseBody(raw: Buffer, contentType: string | undefined): unknown {
@@ -191,7 +198,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
   await apollo.start();
 
-  async function handleGraphQL(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  async function handleGraphQL(req: IncomingMessage, res: ServerResponse, url: URL, record: RequestRecord): Promise<void> {
     if (wantsIde(req, url.search)) {
       const page = idePage();
       const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
@@ -207,13 +214,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const method = (req.method ?? 'GET').toUpperCase();
     const body = method === 'POST' ? parseBody(await readBody(req, config.bodyLimitBytes), req.headers['content-type']) : undefined;
 
-    const signal = requestSignal(res, config.requestDeadlineMs);
+    const deadline = requestDeadline(res, config.requestDeadlineMs);
 
     // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
     // whatever it asks for, and costs no parsing or validation. The rate limits come first.
     let principal: PrincipalModel | null;
     try {
-      principal = await limiter.authenticate(backend.keys, req.headers.authorization, clientAddress(req), { signal });
+      principal = await limiter.authenticate(backend.keys, req.headers.authorization, clientAddress(req), deadline);
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
       return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
@@ -224,7 +231,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const started = process.hrtime.bigint();
     const hit = cacheKey === null ? null : responseCache!.serve(cacheKey, res);
     if (hit !== null) {
-      metrics.graphqlAnswered(hit, 'ok', started);
+      metrics.graphqlAnswered(hit, 'ok', started, record);
       return;
     }
 
@@ -234,8 +241,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       context: async (): Promise<GatewayContext> => ({
         principal,
         backend,
-        loaders: createLoaders(backend.recs, { signal }, { onBatch: metrics.onBatch }),
-        signal,
+        loaders: createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }),
+        get signal() {
+          return deadline.signal;
+        },
+        request: record,
       }),
     });
 
@@ -245,7 +255,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (headers['cache-control']?.includes('public')) headers.vary = 'authorization';
     if (result.body.kind === 'complete') {
       if (cacheKey !== null) {
-        responseCache!.offer(cacheKey, result.status ?? 200, headers, result.body.string, currentRequest()?.operation);
+        responseCache!.offer(cacheKey, result.status ?? 200, headers, result.body.string, record.operation);
       }
       headers['content-length'] = String(Buffer.byteLength(result.body.string));
       res.writeHead(result.status ?? 200, headers);
@@ -268,13 +278,16 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       body = undefined; // the handlers answer a missing or broken body with the interface's 400
     }
+    const deadline = requestDeadline(res, config.requestDeadlineMs);
     const restRequest: RestRequest = {
       method: (req.method ?? 'GET').toUpperCase(),
       path: url.pathname,
       query: url.searchParams,
       headers: req.headers,
       body,
-      signal: requestSignal(res, config.requestDeadlineMs),
+      get signal() {
+        return deadline.signal;
+      },
     };
     const keys = limiter.guard(backend.keys, clientAddress(req));
     const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
@@ -285,12 +298,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     return true;
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  async function handle(req: IncomingMessage, res: ServerResponse, record: RequestRecord): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://gateway');
     if (await handleRest(req, res, url)) return;
     switch (url.pathname) {
       case '/graphql':
-        return inServerSpan(`${req.method} /graphql`, { 'http.request.method': req.method ?? 'GET' }, () => handleGraphQL(req, res, url));
+        return inServerSpan(`${req.method} /graphql`, { 'http.request.method': req.method ?? 'GET' }, () => handleGraphQL(req, res, url, record));
       case '/healthz':
         return sendJson(res, 200, { status: 'ok' });
       case '/readyz': {
@@ -311,7 +324,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const requestId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 64) : randomUUID();
     res.setHeader('x-request-id', requestId);
-    observeRequest(req, res, requestId, { log, metrics }, () => handle(req, res)).catch((error: unknown) => {
+    observeRequest(req, res, requestId, { log, metrics }, (record) => handle(req, res, record)).catch((error: unknown) => {
       if (error instanceof HttpError) {
         if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST));
         else res.destroy();

@@ -2,14 +2,14 @@ import type { ApolloServerPlugin } from '@apollo/server';
 import { trace } from '@opentelemetry/api';
 import { isErrorCode } from '../errors.js';
 import type { GatewayMetrics } from './metrics.js';
-import { currentRequest } from './requestScope.js';
+import type { RequestRecord } from './requestScope.js';
 
 /**
  * Counts and times each GraphQL operation by operation name and outcome, and names the request's
  * span and access-log line after the operation. The outcome is `ok` or the first error's code,
  * read after formatError, so it is always from the closed set.
  */
-export function observabilityPlugin<T extends object>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
+export function observabilityPlugin<T extends { request?: RequestRecord }>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
   return {
     async requestDidStart() {
       const started = process.hrtime.bigint();
@@ -17,7 +17,7 @@ export function observabilityPlugin<T extends object>(metrics: GatewayMetrics): 
       return {
         async didResolveOperation(requestContext) {
           operation = metrics.operationLabel(requestContext.operationName, true);
-          const record = currentRequest();
+          const record = requestContext.contextValue.request;
           if (record) record.operation = operation;
           const span = trace.getActiveSpan();
           span?.setAttribute('graphql.operation.name', operation);
@@ -28,7 +28,7 @@ export function observabilityPlugin<T extends object>(metrics: GatewayMetrics): 
           const errors = body.kind === 'single' ? body.singleResult.errors : undefined;
           const code = errors?.[0]?.extensions?.code;
           const outcome = errors === undefined || errors.length === 0 ? 'ok' : isErrorCode(code) ? code : 'error';
-          metrics.graphqlAnswered(operation, outcome, started);
+          metrics.graphqlAnswered(operation, outcome, started, requestContext.contextValue.request);
         },
       };
     },

@@ -3,7 +3,7 @@ import type { BreakerState } from '../backends/rest/breaker.js';
 import type { UpstreamObserver } from '../backends/rest/upstream.js';
 import type { CacheStats } from '../cache/types.js';
 import type { RateLimitOutcome } from '../protection/rateLimit.js';
-import { currentRequest } from './requestScope.js';
+import type { RequestRecord } from './requestScope.js';
 
 /** Distinct operation names kept as label values; later newcomers are counted as `other`. */
 const MAX_OPERATION_NAMES = 200;
@@ -71,10 +71,9 @@ export class GatewayMetrics {
   });
 
   /** Counts and times one answered operation (by Apollo, or by the response cache before it). */
-  graphqlAnswered(operation: string, outcome: string, startedAt: bigint): void {
+  graphqlAnswered(operation: string, outcome: string, startedAt: bigint, record?: RequestRecord): void {
     this.graphqlRequests.inc({ operation, outcome });
     this.graphqlDuration.observe({ operation }, Number(process.hrtime.bigint() - startedAt) / 1e9);
-    const record = currentRequest();
     if (record && record.operation === undefined) record.operation = operation;
   }
 
