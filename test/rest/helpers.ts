@@ -2,7 +2,8 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { badUserInput, forbidden, notFound, unauthenticated } from '../../src/errors.js';
+import { expect } from 'vitest';
+import { badUserInput, forbidden, GatewayError, notFound, unauthenticated } from '../../src/errors.js';
 import { parseAuthorization } from '../../src/auth/authorization.js';
 import type {
   ApiKeyModel, CreateApiKeyInput, CreatedApiKeyModel, ItemModel, KeyService, PrincipalModel,
@@ -235,4 +236,11 @@ export class FakeRecsService implements RecsService {
       entries: ordered.slice(0, 10).map((itemId, i) => ({ rank: i + 1, itemId, score: 1 / (i + 1), evidence: 5, source: 'CO_VIEW' })),
     };
   }
+}
+
+/** The GatewayError a promise rejects with (failing the test when it resolves or rejects with anything else). */
+export async function failure(promise: Promise<unknown>): Promise<GatewayError> {
+  const error = await promise.then(() => null, (e: unknown) => e);
+  expect(error).toBeInstanceOf(GatewayError);
+  return error as GatewayError;
 }

@@ -3,8 +3,7 @@ import type { ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend, RestBackendOptions } from '../../src/backends/rest/index.js';
-import { GatewayError } from '../../src/errors.js';
-import { sendJson, sendText, startServer } from './helpers.js';
+import { sendJson, sendText, failure, startServer } from './helpers.js';
 import type { RecordedRequest, TestServer } from './helpers.js';
 
 let answer: (req: RecordedRequest, res: ServerResponse) => void;
@@ -33,12 +32,6 @@ afterEach(async () => {
   await backend.close();
   await upstream.close();
 });
-
-async function failure(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(GatewayError);
-  return error as GatewayError;
-}
 
 describe('authenticate', () => {
   it.each([

@@ -2,8 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ServerResponse } from 'node:http';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend } from '../../src/backends/rest/index.js';
-import { GatewayError } from '../../src/errors.js';
-import { itemRecord, sendJson, sendText, startServer } from './helpers.js';
+import { itemRecord, sendJson, sendText, failure, startServer } from './helpers.js';
 import type { RecordedRequest, TestServer } from './helpers.js';
 
 /** What the fake upstream answers next; set per test. */
@@ -22,12 +21,6 @@ afterEach(async () => {
   await backend.close();
   await upstream.close();
 });
-
-async function failure(promise: Promise<unknown>): Promise<GatewayError> {
-  const error = await promise.then(() => null, (e: unknown) => e);
-  expect(error).toBeInstanceOf(GatewayError);
-  return error as GatewayError;
-}
 
 const records = (ids: number[]): Record<string, unknown>[] => ids.map((id) => itemRecord(id));
 
