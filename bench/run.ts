@@ -11,7 +11,7 @@
  *   --warmup <s>         unmeasured seconds before each (default 2)
  *   --connections <n>    concurrent connections (default 20)
  *   --cold-requests <n>  distinct anchors for the cold scenarios (default 300)
- *   --only <ids>         comma-separated scenario ids (raw,apollo,naive,emb,emb-noauth,rest,rest-noauth,cold,nested,keys,recommender)
+ *   --only <ids>         comma-separated scenario ids (raw,apollo,naive,emb,emb-noauth,lookup,rest,rest-noauth,cold,nested,keys,recommender)
  *   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
  *   --no-write           print only; leave BENCHMARKS.md alone
  *   --out <file>         where to write the report (default BENCHMARKS.md)
@@ -50,6 +50,8 @@ const DURATION = Number(flags.duration);
 const WARMUP = Number(flags.warmup);
 const CONNECTIONS = Number(flags.connections);
 const COLD_REQUESTS = Number(flags['cold-requests']);
+/** Requests of the one-at-a-time latency run of scenario (7). */
+const LOOKUP_SEQUENTIAL = 2000;
 const only = flags.only ? new Set(flags.only.split(',')) : null;
 const wanted = (id: string): boolean => only === null || only.has(id);
 
@@ -293,6 +295,14 @@ writeFileSync(itemsFile, JSON.stringify((JSON.parse(reference.text) as { data: {
 const unauth = await post(embUrl, hotBody, { authorization: 'AAAAAAAAAAAAAAAAAAAAAA' });
 if (unauth.status !== 401) throw new Error(`a bad key got ${unauth.status}`);
 
+type Latency = { p50: number; p99: number; mean: number };
+const extra: {
+  lookup?: Latency & { requests: number };
+  cold?: { upstream: Latency; gateway: Latency };
+  nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
+  keyRates?: { apiKey: number; basic: number };
+} = {};
+
 const oneTarget = async (id: string, name: string, run: () => Promise<Row | null>): Promise<void> => {
   if (!wanted(id)) return;
   console.log(`${id}: ${name}`);
@@ -348,6 +358,31 @@ await oneTarget('emb-noauth', 'gateway cached, embedded, authentication stubbed 
   }
 });
 
+await oneTarget('lookup', 'lookup through GraphQL, embedded, no response cache, distinct anchors', async () => {
+  // Every request runs the whole path: authentication, GraphQL execution, the model's lookup and
+  // the item fields; with distinct anchors in turn and RESPONSE_CACHE_MAX_ENTRIES=0 nothing is
+  // answered from a cache (the embedded backend has no recommendation cache of its own).
+  const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' });
+  try {
+    const url = `${uncached.url}/graphql`;
+    const bodies = anchors.map((id) => body(RECS_QUERY, id));
+    expectRecs('uncached gateway', await post(url, bodies[0]!, auth));
+    const one = (payload: string): { url: string; init: RequestInit } => ({
+      url,
+      init: { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: payload },
+    });
+    // one pass unmeasured, so that the measured one is not the JIT's warm-up
+    await sequential(bodies.slice(-LOOKUP_SEQUENTIAL).map(one));
+    const latency = await sequential(bodies.slice(0, LOOKUP_SEQUENTIAL).map(one));
+    extra.lookup = { ...latency, requests: Math.min(LOOKUP_SEQUENTIAL, bodies.length) };
+    console.log(`  one at a time (${extra.lookup.requests} distinct anchors): p50 ${fmt(latency.p50)} ms, p99 ${fmt(latency.p99)} ms, mean ${fmt(latency.mean)} ms`);
+    const m = await load({ target: uncached, url, headers: auth, bodies });
+    return { id: 'lookup', name: `(7) lookup through GraphQL, embedded, uncached (${bodies.length} distinct anchors in turn)`, m };
+  } finally {
+    await uncached.stop();
+  }
+});
+
 await oneTarget('rest', 'gateway cached, REST mode', async () => {
   const rest = await start('gateway', restEnv);
   try {
@@ -358,12 +393,6 @@ await oneTarget('rest', 'gateway cached, REST mode', async () => {
   }
 });
 
-type Latency = { p50: number; p99: number; mean: number };
-const extra: {
-  cold?: { upstream: Latency; gateway: Latency };
-  nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
-  keyRates?: { apiKey: number; basic: number };
-} = {};
 await oneTarget('cold', 'gateway cold, REST mode, distinct anchors', async () => {
   // the upstream's own latency for the call the gateway makes, one request at a time
   const direct = await sequential(
@@ -504,6 +533,13 @@ const lines = [
   '|---|---|---|',
   ...targets,
   '',
+  ...(extra.lookup
+    ? [
+        `(7) lookup through GraphQL, embedded, uncached, one request at a time over ${extra.lookup.requests} distinct anchors: ` +
+          `p50 ${fmt(extra.lookup.p50)} ms, p99 ${fmt(extra.lookup.p99)} ms, mean ${fmt(extra.lookup.mean)} ms (the table's row is ${CONNECTIONS} connections).`,
+        '',
+      ]
+    : []),
   ...(extra.nestedCalls
     ? [
         `Nested query upstream calls per request: cold ${fmt(extra.nestedCalls.cold)} ` +

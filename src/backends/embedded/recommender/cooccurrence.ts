@@ -201,6 +201,27 @@ function gather(
 }
 
 /**
+ * gather for groups that all weigh 1 (visits): the weighted count is then the number of shared
+ * groups, so one Int32 per item is enough. Half the scratch memory the random accesses of the
+ * pair loop hit, and one read-modify-write per pair instead of two; that loop is memory-bound.
+ */
+function gatherUnit(
+  a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
+  count: Int32Array, touched: Int32Array,
+): number {
+  let nTouched = 0;
+  for (let j = byItemStart[a]!, end = byItemStart[a + 1]!; j < end; j++) {
+    const g = byItem[j]!;
+    for (let k = groupStart[g]!, kEnd = groupStart[g + 1]!; k < kEnd; k++) {
+      const b = groupItems[k]!;
+      if (b === a) continue;
+      if (count[b]!++ === 0) touched[nTouched++] = b;
+    }
+  }
+  return nTouched;
+}
+
+/**
  * 1 / n(b)^e for every item (the neighbour's popularity discount), or log n(b) for pmi: computed
  * once per build so that the pair loop does one multiplication instead of a Math.pow.
  */
@@ -317,8 +338,11 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) byItem[fill[groups.items[j]!]!++] = g;
   }
 
-  // Float32: half the cache footprint of the hottest array; exact for counts below 2^24.
-  const acc = new Float32Array(2 * nItems);
+  // Float32: half the cache footprint of the hottest array; exact for counts below 2^24. When
+  // every group weighs 1, counts alone (Int32) give the same numbers in half the space again.
+  const unit = groups.weight.every((w) => w === 1);
+  const acc = new Float32Array(unit ? 0 : 2 * nItems);
+  const count = new Int32Array(unit ? nItems : 0);
   // Sized for the worst case so that the hot loop never checks for growth.
   const touched = new Int32Array(nItems);
   const heap = new TopK(topK);
@@ -360,7 +384,9 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   for (let a0 = 0; a0 < nItems; a0++) {
     outStart[a0] = out;
     const a = rank[a0]!;
-    const nTouched = gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, acc, touched);
+    const nTouched = unit
+      ? gatherUnit(a, byItemStart, byItem, groups.start, groups.items, count, touched)
+      : gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, acc, touched);
     if (nTouched === 0 && offeredAt === null) continue;
     const na = occurrences[a]!;
     const anchor = weighting === 'cosine' ? 1 / Math.sqrt(na) : weighting === 'lift' ? total / na
@@ -369,11 +395,18 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     const catA = category === undefined || factor === 1 ? -1 : category[a]!;
     for (let t = 0; t < nTouched; t++) {
       const b = touched[t]!;
-      const i = b << 1;
-      const c = acc[i]!;
-      const ev = acc[i + 1]!;
-      acc[i] = 0;
-      acc[i + 1] = 0;
+      let c: number;
+      let ev: number;
+      if (unit) {
+        c = ev = count[b]!;
+        count[b] = 0;
+      } else {
+        const i = b << 1;
+        c = acc[i]!;
+        ev = acc[i + 1]!;
+        acc[i] = 0;
+        acc[i + 1] = 0;
+      }
       if (pmi ? candidate !== undefined && candidate[b] !== 1 : term[b] === 0) continue;
       if (famA >= 0 && family![b] === famA) continue;
       if (offeredAt !== null && isFrequent[b] === 1) offeredAt[b] = a;
