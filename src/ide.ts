@@ -1,13 +1,15 @@
 import { gzipSync } from 'node:zlib';
 import { renderGraphiQL } from '@graphql-yoga/render-graphiql';
 
-const DEFAULT_QUERY = `# recs-gateway: GraphiQL, served by the gateway itself (no CDN, works offline).
+/** The query the IDE opens with: it must run as it is (a test runs it). */
+export const DEFAULT_QUERY = `# recs-gateway: GraphiQL, served by the gateway itself (no CDN, works offline).
 #
 # Every query but viewer needs an API key: put it in the Headers tab as
 #   { "Authorization": "<your key>" }
 # (or "Basic <base64 of user:password>" to create your first key with createApiKey).
+# 31000005 is a smartphone of the demo shop.
 
-query Recommendations($itemId: ItemId!) {
+query Recommendations($itemId: ItemId! = 31000005) {
   viewer { username authenticatedBy }
   item(itemId: $itemId) {
     name

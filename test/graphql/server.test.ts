@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { Backend } from '../../src/backends/types.js';
+import { DEFAULT_QUERY } from '../../src/ide.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
@@ -37,6 +38,18 @@ describe('the gateway over HTTP', () => {
     expect(html).toContain('recs-gateway GraphiQL');
     // nothing is loaded from elsewhere: no script or stylesheet with a src or href of its own
     expect(html.match(/<script[^>]+src=|<link[^>]+rel="stylesheet"[^>]+href=/g)).toBeNull();
+  });
+
+  it('runs the query the IDE opens with, as it is', async () => {
+    const response = await gw.gql<{ viewer: { authenticatedBy: string }; item: { name: string; productRecommendations: unknown[] } }>(
+      DEFAULT_QUERY,
+      {},
+      { authorization: key },
+    );
+    expect(response.body.errors).toBeUndefined();
+    expect(response.body.data!.viewer.authenticatedBy).toBe('API_KEY');
+    expect(response.body.data!.item.name).toMatch(/Smartphone/);
+    expect(response.body.data!.item.productRecommendations).toHaveLength(5);
   });
 
   it('answers /healthz and /readyz, and 404 elsewhere', async () => {
