@@ -103,9 +103,6 @@ export const notFound = (message: string): GatewayError => new GatewayError(Erro
 export const badUserInput = (message: string, field = '*'): GatewayError =>
   new GatewayError(ErrorCode.BAD_USER_INPUT, message, { field });
 
-export const notImplemented = (what: string): GatewayError =>
-  new GatewayError(ErrorCode.NOT_IMPLEMENTED, `${what} is not implemented yet`);
-
 export const rateLimited = (retryAfter: number): GatewayError =>
   new GatewayError(ErrorCode.RATE_LIMITED, `Too many requests: retry in ${Math.ceil(retryAfter)} s`, { retryAfter });
 

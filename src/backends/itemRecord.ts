@@ -26,9 +26,6 @@ const booleanFields = [
   'clearance', 'preOrder', 'availableOnline',
 ] as const;
 
-/** The largest item id carried exactly (2^53 - 1). */
-export const MAX_ITEM_ID = Number.MAX_SAFE_INTEGER;
-
 /** A positive safe integer, from a number or a string of digits; null otherwise. */
 export function toItemId(value: unknown): number | null {
   let n: number;

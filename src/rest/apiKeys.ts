@@ -2,9 +2,9 @@ import { ErrorCode, isGatewayError } from '../errors.js';
 import type { ApiKeyModel, CallOptions, CreateApiKeyInput, KeyService, PrincipalModel } from '../backends/types.js';
 import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
+import { isUuid } from '../backends/keyIds.js';
 
 const COLLECTION = '/api/v1/apikey';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };
 
 const errors = (id: string, message: string): { id: string; message: string }[] => [{ id, message }];
@@ -129,7 +129,7 @@ async function handle(req: RestRequest, path: string, keys: KeyService): Promise
       rawId = '';
     }
     // As the original's route pattern: anything but one UUID segment is no resource at all.
-    if (!UUID.test(rawId)) return json(404, errors('id', 'No such resource: the key id must be a UUID'));
+    if (!isUuid(rawId)) return json(404, errors('id', 'No such resource: the key id must be a UUID'));
     if (req.method !== 'DELETE') return json(405, errors('*', `Method ${req.method} not allowed`), { allow: 'DELETE' });
     keyId = rawId;
     const principal = await authenticated(keys, authorization, options);

@@ -13,10 +13,10 @@ import type { CachedPrincipal } from './authCache.js';
 import { errorEntries, parseJson } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
+import { isUuid } from '../keyIds.js';
 
 const SERVICE = 'apikeys';
 const PATH = '/api/v1/apikey';
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function isoDate(value: unknown): Date | null {
   if (typeof value !== 'string') return null;
@@ -112,7 +112,7 @@ export class RestKeyService implements KeyService {
 
   async deleteKey(principal: PrincipalModel, id: string, options: CallOptions = {}): Promise<void> {
     // Checked here so that no value of id can reach another path of the key service.
-    if (typeof id !== 'string' || !UUID.test(id)) throw badUserInput('id must be a UUID', 'id');
+    if (typeof id !== 'string' || !isUuid(id)) throw badUserInput('id must be a UUID', 'id');
     const response = await this.upstream.request({
       method: 'DELETE',
       path: `${PATH}/${encodeURIComponent(id)}`,

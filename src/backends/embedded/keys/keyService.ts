@@ -12,10 +12,7 @@ import type {
 import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from './apiKeyValue.js';
 import { verifyPassword } from './passwords.js';
 import { KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export const isUuid = (value: string): boolean => UUID.test(value);
+import { isUuid } from '../../keyIds.js';
 
 const isExpired = (key: KeyRecord, now: number): boolean => key.expiresAt !== null && key.expiresAt.getTime() <= now;
 
