@@ -13,3 +13,22 @@ export interface GatewayContext {
   /** Aborted at the request's deadline or when the client goes away. */
   signal: AbortSignal;
 }
+
+/**
+ * The context of one GraphQL request. A class rather than an object literal with a `signal`
+ * getter: such a literal costs about 0.5 µs on Node 20 and lands in the old generation (see
+ * RequestDeadline).
+ */
+export class RequestContext implements GatewayContext {
+  constructor(
+    readonly principal: PrincipalModel | null,
+    readonly backend: Backend,
+    readonly loaders: Loaders,
+    private readonly deadline: { readonly signal: AbortSignal },
+    readonly request?: RequestRecord,
+  ) {}
+
+  get signal(): AbortSignal {
+    return this.deadline.signal;
+  }
+}

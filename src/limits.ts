@@ -91,12 +91,9 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
           inner = measure(selection.selectionSet, depth + 1, seen);
           const times = multiplier(selection);
           total.cost += 1 + times * inner.cost;
-          // a list of n objects may repeat their aliases and directives n times over in the response
-          inner = { ...inner, cost: 0 };
         } else if (selection.kind === Kind.INLINE_FRAGMENT) {
           inner = measure(selection.selectionSet, depth, seen);
           total.cost += inner.cost;
-          inner = { ...inner, cost: 0 };
         } else {
           const name = selection.name.value;
           const fragment = fragments.get(name);
@@ -105,7 +102,6 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
           inner = measure(fragment.selectionSet, depth, new Set(seen).add(name));
           total.directives += fragment.directives?.length ?? 0;
           total.cost += inner.cost;
-          inner = { ...inner, cost: 0 };
         }
         total.depth = Math.max(total.depth, inner.depth);
         total.aliases += inner.aliases;

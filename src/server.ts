@@ -9,14 +9,14 @@ import type { GraphQLFormattedError } from 'graphql';
 import type { BreakerState } from './backends/rest/breaker.js';
 import type { Backend, PrincipalModel } from './backends/types.js';
 import type { Config } from './config.js';
-import type { GatewayContext } from './context.js';
+import { RequestContext, type GatewayContext } from './context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from './errors.js';
 import { idePage } from './ide.js';
 import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
-import { requestDeadline } from './http/requestSignal.js';
+import { requestDeadline, type RequestDeadline } from './http/requestSignal.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -24,7 +24,7 @@ import { observabilityPlugin } from './observability/graphqlPlugin.js';
 import { GatewayMetrics } from './observability/metrics.js';
 import { readiness } from './observability/readiness.js';
 import { observeRequest, type RequestRecord } from './observability/requestScope.js';
-import { inServerSpan } from './observability/tracing.js';
+import { inServerSpan, tracingActive } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
 import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
 import { resolvers } from './schema/resolvers/index.js';
@@ -99,17 +99,17 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-function parseBody(raw: Buffer, contentType: string | undefined): unknown {
-  if (raw.length === 0) return undefined;
+function parseBody(text: string, contentType: string | undefined): unknown {
+  if (text.length === 0) return undefined;
   if (contentType && /^application\/(graphql-response\+)?json\b/i.test(contentType.trim())) {
     try {
-      return JSON.parse(raw.toString('utf8'));
+      return JSON.parse(text);
     } catch {
       throw new HttpError(400, 'The request body is not valid JSON');
     }
   }
   // Apollo answers a body of another type with its own 400 (and CSRF prevention relies on that)
-  return raw.toString('utf8');
+  return text;
 }
 
 /** The peer's address: what failed authentications are counted against. */
@@ -134,6 +134,30 @@ function toHeaderMap(req: IncomingMessage): HeaderMap {
     headers.set(name, Array.isArray(value) ? value.join(', ') : value);
   }
   return headers;
+}
+
+/** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
+class ServedRestRequest implements RestRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly headers: IncomingMessage['headers'];
+
+  constructor(
+    req: IncomingMessage,
+    url: URL,
+    readonly body: unknown,
+    private readonly deadline: RequestDeadline,
+  ) {
+    this.method = (req.method ?? 'GET').toUpperCase();
+    this.path = url.pathname;
+    this.query = url.searchParams;
+    this.headers = req.headers;
+  }
+
+  get signal(): AbortSignal {
+    return this.deadline.signal;
+  }
 }
 
 /**
@@ -198,24 +222,46 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
   await apollo.start();
 
-  async function handleGraphQL(req: IncomingMessage, res: ServerResponse, url: URL, record: RequestRecord): Promise<void> {
-    if (wantsIde(req, url.search)) {
-      const page = idePage();
-      const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-      res.writeHead(200, {
-        'content-type': 'text/html; charset=utf-8',
-        'cache-control': 'no-cache',
-        ...(gzip ? { 'content-encoding': 'gzip' } : {}),
-        vary: 'accept-encoding',
-      });
-      res.end(gzip ? page.gzip : page.html);
-      return;
-    }
+  /** GraphiQL, for a browser's GET without a query. */
+  function serveIde(req: IncomingMessage, res: ServerResponse): void {
+    const page = idePage();
+    const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
+    res.writeHead(200, {
+      'content-type': 'text/html; charset=utf-8',
+      'cache-control': 'no-cache',
+      ...(gzip ? { 'content-encoding': 'gzip' } : {}),
+      vary: 'accept-encoding',
+    });
+    res.end(gzip ? page.gzip : page.html);
+  }
+
+  /**
+   * /graphql. The order is the contract: the body is read and parsed (400 when it is not JSON),
+   * the credential is authenticated under the rate limits (401 or 429 whatever is asked), then a
+   * PUBLIC answer may come from the response cache, and only then does Apollo see the request.
+   *
+   * The cached path is kept lean on purpose (BENCHMARKS.md has what each step bought): a body
+   * seen before is not parsed again, no span is made without a tracer, the headers go out in one
+   * writeHead, and x-request-id is set with them rather than up front.
+   */
+  async function handleGraphQL(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
     const method = (req.method ?? 'GET').toUpperCase();
-    const body = method === 'POST' ? parseBody(await readBody(req, config.bodyLimitBytes), req.headers['content-type']) : undefined;
+    let text: string | undefined;
+    let body: unknown;
+    let cacheKey: string | null | undefined;
+    if (method === 'POST') {
+      text = (await readBody(req, config.bodyLimitBytes)).toString('utf8');
+      cacheKey = responseCache?.knownKey(req.headers, text);
+      if (cacheKey === undefined) {
+        body = parseBody(text, req.headers['content-type']);
+        cacheKey = responseCache?.keyOf(method, req.headers, body, text) ?? null;
+      }
+    } else if (wantsIde(req, search)) {
+      res.setHeader('x-request-id', record.id);
+      return serveIde(req, res);
+    }
 
     const deadline = requestDeadline(res, config.requestDeadlineMs);
-
     // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
     // whatever it asks for, and costs no parsing or validation. The rate limits come first.
     let principal: PrincipalModel | null;
@@ -223,30 +269,30 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       principal = await limiter.authenticate(backend.keys, req.headers.authorization, clientAddress(req), deadline);
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
+      res.setHeader('x-request-id', record.id);
       return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
     }
 
     // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
-    const cacheKey = principal !== null && responseCache !== null ? responseCache.keyOf(method, req.headers, body) : null;
-    const started = process.hrtime.bigint();
-    const hit = cacheKey === null ? null : responseCache!.serve(cacheKey, res);
-    if (hit !== null) {
-      metrics.graphqlAnswered(hit, 'ok', started, record);
-      return;
+    if (principal !== null && cacheKey !== null && cacheKey !== undefined) {
+      const started = performance.now();
+      const hit = responseCache!.serve(cacheKey, res, record.id);
+      if (hit !== null) {
+        metrics.graphqlAnswered(hit, 'ok', started, record);
+        return;
+      }
+    } else {
+      cacheKey = null;
     }
 
-    const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search: url.search, body };
+    res.setHeader('x-request-id', record.id);
+    // a body whose key was known, and whose answer has gone from the cache since
+    if (body === undefined && text !== undefined) body = parseBody(text, req.headers['content-type']);
+    const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search, body };
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest,
-      context: async (): Promise<GatewayContext> => ({
-        principal,
-        backend,
-        loaders: createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }),
-        get signal() {
-          return deadline.signal;
-        },
-        request: record,
-      }),
+      context: async (): Promise<GatewayContext> =>
+        new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record),
     });
 
     const headers: Record<string, string> = {};
@@ -278,17 +324,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       body = undefined; // the handlers answer a missing or broken body with the interface's 400
     }
-    const deadline = requestDeadline(res, config.requestDeadlineMs);
-    const restRequest: RestRequest = {
-      method: (req.method ?? 'GET').toUpperCase(),
-      path: url.pathname,
-      query: url.searchParams,
-      headers: req.headers,
-      body,
-      get signal() {
-        return deadline.signal;
-      },
-    };
+    const restRequest = new ServedRestRequest(req, url, body, requestDeadline(res, config.requestDeadlineMs));
     const keys = limiter.guard(backend.keys, clientAddress(req));
     const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
     if (answer === null) return false;
@@ -298,12 +334,24 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     return true;
   }
 
+  function graphql(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
+    if (!tracingActive()) return handleGraphQL(req, res, search, record);
+    return inServerSpan(`${req.method} /graphql`, { 'http.request.method': req.method ?? 'GET' }, () => handleGraphQL(req, res, search, record));
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse, record: RequestRecord): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://gateway');
+    const target = req.url ?? '/';
+    // /graphql as sent needs no URL object; anything else is parsed (and normalised) first
+    const query = target.indexOf('?');
+    if ((query === -1 ? target : target.slice(0, query)) === '/graphql') {
+      return graphql(req, res, query === -1 ? '' : target.slice(query), record);
+    }
+    res.setHeader('x-request-id', record.id);
+    const url = new URL(target, 'http://gateway');
     if (await handleRest(req, res, url)) return;
     switch (url.pathname) {
       case '/graphql':
-        return inServerSpan(`${req.method} /graphql`, { 'http.request.method': req.method ?? 'GET' }, () => handleGraphQL(req, res, url, record));
+        return graphql(req, res, url.search, record);
       case '/healthz':
         return sendJson(res, 200, { status: 'ok' });
       case '/readyz': {
@@ -321,10 +369,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }
   }
 
+  const sinks = { log, metrics };
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const requestId = typeof req.headers['x-request-id'] === 'string' ? req.headers['x-request-id'].slice(0, 64) : randomUUID();
-    res.setHeader('x-request-id', requestId);
-    observeRequest(req, res, requestId, { log, metrics }, (record) => handle(req, res, record)).catch((error: unknown) => {
+    const sent = req.headers['x-request-id'];
+    const requestId = typeof sent === 'string' ? sent.slice(0, 64) : randomUUID();
+    handle(req, res, observeRequest(req, res, requestId, sinks)).catch((error: unknown) => {
+      if (!res.headersSent && !res.hasHeader('x-request-id')) res.setHeader('x-request-id', requestId);
       if (error instanceof HttpError) {
         if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST));
         else res.destroy();

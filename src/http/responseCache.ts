@@ -15,6 +15,8 @@ export interface ResponseCacheOptions {
   maxTtlSeconds?: number;
   /** Distinct query texts whose normalised form is remembered; default 1,000. */
   maxQueries?: number;
+  /** Distinct request bodies (as sent) whose key is remembered, so a repeat needs no parsing; default 10,000. */
+  maxBodies?: number;
   /** The clock, for tests; default Date.now. */
   now?: () => number;
 }
@@ -23,7 +25,8 @@ interface Entry {
   /** The operation's metrics label, so a hit is counted like the miss that stored it. */
   operation: string;
   body: Buffer;
-  headers: Record<string, string>;
+  /** As writeHead takes them: name, value, name, value. */
+  headers: string[];
   storedAt: number;
   expiresAt: number;
 }
@@ -36,6 +39,8 @@ export interface ResponseCacheStats {
 }
 
 const JSON_TYPE = /^application\/(graphql-response\+)?json\b/i;
+/** Bodies longer than this are not remembered as sent (their key is still cached by normalised query). */
+const MAX_REMEMBERED_BODY = 8 * 1024;
 /** Apollo's own Cache-Control for an answer whose every field is PUBLIC with a maxAge. */
 const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
 
@@ -58,6 +63,8 @@ export class ResponseCache {
   private readonly entries: LRUCache<string, Entry>;
   /** Query text as sent -> its normalised form; null when it does not even lex. */
   private readonly normalised: LRUCache<string, { text: string | null }>;
+  /** Accept and request body as sent -> the key keyOf gave them: a repeat skips JSON parsing. */
+  private readonly bodies: LRUCache<string, string>;
   private readonly maxTtlSeconds: number;
   private readonly now: () => number;
 
@@ -70,13 +77,25 @@ export class ResponseCache {
       sizeCalculation: (entry, key) => entry.body.length + key.length,
     });
     this.normalised = new LRUCache({ max: options.maxQueries ?? 1_000 });
+    this.bodies = new LRUCache({ max: options.maxBodies ?? 10_000 });
+  }
+
+  /**
+   * The key of a POST whose JSON body is exactly `text`, when keyOf gave one for the same text
+   * and Accept before; undefined when it has not (then parse the body and ask keyOf). What the
+   * hot path asks first: a repeated request needs neither JSON parsing nor a normalised query.
+   */
+  knownKey(headers: IncomingHttpHeaders, text: string): string | undefined {
+    const contentType = headers['content-type'];
+    if (contentType === undefined || !JSON_TYPE.test(contentType)) return undefined;
+    return this.bodies.get(bodyKey(headers.accept, text));
   }
 
   /**
    * The cache key of a request, or null when the cache must not answer it: only POSTs of a JSON
    * body with a query text and no extensions qualify.
    */
-  keyOf(method: string, headers: IncomingHttpHeaders, body: unknown): string | null {
+  keyOf(method: string, headers: IncomingHttpHeaders, body: unknown, text?: string): string | null {
     if (method !== 'POST' || typeof body !== 'object' || body === null || Array.isArray(body)) return null;
     const contentType = headers['content-type'];
     if (contentType === undefined || !JSON_TYPE.test(contentType)) return null;
@@ -84,10 +103,12 @@ export class ResponseCache {
     if (typeof query !== 'string' || extensions !== undefined) return null;
     if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return null;
-    const text = this.normalise(query);
-    if (text === null) return null;
+    const normalised = this.normalise(query);
+    if (normalised === null) return null;
     // Accept decides the response's content type, so it is part of what the answer depends on
-    return JSON.stringify([text, operationName ?? null, variables ?? null, headers.accept ?? null]);
+    const key = JSON.stringify([normalised, operationName ?? null, variables ?? null, headers.accept ?? null]);
+    if (text !== undefined && text.length <= MAX_REMEMBERED_BODY) this.bodies.set(bodyKey(headers.accept, text), key);
+    return key;
   }
 
   private normalise(query: string): string | null {
@@ -104,8 +125,12 @@ export class ResponseCache {
     return known.text;
   }
 
-  /** Answers the request from the cache with the operation's label; null when there is nothing fresh for key. */
-  serve(key: string, res: ServerResponse): string | null {
+  /**
+   * Answers the request from the cache, with `requestId` as its x-request-id, and returns the
+   * operation's label; null when there is nothing fresh for key. The headers go to writeHead in
+   * one array, so node stores them without a setHeader each.
+   */
+  serve(key: string, res: ServerResponse, requestId: string): string | null {
     const entry = this.entries.get(key);
     const now = this.now();
     if (entry === undefined || entry.expiresAt <= now) {
@@ -115,8 +140,9 @@ export class ResponseCache {
     }
     this.stats.hits += 1;
     // how long it has been kept, so a shared cache downstream does not keep it past its maxAge
-    res.setHeader('age', String(Math.floor((now - entry.storedAt) / 1000)));
-    res.writeHead(200, entry.headers);
+    const headers = entry.headers.slice();
+    headers.push('age', String(Math.floor((now - entry.storedAt) / 1000)), 'x-request-id', requestId);
+    res.writeHead(200, headers);
     res.end(entry.body);
     return entry.operation;
   }
@@ -132,10 +158,12 @@ export class ResponseCache {
     const maxAge = Math.min(Number(match[1]), this.maxTtlSeconds);
     // Apollo never marks an answer with errors public; this guards against a future change
     if (maxAge <= 0 || body.includes('"errors"')) return;
-    const kept: Record<string, string> = {};
-    for (const [name, value] of Object.entries(headers)) if (name !== 'age' && name !== 'x-request-id') kept[name] = value;
+    const kept: string[] = [];
+    for (const [name, value] of Object.entries(headers)) {
+      if (name !== 'age' && name !== 'x-request-id' && name !== 'content-length') kept.push(name, value);
+    }
     const bytes = Buffer.from(body, 'utf8');
-    kept['content-length'] = String(bytes.length);
+    kept.push('content-length', String(bytes.length));
     const now = this.now();
     this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000 });
     this.stats.stored += 1;
@@ -147,5 +175,8 @@ export class ResponseCache {
 
   clear(): void {
     this.entries.clear();
+    this.bodies.clear();
   }
 }
+
+const bodyKey = (accept: string | undefined, text: string): string => `${accept ?? ''}\n${text}`;

@@ -12,7 +12,7 @@ import type { RequestRecord } from './requestScope.js';
 export function observabilityPlugin<T extends { request?: RequestRecord }>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
   return {
     async requestDidStart() {
-      const started = process.hrtime.bigint();
+      const started = performance.now();
       let operation = metrics.operationLabel(null, false);
       return {
         async didResolveOperation(requestContext) {

@@ -70,10 +70,16 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
+  /** Counts and times one HTTP request, when its response is done. */
+  httpAnswered(route: string, method: string, status: number, seconds: number): void {
+    this.httpRequests.inc({ route, method, status: String(status) });
+    this.httpDuration.observe({ route }, seconds);
+  }
+
   /** Counts and times one answered operation (by Apollo, or by the response cache before it). */
-  graphqlAnswered(operation: string, outcome: string, startedAt: bigint, record?: RequestRecord): void {
+  graphqlAnswered(operation: string, outcome: string, startedAt: number, record?: RequestRecord): void {
     this.graphqlRequests.inc({ operation, outcome });
-    this.graphqlDuration.observe({ operation }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+    this.graphqlDuration.observe({ operation }, (performance.now() - startedAt) / 1000);
     if (record && record.operation === undefined) record.operation = operation;
   }
 

@@ -70,8 +70,7 @@ export class RateLimiter {
       await this.admit(null, address);
       return null;
     }
-    const principal = await this.guard(keys, address).authenticate(authorization, options);
-    return principal;
+    return this.authenticateUnder(keys, authorization, address, options);
   }
 
   /**
@@ -79,24 +78,25 @@ export class RateLimiter {
    * authenticate inside, and already answer RATE_LIMITED with 429 and Retry-After).
    */
   guard(keys: KeyService, address: string): KeyService {
-    const authenticate = async (authorization: string, options?: CallOptions): Promise<PrincipalModel> => {
-      await this.checkAddress(address);
-      let principal: PrincipalModel;
-      try {
-        principal = await keys.authenticate(authorization, options);
-      } catch (error) {
-        if (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) await this.recordFailure(address);
-        throw error;
-      }
-      await this.admit(principal, address);
-      return principal;
-    };
     return {
-      authenticate,
+      authenticate: (authorization, options) => this.authenticateUnder(keys, authorization, address, options),
       listKeys: (...args) => keys.listKeys(...args),
       createKey: (...args) => keys.createKey(...args),
       deleteKey: (...args) => keys.deleteKey(...args),
     };
+  }
+
+  private async authenticateUnder(keys: KeyService, authorization: string, address: string, options?: CallOptions): Promise<PrincipalModel> {
+    if (this.settings.authFailures !== null) await this.checkAddress(address, this.settings.authFailures);
+    let principal: PrincipalModel;
+    try {
+      principal = await keys.authenticate(authorization, options);
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) await this.recordFailure(address);
+      throw error;
+    }
+    await this.admit(principal, address);
+    return principal;
   }
 
   /** Spends one token of the principal's bucket (the address's for no principal); RATE_LIMITED when empty. */
@@ -112,9 +112,7 @@ export class RateLimiter {
     this.counts.allowed += 1;
   }
 
-  private async checkAddress(address: string): Promise<void> {
-    const limit = this.settings.authFailures;
-    if (limit === null) return;
+  private async checkAddress(address: string, limit: BucketLimit): Promise<void> {
     const result = await this.buckets.take(`authfail:${address}`, limit, 0);
     if (!result.allowed) {
       this.counts.address_locked += 1;

@@ -33,17 +33,20 @@ interface Bucket {
 }
 
 /** The arithmetic both implementations share (the Lua script below is the same, line for line). */
-function refill(bucket: Bucket | undefined, limit: BucketLimit, now: number): Bucket {
-  if (!bucket) return { tokens: limit.burst, at: now };
+function refill(bucket: Bucket, limit: BucketLimit, now: number): void {
   const elapsed = Math.max(0, now - bucket.at);
-  return { tokens: Math.min(limit.burst, bucket.tokens + (elapsed * limit.ratePerSecond) / 1000), at: now };
+  bucket.tokens = Math.min(limit.burst, bucket.tokens + (elapsed * limit.ratePerSecond) / 1000);
+  bucket.at = now;
 }
+
+/** What every allowed take answers: one object, not one a request. */
+const ALLOWED: TakeResult = Object.freeze({ allowed: true, retryAfterMs: 0 });
 
 function spend(bucket: Bucket, limit: BucketLimit, cost: number): TakeResult {
   const required = Math.max(cost, 1);
   if (bucket.tokens >= required) {
     bucket.tokens -= cost;
-    return { allowed: true, retryAfterMs: 0 };
+    return ALLOWED;
   }
   return { allowed: false, retryAfterMs: Math.ceil(((required - bucket.tokens) * 1000) / limit.ratePerSecond) };
 }
@@ -62,10 +65,15 @@ export class MemoryTokenBuckets implements TokenBuckets {
   }
 
   async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
-    const bucket = refill(this.buckets.get(name), limit, this.now());
-    const result = spend(bucket, limit, cost);
-    this.buckets.set(name, bucket);
-    return result;
+    const now = this.now();
+    let bucket = this.buckets.get(name);
+    if (bucket === undefined) {
+      bucket = { tokens: limit.burst, at: now };
+      this.buckets.set(name, bucket);
+    } else {
+      refill(bucket, limit, now);
+    }
+    return spend(bucket, limit, cost);
   }
 
   async check(): Promise<'ok'> {

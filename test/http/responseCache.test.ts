@@ -118,6 +118,31 @@ describe.each(storeKinds)('the response cache in front of the GraphQL pipeline, 
     expect(fewer.body.data!.productRecommendations).toHaveLength(2);
   });
 
+  it('answers a body seen before without parsing it, each answer with its own request id', async () => {
+    const { key } = await newKey(alice);
+    const send = (body: string, headers: Record<string, string>) =>
+      fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    const body = JSON.stringify({ query: RECS, variables: { itemId: anchors[7] } });
+    const first = await send(body, { authorization: key, 'x-request-id': 'first' });
+    expect(first.headers.get('age')).toBeNull();
+    expect(first.headers.get('x-request-id')).toBe('first');
+    const again = await send(body, { authorization: key, 'x-request-id': 'again' });
+    expect(again.headers.get('age')).not.toBeNull();
+    expect(again.headers.get('x-request-id')).toBe('again');
+    expect(again.headers.get('content-type')).toBe(first.headers.get('content-type'));
+    expect(again.headers.get('vary')).toBe('authorization');
+    expect(await again.json()).toEqual(await first.json());
+    // the same bytes with a bad key: 401 with its id, nothing from the cache
+    const refused = await send(body, { authorization: 'AAAAAAAAAAAAAAAAAAAAAA', 'x-request-id': 'refused' });
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('age')).toBeNull();
+    expect(refused.headers.get('x-request-id')).toBe('refused');
+    // a broken body: 400 with an id of its own making
+    const broken = await send('{"query":', { authorization: key });
+    expect(broken.status).toBe(400);
+    expect(broken.headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/);
+  });
+
   it('never keeps an answer with errors', async () => {
     for (let i = 0; i < 2; i++) {
       const unknown = await gw.gql(RECS, { itemId: 999_999_999 }, alice);
@@ -149,7 +174,7 @@ describe('ResponseCache on its own', () => {
       writeHead: () => undefined,
       end: (chunk: Buffer) => (written = chunk.toString('utf8')),
     } as unknown as ServerResponse;
-    return cache.serve(key, res) ? written : null;
+    return cache.serve(key, res, 'a-request-id') ? written : null;
   };
 
   it('keeps an answer no longer than its maxAge', () => {
@@ -180,5 +205,23 @@ describe('ResponseCache on its own', () => {
     expect(cache.keyOf('POST', json, { query: '{ item(name: "unterminated }' })).toBeNull();
     expect(cache.keyOf('POST', json, { ...body, variables: { a: 1 } })).not.toBe(key);
     expect(cache.keyOf('POST', json, { ...body, operationName: 'Other' })).not.toBe(key);
+  });
+
+  it('remembers the key of a body as sent, by Accept too, and only for JSON', () => {
+    const cache = new ResponseCache();
+    const text = JSON.stringify(body);
+    expect(cache.knownKey(json, text)).toBeUndefined();
+    const key = cache.keyOf('POST', json, body, text)!;
+    expect(cache.knownKey(json, text)).toBe(key);
+    expect(cache.knownKey({ ...json, accept: 'application/graphql-response+json' }, text)).toBeUndefined();
+    expect(cache.knownKey({ 'content-type': 'text/plain' }, text)).toBeUndefined();
+    expect(cache.knownKey(json, `${text} `)).toBeUndefined();
+    // a body too long to remember still gets its key, by the normalised query
+    const long = { ...body, variables: { pad: 'x'.repeat(9000) } };
+    const longKey = cache.keyOf('POST', json, long, JSON.stringify(long));
+    expect(longKey).not.toBeNull();
+    expect(cache.knownKey(json, JSON.stringify(long))).toBeUndefined();
+    cache.clear();
+    expect(cache.knownKey(json, text)).toBeUndefined();
   });
 });

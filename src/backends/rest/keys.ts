@@ -1,4 +1,4 @@
-import { credentialId as credentialIdOf, parseAuthorization, type Credential } from '../../auth/authorization.js';
+import { credentialId as credentialIdOf, parseAuthorization, withAuthorization, type Credential } from '../../auth/authorization.js';
 import {
   badUserInput, forbidden, notFound, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
@@ -70,13 +70,13 @@ export class RestKeyService implements KeyService {
     if (credential === null) throw unauthenticated();
     const credentialId = credentialIdOf(authorization);
     const cached = this.cache.get(credentialId);
-    if (cached !== undefined) return { ...cached, authorization };
+    if (cached !== undefined) return withAuthorization(cached, authorization);
     const shared = credential.kind === 'key' ? await this.shared?.get(credentialId) : undefined;
     if (shared !== undefined) {
       this.cache.set(shared);
-      return { ...shared, authorization };
+      return withAuthorization(shared, authorization);
     }
-    return { ...(await this.sharedLookup(authorization, credentialId, credential, options.signal)), authorization };
+    return withAuthorization(await this.sharedLookup(authorization, credentialId, credential, options.signal), authorization);
   }
 
   async listKeys(principal: PrincipalModel, of?: UserRef | null, options: CallOptions = {}): Promise<ApiKeyModel[]> {

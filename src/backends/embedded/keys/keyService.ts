@@ -1,4 +1,4 @@
-import { credentialId, parseAuthorization } from '../../../auth/authorization.js';
+import { credentialId, parseAuthorization, withAuthorization } from '../../../auth/authorization.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
 import type {
   ApiKeyModel,
@@ -73,17 +73,6 @@ export class EmbeddedKeyService implements KeyService {
   }
 
   async authenticate(authorization: string): Promise<PrincipalModel> {
-    const credential = parseAuthorization(authorization);
-    if (credential === null) throw unauthenticated();
-
-    if (credential.kind === 'password') {
-      const user = await this.store.findUser(credential.username, credential.domain);
-      // verifyPassword hashes against a decoy when the user is unknown: the same time either way
-      const ok = await verifyPassword(credential.password, user?.passwordHash ?? null);
-      if (!user || !ok) throw unauthenticated();
-      return this.principal(user, 'PASSWORD', null, authorization);
-    }
-
     const now = this.now();
     const useVerified = this.verifiedKeyTtlMs > 0 && this.store.dataVersion !== undefined;
     const id = credentialId(authorization);
@@ -94,11 +83,23 @@ export class EmbeddedKeyService implements KeyService {
         this.verified.clear();
         this.verifiedVersion = version;
       }
+      // only keys are kept, by the hash of the header as sent: a hit needs no parsing
       const hit = this.verified.get(id);
       if (hit && now - hit.checkedAt < this.verifiedKeyTtlMs && !isExpired(hit.key, now)) {
         this.touch(hit.key, now);
-        return { ...hit.principal, authorization };
+        return withAuthorization(hit.principal, authorization);
       }
+    }
+
+    const credential = parseAuthorization(authorization);
+    if (credential === null) throw unauthenticated();
+
+    if (credential.kind === 'password') {
+      const user = await this.store.findUser(credential.username, credential.domain);
+      // verifyPassword hashes against a decoy when the user is unknown: the same time either way
+      const ok = await verifyPassword(credential.password, user?.passwordHash ?? null);
+      if (!user || !ok) throw unauthenticated();
+      return this.principal(user, 'PASSWORD', null, authorization);
     }
 
     const found = await this.store.findKeyByHash(hashApiKey(credential.key));
