@@ -10,6 +10,8 @@ import { TEST_COST, tempDir } from '../helpers/stores.js';
  * The in-process cache of verified keys (SQLite only): it must never let a key through that the
  * store no longer has, whoever removed it.
  */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
 describe('verified keys kept by the embedded key service over SQLite', () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   afterEach(async () => {
@@ -38,7 +40,27 @@ describe('verified keys kept by the embedded key service over SQLite', () => {
     const other = new SqliteKeyStore(file);
     cleanups.push(() => other.close());
     expect(await other.deleteKey(id, null)).toBe(true);
+    // the next request: read from its socket in a later turn of the event loop than the commit
+    await nextTurn();
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('reads the store version once a turn of the event loop, whatever the number of requests in it', async () => {
+    const { store, service, principal } = await setup();
+    const { key } = await service.createKey(principal, { name: 'burst' });
+    await service.authenticate(key);
+    await nextTurn();
+    let reads = 0;
+    const read = store.dataVersion.bind(store);
+    store.dataVersion = () => {
+      reads += 1;
+      return read();
+    };
+    await Promise.all(Array.from({ length: 20 }, () => service.authenticate(key)));
+    expect(reads).toBe(1);
+    await nextTurn();
+    await service.authenticate(key);
+    expect(reads).toBe(2);
   });
 
   it('fails a key deleted through the service itself on the very next request', async () => {
