@@ -3,6 +3,7 @@ import type { BreakerState } from '../backends/rest/breaker.js';
 import type { UpstreamObserver } from '../backends/rest/upstream.js';
 import type { CacheStats } from '../cache/types.js';
 import type { RateLimitOutcome } from '../protection/rateLimit.js';
+import { RequestCounter, RequestHistogram } from './requestMetrics.js';
 import type { RequestRecord } from './requestScope.js';
 
 /** Distinct operation names kept as label values; later newcomers are counted as `other`. */
@@ -23,32 +24,33 @@ export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly operationNames = new Set<string>();
 
-  readonly httpRequests = new Counter({
-    name: 'recs_gateway_http_requests_total',
-    help: 'HTTP requests answered, by route, method and status',
-    labelNames: ['route', 'method', 'status'] as const,
-    registers: [this.registry],
-  });
-  readonly httpDuration = new Histogram({
-    name: 'recs_gateway_http_request_duration_seconds',
-    help: 'Time to answer an HTTP request, by route',
-    labelNames: ['route'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
-  readonly graphqlRequests = new Counter({
-    name: 'recs_gateway_graphql_requests_total',
-    help: 'GraphQL operations, by operation name and outcome (ok, or the first error code)',
-    labelNames: ['operation', 'outcome'] as const,
-    registers: [this.registry],
-  });
-  readonly graphqlDuration = new Histogram({
-    name: 'recs_gateway_graphql_request_duration_seconds',
-    help: 'Time from receiving a GraphQL operation to its response, by operation name',
-    labelNames: ['operation'] as const,
-    buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
-  });
+  // what every request records: see requestMetrics.ts for why these are not prom-client's own
+  private readonly httpRequests = new RequestCounter(
+    'recs_gateway_http_requests_total',
+    'HTTP requests answered, by route, method and status',
+    ['route', 'method', 'status'],
+    this.registry,
+  );
+  private readonly httpDuration = new RequestHistogram(
+    'recs_gateway_http_request_duration_seconds',
+    'Time to answer an HTTP request, by route',
+    ['route'],
+    LATENCY_BUCKETS,
+    this.registry,
+  );
+  private readonly graphqlRequests = new RequestCounter(
+    'recs_gateway_graphql_requests_total',
+    'GraphQL operations, by operation name and outcome (ok, or the first error code)',
+    ['operation', 'outcome'],
+    this.registry,
+  );
+  private readonly graphqlDuration = new RequestHistogram(
+    'recs_gateway_graphql_request_duration_seconds',
+    'Time from receiving a GraphQL operation to its response, by operation name',
+    ['operation'],
+    LATENCY_BUCKETS,
+    this.registry,
+  );
   readonly upstreamRequests = new Counter({
     name: 'recs_gateway_upstream_requests_total',
     help: 'Calls to upstream services (each attempt), by service, method and HTTP status or error',
@@ -72,14 +74,14 @@ export class GatewayMetrics {
 
   /** Counts and times one HTTP request, when its response is done. */
   httpAnswered(route: string, method: string, status: number, seconds: number): void {
-    this.httpRequests.inc({ route, method, status: String(status) });
-    this.httpDuration.observe({ route }, seconds);
+    this.httpRequests.inc(route, method, String(status));
+    this.httpDuration.observe(seconds, route);
   }
 
   /** Counts and times one answered operation (by Apollo, or by the response cache before it). */
   graphqlAnswered(operation: string, outcome: string, startedAt: number, record?: RequestRecord): void {
-    this.graphqlRequests.inc({ operation, outcome });
-    this.graphqlDuration.observe({ operation }, (performance.now() - startedAt) / 1000);
+    this.graphqlRequests.inc(operation, outcome);
+    this.graphqlDuration.observe((performance.now() - startedAt) / 1000, operation);
     if (record && record.operation === undefined) record.operation = operation;
   }
 

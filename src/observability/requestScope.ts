@@ -39,7 +39,9 @@ function onClose(this: ObservedResponse): void {
   if (observation === undefined) return;
   const { req, sinks } = observation;
   const seconds = (performance.now() - observation.started) / 1000;
-  const path = (req.url ?? '/').split('?')[0]!;
+  const target = req.url ?? '/';
+  const query = target.indexOf('?');
+  const path = query === -1 ? target : target.slice(0, query);
   const status = this.writableFinished ? this.statusCode : 0;
   sinks.metrics.httpAnswered(routeOf(path), req.method ?? 'GET', status, seconds);
   if (!sinks.log.isLevelEnabled('info')) return;

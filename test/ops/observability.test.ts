@@ -122,6 +122,15 @@ describe('observability of a GraphQL request in REST mode', () => {
     expect(value('recs_gateway_circuit_breaker_state{service="recommendations"}')).toBe(0);
     expect(value('recs_gateway_http_requests_total{route="/graphql",method="POST",status="200"}')).toBeGreaterThanOrEqual(3);
     expect(value('recs_gateway_rate_limit_decisions_total{outcome="allowed"}')).toBeGreaterThanOrEqual(5);
+    // histograms as Prometheus reads them: cumulative buckets up to +Inf, which equals the count
+    const count = value('recs_gateway_http_request_duration_seconds_count{route="/graphql"}');
+    expect(count).toBeGreaterThanOrEqual(5);
+    expect(value('recs_gateway_http_request_duration_seconds_bucket{le="+Inf",route="/graphql"}')).toBe(count);
+    expect(value('recs_gateway_http_request_duration_seconds_bucket{le="0.005",route="/graphql"}')).toBeLessThanOrEqual(
+      value('recs_gateway_http_request_duration_seconds_bucket{le="10",route="/graphql"}'),
+    );
+    expect(value('recs_gateway_http_request_duration_seconds_sum{route="/graphql"}')).toBeGreaterThan(0);
+    expect(text).toContain('# TYPE recs_gateway_http_request_duration_seconds histogram');
     expect(text).not.toContain(key);
   });
 

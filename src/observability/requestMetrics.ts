@@ -1,0 +1,122 @@
+/**
+ * A counter and a histogram for what every request records, cheaper than prom-client's own:
+ * theirs hash the labels object on every call (about 1 µs each, four a request: 5% of a cached
+ * answer). Here each distinct label set is looked up once by a string key and then updated with
+ * a few stores; prom-client's registry reads them at scrape time through `get()`, in the same
+ * exposition format as its own metrics. Label values must come from bounded sets (the callers
+ * pass routes, methods, statuses, operation labels and error codes).
+ */
+import type { Registry } from 'prom-client';
+
+interface Sample {
+  labels: Record<string, string | number>;
+  value: number;
+  metricName?: string;
+}
+
+interface ScrapedMetric {
+  name: string;
+  help: string;
+  type: 'counter' | 'histogram';
+  values: Sample[];
+  aggregator: 'sum';
+}
+
+abstract class RequestMetric<Child> {
+  private readonly children = new Map<string, { labels: Record<string, string>; child: Child }>();
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly string[],
+    registry: Registry,
+  ) {
+    registry.registerMetric(this as never);
+  }
+
+  /** The child for these label values (in labelNames order), made on first use. */
+  protected child(values: readonly string[]): Child {
+    const key = values.length === 1 ? values[0]! : values.join('\u0000');
+    let entry = this.children.get(key);
+    if (entry === undefined) {
+      const labels: Record<string, string> = {};
+      this.labelNames.forEach((name, i) => (labels[name] = values[i]!));
+      entry = { labels, child: this.make() };
+      this.children.set(key, entry);
+    }
+    return entry.child;
+  }
+
+  protected abstract make(): Child;
+  protected abstract samples(labels: Record<string, string>, child: Child): Sample[];
+  abstract readonly type: 'counter' | 'histogram';
+
+  /** What prom-client's registry asks at scrape time. */
+  async get(): Promise<ScrapedMetric> {
+    const values: Sample[] = [];
+    for (const { labels, child } of this.children.values()) values.push(...this.samples(labels, child));
+    return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' };
+  }
+
+  /** prom-client's registry calls these on reset and when it merges. */
+  reset(): void {
+    this.children.clear();
+  }
+}
+
+export class RequestCounter extends RequestMetric<{ value: number }> {
+  readonly type = 'counter';
+
+  inc(...labelValues: string[]): void {
+    this.child(labelValues).value += 1;
+  }
+
+  protected make(): { value: number } {
+    return { value: 0 };
+  }
+
+  protected samples(labels: Record<string, string>, child: { value: number }): Sample[] {
+    return [{ labels, value: child.value }];
+  }
+}
+
+interface HistogramChild {
+  /** Observations per bucket (not cumulative); the last is +Inf. */
+  counts: Float64Array;
+  sum: number;
+  count: number;
+}
+
+export class RequestHistogram extends RequestMetric<HistogramChild> {
+  readonly type = 'histogram';
+
+  constructor(name: string, help: string, labelNames: readonly string[], private readonly buckets: readonly number[], registry: Registry) {
+    super(name, help, labelNames, registry);
+  }
+
+  observe(value: number, ...labelValues: string[]): void {
+    const child = this.child(labelValues);
+    let i = 0;
+    while (i < this.buckets.length && value > this.buckets[i]!) i++;
+    child.counts[i]! += 1;
+    child.sum += value;
+    child.count += 1;
+  }
+
+  protected make(): HistogramChild {
+    return { counts: new Float64Array(this.buckets.length + 1), sum: 0, count: 0 };
+  }
+
+  protected samples(labels: Record<string, string>, child: HistogramChild): Sample[] {
+    const samples: Sample[] = [];
+    let cumulative = 0;
+    this.buckets.forEach((bound, i) => {
+      cumulative += child.counts[i]!;
+      samples.push({ labels: { le: bound, ...labels }, value: cumulative, metricName: `${this.name}_bucket` });
+    });
+    samples.push({ labels: { le: '+Inf', ...labels }, value: child.count, metricName: `${this.name}_bucket` });
+    samples.push({ labels, value: child.sum, metricName: `${this.name}_sum` });
+    samples.push({ labels, value: child.count, metricName: `${this.name}_count` });
+    return samples;
+  }
+}
