@@ -95,6 +95,8 @@ export class GatewayError extends GraphQLError {
       Error.stackTraceLimit = stackTraceLimit;
     }
     this.name = 'GatewayError';
+    // a plain value, so reading it (graphql-js does, for every resolver error) formats nothing
+    if (!(options.cause instanceof Error)) Object.defineProperty(this, 'stack', { value: `GatewayError: ${message}`, writable: true, configurable: true });
     this.code = code;
     this.field = options.field;
     this.retryAfter = options.retryAfter;
