@@ -41,6 +41,10 @@ export interface ResponseCacheStats {
 const JSON_TYPE = /^application\/(graphql-response\+)?json\b/i;
 /** Bodies longer than this are not remembered as sent (their key is still cached by normalised query). */
 const MAX_REMEMBERED_BODY = 8 * 1024;
+/** Query texts longer than this are normalised afresh each time rather than remembered. */
+const MAX_REMEMBERED_QUERY = 16 * 1024;
+/** Characters the remembered query texts, and the remembered bodies, may hold each at most. */
+const REMEMBERED_TEXT_CHARS = 8 * 1024 * 1024;
 /** Apollo's own Cache-Control for an answer whose every field is PUBLIC with a maxAge. */
 const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
 
@@ -76,8 +80,18 @@ export class ResponseCache {
       maxSize: options.maxBytes ?? 64 * 1024 * 1024,
       sizeCalculation: (entry, key) => entry.body.length + key.length,
     });
-    this.normalised = new LRUCache({ max: options.maxQueries ?? 1_000 });
-    this.bodies = new LRUCache({ max: options.maxBodies ?? 10_000 });
+    // Both are filled before authentication, so both are bounded in bytes too, not only in
+    // entries: a stranger sending large distinct bodies evicts old ones, never grows the heap.
+    this.normalised = new LRUCache({
+      max: options.maxQueries ?? 1_000,
+      maxSize: REMEMBERED_TEXT_CHARS,
+      sizeCalculation: (value, key) => key.length + (value.text?.length ?? 0),
+    });
+    this.bodies = new LRUCache({
+      max: options.maxBodies ?? 10_000,
+      maxSize: REMEMBERED_TEXT_CHARS,
+      sizeCalculation: (value, key) => key.length + value.length,
+    });
   }
 
   /**
@@ -120,7 +134,7 @@ export class ResponseCache {
         // Apollo answers it with GRAPHQL_PARSE_FAILED, never cached
         known = { text: null };
       }
-      this.normalised.set(query, known);
+      if (query.length <= MAX_REMEMBERED_QUERY) this.normalised.set(query, known);
     }
     return known.text;
   }

@@ -224,4 +224,14 @@ describe('ResponseCache on its own', () => {
     cache.clear();
     expect(cache.knownKey(json, text)).toBeUndefined();
   });
+
+  it('bounds what it remembers before authentication in characters, not only in entries', () => {
+    const cache = new ResponseCache();
+    const bodyOf = (i: number) => ({ query: `query Q${i} { item(itemId: 1) { name } }`, variables: { pad: `${i}`.padEnd(4000, 'x') } });
+    const texts = Array.from({ length: 3000 }, (_, i) => JSON.stringify(bodyOf(i)));
+    // 3,000 bodies of about 4 KB: 12 M characters, past the 8 M bound, though under 10,000 entries
+    texts.forEach((text, i) => cache.keyOf('POST', json, bodyOf(i), text));
+    expect(cache.knownKey(json, texts[0]!)).toBeUndefined();
+    expect(cache.knownKey(json, texts.at(-1)!)).toBeDefined();
+  });
 });
