@@ -11,7 +11,7 @@
  *   --warmup <s>         unmeasured seconds before each (default 2)
  *   --connections <n>    concurrent connections (default 20)
  *   --cold-requests <n>  distinct anchors for the cold scenarios (default 300)
- *   --only <ids>         comma-separated scenario ids (raw,apollo,naive,emb,emb-noauth,lookup,rest,rest-noauth,cold,nested,keys,recommender)
+ *   --only <ids>         comma-separated scenario ids (raw,apollo,naive,emb,emb-noauth,lookup,rest,emb-redis,cold,nested,keys,recommender)
  *   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
  *   --no-write           print only; leave BENCHMARKS.md alone
  *   --out <file>         where to write the report (default BENCHMARKS.md)
@@ -19,6 +19,7 @@
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
@@ -419,6 +420,34 @@ await oneTarget('rest', 'gateway cached, REST mode', async () => {
     return { id: 'rest', name: '(4) gateway cached, REST mode, API key', m: await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: [hotBody] }) };
   } finally {
     await rest.stop();
+  }
+});
+
+/** Whether a Redis answers PING at url (redis://host:port only). */
+async function redisAnswers(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = net.connect(Number(port || 6379), hostname || '127.0.0.1');
+    socket.setTimeout(500, () => (socket.destroy(), resolve(false)));
+    socket.once('error', () => resolve(false));
+    socket.once('connect', () => socket.write('PING\r\n'));
+    socket.once('data', (data) => (socket.destroy(), resolve(data.toString().startsWith('+PONG'))));
+  });
+}
+
+await oneTarget('emb-redis', 'gateway cached, embedded, with REDIS_URL (rate limits and persisted queries in Redis)', async () => {
+  const redisUrl = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+  if (!(await redisAnswers(redisUrl))) {
+    notes.push(`(4) with Redis: skipped, no Redis answered at ${redisUrl}`);
+    return null;
+  }
+  // keys of its own (they expire by themselves); nothing else in that Redis is touched
+  const target = await start('gateway', { ...embeddedEnv, REDIS_URL: redisUrl, REDIS_KEY_PREFIX: `recs-gateway-bench:${process.pid}:` });
+  try {
+    expectRecs('gateway with Redis', await post(`${target.url}/graphql`, hotBody, auth));
+    return { id: 'emb-redis', name: '(4) same, with REDIS_URL: rate limits in Redis', m: await load({ target, url: `${target.url}/graphql`, headers: auth, bodies: [hotBody] }) };
+  } finally {
+    await target.stop();
   }
 });
 

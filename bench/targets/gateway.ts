@@ -13,6 +13,7 @@ import type * as BackendsModule from '../../src/backends/index.js';
 import type { PrincipalModel } from '../../src/backends/types.js';
 import type * as CacheModule from '../../src/cache/index.js';
 import type * as ConfigModule from '../../src/config.js';
+import type * as RateLimitModule from '../../src/protection/rateLimit.js';
 import type * as ServerModule from '../../src/server.js';
 
 // The compiled dist/ (bench/run.ts builds it first), as `npm start` runs it. Through tsx the
@@ -22,6 +23,7 @@ const { openBackend } = (await import(dist('backends/index.js'))) as typeof Back
 const { openCache } = (await import(dist('cache/index.js'))) as typeof CacheModule;
 const { loadConfig } = (await import(dist('config.js'))) as typeof ConfigModule;
 const { createGateway } = (await import(dist('server.js'))) as typeof ServerModule;
+const { RateLimiter } = (await import(dist('protection/rateLimit.js'))) as typeof RateLimitModule;
 const { credentialId, withAuthorization } = (await import(dist('auth/authorization.js'))) as typeof AuthModule;
 
 const config = loadConfig(process.env);
@@ -38,7 +40,9 @@ if (process.env.BENCH_STUB_AUTH === '1') {
   backend.keys.authenticate = async (authorization: string) => withAuthorization(fixed, authorization);
 }
 
-const gateway = await createGateway({ config, backend, cache });
+// the rate limits as `recs-gateway serve` sets them up: in Redis when REDIS_URL is set
+const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
+const gateway = await createGateway({ config, backend, cache, limiter });
 
 if (process.env.BENCH_COUNT_CALLS === '1') {
   const calls: Record<string, number> = {};
