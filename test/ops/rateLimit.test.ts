@@ -89,60 +89,56 @@ describe.each(kinds)('token buckets, $name', (kind) => {
   });
 });
 
+/** Two gateway processes' buckets on one Redis under a prefix of the test's own, ready; closed and dropped after. */
+async function withTwoProcesses(run: (a: RedisTokenBuckets, b: RedisTokenBuckets, prefix: string) => Promise<void>): Promise<void> {
+  const prefix = testPrefix();
+  const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
+  const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
+  try {
+    await Promise.all([waitReady(a), waitReady(b)]);
+    await run(a, b, prefix);
+  } finally {
+    await a.close();
+    await b.close();
+    await dropBuckets(prefix);
+  }
+}
+
 describe('Redis token buckets across processes and failures', () => {
-  it('two gateways share one bucket through Redis', async () => {
-    const prefix = testPrefix();
-    const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
-    const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
-    try {
-      await Promise.all([waitReady(a), waitReady(b)]);
+  it('two gateways share one bucket through Redis', () =>
+    withTwoProcesses(async (a, b, prefix) => {
       const limit = { ratePerSecond: 0.01, burst: 6 };
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).take('shared', limit)));
       expect(results.filter((r) => r.allowed)).toHaveLength(6);
       expect(await dropBuckets(prefix)).toEqual([`${prefix}ratelimit:shared`]);
-    } finally {
-      await a.close();
-      await b.close();
-      await dropBuckets(prefix);
-    }
-  });
+    }));
 
-  it('leases a tenth of a large burst at a time, and two processes together never get more than the burst', async () => {
-    const prefix = testPrefix();
-    const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
-    const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
-    const redis = new Redis(REDIS_URL);
-    try {
-      await Promise.all([waitReady(a), waitReady(b)]);
-      const limit = { ratePerSecond: 0.01, burst: 100 };
-      const tokensInRedis = async (): Promise<number> => Number(await redis.hget(`${prefix}ratelimit:lease`, 'tokens'));
-      expect((await a.take('lease', limit)).allowed).toBe(true);
-      // one round trip took ten: nine are spent here without asking Redis
-      expect(Math.round(await tokensInRedis())).toBe(90);
-      for (let i = 0; i < 9; i++) expect((await a.take('lease', limit)).allowed).toBe(true);
-      expect(Math.round(await tokensInRedis())).toBe(90);
-      const byB = [];
-      for (let i = 0; i < 100; i++) byB.push((await b.take('lease', limit)).allowed);
-      expect(byB.filter(Boolean)).toHaveLength(90);
-      expect((await a.take('lease', limit)).allowed).toBe(false);
-      // many takers at once: one lease request in flight at a time, and exactly the burst between them
-      const many = await Promise.all(Array.from({ length: 150 }, () => a.take('burst-at-once', limit)));
-      expect(many.filter((r) => r.allowed)).toHaveLength(100);
-      expect(Math.round(Number(await redis.hget(`${prefix}ratelimit:burst-at-once`, 'tokens')))).toBe(0);
-    } finally {
-      redis.disconnect();
-      await a.close();
-      await b.close();
-      await dropBuckets(prefix);
-    }
-  });
+  it('leases a tenth of a large burst at a time, and two processes together never get more than the burst', () =>
+    withTwoProcesses(async (a, b, prefix) => {
+      const redis = new Redis(REDIS_URL);
+      try {
+        const limit = { ratePerSecond: 0.01, burst: 100 };
+        const tokensInRedis = async (): Promise<number> => Number(await redis.hget(`${prefix}ratelimit:lease`, 'tokens'));
+        expect((await a.take('lease', limit)).allowed).toBe(true);
+        // one round trip took ten: nine are spent here without asking Redis
+        expect(Math.round(await tokensInRedis())).toBe(90);
+        for (let i = 0; i < 9; i++) expect((await a.take('lease', limit)).allowed).toBe(true);
+        expect(Math.round(await tokensInRedis())).toBe(90);
+        const byB = [];
+        for (let i = 0; i < 100; i++) byB.push((await b.take('lease', limit)).allowed);
+        expect(byB.filter(Boolean)).toHaveLength(90);
+        expect((await a.take('lease', limit)).allowed).toBe(false);
+        // many takers at once: one lease request in flight at a time, and exactly the burst between them
+        const many = await Promise.all(Array.from({ length: 150 }, () => a.take('burst-at-once', limit)));
+        expect(many.filter((r) => r.allowed)).toHaveLength(100);
+        expect(Math.round(Number(await redis.hget(`${prefix}ratelimit:burst-at-once`, 'tokens')))).toBe(0);
+      } finally {
+        redis.disconnect();
+      }
+    }));
 
-  it('believes a look for a second, until it spends: failures another process records buy at most one more try here', async () => {
-    const prefix = testPrefix();
-    const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
-    const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
-    try {
-      await Promise.all([waitReady(a), waitReady(b)]);
+  it('believes a look for a second, until it spends: failures another process records buy at most one more try here', () =>
+    withTwoProcesses(async (a, b) => {
       const failures = { ratePerSecond: 10 / 60, burst: 3 };
       expect((await a.take('authfail:x', failures, 0)).allowed).toBe(true);
       // another process records the address's failures until it is locked
@@ -152,12 +148,7 @@ describe('Redis token buckets across processes and failures', () => {
       expect((await a.take('authfail:x', failures, 0)).allowed).toBe(true);
       expect((await a.take('authfail:x', failures, 1)).allowed).toBe(false);
       expect((await a.take('authfail:x', failures, 0)).allowed).toBe(false);
-    } finally {
-      await a.close();
-      await b.close();
-      await dropBuckets(prefix);
-    }
-  });
+    }));
 
   it('falls back to in-process buckets while Redis is frozen or gone, without failing or stalling', async () => {
     const own = await OwnRedis.start();
