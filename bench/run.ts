@@ -16,6 +16,9 @@
  *   --no-write           print only; leave BENCHMARKS.md alone
  *   --out <file>         where to write the report (default BENCHMARKS.md)
  *   --cpu-prof <dir>     run the embedded gateway under --cpu-prof, profiles into <dir>
+ *
+ * Environment: UPSTREAM_CPU (taskset list for the REST upstream; default both cores); anything
+ * else passes through to the servers (REDIS_URL excepted: only the emb-redis scenario sets it).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -85,7 +88,8 @@ async function start(script: string, env: Record<string, string>, cpu = SERVER_C
   const child = spawn('taskset', ['-c', cpu, process.execPath, ...nodeFlags, '--import', 'tsx', `bench/targets/${script}.ts`], {
     cwd: ROOT,
     // the rate limiter stays on the path (its cost is part of every figure) but never refuses
-    env: { ...process.env, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...UNLIMITED, ...env },
+    // REDIS_URL only where a scenario asks for it: one set in the shell must not change the others
+    env: { ...process.env, REDIS_URL: undefined, LOG_LEVEL: 'warn', NODE_ENV: 'production', ...UNLIMITED, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);
@@ -279,7 +283,8 @@ function report(row: Row): void {
   if (m.non2xx > 0 || m.errors > 0) notes.push(`${row.name}: ${m.non2xx} non-2xx answers and ${m.errors} errors`);
 }
 
-const upstream = await start('gateway', { ...embeddedEnv, BENCH_COUNT_CALLS: '1' }, ANY_CPU);
+// UPSTREAM_CPU=0 pins the upstream to the load generator's core, away from the server under test
+const upstream = await start('gateway', { ...embeddedEnv, BENCH_COUNT_CALLS: '1' }, process.env.UPSTREAM_CPU ?? ANY_CPU);
 const restEnv = {
   BACKEND: 'rest',
   APIKEY_SERVICE_URL: upstream.url,
