@@ -85,12 +85,12 @@ export class ResponseCache {
     this.normalised = new LRUCache({
       max: options.maxQueries ?? 1_000,
       maxSize: REMEMBERED_TEXT_CHARS,
-      sizeCalculation: (value, key) => key.length + (value.text?.length ?? 0),
+      sizeCalculation: (value, key) => 1 + key.length + (value.text?.length ?? 0),
     });
     this.bodies = new LRUCache({
       max: options.maxBodies ?? 10_000,
       maxSize: REMEMBERED_TEXT_CHARS,
-      sizeCalculation: (value, key) => key.length + value.length,
+      sizeCalculation: (value, key) => 1 + key.length + value.length,
     });
   }
 

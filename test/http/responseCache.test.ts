@@ -225,6 +225,13 @@ describe('ResponseCache on its own', () => {
     expect(cache.knownKey(json, text)).toBeUndefined();
   });
 
+  it('remembers an empty query text too (Apollo answers it 400; remembering it must not throw)', () => {
+    const cache = new ResponseCache();
+    const empty = { query: '' };
+    expect(() => cache.keyOf('POST', json, empty, JSON.stringify(empty))).not.toThrow();
+    expect(cache.knownKey(json, JSON.stringify(empty))).toBe(cache.keyOf('POST', json, empty));
+  });
+
   it('bounds what it remembers before authentication in characters, not only in entries', () => {
     const cache = new ResponseCache();
     const bodyOf = (i: number) => ({ query: `query Q${i} { item(itemId: 1) { name } }`, variables: { pad: `${i}`.padEnd(4000, 'x') } });
