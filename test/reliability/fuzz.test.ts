@@ -124,7 +124,8 @@ describe('fuzzing the gateway over HTTP', () => {
           : await send('/graphql', { method: 'POST', headers: type ? { ...headers, 'content-type': type } : headers, body: text });
         check(answer, true);
       }),
-      { numRuns: 600 },
+      // found by an earlier run (a 500): kept as a fixed case
+      { numRuns: 600, examples: [['{"query":""}', 'application/json', false, false]] },
     );
   }, 60_000);
 
