@@ -16,7 +16,7 @@ import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
-import { requestDeadline, type RequestDeadline } from './http/requestSignal.js';
+import { RequestDeadline } from './http/requestSignal.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -261,7 +261,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       return serveIde(req, res);
     }
 
-    const deadline = requestDeadline(res, config.requestDeadlineMs);
+    const deadline = new RequestDeadline(res, config.requestDeadlineMs);
     // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
     // whatever it asks for, and costs no parsing or validation. The rate limits come first.
     let principal: PrincipalModel | null;
@@ -324,7 +324,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       body = undefined; // the handlers answer a missing or broken body with the interface's 400
     }
-    const restRequest = new ServedRestRequest(req, url, body, requestDeadline(res, config.requestDeadlineMs));
+    const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs));
     const keys = limiter.guard(backend.keys, clientAddress(req));
     const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
     if (answer === null) return false;

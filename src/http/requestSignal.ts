@@ -46,8 +46,3 @@ export class RequestDeadline {
     return this.controller.signal;
   }
 }
-
-/** The deadline of one request, counted from now. */
-export function requestDeadline(res: ServerResponse, deadlineMs: number): RequestDeadline {
-  return new RequestDeadline(res, deadlineMs);
-}

@@ -58,7 +58,7 @@ abstract class RequestMetric<Child> {
     return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' };
   }
 
-  /** prom-client's registry calls these on reset and when it merges. */
+  /** What prom-client's registry calls on resetMetrics(). */
   reset(): void {
     this.children.clear();
   }

@@ -126,7 +126,7 @@ return {allowed, retry, granted}
 
 type TakeCommand = (key: string, rate: number, burst: number, cost: number, want: number) => Promise<[number, number, number]>;
 
-/** Tokens taken from Redis ahead of need, spent here; and a look's answer, kept briefly. */
+/** Tokens taken from Redis ahead of need, spent here until expiresAt. */
 interface Lease {
   tokens: number;
   expiresAt: number;
@@ -169,7 +169,8 @@ export class RedisTokenBuckets implements TokenBuckets {
   private readonly backoffMs: number;
   private readonly leaseMs: number;
   private readonly leases: LRUCache<string, Lease>;
-  private readonly looks: LRUCache<string, Lease>;
+  /** When a look Redis answered open stops being believed here, by bucket. */
+  private readonly looks: LRUCache<string, number>;
   /** Lease requests to Redis in flight, by bucket: concurrent takers wait for one instead of each leasing. */
   private readonly leasing = new Map<string, Promise<unknown>>();
   private downUntil = 0;
@@ -180,7 +181,7 @@ export class RedisTokenBuckets implements TokenBuckets {
     this.backoffMs = options.backoffMs ?? 1000;
     this.leaseMs = options.leaseMs ?? 1000;
     this.leases = new LRUCache<string, Lease>({ max: 100_000 });
-    this.looks = new LRUCache<string, Lease>({ max: 100_000 });
+    this.looks = new LRUCache<string, number>({ max: 100_000 });
     this.redis = connectRedis({
       url: options.url,
       keyPrefix: `${options.keyPrefix ?? 'recs-gateway:'}ratelimit:`,
@@ -202,8 +203,7 @@ export class RedisTokenBuckets implements TokenBuckets {
   async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
     const now = Date.now();
     if (cost === 0) {
-      const look = this.looks.get(name);
-      if (look !== undefined && look.expiresAt > now) return ALLOWED;
+      if ((this.looks.get(name) ?? 0) > now) return ALLOWED;
     } else {
       // spending (a failure recorded, say) makes the next look ask Redis again
       this.looks.delete(name);
@@ -238,7 +238,7 @@ export class RedisTokenBuckets implements TokenBuckets {
         }
         if (this.leaseMs > 0) {
           const at = Date.now();
-          if (cost === 0) this.looks.set(name, { tokens: 0, expiresAt: at + this.leaseMs });
+          if (cost === 0) this.looks.set(name, at + this.leaseMs);
           else if (granted > cost) this.addLease(name, granted - cost, at);
         }
         return ALLOWED;
