@@ -1,6 +1,13 @@
+import { createRequire } from 'node:module';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
+  resolve: {
+    // graphql 16 has no "exports": Node loads its CommonJS entry for `import 'graphql'` (so do
+    // Apollo and graphql-tools at run time), while Vite would pick its "module" build for our
+    // code, and a schema made by one copy is refused by the other. The tests load what Node does.
+    alias: [{ find: /^graphql$/, replacement: createRequire(import.meta.url).resolve('graphql') }],
+  },
   test: {
     include: ['test/**/*.test.ts'],
     // Tests share one machine's Redis and PostgreSQL under their own prefixes and databases;

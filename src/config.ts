@@ -40,6 +40,12 @@ export interface Config {
    * callers before the GraphQL pipeline (src/http/responseCache.ts); 0 turns it off. Default 10000.
    */
   responseCacheMaxEntries: number;
+  /**
+   * PREPARED_OPERATIONS_MAX_DOCUMENTS: query texts kept parsed and validated, whose queries then
+   * run without Apollo Server's request pipeline, with the same answers
+   * (src/http/preparedOperations.ts); 0 sends every request through Apollo. Default 1000.
+   */
+  preparedOperationsMaxDocuments: number;
   /** APIKEY_SERVICE_URL: the key service, for BACKEND=rest. */
   apiKeyServiceUrl: string | null;
   /** RECS_SERVICE_URL: the recommendation service, for BACKEND=rest. */
@@ -174,6 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', 300, 1, 86_400),
     cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', 30, 1, 60),
     responseCacheMaxEntries: int('RESPONSE_CACHE_MAX_ENTRIES', DEFAULT_RESPONSE_CACHE_ENTRIES, 0, 1_000_000),
+    preparedOperationsMaxDocuments: int('PREPARED_OPERATIONS_MAX_DOCUMENTS', 1_000, 0, 100_000),
     apiKeyServiceUrl: url('APIKEY_SERVICE_URL', ['http:', 'https:']),
     recsServiceUrl: url('RECS_SERVICE_URL', ['http:', 'https:']),
     recsApiKey: get('RECS_API_KEY') ?? null,

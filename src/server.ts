@@ -5,6 +5,8 @@ import type { AddressInfo } from 'node:net';
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import { trace } from '@opentelemetry/api';
 import type { GraphQLFormattedError } from 'graphql';
 import type { BreakerState } from './backends/rest/breaker.js';
 import type { Backend, PrincipalModel } from './backends/types.js';
@@ -17,6 +19,7 @@ import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
 import { RequestDeadline } from './http/requestSignal.js';
+import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from './http/preparedOperations.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
@@ -41,7 +44,7 @@ export function loadTypeDefs(): string[] {
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -59,6 +62,8 @@ export interface Gateway {
   listen(port: number, host?: string): Promise<string>;
   /** Stops taking requests, lets in-flight ones finish, then closes the backend. */
   stop(): Promise<void>;
+  /** Requests the prepared path answered, and handed to Apollo after all; null when it is off. */
+  readonly preparedStats: PreparedOperations['stats'] | null;
 }
 
 class HttpError extends Error {
@@ -161,6 +166,33 @@ class ServedRestRequest implements RestRequest {
 }
 
 /**
+ * The formatError of both GraphQL paths (Apollo's and the prepared one): codes from the closed
+ * set pass without a stack trace, a limit gets QUERY_TOO_COMPLEX, anything else is logged whole
+ * and shown as INTERNAL_SERVER_ERROR with nothing of it.
+ */
+export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError {
+  return (formatted, error) => {
+    const code = formatted.extensions?.code;
+    if (formatted.extensions?.limit !== undefined || (code === ErrorCode.GRAPHQL_PARSE_FAILED && isTokenLimitError(formatted.message))) {
+      // Apollo files every validation failure under one code; a limit gets its own
+      return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX } };
+    }
+    if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
+      const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
+      return { ...formatted, extensions };
+    }
+    // not one of ours: log it whole, show nothing of it
+    log.error({ err: error }, 'unexpected error in a GraphQL request');
+    return {
+      message: 'Internal server error',
+      ...(formatted.path ? { path: formatted.path } : {}),
+      ...(formatted.locations ? { locations: formatted.locations } : {}),
+      extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR },
+    };
+  };
+}
+
+/**
  * The gateway: a node:http server in front of Apollo Server (no framework in between: it only
  * routes a handful of paths) with the GraphQL endpoint, an offline GraphiQL, and health checks.
  */
@@ -181,9 +213,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses }) : null;
 
   const httpServer = http.createServer();
+  const schema = makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
+  const parseOptions = { maxTokens: config.limits.maxTokens };
+  const validationRules = [queryLimitsRule(config.limits)];
+  const formatError = gatewayFormatError(log);
   const apollo = new ApolloServer<GatewayContext>({
-    typeDefs: loadTypeDefs(),
-    resolvers,
+    schema,
     introspection: config.introspection,
     csrfPrevention: true,
     // main.ts owns the signals: Apollo's own handler would stop, then re-raise the signal and die
@@ -191,8 +226,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     includeStacktraceInErrorResponses: false,
     persistedQueries: { cache: new PersistedQueryCache(cache) },
     allowBatchedHttpRequests: false,
-    parseOptions: { maxTokens: config.limits.maxTokens },
-    validationRules: [queryLimitsRule(config.limits)],
+    parseOptions,
+    validationRules,
     // no "Did you mean ...?" where the schema is not to be explored
     hideSchemaDetailsFromClientErrors: !config.introspection,
     plugins: [
@@ -200,26 +235,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       ApolloServerPluginDrainHttpServer({ httpServer }),
       observabilityPlugin<GatewayContext>(metrics),
     ],
-    formatError: (formatted: GraphQLFormattedError, error: unknown): GraphQLFormattedError => {
-      const code = formatted.extensions?.code;
-      if (formatted.extensions?.limit !== undefined || (code === ErrorCode.GRAPHQL_PARSE_FAILED && isTokenLimitError(formatted.message))) {
-        // Apollo files every validation failure under one code; a limit gets its own
-        return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX } };
-      }
-      if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
-        const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
-        return { ...formatted, extensions };
-      }
-      // not one of ours: log it whole, show nothing of it
-      log.error({ err: error }, 'unexpected error in a GraphQL request');
-      return {
-        message: 'Internal server error',
-        ...(formatted.path ? { path: formatted.path } : {}),
-        ...(formatted.locations ? { locations: formatted.locations } : {}),
-        extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR },
-      };
-    },
+    formatError,
   });
+  const maxDocuments = config.preparedOperationsMaxDocuments ?? 1_000;
+  const prepared = maxDocuments > 0 ? new PreparedOperations({ schema, parseOptions, validationRules, formatError, maxDocuments }) : null;
   await apollo.start();
 
   /** GraphiQL, for a browser's GET without a query. */
@@ -288,29 +307,50 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.setHeader('x-request-id', record.id);
     // a body whose key was known, and whose answer has gone from the cache since
     if (body === undefined && text !== undefined) body = parseBody(text, req.headers['content-type']);
-    const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search, body };
-    const result = await apollo.executeHTTPGraphQLRequest({
-      httpGraphQLRequest,
-      context: async (): Promise<GatewayContext> =>
-        new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record),
-    });
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record);
+    const request = prepared?.prepare(method, req.headers, body) ?? null;
+    const answer = request === null ? null : await answerPrepared(request, context, record);
+    if (answer !== null) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
 
+    const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search, body };
+    const result = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: async () => context });
     const headers: Record<string, string> = {};
     for (const [name, value] of result.headers) headers[name] = value;
+    if (result.body.kind === 'complete') {
+      if ((result.status ?? 200) === 200) prepared?.learnContentType(req.headers, headers['content-type']);
+      return send(res, result.status ?? 200, headers, result.body.string, cacheKey, record);
+    }
+    res.writeHead(result.status ?? 200, headers);
+    for await (const chunk of result.body.asyncIterator) res.write(chunk);
+    res.end();
+  }
+
+  /** A query from the prepared path, counted and named as the observability plugin would. */
+  async function answerPrepared(request: PreparedRequest, context: GatewayContext, record: RequestRecord): Promise<PreparedAnswer | null> {
+    const started = performance.now();
+    const operation = metrics.operationLabel(request.operation.operationName, true);
+    record.operation = operation;
+    if (tracingActive()) {
+      const span = trace.getActiveSpan();
+      span?.setAttribute('graphql.operation.name', operation);
+      span?.setAttribute('graphql.operation.type', 'query');
+    }
+    const answer = await prepared!.execute(request, context);
+    if (answer !== null) {
+      const code = answer.firstErrorCode;
+      metrics.graphqlAnswered(operation, code === null ? 'ok' : isErrorCode(code) ? code : 'error', started, record);
+    }
+    return answer;
+  }
+
+  /** A whole GraphQL answer: offered to the response cache, sent with its length. */
+  function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord): void {
     // a shared cache may keep a public answer, but only for callers with the same credential
     if (headers['cache-control']?.includes('public')) headers.vary = 'authorization';
-    if (result.body.kind === 'complete') {
-      if (cacheKey !== null) {
-        responseCache!.offer(cacheKey, result.status ?? 200, headers, result.body.string, record.operation);
-      }
-      headers['content-length'] = String(Buffer.byteLength(result.body.string));
-      res.writeHead(result.status ?? 200, headers);
-      res.end(result.body.string);
-    } else {
-      res.writeHead(result.status ?? 200, headers);
-      for await (const chunk of result.body.asyncIterator) res.write(chunk);
-      res.end();
-    }
+    if (cacheKey !== null && cacheKey !== undefined) responseCache!.offer(cacheKey, status, headers, body, record.operation);
+    headers['content-length'] = String(Buffer.byteLength(body));
+    res.writeHead(status, headers);
+    res.end(body);
   }
 
   /** The seed REST interfaces, served from the same backend: a drop-in for their clients. */
@@ -394,6 +434,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let stopping: Promise<void> | undefined;
   return {
     httpServer,
+    preparedStats: prepared?.stats ?? null,
     listen: (port, host) =>
       new Promise((resolve, reject) => {
         httpServer.once('error', reject);

@@ -1,0 +1,208 @@
+import { ApolloServer, HeaderMap } from '@apollo/server';
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import type { Backend } from '../../src/backends/types.js';
+import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import type { ErrorCode} from '../../src/errors.js';
+import { GatewayError, notFound } from '../../src/errors.js';
+import { PreparedOperations } from '../../src/http/preparedOperations.js';
+import { silentLogger } from '../../src/logger.js';
+import { gatewayFormatError } from '../../src/server.js';
+import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { storeKinds } from '../helpers/stores.js';
+
+// A schema with every kind of cache hint, and resolvers that fail in every way a client can see.
+const typeDefs = `
+  enum CacheControlScope { PUBLIC PRIVATE }
+  directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+  type Query {
+    shop(id: Int!): Shop @cacheControl(maxAge: 60)
+    me: Me
+    count: Int @cacheControl(maxAge: 120)
+    fails(code: String!): Int @cacheControl(maxAge: 60)
+    crash: Int @cacheControl(maxAge: 60)
+  }
+  type Shop @cacheControl(maxAge: 300) {
+    name: String
+    price: Int @cacheControl(maxAge: 10)
+    stock: Stock
+    owner: Me
+    items: [Item!]!
+  }
+  type Stock { level: Int }
+  type Item @cacheControl(inheritMaxAge: true) { sku: String }
+  type Me @cacheControl(maxAge: 0, scope: PRIVATE) { name: String }
+`;
+const shop = { name: 'Corner', price: 5, stock: { level: 3 }, owner: { name: 'ann' }, items: [{ sku: 'a' }, { sku: 'b' }] };
+const resolvers = {
+  Query: {
+    shop: (_: unknown, { id }: { id: number }) => (id === 0 ? null : shop),
+    me: () => ({ name: 'ann' }),
+    count: () => 7,
+    fails: (_: unknown, { code }: { code: string }) => {
+      if (code === 'NOT_FOUND') throw notFound('No such thing');
+      throw new GatewayError(code as ErrorCode, `failed with ${code}`, code === 'RATE_LIMITED' ? { retryAfter: 3 } : {});
+    },
+    crash: () => {
+      throw new TypeError('secret internals at /srv/app.js:12');
+    },
+  },
+};
+
+describe('prepared operations against Apollo Server on the same schema', () => {
+  const schema = makeExecutableSchema({ typeDefs, resolvers });
+  const formatError = gatewayFormatError(silentLogger);
+  const apollo = new ApolloServer({ schema, formatError, includeStacktraceInErrorResponses: false, csrfPrevention: true });
+  const prepared = new PreparedOperations({ schema, parseOptions: {}, validationRules: [], formatError });
+  const JSON_HEADERS = { 'content-type': 'application/json' };
+
+  beforeAll(async () => {
+    await apollo.start();
+    prepared.learnContentType({}, 'application/json; charset=utf-8');
+    prepared.learnContentType({ accept: 'application/graphql-response+json' }, 'application/graphql-response+json; charset=utf-8');
+  });
+  afterAll(() => apollo.stop());
+
+  async function viaApollo(body: Record<string, unknown>, headers: Record<string, string> = {}) {
+    const result = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method: 'POST', headers: new HeaderMap(Object.entries({ ...JSON_HEADERS, ...headers })), search: '', body },
+      context: async () => ({}),
+    });
+    if (result.body.kind !== 'complete') throw new Error('not a single result');
+    return { status: result.status ?? 200, headers: Object.fromEntries(result.headers), body: result.body.string };
+  }
+
+  async function viaPrepared(body: Record<string, unknown>, headers: Record<string, string> = {}) {
+    const request = prepared.prepare('POST', { ...JSON_HEADERS, ...headers }, body);
+    if (request === null) return 'not prepared';
+    const answer = await prepared.execute(request, {});
+    return answer === null ? 'handed over' : { status: answer.status, headers: answer.headers, body: answer.body };
+  }
+
+  it.each([
+    ['a root field with its type below it', { query: '{ shop(id: 1) { name } }' }, 'max-age=60, public'],
+    ['a root field that resolves to null', { query: '{ shop(id: 0) { name } }' }, 'max-age=60, public'],
+    ['inheritMaxAge below a root field', { query: '{ shop(id: 1) { items { sku } } }' }, 'max-age=60, public'],
+    ['the lowest maxAge at the root', { query: '{ count shop(id: 1) { name __typename } }' }, 'max-age=60, public'],
+    ['a PRIVATE root field', { query: '{ me { name } count }' }, 'no-store'],
+    ['fragments', { query: '{ ...Q } fragment Q on Query { shop(id: 1) { ... on Shop { name } } }' }, 'max-age=60, public'],
+    ['variables', { query: 'query ($id: Int!) { shop(id: $id) { name } }', variables: { id: 1 } }, 'max-age=60, public'],
+    ['the operation named', { query: 'query A { count } query B { me { name } }', operationName: 'B' }, 'no-store'],
+    ['a field error with a 401 and its challenge', { query: '{ fails(code: "UNAUTHENTICATED") count }' }, 'no-store'],
+    ['a field error with a 429 and Retry-After', { query: '{ fails(code: "RATE_LIMITED") }' }, 'no-store'],
+    ['a field error that keeps the 200', { query: '{ fails(code: "NOT_FOUND") count }' }, 'no-store'],
+    ['an internal error, masked', { query: '{ crash count }' }, 'no-store'],
+  ])('answers %s exactly as Apollo does', async (_name, body, cacheControl) => {
+    const expected = await viaApollo(body);
+    expect(expected.headers['cache-control']).toBe(cacheControl);
+    expect(await viaPrepared(body)).toEqual(expected);
+  });
+
+  it('keeps the content type Apollo chose for the Accept header, and leaves unknown ones to Apollo', async () => {
+    const body = { query: '{ count }' };
+    const accept = { accept: 'application/graphql-response+json' };
+    expect(await viaPrepared(body, accept)).toEqual(await viaApollo(body, accept));
+    expect(await viaPrepared(body, { accept: 'text/plain' })).toBe('not prepared');
+  });
+
+  it.each([
+    ['a hint below the root lower than the root', '{ shop(id: 1) { price } }'],
+    ['a composite field without a hint below the root', '{ shop(id: 1) { stock { level } } }'],
+    ['a PRIVATE field below the root', '{ shop(id: 1) { owner { name } } }'],
+    ['@include', '{ shop(id: 1) @include(if: true) { name } }'],
+    ['@skip in a fragment', '{ ... @skip(if: false) { count } }'],
+    ['introspection', '{ __schema { queryType { name } } }'],
+    ['a text that does not parse', '{ shop('],
+    ['a text that does not validate', '{ nope }'],
+    ['an operation not named when the document has two', 'query A { count } query B { count }'],
+  ])('leaves %s to Apollo', async (_name, query) => {
+    expect(await viaPrepared({ query })).toBe('not prepared');
+  });
+
+  it('leaves persisted queries, batches, GETs and other content types to Apollo', async () => {
+    const query = '{ count }';
+    expect(prepared.prepare('POST', JSON_HEADERS, { query, extensions: { persistedQuery: { version: 1, sha256Hash: 'x' } } })).toBeNull();
+    expect(prepared.prepare('POST', JSON_HEADERS, [{ query }])).toBeNull();
+    expect(prepared.prepare('GET', JSON_HEADERS, { query })).toBeNull();
+    expect(prepared.prepare('POST', { 'content-type': 'text/plain' }, { query })).toBeNull();
+    expect(prepared.prepare('POST', JSON_HEADERS, { query })).not.toBeNull();
+  });
+
+  it('hands a request whose variables do not coerce back before any resolver runs', async () => {
+    const body = { query: 'query ($id: Int!) { shop(id: $id) { name } }', variables: { id: 'one' } };
+    expect(await viaPrepared(body)).toBe('handed over');
+    expect((await viaApollo(body)).status).toBe(400);
+  });
+
+  it('remembers a bounded number of operation names per document', async () => {
+    const query = 'query A { count }';
+    for (let n = 0; n < 40; n++) prepared.prepare('POST', JSON_HEADERS, { query, operationName: `N${n}` });
+    expect(prepared.prepare('POST', JSON_HEADERS, { query, operationName: 'A' })).toBeNull();
+    // the document as such is still prepared for a name it has
+    expect(prepared.prepare('POST', JSON_HEADERS, { query: 'query A { count } ', operationName: 'A' })).not.toBeNull();
+  });
+});
+
+describe.each(storeKinds.slice(0, 1))('the gateway with and without prepared operations, $name store', (kind) => {
+  let withPrepared: TestGateway;
+  let withoutPrepared: TestGateway;
+  let dispose: () => Promise<void>;
+  let anchor: number;
+  const alice = { authorization: basicAuthorization('alice', 'alice-password') };
+
+  beforeAll(async () => {
+    const opened = await kind.open();
+    dispose = opened.dispose;
+    const backend: Backend = await embeddedWithUsers(opened.store);
+    const recs = backend.recs as EmbeddedRecs;
+    anchor = [...recs.catalog.values()].map((item) => item.itemId).find((id) => recs.recommendNow('NEXT_BEST_PRODUCT', id).entries.length === 10)!;
+    // one backend behind both; only the first gateway closes it
+    const shared = Object.assign(Object.create(backend) as Backend, { close: async () => undefined });
+    const env = { RESPONSE_CACHE_MAX_ENTRIES: '0' };
+    withPrepared = await startTestGateway(backend, env);
+    withoutPrepared = await startTestGateway(shared, { ...env, PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' });
+  });
+  afterAll(async () => {
+    await withoutPrepared?.stop().catch(() => undefined);
+    await withPrepared?.stop().catch(() => undefined);
+    await dispose();
+  });
+
+  async function post(gw: TestGateway, body: unknown, headers: Record<string, string>) {
+    const response = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+    const kept = Object.fromEntries([...response.headers].filter(([name]) => !['date', 'x-request-id', 'connection', 'keep-alive'].includes(name)));
+    return { status: response.status, headers: kept, body: await response.text() };
+  }
+
+  it('gives the same status, headers and bytes, and answers repeats without Apollo', async () => {
+    const cases: [unknown, Record<string, string>][] = [
+      [{ query: 'query R($id: ItemId!) { productRecommendations(itemId: $id) { itemId name salePrice } }', variables: { id: anchor } }, alice],
+      [{ query: 'query R($id: ItemId!) { postBrowsedProducts(itemId: $id, first: 3) { itemId variantItems { itemId color } } }', variables: { id: anchor } }, alice],
+      [{ query: '{ item(itemId: 5000000001) { name } }' }, alice],
+      [{ query: '{ viewer { username authenticatedBy } item(itemId: 31000005) { name } }' }, alice],
+      [{ query: '{ viewer { username } }' }, {}],
+      [{ query: 'query R($id: ItemId!) { item(itemId: $id) { name } }', variables: { id: 'not an id' } }, alice],
+      [{ query: '{ item(itemId: 31000005) { nme } }' }, alice],
+    ];
+    // the first answer of each teaches the prepared path the content type for this Accept
+    for (const [body, headers] of cases) await post(withPrepared, body, headers);
+    const before = { ...withPrepared.gateway.preparedStats! };
+    for (const [body, headers] of cases) {
+      expect(await post(withPrepared, body, headers), JSON.stringify(body)).toEqual(await post(withoutPrepared, body, headers));
+    }
+    // five answered without Apollo; the variable that is no item id went back to Apollo; the
+    // field that does not exist never reached the prepared path
+    expect(withPrepared.gateway.preparedStats!.answered - before.answered).toBe(5);
+    expect(withPrepared.gateway.preparedStats!.handedOver - before.handedOver).toBe(1);
+    expect(withoutPrepared.gateway.preparedStats).toBeNull();
+  });
+
+  it('counts prepared answers in /metrics under the operation name', async () => {
+    const body = { query: 'query PreparedMetric($id: ItemId!) { item(itemId: $id) { name } }', variables: { id: anchor } };
+    await post(withPrepared, body, alice);
+    await post(withPrepared, body, alice);
+    const metrics = await (await fetch(`${withPrepared.url}/metrics`)).text();
+    expect(metrics).toMatch(/recs_gateway_graphql_requests_total\{operation="PreparedMetric",outcome="ok"\} 2/);
+  });
+});
