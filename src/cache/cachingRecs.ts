@@ -24,6 +24,12 @@ type StoredList = Omit<RecommendationListModel, 'items'> | { notFound: true };
 
 const NOT_FOUND = 'null';
 
+/** What a load gave, and the cache write it started (settled once the data is stored). */
+interface Loaded<T> {
+  items: T;
+  written: Promise<void> | undefined;
+}
+
 export const itemKey = (id: number): string => `item:${id}`;
 export const recsKey = (kind: RecommendationKind, anchorId: number): string => `recs:${kind}:${anchorId}`;
 
@@ -40,6 +46,7 @@ export class CachingRecsService implements RecsService {
   private readonly jitter: number;
   private readonly itemsInFlight = new Map<number, Promise<ItemModel | null>>();
   private readonly listsInFlight = new Map<string, Promise<RecommendationListModel>>();
+  private readonly pendingWrites = new Set<Promise<void>>();
 
   constructor(
     private readonly upstream: RecsService,
@@ -71,13 +78,16 @@ export class CachingRecsService implements RecsService {
       else toLoad.push(id);
     }
     if (toLoad.length > 0) {
-      const batch = this.loadItems(toLoad, options);
+      const loading = this.loadItems(toLoad, options);
+      const batch = loading.then((loaded) => loaded.items);
       toLoad.forEach((id, i) => {
         const one = batch.then((items) => items[i] ?? null);
         this.itemsInFlight.set(id, one);
         result.set(id, one);
       });
-      batch
+      // the flight ends once its items are in the cache too (see writeBehind)
+      loading
+        .then((loaded) => loaded.written, () => undefined)
         .finally(() => {
           for (const id of toLoad) this.itemsInFlight.delete(id);
         })
@@ -87,34 +97,70 @@ export class CachingRecsService implements RecsService {
   }
 
   /** Items from the cache, the misses from upstream (and then into the cache). */
-  private async loadItems(ids: number[], options?: CallOptions): Promise<(ItemModel | null)[]> {
+  private async loadItems(ids: number[], options?: CallOptions): Promise<Loaded<(ItemModel | null)[]>> {
     const cached = await this.cache.getMany(ids.map(itemKey));
     const missing = ids.filter((_, i) => cached[i] === null || cached[i] === undefined);
-    const fetched = missing.length > 0 ? await this.fetchItems(missing, options) : [];
-    const byId = new Map(missing.map((id, i) => [id, fetched[i] ?? null]));
-    return ids.map((id, i) => {
+    const fetched = missing.length > 0 ? await this.fetchItems(missing, options) : null;
+    const byId = new Map(missing.map((id, i) => [id, fetched?.items[i] ?? null]));
+    const items = ids.map((id, i) => {
       const hit = cached[i];
       if (hit === null || hit === undefined) return byId.get(id) ?? null;
       return hit === NOT_FOUND ? null : (JSON.parse(hit) as ItemModel);
     });
+    return { items, written: fetched?.written };
   }
 
-  private async fetchItems(ids: number[], options?: CallOptions): Promise<(ItemModel | null)[]> {
+  private async fetchItems(ids: number[], options?: CallOptions): Promise<Loaded<(ItemModel | null)[]>> {
     const items = await this.upstream.getItems(ids, options);
-    const found = items.filter((item): item is ItemModel => item !== null);
-    const missing = ids
-      .filter((_, i) => items[i] === null)
-      .map((id) => ({ key: itemKey(id), value: NOT_FOUND, ttlSeconds: this.ttl(this.negativeTtl) }));
-    await this.cache.setMany([...this.itemEntries(found), ...missing]);
-    return items;
+    return {
+      items,
+      written: this.writeBehind(() => {
+        const found = items.filter((item): item is ItemModel => item !== null);
+        const missing = ids
+          .filter((_, i) => items[i] === null)
+          .map((id) => ({ key: itemKey(id), value: NOT_FOUND, ttlSeconds: this.ttl(this.negativeTtl) }));
+        return [...this.itemEntries(found), ...missing];
+      }),
+    };
+  }
+
+  /**
+   * Stores what `entries` gives once the current request has had its answer: serialising and
+   * storing (a Redis round trip) is off the response's path. The flight that fetched the data
+   * lasts until the write settles, so a request arriving in between shares the flight rather
+   * than finding the cache still empty. A failed write only means a later miss.
+   */
+  private writeBehind(entries: () => CacheEntry[]): Promise<void> {
+    const written = new Promise<void>((resolve) => {
+      setImmediate(() => {
+        this.cache.setMany(entries()).then(resolve, () => resolve());
+      });
+    });
+    this.pendingWrites.add(written);
+    void written.then(() => this.pendingWrites.delete(written));
+    return written;
+  }
+
+  /** Resolves once every cache write started so far has settled (tests; shutdown). */
+  async flushed(): Promise<void> {
+    await Promise.all([...this.pendingWrites]);
   }
 
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
     const key = recsKey(kind, anchorId);
     let inFlight = this.listsInFlight.get(key);
     if (!inFlight) {
-      inFlight = this.loadList(kind, anchorId, key, options).finally(() => this.listsInFlight.delete(key));
-      this.listsInFlight.set(key, inFlight);
+      const loading = this.loadList(kind, anchorId, key, options);
+      const flight = loading.then((loaded) => loaded.items);
+      inFlight = flight;
+      this.listsInFlight.set(key, flight);
+      // the flight ends once its list is in the cache too (see writeBehind)
+      loading
+        .then((loaded) => loaded.written, () => undefined)
+        .finally(() => {
+          if (this.listsInFlight.get(key) === flight) this.listsInFlight.delete(key);
+        })
+        .catch(() => undefined);
     }
     return inFlight;
   }
@@ -124,12 +170,12 @@ export class CachingRecsService implements RecsService {
     anchorId: number,
     key: string,
     options?: CallOptions,
-  ): Promise<RecommendationListModel> {
+  ): Promise<Loaded<RecommendationListModel>> {
     const [hit] = await this.cache.getMany([key]);
     if (hit) {
       const stored = JSON.parse(hit) as StoredList;
       if ('notFound' in stored) throw notFound(`No item with itemId ${anchorId}`);
-      return stored;
+      return { items: stored, written: undefined };
     }
     return this.fetchList(kind, anchorId, key, options);
   }
@@ -139,15 +185,23 @@ export class CachingRecsService implements RecsService {
     anchorId: number,
     key: string,
     options?: CallOptions,
-  ): Promise<RecommendationListModel> {
+  ): Promise<Loaded<RecommendationListModel>> {
     try {
       const list = await this.upstream.recommend(kind, anchorId, options);
-      const stored: StoredList = { anchorId: list.anchorId, kind: list.kind, entries: list.entries };
-      await this.cache.setMany([
-        { key, value: JSON.stringify(stored), ttlSeconds: this.ttl(this.recsTtl) },
-        ...this.itemEntries(list.items ?? []),
-      ]);
-      return list;
+      // until they are stored, the list's items are answered from here, as if in flight
+      const kept = (list.items ?? []).filter((item) => !this.itemsInFlight.has(item.itemId));
+      const known = kept.map((item) => Promise.resolve(item));
+      kept.forEach((item, i) => this.itemsInFlight.set(item.itemId, known[i]!));
+      const written = this.writeBehind(() => {
+        const stored: StoredList = { anchorId: list.anchorId, kind: list.kind, entries: list.entries };
+        return [{ key, value: JSON.stringify(stored), ttlSeconds: this.ttl(this.recsTtl) }, ...this.itemEntries(list.items ?? [])];
+      });
+      void written.then(() => {
+        kept.forEach((item, i) => {
+          if (this.itemsInFlight.get(item.itemId) === known[i]) this.itemsInFlight.delete(item.itemId);
+        });
+      });
+      return { items: list, written };
     } catch (error) {
       if (error instanceof GatewayError && error.code === ErrorCode.NOT_FOUND) {
         await this.cache.setMany([{ key, value: JSON.stringify({ notFound: true }), ttlSeconds: this.ttl(this.negativeTtl) }]);

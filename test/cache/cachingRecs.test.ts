@@ -71,6 +71,25 @@ describe('caching recommendations in real Redis', () => {
     await cache.close();
   });
 
+  it('stores a fetched list just after answering, and shares the flight until it is stored', async () => {
+    const cache = redisCache();
+    await connected(cache);
+    const recs = new CachingRecsService(upstream, cache);
+    const first = recs.recommend('POST_BROWSE', 10);
+    await first;
+    // answered before the write: a request meanwhile shares the flight, its items too
+    const meanwhile = await recs.recommend('POST_BROWSE', 10);
+    expect(await recs.getItems([11])).toEqual([expect.objectContaining({ itemId: 11 })]);
+    await recs.flushed();
+    expect(await cache.getMany(['recs:POST_BROWSE:10', 'item:11'])).toEqual([expect.stringContaining('"entries"'), expect.stringContaining('"itemId":11')]);
+    // a new service on the same cache finds it stored
+    const other = new CountingRecs(known);
+    expect((await new CachingRecsService(other, cache).recommend('POST_BROWSE', 10)).entries).toEqual(meanwhile.entries);
+    expect(upstream.recommendCalls + other.recommendCalls).toBe(1);
+    expect(upstream.itemCalls).toEqual([]);
+    await cache.close();
+  });
+
   it('remembers unknown items and anchors briefly (negative entries)', async () => {
     const cache = redisCache();
     await connected(cache);
@@ -103,7 +122,10 @@ describe('caching recommendations in real Redis', () => {
     const first = redisCache(REDIS_URL, prefix);
     const second = redisCache(REDIS_URL, prefix);
     await Promise.all([connected(first), connected(second)]);
-    await new CachingRecsService(upstream, first).recommend('NEXT_BEST_PRODUCT', 4);
+    const writer = new CachingRecsService(upstream, first);
+    await writer.recommend('NEXT_BEST_PRODUCT', 4);
+    // stored just after the answer (off the response's path)
+    await writer.flushed();
     const otherUpstream = new CountingRecs(known);
     const list = await new CachingRecsService(otherUpstream, second).recommend('NEXT_BEST_PRODUCT', 4);
     expect(list.entries.map((e) => e.itemId)).toEqual([5, 6]);
