@@ -6,6 +6,10 @@
  *                          measure what authentication costs (the header is still required)
  *   BENCH_COUNT_CALLS=1    counts requests by path; GET /__bench/calls returns and resets them
  *                          (used on the upstream, to count the calls a query causes)
+ *   BENCH_PHASES=1         times each request's phases (for requests made one at a time): before
+ *                          the first upstream call, the upstream calls, after the last one, and
+ *                          the process's CPU time in each; GET /__bench/phases returns their
+ *                          medians in ms and resets them
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type * as AuthModule from '../../src/auth/authorization.js';
@@ -13,22 +17,94 @@ import type * as BackendsModule from '../../src/backends/index.js';
 import type { PrincipalModel } from '../../src/backends/types.js';
 import type * as CacheModule from '../../src/cache/index.js';
 import type * as ConfigModule from '../../src/config.js';
+import type * as MetricsModule from '../../src/observability/metrics.js';
+import type * as TracingModule from '../../src/observability/tracing.js';
 import type * as RateLimitModule from '../../src/protection/rateLimit.js';
 import type * as ServerModule from '../../src/server.js';
 
 // The compiled dist/ (bench/run.ts builds it first), as `npm start` runs it. Through tsx the
 // server was about a third slower: esbuild's keep-names wraps every closure made per request.
 const dist = (file: string): string => new URL(`../../dist/${file}`, import.meta.url).href;
+
+/** Per-request phase timings, wall and CPU, for requests made one at a time (BENCH_PHASES). */
+class Phases {
+  private readonly samples: Record<string, number[]> = {};
+  private start = 0;
+  private firstCall = 0;
+  private lastAnswer = 0;
+  private cpuStart = 0;
+  private cpuFirstCall = 0;
+  private cpuLastAnswer = 0;
+
+  readonly observer = {
+    start: () => {
+      if (this.firstCall === 0) {
+        this.firstCall = performance.now();
+        this.cpuFirstCall = cpuMs();
+      }
+      return () => {
+        this.lastAnswer = performance.now();
+        this.cpuLastAnswer = cpuMs();
+      };
+    },
+  };
+
+  begin(): void {
+    this.start = performance.now();
+    this.cpuStart = cpuMs();
+    this.firstCall = 0;
+  }
+
+  end(): void {
+    const now = performance.now();
+    this.add('whole', now - this.start);
+    if (this.firstCall === 0) return;
+    const cpu = cpuMs();
+    this.add('before', this.firstCall - this.start);
+    this.add('upstream', this.lastAnswer - this.firstCall);
+    this.add('after', now - this.lastAnswer);
+    this.add('cpuBefore', this.cpuFirstCall - this.cpuStart);
+    this.add('cpuDuringUpstream', this.cpuLastAnswer - this.cpuFirstCall);
+    this.add('cpuAfter', cpu - this.cpuLastAnswer);
+  }
+
+  /** The median of each phase in ms, and the count; resets. */
+  medians(): Record<string, number> {
+    const result: Record<string, number> = {};
+    for (const [name, values] of Object.entries(this.samples)) {
+      values.sort((a, b) => a - b);
+      result[name] = values[values.length >> 1]!;
+      result.requests = Math.max(result.requests ?? 0, values.length);
+      delete this.samples[name];
+    }
+    return result;
+  }
+
+  private add(name: string, ms: number): void {
+    (this.samples[name] ??= []).push(ms);
+  }
+}
+
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+}
 const { openBackend } = (await import(dist('backends/index.js'))) as typeof BackendsModule;
 const { openCache } = (await import(dist('cache/index.js'))) as typeof CacheModule;
 const { loadConfig } = (await import(dist('config.js'))) as typeof ConfigModule;
 const { createGateway } = (await import(dist('server.js'))) as typeof ServerModule;
 const { RateLimiter } = (await import(dist('protection/rateLimit.js'))) as typeof RateLimitModule;
 const { credentialId, withAuthorization } = (await import(dist('auth/authorization.js'))) as typeof AuthModule;
+const { GatewayMetrics } = (await import(dist('observability/metrics.js'))) as typeof MetricsModule;
+const { combineObservers, tracingUpstreamObserver } = (await import(dist('observability/tracing.js'))) as typeof TracingModule;
 
 const config = loadConfig(process.env);
 const cache = openCache(config);
-const backend = await openBackend(config, { cache });
+// metrics and the upstream observers as `recs-gateway serve` has them (src/main.ts)
+const metrics = new GatewayMetrics({ processMetrics: true });
+const phases = process.env.BENCH_PHASES === '1' ? new Phases() : null;
+const observers = [metrics.upstreamObserver, tracingUpstreamObserver, ...(phases ? [phases.observer] : [])];
+const backend = await openBackend(config, { cache, upstreamObserver: combineObservers(...observers) });
 
 if (process.env.BENCH_STUB_AUTH === '1') {
   const fixed: Omit<PrincipalModel, 'authorization'> = {
@@ -42,7 +118,7 @@ if (process.env.BENCH_STUB_AUTH === '1') {
 
 // the rate limits as `recs-gateway serve` sets them up: in Redis when REDIS_URL is set
 const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
-const gateway = await createGateway({ config, backend, cache, limiter });
+const gateway = await createGateway({ config, backend, cache, limiter, metrics });
 
 if (process.env.BENCH_COUNT_CALLS === '1') {
   const calls: Record<string, number> = {};
@@ -62,6 +138,20 @@ if (process.env.BENCH_COUNT_CALLS === '1') {
   });
 }
 
+if (phases) {
+  const listeners = gateway.httpServer.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  gateway.httpServer.removeAllListeners('request');
+  gateway.httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (req.url === '/__bench/phases') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(phases.medians()));
+      return;
+    }
+    phases.begin();
+    res.on('finish', () => phases.end());
+    for (const listener of listeners) listener(req, res);
+  });
+}
+
 const url = await gateway.listen(0, '127.0.0.1');
 process.stdout.write(`${JSON.stringify({ url })}\n`);
 const stop = (): void => {
@@ -72,3 +162,4 @@ const stop = (): void => {
 };
 process.on('SIGTERM', stop);
 process.on('SIGINT', stop);
+
