@@ -18,6 +18,7 @@ import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
+import { isJsonContentType } from './http/contentType.js';
 import { RequestDeadline } from './http/requestSignal.js';
 import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from './http/preparedOperations.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
@@ -106,7 +107,7 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 function parseBody(text: string, contentType: string | undefined): unknown {
   if (text.length === 0) return undefined;
-  if (contentType && /^application\/(graphql-response\+)?json\b/i.test(contentType.trim())) {
+  if (isJsonContentType(contentType)) {
     try {
       return JSON.parse(text);
     } catch {

@@ -30,6 +30,11 @@ interface Loaded<T> {
   written: Promise<void> | undefined;
 }
 
+/** Ends a flight once its data is in the cache too (see writeBehind), or at once if the load failed. */
+function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void {
+  loading.then((loaded) => loaded.written, () => undefined).finally(end).catch(() => undefined);
+}
+
 export const itemKey = (id: number): string => `item:${id}`;
 export const recsKey = (kind: RecommendationKind, anchorId: number): string => `recs:${kind}:${anchorId}`;
 
@@ -85,13 +90,9 @@ export class CachingRecsService implements RecsService {
         this.itemsInFlight.set(id, one);
         result.set(id, one);
       });
-      // the flight ends once its items are in the cache too (see writeBehind)
-      loading
-        .then((loaded) => loaded.written, () => undefined)
-        .finally(() => {
-          for (const id of toLoad) this.itemsInFlight.delete(id);
-        })
-        .catch(() => undefined);
+      endOnceStored(loading, () => {
+        for (const id of toLoad) this.itemsInFlight.delete(id);
+      });
     }
     return Promise.all(ids.map((id) => result.get(id)!));
   }
@@ -154,13 +155,9 @@ export class CachingRecsService implements RecsService {
       const flight = loading.then((loaded) => loaded.items);
       inFlight = flight;
       this.listsInFlight.set(key, flight);
-      // the flight ends once its list is in the cache too (see writeBehind)
-      loading
-        .then((loaded) => loaded.written, () => undefined)
-        .finally(() => {
-          if (this.listsInFlight.get(key) === flight) this.listsInFlight.delete(key);
-        })
-        .catch(() => undefined);
+      endOnceStored(loading, () => {
+        if (this.listsInFlight.get(key) === flight) this.listsInFlight.delete(key);
+      });
     }
     return inFlight;
   }

@@ -23,6 +23,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import { LRUCache } from 'lru-cache';
+import { isJsonContentType } from './contentType.js';
 
 /** Query texts longer than this are left to Apollo each time rather than remembered. */
 const MAX_PREPARED_QUERY = 16 * 1024;
@@ -32,7 +33,6 @@ const PREPARED_TEXT_CHARS = 8 * 1024 * 1024;
 const MAX_OPERATIONS_PER_DOCUMENT = 16;
 /** Distinct Accept headers whose content type is remembered. */
 const MAX_ACCEPTS = 100;
-const JSON_TYPE = /^application\/(graphql-response\+)?json\b/i;
 
 /** One operation of a valid document, ready to execute. */
 export interface PreparedOperation {
@@ -120,7 +120,7 @@ export class PreparedOperations {
   prepare(method: string, headers: IncomingHttpHeaders, body: unknown): PreparedRequest | null {
     if (method !== 'POST' || typeof body !== 'object' || body === null || Array.isArray(body)) return null;
     const contentType = this.contentTypes.get(headers.accept ?? '');
-    if (contentType === undefined || headers['content-type'] === undefined || !JSON_TYPE.test(headers['content-type'])) return null;
+    if (contentType === undefined || !isJsonContentType(headers['content-type'])) return null;
     const { query, variables, operationName, extensions } = body as Record<string, unknown>;
     if (typeof query !== 'string' || query.length > MAX_PREPARED_QUERY || isRecord(extensions)) return null;
     const requestedName = typeof operationName === 'string' ? operationName : undefined;

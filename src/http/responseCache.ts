@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { stripIgnoredCharacters } from 'graphql';
 import { LRUCache } from 'lru-cache';
+import { isJsonContentType } from './contentType.js';
 
 /** Responses kept by default (RESPONSE_CACHE_MAX_ENTRIES). */
 export const DEFAULT_RESPONSE_CACHE_ENTRIES = 10_000;
@@ -38,7 +39,6 @@ export interface ResponseCacheStats {
   stored: number;
 }
 
-const JSON_TYPE = /^application\/(graphql-response\+)?json\b/i;
 /** Bodies longer than this are not remembered as sent (their key is still cached by normalised query). */
 const MAX_REMEMBERED_BODY = 8 * 1024;
 /** Query texts longer than this are normalised afresh each time rather than remembered. */
@@ -100,8 +100,7 @@ export class ResponseCache {
    * hot path asks first: a repeated request needs neither JSON parsing nor a normalised query.
    */
   knownKey(headers: IncomingHttpHeaders, text: string): string | undefined {
-    const contentType = headers['content-type'];
-    if (contentType === undefined || !JSON_TYPE.test(contentType)) return undefined;
+    if (!isJsonContentType(headers['content-type'])) return undefined;
     return this.bodies.get(bodyKey(headers.accept, text));
   }
 
@@ -111,8 +110,7 @@ export class ResponseCache {
    */
   keyOf(method: string, headers: IncomingHttpHeaders, body: unknown, text?: string): string | null {
     if (method !== 'POST' || typeof body !== 'object' || body === null || Array.isArray(body)) return null;
-    const contentType = headers['content-type'];
-    if (contentType === undefined || !JSON_TYPE.test(contentType)) return null;
+    if (!isJsonContentType(headers['content-type'])) return null;
     const { query, variables, operationName, extensions } = body as Record<string, unknown>;
     if (typeof query !== 'string' || extensions !== undefined) return null;
     if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
