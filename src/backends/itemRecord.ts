@@ -1,4 +1,4 @@
-import type { ItemModel } from './types.js';
+import type { GiftOptionsModel, ImageEntityModel, ItemAttributeModel, ItemModel, MarketplacePriceModel } from './types.js';
 
 /**
  * The one place an item record of recommendations.md (from a catalogue file or an upstream
@@ -10,21 +10,6 @@ import type { ItemModel } from './types.js';
 export class ItemRecordError extends Error {}
 
 type Raw = Record<string, unknown>;
-
-const stringFields = [
-  'name', 'upc', 'categoryPath', 'categoryNode', 'shortDescription', 'longDescription', 'brandName',
-  'thumbnailImage', 'mediumImage', 'largeImage', 'productTrackingUrl', 'productUrl', 'addToCartUrl',
-  'affiliateAddToCartUrl', 'color', 'size', 'gender', 'age', 'modelNumber', 'sellerInfo',
-  'customerRatingImage', 'rhid', 'stock', 'offerType',
-] as const;
-const numberFields = [
-  'msrp', 'salePrice', 'standardShipRate', 'twoThreeDayShippingRate', 'overnightShippingRate',
-] as const;
-const booleanFields = [
-  'ninetySevenCentShipping', 'freeShippingOver35Dollars', 'freeShippingOver50Dollars',
-  'isTwoDayShippingEligible', 'marketplace', 'shipToStore', 'freeShipToStore', 'rollBack', 'bundle',
-  'clearance', 'preOrder', 'availableOnline',
-] as const;
 
 /** A positive safe integer, from a number or a string of digits; null otherwise. */
 export function toItemId(value: unknown): number | null {
@@ -64,52 +49,161 @@ function pick<T>(raw: unknown, fields: readonly string[], convert: (v: unknown) 
   return out;
 }
 
+/**
+ * An item as parsed from a record. Every field is assigned in the constructor, in one order,
+ * whether the record has it or not (absent is undefined, which JSON leaves out as it leaves out
+ * a missing key), so every parsed item has the same shape. Built a field at a time onto a fresh
+ * object, as before, a record took about 7 µs, most of it in the object's changes of shape (the
+ * one-by-one copy in bench/itemRecord.ts, which converts nothing, costs 6 to 8 µs); this way it
+ * takes about 2.5 µs, and the resolvers read fields of one shape. It runs for every record of
+ * every upstream answer. The order is the one the records were written in before, so their JSON
+ * (the cache's entries, the REST interface's bodies) is unchanged.
+ */
+class ParsedItem implements ItemModel {
+  readonly itemId: number;
+  readonly name: string | undefined;
+  readonly upc: string | undefined;
+  readonly categoryPath: string | undefined;
+  readonly categoryNode: string | undefined;
+  readonly shortDescription: string | undefined;
+  readonly longDescription: string | undefined;
+  readonly brandName: string | undefined;
+  readonly thumbnailImage: string | undefined;
+  readonly mediumImage: string | undefined;
+  readonly largeImage: string | undefined;
+  readonly productTrackingUrl: string | undefined;
+  readonly productUrl: string | undefined;
+  readonly addToCartUrl: string | undefined;
+  readonly affiliateAddToCartUrl: string | undefined;
+  readonly color: string | undefined;
+  readonly size: string | undefined;
+  readonly gender: string | undefined;
+  readonly age: string | undefined;
+  readonly modelNumber: string | undefined;
+  readonly sellerInfo: string | undefined;
+  readonly customerRatingImage: string | undefined;
+  readonly rhid: string | undefined;
+  readonly stock: string | undefined;
+  readonly offerType: string | undefined;
+  readonly msrp: number | undefined;
+  readonly salePrice: number | undefined;
+  readonly standardShipRate: number | undefined;
+  readonly twoThreeDayShippingRate: number | undefined;
+  readonly overnightShippingRate: number | undefined;
+  readonly ninetySevenCentShipping: boolean | undefined;
+  readonly freeShippingOver35Dollars: boolean | undefined;
+  readonly freeShippingOver50Dollars: boolean | undefined;
+  readonly isTwoDayShippingEligible: boolean | undefined;
+  readonly marketplace: boolean | undefined;
+  readonly shipToStore: boolean | undefined;
+  readonly freeShipToStore: boolean | undefined;
+  readonly rollBack: boolean | undefined;
+  readonly bundle: boolean | undefined;
+  readonly clearance: boolean | undefined;
+  readonly preOrder: boolean | undefined;
+  readonly availableOnline: boolean | undefined;
+  readonly attributes: ItemAttributeModel[];
+  readonly parentItemId: number | undefined;
+  readonly customerRating: number | undefined;
+  readonly numReviews: number | undefined;
+  readonly variants: number[] | undefined;
+  readonly bestMarketplacePrice: MarketplacePriceModel | undefined;
+  readonly giftOptions: GiftOptionsModel | undefined;
+  readonly imageEntities: ImageEntityModel[] | undefined;
+
+  constructor(itemId: number, raw: Raw) {
+    this.itemId = itemId;
+    this.name = str(raw.name);
+    this.upc = str(raw.upc);
+    this.categoryPath = str(raw.categoryPath);
+    this.categoryNode = str(raw.categoryNode);
+    this.shortDescription = str(raw.shortDescription);
+    this.longDescription = str(raw.longDescription);
+    this.brandName = str(raw.brandName);
+    this.thumbnailImage = str(raw.thumbnailImage);
+    this.mediumImage = str(raw.mediumImage);
+    this.largeImage = str(raw.largeImage);
+    this.productTrackingUrl = str(raw.productTrackingUrl);
+    this.productUrl = str(raw.productUrl);
+    this.addToCartUrl = str(raw.addToCartUrl);
+    this.affiliateAddToCartUrl = str(raw.affiliateAddToCartUrl);
+    this.color = str(raw.color);
+    this.size = str(raw.size);
+    this.gender = str(raw.gender);
+    this.age = str(raw.age);
+    this.modelNumber = str(raw.modelNumber);
+    this.sellerInfo = str(raw.sellerInfo);
+    this.customerRatingImage = str(raw.customerRatingImage);
+    this.rhid = str(raw.rhid);
+    this.stock = str(raw.stock);
+    this.offerType = str(raw.offerType);
+    this.msrp = num(raw.msrp);
+    this.salePrice = num(raw.salePrice);
+    this.standardShipRate = num(raw.standardShipRate);
+    this.twoThreeDayShippingRate = num(raw.twoThreeDayShippingRate);
+    this.overnightShippingRate = num(raw.overnightShippingRate);
+    this.ninetySevenCentShipping = bool(raw.ninetySevenCentShipping);
+    this.freeShippingOver35Dollars = bool(raw.freeShippingOver35Dollars);
+    this.freeShippingOver50Dollars = bool(raw.freeShippingOver50Dollars);
+    this.isTwoDayShippingEligible = bool(raw.isTwoDayShippingEligible);
+    this.marketplace = bool(raw.marketplace);
+    this.shipToStore = bool(raw.shipToStore);
+    this.freeShipToStore = bool(raw.freeShipToStore);
+    this.rollBack = bool(raw.rollBack);
+    this.bundle = bool(raw.bundle);
+    this.clearance = bool(raw.clearance);
+    this.preOrder = bool(raw.preOrder);
+    this.availableOnline = bool(raw.availableOnline);
+    this.attributes = isObject(raw.attributes) ? attributesOf(raw.attributes) : [];
+    this.parentItemId = toItemId(raw.parentItemId) ?? undefined;
+    this.customerRating = num(raw.customerRating);
+    const reviews = num(raw.numReviews);
+    this.numReviews = reviews !== undefined && Number.isInteger(reviews) ? reviews : undefined;
+    this.variants = Array.isArray(raw.variants) ? variantsOf(raw.variants as unknown[]) : undefined;
+    this.bestMarketplacePrice = isObject(raw.bestMarketplacePrice) ? marketplacePriceOf(raw.bestMarketplacePrice) : undefined;
+    // upstream sends {} for "no gift options"
+    const gifts = isObject(raw.giftOptions) ? pick(raw.giftOptions, ['allowGiftWrap', 'allowGiftMessage', 'allowGiftReceipt'], bool) : {};
+    this.giftOptions = Object.keys(gifts).length > 0 ? gifts : undefined;
+    this.imageEntities = Array.isArray(raw.imageEntities) ? imagesOf(raw.imageEntities as unknown[]) : undefined;
+  }
+}
+
 /** Parses one record; throws ItemRecordError when it is not an object with a valid itemId. */
 export function parseItemRecord(raw: unknown): ItemModel {
   if (!isObject(raw)) throw new ItemRecordError('an item record must be a JSON object');
   const itemId = toItemId(raw.itemId);
   if (itemId === null) throw new ItemRecordError(`itemId must be a positive integer, got ${JSON.stringify(raw.itemId) ?? 'nothing'}`);
-
-  const item: ItemModel = {
-    itemId,
-    ...pick(raw, stringFields, str),
-    ...pick(raw, numberFields, num),
-    ...pick(raw, booleanFields, bool),
-    attributes: isObject(raw.attributes)
-      ? Object.entries(raw.attributes)
-          .filter((entry): entry is [string, string | number | boolean] => ['string', 'number', 'boolean'].includes(typeof entry[1]))
-          .map(([name, value]) => ({ name, value: String(value) }))
-      : [],
-  };
-  const parent = toItemId(raw.parentItemId);
-  if (parent !== null) item.parentItemId = parent;
-  const rating = num(raw.customerRating);
-  if (rating !== undefined) item.customerRating = rating;
-  const reviews = num(raw.numReviews);
-  if (reviews !== undefined && Number.isInteger(reviews)) item.numReviews = reviews;
-  if (Array.isArray(raw.variants)) {
-    item.variants = raw.variants.map(toItemId).filter((id): id is number => id !== null);
-  }
-  if (isObject(raw.bestMarketplacePrice)) {
-    const m = raw.bestMarketplacePrice;
-    item.bestMarketplacePrice = {
-      ...pick(m, ['price', 'standardShipRate', 'twoThreeDayShippingRate'], num),
-      ...pick(m, ['sellerInfo', 'offerType'], str),
-      ...pick(m, ['availableOnline', 'clearance'], bool),
-    };
-  }
-  if (isObject(raw.giftOptions)) {
-    const g = pick(raw.giftOptions, ['allowGiftWrap', 'allowGiftMessage', 'allowGiftReceipt'], bool);
-    // upstream sends {} for "no gift options"
-    if (Object.keys(g).length > 0) item.giftOptions = g;
-  }
-  if (Array.isArray(raw.imageEntities)) {
-    item.imageEntities = raw.imageEntities
-      .filter(isObject)
-      .map((e) => pick(e, ['thumbnailImage', 'mediumImage', 'largeImage', 'entityType'], str));
-  }
-  return item;
+  return new ParsedItem(itemId, raw);
 }
+
+function attributesOf(raw: Raw): ItemAttributeModel[] {
+  const attributes: ItemAttributeModel[] = [];
+  for (const [name, value] of Object.entries(raw)) {
+    const type = typeof value;
+    if (type === 'string' || type === 'number' || type === 'boolean') attributes.push({ name, value: String(value) });
+  }
+  return attributes;
+}
+
+function variantsOf(raw: unknown[]): number[] {
+  const ids: number[] = [];
+  for (const value of raw) {
+    const id = toItemId(value);
+    if (id !== null) ids.push(id);
+  }
+  return ids;
+}
+
+function marketplacePriceOf(raw: Raw): MarketplacePriceModel {
+  return {
+    ...pick(raw, ['price', 'standardShipRate', 'twoThreeDayShippingRate'], num),
+    ...pick(raw, ['sellerInfo', 'offerType'], str),
+    ...pick(raw, ['availableOnline', 'clearance'], bool),
+  };
+}
+
+const imagesOf = (raw: unknown[]): ImageEntityModel[] =>
+  raw.filter(isObject).map((e) => pick(e, ['thumbnailImage', 'mediumImage', 'largeImage', 'entityType'], str));
 
 /** The record as the REST interface serves it: customerRating as text, attributes as an object. */
 export function toItemRecord(item: ItemModel): Record<string, unknown> {

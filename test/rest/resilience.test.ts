@@ -194,6 +194,51 @@ describe('timeouts and deadlines', () => {
     expect((await b.recs.recommend('POST_BROWSE', 1)).entries).toHaveLength(1);
   });
 
+  it('refuses a body past maxResponseBytes without reading it all, and the pool still serves the next request', async () => {
+    const chunk = `"${'x'.repeat(16 * 1024)}",`;
+    let written = 0;
+    const server = await upstream((_req, res) => {
+      if (server.requests.length > 1) return sendJson(res, 200, [itemRecord(2)]);
+      // up to 32 MiB in chunks of 16 KiB, each once the last was taken: more than loopback's
+      // socket buffers hold, and far more than the 64 KiB allowed
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('[');
+      const more = (): void => {
+        if (res.destroyed) return;
+        if (written++ === 2048) return void res.end('1]');
+        if (res.write(chunk)) setImmediate(more);
+        else res.once('drain', more);
+      };
+      more();
+    });
+    const b = backend(server.url, { maxResponseBytes: 64 * 1024, retries: 0 });
+    const error = await b.recs.recommend('POST_BROWSE', 1).catch((e: unknown) => e as GatewayError);
+    expect(error).toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+    expect((error as GatewayError).message).toContain('larger than 65536 bytes');
+    expect(written).toBeLessThan(2048);
+    expect((await b.recs.recommend('POST_BROWSE', 1)).entries).toHaveLength(1);
+  });
+
+  it('reads a body that arrives in many chunks, whole and in order', async () => {
+    const records = Array.from({ length: 10 }, (_, i) => itemRecord(100 + i, { longDescription: 'é'.repeat(20_000) }));
+    const text = JSON.stringify(records);
+    const server = await upstream((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const bytes = Buffer.from(text);
+      // split inside multi-byte characters too: the text is decoded once, from all the bytes
+      const step = 4_097;
+      const next = (offset: number): void => {
+        if (offset >= bytes.length) return void res.end();
+        res.write(bytes.subarray(offset, offset + step));
+        setImmediate(() => next(offset + step));
+      };
+      next(0);
+    });
+    const list = await backend(server.url).recs.recommend('POST_BROWSE', 1);
+    expect(list.items?.map((item) => item.itemId)).toEqual(records.map((r) => r.itemId));
+    expect(list.items?.every((item) => item.longDescription === 'é'.repeat(20_000))).toBe(true);
+  });
+
   it('fails at connect to an address that accepts nothing, then retries within the budget', async () => {
     // a port that was just freed: nothing listens there
     const probe: Server = createServer();
