@@ -15,7 +15,8 @@
  *   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
  *   --no-write           print only; leave BENCHMARKS.md alone
  *   --out <file>         where to write the report (default BENCHMARKS.md)
- *   --cpu-prof <dir>     run the embedded gateway under --cpu-prof, profiles into <dir>
+ *   --cpu-prof <dir>     run the embedded gateway and the cold REST-mode gateway under --cpu-prof,
+ *                        profiles into <dir>
  *
  * Environment: UPSTREAM_CPU (taskset list for the REST upstream; default both cores); anything
  * else passes through to the servers (REDIS_URL excepted: only the emb-redis scenario sets it).
@@ -198,18 +199,39 @@ async function load(spec: LoadSpec, seconds = DURATION): Promise<Measured> {
   return cannon(spec, seconds, true);
 }
 
-/** Sequential requests, one at a time, with their latencies: for latency comparisons without queueing. */
-async function sequential(requests: { url: string; init: RequestInit }[]): Promise<{ p50: number; p99: number; mean: number }> {
-  const times = new Float64Array(requests.length);
-  for (const [i, { url, init }] of requests.entries()) {
-    const t = performance.now();
-    const response = await fetch(url, init);
-    await response.arrayBuffer();
-    times[i] = performance.now() - t;
-    if (response.status !== 200) throw new Error(`${url}: HTTP ${response.status}`);
-  }
+type Latency = { p50: number; p99: number; mean: number };
+type Request = { url: string; init: RequestInit };
+
+async function timed({ url, init }: Request): Promise<number> {
+  const t = performance.now();
+  const response = await fetch(url, init);
+  await response.arrayBuffer();
+  const ms = performance.now() - t;
+  if (response.status !== 200) throw new Error(`${url}: HTTP ${response.status}`);
+  return ms;
+}
+
+function latency(times: Float64Array): Latency {
   times.sort();
   return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), mean: times.reduce((a, b) => a + b, 0) / times.length };
+}
+
+/** Sequential requests, one at a time, with their latencies: for latency comparisons without queueing. */
+async function sequential(requests: Request[]): Promise<Latency> {
+  return (await interleaved(requests.length, [(i) => requests[i]!]))[0]!;
+}
+
+/**
+ * `count` rounds, one request at a time; in each round every path's request in turn. Latencies
+ * to compare are taken this way so that the machine's drift over the run (which moves a
+ * millisecond figure by more than the differences measured) falls on every path alike.
+ */
+async function interleaved(count: number, paths: ((i: number) => Request)[]): Promise<Latency[]> {
+  const times = paths.map(() => new Float64Array(count));
+  for (let i = 0; i < count; i++) {
+    for (const [p, request] of paths.entries()) times[p]![i] = await timed(request(i));
+  }
+  return times.map(latency);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -313,12 +335,13 @@ writeFileSync(itemsFile, JSON.stringify((JSON.parse(reference.text) as { data: {
 const unauth = await post(embUrl, hotBody, { authorization: 'AAAAAAAAAAAAAAAAAAAAAA' });
 if (unauth.status !== 401) throw new Error(`a bad key got ${unauth.status}`);
 
-type Latency = { p50: number; p99: number; mean: number };
 const extra: {
   lookup?: Latency & { requests: number };
-  cold?: { upstream: Latency; gateway: Latency; phases: Record<string, number> };
+  cold?: { upstream: Latency; hop: Latency; gateway: Latency; phases: Record<string, number> };
   /** Authentication's share: medians over the paired rounds, of req/s and of CPU per request. */
   auth?: { rps: number; cpu: number; pairs: number[] };
+  /** Authentication timed in place: µs per authenticate() call, against the server's CPU µs per request. */
+  authTimed?: { us: number; cpuUs: number; calls: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
 } = {};
@@ -405,6 +428,29 @@ if (wanted('emb') || wanted('emb-noauth')) {
   } finally {
     await stub?.stop();
   }
+  // The paired rounds' spread is wider than the 5% they are read against, so authentication is
+  // also timed where it runs: a third gateway times every authenticate() call (a verified key is
+  // answered synchronously, so the time around the call is all of its work) under the same load,
+  // against that process's CPU per request from /proc over the same requests.
+  if (wanted('emb-noauth')) {
+    const timed = await start('gateway', { ...embeddedEnv, BENCH_TIME_AUTH: '1' });
+    try {
+      const spec: LoadSpec = { target: timed, url: `${timed.url}/graphql`, headers: auth, bodies: [hotBody] };
+      const authTime = async (): Promise<{ calls: number; ns: number }> =>
+        (await fetch(`${timed.url}/__bench/auth`)).json() as Promise<{ calls: number; ns: number }>;
+      await cannon(spec, WARMUP, false);
+      await authTime();
+      const m = await cannon(spec, DURATION / 3, true);
+      const { calls, ns } = await authTime();
+      extra.authTimed = { us: ns / calls / 1000, cpuUs: m.cpuUs, calls };
+      console.log(
+        `  authentication timed in place: ${fmt(extra.authTimed.us)} µs a call over ${calls} calls, ` +
+          `of ${fmt(m.cpuUs, 1)} µs server CPU per request: ${fmt((extra.authTimed.us / m.cpuUs) * 100, 1)}%`,
+      );
+    } finally {
+      await timed.stop();
+    }
+  }
 }
 await emb.stop();
 
@@ -472,34 +518,44 @@ await oneTarget('emb-redis', 'gateway cached, embedded, with REDIS_URL (rate lim
 });
 
 await oneTarget('cold', 'gateway cold, REST mode, distinct anchors', async () => {
-  const rest = await start('gateway', { ...restEnv, BENCH_PHASES: '1' });
+  const rest = await start('gateway', { ...restEnv, BENCH_PHASES: '1' }, SERVER_CPU, profileFlags);
+  // the reference: the same hop with nothing else on it (bench/targets/proxy.ts), on the same core
+  const proxy = await start('proxy', { BENCH_UPSTREAM_URL: upstream.url, RECS_API_KEY: recsKey });
   try {
     // one request authenticates the key (then the REST backend's auth cache has it, as in service)
     expectRecs('REST-mode gateway', await post(`${rest.url}/graphql`, body(RECS_QUERY, anchors.at(-1)!), auth));
-    // Cold caches, not cold code: the new process's JIT (and the upstream's) is warmed first with
+    // Cold caches, not cold code: the new processes' JIT (and the upstream's) is warmed first with
     // WARM_ANCHORS other anchors, none of which the measured runs ask for.
-    await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: warmSet.map((id) => body(RECS_QUERY, id)), amount: warmSet.length });
-    // the upstream's own latency for the call the gateway makes, one request at a time
-    const direct = await sequential(
-      coldSets[0]!.map((id) => ({ url: `${upstream.url}/v1/nbp?itemId=${id}&apiKey=${encodeURIComponent(recsKey)}`, init: {} })),
-    );
+    const warmBodies = warmSet.map((id) => body(RECS_QUERY, id));
+    await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: warmBodies, amount: warmSet.length });
+    await load({ target: proxy, url: `${proxy.url}/graphql`, headers: auth, bodies: warmBodies, amount: warmSet.length });
     const phasesOf = async (): Promise<Record<string, number>> => (await fetch(`${rest.url}/__bench/phases`)).json() as Promise<Record<string, number>>;
     await phasesOf();
-    const gateway = await sequential(
-      coldSets[0]!.map((id) => ({
-        url: `${rest.url}/graphql`,
-        init: { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: body(RECS_QUERY, id) },
-      })),
-    );
+    // one request at a time, each anchor asked of the three in turn: the upstream's own latency
+    // for the call the gateway makes, the bare hop, the gateway (whose caches never saw it)
+    const ask = (url: string, id: number): Request => ({
+      url,
+      init: { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: body(RECS_QUERY, id) },
+    });
+    const ids = coldSets[0]!;
+    const [direct, hop, gateway] = await interleaved(ids.length, [
+      (i) => ({ url: `${upstream.url}/v1/nbp?itemId=${ids[i]}&apiKey=${encodeURIComponent(recsKey)}`, init: {} }),
+      (i) => ask(`${proxy.url}/graphql`, ids[i]!),
+      (i) => ask(`${rest.url}/graphql`, ids[i]!),
+    ]);
     const phases = await phasesOf();
     // then the same number of other new anchors at 20 connections, for the table's row (after
     // the one-at-a-time runs, so that both of those follow the same warm-up and nothing else)
     const m = await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: coldSets[1]!.map((id) => body(RECS_QUERY, id)), amount: COLD_REQUESTS });
-    extra.cold = { upstream: direct, gateway, phases };
-    console.log(`  sequential: upstream p50 ${fmt(direct.p50)} ms, through the gateway p50 ${fmt(gateway.p50)} ms (+${fmt(gateway.p50 - direct.p50)} ms)`);
+    extra.cold = { upstream: direct!, hop: hop!, gateway: gateway!, phases };
+    console.log(
+      `  one at a time, p50: upstream ${fmt(direct!.p50)} ms, bare hop ${fmt(hop!.p50)} ms (+${fmt(hop!.p50 - direct!.p50)}), ` +
+        `gateway ${fmt(gateway!.p50)} ms (+${fmt(gateway!.p50 - direct!.p50)}; +${fmt(gateway!.p50 - hop!.p50)} over the hop)`,
+    );
     console.log(`  ${describePhases(phases)}`);
     return { id: 'cold', name: `(5) gateway cold, REST mode (${COLD_REQUESTS} distinct anchors)`, m };
   } finally {
+    await proxy.stop();
     await rest.stop();
   }
 });
@@ -601,6 +657,13 @@ if (embRow) {
         `(pairs ${pairs.map((x) => fmt(x * 100, 1)).join(', ')}); ${fmt(cpu * 100, 1)}% of CPU per request | ${verdict(cost <= 0.05)} |`,
     );
   }
+  if (extra.authTimed) {
+    const { us, cpuUs } = extra.authTimed;
+    targets.push(
+      `| authentication ≤ 5% of throughput (embedded; timed in place) | ${fmt(us)} µs a call of ${fmt(cpuUs, 1)} µs CPU per request: ` +
+        `${fmt((us / cpuUs) * 100, 1)}% | ${verdict(us / cpuUs <= 0.05)} |`,
+    );
+  }
 }
 const restRow = byId.get('rest');
 if (restRow) {
@@ -612,7 +675,8 @@ if (restRow) {
 if (extra.cold) {
   const c = extra.cold;
   targets.push(
-    `| (5) cold adds ≤ 1 ms to the upstream's latency (p50, one at a time) | upstream ${fmt(c.upstream.p50)} ms, gateway ${fmt(c.gateway.p50)} ms: +${fmt(c.gateway.p50 - c.upstream.p50)} ms (p99 +${fmt(c.gateway.p99 - c.upstream.p99)} ms) | ${verdict(c.gateway.p50 - c.upstream.p50 <= 1)} |`,
+    `| (5) cold adds ≤ 1 ms to the upstream's latency (p50, one at a time) | upstream ${fmt(c.upstream.p50)} ms, gateway ${fmt(c.gateway.p50)} ms: +${fmt(c.gateway.p50 - c.upstream.p50)} ms (p99 +${fmt(c.gateway.p99 - c.upstream.p99)} ms); ` +
+      `the bare hop alone (reference) ${fmt(c.hop.p50)} ms: +${fmt(c.hop.p50 - c.upstream.p50)} ms, so the gateway's own share is +${fmt(c.gateway.p50 - c.hop.p50)} ms | ${verdict(c.gateway.p50 - c.upstream.p50 <= 1)} |`,
   );
 }
 
@@ -636,7 +700,16 @@ const lines = [
         '',
       ]
     : []),
-  ...(extra.cold ? [`(5) cold, ${describePhases(extra.cold.phases)}.`, ''] : []),
+  ...(extra.cold
+    ? [
+        `(5) cold, one request at a time, each anchor asked of the three in turn: the upstream directly p50 ${fmt(extra.cold.upstream.p50)} ms; ` +
+          `the bare hop (bench/targets/proxy.ts: node:http in, the same undici call out, the bytes back; no GraphQL, no parsing, no cache) ` +
+          `${fmt(extra.cold.hop.p50)} ms; the gateway ${fmt(extra.cold.gateway.p50)} ms.`,
+        '',
+        `(5) cold, ${describePhases(extra.cold.phases)}.`,
+        '',
+      ]
+    : []),
   ...(extra.nestedCalls
     ? [
         `Nested query upstream calls per request: cold ${fmt(extra.nestedCalls.cold)} ` +

@@ -6,6 +6,9 @@
  *                          measure what authentication costs (the header is still required)
  *   BENCH_COUNT_CALLS=1    counts requests by path; GET /__bench/calls returns and resets them
  *                          (used on the upstream, to count the calls a query causes)
+ *   BENCH_TIME_AUTH=1      times every authenticate() call (a verified key is answered
+ *                          synchronously, so the time around the call is its whole work);
+ *                          GET /__bench/auth returns {calls, ns} and resets them
  *   BENCH_PHASES=1         times each request's phases (for requests made one at a time): before
  *                          the first upstream call, the upstream calls, after the last one, and
  *                          the process's CPU time in each; GET /__bench/phases returns their
@@ -116,39 +119,71 @@ if (process.env.BENCH_STUB_AUTH === '1') {
   backend.keys.authenticate = async (authorization: string) => withAuthorization(fixed, authorization);
 }
 
+const authTime = { calls: 0, ns: 0 };
+if (process.env.BENCH_TIME_AUTH === '1') {
+  const keys = backend.keys;
+  const authenticate = keys.authenticate.bind(keys);
+  keys.authenticate = (authorization, options) => {
+    const started = process.hrtime.bigint();
+    const principal = authenticate(authorization, options);
+    authTime.ns += Number(process.hrtime.bigint() - started);
+    authTime.calls += 1;
+    return principal;
+  };
+}
+
 // the rate limits as `recs-gateway serve` sets them up: in Redis when REDIS_URL is set
 const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
 const gateway = await createGateway({ config, backend, cache, limiter, metrics });
 
-if (process.env.BENCH_COUNT_CALLS === '1') {
-  const calls: Record<string, number> = {};
+/** Puts `handle` before the gateway's own request listeners; it returns true when it has answered. */
+function intercept(handle: (req: IncomingMessage, res: ServerResponse) => boolean): void {
   const listeners = gateway.httpServer.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
   gateway.httpServer.removeAllListeners('request');
   gateway.httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    if (path === '/__bench/calls') {
-      const body = JSON.stringify(calls);
-      for (const name of Object.keys(calls)) delete calls[name];
-      res.writeHead(200, { 'content-type': 'application/json' }).end(body);
-      return;
-    }
-    const route = path.startsWith('/v1/items/') ? '/v1/items/:id' : path;
-    calls[route] = (calls[route] ?? 0) + 1;
+    if (handle(req, res)) return;
     for (const listener of listeners) listener(req, res);
   });
 }
 
+const answerJson = (res: ServerResponse, value: unknown): void => {
+  res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+};
+
+if (process.env.BENCH_COUNT_CALLS === '1') {
+  const calls: Record<string, number> = {};
+  intercept((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    if (path === '/__bench/calls') {
+      answerJson(res, calls);
+      for (const name of Object.keys(calls)) delete calls[name];
+      return true;
+    }
+    const route = path.startsWith('/v1/items/') ? '/v1/items/:id' : path;
+    calls[route] = (calls[route] ?? 0) + 1;
+    return false;
+  });
+}
+
+if (process.env.BENCH_TIME_AUTH === '1') {
+  intercept((req, res) => {
+    if (req.url !== '/__bench/auth') return false;
+    answerJson(res, authTime);
+    authTime.calls = 0;
+    authTime.ns = 0;
+    return true;
+  });
+}
+
 if (phases) {
-  const listeners = gateway.httpServer.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
-  gateway.httpServer.removeAllListeners('request');
-  gateway.httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  intercept((req, res) => {
     if (req.url === '/__bench/phases') {
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(phases.medians()));
-      return;
+      answerJson(res, phases.medians());
+      return true;
     }
     phases.begin();
     res.on('finish', () => phases.end());
-    for (const listener of listeners) listener(req, res);
+    return false;
   });
 }
 
