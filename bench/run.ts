@@ -341,7 +341,7 @@ const extra: {
   /** Authentication's share: medians over the paired rounds, of req/s and of CPU per request. */
   auth?: { rps: number; cpu: number; pairs: number[] };
   /** Authentication timed in place: µs per authenticate() call, against the server's CPU µs per request. */
-  authTimed?: { us: number; cpuUs: number; calls: number };
+  authTimed?: { us: number; cpuUs: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
 } = {};
@@ -433,22 +433,22 @@ if (wanted('emb') || wanted('emb-noauth')) {
   // answered synchronously, so the time around the call is all of its work) under the same load,
   // against that process's CPU per request from /proc over the same requests.
   if (wanted('emb-noauth')) {
-    const timed = await start('gateway', { ...embeddedEnv, BENCH_TIME_AUTH: '1' });
+    const timing = await start('gateway', { ...embeddedEnv, BENCH_TIME_AUTH: '1' });
     try {
-      const spec: LoadSpec = { target: timed, url: `${timed.url}/graphql`, headers: auth, bodies: [hotBody] };
+      const spec: LoadSpec = { target: timing, url: `${timing.url}/graphql`, headers: auth, bodies: [hotBody] };
       const authTime = async (): Promise<{ calls: number; ns: number }> =>
-        (await fetch(`${timed.url}/__bench/auth`)).json() as Promise<{ calls: number; ns: number }>;
+        (await fetch(`${timing.url}/__bench/auth`)).json() as Promise<{ calls: number; ns: number }>;
       await cannon(spec, WARMUP, false);
       await authTime();
       const m = await cannon(spec, DURATION / 3, true);
       const { calls, ns } = await authTime();
-      extra.authTimed = { us: ns / calls / 1000, cpuUs: m.cpuUs, calls };
+      extra.authTimed = { us: ns / calls / 1000, cpuUs: m.cpuUs };
       console.log(
         `  authentication timed in place: ${fmt(extra.authTimed.us)} µs a call over ${calls} calls, ` +
           `of ${fmt(m.cpuUs, 1)} µs server CPU per request: ${fmt((extra.authTimed.us / m.cpuUs) * 100, 1)}%`,
       );
     } finally {
-      await timed.stop();
+      await timing.stop();
     }
   }
 }
