@@ -15,8 +15,8 @@
  *   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
  *   --no-write           print only; leave BENCHMARKS.md alone
  *   --out <file>         where to write the report (default BENCHMARKS.md)
- *   --cpu-prof <dir>     run the embedded gateway and the cold REST-mode gateway under --cpu-prof,
- *                        profiles into <dir>
+ *   --cpu-prof <dir>     run the embedded gateway and the cold REST-mode gateway under --cpu-prof
+ *                        (a sample every 50 µs), profiles into <dir>
  *
  * Environment: UPSTREAM_CPU (taskset list for the REST upstream; default both cores); anything
  * else passes through to the servers (REDIS_URL excepted: only the emb-redis scenario sets it).
@@ -275,9 +275,11 @@ const hotAnchor = anchors[0]!;
 console.log(`${anchors.length} anchors with 10 recommendations; hot anchor ${hotAnchor}`);
 /** Anchors of the unmeasured warm-up before the cold runs. */
 const WARM_ANCHORS = 2000;
-if (anchors.length < COLD_REQUESTS * 3 + WARM_ANCHORS) throw new Error('not enough anchors for the cold runs');
-const coldSets = [0, 1, 2].map((n) => anchors.slice(n * COLD_REQUESTS, (n + 1) * COLD_REQUESTS));
-const warmSet = anchors.slice(COLD_REQUESTS * 3, COLD_REQUESTS * 3 + WARM_ANCHORS);
+/** Sets of distinct anchors: (5) one at a time, (5) at 20 connections, (6), (5)'s timed phases. */
+const COLD_SETS = 4;
+if (anchors.length < COLD_REQUESTS * COLD_SETS + WARM_ANCHORS) throw new Error('not enough anchors for the cold runs');
+const coldSets = Array.from({ length: COLD_SETS }, (_, n) => anchors.slice(n * COLD_REQUESTS, (n + 1) * COLD_REQUESTS));
+const warmSet = anchors.slice(COLD_REQUESTS * COLD_SETS, COLD_REQUESTS * COLD_SETS + WARM_ANCHORS);
 
 const embeddedEnv = { BACKEND: 'embedded', DATA_DIR: dataDir };
 const auth = { authorization: clientKey };
@@ -322,7 +324,7 @@ const upstreamCalls = async (): Promise<Record<string, number>> =>
   (await fetch(`${upstream.url}/__bench/calls`)).json() as Promise<Record<string, number>>;
 const totalCalls = (calls: Record<string, number>): number => Object.values(calls).reduce((a, b) => a + b, 0);
 
-const profileFlags = flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [];
+const profileFlags = flags['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-interval=50', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [];
 const emb = await start('gateway', embeddedEnv, SERVER_CPU, profileFlags);
 const embUrl = `${emb.url}/graphql`;
 const hotBody = body(RECS_QUERY, hotAnchor);
@@ -532,16 +534,19 @@ await oneTarget('cold', 'gateway cold, REST mode, distinct anchors', async () =>
     const phasesOf = async (): Promise<Record<string, number>> => (await fetch(`${rest.url}/__bench/phases`)).json() as Promise<Record<string, number>>;
     await phasesOf();
     // one request at a time, each anchor asked of the three in turn: the upstream's own latency
-    // for the call the gateway makes, the bare hop, the gateway (whose caches never saw it)
-    const ask = (url: string, id: number): Request => ({
+    // for the call the gateway makes, the bare hop, the gateway (whose caches never saw it); and
+    // in the same rounds, another new anchor of the gateway's with its phases timed (apart, since
+    // timing them costs the request system calls)
+    const ask = (url: string, id: number, headers: Record<string, string> = {}): Request => ({
       url,
-      init: { method: 'POST', headers: { 'content-type': 'application/json', ...auth }, body: body(RECS_QUERY, id) },
+      init: { method: 'POST', headers: { 'content-type': 'application/json', ...auth, ...headers }, body: body(RECS_QUERY, id) },
     });
     const ids = coldSets[0]!;
     const [direct, hop, gateway] = await interleaved(ids.length, [
       (i) => ({ url: `${upstream.url}/v1/nbp?itemId=${ids[i]}&apiKey=${encodeURIComponent(recsKey)}`, init: {} }),
       (i) => ask(`${proxy.url}/graphql`, ids[i]!),
       (i) => ask(`${rest.url}/graphql`, ids[i]!),
+      (i) => ask(`${rest.url}/graphql`, coldSets[3]![i]!, { 'x-bench-phases': '1' }),
     ]);
     const phases = await phasesOf();
     // then the same number of other new anchors at 20 connections, for the table's row (after

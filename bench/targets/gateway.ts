@@ -9,10 +9,12 @@
  *   BENCH_TIME_AUTH=1      times every authenticate() call (a verified key is answered
  *                          synchronously, so the time around the call is its whole work);
  *                          GET /__bench/auth returns {calls, ns} and resets them
- *   BENCH_PHASES=1         times each request's phases (for requests made one at a time): before
- *                          the first upstream call, the upstream calls, after the last one, and
- *                          the process's CPU time in each; GET /__bench/phases returns their
- *                          medians in ms and resets them
+ *   BENCH_PHASES=1         times the phases of each request sent with `x-bench-phases: 1` (made
+ *                          one at a time): before the first upstream call, the upstream calls,
+ *                          after the last one, and the process's CPU time in each; GET
+ *                          /__bench/phases returns their medians in ms and resets them. Other
+ *                          requests are not timed: reading the CPU time is a system call, four a
+ *                          request, which would slow the requests the latency is measured on.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type * as AuthModule from '../../src/auth/authorization.js';
@@ -32,6 +34,8 @@ const dist = (file: string): string => new URL(`../../dist/${file}`, import.meta
 /** Per-request phase timings, wall and CPU, for requests made one at a time (BENCH_PHASES). */
 class Phases {
   private readonly samples: Record<string, number[]> = {};
+  /** Whether the request under way is timed. */
+  private timing = false;
   private start = 0;
   private firstCall = 0;
   private lastAnswer = 0;
@@ -41,6 +45,7 @@ class Phases {
 
   readonly observer = {
     start: () => {
+      if (!this.timing) return () => undefined;
       if (this.firstCall === 0) {
         this.firstCall = performance.now();
         this.cpuFirstCall = cpuMs();
@@ -53,6 +58,7 @@ class Phases {
   };
 
   begin(): void {
+    this.timing = true;
     this.start = performance.now();
     this.cpuStart = cpuMs();
     this.firstCall = 0;
@@ -60,6 +66,7 @@ class Phases {
 
   end(): void {
     const now = performance.now();
+    this.timing = false;
     this.add('whole', now - this.start);
     if (this.firstCall === 0) return;
     const cpu = cpuMs();
@@ -181,6 +188,7 @@ if (phases) {
       answerJson(res, phases.medians());
       return true;
     }
+    if (req.headers['x-bench-phases'] !== '1') return false;
     phases.begin();
     res.on('finish', () => phases.end());
     return false;
