@@ -344,14 +344,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     return answer;
   }
 
-  /** A whole GraphQL answer: offered to the response cache, sent with its length. */
+  /**
+   * A whole GraphQL answer: sent with its length, then offered to the response cache. Encoded
+   * once, for both; the cache's work comes after the answer is on its way.
+   */
   function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord): void {
     // a shared cache may keep a public answer, but only for callers with the same credential
     if (headers['cache-control']?.includes('public')) headers.vary = 'authorization';
-    if (cacheKey !== null && cacheKey !== undefined) responseCache!.offer(cacheKey, status, headers, body, record.operation);
-    headers['content-length'] = String(Buffer.byteLength(body));
+    const bytes = Buffer.from(body, 'utf8');
+    headers['content-length'] = String(bytes.length);
     res.writeHead(status, headers);
-    res.end(body);
+    res.end(bytes);
+    if (cacheKey !== null && cacheKey !== undefined) responseCache!.offer(cacheKey, status, headers, bytes, record.operation);
   }
 
   /** The seed REST interfaces, served from the same backend: a drop-in for their clients. */

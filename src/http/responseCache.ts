@@ -163,7 +163,7 @@ export class ResponseCache {
    * Offers the answer Apollo gave for key. It is kept only if it is a 200 without errors whose
    * Cache-Control Apollo computed as `max-age=N, public` with N > 0; for min(N, maxTtlSeconds).
    */
-  offer(key: string, status: number, headers: Record<string, string>, body: string, operation = 'anonymous'): void {
+  offer(key: string, status: number, headers: Record<string, string>, body: string | Buffer, operation = 'anonymous'): void {
     if (status !== 200) return;
     const match = PUBLIC_MAX_AGE.exec(headers['cache-control'] ?? '');
     if (!match) return;
@@ -174,7 +174,7 @@ export class ResponseCache {
     for (const [name, value] of Object.entries(headers)) {
       if (name !== 'age' && name !== 'x-request-id' && name !== 'content-length') kept.push(name, value);
     }
-    const bytes = Buffer.from(body, 'utf8');
+    const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     kept.push('content-length', String(bytes.length));
     const now = this.now();
     this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000 });

@@ -58,17 +58,21 @@ function parseRecords(raw: unknown[]): ItemModel[] {
 
 /** The recommendations interface over HTTP (Walmart Open API), with its quirks absorbed. */
 export class RestRecsService implements RecsService {
+  /** `apiKey=...`, encoded once rather than on every call. */
+  private readonly keyParameter: string;
+
   constructor(
     private readonly upstream: Upstream,
-    private readonly apiKey: string,
-  ) {}
+    apiKey: string,
+  ) {
+    this.keyParameter = new URLSearchParams({ apiKey }).toString();
+  }
 
   async recommend(kind: RecommendationKind, anchorId: number, options: CallOptions = {}): Promise<RecommendationListModel> {
     const id = checkItemId(anchorId);
     const path = PATHS[kind];
     if (path === undefined) throw badUserInput(`unknown recommendation kind ${String(kind)}`, 'kind');
-    const query = new URLSearchParams({ apiKey: this.apiKey, itemId: String(id) });
-    const outcome = this.interpret(await this.get(`${path}?${query}`, options));
+    const outcome = this.interpret(await this.get(`${path}?${this.keyParameter}&itemId=${id}`, options));
     const list: RecommendationListModel = { anchorId: id, kind, entries: [], items: [] };
     if (outcome.kind === 'empty') return list;
     if (outcome.kind === 'unknownItem') throw notFound(`Item ${id} not found`);
@@ -97,9 +101,8 @@ export class RestRecsService implements RecsService {
 
   /** One product lookup of at most 20 ids; items the upstream does not know are simply absent. */
   private async lookup(ids: number[], options: CallOptions): Promise<ItemModel[]> {
-    const key = new URLSearchParams({ apiKey: this.apiKey });
     // ids are validated digits; the comma stays literal, as the upstream's own examples write it
-    const path = ids.length === 1 ? `/v1/items/${ids[0]}?${key}` : `/v1/items?ids=${ids.join(',')}&${key}`;
+    const path = ids.length === 1 ? `/v1/items/${ids[0]}?${this.keyParameter}` : `/v1/items?ids=${ids.join(',')}&${this.keyParameter}`;
     const outcome = this.interpret(await this.get(path, options), true);
     if (outcome.kind === 'unknownItem') {
       // One unknown id can fail a whole batch: ask for each id alone to save the others.
