@@ -6,7 +6,7 @@ import type { Backend } from '../../src/backends/types.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { ErrorCode} from '../../src/errors.js';
 import { GatewayError, notFound } from '../../src/errors.js';
-import { PreparedOperations } from '../../src/http/preparedOperations.js';
+import { COMPILE_AFTER_RUNS, MAX_COMPILED, PreparedOperations } from '../../src/http/preparedOperations.js';
 import { silentLogger } from '../../src/logger.js';
 import { gatewayFormatError } from '../../src/server.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
@@ -22,6 +22,9 @@ const typeDefs = `
     count: Int @cacheControl(maxAge: 120)
     fails(code: String!): Int @cacheControl(maxAge: 60)
     crash: Int @cacheControl(maxAge: 60)
+    later(ms: Int!): Shop @cacheControl(maxAge: 60)
+    required: Int! @cacheControl(maxAge: 60)
+    notAnInt: Int @cacheControl(maxAge: 60)
   }
   type Shop @cacheControl(maxAge: 300) {
     name: String
@@ -29,12 +32,15 @@ const typeDefs = `
     stock: Stock
     owner: Me
     items: [Item!]!
+    holes: [Item!] @cacheControl(maxAge: 300)
   }
   type Stock { level: Int }
   type Item @cacheControl(inheritMaxAge: true) { sku: String }
   type Me @cacheControl(maxAge: 0, scope: PRIVATE) { name: String }
 `;
-const shop = { name: 'Corner', price: 5, stock: { level: 3 }, owner: { name: 'ann' }, items: [{ sku: 'a' }, { sku: 'b' }] };
+const shop = {
+  name: 'Corner', price: 5, stock: { level: 3 }, owner: { name: 'ann' }, items: [{ sku: 'a' }, { sku: 'b' }], holes: [{ sku: 'c' }, null],
+};
 const resolvers = {
   Query: {
     shop: (_: unknown, { id }: { id: number }) => (id === 0 ? null : shop),
@@ -47,6 +53,13 @@ const resolvers = {
     crash: () => {
       throw new TypeError('secret internals at /srv/app.js:12');
     },
+    later: async (_: unknown, { ms }: { ms: number }) => {
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      if (ms > 5) throw notFound('Too late');
+      return shop;
+    },
+    required: () => null,
+    notAnInt: () => 'seven',
   },
 };
 
@@ -73,11 +86,26 @@ describe('prepared operations against Apollo Server on the same schema', () => {
     return { status: result.status ?? 200, headers: Object.fromEntries(result.headers), body: result.body.string };
   }
 
-  async function viaPrepared(body: Record<string, unknown>, headers: Record<string, string> = {}) {
+  async function viaPreparedOnce(body: Record<string, unknown>, headers: Record<string, string> = {}) {
     const request = prepared.prepare('POST', { ...JSON_HEADERS, ...headers }, body);
     if (request === null) return 'not prepared';
     const answer = await prepared.execute(request, {});
     return answer === null ? 'handed over' : { status: answer.status, headers: answer.headers, body: answer.body };
+  }
+
+  /**
+   * The answer, which must be the same the first times (graphql-js's execute) and once the
+   * operation is compiled (graphql-jit): the runs go on until a compiled one has answered.
+   */
+  async function viaPrepared(body: Record<string, unknown>, headers: Record<string, string> = {}) {
+    const first = await viaPreparedOnce(body, headers);
+    if (typeof first === 'string') return first;
+    for (let run = 0; run <= COMPILE_AFTER_RUNS; run++) {
+      const compiledBefore = prepared.stats.compiled;
+      expect(await viaPreparedOnce(body, headers)).toEqual(first);
+      if (prepared.stats.compiled > compiledBefore) return first;
+    }
+    throw new Error('never compiled');
   }
 
   it.each([
@@ -93,6 +121,11 @@ describe('prepared operations against Apollo Server on the same schema', () => {
     ['a field error with a 429 and Retry-After', { query: '{ fails(code: "RATE_LIMITED") }' }, 'no-store'],
     ['a field error that keeps the 200', { query: '{ fails(code: "NOT_FOUND") count }' }, 'no-store'],
     ['an internal error, masked', { query: '{ crash count }' }, 'no-store'],
+    ['fields resolved later, one failing', { query: '{ a: later(ms: 1) { name } b: later(ms: 10) { name } count }' }, 'no-store'],
+    ['a null in a non-null field, up to its nullable parent', { query: '{ required count }' }, 'no-store'],
+    ['a null in a list of non-null items', { query: '{ shop(id: 1) { holes { sku } } }' }, 'no-store'],
+    ['a value its scalar cannot represent', { query: '{ notAnInt count }' }, 'no-store'],
+    ['__typename and aliases', { query: '{ s: shop(id: 1) { t: __typename n: name } }' }, 'max-age=60, public'],
   ])('answers %s exactly as Apollo does', async (_name, body, cacheControl) => {
     const expected = await viaApollo(body);
     expect(expected.headers['cache-control']).toBe(cacheControl);
@@ -133,6 +166,27 @@ describe('prepared operations against Apollo Server on the same schema', () => {
     const body = { query: 'query ($id: Int!) { shop(id: $id) { name } }', variables: { id: 'one' } };
     expect(await viaPrepared(body)).toBe('handed over');
     expect((await viaApollo(body)).status).toBe(400);
+  });
+
+  it('keeps a bounded number of compiled operations; one dropped runs on graphql-js until it comes back often enough', async () => {
+    const fresh = new PreparedOperations({ schema, parseOptions: {}, validationRules: [], formatError });
+    fresh.learnContentType({}, 'application/json; charset=utf-8');
+    const run = async (query: string) => {
+      const compiledBefore = fresh.stats.compiled;
+      const answer = await fresh.execute(fresh.prepare('POST', JSON_HEADERS, { query })!, {});
+      expect(answer?.body).toBe('{"data":{"count":7}}\n');
+      return fresh.stats.compiled > compiledBefore;
+    };
+    const queries = Array.from({ length: MAX_COMPILED + 1 }, (_, n) => `query Q${n} { count }`);
+    for (const query of queries) {
+      for (let n = 0; n < COMPILE_AFTER_RUNS; n++) expect(await run(query)).toBe(false);
+      expect(await run(query)).toBe(true);
+    }
+    // the first was dropped for the last: it counts its runs again before it is compiled again
+    for (let n = 0; n < COMPILE_AFTER_RUNS; n++) expect(await run(queries[0]!)).toBe(false);
+    expect(await run(queries[0]!)).toBe(true);
+    // the most recent ones are still compiled
+    expect(await run(queries[MAX_COMPILED]!)).toBe(true);
   });
 
   it('remembers a bounded number of operation names per document', async () => {
@@ -187,14 +241,23 @@ describe.each(storeKinds.slice(0, 1))('the gateway with and without prepared ope
     ];
     // the first answer of each teaches the prepared path the content type for this Accept
     for (const [body, headers] of cases) await post(withPrepared, body, headers);
-    const before = { ...withPrepared.gateway.preparedStats! };
-    for (const [body, headers] of cases) {
-      expect(await post(withPrepared, body, headers), JSON.stringify(body)).toEqual(await post(withoutPrepared, body, headers));
+    const stats = withPrepared.gateway.preparedStats!;
+    const before = { ...stats };
+    // the operations run on graphql-js's execute first, then compiled
+    const rounds = COMPILE_AFTER_RUNS + 1;
+    let lastRound = before;
+    for (let round = 0; round < rounds; round++) {
+      lastRound = { ...stats };
+      for (const [body, headers] of cases) {
+        expect(await post(withPrepared, body, headers), JSON.stringify(body)).toEqual(await post(withoutPrepared, body, headers));
+      }
     }
-    // five answered without Apollo; the variable that is no item id went back to Apollo; the
-    // field that does not exist never reached the prepared path
-    expect(withPrepared.gateway.preparedStats!.answered - before.answered).toBe(5);
-    expect(withPrepared.gateway.preparedStats!.handedOver - before.handedOver).toBe(1);
+    // five answered without Apollo in each round, by compiled code in the last; the variable
+    // that is no item id went back to Apollo; the field that does not exist never reached the
+    // prepared path
+    expect(stats.answered - before.answered).toBe(5 * rounds);
+    expect(stats.compiled - lastRound.compiled).toBe(5);
+    expect(stats.handedOver - before.handedOver).toBe(rounds);
     expect(withoutPrepared.gateway.preparedStats).toBeNull();
   });
 
