@@ -45,6 +45,34 @@ describe('verified keys kept by the embedded key service over SQLite', () => {
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
+  it("keeps verified keys across this process's own writes (a key's lastUsedAt, a new key)", async () => {
+    const { file, store, principal } = await setup();
+    // every use of a key writes its lastUsedAt
+    const service = new EmbeddedKeyService(store, { lastUsedResolutionMs: 0 });
+    const { id, key } = await service.createKey(principal, { name: 'busy' });
+    let lookups = 0;
+    const find = store.findKeyByHash.bind(store);
+    store.findKeyByHash = (hash) => {
+      lookups += 1;
+      return find(hash);
+    };
+    for (let n = 0; n < 5; n++) {
+      await service.authenticate(key);
+      await nextTurn();
+    }
+    await service.createKey(principal, { name: 'another' });
+    await nextTurn();
+    await service.authenticate(key);
+    expect(lookups).toBe(1);
+    // and another process's write still counts
+    const other = new SqliteKeyStore(file);
+    cleanups.push(() => other.close());
+    await other.touchKey(id, new Date());
+    await nextTurn();
+    await service.authenticate(key);
+    expect(lookups).toBe(2);
+  });
+
   it('reads the store version once a turn of the event loop, whatever the number of requests in it', async () => {
     const { store, service, principal } = await setup();
     const { key } = await service.createKey(principal, { name: 'burst' });

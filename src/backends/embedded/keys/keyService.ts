@@ -60,7 +60,8 @@ export class EmbeddedKeyService implements KeyService {
   private readonly lastTouched = new Map<string, number>();
   /** Verified keys by credential hash (never the key), with the store's data version they hold for. */
   private readonly verified = new Map<string, { principal: Omit<PrincipalModel, 'authorization'>; key: KeyRecord; checkedAt: number }>();
-  private verifiedVersion = -1;
+  /** The data version the verified keys hold for; none read yet (NaN equals nothing). */
+  private verifiedVersion = Number.NaN;
   private readonly verifiedKeyTtlMs: number;
   /** The store's data version as read this turn of the event loop; undefined until read. */
   private versionThisTurn: number | undefined;

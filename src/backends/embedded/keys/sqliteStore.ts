@@ -13,6 +13,7 @@ import {
   type NewUser,
   type UserRecord,
 } from './store.js';
+import { WalIndexWatch } from './walIndex.js';
 
 interface UserRow {
   id: string;
@@ -61,6 +62,8 @@ const isUniqueViolation = (error: unknown): boolean =>
 export class SqliteKeyStore implements KeyStore {
   private readonly db: Database.Database;
   private readonly statements;
+  /** The -shm file's header, for dataVersion(); null when there is none (see walIndex.ts). */
+  private readonly walIndex: WalIndexWatch | null;
 
   constructor(file: string) {
     mkdirSync(path.dirname(file), { recursive: true });
@@ -97,6 +100,12 @@ export class SqliteKeyStore implements KeyStore {
       touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
       dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     };
+    this.walIndex = this.db.pragma('journal_mode', { simple: true }) === 'wal' ? WalIndexWatch.open(file) : null;
+  }
+
+  /** Runs one write transaction of this process's, so that its own commit is not taken for another's. */
+  private write<T>(run: () => T): T {
+    return this.walIndex ? this.walIndex.ownWrite(run) : run();
   }
 
   private createTables(): void {
@@ -124,8 +133,9 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   /** SQLite's data_version: it changes when another connection, in any process, commits. */
+  /** Moves when another connection (another process) has committed; not for this one's own writes. */
   dataVersion(): number {
-    return this.statements.dataVersion.get()!;
+    return this.walIndex?.version() ?? this.statements.dataVersion.get()!;
   }
 
   async migrate(): Promise<void> {
@@ -146,7 +156,7 @@ export class SqliteKeyStore implements KeyStore {
       created_at: Date.now(),
     };
     try {
-      this.statements.insertUser.run(row.id, row.username, row.domain, row.password_hash, row.is_admin, row.created_at);
+      this.write(() => this.statements.insertUser.run(row.id, row.username, row.domain, row.password_hash, row.is_admin, row.created_at));
     } catch (error) {
       if (isUniqueViolation(error)) throw new UserExistsError(`user ${user.username} exists`);
       throw error;
@@ -176,7 +186,7 @@ export class SqliteKeyStore implements KeyStore {
       return row;
     });
     try {
-      return toKey(insert.immediate());
+      return toKey(this.write(() => insert.immediate()));
     } catch (error) {
       if (isUniqueViolation(error)) throw new KeyNameTakenError(`the name ${key.name} is taken`);
       throw error;
@@ -204,16 +214,18 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async deleteKey(id: string, ownerId: string | null): Promise<boolean> {
-    const result = ownerId === null ? this.statements.deleteAny.run(id) : this.statements.deleteOwn.run(id, ownerId);
+    const result = this.write(() => (ownerId === null ? this.statements.deleteAny.run(id) : this.statements.deleteOwn.run(id, ownerId)));
     return result.changes > 0;
   }
 
   async touchKey(id: string, at: Date): Promise<void> {
-    this.statements.touch.run(at.getTime(), id);
+    this.write(() => this.statements.touch.run(at.getTime(), id));
   }
 
   async close(): Promise<void> {
-    if (this.db.open) this.db.close();
+    if (!this.db.open) return;
+    this.db.close();
+    this.walIndex?.close();
   }
 
   /** PRAGMA integrity_check, for the crash-safety tests. */

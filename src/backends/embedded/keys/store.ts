@@ -62,8 +62,9 @@ export interface KeyStore {
   touchKey(id: string, at: Date): Promise<void>;
   /**
    * A number that changes whenever another connection (another process) has changed the store
-   * since this one last looked, read synchronously and cheaply; absent where the store cannot
-   * tell (PostgreSQL), which makes the key service look every key up on every request.
+   * since this one last looked (it may also change when nothing did, never the other way round),
+   * read synchronously and cheaply; absent where the store cannot tell (PostgreSQL), which makes
+   * the key service look every key up on every request.
    */
   dataVersion?(): number;
   close(): Promise<void>;
