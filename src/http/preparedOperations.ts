@@ -123,7 +123,7 @@ export class PreparedOperations {
   private readonly documents: LRUCache<string, { document: DocumentNode | null; operations: Map<string, PreparedOperation | null> }>;
   /** Accept header ('' for none) -> the content type Apollo answered it with. */
   private readonly contentTypes = new Map<string, string>();
-  /** Operation -> its compiled form, or null when the compiler refused it. */
+  /** Operation -> its compiled form, or a mark that the compiler refused it. */
   private readonly compiled = new LRUCache<PreparedOperation, CompiledQuery | { refused: true }>({
     max: MAX_COMPILED,
     dispose: (_compiled, operation) => (operation.runs = 0),

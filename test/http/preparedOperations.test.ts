@@ -126,10 +126,14 @@ describe('prepared operations against Apollo Server on the same schema', () => {
     ['a null in a list of non-null items', { query: '{ shop(id: 1) { holes { sku } } }' }, 'no-store'],
     ['a value its scalar cannot represent', { query: '{ notAnInt count }' }, 'no-store'],
     ['__typename and aliases', { query: '{ s: shop(id: 1) { t: __typename n: name } }' }, 'max-age=60, public'],
+    // compiled code is generated from the query: a literal must stay a value, never become code
+    ['a string literal written as code', { query: String.raw`{ fails(code: "\"); globalThis.injected = 1; (\"") count }` }, 'no-store'],
+    ['a block string written as code', { query: '{ fails(code: """`${globalThis.injected = 1}` */ globalThis.injected = 1; /*""") count }' }, 'no-store'],
   ])('answers %s exactly as Apollo does', async (_name, body, cacheControl) => {
     const expected = await viaApollo(body);
     expect(expected.headers['cache-control']).toBe(cacheControl);
     expect(await viaPrepared(body)).toEqual(expected);
+    expect((globalThis as { injected?: unknown }).injected).toBeUndefined();
   });
 
   it('keeps the content type Apollo chose for the Accept header, and leaves unknown ones to Apollo', async () => {
