@@ -36,8 +36,9 @@ const MAX_OPERATIONS_PER_DOCUMENT = 16;
 const MAX_ACCEPTS = 100;
 /**
  * An operation that has run this many times is compiled for the runs after it. Compiling costs
- * more than validating (0.3 ms for the bench's query, 15 ms for a 7.8 KB one with 60 root
- * fields), so only operations that come back are worth it.
+ * about what validating does for a small query and four times as much for a wide one (0.25 ms
+ * against 0.45 for the bench's query, 13 ms against 3.4 for 60 root fields: `npx tsx
+ * bench/compile.ts`), so only operations that come back are worth it.
  */
 export const COMPILE_AFTER_RUNS = 10;
 /** Compiled operations kept (each holds its generated code); one dropped counts its runs anew. */
