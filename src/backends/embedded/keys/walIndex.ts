@@ -29,7 +29,7 @@ export class WalIndexWatch {
 
   private constructor(private readonly fd: number) {
     this.read();
-    this.now.copy(this.seen, 0, 0, HEADER_BYTES);
+    this.remember();
   }
 
   /** A watch of `dbFile`'s -shm file, or null when there is none to read (not in WAL mode). */
@@ -55,9 +55,9 @@ export class WalIndexWatch {
    */
   version(): number | null {
     if (!this.read()) return null;
-    if (!this.settled() || this.now.compare(this.seen, 0, HEADER_BYTES, 0, HEADER_BYTES) !== 0) {
+    if (!this.unchanged()) {
       this.changes += 1;
-      this.now.copy(this.seen, 0, 0, HEADER_BYTES);
+      this.remember();
     }
     return -1 - this.changes;
   }
@@ -68,12 +68,10 @@ export class WalIndexWatch {
    * exactly one commit; otherwise the next `version()` reports a change.
    */
   ownWrite<T>(write: () => T): T {
-    const before = this.read() && this.settled() && this.now.compare(this.seen, 0, HEADER_BYTES, 0, HEADER_BYTES) === 0;
+    const before = this.read() && this.unchanged();
     const beforeCount = readU32(this.now, ICHANGE_OFFSET);
     const result = write();
-    if (before && this.read() && this.settled() && readU32(this.now, ICHANGE_OFFSET) === (beforeCount + 1) >>> 0) {
-      this.now.copy(this.seen, 0, 0, HEADER_BYTES);
-    }
+    if (before && this.read() && this.settled() && readU32(this.now, ICHANGE_OFFSET) === (beforeCount + 1) >>> 0) this.remember();
     return result;
   }
 
@@ -95,6 +93,16 @@ export class WalIndexWatch {
     }
     this.broken = true;
     return false;
+  }
+
+  /** Whether the header just read is settled and the one last taken as seen. */
+  private unchanged(): boolean {
+    return this.settled() && this.now.compare(this.seen, 0, HEADER_BYTES, 0, HEADER_BYTES) === 0;
+  }
+
+  /** Takes the header just read as seen. */
+  private remember(): void {
+    this.now.copy(this.seen, 0, 0, HEADER_BYTES);
   }
 
   /** Whether the two copies agree (no writer is halfway through updating them). */
