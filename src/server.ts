@@ -4,7 +4,6 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import { ApolloServerPluginDrainHttpServer } from '@apollo/server/plugin/drainHttpServer';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { trace } from '@opentelemetry/api';
 import type { GraphQLFormattedError } from 'graphql';
@@ -19,6 +18,7 @@ import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
 import { isJsonContentType } from './http/contentType.js';
+import { drainHttpServer } from './http/drain.js';
 import { RequestDeadline } from './http/requestSignal.js';
 import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from './http/preparedOperations.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
@@ -233,7 +233,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     hideSchemaDetailsFromClientErrors: !config.introspection,
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
-      ApolloServerPluginDrainHttpServer({ httpServer }),
       observabilityPlugin<GatewayContext>(metrics),
     ],
     formatError,
@@ -451,7 +450,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }),
     stop: () => {
       stopping ??= (async () => {
-        // the drain plugin stops the HTTP server and waits for in-flight requests
+        // no new connections; the requests in flight are answered first (Apollo is still up for them)
+        await drainHttpServer(httpServer);
         await apollo.stop();
         await backend.close();
         await cache.close();
