@@ -280,16 +280,23 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       return serveIde(req, res);
     }
 
-    const deadline = new RequestDeadline(res, config.requestDeadlineMs);
     // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
-    // whatever it asks for, and costs no parsing or validation. The rate limits come first.
-    let principal: PrincipalModel | null;
-    try {
-      principal = await limiter.authenticate(backend.keys, req.headers.authorization, clientAddress(req), deadline);
-    } catch (error) {
-      if (!(error instanceof GatewayError)) throw error;
-      res.setHeader('x-request-id', record.id);
-      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+    // whatever it asks for, and costs no parsing or validation. The rate limits come first. A key
+    // verified before, under limits that answer at once, is authenticated without waiting: no
+    // promise, no deadline (a cached answer needs neither).
+    const authorization = req.headers.authorization;
+    let principal: PrincipalModel | null | undefined =
+      authorization === undefined ? undefined : limiter.authenticateNow(backend.keys, authorization, clientAddress(req));
+    let deadline: RequestDeadline | undefined;
+    if (principal === undefined) {
+      deadline = new RequestDeadline(res, config.requestDeadlineMs);
+      try {
+        principal = await limiter.authenticate(backend.keys, authorization, clientAddress(req), deadline);
+      } catch (error) {
+        if (!(error instanceof GatewayError)) throw error;
+        res.setHeader('x-request-id', record.id);
+        return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+      }
     }
 
     // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
@@ -307,6 +314,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.setHeader('x-request-id', record.id);
     // a body whose key was known, and whose answer has gone from the cache since
     if (body === undefined && text !== undefined) body = parseBody(text, req.headers['content-type']);
+    deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record);
     const request = prepared?.prepare(method, req.headers, body) ?? null;
     const answer = request === null ? null : await answerPrepared(request, context, record);
@@ -383,13 +391,21 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     return inServerSpan(`${req.method} /graphql`, { 'http.request.method': req.method ?? 'GET' }, () => handleGraphQL(req, res, search, record));
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse, record: RequestRecord): Promise<void> {
+  /**
+   * Routes a request. Not async itself: /graphql's promise is handed back as it is (an async
+   * function returning a promise would wait two more turns of the microtask queue to settle).
+   */
+  function handle(req: IncomingMessage, res: ServerResponse, record: RequestRecord): Promise<void> {
     const target = req.url ?? '/';
     // /graphql as sent needs no URL object; anything else is parsed (and normalised) first
     const query = target.indexOf('?');
     if ((query === -1 ? target : target.slice(0, query)) === '/graphql') {
       return graphql(req, res, query === -1 ? '' : target.slice(query), record);
     }
+    return handleOther(req, res, target, record);
+  }
+
+  async function handleOther(req: IncomingMessage, res: ServerResponse, target: string, record: RequestRecord): Promise<void> {
     res.setHeader('x-request-id', record.id);
     const url = new URL(target, 'http://gateway');
     if (await handleRest(req, res, url)) return;

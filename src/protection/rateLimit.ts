@@ -99,11 +99,37 @@ export class RateLimiter {
     return principal;
   }
 
-  /** Spends one token of the principal's bucket (the address's for no principal); RATE_LIMITED when empty. */
-  async admit(principal: PrincipalModel | null, address: string): Promise<void> {
+  /**
+   * authenticate's answer when it can be given without waiting: a credential the key service
+   * vouches for at once (one verified before), under limits that answer at once. Undefined when
+   * any step would wait or refuse; then authenticate gives the answer, or the error, and spends
+   * nothing this spent (a token is spent here only when the principal is returned).
+   */
+  authenticateNow(keys: KeyService, authorization: string, address: string): PrincipalModel | undefined {
+    if (keys.authenticateKnown === undefined) return undefined;
+    const failures = this.settings.authFailures;
+    if (failures !== null && this.buckets.takeNow(`authfail:${address}`, failures, 0)?.allowed !== true) return undefined;
+    const principal = keys.authenticateKnown(authorization);
+    if (principal === undefined) return undefined;
+    const limit = this.limitOf(principal);
+    if (limit !== null) {
+      if (this.buckets.takeNow(principalBucket(principal, address), limit)?.allowed !== true) return undefined;
+      this.counts.allowed += 1;
+    }
+    return principal;
+  }
+
+  /** The principal's rate (a key's own, else the default); null when it is not limited. */
+  private limitOf(principal: PrincipalModel | null): BucketLimit | null {
     const perKey = principal?.keyId ? this.settings.perKey[principal.keyId.toLowerCase()] : undefined;
     const limit = perKey !== undefined ? { ratePerSecond: perKey, burst: Math.max(1, perKey * 2) } : this.settings.perPrincipal;
-    if (limit === null || limit.ratePerSecond <= 0) return;
+    return limit === null || limit.ratePerSecond <= 0 ? null : limit;
+  }
+
+  /** Spends one token of the principal's bucket (the address's for no principal); RATE_LIMITED when empty. */
+  async admit(principal: PrincipalModel | null, address: string): Promise<void> {
+    const limit = this.limitOf(principal);
+    if (limit === null) return;
     const result = await this.buckets.take(principalBucket(principal, address), limit);
     if (!result.allowed) {
       this.counts.principal_limited += 1;

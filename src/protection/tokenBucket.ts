@@ -20,6 +20,12 @@ export interface TakeResult {
  */
 export interface TokenBuckets {
   take(bucket: string, limit: BucketLimit, cost?: number): Promise<TakeResult>;
+  /**
+   * take's answer when it needs no waiting (in-process buckets always; Redis-backed ones from
+   * tokens leased here, or a look believed here); undefined when only take can answer. Spends
+   * exactly what take would.
+   */
+  takeNow(bucket: string, limit: BucketLimit, cost?: number): TakeResult | undefined;
   /** Where the buckets live now: 'redis', or 'memory' (no Redis, or Redis failing). */
   readonly backing: 'redis' | 'memory';
   /** What /readyz reports: 'ok', or what is wrong and what stands in. */
@@ -65,6 +71,10 @@ export class MemoryTokenBuckets implements TokenBuckets {
   }
 
   async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
+    return this.takeNow(name, limit, cost);
+  }
+
+  takeNow(name: string, limit: BucketLimit, cost = 1): TakeResult {
     const now = this.now();
     let bucket = this.buckets.get(name);
     if (bucket === undefined) {
@@ -200,15 +210,17 @@ export class RedisTokenBuckets implements TokenBuckets {
     return Date.now() >= this.downUntil && this.redis.status === 'ready';
   }
 
-  async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
+  takeNow(name: string, _limit: BucketLimit, cost = 1): TakeResult | undefined {
     const now = Date.now();
-    if (cost === 0) {
-      if ((this.looks.get(name) ?? 0) > now) return ALLOWED;
-    } else {
-      // spending (a failure recorded, say) makes the next look ask Redis again
-      this.looks.delete(name);
-      if (this.spendLeased(name, cost, now)) return ALLOWED;
-    }
+    if (cost === 0) return (this.looks.get(name) ?? 0) > now ? ALLOWED : undefined;
+    // spending (a failure recorded, say) makes the next look ask Redis again
+    this.looks.delete(name);
+    return this.spendLeased(name, cost, now) ? ALLOWED : undefined;
+  }
+
+  async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
+    const answered = this.takeNow(name, limit, cost);
+    if (answered !== undefined) return answered;
     const want = cost > 0 && this.leaseMs > 0 ? Math.max(cost, Math.floor(limit.burst / 10)) : cost;
     if (want > cost) {
       // one lease request at a time per bucket: wait for the one in flight, spend from what it brought

@@ -109,6 +109,34 @@ describe('verified keys kept by the embedded key service over SQLite', () => {
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
+  it('answers at once (authenticateKnown) only what authenticate would, for a verified key still good', async () => {
+    let clock = Date.now();
+    const { file, service, principal } = await setup(() => clock);
+    const { id, key } = await service.createKey(principal, { name: 'watch', expiresInDays: 1 });
+    const password = basicAuthorization('alice', 'alice-password');
+    // nothing is known before a lookup, and passwords are never kept
+    expect(service.authenticateKnown(key)).toBeUndefined();
+    await service.authenticate(password);
+    expect(service.authenticateKnown(password)).toBeUndefined();
+    const looked = await service.authenticate(key);
+    expect(service.authenticateKnown(key)).toEqual(looked);
+    expect(service.authenticateKnown(`Bearer ${key}`)).toBeUndefined();
+    // expired: not known, and authenticate refuses it too
+    clock += 86_400_000 + 1;
+    expect(service.authenticateKnown(key)).toBeUndefined();
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    clock = Date.now();
+    const { key: other } = await service.createKey(principal, { name: 'other' });
+    await service.authenticate(other);
+    expect(service.authenticateKnown(other)?.authenticatedBy).toBe('API_KEY');
+    // another process's write: the next turn knows nothing kept
+    const elsewhere = new SqliteKeyStore(file);
+    cleanups.push(() => elsewhere.close());
+    expect(await elsewhere.deleteKey(id, null)).toBe(true);
+    await nextTurn();
+    expect(service.authenticateKnown(other)).toBeUndefined();
+  });
+
   it('still refuses a wrong key and keeps the principal free of the raw value', async () => {
     const { service, principal } = await setup();
     const { key } = await service.createKey(principal, { name: 'tablet' });

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import type { PrincipalModel } from '../../src/backends/types.js';
+import type { KeyService, PrincipalModel } from '../../src/backends/types.js';
+import { unauthenticated } from '../../src/errors.js';
 import { loadConfig } from '../../src/config.js';
 import { principalBucket, RateLimiter } from '../../src/protection/rateLimit.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from '../../src/protection/tokenBucket.js';
@@ -78,6 +79,27 @@ describe.each(kinds)('token buckets, $name', (kind) => {
     const limit = { ratePerSecond: 0.01, burst: 10 };
     const results = await Promise.all(Array.from({ length: 30 }, () => buckets.take('concurrent', limit)));
     expect(results.filter((r) => r.allowed)).toHaveLength(10);
+  });
+
+  it('answers a take at once where it can, spending exactly what take would', async () => {
+    const limit = { ratePerSecond: 0.01, burst: 20 };
+    if (kind.name === 'memory') {
+      expect(buckets.takeNow('now', { ratePerSecond: 0.01, burst: 2 })?.allowed).toBe(true);
+      expect(buckets.takeNow('now', { ratePerSecond: 0.01, burst: 2 })?.allowed).toBe(true);
+      expect(buckets.takeNow('now', { ratePerSecond: 0.01, burst: 2 })).toMatchObject({ allowed: false });
+      expect((await buckets.take('now', { ratePerSecond: 0.01, burst: 2 })).allowed).toBe(false);
+      return;
+    }
+    // Redis: nothing is known here before a round trip; then the lease (a tenth of the burst) is spent here
+    expect(buckets.takeNow('now', limit)).toBeUndefined();
+    expect(buckets.takeNow('now', limit, 0)).toBeUndefined();
+    expect((await buckets.take('now', limit)).allowed).toBe(true);
+    // the lease brought two: one went to that take, one is left here, then Redis must be asked again
+    expect(buckets.takeNow('now', limit)?.allowed).toBe(true);
+    expect(buckets.takeNow('now', limit)).toBeUndefined();
+    expect(buckets.takeNow('now', limit, 0)).toBeUndefined();
+    expect((await buckets.take('now', limit, 0)).allowed).toBe(true);
+    expect(buckets.takeNow('now', limit, 0)?.allowed).toBe(true);
   });
 
   it('a cost of 0 looks without spending', async () => {
@@ -189,6 +211,43 @@ describe('rate limiter settings', () => {
     expect(set.authFailures).toBeNull();
     expect(loadConfig({ RATE_LIMIT_RPS: '0' }).rateLimits.perPrincipal).toBeNull();
     expect(() => loadConfig({ RATE_LIMIT_PER_KEY: 'laptop=5' })).toThrow(/RATE_LIMIT_PER_KEY/);
+  });
+
+  it('authenticates at once only what authenticate would allow, and spends a token only then', async () => {
+    const known: PrincipalModel = {
+      user: { id: 'u1', username: 'alice', domain: null, isAdmin: false },
+      authenticatedBy: 'API_KEY',
+      keyId: '33333333-3333-4333-8333-333333333333',
+      credentialId: 'c'.repeat(64),
+      authorization: 'known-key',
+    };
+    const keys: KeyService = {
+      authenticate: async (authorization) => (authorization === 'known-key' ? known : Promise.reject(unauthenticated())),
+      authenticateKnown: (authorization) => (authorization === 'known-key' ? known : undefined),
+      listKeys: async () => [],
+      createKey: () => Promise.reject(new Error('unused')),
+      deleteKey: async () => undefined,
+    };
+    const buckets = new MemoryTokenBuckets();
+    const limiter = new RateLimiter(buckets, {
+      perPrincipal: { ratePerSecond: 0.01, burst: 2 },
+      perKey: {},
+      authFailures: { ratePerSecond: 0.01, burst: 1 },
+    });
+    expect(limiter.authenticateNow(keys, 'known-key', '10.0.0.1')).toBe(known);
+    expect(limiter.authenticateNow(keys, 'unknown-key', '10.0.0.1')).toBeUndefined();
+    expect(limiter.authenticateNow({ ...keys, authenticateKnown: undefined }, 'known-key', '10.0.0.1')).toBeUndefined();
+    expect(limiter.authenticateNow(keys, 'known-key', '10.0.0.1')).toBe(known);
+    expect(limiter.counts.allowed).toBe(2);
+    // over the rate: nothing at once, nothing spent, and authenticate gives the 429
+    expect(limiter.authenticateNow(keys, 'known-key', '10.0.0.1')).toBeUndefined();
+    await expect(limiter.authenticate(keys, 'known-key', '10.0.0.1')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(limiter.counts).toEqual({ allowed: 2, principal_limited: 1, address_locked: 0 });
+    // an address locked out by failures is refused by authenticate, never let through at once
+    await expect(limiter.authenticate(keys, 'wrong-key', '10.0.0.2')).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect(limiter.authenticateNow(keys, 'known-key', '10.0.0.2')).toBeUndefined();
+    await expect(limiter.authenticate(keys, 'known-key', '10.0.0.2')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    expect(limiter.counts.address_locked).toBe(1);
   });
 
   it('gives a key its own rate, exempts a key at 0, and keys a bucket by id, never by credential', async () => {

@@ -57,6 +57,23 @@ describe('authenticate', () => {
     expect(byKey).toMatchObject({ user: { id: 'user-1', username: null, domain: null }, authenticatedBy: 'API_KEY' });
   });
 
+  it('answers at once only for a credential it authenticated within the TTL', async () => {
+    expect(backend.keys.authenticateKnown!(KEY)).toBeUndefined();
+    const principal = await backend.keys.authenticate(KEY);
+    expect(backend.keys.authenticateKnown!(KEY)).toEqual(principal);
+    expect(upstream.requests).toHaveLength(1);
+    // the same key in another form is another credential, and a malformed header is never known
+    expect(backend.keys.authenticateKnown!(`Bearer ${KEY}`)).toBeUndefined();
+    expect(backend.keys.authenticateKnown!('not base64!')).toBeUndefined();
+    const off = createRestBackend({ apiKeyServiceUrl: `${upstream.url}/concord/`, recsServiceUrl: 'http://127.0.0.1:9', recsApiKey: 'k', authCacheTtlMs: 0 });
+    try {
+      await off.keys.authenticate(KEY);
+      expect(off.keys.authenticateKnown!(KEY)).toBeUndefined();
+    } finally {
+      await off.close();
+    }
+  });
+
   it('knows no user id before the user has a key', async () => {
     answer = (_req, res) => sendJson(res, 200, []);
     expect((await backend.keys.authenticate(KEY)).user.id).toBeNull();

@@ -79,6 +79,13 @@ export class RestKeyService implements KeyService {
     return withAuthorization(await this.sharedLookup(authorization, credentialId, credential, options.signal), authorization);
   }
 
+  /** A credential this process authenticated within the cache's TTL (only a well-formed one can have been). */
+  authenticateKnown(authorization: string): PrincipalModel | undefined {
+    if (typeof authorization !== 'string') return undefined;
+    const cached = this.cache.get(credentialIdOf(authorization));
+    return cached === undefined ? undefined : withAuthorization(cached, authorization);
+  }
+
   async listKeys(principal: PrincipalModel, of?: UserRef | null, options: CallOptions = {}): Promise<ApiKeyModel[]> {
     // The interface lists the caller's own keys only; nobody is known to be an administrator here.
     if (of && (of.username !== principal.user.username || (of.domain ?? null) !== principal.user.domain)) throw forbidden();

@@ -80,21 +80,11 @@ export class EmbeddedKeyService implements KeyService {
 
   async authenticate(authorization: string): Promise<PrincipalModel> {
     const now = this.now();
-    const useVerified = this.verifiedKeyTtlMs > 0 && this.store.dataVersion !== undefined;
+    const useVerified = this.usesVerified();
     const id = credentialId(authorization);
     if (useVerified) {
-      // Another process (a CLI, a second gateway on the same file) changed the store: trust nothing kept.
-      const version = this.storeVersion();
-      if (version !== this.verifiedVersion) {
-        this.verified.clear();
-        this.verifiedVersion = version;
-      }
-      // only keys are kept, by the hash of the header as sent: a hit needs no parsing
-      const hit = this.verified.get(id);
-      if (hit && now - hit.checkedAt < this.verifiedKeyTtlMs && !isExpired(hit.key, now)) {
-        this.touch(hit.key, now);
-        return withAuthorization(hit.principal, authorization);
-      }
+      const known = this.verifiedPrincipal(id, authorization, now);
+      if (known !== undefined) return known;
     }
 
     const credential = parseAuthorization(authorization);
@@ -118,6 +108,30 @@ export class EmbeddedKeyService implements KeyService {
       this.verified.set(id, { principal: kept, key: found.key, checkedAt: now });
     }
     return principal;
+  }
+
+  authenticateKnown(authorization: string): PrincipalModel | undefined {
+    if (!this.usesVerified()) return undefined;
+    return this.verifiedPrincipal(credentialId(authorization), authorization, this.now());
+  }
+
+  /** Whether verified keys are kept: only where the store can tell when another process changed it. */
+  private usesVerified(): boolean {
+    return this.verifiedKeyTtlMs > 0 && this.store.dataVersion !== undefined;
+  }
+
+  /** The principal of a verified key still trusted, by the hash of the header as sent (a hit needs no parsing). */
+  private verifiedPrincipal(id: string, authorization: string, now: number): PrincipalModel | undefined {
+    // Another process (a CLI, a second gateway on the same file) changed the store: trust nothing kept.
+    const version = this.storeVersion();
+    if (version !== this.verifiedVersion) {
+      this.verified.clear();
+      this.verifiedVersion = version;
+    }
+    const hit = this.verified.get(id);
+    if (hit === undefined || now - hit.checkedAt >= this.verifiedKeyTtlMs || isExpired(hit.key, now)) return undefined;
+    this.touch(hit.key, now);
+    return withAuthorization(hit.principal, authorization);
   }
 
   async listKeys(principal: PrincipalModel, of?: UserRef | null): Promise<ApiKeyModel[]> {
