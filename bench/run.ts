@@ -342,7 +342,7 @@ const extra: {
   cold?: { upstream: Latency; hop: Latency; gateway: Latency; phases: Record<string, number> };
   /** Authentication's share: medians over the paired rounds, of req/s and of CPU per request. */
   auth?: { rps: number; cpu: number; pairs: number[] };
-  /** Authentication timed in place: µs per authenticate() call, against the server's CPU µs per request. */
+  /** Authentication timed in place: µs per authentication (authenticateKnown, or authenticate after it), against the server's CPU µs per request. */
   authTimed?: { us: number; cpuUs: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
@@ -431,8 +431,8 @@ if (wanted('emb') || wanted('emb-noauth')) {
     await stub?.stop();
   }
   // The paired rounds' spread is wider than the 5% they are read against, so authentication is
-  // also timed where it runs: a third gateway times every authenticate() call (a verified key is
-  // answered synchronously, so the time around the call is all of its work) under the same load,
+  // also timed where it runs: a third gateway times every authenticateKnown() and authenticate()
+  // call (a verified key is answered synchronously, so the time around the call is all of its work) under the same load,
   // against that process's CPU per request from /proc over the same requests.
   if (wanted('emb-noauth')) {
     const timing = await start('gateway', { ...embeddedEnv, BENCH_TIME_AUTH: '1' });
