@@ -386,72 +386,57 @@ await oneTarget('naive', 'Apollo + RESTDataSource over REST, no cache', async ()
   }
 });
 
-/** Several runs as one: req/s and CPU over all of them; p50 and p99 those of the middle run by req/s. */
-function merge(runs: Measured[]): Measured {
-  const requests = runs.reduce((n, m) => n + m.requests, 0);
-  const middle = [...runs].sort((a, b) => a.rps - b.rps)[runs.length >> 1]!;
-  return {
-    rps: runs.reduce((n, m) => n + m.rps, 0) / runs.length,
-    cpuUs: runs.reduce((n, m) => n + m.cpuUs * m.requests, 0) / requests,
-    p50: middle.p50,
-    p99: middle.p99,
-    requests,
-    non2xx: runs.reduce((n, m) => n + m.non2xx, 0),
-    errors: runs.reduce((n, m) => n + m.errors, 0),
-  };
-}
+// (4) alone, like (1), for its ratios.
+const embSpec: LoadSpec = { target: emb, url: embUrl, headers: auth, bodies: [hotBody] };
+await oneTarget('emb', 'gateway cached, embedded', async () => ({ id: 'emb', name: '(4) gateway cached, embedded, API key', m: await load(embSpec) }));
 
-// (4) with and without authentication: both servers up at once, loaded in turn for AUTH_ROUNDS
-// rounds of DURATION / 3 each, so that the machine's drift during the run (which moved single
-// 10 s runs by ±15% here, and single rounds by ±20%) falls on both alike. Authentication's share
-// is read from each round against the stubbed round right after it, and the median of those
-// pairs is reported: one disturbed round moves a mean of a few pairs by more than the 5% asked.
+// Authentication's share: this gateway against a twin whose authentication is stubbed, both
+// loaded at once and pinned to the same core. The scheduler shares a core evenly between two busy
+// processes, so their req/s stand in the inverse ratio of their costs, and whatever disturbs the
+// machine falls on both in the same second. Loaded in turn instead, single rounds moved by ±20% on
+// this host and the pairs spread from −23% to +35% (BENCHMARKS.md, "seventh pass"). Each round
+// gives a pair; the median of AUTH_ROUNDS pairs is reported, of req/s and of CPU per request.
 const AUTH_ROUNDS = 6;
-if (wanted('emb') || wanted('emb-noauth')) {
-  const stub = wanted('emb-noauth') ? await start('gateway', { ...embeddedEnv, BENCH_STUB_AUTH: '1' }) : null;
+if (wanted('emb-noauth')) {
+  const stub = await start('gateway', { ...embeddedEnv, BENCH_STUB_AUTH: '1' });
   try {
-    if (stub) expectRecs('stubbed gateway', await post(`${stub.url}/graphql`, hotBody, auth));
-    const runs: Record<'emb' | 'stub', Measured[]> = { emb: [], stub: [] };
-    const embSpec: LoadSpec = { target: emb, url: embUrl, headers: auth, bodies: [hotBody] };
-    const stubSpec: LoadSpec | null = stub ? { target: stub, url: `${stub.url}/graphql`, headers: auth, bodies: [hotBody] } : null;
-    console.log(`emb${stub ? ', emb-noauth' : ''}: gateway cached, embedded${stub ? ', and with authentication stubbed (bench only), in turn' : ''}`);
+    const stubSpec: LoadSpec = { target: stub, url: `${stub.url}/graphql`, headers: auth, bodies: [hotBody] };
+    expectRecs('stubbed gateway', await post(stubSpec.url, hotBody, auth));
+    console.log('emb-noauth: gateway cached, embedded, at once with a twin whose authentication is stubbed (bench only), on one core');
+    const both = (seconds: number): Promise<Measured[]> => Promise.all([cannon(embSpec, seconds, false), cannon(stubSpec, seconds, false)]);
+    if (WARMUP > 0) await both(WARMUP);
+    const pairs: { rps: number; cpu: number }[] = [];
     for (let round = 0; round < AUTH_ROUNDS; round++) {
-      if (wanted('emb')) runs.emb.push(await load(embSpec, DURATION / 3));
-      if (stubSpec) runs.stub.push(await load(stubSpec, DURATION / 3));
+      const [real, stubbed] = await both(DURATION / 3);
+      pairs.push({ rps: 1 - real!.rps / stubbed!.rps, cpu: 1 - stubbed!.cpuUs / real!.cpuUs });
+      console.log(`  round ${round + 1}: ${Math.round(real!.rps)} and ${Math.round(stubbed!.rps)} req/s, ${fmt(real!.cpuUs, 1)} and ${fmt(stubbed!.cpuUs, 1)} µs CPU per request`);
     }
-    if (runs.emb.length > 0) report({ id: 'emb', name: '(4) gateway cached, embedded, API key', m: merge(runs.emb) });
-    if (runs.stub.length > 0) report({ id: 'emb-noauth', name: '(4) same, authentication stubbed', m: merge(runs.stub) });
-    if (runs.emb.length > 0 && runs.stub.length === runs.emb.length) {
-      const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
-      const pairs = runs.emb.map((m, i) => ({ rps: 1 - m.rps / runs.stub[i]!.rps, cpu: 1 - runs.stub[i]!.cpuUs / m.cpuUs }));
-      extra.auth = { rps: median(pairs.map((p) => p.rps)), cpu: median(pairs.map((p) => p.cpu)), pairs: pairs.map((p) => p.rps) };
-      console.log(`  authentication's share, median of ${pairs.length} pairs: ${fmt(extra.auth.rps * 100, 1)}% of req/s, ${fmt(extra.auth.cpu * 100, 1)}% of CPU per request (pairs: ${extra.auth.pairs.map((x) => fmt(x * 100, 1)).join(', ')}%)`);
-    }
+    const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+    extra.auth = { rps: median(pairs.map((p) => p.rps)), cpu: median(pairs.map((p) => p.cpu)), pairs: pairs.map((p) => p.rps) };
+    console.log(`  authentication's share, median of ${pairs.length} pairs: ${fmt(extra.auth.rps * 100, 1)}% of req/s, ${fmt(extra.auth.cpu * 100, 1)}% of CPU per request (pairs: ${extra.auth.pairs.map((x) => fmt(x * 100, 1)).join(', ')}%)`);
   } finally {
-    await stub?.stop();
+    await stub.stop();
   }
-  // The paired rounds' spread is wider than the 5% they are read against, so authentication is
-  // also timed where it runs: a third gateway times every authenticateKnown() and authenticate()
-  // call (a verified key is answered synchronously, so the time around the call is all of its work) under the same load,
-  // against that process's CPU per request from /proc over the same requests.
-  if (wanted('emb-noauth')) {
-    const timing = await start('gateway', { ...embeddedEnv, BENCH_TIME_AUTH: '1' });
-    try {
-      const spec: LoadSpec = { target: timing, url: `${timing.url}/graphql`, headers: auth, bodies: [hotBody] };
-      const authTime = async (): Promise<{ calls: number; ns: number }> =>
-        (await fetch(`${timing.url}/__bench/auth`)).json() as Promise<{ calls: number; ns: number }>;
-      await cannon(spec, WARMUP, false);
-      await authTime();
-      const m = await cannon(spec, DURATION / 3, true);
-      const { calls, ns } = await authTime();
-      extra.authTimed = { us: ns / calls / 1000, cpuUs: m.cpuUs };
-      console.log(
-        `  authentication timed in place: ${fmt(extra.authTimed.us)} µs a call over ${calls} calls, ` +
-          `of ${fmt(m.cpuUs, 1)} µs server CPU per request: ${fmt((extra.authTimed.us / m.cpuUs) * 100, 1)}%`,
-      );
-    } finally {
-      await timing.stop();
-    }
+  // Authentication is also timed where it runs: a third gateway times every authenticateKnown()
+  // and authenticate() call (a verified key is answered synchronously, so the time around the call
+  // is all of its work) under the same load, against that process's CPU per request from /proc
+  // over the same requests.
+  const timing = await start('gateway', { ...embeddedEnv, BENCH_TIME_AUTH: '1' });
+  try {
+    const spec: LoadSpec = { target: timing, url: `${timing.url}/graphql`, headers: auth, bodies: [hotBody] };
+    const authTime = async (): Promise<{ calls: number; ns: number }> =>
+      (await fetch(`${timing.url}/__bench/auth`)).json() as Promise<{ calls: number; ns: number }>;
+    await cannon(spec, WARMUP, false);
+    await authTime();
+    const m = await cannon(spec, DURATION / 3, true);
+    const { calls, ns } = await authTime();
+    extra.authTimed = { us: ns / calls / 1000, cpuUs: m.cpuUs };
+    console.log(
+      `  authentication timed in place: ${fmt(extra.authTimed.us)} µs a call over ${calls} calls, ` +
+        `of ${fmt(m.cpuUs, 1)} µs server CPU per request: ${fmt((extra.authTimed.us / m.cpuUs) * 100, 1)}%`,
+    );
+  } finally {
+    await timing.stop();
   }
 }
 await emb.stop();

@@ -286,7 +286,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // promise, no deadline (a cached answer needs neither).
     const authorization = req.headers.authorization;
     let principal: PrincipalModel | null | undefined =
-      authorization === undefined ? undefined : limiter.authenticateNow(backend.keys, authorization, clientAddress(req));
+      authorization === undefined ? undefined : limiter.authenticateNow(backend.keys, authorization, clientAddress(req), req.socket);
     let deadline: RequestDeadline | undefined;
     if (principal === undefined) {
       deadline = new RequestDeadline(res, config.requestDeadlineMs);

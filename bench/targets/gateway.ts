@@ -142,9 +142,9 @@ if (process.env.BENCH_TIME_AUTH === '1') {
   // the hot path asks this first; a call it cannot answer is counted with the authenticate after it
   const known = keys.authenticateKnown?.bind(keys);
   if (known) {
-    keys.authenticateKnown = (authorization) => {
+    keys.authenticateKnown = (authorization, connection) => {
       const started = process.hrtime.bigint();
-      const principal = known(authorization);
+      const principal = known(authorization, connection);
       authTime.ns += Number(process.hrtime.bigint() - started);
       if (principal !== undefined) authTime.calls += 1;
       return principal;

@@ -50,6 +50,26 @@ export function credentialId(authorization: string): string {
   return hash('sha256', authorization.trim(), 'hex');
 }
 
+/** What each open connection last sent as its Authorization value, and that value's credentialId. */
+const lastOnConnection = new WeakMap<object, { authorization: string; id: string }>();
+
+/**
+ * credentialId, remembered on the connection: a keep-alive client sends the same value on every
+ * request, and hashing it was most of what authenticating a verified key cost (BENCHMARKS.md,
+ * "seventh pass"). A value that differs from the connection's last one in any way is hashed
+ * afresh, so the requests of several users down one proxy connection are still told apart. Only
+ * the last value is held, for as long as the socket lives (the WeakMap entry goes with it). The
+ * comparison is not constant-time; through a shared proxy connection it sets a value against
+ * another user's once per request of theirs, nanoseconds behind a network round trip.
+ */
+export function connectionCredentialId(connection: object, authorization: string): string {
+  const last = lastOnConnection.get(connection);
+  if (last !== undefined && last.authorization === authorization) return last.id;
+  const id = credentialId(authorization);
+  lastOnConnection.set(connection, { authorization, id });
+  return id;
+}
+
 export function basicAuthorization(username: string, password: string, domain?: string | null): string {
   const user = domain ? `${username}@${domain}` : username;
   return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;

@@ -82,8 +82,10 @@ export interface KeyService {
    * What authenticate would resolve with, when the service can vouch for the credential without
    * waiting (it was verified before and is still trusted); undefined otherwise, never an error:
    * authenticate answers every other case. Optional; the hot path of a cached answer uses it.
+   * `connection` is the one the value came on (its socket), where a keep-alive client's repeated
+   * value need not be hashed again.
    */
-  authenticateKnown?(authorization: string): PrincipalModel | undefined;
+  authenticateKnown?(authorization: string, connection?: object): PrincipalModel | undefined;
   /** The keys of the principal, or of `of` for an administrator; sorted by name. */
   listKeys(principal: PrincipalModel, of?: UserRef | null, options?: CallOptions): Promise<ApiKeyModel[]>;
   /** Creates a key; BAD_USER_INPUT for a bad name or unknown user, FORBIDDEN for another user's. */

@@ -42,10 +42,21 @@ export class RateLimiter {
   /** Decisions since start, by outcome, for /metrics. */
   readonly counts: Record<RateLimitOutcome, number> = { allowed: 0, principal_limited: 0, address_locked: 0 };
 
+  /** RATE_LIMIT_PER_KEY's limits, made once (null exempts a key): a request spends no allocation on them. */
+  private readonly keyLimits: ReadonlyMap<string, BucketLimit | null>;
+  /** The default limit per principal; null when it is off. */
+  private readonly principalLimit: BucketLimit | null;
+
   constructor(
     readonly buckets: TokenBuckets,
     private readonly settings: RateLimitSettings = DEFAULT_RATE_LIMITS,
-  ) {}
+  ) {
+    const limit = (ratePerSecond: number): BucketLimit | null =>
+      ratePerSecond > 0 ? { ratePerSecond, burst: Math.max(1, ratePerSecond * 2) } : null;
+    this.keyLimits = new Map(Object.entries(settings.perKey).map(([id, rps]) => [id.toLowerCase(), limit(rps)]));
+    const { perPrincipal } = settings;
+    this.principalLimit = perPrincipal === null || perPrincipal.ratePerSecond <= 0 ? null : perPrincipal;
+  }
 
   /** Redis-backed buckets when a URL is given, in-process ones otherwise. */
   static open(settings: RateLimitSettings, redis?: { url: string | null; keyPrefix?: string }): RateLimiter {
@@ -103,13 +114,14 @@ export class RateLimiter {
    * authenticate's answer when it can be given without waiting: a credential the key service
    * vouches for at once (one verified before), under limits that answer at once. Undefined when
    * any step would wait or refuse; then authenticate gives the answer, or the error, and spends
-   * nothing this spent (a token is spent here only when the principal is returned).
+   * nothing this spent (a token is spent here only when the principal is returned). `connection`
+   * is the socket the value came on (KeyService.authenticateKnown).
    */
-  authenticateNow(keys: KeyService, authorization: string, address: string): PrincipalModel | undefined {
+  authenticateNow(keys: KeyService, authorization: string, address: string, connection?: object): PrincipalModel | undefined {
     if (keys.authenticateKnown === undefined) return undefined;
     const failures = this.settings.authFailures;
     if (failures !== null && this.buckets.takeNow(`authfail:${address}`, failures, 0)?.allowed !== true) return undefined;
-    const principal = keys.authenticateKnown(authorization);
+    const principal = keys.authenticateKnown(authorization, connection);
     if (principal === undefined) return undefined;
     const limit = this.limitOf(principal);
     if (limit !== null) {
@@ -121,9 +133,9 @@ export class RateLimiter {
 
   /** The principal's rate (a key's own, else the default); null when it is not limited. */
   private limitOf(principal: PrincipalModel | null): BucketLimit | null {
-    const perKey = principal?.keyId ? this.settings.perKey[principal.keyId.toLowerCase()] : undefined;
-    const limit = perKey !== undefined ? { ratePerSecond: perKey, burst: Math.max(1, perKey * 2) } : this.settings.perPrincipal;
-    return limit === null || limit.ratePerSecond <= 0 ? null : limit;
+    if (this.keyLimits.size === 0 || !principal?.keyId) return this.principalLimit;
+    const own = this.keyLimits.get(principal.keyId.toLowerCase());
+    return own === undefined ? this.principalLimit : own;
   }
 
   /** Spends one token of the principal's bucket (the address's for no principal); RATE_LIMITED when empty. */

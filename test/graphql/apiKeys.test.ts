@@ -1,3 +1,4 @@
+import { Client } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { codeOf, useEmbeddedGateway } from '../helpers/gateway.js';
@@ -64,6 +65,36 @@ describe.each(storeKinds)('API keys through GraphQL over HTTP, $name store', (ki
     expect(deleted.body.data).toEqual({ deleteApiKey: { ok: true, result: 'DELETED', id } });
     const after = await gw.gql(LIST, {}, { authorization: key });
     expect(after.status).toBe(401);
+  });
+
+  it('tells keys apart on one keep-alive connection (a proxy sends many users down one)', async () => {
+    const keyOf = async (who: { authorization: string }): Promise<{ id: string; key: string }> =>
+      (await gw.gql<{ createApiKey: { id: string; key: string } }>(CREATE, { input: {} }, who)).body.data!.createApiKey;
+    const [alices, bobs] = [await keyOf(alice), await keyOf(bob)];
+    const client = new Client(gw.url, { pipelining: 1 });
+    try {
+      const viewer = async (authorization: string): Promise<{ status: number; username?: string }> => {
+        const { statusCode, body } = await client.request({
+          path: '/graphql',
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization },
+          body: JSON.stringify({ query: '{ viewer { username } }' }),
+        });
+        const json = (await body.json()) as { data?: { viewer: { username: string } | null } };
+        return { status: statusCode, ...(json.data?.viewer ? { username: json.data.viewer.username } : {}) };
+      };
+      const wrong = `${alices.key.slice(0, -2)}${alices.key.endsWith('AA') ? 'BB' : 'AA'}`;
+      for (let round = 0; round < 2; round++) {
+        expect(await viewer(alices.key)).toEqual({ status: 200, username: 'alice' });
+        expect(await viewer(bobs.key)).toEqual({ status: 200, username: 'bob' });
+        expect((await viewer(wrong)).status).toBe(401);
+      }
+      expect((await gw.gql(DELETE, { id: bobs.id }, bob)).body.errors).toBeUndefined();
+      expect((await viewer(bobs.key)).status).toBe(401);
+      expect(await viewer(alices.key)).toEqual({ status: 200, username: 'alice' });
+    } finally {
+      await client.close();
+    }
   });
 
   it('answers another user’s key exactly like an unknown id, and a bad name with BAD_USER_INPUT', async () => {

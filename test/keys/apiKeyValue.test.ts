@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { credentialId, parseAuthorization } from '../../src/auth/authorization.js';
+import { connectionCredentialId, credentialId, parseAuthorization } from '../../src/auth/authorization.js';
 import { generateApiKey, hashApiKey, KEY_NAME_RULE, nextDefaultName } from '../../src/backends/embedded/keys/apiKeyValue.js';
 
 describe('key values', () => {
@@ -72,5 +72,22 @@ describe('Authorization header', () => {
     const id = credentialId('AAECAwQFBgcICQoLDA0ODw');
     expect(id).toMatch(/^[0-9a-f]{64}$/);
     expect(id).not.toContain('AAEC');
+  });
+
+  it("remembers a connection's last credential id, and only for the value that connection sent", () => {
+    const [one, two] = [{}, {}];
+    const a = 'Bearer AAECAwQFBgcICQoLDA0ODw';
+    const b = 'Bearer AAECAwQFBgcICQoLDA0OEA';
+    expect(connectionCredentialId(one, a)).toBe(credentialId(a));
+    // an equal value read afresh from the socket: the id kept, the very same string
+    const again = connectionCredentialId(one, `Bearer ${'AAECAwQFBgcICQoLDA0ODw'}`);
+    expect(again).toBe(credentialId(a));
+    // another value on the same connection, then the first again: each gets its own id
+    expect(connectionCredentialId(one, b)).toBe(credentialId(b));
+    expect(connectionCredentialId(one, a)).toBe(credentialId(a));
+    // another connection knows nothing of the first one's values
+    expect(connectionCredentialId(two, b)).toBe(credentialId(b));
+    expect(connectionCredentialId(one, a)).toBe(credentialId(a));
+    expect(connectionCredentialId(two, ` ${b} `)).toBe(credentialId(b));
   });
 });

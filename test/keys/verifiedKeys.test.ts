@@ -137,6 +137,27 @@ describe('verified keys kept by the embedded key service over SQLite', () => {
     expect(service.authenticateKnown(other)).toBeUndefined();
   });
 
+  it("answers by the connection's remembered credential only for the value sent on it now", async () => {
+    const { service, principal } = await setup();
+    const { key } = await service.createKey(principal, { name: 'phone' });
+    const { id: otherId, key: other } = await service.createKey(principal, { name: 'watch' });
+    const connection = {};
+    expect(service.authenticateKnown(key, connection)).toBeUndefined();
+    const looked = await service.authenticate(key);
+    expect(service.authenticateKnown(key, connection)).toEqual(looked);
+    // the same connection sends a key never looked up, a wrong one, then the first again
+    expect(service.authenticateKnown(other, connection)).toBeUndefined();
+    const wrong = `${key.slice(0, -2)}${key.endsWith('AA') ? 'BB' : 'AA'}`;
+    expect(service.authenticateKnown(wrong, connection)).toBeUndefined();
+    expect(service.authenticateKnown(key, connection)?.keyId).toBe(looked.keyId);
+    // a key deleted here is refused at once on a connection that sent it before
+    await service.authenticate(other);
+    expect(service.authenticateKnown(other, connection)?.keyId).toBe(otherId);
+    await service.deleteKey(principal, otherId);
+    expect(service.authenticateKnown(other, connection)).toBeUndefined();
+    await expect(service.authenticate(other)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
   it('still refuses a wrong key and keeps the principal free of the raw value', async () => {
     const { service, principal } = await setup();
     const { key } = await service.createKey(principal, { name: 'tablet' });

@@ -65,6 +65,11 @@ describe('authenticate', () => {
     // the same key in another form is another credential, and a malformed header is never known
     expect(backend.keys.authenticateKnown!(`Bearer ${KEY}`)).toBeUndefined();
     expect(backend.keys.authenticateKnown!('not base64!')).toBeUndefined();
+    // by the connection's remembered credential id: the same answers
+    const connection = {};
+    expect(backend.keys.authenticateKnown!(KEY, connection)).toEqual(principal);
+    expect(backend.keys.authenticateKnown!(`Bearer ${KEY}`, connection)).toBeUndefined();
+    expect(backend.keys.authenticateKnown!(KEY, connection)).toEqual(principal);
     const off = createRestBackend({ apiKeyServiceUrl: `${upstream.url}/concord/`, recsServiceUrl: 'http://127.0.0.1:9', recsApiKey: 'k', authCacheTtlMs: 0 });
     try {
       await off.keys.authenticate(KEY);

@@ -1,4 +1,4 @@
-import { credentialId as credentialIdOf, parseAuthorization, withAuthorization, type Credential } from '../../auth/authorization.js';
+import { connectionCredentialId, credentialId as credentialIdOf, parseAuthorization, withAuthorization, type Credential } from '../../auth/authorization.js';
 import {
   badUserInput, forbidden, notFound, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
@@ -80,9 +80,9 @@ export class RestKeyService implements KeyService {
   }
 
   /** A credential this process authenticated within the cache's TTL (only a well-formed one can have been). */
-  authenticateKnown(authorization: string): PrincipalModel | undefined {
+  authenticateKnown(authorization: string, connection?: object): PrincipalModel | undefined {
     if (typeof authorization !== 'string') return undefined;
-    const cached = this.cache.get(credentialIdOf(authorization));
+    const cached = this.cache.get(connection === undefined ? credentialIdOf(authorization) : connectionCredentialId(connection, authorization));
     return cached === undefined ? undefined : withAuthorization(cached, authorization);
   }
 

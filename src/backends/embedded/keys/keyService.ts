@@ -1,4 +1,4 @@
-import { credentialId, parseAuthorization, withAuthorization } from '../../../auth/authorization.js';
+import { connectionCredentialId, credentialId, parseAuthorization, withAuthorization } from '../../../auth/authorization.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
 import type {
   ApiKeyModel,
@@ -110,9 +110,10 @@ export class EmbeddedKeyService implements KeyService {
     return principal;
   }
 
-  authenticateKnown(authorization: string): PrincipalModel | undefined {
+  authenticateKnown(authorization: string, connection?: object): PrincipalModel | undefined {
     if (!this.usesVerified()) return undefined;
-    return this.verifiedPrincipal(credentialId(authorization), authorization, this.now());
+    const id = connection === undefined ? credentialId(authorization) : connectionCredentialId(connection, authorization);
+    return this.verifiedPrincipal(id, authorization, this.now());
   }
 
   /** Whether verified keys are kept: only where the store can tell when another process changed it. */
