@@ -325,17 +325,25 @@ const upstreamCalls = async (): Promise<Record<string, number>> =>
 const totalCalls = (calls: Record<string, number>): number => Object.values(calls).reduce((a, b) => a + b, 0);
 
 const profileFlags = flags['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-interval=50', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [];
-const emb = await start('gateway', embeddedEnv, SERVER_CPU, profileFlags);
-const embUrl = `${emb.url}/graphql`;
+// The bytes every target answers with: the gateway's own answer, from a process used for nothing
+// else. Every measured process is started just before its scenario (a process that sat idle for a
+// minute serves 10 to 15% slower for minutes after: BENCHMARKS.md, "seventh pass").
 const hotBody = body(RECS_QUERY, hotAnchor);
-const reference = await post(embUrl, hotBody, auth);
-expectRecs('embedded gateway', reference);
 const bodyFile = path.join(dataDir, 'body.json');
-writeFileSync(bodyFile, reference.text);
 const itemsFile = path.join(dataDir, 'items.json');
-writeFileSync(itemsFile, JSON.stringify((JSON.parse(reference.text) as { data: { productRecommendations: unknown[] } }).data.productRecommendations));
-const unauth = await post(embUrl, hotBody, { authorization: 'AAAAAAAAAAAAAAAAAAAAAA' });
-if (unauth.status !== 401) throw new Error(`a bad key got ${unauth.status}`);
+{
+  const first = await start('gateway', embeddedEnv);
+  try {
+    const reference = await post(`${first.url}/graphql`, hotBody, auth);
+    expectRecs('embedded gateway', reference);
+    writeFileSync(bodyFile, reference.text);
+    writeFileSync(itemsFile, JSON.stringify((JSON.parse(reference.text) as { data: { productRecommendations: unknown[] } }).data.productRecommendations));
+    const unauth = await post(`${first.url}/graphql`, hotBody, { authorization: 'AAAAAAAAAAAAAAAAAAAAAA' });
+    if (unauth.status !== 401) throw new Error(`a bad key got ${unauth.status}`);
+  } finally {
+    await first.stop();
+  }
+}
 
 const extra: {
   lookup?: Latency & { requests: number };
@@ -387,20 +395,32 @@ await oneTarget('naive', 'Apollo + RESTDataSource over REST, no cache', async ()
 });
 
 // (4) alone, like (1), for its ratios.
-const embSpec: LoadSpec = { target: emb, url: embUrl, headers: auth, bodies: [hotBody] };
-await oneTarget('emb', 'gateway cached, embedded', async () => ({ id: 'emb', name: '(4) gateway cached, embedded, API key', m: await load(embSpec) }));
+const embSpecOf = (target: Target): LoadSpec => ({ target, url: `${target.url}/graphql`, headers: auth, bodies: [hotBody] });
+await oneTarget('emb', 'gateway cached, embedded', async () => {
+  const emb = await start('gateway', embeddedEnv, SERVER_CPU, profileFlags);
+  try {
+    return { id: 'emb', name: '(4) gateway cached, embedded, API key', m: await load(embSpecOf(emb)) };
+  } finally {
+    await emb.stop();
+  }
+});
 
-// Authentication's share: this gateway against a twin whose authentication is stubbed, both
-// loaded at once and pinned to the same core. The scheduler shares a core evenly between two busy
-// processes, so their req/s stand in the inverse ratio of their costs, and whatever disturbs the
-// machine falls on both in the same second. Loaded in turn instead, single rounds moved by ±20% on
-// this host and the pairs spread from −23% to +35% (BENCHMARKS.md, "seventh pass"). Each round
-// gives a pair; the median of AUTH_ROUNDS pairs is reported, of req/s and of CPU per request.
+// Authentication's share: the gateway against a twin whose authentication is stubbed, both
+// started together, loaded at once and pinned to the same core. The scheduler shares a core evenly
+// between two busy processes, so their req/s stand in the inverse ratio of their costs, and
+// whatever disturbs the machine falls on both in the same second. Loaded in turn instead, single
+// rounds moved by ±20% on this host and the pairs spread from −23% to +35%; and a gateway idle for
+// a minute before, paired with a new stub, came out 11 to 15% slower however little its
+// authentication cost, as did a real twin (BENCHMARKS.md, "seventh pass"). Each round gives a
+// pair; the median of AUTH_ROUNDS pairs is reported, of req/s and of CPU per request.
 const AUTH_ROUNDS = 6;
 if (wanted('emb-noauth')) {
-  const stub = await start('gateway', { ...embeddedEnv, BENCH_STUB_AUTH: '1' });
+  // twins of one history: started together, loaded together from their first request
+  const [real, stub] = await Promise.all([start('gateway', embeddedEnv), start('gateway', { ...embeddedEnv, BENCH_STUB_AUTH: '1' })]);
   try {
-    const stubSpec: LoadSpec = { target: stub, url: `${stub.url}/graphql`, headers: auth, bodies: [hotBody] };
+    const embSpec = embSpecOf(real);
+    const stubSpec = embSpecOf(stub);
+    expectRecs('gateway', await post(embSpec.url, hotBody, auth));
     expectRecs('stubbed gateway', await post(stubSpec.url, hotBody, auth));
     console.log('emb-noauth: gateway cached, embedded, at once with a twin whose authentication is stubbed (bench only), on one core');
     const both = (seconds: number): Promise<Measured[]> => Promise.all([cannon(embSpec, seconds, false), cannon(stubSpec, seconds, false)]);
@@ -415,7 +435,7 @@ if (wanted('emb-noauth')) {
     extra.auth = { rps: median(pairs.map((p) => p.rps)), cpu: median(pairs.map((p) => p.cpu)), pairs: pairs.map((p) => p.rps) };
     console.log(`  authentication's share, median of ${pairs.length} pairs: ${fmt(extra.auth.rps * 100, 1)}% of req/s, ${fmt(extra.auth.cpu * 100, 1)}% of CPU per request (pairs: ${extra.auth.pairs.map((x) => fmt(x * 100, 1)).join(', ')}%)`);
   } finally {
-    await stub.stop();
+    await Promise.all([real.stop(), stub.stop()]);
   }
   // Authentication is also timed where it runs: a third gateway times every authenticateKnown()
   // and authenticate() call (a verified key is answered synchronously, so the time around the call
@@ -439,7 +459,6 @@ if (wanted('emb-noauth')) {
     await timing.stop();
   }
 }
-await emb.stop();
 
 await oneTarget('lookup', 'lookup through GraphQL, embedded, no response cache, distinct anchors', async () => {
   // Every request runs the whole path: authentication, GraphQL execution, the model's lookup and
