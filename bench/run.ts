@@ -86,7 +86,9 @@ function cpuMsOf(pid: number): number {
 const UNLIMITED = { RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0' };
 
 async function start(script: string, env: Record<string, string>, cpu = SERVER_CPU, nodeFlags: string[] = []): Promise<Target> {
-  const child = spawn('taskset', ['-c', cpu, process.execPath, ...nodeFlags, '--import', 'tsx', `bench/targets/${script}.ts`], {
+  // the gateways with the V8 flag `npm start` passes (package.json)
+  const v8Flags = script === 'gateway' ? ['--no-memory-reducer'] : [];
+  const child = spawn('taskset', ['-c', cpu, process.execPath, ...v8Flags, ...nodeFlags, '--import', 'tsx', `bench/targets/${script}.ts`], {
     cwd: ROOT,
     // the rate limiter stays on the path (its cost is part of every figure) but never refuses
     // REDIS_URL only where a scenario asks for it: one set in the shell must not change the others
@@ -327,7 +329,8 @@ const totalCalls = (calls: Record<string, number>): number => Object.values(call
 const profileFlags = flags['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-interval=50', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'])}`] : [];
 // The bytes every target answers with: the gateway's own answer, from a process used for nothing
 // else. Every measured process is started just before its scenario (a process that sat idle for a
-// minute serves 10 to 15% slower for minutes after: BENCHMARKS.md, "seventh pass").
+// minute after start-up served 10 to 15% slower for minutes after with V8's defaults, about 3%
+// with --no-memory-reducer: BENCHMARKS.md, "seventh pass").
 const hotBody = body(RECS_QUERY, hotAnchor);
 const bodyFile = path.join(dataDir, 'body.json');
 const itemsFile = path.join(dataDir, 'items.json');
