@@ -60,9 +60,11 @@ const lastOnConnection = new WeakMap<object, { authorization: string; id: string
  * afresh, so the requests of several users down one proxy connection are still told apart. Only
  * the last value is held, for as long as the socket lives (the WeakMap entry goes with it). The
  * comparison is not constant-time; through a shared proxy connection it sets a value against
- * another user's once per request of theirs, nanoseconds behind a network round trip.
+ * another user's once per request of theirs, nanoseconds behind a network round trip. Without a
+ * connection, credentialId.
  */
-export function connectionCredentialId(connection: object, authorization: string): string {
+export function connectionCredentialId(connection: object | undefined, authorization: string): string {
+  if (connection === undefined) return credentialId(authorization);
   const last = lastOnConnection.get(connection);
   if (last !== undefined && last.authorization === authorization) return last.id;
   const id = credentialId(authorization);

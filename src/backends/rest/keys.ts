@@ -82,7 +82,7 @@ export class RestKeyService implements KeyService {
   /** A credential this process authenticated within the cache's TTL (only a well-formed one can have been). */
   authenticateKnown(authorization: string, connection?: object): PrincipalModel | undefined {
     if (typeof authorization !== 'string') return undefined;
-    const cached = this.cache.get(connection === undefined ? credentialIdOf(authorization) : connectionCredentialId(connection, authorization));
+    const cached = this.cache.get(connectionCredentialId(connection, authorization));
     return cached === undefined ? undefined : withAuthorization(cached, authorization);
   }
 

@@ -112,8 +112,7 @@ export class EmbeddedKeyService implements KeyService {
 
   authenticateKnown(authorization: string, connection?: object): PrincipalModel | undefined {
     if (!this.usesVerified()) return undefined;
-    const id = connection === undefined ? credentialId(authorization) : connectionCredentialId(connection, authorization);
-    return this.verifiedPrincipal(id, authorization, this.now());
+    return this.verifiedPrincipal(connectionCredentialId(connection, authorization), authorization, this.now());
   }
 
   /** Whether verified keys are kept: only where the store can tell when another process changed it. */
