@@ -10,8 +10,24 @@ export type Credential =
   | { kind: 'key'; key: string }
   | { kind: 'password'; username: string; domain: string | null; password: string };
 
-/** A key is strict base64; anything else is not a key. */
+/** Basic credentials are strict base64 (upstream-facts.md). */
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+
+/**
+ * A key in its one canonical spelling: 16 bytes as standard base64, 22 characters whose last one
+ * carries 2 bits and 4 zero bits (so it is A, Q, g or w), unpadded; or that same text followed by
+ * `==`. Node's decoder (like Java's) ignores the unused bits and the padding, so every key would
+ * otherwise have 48 spellings that all authenticate (16 last characters times no padding, `=`
+ * and `==`), which lets a key escape anything that tells keys apart by their text.
+ *
+ * The padded twin is accepted because the real service accepts it: Concord hashes
+ * SHA-256(Base64.getDecoder().decode(key)), and Java's basic decoder takes a final unit padded
+ * with the right number of `=` (here two) and refuses a wrong number (`…A=`); a client written
+ * against Concord that pads its key keeps working. The other 15 last characters Concord would
+ * also take (Java ignores the unused bits too) are refused here: no key the service hands out is
+ * spelled that way, so only a mangled or forged value would use them.
+ */
+const CANONICAL_KEY = /^[A-Za-z0-9+/]{21}[AQgw](?:==)?$/;
 
 /** The longest header value considered at all: a key is 22 characters, credentials far less. */
 const MAX_LENGTH = 1024;
@@ -23,12 +39,12 @@ export function parseAuthorization(value: string): Credential | null {
   if (space === -1) {
     // a scheme with nothing after it is a malformed header, not a key that happens to be a word
     if (/^(bearer|basic)$/i.test(trimmed)) return null;
-    return BASE64.test(trimmed) ? { kind: 'key', key: trimmed } : null;
+    return CANONICAL_KEY.test(trimmed) ? { kind: 'key', key: trimmed } : null;
   }
 
   const scheme = trimmed.slice(0, space).toLowerCase();
   const rest = trimmed.slice(space + 1).trim();
-  if (scheme === 'bearer') return BASE64.test(rest) ? { kind: 'key', key: rest } : null;
+  if (scheme === 'bearer') return CANONICAL_KEY.test(rest) ? { kind: 'key', key: rest } : null;
   if (scheme !== 'basic' || !BASE64.test(rest)) return null;
 
   const decoded = Buffer.from(rest, 'base64').toString('utf8');

@@ -46,6 +46,19 @@ describe('Authorization header', () => {
     expect(parseAuthorization('bearer  AAECAwQFBgcICQoLDA0ODw ')).toEqual({ kind: 'key', key: 'AAECAwQFBgcICQoLDA0ODw' });
   });
 
+  it('reads a key padded with == (the real service decodes it), as the same key bytes', () => {
+    const padded = parseAuthorization('AAECAwQFBgcICQoLDA0ODw==');
+    expect(padded).toEqual({ kind: 'key', key: 'AAECAwQFBgcICQoLDA0ODw==' });
+    expect(hashApiKey('AAECAwQFBgcICQoLDA0ODw==')).toBe(hashApiKey('AAECAwQFBgcICQoLDA0ODw'));
+  });
+
+  it.each(['AAECAwQFBgcICQoLDA0ODx', 'AAECAwQFBgcICQoLDA0OD/', 'AAECAwQFBgcICQoLDA0ODw=', 'Bearer AAECAwQFBgcICQoLDA0ODx==', 'AAECAwQFBgcICQoLDA0O', 'AAECAwQFBgcICQoLDA0ODwA'])(
+    'refuses the non-canonical key spelling %j',
+    (value) => {
+      expect(parseAuthorization(value)).toBeNull();
+    },
+  );
+
   it('reads Basic credentials, splitting a domain user at the first @', () => {
     expect(parseAuthorization(basic('alice:s3cret:with:colons'))).toEqual({
       kind: 'password',
