@@ -2,6 +2,7 @@ import path from 'node:path';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES } from './http/responseCache.js';
 import { DEFAULT_LIMITS, type QueryLimits } from './limits.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './protection/rateLimit.js';
+import { DEFAULT_MAX_KEYS_PER_USER } from './backends/embedded/keys/keyService.js';
 
 /**
  * The gateway's configuration: the only reader of environment variables. Every setting, its
@@ -69,6 +70,17 @@ export interface Config {
   otlpEndpoint: string | null;
   /** OTEL_SERVICE_NAME: the service name traces carry. Default `recs-gateway`. */
   serviceName: string;
+  // --- Exposure limits (security review): keys per user, who may read /metrics ---
+  /**
+   * MAX_KEYS_PER_USER: the most API keys one user may have in the embedded backend (each key is
+   * a rate-limit bucket of its own). Default 100.
+   */
+  maxKeysPerUser: number;
+  /**
+   * METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>` (else 401).
+   * Default: none, and /metrics is open (keep it off the public network then).
+   */
+  metricsToken: string | null;
   /** The REST backend's upstream settings; each left out takes the default in src/backends/rest/options.ts. */
   upstream: {
     /** UPSTREAM_CONNECT_TIMEOUT_MS, default 2000. */
@@ -138,6 +150,18 @@ export function loadConfig(env: Env = process.env): Config {
     }
   };
 
+  /** A secret compared with a Bearer value: visible ASCII, long enough not to be guessed. */
+  const token = (name: string): string | null => {
+    const raw = get(name);
+    if (raw === undefined) return null;
+    if (!/^[\x21-\x7e]{16,1024}$/.test(raw)) {
+      // never echo a secret, even a malformed one
+      problems.push(`${name} must be 16 to 1024 visible ASCII characters (no spaces)`);
+      return null;
+    }
+    return raw;
+  };
+
   function rateLimits(): RateLimitSettings {
     const defaults = DEFAULT_RATE_LIMITS;
     const rps = int('RATE_LIMIT_RPS', defaults.perPrincipal?.ratePerSecond ?? 0, 0, 1_000_000);
@@ -198,6 +222,9 @@ export function loadConfig(env: Env = process.env): Config {
     otlpEndpoint: url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     serviceName: get('OTEL_SERVICE_NAME') ?? 'recs-gateway',
     upstream: {},
+    // --- Exposure limits (security review) ---
+    maxKeysPerUser: int('MAX_KEYS_PER_USER', DEFAULT_MAX_KEYS_PER_USER, 1, 1_000_000),
+    metricsToken: token('METRICS_TOKEN'),
   };
   const optionalInt = (name: string, min: number, max: number): number | undefined =>
     get(name) === undefined ? undefined : int(name, 0, min, max);

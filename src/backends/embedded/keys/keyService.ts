@@ -11,7 +11,7 @@ import type {
 } from '../../types.js';
 import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from './apiKeyValue.js';
 import { verifyPassword } from './passwords.js';
-import { KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
+import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
 import { isUuid } from '../../keyIds.js';
 
 const isExpired = (key: KeyRecord, now: number): boolean => key.expiresAt !== null && key.expiresAt.getTime() <= now;
@@ -30,7 +30,14 @@ export interface EmbeddedKeyServiceOptions {
   lastUsedResolutionMs?: number;
   /** The clock, for tests of expiry; default Date.now. */
   now?: () => number;
+  /**
+   * The most API keys one user may have (MAX_KEYS_PER_USER); default 100. Every key is a
+   * rate-limit bucket of its own, so without a cap a user could multiply its rate at will.
+   */
+  maxKeysPerUser?: number;
 }
+
+export const DEFAULT_MAX_KEYS_PER_USER = 100;
 
 const toModel = (key: KeyRecord): ApiKeyModel => ({
   id: key.id,
@@ -63,6 +70,7 @@ export class EmbeddedKeyService implements KeyService {
   /** The data version the verified keys hold for; none read yet (NaN equals nothing). */
   private verifiedVersion = Number.NaN;
   private readonly verifiedKeyTtlMs: number;
+  private readonly maxKeysPerUser: number;
   /** The store's data version as read this turn of the event loop; undefined until read. */
   private versionThisTurn: number | undefined;
   private readonly forgetVersion = (): void => {
@@ -76,6 +84,7 @@ export class EmbeddedKeyService implements KeyService {
     this.lastUsedResolutionMs = options.lastUsedResolutionMs ?? 60_000;
     this.now = options.now ?? Date.now;
     this.verifiedKeyTtlMs = options.verifiedKeyTtlMs ?? 30_000;
+    this.maxKeysPerUser = options.maxKeysPerUser ?? DEFAULT_MAX_KEYS_PER_USER;
   }
 
   async authenticate(authorization: string): Promise<PrincipalModel> {
@@ -157,11 +166,17 @@ export class EmbeddedKeyService implements KeyService {
         name: input.name ?? null,
         hash: hashApiKey(key),
         expiresAt: days ? new Date(this.now() + days * 86_400_000) : null,
+        maxKeysPerUser: this.maxKeysPerUser,
       });
       return { ok: true, id: record.id, key, apiKey: toModel(record) };
     } catch (error) {
       if (error instanceof KeyNameTakenError) {
         throw badUserInput(`An API key named ${input.name ?? 'that'} already exists for this user`, 'name');
+      }
+      if (error instanceof KeyLimitReachedError) {
+        throw badUserInput(
+          `The user already has ${this.maxKeysPerUser} API keys, the most a user may have: delete one to create another`,
+        );
       }
       throw error;
     }

@@ -3,6 +3,7 @@ import pg from 'pg';
 import { nextDefaultName } from './apiKeyValue.js';
 import {
   DEFAULT_NAME_PATTERN,
+  KeyLimitReachedError,
   KeyNameTakenError,
   UserExistsError,
   type KeyRecord,
@@ -151,7 +152,12 @@ export class PostgresKeyStore implements KeyStore {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
+      // the user's row lock orders every create for that user: the count below holds until the commit
       await client.query('SELECT 1 FROM users WHERE id = $1 FOR UPDATE', [key.userId]);
+      if (key.maxKeysPerUser !== undefined) {
+        const { rows } = await client.query<{ n: number }>('SELECT count(*)::int AS n FROM api_keys WHERE user_id = $1', [key.userId]);
+        if (rows[0]!.n >= key.maxKeysPerUser) throw new KeyLimitReachedError(`the user has ${key.maxKeysPerUser} keys`);
+      }
       let name = key.name;
       if (name === null) {
         const { rows } = await client.query<{ name: string }>(

@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import { nextDefaultName } from './apiKeyValue.js';
 import {
   DEFAULT_NAME_PATTERN,
+  KeyLimitReachedError,
   KeyNameTakenError,
   UserExistsError,
   type KeyRecord,
@@ -80,6 +81,7 @@ export class SqliteKeyStore implements KeyStore {
         'INSERT INTO users (id, username, domain, password_hash, is_admin, created_at) VALUES (?, ?, ?, ?, ?, ?)',
       ),
       findUser: db.prepare<[string, string], UserRow>('SELECT * FROM users WHERE username = ? AND domain = ?'),
+      countKeys: db.prepare<[string], number>('SELECT count(*) FROM api_keys WHERE user_id = ?').pluck(),
       defaultNames: db.prepare<[string, string], { name: string }>(
         'SELECT name FROM api_keys WHERE user_id = ? AND name LIKE ?',
       ),
@@ -171,6 +173,10 @@ export class SqliteKeyStore implements KeyStore {
 
   async createKey(key: NewKey): Promise<KeyRecord> {
     const insert = this.db.transaction((): KeyRow => {
+      // counted inside the write transaction (BEGIN IMMEDIATE): another process's create waits for this one's commit
+      if (key.maxKeysPerUser !== undefined && this.statements.countKeys.get(key.userId)! >= key.maxKeysPerUser) {
+        throw new KeyLimitReachedError(`the user has ${key.maxKeysPerUser} keys`);
+      }
       const name =
         key.name ??
         nextDefaultName(this.statements.defaultNames.all(key.userId, DEFAULT_NAME_PATTERN).map((r) => r.name));

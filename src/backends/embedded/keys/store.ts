@@ -36,12 +36,19 @@ export interface NewKey {
   /** SHA-256 of the key bytes, base64 without padding. */
   hash: string;
   expiresAt: Date | null;
+  /**
+   * The most keys the user may have, this one included; the count and the insert are one
+   * transaction, so two creates racing for the last slot cannot both get it. Default: no cap.
+   */
+  maxKeysPerUser?: number;
 }
 
 /** The user already exists (same username and domain). */
 export class UserExistsError extends Error {}
 /** The user already has a key of that name. */
 export class KeyNameTakenError extends Error {}
+/** The user already has NewKey.maxKeysPerUser keys. */
+export class KeyLimitReachedError extends Error {}
 
 export interface KeyStore {
   /** Creates the tables when missing; safe to run from several processes at once. */
@@ -50,7 +57,7 @@ export interface KeyStore {
   /** Throws UserExistsError. */
   createUser(user: NewUser): Promise<UserRecord>;
   findUser(username: string, domain: string | null): Promise<UserRecord | null>;
-  /** Throws KeyNameTakenError; the record is written whole or not at all. */
+  /** Throws KeyNameTakenError or KeyLimitReachedError; the record is written whole or not at all. */
   createKey(key: NewKey): Promise<KeyRecord>;
   /** The user's keys, sorted by name (byte order, the same in both stores). */
   listKeys(userId: string): Promise<KeyRecord[]>;
