@@ -25,7 +25,7 @@ import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCa
 import { createLoaders } from './loaders/index.js';
 import { silentLogger, type Logger } from './logger.js';
 import { observabilityPlugin } from './observability/graphqlPlugin.js';
-import { GatewayMetrics } from './observability/metrics.js';
+import { GatewayMetrics, metricsAuthorized } from './observability/metrics.js';
 import { readiness } from './observability/readiness.js';
 import { observeRequest, type RequestRecord } from './observability/requestScope.js';
 import { inServerSpan, tracingActive } from './observability/tracing.js';
@@ -45,7 +45,7 @@ export function loadTypeDefs(): string[] {
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'metricsToken'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -419,6 +419,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         return sendJson(res, httpStatus, body);
       }
       case '/metrics': {
+        if (!metricsAuthorized(req.headers.authorization, config.metricsToken)) {
+          // nothing about the metrics, nor about what was sent
+          return sendJson(res, 401, { errors: [{ message: 'Unauthorized' }] }, { 'www-authenticate': 'Bearer realm="metrics"' });
+        }
         const { contentType, body } = await metrics.render();
         res.writeHead(200, { 'content-type': contentType, 'cache-control': 'no-store' });
         res.end(body);

@@ -1,3 +1,4 @@
+import { hash, timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BreakerState } from '../backends/rest/breaker.js';
 import type { UpstreamObserver } from '../backends/rest/upstream.js';
@@ -6,9 +7,14 @@ import type { RateLimitOutcome } from '../protection/rateLimit.js';
 import { RequestCounter, RequestHistogram } from './requestMetrics.js';
 import type { RequestRecord } from './requestScope.js';
 
-/** Distinct operation names kept as label values; later newcomers are counted as `other`. */
-const MAX_OPERATION_NAMES = 200;
+/**
+ * Distinct operation names kept as label values; later newcomers are counted as `other`. The
+ * names come from clients: the cap bounds the series /metrics carries whatever they send.
+ */
+export const MAX_OPERATION_NAMES = 100;
 const MAX_OPERATION_NAME_LENGTH = 64;
+/** The labels that are not names, and `other`, for every name not (yet) kept. */
+const FIXED_OPERATION_LABELS = new Set(['invalid', 'anonymous', 'other']);
 
 const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 };
 
@@ -79,11 +85,30 @@ export class GatewayMetrics {
     this.httpDuration.observe(seconds, route);
   }
 
-  /** Counts and times one answered operation (by Apollo, or by the response cache before it). */
+  /**
+   * Counts and times one answered operation (by Apollo, or by the response cache before it).
+   * `operation` is operationLabel's answer; the metrics carry it only once it is a kept name.
+   */
   graphqlAnswered(operation: string, outcome: string, startedAt: number, record?: RequestRecord): void {
-    this.graphqlRequests.inc(operation, outcome);
-    this.graphqlDuration.observe((performance.now() - startedAt) / 1000, operation);
+    const label = this.keptLabel(operation, outcome);
+    this.graphqlRequests.inc(label, outcome);
+    this.graphqlDuration.observe((performance.now() - startedAt) / 1000, label);
     if (record && record.operation === undefined) record.operation = operation;
+  }
+
+  /**
+   * The metric label of an operation name: the name once an operation under it has succeeded
+   * (the first MAX_OPERATION_NAMES such names), `other` for any other name. Success is the test
+   * because a name that only ever fails (a typo, a probe, a flood of invented names answered
+   * UNAUTHENTICATED or GRAPHQL_VALIDATION_FAILED) says nothing an operator can act on by name,
+   * and it would take a slot a real operation needs. A client that can run a query may still
+   * invent names; the cap bounds what that costs.
+   */
+  private keptLabel(operation: string, outcome: string): string {
+    if (this.operationNames.has(operation) || FIXED_OPERATION_LABELS.has(operation)) return operation;
+    if (outcome !== 'ok' || this.operationNames.size >= MAX_OPERATION_NAMES) return 'other';
+    this.operationNames.add(operation);
+    return operation;
   }
 
   private cacheStats: CacheStats | undefined;
@@ -148,18 +173,14 @@ export class GatewayMetrics {
   }
 
   /**
-   * The label for an operation: its name when the document was valid (else `invalid`),
-   * `anonymous` without one, truncated, and `other` once too many distinct names were seen (a
-   * client could otherwise grow the metrics without bound by inventing names).
+   * The name of an operation as its span and access-log line carry it: its name when the
+   * document was valid (else `invalid`), `anonymous` without one, truncated. The metrics carry
+   * it only once it is kept (graphqlAnswered).
    */
   operationLabel(name: string | null | undefined, resolved: boolean): string {
     if (!resolved) return 'invalid';
     if (!name) return 'anonymous';
-    const label = name.slice(0, MAX_OPERATION_NAME_LENGTH);
-    if (this.operationNames.has(label)) return label;
-    if (this.operationNames.size >= MAX_OPERATION_NAMES) return 'other';
-    this.operationNames.add(label);
-    return label;
+    return name.slice(0, MAX_OPERATION_NAME_LENGTH);
   }
 
   /** Counts and times upstream calls (hand to the REST backend). */
@@ -182,6 +203,17 @@ export class GatewayMetrics {
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
+}
+
+/**
+ * Whether a request may read /metrics: always without a token (METRICS_TOKEN unset), else only
+ * with `Authorization: Bearer <token>`. Compared as SHA-256 digests in constant time, so neither
+ * the token's characters nor its length show in the time a refusal takes.
+ */
+export function metricsAuthorized(authorization: string | undefined, token: string | null | undefined): boolean {
+  if (!token) return true;
+  const sent = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? '';
+  return timingSafeEqual(hash('sha256', sent, 'buffer'), hash('sha256', token, 'buffer'));
 }
 
 /** The route label of a path: one of a fixed few. */

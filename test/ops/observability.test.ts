@@ -111,7 +111,9 @@ describe('observability of a GraphQL request in REST mode', () => {
     expect(value('recs_gateway_graphql_requests_total{operation="Recs",outcome="ok"}')).toBe(2);
     expect(value('recs_gateway_graphql_requests_total{operation="anonymous",outcome="ok"}')).toBe(1);
     expect(value('recs_gateway_graphql_requests_total{operation="invalid",outcome="GRAPHQL_VALIDATION_FAILED"}')).toBe(1);
-    expect(value('recs_gateway_graphql_requests_total{operation="Missing",outcome="NOT_FOUND"}')).toBe(1);
+    // a name only ever seen failing is not kept: its failures are counted as other
+    expect(value('recs_gateway_graphql_requests_total{operation="other",outcome="NOT_FOUND"}')).toBe(1);
+    expect(text).not.toContain('operation="Missing"');
     expect(value('recs_gateway_graphql_request_duration_seconds_count{operation="Recs"}')).toBe(2);
     expect(value('recs_gateway_upstream_requests_total{service="recommendations",method="GET",status="200"}')).toBeGreaterThanOrEqual(2);
     expect(value('recs_gateway_upstream_requests_total{service="apikeys",method="GET",status="200"}')).toBeGreaterThanOrEqual(4);
@@ -134,14 +136,20 @@ describe('observability of a GraphQL request in REST mode', () => {
     expect(text).not.toContain(key);
   });
 
-  it('bounds operation names: truncated, and "other" past the cap', () => {
+  it('bounds operation names: truncated, kept once they succeeded, and "other" past the cap', async () => {
     const fresh = new GatewayMetrics();
     expect(fresh.operationLabel('x'.repeat(500), true)).toHaveLength(64);
-    for (let i = 0; i < 300; i++) fresh.operationLabel(`Op${i}`, true);
-    expect(fresh.operationLabel('Op5', true)).toBe('Op5');
-    expect(fresh.operationLabel('Op250', true)).toBe('other');
     expect(fresh.operationLabel(null, true)).toBe('anonymous');
     expect(fresh.operationLabel('Named', false)).toBe('invalid');
+    fresh.graphqlAnswered('Failing', 'NOT_FOUND', performance.now());
+    for (let i = 0; i < 300; i++) fresh.graphqlAnswered(fresh.operationLabel(`Op${i}`, true), 'ok', performance.now());
+    fresh.graphqlAnswered('Op5', 'UNAUTHENTICATED', performance.now());
+    const { body } = await fresh.render();
+    expect(body).toContain('recs_gateway_graphql_requests_total{operation="Op5",outcome="UNAUTHENTICATED"} 1');
+    expect(body).toContain('recs_gateway_graphql_requests_total{operation="Op99",outcome="ok"} 1');
+    expect(body).toContain('recs_gateway_graphql_requests_total{operation="other",outcome="ok"} 200');
+    expect(body).toContain('recs_gateway_graphql_requests_total{operation="other",outcome="NOT_FOUND"} 1');
+    expect(body).not.toContain('operation="Op100"');
   });
 
   it('writes one access-log line per request with its id, and no credential', async () => {
