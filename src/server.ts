@@ -12,7 +12,7 @@ import type { Backend, PrincipalModel } from './backends/types.js';
 import type { Config } from './config.js';
 import { RequestContext, type GatewayContext } from './context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from './errors.js';
-import { idePage } from './ide.js';
+import { IDE_ASSET_PREFIX, ideResponse } from './ide.js';
 import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
@@ -241,17 +241,27 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const prepared = maxDocuments > 0 ? new PreparedOperations({ schema, parseOptions, validationRules, formatError, maxDocuments }) : null;
   await apollo.start();
 
-  /** GraphiQL, for a browser's GET without a query. */
-  function serveIde(req: IncomingMessage, res: ServerResponse): void {
-    const page = idePage();
-    const gzip = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''));
-    res.writeHead(200, {
-      'content-type': 'text/html; charset=utf-8',
-      'cache-control': 'no-cache',
-      ...(gzip ? { 'content-encoding': 'gzip' } : {}),
-      vary: 'accept-encoding',
-    });
-    res.end(gzip ? page.gzip : page.html);
+  /**
+   * GraphiQL: the page, for a browser's GET /graphql without a query (`file` null), and the files
+   * it loads from under /graphql/ide/. Each request spends a token of the client address's
+   * bucket: the page is small, but its files are megabytes, and they are served before any
+   * authentication.
+   */
+  async function serveIde(req: IncomingMessage, res: ServerResponse, file: string | null): Promise<void> {
+    const method = req.method ?? 'GET';
+    if (method !== 'GET' && method !== 'HEAD') {
+      return sendJson(res, 405, { errors: [{ message: `Method ${method} not allowed` }] }, { allow: 'GET, HEAD' });
+    }
+    try {
+      await limiter.admit(null, clientAddress(req));
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+    }
+    const answer = await ideResponse(file, req.headers);
+    if (answer === null) return sendJson(res, 404, { errors: [{ message: 'No such file of the IDE' }] });
+    res.writeHead(answer.status, answer.headers);
+    res.end(method === 'HEAD' || answer.body === null ? undefined : answer.body);
   }
 
   /**
@@ -277,7 +287,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       }
     } else if (wantsIde(req, search)) {
       res.setHeader('x-request-id', record.id);
-      return serveIde(req, res);
+      return serveIde(req, res, null);
     }
 
     // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
@@ -409,6 +419,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.setHeader('x-request-id', record.id);
     const url = new URL(target, 'http://gateway');
     if (await handleRest(req, res, url)) return;
+    if (url.pathname.startsWith(IDE_ASSET_PREFIX)) return serveIde(req, res, url.pathname.slice(IDE_ASSET_PREFIX.length));
     switch (url.pathname) {
       case '/graphql':
         return graphql(req, res, url.search, record);
