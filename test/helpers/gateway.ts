@@ -1,5 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import type { EmbeddedKeyServiceOptions } from '../../src/backends/embedded/keys/keyService.js';
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
@@ -51,11 +52,11 @@ export async function startTestGateway(backend: Backend, env: Record<string, str
  * The embedded backend over `store` and the demo shop, with users alice, bob@corp.example and the
  * administrator root.
  */
-export async function embeddedWithUsers(store: KeyStore): Promise<Backend> {
+export async function embeddedWithUsers(store: KeyStore, keyOptions: EmbeddedKeyServiceOptions = {}): Promise<Backend> {
   await addUser(store, { username: 'alice', password: 'alice-password' }, TEST_COST);
   await addUser(store, { username: 'bob', domain: 'corp.example', password: 'bob-password' }, TEST_COST);
   await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
-  return createEmbeddedBackend(store, await openEmbeddedRecs({ dataDir: null }));
+  return createEmbeddedBackend(store, await openEmbeddedRecs({ dataDir: null }), keyOptions);
 }
 
 /**

@@ -71,7 +71,8 @@ describe.each(storeKinds)('concurrent key operations, $name store', (kind) => {
   beforeAll(async () => {
     const opened = await kind.open();
     dispose = opened.dispose;
-    gw = await startTestGateway(await embeddedWithUsers(opened.store));
+    // the rounds make about 130 keys for alice: past the default cap of 100 keys a user
+    gw = await startTestGateway(await embeddedWithUsers(opened.store, { maxKeysPerUser: 1_000 }));
     const first = await gw.gql<Created>(CREATE, {}, { authorization: basicAuthorization('alice', 'alice-password') });
     // the rest of the test authenticates with this key (key#1), which is never deleted
     auth = { authorization: first.body.data!.createApiKey.key };
