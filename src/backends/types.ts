@@ -86,6 +86,13 @@ export interface KeyService {
    * value need not be hashed again.
    */
   authenticateKnown?(authorization: string, connection?: object): PrincipalModel | undefined;
+  /**
+   * True when authenticate checks a key without a network call (a local store): the rate limiter
+   * then checks keys even from an address locked out by failures, so a valid key is never refused
+   * for others' failures. Where false or absent, a locked-out address's unknown keys are refused
+   * without being sent anywhere.
+   */
+  readonly checksKeysLocally?: boolean;
   /** The keys of the principal, or of `of` for an administrator; sorted by name. */
   listKeys(principal: PrincipalModel, of?: UserRef | null, options?: CallOptions): Promise<ApiKeyModel[]>;
   /** Creates a key; BAD_USER_INPUT for a bad name or unknown user, FORBIDDEN for another user's. */

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
+import { credentialId } from '../../src/auth/authorization.js';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend, RestBackendOptions } from '../../src/backends/rest/index.js';
 import { sendJson, sendText, failure, startServer } from './helpers.js';
@@ -50,9 +51,11 @@ describe('authenticate', () => {
       user: { id: 'user-1', username: 'bob', domain: 'corp', isAdmin: false },
       authenticatedBy: 'PASSWORD',
       keyId: null,
-      credentialId: createHash('sha256').update(BOB).digest('hex'),
+      // a password credential by a keyed hash of this process's own, never a plain digest of it
+      credentialId: credentialId(BOB),
       authorization: BOB,
     });
+    expect(principal.credentialId).not.toBe(createHash('sha256').update(BOB).digest('hex'));
     const byKey = await backend.keys.authenticate(`Bearer ${KEY}`);
     expect(byKey).toMatchObject({ user: { id: 'user-1', username: null, domain: null }, authenticatedBy: 'API_KEY' });
   });

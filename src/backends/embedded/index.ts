@@ -1,11 +1,15 @@
 import type { Backend, RecsService } from '../types.js';
-import { EmbeddedKeyService } from './keys/keyService.js';
+import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
 
 /** The in-process backend over a key store and a recommender it takes ownership of. */
-export function createEmbeddedBackend(store: KeyStore, recs: RecsService & { close(): Promise<void> }): Backend {
+export function createEmbeddedBackend(
+  store: KeyStore,
+  recs: RecsService & { close(): Promise<void> },
+  keyOptions: EmbeddedKeyServiceOptions = {},
+): Backend {
   return {
-    keys: new EmbeddedKeyService(store),
+    keys: new EmbeddedKeyService(store, keyOptions),
     recs,
     async check() {
       try {
