@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { parseAuthorization } from '../auth/authorization.js';
+import { credentialId, parseAuthorization } from '../auth/authorization.js';
 import type { CallOptions, KeyService, PrincipalModel } from '../backends/types.js';
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type BucketLimit, type TokenBuckets } from './tokenBucket.js';
@@ -72,6 +72,8 @@ export class RateLimiter {
   private readonly principalLimit: BucketLimit | null;
   /** The limit per user; null when it is off. */
   private readonly userLimit: BucketLimit | null;
+  /** Password sign-ins being checked, by address and credentialId. */
+  private readonly signingIn = new Map<string, Promise<PrincipalModel>>();
 
   constructor(
     readonly buckets: TokenBuckets,
@@ -171,7 +173,26 @@ export class RateLimiter {
    * the username is reserved before the password is checked, and given back when it is right (or
    * when the check could not be made at all): concurrent guesses are refused at once, not after.
    */
-  private async signIn(
+  private signIn(
+    keys: KeyService,
+    authorization: string,
+    user: string,
+    address: string,
+    failures: BucketLimit,
+    options?: CallOptions,
+  ): Promise<PrincipalModel> {
+    // The same credential from the same address, sent again while it is being checked, waits for
+    // that check: it is no new guess, so it reserves nothing and costs no password work.
+    const flightKey = `${address}\n${credentialId(authorization)}`;
+    let flight = this.signingIn.get(flightKey);
+    if (flight === undefined) {
+      flight = this.signInOnce(keys, authorization, user, address, failures, options).finally(() => this.signingIn.delete(flightKey));
+      this.signingIn.set(flightKey, flight);
+    }
+    return flight;
+  }
+
+  private async signInOnce(
     keys: KeyService,
     authorization: string,
     user: string,

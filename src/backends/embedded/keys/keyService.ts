@@ -1,4 +1,6 @@
-import { connectionCredentialId, credentialId, parseAuthorization, withAuthorization } from '../../../auth/authorization.js';
+import {
+  connectionCredentialId, credentialId, parseAuthorization, withAuthorization, type Credential,
+} from '../../../auth/authorization.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
 import type {
   ApiKeyModel,
@@ -13,6 +15,8 @@ import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from '.
 import { verifyPassword } from './passwords.js';
 import { KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
 import { isUuid } from '../../keyIds.js';
+
+type PasswordCredential = Extract<Credential, { kind: 'password' }>;
 
 const isExpired = (key: KeyRecord, now: number): boolean => key.expiresAt !== null && key.expiresAt.getTime() <= now;
 
@@ -75,6 +79,8 @@ export class EmbeddedKeyService implements KeyService {
   private verifiedVersion = Number.NaN;
   private readonly verifiedKeyTtlMs: number;
   private readonly verifiedPasswordTtlMs: number;
+  /** Password checks under way, by credentialId. */
+  private readonly signingIn = new Map<string, Promise<PrincipalModel>>();
   /** The store's data version as read this turn of the event loop; undefined until read. */
   private versionThisTurn: number | undefined;
   private readonly forgetVersion = (): void => {
@@ -104,17 +110,13 @@ export class EmbeddedKeyService implements KeyService {
     if (credential === null) throw unauthenticated();
 
     if (credential.kind === 'password') {
-      // the version before the slow check: a change made meanwhile is not hidden by what it verified
-      const version = useVerified ? this.storeVersion() : Number.NaN;
-      const user = await this.store.findUser(credential.username, credential.domain);
-      // verifyPassword hashes against a decoy when the user is unknown: the same time either way
-      const ok = await verifyPassword(credential.password, user?.passwordHash ?? null);
-      if (!user || !ok) throw unauthenticated();
-      const principal = this.principal(user, 'PASSWORD', null, authorization, id);
-      if (useVerified && this.verifiedPasswordTtlMs > 0 && version === this.verifiedVersion) {
-        this.remember(id, principal, null, now + this.verifiedPasswordTtlMs);
+      // the same credential sent many times at once is checked once: one scrypt, one answer
+      let flight = this.signingIn.get(id);
+      if (flight === undefined) {
+        flight = this.signIn(credential, authorization, id, useVerified, now).finally(() => this.signingIn.delete(id));
+        this.signingIn.set(id, flight);
       }
-      return principal;
+      return withAuthorization(await flight, authorization);
     }
 
     const found = await this.store.findKeyByHash(hashApiKey(credential.key));
@@ -122,6 +124,26 @@ export class EmbeddedKeyService implements KeyService {
     this.touch(found.key, now);
     const principal = this.principal(found.user, 'API_KEY', found.key.id, authorization, id);
     if (useVerified && this.verifiedKeyTtlMs > 0) this.remember(id, principal, found.key, now + this.verifiedKeyTtlMs);
+    return principal;
+  }
+
+  private async signIn(
+    { username, domain, password }: PasswordCredential,
+    authorization: string,
+    id: string,
+    useVerified: boolean,
+    now: number,
+  ): Promise<PrincipalModel> {
+    // the version before the slow check: a change made meanwhile is not hidden by what it verified
+    const version = useVerified ? this.storeVersion() : Number.NaN;
+    const user = await this.store.findUser(username, domain);
+    // verifyPassword hashes against a decoy when the user is unknown: the same time either way
+    const ok = await verifyPassword(password, user?.passwordHash ?? null);
+    if (!user || !ok) throw unauthenticated();
+    const principal = this.principal(user, 'PASSWORD', null, authorization, id);
+    if (useVerified && this.verifiedPasswordTtlMs > 0 && version === this.verifiedVersion) {
+      this.remember(id, principal, null, now + this.verifiedPasswordTtlMs);
+    }
     return principal;
   }
 
