@@ -97,13 +97,15 @@ export type Fault =
   /** Holds the request forever: no status, no body. */
   | { kind: 'blackhole' }
   /** Answers this status itself, with the upstream's error body shape; the upstream sees nothing. */
-  | { kind: 'status'; status: number }
+  | { kind: 'status'; status: number; headers?: Record<string, string> }
   /** Closes the connection on receipt: no status at all (ECONNRESET or "other side closed"). */
   | { kind: 'reset' }
   /** Forwards after a delay. */
   | { kind: 'delay'; ms: number }
   /** Sends the status and headers at once, then the body one byte every `everyMs`. */
-  | { kind: 'trickle'; everyMs: number };
+  | { kind: 'trickle'; everyMs: number }
+  /** Another fault for the requests `match` picks; the others pass. */
+  | { kind: 'some'; match: (req: RecordedRequest) => boolean; fault: Fault };
 
 /**
  * An HTTP proxy of the test's own on loopback in front of the upstream: it counts what reaches it
@@ -143,7 +145,8 @@ async function forward(target: string, req: RecordedRequest, res: ServerResponse
 export async function startFaultProxy(target: string, fault: Fault = { kind: 'pass' }): Promise<FaultProxy> {
   const proxy: { fault: Fault } = { fault };
   const server: TestServer = await startServer(async (req, res) => {
-    const now = proxy.fault;
+    let now = proxy.fault;
+    while (now.kind === 'some') now = now.match(req) ? now.fault : { kind: 'pass' };
     switch (now.kind) {
       case 'pass':
         return forward(target, req, res);
@@ -154,7 +157,7 @@ export async function startFaultProxy(target: string, fault: Fault = { kind: 'pa
         return;
       case 'status': {
         const body = JSON.stringify({ errors: [{ code: now.status, message: 'Service Unavailable' }] });
-        res.writeHead(now.status, { 'content-type': 'application/json', 'content-length': String(body.length) });
+        res.writeHead(now.status, { 'content-type': 'application/json', 'content-length': String(body.length), ...now.headers });
         res.end(body);
         return;
       }
@@ -198,6 +201,7 @@ export interface RestGateway {
 
 export interface TimedResponse {
   status: number;
+  headers: Headers;
   ms: number;
   body: { data?: Record<string, unknown> | null; errors?: { message: string; extensions?: { code?: string } }[] };
 }
@@ -297,7 +301,7 @@ export async function timedGql(
     body: JSON.stringify({ query, variables }),
   });
   const body = (await response.json()) as TimedResponse['body'];
-  return { status: response.status, ms: performance.now() - started, body };
+  return { status: response.status, headers: response.headers, ms: performance.now() - started, body };
 }
 
 /** The q-quantile (0..1) of a sample, nearest rank. */
