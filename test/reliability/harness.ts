@@ -44,6 +44,8 @@ export interface Upstream {
   gatewayKey: string;
   alice: UpstreamUser;
   bob: UpstreamUser;
+  /** Basic credentials of the administrator `root` (no key). */
+  adminBasic: string;
   stop(): Promise<void>;
 }
 
@@ -59,13 +61,14 @@ async function createKey(url: string, authorization: string, name?: string): Pro
 
 /**
  * Starts `recs-gateway serve` on a temp DATA_DIR with users alice, bob and gateway (made in the
- * SQLite file before the start, with cheap hashes), and a key for each.
+ * SQLite file before the start, with cheap hashes), and a key for each; and the administrator root.
  */
 export async function startUpstream(): Promise<Upstream> {
   const { dir, remove } = tempDir('recs-reliability-upstream-');
   const store = new SqliteKeyStore(path.join(dir, 'keys.db'));
   const passwords = { alice: 'alice-password', bob: 'bob-password', gateway: 'gateway-password' };
   for (const [username, password] of Object.entries(passwords)) await addUser(store, { username, password }, TEST_COST);
+  await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
   await store.close();
   const serve = await startServe({ DATA_DIR: dir, REDIS_URL: '' }).catch((error: unknown) => {
     remove();
@@ -84,6 +87,7 @@ export async function startUpstream(): Promise<Upstream> {
     gatewayKey,
     alice: await user('alice'),
     bob: await user('bob'),
+    adminBasic: basicAuthorization('root', 'root-password'),
     async stop() {
       await serve.stop();
       remove();
