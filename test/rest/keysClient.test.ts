@@ -3,6 +3,9 @@ import type { ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend, RestBackendOptions } from '../../src/backends/rest/index.js';
+import { MemoryCache } from '../../src/cache/memory.js';
+import { RedisCache } from '../../src/cache/redis.js';
+import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { sendJson, sendText, failure, startServer } from './helpers.js';
 import type { RecordedRequest, TestServer } from './helpers.js';
 
@@ -76,6 +79,24 @@ describe('authenticate', () => {
       expect(off.keys.authenticateKnown!(KEY)).toBeUndefined();
     } finally {
       await off.close();
+    }
+  });
+
+  it('answers at once for a remembered key beside an in-process cache, but not beside Redis (another process may have deleted it)', async () => {
+    const prefix = testPrefix();
+    const redis = new RedisCache({ url: REDIS_URL, keyPrefix: prefix });
+    const [local, shared] = [new MemoryCache(), redis].map((sharedCache) =>
+      createRestBackend({ apiKeyServiceUrl: upstream.url, recsServiceUrl: 'http://127.0.0.1:9', recsApiKey: 'k', sharedCache }));
+    try {
+      for (const b of [local!, shared!]) await b.keys.authenticate(KEY);
+      expect(local!.keys.authenticateKnown!(KEY)?.user.id).toBe('user-1');
+      expect(shared!.keys.authenticateKnown!(KEY)).toBeUndefined();
+      expect((await shared!.keys.authenticate(KEY)).user.id).toBe('user-1');
+      expect(upstream.requests).toHaveLength(2);
+    } finally {
+      for (const b of [local!, shared!]) await b.close();
+      await redis.close();
+      await drainPrefix(prefix);
     }
   });
 

@@ -5,6 +5,7 @@ import {
 import type {
   ApiKeyModel, CallOptions, CreateApiKeyInput, CreatedApiKeyModel, KeyService, PrincipalModel, UserRef,
 } from '../types.js';
+import { MemoryCache } from '../../cache/memory.js';
 import type { SharedCache } from '../../cache/types.js';
 import { AuthCache, DELETED_KEY_MARGIN_MS, RefusedCredentials } from './authCache.js';
 import type { CachedAuth, CachedPrincipal } from './authCache.js';
@@ -62,6 +63,8 @@ export class RestKeyService implements KeyService {
   private readonly refused: RefusedCredentials;
   private readonly inflight = new Map<string, { promise: Promise<CachedPrincipal>; controller: AbortController; waiters: number }>();
   private readonly shared: SharedAuthCache | undefined;
+  /** Whether other gateway processes share the cache, and so may delete a key this one remembers. */
+  private readonly crossProcess: boolean;
   /** How long a key deleted through this gateway stays refused by every cache, in ms. */
   private readonly deletedHoldMs: number;
 
@@ -75,6 +78,9 @@ export class RestKeyService implements KeyService {
     this.cache = new AuthCache(authCacheTtlMs, authCacheMaxEntries);
     this.refused = new RefusedCredentials(REFUSED_CREDENTIAL_TTL_MS, REFUSED_CREDENTIAL_MAX_ENTRIES);
     this.shared = sharedCache ? new SharedAuthCache(sharedCache, authCacheTtlMs) : undefined;
+    // The in-process cache (no REDIS_URL) has no other process to hear of a delete from: this
+    // process's own eviction is the whole story, and a remembered key needs no check on use.
+    this.crossProcess = sharedCache !== undefined && !(sharedCache instanceof MemoryCache);
     this.deletedHoldMs = authCacheTtlMs + DELETED_KEY_MARGIN_MS;
   }
 
@@ -112,7 +118,7 @@ export class RestKeyService implements KeyService {
 
   /** Whether another gateway process may have deleted this credential's key: it must be asked on each use. */
   private deletableElsewhere(auth: CachedAuth): boolean {
-    return this.shared !== undefined && auth.principal.authenticatedBy === 'API_KEY';
+    return this.crossProcess && auth.principal.authenticatedBy === 'API_KEY';
   }
 
   async listKeys(principal: PrincipalModel, of?: UserRef | null, options: CallOptions = {}): Promise<ApiKeyModel[]> {
