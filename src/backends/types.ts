@@ -69,6 +69,13 @@ export interface CallOptions {
    * backend stops waiting then (UPSTREAM_UNAVAILABLE), the embedded one may ignore it.
    */
   signal?: AbortSignal;
+  /**
+   * The caller's address (or a proxy chain, `client, proxy1, ...`, as the gateway trusts it),
+   * forwarded as X-Forwarded-For where the REST backend passes the caller's credentials on to the
+   * key service, whose own per-address limits then count the caller rather than the gateway.
+   * Sent as given; leave it out to send none. The embedded backend ignores it.
+   */
+  clientAddress?: string;
 }
 
 /** The API key interface (api-keys.md, upstream-facts.md). */
