@@ -127,8 +127,10 @@ export class RateLimiter {
     };
   }
 
-  private async authenticateUnder(keys: KeyService, authorization: string, address: string, options?: CallOptions): Promise<PrincipalModel> {
+  private async authenticateUnder(keys: KeyService, authorization: string, address: string, given?: CallOptions): Promise<PrincipalModel> {
     const failures = this.settings.authFailures;
+    // a remote key service sees who is signing in (X-Forwarded-For), not only this gateway
+    const options = new AddressedCall(given, address);
     let principal: PrincipalModel;
     if (failures === null) {
       principal = await keys.authenticate(authorization, options);
@@ -295,6 +297,18 @@ export class RateLimiter {
 
   close(): Promise<void> {
     return this.buckets.close();
+  }
+}
+
+/** A call's options with the client's address; the signal is still only made when read (RequestDeadline). */
+class AddressedCall implements CallOptions {
+  constructor(
+    private readonly given: CallOptions | undefined,
+    readonly clientAddress: string,
+  ) {}
+
+  get signal(): AbortSignal | undefined {
+    return this.given?.signal;
   }
 }
 
