@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { isAddressPattern } from './auth/clientAddress.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES } from './http/responseCache.js';
 import { DEFAULT_LIMITS, type QueryLimits } from './limits.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './protection/rateLimit.js';
@@ -57,6 +58,25 @@ export interface Config {
   requestDeadlineMs: number;
   /** BODY_LIMIT_BYTES: the largest request body accepted. Default 1 MiB. */
   bodyLimitBytes: number;
+  /**
+   * ANONYMOUS_BODY_LIMIT_BYTES: the largest body accepted from a request without credentials
+   * (all it may ask is `viewer` and, where allowed, introspection). Default 32 KiB; at most
+   * BODY_LIMIT_BYTES.
+   */
+  anonymousBodyLimitBytes: number;
+  /**
+   * TRUST_PROXY: the addresses of the proxies in front of the gateway, comma-separated (IPv4 or
+   * IPv6, or CIDR blocks such as 10.0.0.0/8). A request from one of them is counted against the
+   * address its X-Forwarded-For names (the last one that is not itself a trusted proxy).
+   * Default: none; the peer's address counts.
+   */
+  trustProxy: string[];
+  /**
+   * VERIFIED_PASSWORD_TTL_SECONDS: how long a password sign-in, once verified, is trusted without
+   * the scrypt work again (kept under a keyed hash, never the password; dropped at once when the
+   * user's keys change, and when another process changes the store). 0 turns it off. Default 60.
+   */
+  verifiedPasswordTtlSeconds: number;
   /** INTROSPECTION: true or false; default on except in production. */
   introspection: boolean;
   /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST: see src/limits.ts. */
@@ -150,6 +170,12 @@ export function loadConfig(env: Env = process.env): Config {
     }
   };
 
+  const list = (name: string): string[] =>
+    (get(name) ?? '')
+      .split(',')
+      .map((part) => part.trim())
+      .filter((part) => part !== '');
+
   /** A secret compared with a Bearer value: visible ASCII, long enough not to be guessed. */
   const token = (name: string): string | null => {
     const raw = get(name);
@@ -167,6 +193,9 @@ export function loadConfig(env: Env = process.env): Config {
     const rps = int('RATE_LIMIT_RPS', defaults.perPrincipal?.ratePerSecond ?? 0, 0, 1_000_000);
     const burst = int('RATE_LIMIT_BURST', Math.max(defaults.perPrincipal?.burst ?? 0, 2 * rps), 1, 10_000_000);
     const failures = int('AUTH_FAILURES_PER_MINUTE', defaults.authFailures?.burst ?? 0, 0, 100_000);
+    // per user: twice the per-principal figures unless set; off with it unless set
+    const userRps = int('RATE_LIMIT_USER_RPS', rps === 0 ? 0 : 2 * rps, 0, 1_000_000);
+    const userBurst = int('RATE_LIMIT_USER_BURST', Math.max(2 * burst, 2 * userRps, 1), 1, 10_000_000);
     const perKey: Record<string, number> = {};
     for (const pair of (get('RATE_LIMIT_PER_KEY') ?? '').split(',').filter((p) => p.trim() !== '')) {
       const match = /^\s*([0-9a-fA-F-]{36})\s*=\s*(\d+)\s*$/.exec(pair);
@@ -179,6 +208,7 @@ export function loadConfig(env: Env = process.env): Config {
     return {
       perPrincipal: rps === 0 ? null : { ratePerSecond: rps, burst },
       perKey,
+      perUser: userRps === 0 ? null : { ratePerSecond: userRps, burst: userBurst },
       authFailures: failures === 0 ? null : { ratePerSecond: failures / 60, burst: failures },
     };
   }
@@ -210,6 +240,9 @@ export function loadConfig(env: Env = process.env): Config {
     recsApiKey: get('RECS_API_KEY') ?? null,
     requestDeadlineMs: int('REQUEST_DEADLINE_MS', 10_000, 100, 300_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    anonymousBodyLimitBytes: 0,
+    trustProxy: list('TRUST_PROXY'),
+    verifiedPasswordTtlSeconds: int('VERIFIED_PASSWORD_TTL_SECONDS', 60, 0, 3600),
     introspection: bool('INTROSPECTION', !production),
     limits: {
       maxDepth: int('MAX_DEPTH', DEFAULT_LIMITS.maxDepth, 1, 100),
@@ -226,6 +259,8 @@ export function loadConfig(env: Env = process.env): Config {
     maxKeysPerUser: int('MAX_KEYS_PER_USER', DEFAULT_MAX_KEYS_PER_USER, 1, 1_000_000),
     metricsToken: token('METRICS_TOKEN'),
   };
+  config.anonymousBodyLimitBytes = Math.min(config.bodyLimitBytes, int('ANONYMOUS_BODY_LIMIT_BYTES', 32 * 1024, 1024, 64 * 1024 * 1024));
+  for (const proxy of config.trustProxy) if (!isAddressPattern(proxy)) problems.push(`TRUST_PROXY must list IP addresses or CIDR blocks, got "${proxy}"`);
   const optionalInt = (name: string, min: number, max: number): number | undefined =>
     get(name) === undefined ? undefined : int(name, 0, min, max);
   const upstream = {

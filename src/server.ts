@@ -11,7 +11,8 @@ import type { BreakerState } from './backends/rest/breaker.js';
 import type { Backend, PrincipalModel } from './backends/types.js';
 import type { Config } from './config.js';
 import { RequestContext, type GatewayContext } from './context.js';
-import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from './errors.js';
+import { ErrorCode, GatewayError, httpStatusOf, isErrorCode, unauthenticated } from './errors.js';
+import { ClientAddresses } from './auth/clientAddress.js';
 import { IDE_ASSET_PREFIX, ideResponse } from './ide.js';
 import { isTokenLimitError, queryLimitsRule } from './limits.js';
 import { PersistedQueryCache } from './cache/apq.js';
@@ -45,7 +46,7 @@ export function loadTypeDefs(): string[] {
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'metricsToken'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'metricsToken'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -118,8 +119,16 @@ function parseBody(text: string, contentType: string | undefined): unknown {
   return text;
 }
 
-/** The peer's address: what failed authentications are counted against. */
-const clientAddress = (req: IncomingMessage): string => req.socket.remoteAddress ?? 'unknown';
+/** ANONYMOUS_BODY_LIMIT_BYTES's default, where a config without it is given. */
+const DEFAULT_ANONYMOUS_BODY_LIMIT = 32 * 1024;
+
+/** Whether a request sends a persisted query's extension (to look one up, or to register one). */
+function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
+  if (method === 'GET') return new URLSearchParams(search).get('extensions')?.includes('persistedQuery') === true;
+  if (typeof body !== 'object' || body === null) return false;
+  const { extensions } = body as { extensions?: unknown };
+  return typeof extensions === 'object' && extensions !== null && 'persistedQuery' in extensions;
+}
 
 /** The headers a request-level error carries: the challenge with a 401, Retry-After with a 429. */
 function errorHeaders(error: GatewayError): Record<string, string> {
@@ -210,6 +219,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       ? { breakers: backend.breakerState as () => Record<string, BreakerState> }
       : {}),
   });
+  const addresses = new ClientAddresses(config.trustProxy ?? []);
+  const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT, config.bodyLimitBytes);
   const maxResponses = config.responseCacheMaxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES;
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses }) : null;
 
@@ -253,7 +264,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       return sendJson(res, 405, { errors: [{ message: `Method ${method} not allowed` }] }, { allow: 'GET, HEAD' });
     }
     try {
-      await limiter.admit(null, clientAddress(req));
+      await limiter.admit(null, addresses.of(req));
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
       return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
@@ -265,9 +276,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   /**
-   * /graphql. The order is the contract: the body is read and parsed (400 when it is not JSON),
-   * the credential is authenticated under the rate limits (401 or 429 whatever is asked), then a
-   * PUBLIC answer may come from the response cache, and only then does Apollo see the request.
+   * /graphql. The order is the contract: the credential is authenticated under the rate limits
+   * from the headers alone (401 or 429 whatever is asked, before a byte of the body is read),
+   * then the body is read (a request without credentials may send only a small one) and parsed
+   * (400 when it is not JSON), then a PUBLIC answer may come from the response cache, and only
+   * then does a GraphQL pipeline see the request. Nothing a stranger sends is normalised, parsed
+   * or remembered beyond that small body.
    *
    * The cached path is kept lean on purpose (BENCHMARKS.md has what each step bought): a body
    * seen before is not parsed again, no span is made without a tracer, the headers go out in one
@@ -275,55 +289,65 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
    */
   async function handleGraphQL(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
     const method = (req.method ?? 'GET').toUpperCase();
-    let text: string | undefined;
-    let body: unknown;
-    let cacheKey: string | null | undefined;
-    if (method === 'POST') {
-      text = (await readBody(req, config.bodyLimitBytes)).toString('utf8');
-      cacheKey = responseCache?.knownKey(req.headers, text);
-      if (cacheKey === undefined) {
-        body = parseBody(text, req.headers['content-type']);
-        cacheKey = responseCache?.keyOf(method, req.headers, body, text) ?? null;
-      }
-    } else if (wantsIde(req, search)) {
+    if (method !== 'POST' && wantsIde(req, search)) {
       res.setHeader('x-request-id', record.id);
       return serveIde(req, res, null);
     }
 
-    // Authenticate before the GraphQL pipeline: a bad credential fails the whole request with 401,
-    // whatever it asks for, and costs no parsing or validation. The rate limits come first. A key
-    // verified before, under limits that answer at once, is authenticated without waiting: no
-    // promise, no deadline (a cached answer needs neither).
+    // A key verified before, under limits that answer at once, is authenticated without waiting:
+    // no promise, no deadline (a cached answer needs neither).
     const authorization = req.headers.authorization;
+    const address = addresses.of(req);
     let principal: PrincipalModel | null | undefined =
-      authorization === undefined ? undefined : limiter.authenticateNow(backend.keys, authorization, clientAddress(req), req.socket);
+      authorization === undefined ? undefined : limiter.authenticateNow(backend.keys, authorization, address, req.socket);
     let deadline: RequestDeadline | undefined;
     if (principal === undefined) {
       deadline = new RequestDeadline(res, config.requestDeadlineMs);
       try {
-        principal = await limiter.authenticate(backend.keys, authorization, clientAddress(req), deadline);
+        principal = await limiter.authenticate(backend.keys, authorization, address, deadline);
       } catch (error) {
         if (!(error instanceof GatewayError)) throw error;
         res.setHeader('x-request-id', record.id);
-        return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+        // a large body left unread is not read to its end either: the connection goes with it
+        const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
+        return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), {
+          ...errorHeaders(error),
+          ...(closing ? { connection: 'close' } : {}),
+        });
       }
     }
 
-    // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
-    if (principal !== null && cacheKey !== null && cacheKey !== undefined) {
-      const started = performance.now();
-      const hit = responseCache!.serve(cacheKey, res, record.id);
-      if (hit !== null) {
-        metrics.graphqlAnswered(hit, 'ok', started, record);
-        return;
+    let text: string | undefined;
+    let body: unknown;
+    let cacheKey: string | null | undefined = null;
+    if (method === 'POST') {
+      text = (await readBody(req, principal === null ? anonymousBodyLimit : config.bodyLimitBytes)).toString('utf8');
+      // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
+      if (principal !== null && responseCache !== null) {
+        cacheKey = responseCache.knownKey(req.headers, text);
+        if (cacheKey === undefined) {
+          body = parseBody(text, req.headers['content-type']);
+          cacheKey = responseCache.keyOf(method, req.headers, body, text);
+        }
+        if (cacheKey !== null) {
+          const started = performance.now();
+          const hit = responseCache.serve(cacheKey, res, record.id);
+          if (hit !== null) {
+            metrics.graphqlAnswered(hit, 'ok', started, record);
+            return;
+          }
+        }
       }
-    } else {
-      cacheKey = null;
     }
 
     res.setHeader('x-request-id', record.id);
     // a body whose key was known, and whose answer has gone from the cache since
     if (body === undefined && text !== undefined) body = parseBody(text, req.headers['content-type']);
+    // persisted queries are registered in a cache every process shares: not by strangers
+    if (principal === null && asksPersistedQuery(method, body, search)) {
+      const error = unauthenticated();
+      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+    }
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record);
     const request = prepared?.prepare(method, req.headers, body) ?? null;
@@ -387,7 +411,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       body = undefined; // the handlers answer a missing or broken body with the interface's 400
     }
     const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs));
-    const keys = limiter.guard(backend.keys, clientAddress(req));
+    const keys = limiter.guard(backend.keys, addresses.of(req));
     const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
     if (answer === null) return false;
     const response = await answer;
@@ -451,7 +475,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     handle(req, res, observeRequest(req, res, requestId, sinks)).catch((error: unknown) => {
       if (!res.headersSent && !res.hasHeader('x-request-id')) res.setHeader('x-request-id', requestId);
       if (error instanceof HttpError) {
-        if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST));
+        // a body refused as too large is not read to its end: the connection goes with it
+        if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST), error.status === 413 ? { connection: 'close' } : {});
         else res.destroy();
         return;
       }

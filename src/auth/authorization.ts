@@ -1,4 +1,4 @@
-import { hash } from 'node:crypto';
+import { createHmac, hash, randomBytes } from 'node:crypto';
 import type { PrincipalModel } from '../backends/types.js';
 
 /**
@@ -60,10 +60,22 @@ export function parseAuthorization(value: string): Credential | null {
   return { kind: 'password', username, domain, password };
 }
 
-/** SHA-256 of a credential, hex: tells credentials apart in cache keys without holding them. */
+/** The secret of this process's keyed hashes of password credentials: never stored, never shared. */
+const PASSWORD_ID_SECRET = randomBytes(32);
+
+/**
+ * An id of a credential, hex, that tells credentials apart in cache keys without holding them.
+ * A key (128 random bits) by its SHA-256, the same in every process, so processes can share what
+ * they verified. A password credential by an HMAC under a secret of this process's own: an id
+ * that leaked (a heap dump, a log) cannot be tried against a list of likely passwords.
+ */
 export function credentialId(authorization: string): string {
+  const value = authorization.trim();
+  if (value.length > 6 && (value.charCodeAt(0) | 0x20) === 0x62 && /^basic\s/i.test(value)) {
+    return createHmac('sha256', PASSWORD_ID_SECRET).update(value).digest('hex');
+  }
   // the one-shot hash: several times cheaper than createHash() for a short input, and this runs on every request
-  return hash('sha256', authorization.trim(), 'hex');
+  return hash('sha256', value, 'hex');
 }
 
 /** What each open connection last sent as its Authorization value, and that value's credentialId. */

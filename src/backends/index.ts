@@ -58,5 +58,8 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     reloadIntervalMs: config.recsReloadIntervalMs,
     ...(hooks.log ? { log: hooks.log } : {}),
   });
-  return createEmbeddedBackend(store, recs, { maxKeysPerUser: config.maxKeysPerUser });
+  return createEmbeddedBackend(store, recs, {
+    verifiedPasswordTtlMs: config.verifiedPasswordTtlSeconds * 1000,
+    maxKeysPerUser: config.maxKeysPerUser,
+  });
 }

@@ -69,6 +69,13 @@ export interface CallOptions {
    * backend stops waiting then (UPSTREAM_UNAVAILABLE), the embedded one may ignore it.
    */
   signal?: AbortSignal;
+  /**
+   * The caller's address (or a proxy chain, `client, proxy1, ...`, as the gateway trusts it),
+   * forwarded as X-Forwarded-For where the REST backend passes the caller's credentials on to the
+   * key service, whose own per-address limits then count the caller rather than the gateway.
+   * Sent as given; leave it out to send none. The embedded backend ignores it.
+   */
+  clientAddress?: string;
 }
 
 /** The API key interface (api-keys.md, upstream-facts.md). */
@@ -86,6 +93,13 @@ export interface KeyService {
    * value need not be hashed again.
    */
   authenticateKnown?(authorization: string, connection?: object): PrincipalModel | undefined;
+  /**
+   * True when authenticate checks a key without a network call (a local store): the rate limiter
+   * then checks keys even from an address locked out by failures, so a valid key is never refused
+   * for others' failures. Where false or absent, a locked-out address's unknown keys are refused
+   * without being sent anywhere.
+   */
+  readonly checksKeysLocally?: boolean;
   /** The keys of the principal, or of `of` for an administrator; sorted by name. */
   listKeys(principal: PrincipalModel, of?: UserRef | null, options?: CallOptions): Promise<ApiKeyModel[]>;
   /** Creates a key; BAD_USER_INPUT for a bad name or unknown user, FORBIDDEN for another user's. */

@@ -1,12 +1,21 @@
+import { hash } from 'node:crypto';
+import { credentialId, parseAuthorization } from '../auth/authorization.js';
 import type { CallOptions, KeyService, PrincipalModel } from '../backends/types.js';
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type BucketLimit, type TokenBuckets } from './tokenBucket.js';
 
 /**
- * Request rate limits. Every request spends a token of its principal's bucket; a failed
- * authentication also spends one of its client address's failure bucket, and an address whose
- * failure bucket is empty is answered 429 before its credentials are even looked at, so keys and
- * passwords cannot be guessed at speed.
+ * Request rate limits. Every request spends a token of its principal's bucket, and a request of a
+ * user's (by any of their keys or their password) one of the user's bucket too, so more keys buy
+ * no more requests.
+ *
+ * Failed sign-ins: a wrong key spends a token of its client address's failure bucket; a password
+ * sign-in reserves a token of the address's failure bucket and of the username's before the
+ * scrypt work (given back when the password is right), so neither concurrency nor many addresses
+ * get more guesses than the limit, and an address or username whose bucket is empty is answered
+ * 429 without any password work. A valid API key is never refused for others' failures: a key
+ * check is a cheap lookup, so it is made even from a locked-out address (where the key service
+ * can make it locally), and only a wrong key from there gets the 429.
  */
 export interface RateLimitSettings {
   /**
@@ -23,8 +32,16 @@ export interface RateLimitSettings {
    */
   perKey: Readonly<Record<string, number>>;
   /**
-   * AUTH_FAILURES_PER_MINUTE: failed authentications allowed per client address a minute (the
-   * burst is the same number). Default 10; AUTH_FAILURES_PER_MINUTE=0 (null here) turns it off.
+   * RATE_LIMIT_USER_RPS / RATE_LIMIT_USER_BURST: requests a second per user, over all their keys
+   * and password sign-ins; a key with its own RATE_LIMIT_PER_KEY entry is limited by that entry
+   * alone. Default twice the per-principal rate and burst (100/s, burst 200); off when the
+   * per-principal limit is off, unless set. Absent here: off.
+   */
+  perUser?: BucketLimit | null;
+  /**
+   * AUTH_FAILURES_PER_MINUTE: failed authentications allowed per client address a minute, and
+   * failed password sign-ins per username a minute (the burst is the same number). Default 10;
+   * AUTH_FAILURES_PER_MINUTE=0 (null here) turns it off.
    */
   authFailures: BucketLimit | null;
 }
@@ -32,20 +49,31 @@ export interface RateLimitSettings {
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   perPrincipal: { ratePerSecond: 50, burst: 100 },
   perKey: {},
+  perUser: { ratePerSecond: 100, burst: 200 },
   authFailures: { ratePerSecond: 10 / 60, burst: 10 },
 };
 
 /** What a limiter decided, for metrics. */
-export type RateLimitOutcome = 'allowed' | 'principal_limited' | 'address_locked';
+export type RateLimitOutcome = 'allowed' | 'principal_limited' | 'user_limited' | 'address_locked' | 'username_locked';
 
 export class RateLimiter {
   /** Decisions since start, by outcome, for /metrics. */
-  readonly counts: Record<RateLimitOutcome, number> = { allowed: 0, principal_limited: 0, address_locked: 0 };
+  readonly counts: Record<RateLimitOutcome, number> = {
+    allowed: 0,
+    principal_limited: 0,
+    user_limited: 0,
+    address_locked: 0,
+    username_locked: 0,
+  };
 
   /** RATE_LIMIT_PER_KEY's limits, made once (null exempts a key): a request spends no allocation on them. */
   private readonly keyLimits: ReadonlyMap<string, BucketLimit | null>;
   /** The default limit per principal; null when it is off. */
   private readonly principalLimit: BucketLimit | null;
+  /** The limit per user; null when it is off. */
+  private readonly userLimit: BucketLimit | null;
+  /** Password sign-ins being checked, by address and credentialId. */
+  private readonly signingIn = new Map<string, Promise<PrincipalModel>>();
 
   constructor(
     readonly buckets: TokenBuckets,
@@ -56,6 +84,8 @@ export class RateLimiter {
     this.keyLimits = new Map(Object.entries(settings.perKey).map(([id, rps]) => [id.toLowerCase(), limit(rps)]));
     const { perPrincipal } = settings;
     this.principalLimit = perPrincipal === null || perPrincipal.ratePerSecond <= 0 ? null : perPrincipal;
+    const { perUser } = settings;
+    this.userLimit = perUser === undefined || perUser === null || perUser.ratePerSecond <= 0 ? null : perUser;
   }
 
   /** Redis-backed buckets when a URL is given, in-process ones otherwise. */
@@ -97,37 +127,135 @@ export class RateLimiter {
     };
   }
 
-  private async authenticateUnder(keys: KeyService, authorization: string, address: string, options?: CallOptions): Promise<PrincipalModel> {
-    if (this.settings.authFailures !== null) await this.checkAddress(address, this.settings.authFailures);
+  private async authenticateUnder(keys: KeyService, authorization: string, address: string, given?: CallOptions): Promise<PrincipalModel> {
+    const failures = this.settings.authFailures;
+    // a remote key service sees who is signing in (X-Forwarded-For), not only this gateway
+    const options = new AddressedCall(given, address);
     let principal: PrincipalModel;
-    try {
+    if (failures === null) {
       principal = await keys.authenticate(authorization, options);
-    } catch (error) {
-      if (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) await this.recordFailure(address);
-      throw error;
+    } else {
+      const credential = parseAuthorization(authorization);
+      principal =
+        credential?.kind === 'password'
+          ? await this.signIn(keys, authorization, usernameBucket(credential.username, credential.domain), address, failures, options)
+          : await this.checkKey(keys, authorization, address, failures, options);
     }
     await this.admit(principal, address);
     return principal;
   }
 
   /**
+   * A key (or a value that is no credential at all). From an address locked out by failures, a
+   * key is still checked where that is a local lookup (or already verified): only a wrong one is
+   * refused with 429. Where checking means asking a remote key service, a locked-out address is
+   * refused before anything is sent, so strangers' guesses never reach it through this gateway.
+   */
+  private async checkKey(keys: KeyService, authorization: string, address: string, failures: BucketLimit, options?: CallOptions): Promise<PrincipalModel> {
+    const look = await this.buckets.take(addressBucket(address), failures, 0);
+    if (!look.allowed) {
+      const known = keys.authenticateKnown?.(authorization);
+      if (known !== undefined) return known;
+      if (keys.checksKeysLocally !== true) throw this.refused('address_locked', look.retryAfterMs);
+    }
+    try {
+      return await keys.authenticate(authorization, options);
+    } catch (error) {
+      if (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) {
+        if (!look.allowed) throw this.refused('address_locked', look.retryAfterMs);
+        await this.buckets.take(addressBucket(address), failures, 1);
+      }
+      throw error;
+    }
+  }
+
+  /**
+   * A password sign-in. A credential verified before costs no password work: it is only refused
+   * while its address or username is locked out. Otherwise a failure token of the address and of
+   * the username is reserved before the password is checked, and given back when it is right (or
+   * when the check could not be made at all): concurrent guesses are refused at once, not after.
+   */
+  private signIn(
+    keys: KeyService,
+    authorization: string,
+    user: string,
+    address: string,
+    failures: BucketLimit,
+    options?: CallOptions,
+  ): Promise<PrincipalModel> {
+    // The same credential from the same address, sent again while it is being checked, waits for
+    // that check: it is no new guess, so it reserves nothing and costs no password work.
+    const flightKey = `${address}\n${credentialId(authorization)}`;
+    let flight = this.signingIn.get(flightKey);
+    if (flight === undefined) {
+      flight = this.signInOnce(keys, authorization, user, address, failures, options).finally(() => this.signingIn.delete(flightKey));
+      this.signingIn.set(flightKey, flight);
+    }
+    return flight;
+  }
+
+  private async signInOnce(
+    keys: KeyService,
+    authorization: string,
+    user: string,
+    address: string,
+    failures: BucketLimit,
+    options?: CallOptions,
+  ): Promise<PrincipalModel> {
+    const known = keys.authenticateKnown?.(authorization);
+    if (known !== undefined) {
+      const byAddress = await this.buckets.take(addressBucket(address), failures, 0);
+      if (!byAddress.allowed) throw this.refused('address_locked', byAddress.retryAfterMs);
+      const byUser = await this.buckets.take(user, failures, 0);
+      if (!byUser.allowed) throw this.refused('username_locked', byUser.retryAfterMs);
+      return known;
+    }
+    const byAddress = await this.buckets.take(addressBucket(address), failures, 1);
+    if (!byAddress.allowed) throw this.refused('address_locked', byAddress.retryAfterMs);
+    const byUser = await this.buckets.take(user, failures, 1);
+    if (!byUser.allowed) {
+      await this.buckets.take(addressBucket(address), failures, -1);
+      throw this.refused('username_locked', byUser.retryAfterMs);
+    }
+    let failed = false;
+    try {
+      return await keys.authenticate(authorization, options);
+    } catch (error) {
+      failed = error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED;
+      throw error;
+    } finally {
+      if (!failed) await Promise.all([this.buckets.take(addressBucket(address), failures, -1), this.buckets.take(user, failures, -1)]);
+    }
+  }
+
+  private refused(outcome: RateLimitOutcome, retryAfterMs: number): GatewayError {
+    this.counts[outcome] += 1;
+    return rateLimited(Math.max(1, retryAfterMs / 1000));
+  }
+
+  /**
    * authenticate's answer when it can be given without waiting: a credential the key service
    * vouches for at once (one verified before), under limits that answer at once. Undefined when
-   * any step would wait or refuse; then authenticate gives the answer, or the error, and spends
-   * nothing this spent (a token is spent here only when the principal is returned). `connection`
+   * any step would wait or refuse; then authenticate gives the answer, or the error. `connection`
    * is the socket the value came on (KeyService.authenticateKnown).
    */
   authenticateNow(keys: KeyService, authorization: string, address: string, connection?: object): PrincipalModel | undefined {
     if (keys.authenticateKnown === undefined) return undefined;
-    const failures = this.settings.authFailures;
-    if (failures !== null && this.buckets.takeNow(`authfail:${address}`, failures, 0)?.allowed !== true) return undefined;
     const principal = keys.authenticateKnown(authorization, connection);
     if (principal === undefined) return undefined;
-    const limit = this.limitOf(principal);
-    if (limit !== null) {
-      if (this.buckets.takeNow(principalBucket(principal, address), limit)?.allowed !== true) return undefined;
-      this.counts.allowed += 1;
+    const failures = this.settings.authFailures;
+    if (failures !== null && principal.authenticatedBy === 'PASSWORD') {
+      // a password is refused while its address or username is locked out, verified or not
+      if (this.buckets.takeNow(addressBucket(address), failures, 0)?.allowed !== true) return undefined;
+      const user = usernameBucket(principal.user.username ?? '', principal.user.domain);
+      if (this.buckets.takeNow(user, failures, 0)?.allowed !== true) return undefined;
     }
+    const limit = this.limitOf(principal);
+    const userLimit = this.userLimitOf(principal);
+    if (limit === null && userLimit === null) return principal;
+    if (limit !== null && this.buckets.takeNow(principalBucket(principal, address), limit)?.allowed !== true) return undefined;
+    if (userLimit !== null && this.buckets.takeNow(userBucket(principal.user.id), userLimit)?.allowed !== true) return undefined;
+    this.counts.allowed += 1;
     return principal;
   }
 
@@ -138,28 +266,29 @@ export class RateLimiter {
     return own === undefined ? this.principalLimit : own;
   }
 
-  /** Spends one token of the principal's bucket (the address's for no principal); RATE_LIMITED when empty. */
+  /** The user's rate over all their keys; null when off, for no user, and for a key with a rate of its own. */
+  private userLimitOf(principal: PrincipalModel | null): BucketLimit | null {
+    if (this.userLimit === null || !principal?.user.id) return null;
+    if (principal.keyId && this.keyLimits.has(principal.keyId.toLowerCase())) return null;
+    return this.userLimit;
+  }
+
+  /**
+   * Spends one token of the principal's bucket (the address's for no principal) and of its
+   * user's; RATE_LIMITED when either is empty.
+   */
   async admit(principal: PrincipalModel | null, address: string): Promise<void> {
     const limit = this.limitOf(principal);
-    if (limit === null) return;
-    const result = await this.buckets.take(principalBucket(principal, address), limit);
-    if (!result.allowed) {
-      this.counts.principal_limited += 1;
-      throw rateLimited(Math.max(1, result.retryAfterMs / 1000));
+    if (limit !== null) {
+      const result = await this.buckets.take(principalBucket(principal, address), limit);
+      if (!result.allowed) throw this.refused('principal_limited', result.retryAfterMs);
     }
-    this.counts.allowed += 1;
-  }
-
-  private async checkAddress(address: string, limit: BucketLimit): Promise<void> {
-    const result = await this.buckets.take(`authfail:${address}`, limit, 0);
-    if (!result.allowed) {
-      this.counts.address_locked += 1;
-      throw rateLimited(Math.max(1, result.retryAfterMs / 1000));
+    const userLimit = this.userLimitOf(principal);
+    if (userLimit !== null) {
+      const result = await this.buckets.take(userBucket(principal!.user.id), userLimit);
+      if (!result.allowed) throw this.refused('user_limited', result.retryAfterMs);
     }
-  }
-
-  private async recordFailure(address: string): Promise<void> {
-    if (this.settings.authFailures !== null) await this.buckets.take(`authfail:${address}`, this.settings.authFailures, 1);
+    if (limit !== null || userLimit !== null) this.counts.allowed += 1;
   }
 
   check(): Promise<'ok' | string> {
@@ -170,6 +299,31 @@ export class RateLimiter {
     return this.buckets.close();
   }
 }
+
+/** A call's options with the client's address; the signal is still only made when read (RequestDeadline). */
+class AddressedCall implements CallOptions {
+  constructor(
+    private readonly given: CallOptions | undefined,
+    readonly clientAddress: string,
+  ) {}
+
+  get signal(): AbortSignal | undefined {
+    return this.given?.signal;
+  }
+}
+
+/** What all of a user's requests spend from, whichever key or password they come with. */
+const userBucket = (userId: string | null): string => `alluser:${userId}`;
+
+/** An address's failed sign-ins. */
+const addressBucket = (address: string): string => `authfail:${address}`;
+
+/**
+ * A username's failed password sign-ins, by a hash of the name as the key service matches it
+ * (case as given): bucket names are kept short and hold no name a reader of Redis could list.
+ */
+const usernameBucket = (username: string, domain: string | null): string =>
+  `authfail-user:${hash('sha256', `${username}@${domain ?? ''}`, 'base64url').slice(0, 22)}`;
 
 /**
  * The bucket a principal spends from: never the credential itself. A key by its id, a user by

@@ -16,7 +16,8 @@ export interface TakeResult {
 
 /**
  * Named token buckets. `take` removes `cost` tokens when at least `max(cost, 1)` are there; a
- * cost of 0 only asks whether one token is left (a look that spends nothing).
+ * cost of 0 only asks whether one token is left (a look that spends nothing); a negative cost
+ * gives tokens back (up to the burst) and is always allowed: a reservation returned.
  */
 export interface TokenBuckets {
   take(bucket: string, limit: BucketLimit, cost?: number): Promise<TakeResult>;
@@ -49,6 +50,10 @@ function refill(bucket: Bucket, limit: BucketLimit, now: number): void {
 const ALLOWED: TakeResult = Object.freeze({ allowed: true, retryAfterMs: 0 });
 
 function spend(bucket: Bucket, limit: BucketLimit, cost: number): TakeResult {
+  if (cost < 0) {
+    bucket.tokens = Math.min(limit.burst, bucket.tokens - cost);
+    return ALLOWED;
+  }
   const required = Math.max(cost, 1);
   if (bucket.tokens >= required) {
     bucket.tokens -= cost;
@@ -117,6 +122,12 @@ if tokens == nil or at == nil then
   at = now
 end
 tokens = math.min(burst, tokens + math.max(0, now - at) * rate / 1000)
+if cost < 0 then
+  tokens = math.min(burst, tokens - cost)
+  redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
+  redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
+  return {1, 0, 0}
+end
 local required = math.max(cost, 1)
 local allowed = 0
 local retry = 0

@@ -2,7 +2,7 @@ import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/backends/types.js';
 import { CachingRecsService } from '../../src/cache/cachingRecs.js';
 import { RedisCache } from '../../src/cache/redis.js';
-import { notFound } from '../../src/errors.js';
+import { notFound, rateLimited, upstreamUnavailable } from '../../src/errors.js';
 import { drainPrefix, OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
 
 /** A backend that counts its calls: the cache's whole job is to make fewer of them. */
@@ -100,6 +100,30 @@ describe('caching recommendations in real Redis', () => {
     await expect(recs.recommend('NEXT_BEST_PRODUCT', 777)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     await expect(recs.recommend('NEXT_BEST_PRODUCT', 777)).rejects.toMatchObject({ code: 'NOT_FOUND' });
     expect(upstream.recommendCalls).toBe(1);
+    await cache.close();
+  });
+
+  it('keeps nothing of a failed lookup or list (no negative entry): the next call asks again', async () => {
+    const cache = redisCache();
+    await connected(cache);
+    const failing = new CountingRecs(known);
+    failing.getItems = async (ids) => {
+      failing.itemCalls.push([...ids]);
+      throw rateLimited(60);
+    };
+    failing.recommend = async () => {
+      failing.recommendCalls += 1;
+      throw upstreamUnavailable('recommendations', 'HTTP 503');
+    };
+    const recs = new CachingRecsService(failing, cache);
+    await expect(recs.getItems([1, 999])).rejects.toMatchObject({ code: 'RATE_LIMITED' });
+    await expect(recs.recommend('POST_BROWSE', 10)).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
+    await recs.flushed();
+    expect(await cache.getMany(['item:1', 'item:999', 'recs:POST_BROWSE:10'])).toEqual([null, null, null]);
+    const recovered = new CachingRecsService(upstream, cache);
+    expect(await recovered.getItems([1, 999])).toEqual([expect.objectContaining({ itemId: 1 }), null]);
+    expect((await recovered.recommend('POST_BROWSE', 10)).entries.map((e) => e.itemId)).toEqual([11, 12]);
+    expect([upstream.itemCalls, upstream.recommendCalls]).toEqual([[[1, 999]], 1]);
     await cache.close();
   });
 

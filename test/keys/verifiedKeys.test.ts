@@ -114,10 +114,12 @@ describe('verified keys kept by the embedded key service over SQLite', () => {
     const { file, service, principal } = await setup(() => clock);
     const { id, key } = await service.createKey(principal, { name: 'watch', expiresInDays: 1 });
     const password = basicAuthorization('alice', 'alice-password');
-    // nothing is known before a lookup, and passwords are never kept
+    // nothing is known before a lookup; a verified password is kept (under a keyed hash) until
+    // the user's keys change
     expect(service.authenticateKnown(key)).toBeUndefined();
-    await service.authenticate(password);
     expect(service.authenticateKnown(password)).toBeUndefined();
+    await service.authenticate(password);
+    expect(service.authenticateKnown(password)?.authenticatedBy).toBe('PASSWORD');
     const looked = await service.authenticate(key);
     expect(service.authenticateKnown(key)).toEqual(looked);
     expect(service.authenticateKnown(`Bearer ${key}`)).toBeUndefined();
@@ -127,6 +129,7 @@ describe('verified keys kept by the embedded key service over SQLite', () => {
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
     clock = Date.now();
     const { key: other } = await service.createKey(principal, { name: 'other' });
+    expect(service.authenticateKnown(password)).toBeUndefined();
     await service.authenticate(other);
     expect(service.authenticateKnown(other)?.authenticatedBy).toBe('API_KEY');
     // another process's write: the next turn knows nothing kept

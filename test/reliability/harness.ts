@@ -44,6 +44,8 @@ export interface Upstream {
   gatewayKey: string;
   alice: UpstreamUser;
   bob: UpstreamUser;
+  /** Basic credentials of the administrator `root` (no key). */
+  adminBasic: string;
   stop(): Promise<void>;
 }
 
@@ -59,13 +61,14 @@ async function createKey(url: string, authorization: string, name?: string): Pro
 
 /**
  * Starts `recs-gateway serve` on a temp DATA_DIR with users alice, bob and gateway (made in the
- * SQLite file before the start, with cheap hashes), and a key for each.
+ * SQLite file before the start, with cheap hashes), and a key for each; and the administrator root.
  */
 export async function startUpstream(): Promise<Upstream> {
   const { dir, remove } = tempDir('recs-reliability-upstream-');
   const store = new SqliteKeyStore(path.join(dir, 'keys.db'));
   const passwords = { alice: 'alice-password', bob: 'bob-password', gateway: 'gateway-password' };
   for (const [username, password] of Object.entries(passwords)) await addUser(store, { username, password }, TEST_COST);
+  await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
   await store.close();
   const serve = await startServe({ DATA_DIR: dir, REDIS_URL: '' }).catch((error: unknown) => {
     remove();
@@ -84,6 +87,7 @@ export async function startUpstream(): Promise<Upstream> {
     gatewayKey,
     alice: await user('alice'),
     bob: await user('bob'),
+    adminBasic: basicAuthorization('root', 'root-password'),
     async stop() {
       await serve.stop();
       remove();
@@ -97,13 +101,15 @@ export type Fault =
   /** Holds the request forever: no status, no body. */
   | { kind: 'blackhole' }
   /** Answers this status itself, with the upstream's error body shape; the upstream sees nothing. */
-  | { kind: 'status'; status: number }
+  | { kind: 'status'; status: number; headers?: Record<string, string> }
   /** Closes the connection on receipt: no status at all (ECONNRESET or "other side closed"). */
   | { kind: 'reset' }
   /** Forwards after a delay. */
   | { kind: 'delay'; ms: number }
   /** Sends the status and headers at once, then the body one byte every `everyMs`. */
-  | { kind: 'trickle'; everyMs: number };
+  | { kind: 'trickle'; everyMs: number }
+  /** Another fault for the requests `match` picks; the others pass. */
+  | { kind: 'some'; match: (req: RecordedRequest) => boolean; fault: Fault };
 
 /**
  * An HTTP proxy of the test's own on loopback in front of the upstream: it counts what reaches it
@@ -143,7 +149,8 @@ async function forward(target: string, req: RecordedRequest, res: ServerResponse
 export async function startFaultProxy(target: string, fault: Fault = { kind: 'pass' }): Promise<FaultProxy> {
   const proxy: { fault: Fault } = { fault };
   const server: TestServer = await startServer(async (req, res) => {
-    const now = proxy.fault;
+    let now = proxy.fault;
+    while (now.kind === 'some') now = now.match(req) ? now.fault : { kind: 'pass' };
     switch (now.kind) {
       case 'pass':
         return forward(target, req, res);
@@ -154,7 +161,7 @@ export async function startFaultProxy(target: string, fault: Fault = { kind: 'pa
         return;
       case 'status': {
         const body = JSON.stringify({ errors: [{ code: now.status, message: 'Service Unavailable' }] });
-        res.writeHead(now.status, { 'content-type': 'application/json', 'content-length': String(body.length) });
+        res.writeHead(now.status, { 'content-type': 'application/json', 'content-length': String(body.length), ...now.headers });
         res.end(body);
         return;
       }
@@ -198,6 +205,7 @@ export interface RestGateway {
 
 export interface TimedResponse {
   status: number;
+  headers: Headers;
   ms: number;
   body: { data?: Record<string, unknown> | null; errors?: { message: string; extensions?: { code?: string } }[] };
 }
@@ -297,7 +305,7 @@ export async function timedGql(
     body: JSON.stringify({ query, variables }),
   });
   const body = (await response.json()) as TimedResponse['body'];
-  return { status: response.status, ms: performance.now() - started, body };
+  return { status: response.status, headers: response.headers, ms: performance.now() - started, body };
 }
 
 /** The q-quantile (0..1) of a sample, nearest rank. */

@@ -1,8 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
+import { credentialId } from '../../src/auth/authorization.js';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend, RestBackendOptions } from '../../src/backends/rest/index.js';
+import { MemoryCache } from '../../src/cache/memory.js';
+import { RedisCache } from '../../src/cache/redis.js';
+import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { sendJson, sendText, failure, startServer } from './helpers.js';
 import type { RecordedRequest, TestServer } from './helpers.js';
 
@@ -50,9 +54,11 @@ describe('authenticate', () => {
       user: { id: 'user-1', username: 'bob', domain: 'corp', isAdmin: false },
       authenticatedBy: 'PASSWORD',
       keyId: null,
-      credentialId: createHash('sha256').update(BOB).digest('hex'),
+      // a password credential by a keyed hash of this process's own, never a plain digest of it
+      credentialId: credentialId(BOB),
       authorization: BOB,
     });
+    expect(principal.credentialId).not.toBe(createHash('sha256').update(BOB).digest('hex'));
     const byKey = await backend.keys.authenticate(`Bearer ${KEY}`);
     expect(byKey).toMatchObject({ user: { id: 'user-1', username: null, domain: null }, authenticatedBy: 'API_KEY' });
   });
@@ -79,6 +85,24 @@ describe('authenticate', () => {
     }
   });
 
+  it('answers at once for a remembered key beside an in-process cache, but not beside Redis (another process may have deleted it)', async () => {
+    const prefix = testPrefix();
+    const redis = new RedisCache({ url: REDIS_URL, keyPrefix: prefix });
+    const [local, shared] = [new MemoryCache(), redis].map((sharedCache) =>
+      createRestBackend({ apiKeyServiceUrl: upstream.url, recsServiceUrl: 'http://127.0.0.1:9', recsApiKey: 'k', sharedCache }));
+    try {
+      for (const b of [local!, shared!]) await b.keys.authenticate(KEY);
+      expect(local!.keys.authenticateKnown!(KEY)?.user.id).toBe('user-1');
+      expect(shared!.keys.authenticateKnown!(KEY)).toBeUndefined();
+      expect((await shared!.keys.authenticate(KEY)).user.id).toBe('user-1');
+      expect(upstream.requests).toHaveLength(2);
+    } finally {
+      for (const b of [local!, shared!]) await b.close();
+      await redis.close();
+      await drainPrefix(prefix);
+    }
+  });
+
   it('knows no user id before the user has a key', async () => {
     answer = (_req, res) => sendJson(res, 200, []);
     expect((await backend.keys.authenticate(KEY)).user.id).toBeNull();
@@ -87,15 +111,16 @@ describe('authenticate', () => {
   it('maps 401 and 403 to UNAUTHENTICATED and 5xx to UPSTREAM_UNAVAILABLE naming the service', async () => {
     answer = (_req, res) => sendJson(res, 401, { message: 'bad' });
     expect((await failure(backend.keys.authenticate(KEY))).code).toBe('UNAUTHENTICATED');
+    // other credentials each time: a refused one is remembered
     answer = (_req, res) => sendText(res, 403, 'Forbidden');
-    expect((await failure(backend.keys.authenticate(KEY))).code).toBe('UNAUTHENTICATED');
+    expect((await failure(backend.keys.authenticate(`Bearer ${KEY}`))).code).toBe('UNAUTHENTICATED');
     answer = (_req, res) => sendText(res, 500, 'oops');
-    const error = await failure(backend.keys.authenticate(KEY));
+    const error = await failure(backend.keys.authenticate(BOB));
     expect(error.code).toBe('UPSTREAM_UNAVAILABLE');
     expect(error.message).toContain('apikeys');
   });
 
-  it('remembers a success for the TTL, by hash only, and never a failure', async () => {
+  it('remembers a success for the TTL, by hash only, and a refusal for a few seconds', async () => {
     await backend.keys.authenticate(KEY);
     const again = await backend.keys.authenticate(KEY);
     expect(again.authorization).toBe(KEY);
@@ -103,8 +128,61 @@ describe('authenticate', () => {
 
     answer = (_req, res) => sendJson(res, 401, {});
     await failure(backend.keys.authenticate(`Bearer ${KEY}`));
-    await failure(backend.keys.authenticate(`Bearer ${KEY}`));
-    expect(upstream.requests).toHaveLength(3);
+    expect((await failure(backend.keys.authenticate(`Bearer ${KEY}`))).code).toBe('UNAUTHENTICATED');
+    expect(upstream.requests).toHaveLength(2);
+  });
+
+  it('answers a credential it was just refused 401 without asking again; never remembers an outage or a 429 as a refusal', async () => {
+    const wrong = 'Bearer ZZECAwQFBgcICQoLDA0ODw';
+    answer = (_req, res) => sendJson(res, 401, {});
+    for (let i = 0; i < 5; i++) expect((await failure(backend.keys.authenticate(wrong))).code).toBe('UNAUTHENTICATED');
+    expect(upstream.requests).toHaveLength(1);
+    // another wrong credential is asked about
+    expect((await failure(backend.keys.authenticate(BOB))).code).toBe('UNAUTHENTICATED');
+    expect(upstream.requests).toHaveLength(2);
+    // an outage or a rate limit says nothing about the credential: the next try asks again
+    for (const fail of [(res: ServerResponse) => sendText(res, 503, 'down'), (res: ServerResponse) => sendJson(res, 429, {}, { 'retry-after': '60' })]) {
+      answer = (_req, res) => fail(res);
+      await failure(backend.keys.authenticate(KEY));
+    }
+    answer = (_req, res) => sendJson(res, 200, LISTING);
+    const before = upstream.requests.length;
+    expect((await backend.keys.authenticate(KEY)).user.id).toBe('user-1');
+    expect(upstream.requests).toHaveLength(before + 1);
+  });
+
+  it('answers an upstream 429 on a login check RATE_LIMITED to that caller only: no retry, no breaker, other callers unaffected', async () => {
+    await backend.close();
+    start({ breakerFailures: 2 });
+    await backend.keys.authenticate(KEY); // remembered before the storm
+    answer = (req, res) =>
+      req.headers.authorization === BOB ? sendJson(res, 429, { message: 'Too many failed logins' }, { 'retry-after': '1' }) : sendJson(res, 200, LISTING);
+    const before = upstream.requests.length;
+    for (let i = 0; i < 4; i++) {
+      expect(await failure(backend.keys.authenticate(BOB))).toMatchObject({ code: 'RATE_LIMITED', retryAfter: 1 });
+    }
+    // one call each: a Retry-After within the wait cap is still not waited on for a login check
+    expect(upstream.requests).toHaveLength(before + 4);
+    expect(backend.breakerState().apikeys).toBe('closed');
+    expect((await backend.keys.authenticate(KEY)).user.id).toBe('user-1');
+    expect(backend.keys.authenticateKnown!(KEY)?.user.id).toBe('user-1');
+    expect((await backend.keys.authenticate(`Bearer ${KEY}`)).user.id).toBe('user-1');
+    // the key service's other GETs still retry a 429 as before
+    const principal = await backend.keys.authenticate(KEY);
+    let listed = 0;
+    answer = (_req, res) => (listed++ === 0 ? sendJson(res, 429, {}, { 'retry-after': '0' }) : sendJson(res, 200, LISTING));
+    expect(await backend.keys.listKeys(principal)).toHaveLength(2);
+    expect(listed).toBe(2);
+  });
+
+  it('sends the caller\'s address as X-Forwarded-For when it is given, and nothing otherwise', async () => {
+    await backend.keys.authenticate(KEY, { clientAddress: '203.0.113.7' });
+    await backend.keys.authenticate(BOB);
+    await backend.keys.authenticate(`Bearer ${KEY}`, { clientAddress: '198.51.100.1\r\nx-evil: 1' });
+    expect(upstream.requests.map((r) => r.headers['x-forwarded-for'])).toEqual(['203.0.113.7', undefined, undefined]);
+    const principal = await backend.keys.authenticate(KEY);
+    await backend.keys.listKeys(principal, null, { clientAddress: '2001:db8::1, 10.0.0.2' });
+    expect(upstream.requests.at(-1)?.headers['x-forwarded-for']).toBe('2001:db8::1, 10.0.0.2');
   });
 
   it('asks again once the TTL has passed', async () => {

@@ -4,11 +4,38 @@ import type { PrincipalModel } from '../types.js';
 export type CachedPrincipal = Omit<PrincipalModel, 'authorization'>;
 
 /**
+ * An accepted credential as remembered: the principal, and the ids of every key its user had
+ * when the key service vouched for it. The interface does not say which of them a key credential
+ * is, so deleting any of them forgets the entry; ids are not secret, credentials are.
+ */
+export interface CachedAuth {
+  principal: CachedPrincipal;
+  keyIds: readonly string[];
+}
+
+/**
+ * A user with more keys than this is not remembered: every key id an entry holds is checked on
+ * each use where the cache is shared, and an entry's size must stay small.
+ */
+export const MAX_CACHED_KEY_IDS = 50;
+
+/**
+ * How long a deleted key stays refused beyond the authentication TTL: an authentication that was
+ * in flight when the key was deleted may come back with a listing that still has it this much later.
+ */
+export const DELETED_KEY_MARGIN_MS = 60_000;
+
+/**
  * Successful authentications by credential hash, bounded and least-recently-used first out.
  * Entries never hold the raw Authorization value: a hit is rebuilt with the caller's own header.
  */
 export class AuthCache {
-  private readonly entries = new Map<string, { principal: CachedPrincipal; expiresAt: number }>();
+  private readonly entries = new Map<string, CachedAuth & { expiresAt: number }>();
+  /**
+   * Keys deleted through this process, until no entry made before the delete can still be
+   * written: an authentication in flight across the delete must not bring its key back.
+   */
+  private readonly deleted = new Map<string, number>();
 
   constructor(
     private readonly ttlMs: number,
@@ -20,29 +47,83 @@ export class AuthCache {
     return this.entries.size;
   }
 
-  get(credentialId: string): CachedPrincipal | undefined {
+  get(credentialId: string): CachedAuth | undefined {
     const entry = this.entries.get(credentialId);
     if (entry === undefined) return undefined;
     this.entries.delete(credentialId);
     if (entry.expiresAt <= this.now()) return undefined;
     // Map keeps insertion order: re-inserting makes this the most recently used.
     this.entries.set(credentialId, entry);
-    return entry.principal;
+    return entry;
   }
 
-  set(principal: CachedPrincipal): void {
-    if (this.ttlMs <= 0 || this.maxEntries <= 0) return;
-    this.entries.delete(principal.credentialId);
+  set(auth: CachedAuth): void {
+    if (this.ttlMs <= 0 || this.maxEntries <= 0 || auth.keyIds.length > MAX_CACHED_KEY_IDS) return;
+    const now = this.now();
+    for (const id of auth.keyIds) {
+      const until = this.deleted.get(id);
+      if (until !== undefined && until > now) return;
+    }
+    const credentialId = auth.principal.credentialId;
+    this.entries.delete(credentialId);
     while (this.entries.size >= this.maxEntries) {
       const oldest = this.entries.keys().next().value;
       if (oldest === undefined) break;
       this.entries.delete(oldest);
     }
-    this.entries.set(principal.credentialId, { principal, expiresAt: this.now() + this.ttlMs });
+    this.entries.set(credentialId, { ...auth, expiresAt: now + this.ttlMs });
   }
 
-  /** Forgets every credential of a user, so a key deleted through the gateway stops at once. */
-  evictUser(userId: string): void {
-    for (const [id, entry] of this.entries) if (entry.principal.user.id === userId) this.entries.delete(id);
+  forget(credentialId: string): void {
+    this.entries.delete(credentialId);
+  }
+
+  /**
+   * Forgets every credential whose user had this key, and refuses to remember one for
+   * `holdMs`, so a deleted key stops at once whoever deleted it (its owner or an administrator).
+   */
+  evictKey(keyId: string, holdMs: number): void {
+    for (const [id, entry] of this.entries) if (entry.keyIds.includes(keyId)) this.entries.delete(id);
+    const now = this.now();
+    for (const [id, until] of this.deleted) if (until <= now) this.deleted.delete(id);
+    // bounded like the entries: past it the oldest hold goes (its entries were evicted already)
+    if (this.deleted.size >= this.maxEntries) this.deleted.delete(this.deleted.keys().next().value!);
+    this.deleted.set(keyId, now + holdMs);
+  }
+}
+
+/**
+ * Credentials the key service just refused, by hash, for a few seconds: the same wrong key sent
+ * again is answered 401 without asking again, so a client retrying a bad key (or a stranger
+ * replaying one) does not make the upstream count failed logins against the gateway's address.
+ * In this process only: a hash of Basic credentials must not reach a shared store.
+ */
+export class RefusedCredentials {
+  private readonly entries = new Map<string, number>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries: number,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  has(credentialId: string): boolean {
+    const until = this.entries.get(credentialId);
+    if (until === undefined) return false;
+    if (until > this.now()) return true;
+    this.entries.delete(credentialId);
+    return false;
+  }
+
+  add(credentialId: string): void {
+    if (this.ttlMs <= 0 || this.maxEntries <= 0) return;
+    this.entries.delete(credentialId);
+    // oldest first out: a flood of distinct bad keys only shortens how long each is remembered
+    while (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+    this.entries.set(credentialId, this.now() + this.ttlMs);
+  }
+
+  forget(credentialId: string): void {
+    this.entries.delete(credentialId);
   }
 }

@@ -1,15 +1,15 @@
 import { connectionCredentialId, credentialId as credentialIdOf, parseAuthorization, withAuthorization, type Credential } from '../../auth/authorization.js';
 import {
-  badUserInput, forbidden, notFound, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
+  badUserInput, ErrorCode, forbidden, GatewayError, notFound, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
-import type { GatewayError } from '../../errors.js';
 import type {
   ApiKeyModel, CallOptions, CreateApiKeyInput, CreatedApiKeyModel, KeyService, PrincipalModel, UserRef,
 } from '../types.js';
+import { MemoryCache } from '../../cache/memory.js';
 import type { SharedCache } from '../../cache/types.js';
-import { AuthCache } from './authCache.js';
+import { AuthCache, DELETED_KEY_MARGIN_MS, RefusedCredentials } from './authCache.js';
+import type { CachedAuth, CachedPrincipal } from './authCache.js';
 import { SharedAuthCache } from './sharedAuthCache.js';
-import type { CachedPrincipal } from './authCache.js';
 import { errorEntries, parseJson } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
@@ -17,6 +17,17 @@ import { isUuid } from '../keyIds.js';
 
 const SERVICE = 'apikeys';
 const PATH = '/api/v1/apikey';
+
+/** How long a credential the key service refused is answered 401 without asking again, in ms. */
+export const REFUSED_CREDENTIAL_TTL_MS = 5000;
+/** Refused credentials remembered at most; the oldest goes first. */
+export const REFUSED_CREDENTIAL_MAX_ENTRIES = 10_000;
+
+/**
+ * What may be sent as X-Forwarded-For: printable ASCII, no longer than a proxy chain needs.
+ * Anything else is left out rather than let a header break the request.
+ */
+const FORWARDED_FOR = /^[\x20-\x7e]{1,512}$/;
 
 function isoDate(value: unknown): Date | null {
   if (typeof value !== 'string') return null;
@@ -49,9 +60,13 @@ type Operation = 'authenticate' | 'list' | 'create' | 'delete';
  */
 export class RestKeyService implements KeyService {
   private readonly cache: AuthCache;
+  private readonly refused: RefusedCredentials;
   private readonly inflight = new Map<string, { promise: Promise<CachedPrincipal>; controller: AbortController; waiters: number }>();
-
   private readonly shared: SharedAuthCache | undefined;
+  /** Whether other gateway processes share the cache, and so may delete a key this one remembers. */
+  private readonly crossProcess: boolean;
+  /** How long a key deleted through this gateway stays refused by every cache, in ms. */
+  private readonly deletedHoldMs: number;
 
   constructor(
     private readonly upstream: Upstream,
@@ -61,7 +76,12 @@ export class RestKeyService implements KeyService {
     sharedCache?: SharedCache,
   ) {
     this.cache = new AuthCache(authCacheTtlMs, authCacheMaxEntries);
+    this.refused = new RefusedCredentials(REFUSED_CREDENTIAL_TTL_MS, REFUSED_CREDENTIAL_MAX_ENTRIES);
     this.shared = sharedCache ? new SharedAuthCache(sharedCache, authCacheTtlMs) : undefined;
+    // The in-process cache (no REDIS_URL) has no other process to hear of a delete from: this
+    // process's own eviction is the whole story, and a remembered key needs no check on use.
+    this.crossProcess = sharedCache !== undefined && !(sharedCache instanceof MemoryCache);
+    this.deletedHoldMs = authCacheTtlMs + DELETED_KEY_MARGIN_MS;
   }
 
   async authenticate(authorization: string, options: CallOptions = {}): Promise<PrincipalModel> {
@@ -70,26 +90,41 @@ export class RestKeyService implements KeyService {
     if (credential === null) throw unauthenticated();
     const credentialId = credentialIdOf(authorization);
     const cached = this.cache.get(credentialId);
-    if (cached !== undefined) return withAuthorization(cached, authorization);
+    if (cached !== undefined) {
+      if (!this.deletableElsewhere(cached) || !(await this.shared!.anyDeleted(cached.keyIds))) {
+        return withAuthorization(cached.principal, authorization);
+      }
+      this.cache.forget(credentialId);
+    }
+    if (this.refused.has(credentialId)) throw unauthenticated();
     const shared = credential.kind === 'key' ? await this.shared?.get(credentialId) : undefined;
     if (shared !== undefined) {
       this.cache.set(shared);
-      return withAuthorization(shared, authorization);
+      return withAuthorization(shared.principal, authorization);
     }
-    return withAuthorization(await this.sharedLookup(authorization, credentialId, credential, options.signal), authorization);
+    return withAuthorization(await this.sharedLookup(authorization, credentialId, credential, options), authorization);
   }
 
-  /** A credential this process authenticated within the cache's TTL (only a well-formed one can have been). */
+  /**
+   * A credential this process authenticated within the cache's TTL (only a well-formed one can
+   * have been). Not a key shared with other gateway processes: any of them may have deleted it
+   * since, which only the shared cache can tell, and not without waiting.
+   */
   authenticateKnown(authorization: string, connection?: object): PrincipalModel | undefined {
     if (typeof authorization !== 'string') return undefined;
     const cached = this.cache.get(connectionCredentialId(connection, authorization));
-    return cached === undefined ? undefined : withAuthorization(cached, authorization);
+    return cached === undefined || this.deletableElsewhere(cached) ? undefined : withAuthorization(cached.principal, authorization);
+  }
+
+  /** Whether another gateway process may have deleted this credential's key: it must be asked on each use. */
+  private deletableElsewhere(auth: CachedAuth): boolean {
+    return this.crossProcess && auth.principal.authenticatedBy === 'API_KEY';
   }
 
   async listKeys(principal: PrincipalModel, of?: UserRef | null, options: CallOptions = {}): Promise<ApiKeyModel[]> {
     // The interface lists the caller's own keys only; nobody is known to be an administrator here.
     if (of && (of.username !== principal.user.username || (of.domain ?? null) !== principal.user.domain)) throw forbidden();
-    return this.list(principal.authorization, 'list', options.signal);
+    return this.list(principal.authorization, 'list', options);
   }
 
   async createKey(principal: PrincipalModel, input: CreateApiKeyInput, options: CallOptions = {}): Promise<CreatedApiKeyModel> {
@@ -102,7 +137,7 @@ export class RestKeyService implements KeyService {
     const response = await this.upstream.request({
       method: 'POST',
       path: PATH,
-      headers: this.headers(principal.authorization),
+      headers: this.headers(principal.authorization, options.clientAddress),
       body: JSON.stringify(body),
       signal: options.signal,
       // the original answers 500 for an unknown username: any client could provoke that
@@ -114,7 +149,7 @@ export class RestKeyService implements KeyService {
       throw upstreamUnavailable(SERVICE, 'unexpected create response');
     }
     const { id, key } = created;
-    return { ok: true, id, key, apiKey: await this.describeNewKey(id, key, principal, input, options.signal) };
+    return { ok: true, id, key, apiKey: await this.describeNewKey(id, key, principal, input, options) };
   }
 
   async deleteKey(principal: PrincipalModel, id: string, options: CallOptions = {}): Promise<void> {
@@ -123,24 +158,27 @@ export class RestKeyService implements KeyService {
     const response = await this.upstream.request({
       method: 'DELETE',
       path: `${PATH}/${encodeURIComponent(id)}`,
-      headers: this.headers(principal.authorization),
+      headers: this.headers(principal.authorization, options.clientAddress),
       signal: options.signal,
     });
     if (response.status !== 200 && response.status !== 204) throw this.error(response, 'delete', id);
-    if (principal.user.id !== null) {
-      this.cache.evictUser(principal.user.id);
-      await this.shared?.evictUser(principal.user.id);
-    }
+    // By key id, not by the deleter: an administrator deleting alice's key must stop alice's
+    // remembered logins, here and in every process on the shared cache.
+    const keyId = id.toLowerCase();
+    this.cache.evictKey(keyId, this.deletedHoldMs);
+    await this.shared?.markDeleted(keyId, this.deletedHoldMs);
   }
 
   /** Concurrent authentications of one credential share one upstream call. */
   private async sharedLookup(
-    authorization: string, credentialId: string, credential: Credential, signal: AbortSignal | undefined,
+    authorization: string, credentialId: string, credential: Credential, options: CallOptions,
   ): Promise<CachedPrincipal> {
+    const { signal } = options;
     let flight = this.inflight.get(credentialId);
     if (flight === undefined) {
       const controller = new AbortController();
-      const promise = this.lookup(authorization, credentialId, credential, controller.signal).finally(() => {
+      // the first caller's address goes upstream: the others sent the very same credential
+      const promise = this.lookup(authorization, credentialId, credential, { signal: controller.signal, clientAddress: options.clientAddress }).finally(() => {
         this.inflight.delete(credentialId);
       });
       flight = { promise, controller, waiters: 0 };
@@ -165,9 +203,16 @@ export class RestKeyService implements KeyService {
   }
 
   private async lookup(
-    authorization: string, credentialId: string, credential: Credential, signal: AbortSignal,
+    authorization: string, credentialId: string, credential: Credential, options: CallOptions,
   ): Promise<CachedPrincipal> {
-    const keys = await this.list(authorization, 'authenticate', signal);
+    let keys: ApiKeyModel[];
+    try {
+      keys = await this.list(authorization, 'authenticate', options);
+    } catch (error) {
+      // only a refusal is remembered: a 429 or an outage says nothing about the credential
+      if (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) this.refused.add(credentialId);
+      throw error;
+    }
     const principal: CachedPrincipal = {
       user: {
         id: keys[0]?.userId ?? null,
@@ -180,13 +225,22 @@ export class RestKeyService implements KeyService {
       keyId: null,
       credentialId,
     };
-    this.cache.set(principal);
-    await this.shared?.set(principal);
+    const auth: CachedAuth = { principal, keyIds: keys.map((k) => k.id.toLowerCase()) };
+    this.cache.set(auth);
+    await this.shared?.set(auth);
     return principal;
   }
 
-  private async list(authorization: string, operation: Operation, signal: AbortSignal | undefined): Promise<ApiKeyModel[]> {
-    const response = await this.upstream.request({ method: 'GET', path: PATH, headers: this.headers(authorization), signal });
+  private async list(authorization: string, operation: Operation, options: CallOptions): Promise<ApiKeyModel[]> {
+    const response = await this.upstream.request({
+      method: 'GET',
+      path: PATH,
+      headers: this.headers(authorization, options.clientAddress),
+      signal: options.signal,
+      // A login check the upstream rate-limits (its failed-login limit, say) is that caller's
+      // answer: retrying it would only spend the retry budget every caller shares.
+      retryRateLimited: operation !== 'authenticate',
+    });
     if (response.status !== 200) throw this.error(response, operation);
     const body = parseJson(response.text);
     if (!Array.isArray(body)) throw upstreamUnavailable(SERVICE, 'unexpected list response');
@@ -198,10 +252,10 @@ export class RestKeyService implements KeyService {
    * new key's owner whoever that is. If that fails, the key still exists: describe it from what is known.
    */
   private async describeNewKey(
-    id: string, key: string, principal: PrincipalModel, input: CreateApiKeyInput, signal: AbortSignal | undefined,
+    id: string, key: string, principal: PrincipalModel, input: CreateApiKeyInput, options: CallOptions,
   ): Promise<ApiKeyModel> {
     try {
-      const found = (await this.list(key, 'list', signal)).find((k) => k.id === id);
+      const found = (await this.list(key, 'list', options)).find((k) => k.id === id);
       if (found) return found;
     } catch {
       // fall through
@@ -217,8 +271,11 @@ export class RestKeyService implements KeyService {
     };
   }
 
-  private headers(authorization: string): Record<string, string> {
-    return { authorization, 'content-type': 'application/json' };
+  private headers(authorization: string, clientAddress: string | undefined): Record<string, string> {
+    const headers: Record<string, string> = { authorization, 'content-type': 'application/json' };
+    // the upstream's own limits (failed logins per address) then count the caller, not the gateway
+    if (clientAddress !== undefined && FORWARDED_FOR.test(clientAddress)) headers['x-forwarded-for'] = clientAddress;
+    return headers;
   }
 
   /** The one place a key service status becomes an error. */

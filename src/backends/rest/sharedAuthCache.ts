@@ -1,47 +1,75 @@
-import { randomUUID } from 'node:crypto';
 import type { SharedCache } from '../../cache/types.js';
-import type { CachedPrincipal } from './authCache.js';
+import { MAX_CACHED_KEY_IDS, type CachedAuth } from './authCache.js';
+
+const entryKey = (credentialId: string): string => `auth:${credentialId}`;
+const deletedKey = (keyId: string): string => `authdeleted:${keyId}`;
 
 /**
  * Key authentications the key service accepted, shared by every gateway process through the
- * shared cache, so a second process answers a warm query with no upstream call at all.
+ * shared cache, so a second process answers a warm query with no upstream call at all; and the
+ * marks of keys deleted through any of them, so none trusts a deleted key a moment longer.
  *
  * Only API keys are shared: their hash is of 128 random bits, while a hash of Basic credentials
  * could be brute-forced offline from a leaked Redis, so those stay in each process's memory.
- * Entries carry the owner's generation; deleting a key through any gateway bumps it, which
- * invalidates every shared entry of that user at once (other processes' in-memory entries still
- * live out their TTL, as documented for AUTH_CACHE_TTL_MS).
+ * An entry lists the key ids its user had; deleting a key marks its id (ids are not secret), and
+ * an entry listing a marked id is not trusted, in Redis or in any process's memory (see
+ * RestKeyService.authenticate). A mark is only ever read as present or absent: the in-process
+ * tier in front of Redis keeps what it read for a few seconds, but never an absence.
  */
 export class SharedAuthCache {
+  /** The deleted-key check being gathered this turn, if any. */
+  private pending: { ids: Set<string>; marked: Promise<Set<string>> } | undefined;
+
   constructor(
     private readonly cache: SharedCache,
     private readonly ttlMs: number,
   ) {}
 
-  private async generation(userId: string): Promise<string> {
-    const [value] = await this.cache.getMany([`authgen:${userId}`]);
-    return value ?? '0';
-  }
-
-  async get(credentialId: string): Promise<CachedPrincipal | undefined> {
+  async get(credentialId: string): Promise<CachedAuth | undefined> {
     if (this.ttlMs <= 0) return undefined;
-    const [raw] = await this.cache.getMany([`auth:${credentialId}`]);
+    const [raw] = await this.cache.getMany([entryKey(credentialId)]);
     if (!raw) return undefined;
-    const { principal, gen } = JSON.parse(raw) as { principal: CachedPrincipal; gen: string };
-    if (principal.user.id === null || (await this.generation(principal.user.id)) !== gen) return undefined;
-    return principal;
+    const auth = JSON.parse(raw) as CachedAuth;
+    if (!Array.isArray(auth.keyIds) || (await this.anyDeleted(auth.keyIds))) return undefined;
+    return auth;
   }
 
-  async set(principal: CachedPrincipal): Promise<void> {
-    if (this.ttlMs <= 0 || principal.authenticatedBy !== 'API_KEY' || principal.user.id === null) return;
-    const gen = await this.generation(principal.user.id);
-    await this.cache.setMany([
-      { key: `auth:${principal.credentialId}`, value: JSON.stringify({ principal, gen }), ttlSeconds: this.ttlMs / 1000 },
-    ]);
+  async set(auth: CachedAuth): Promise<void> {
+    if (this.ttlMs <= 0 || auth.principal.authenticatedBy !== 'API_KEY' || auth.keyIds.length > MAX_CACHED_KEY_IDS) return;
+    await this.cache.setMany([{ key: entryKey(auth.principal.credentialId), value: JSON.stringify(auth), ttlSeconds: this.ttlMs / 1000 }]);
   }
 
-  /** Invalidates every shared entry of a user; the generation outlives any entry written before it. */
-  async evictUser(userId: string): Promise<void> {
-    await this.cache.setMany([{ key: `authgen:${userId}`, value: randomUUID(), ttlSeconds: (2 * this.ttlMs) / 1000 }]);
+  /**
+   * Whether any of these keys was deleted through a gateway on this cache within the TTL. The
+   * checks asked for in one turn of the event loop share one read, started after all of them
+   * arrived: a delete answered before a request was sent is always seen.
+   */
+  async anyDeleted(keyIds: readonly string[]): Promise<boolean> {
+    if (keyIds.length === 0) return false;
+    let batch = this.pending;
+    if (batch === undefined) {
+      const ids = new Set<string>();
+      const marked = new Promise<Set<string>>((resolve) => {
+        setImmediate(() => {
+          this.pending = undefined;
+          const asked = [...ids];
+          // Redis trouble reads as "no marks" (a miss), as everywhere in the shared cache
+          this.cache.getMany(asked.map(deletedKey)).then(
+            (marks) => resolve(new Set(asked.filter((_, i) => marks[i] !== null))),
+            () => resolve(new Set()),
+          );
+        });
+      });
+      batch = this.pending = { ids, marked };
+    }
+    for (const id of keyIds) batch.ids.add(id);
+    const marked = await batch.marked;
+    return keyIds.some((id) => marked.has(id));
+  }
+
+  /** Marks a key deleted, for every process on this cache, for `holdMs`. */
+  async markDeleted(keyId: string, holdMs: number): Promise<void> {
+    if (this.ttlMs <= 0) return;
+    await this.cache.setMany([{ key: deletedKey(keyId), value: '1', ttlSeconds: holdMs / 1000 }]);
   }
 }

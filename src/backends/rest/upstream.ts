@@ -38,6 +38,8 @@ export interface UpstreamRequest {
    * Default true.
    */
   serverErrorIsFailure?: boolean;
+  /** Whether a GET answered 429 is tried again (within the retry budget). Default true. */
+  retryRateLimited?: boolean;
 }
 
 /** How one upstream attempt ended, as told to an observer. */
@@ -206,7 +208,7 @@ export class Upstream {
       }
       const serverError = response.status >= 500 && req.serverErrorIsFailure !== false;
       this.breaker.record(serverError ? 'failure' : 'success');
-      if (attempt < retriesAllowed && RETRYABLE_STATUSES.has(response.status)) {
+      if (attempt < retriesAllowed && RETRYABLE_STATUSES.has(response.status) && (response.status !== 429 || req.retryRateLimited !== false)) {
         const retryAfter = parseRetryAfter(response.headers['retry-after']);
         // A Retry-After beyond the cap says "not now": hand the status back instead of waiting.
         const waitable = retryAfter === undefined || retryAfter <= this.settings.maxRetryAfterMs;

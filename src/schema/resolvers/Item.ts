@@ -1,5 +1,5 @@
 import type { ItemResolvers } from '../../__generated__/resolvers-types.js';
-import { isItem, loadRecommendations, loadRecommendedItems } from './helpers.js';
+import { existingItems, loadRecommendations, loadRecommendedItems } from './helpers.js';
 
 export const Item: ItemResolvers = {
   parent: async (item, _, context) => {
@@ -9,8 +9,8 @@ export const Item: ItemResolvers = {
 
   variantItems: async (item, _, context) => {
     const ids = (item.variants ?? []).filter((id) => id !== item.itemId);
-    const items = await context.loaders.items.loadMany(ids);
-    return items.filter(isItem);
+    // unknown variants are left out (the schema says so); variants that failed to load are an error
+    return existingItems(await context.loaders.items.loadMany(ids));
   },
 
   postBrowsedProducts: (item, { first }, context) => loadRecommendedItems(context, 'POST_BROWSE', item.itemId, first),

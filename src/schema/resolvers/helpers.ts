@@ -1,4 +1,6 @@
-import type { ItemModel, PrincipalModel, RecommendationKind, RecommendationListModel } from '../../backends/types.js';
+import type {
+  ItemModel, PrincipalModel, RecommendationEntryModel, RecommendationKind, RecommendationListModel,
+} from '../../backends/types.js';
 import type { GatewayContext } from '../../context.js';
 import { badUserInput, unauthenticated } from '../../errors.js';
 import { recommendationKey } from '../../loaders/index.js';
@@ -21,7 +23,9 @@ export function checkFirst(first: number | null | undefined): number {
 
 /**
  * A recommendation list cut to `first`, keeping only the items that can be returned (an id the
- * catalogue no longer knows is dropped, and the ranks close up).
+ * catalogue no longer knows is dropped, and the ranks close up). An item that could not be
+ * loaded (the upstream failed) is an error, not a drop: whether it belongs in the first `first`
+ * is unknown, and a silently shorter list would be cached and served as if complete.
  */
 export async function loadRecommendations(
   context: GatewayContext,
@@ -32,10 +36,12 @@ export async function loadRecommendations(
   const n = checkFirst(first);
   const list = await context.loaders.recommendations.load(recommendationKey(kind, anchorId));
   const items = await context.loaders.items.loadMany(list.entries.map((e) => e.itemId));
-  const entries = list.entries
-    .filter((_, i) => isItem(items[i]))
-    .slice(0, n)
-    .map((entry, i) => ({ ...entry, rank: i + 1 }));
+  const entries: RecommendationEntryModel[] = [];
+  for (let i = 0; i < list.entries.length && entries.length < n; i++) {
+    const item = items[i];
+    if (item instanceof Error) throw item;
+    if (isItem(item)) entries.push({ ...list.entries[i]!, rank: entries.length + 1 });
+  }
   return { anchorId: list.anchorId, kind: list.kind, entries };
 }
 
@@ -46,10 +52,20 @@ export async function loadRecommendedItems(
   first: number | null | undefined,
 ) {
   const list = await loadRecommendations(context, kind, anchorId, first);
-  const items = await context.loaders.items.loadMany(list.entries.map((e) => e.itemId));
-  return items.filter(isItem);
+  return existingItems(await context.loaders.items.loadMany(list.entries.map((e) => e.itemId)));
 }
 
 /** A loaded item, not a miss (null) nor a failed load (an Error from loadMany). */
 export const isItem = (value: ItemModel | null | Error | undefined): value is ItemModel =>
   value !== null && value !== undefined && !(value instanceof Error);
+
+/**
+ * The items that exist, in order, leaving out unknown ids (null); throws the first failed load,
+ * so an upstream failure surfaces as an error (and the answer is never cached as public)
+ * instead of as a shorter list.
+ */
+export function existingItems(values: readonly (ItemModel | null | Error)[]): ItemModel[] {
+  const failed = values.find((value) => value instanceof Error);
+  if (failed !== undefined) throw failed;
+  return values.filter(isItem);
+}

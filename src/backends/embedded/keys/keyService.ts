@@ -1,4 +1,6 @@
-import { connectionCredentialId, credentialId, parseAuthorization, withAuthorization } from '../../../auth/authorization.js';
+import {
+  connectionCredentialId, credentialId, parseAuthorization, withAuthorization, type Credential,
+} from '../../../auth/authorization.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
 import type {
   ApiKeyModel,
@@ -14,6 +16,8 @@ import { verifyPassword } from './passwords.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
 import { isUuid } from '../../keyIds.js';
 
+type PasswordCredential = Extract<Credential, { kind: 'password' }>;
+
 const isExpired = (key: KeyRecord, now: number): boolean => key.expiresAt !== null && key.expiresAt.getTime() <= now;
 
 /** Verified keys kept at most; past it the map starts over (lookups are cheap, memory is bounded). */
@@ -26,6 +30,13 @@ export interface EmbeddedKeyServiceOptions {
    * this service, or changed by any other process, is looked up again on the very next request.
    */
   verifiedKeyTtlMs?: number;
+  /**
+   * How long a verified password sign-in is trusted without the scrypt work again, in ms, under
+   * the same condition; default 60000, 0 turns it off. Kept under a keyed hash of the header
+   * (credentialId), never the password; dropped at once when the user's keys change through this
+   * service, and with everything else when another process changes the store.
+   */
+  verifiedPasswordTtlMs?: number;
   /** How often a key's lastUsedAt is written at most, in ms; default 60000. */
   lastUsedResolutionMs?: number;
   /** The clock, for tests of expiry; default Date.now. */
@@ -61,16 +72,23 @@ const toUserModel = (user: UserRecord): UserModel => ({
  * exactly like an unknown one.
  */
 export class EmbeddedKeyService implements KeyService {
+  readonly checksKeysLocally = true;
   private readonly lastUsedResolutionMs: number;
   private readonly now: () => number;
   /** When each key's lastUsedAt was last written, so a busy key costs one write a minute. */
   private readonly lastTouched = new Map<string, number>();
-  /** Verified keys by credential hash (never the key), with the store's data version they hold for. */
-  private readonly verified = new Map<string, { principal: Omit<PrincipalModel, 'authorization'>; key: KeyRecord; checkedAt: number }>();
+  /**
+   * Verified keys and password sign-ins by credentialId (never the key or the password), valid
+   * for the store's data version in verifiedVersion; a password's entry has no key.
+   */
+  private readonly verified = new Map<string, { principal: Omit<PrincipalModel, 'authorization'>; key: KeyRecord | null; expiresAt: number }>();
   /** The data version the verified keys hold for; none read yet (NaN equals nothing). */
   private verifiedVersion = Number.NaN;
   private readonly verifiedKeyTtlMs: number;
   private readonly maxKeysPerUser: number;
+  private readonly verifiedPasswordTtlMs: number;
+  /** Password checks under way, by credentialId. */
+  private readonly signingIn = new Map<string, Promise<PrincipalModel>>();
   /** The store's data version as read this turn of the event loop; undefined until read. */
   private versionThisTurn: number | undefined;
   private readonly forgetVersion = (): void => {
@@ -85,6 +103,7 @@ export class EmbeddedKeyService implements KeyService {
     this.now = options.now ?? Date.now;
     this.verifiedKeyTtlMs = options.verifiedKeyTtlMs ?? 30_000;
     this.maxKeysPerUser = options.maxKeysPerUser ?? DEFAULT_MAX_KEYS_PER_USER;
+    this.verifiedPasswordTtlMs = options.verifiedPasswordTtlMs ?? 60_000;
   }
 
   async authenticate(authorization: string): Promise<PrincipalModel> {
@@ -100,23 +119,54 @@ export class EmbeddedKeyService implements KeyService {
     if (credential === null) throw unauthenticated();
 
     if (credential.kind === 'password') {
-      const user = await this.store.findUser(credential.username, credential.domain);
-      // verifyPassword hashes against a decoy when the user is unknown: the same time either way
-      const ok = await verifyPassword(credential.password, user?.passwordHash ?? null);
-      if (!user || !ok) throw unauthenticated();
-      return this.principal(user, 'PASSWORD', null, authorization);
+      // the same credential sent many times at once is checked once: one scrypt, one answer
+      let flight = this.signingIn.get(id);
+      if (flight === undefined) {
+        flight = this.signIn(credential, authorization, id, useVerified, now).finally(() => this.signingIn.delete(id));
+        this.signingIn.set(id, flight);
+      }
+      return withAuthorization(await flight, authorization);
     }
 
     const found = await this.store.findKeyByHash(hashApiKey(credential.key));
     if (!found || isExpired(found.key, now)) throw unauthenticated();
     this.touch(found.key, now);
     const principal = this.principal(found.user, 'API_KEY', found.key.id, authorization, id);
-    if (useVerified) {
-      if (this.verified.size >= MAX_VERIFIED_KEYS) this.verified.clear();
-      const { authorization: _secret, ...kept } = principal;
-      this.verified.set(id, { principal: kept, key: found.key, checkedAt: now });
+    if (useVerified && this.verifiedKeyTtlMs > 0) this.remember(id, principal, found.key, now + this.verifiedKeyTtlMs);
+    return principal;
+  }
+
+  private async signIn(
+    { username, domain, password }: PasswordCredential,
+    authorization: string,
+    id: string,
+    useVerified: boolean,
+    now: number,
+  ): Promise<PrincipalModel> {
+    // the version before the slow check: a change made meanwhile is not hidden by what it verified
+    const version = useVerified ? this.storeVersion() : Number.NaN;
+    const user = await this.store.findUser(username, domain);
+    // verifyPassword hashes against a decoy when the user is unknown: the same time either way
+    const ok = await verifyPassword(password, user?.passwordHash ?? null);
+    if (!user || !ok) throw unauthenticated();
+    const principal = this.principal(user, 'PASSWORD', null, authorization, id);
+    if (useVerified && this.verifiedPasswordTtlMs > 0 && version === this.verifiedVersion) {
+      this.remember(id, principal, null, now + this.verifiedPasswordTtlMs);
     }
     return principal;
+  }
+
+  private remember(id: string, principal: PrincipalModel, key: KeyRecord | null, expiresAt: number): void {
+    if (this.verified.size >= MAX_VERIFIED_KEYS) this.verified.clear();
+    const { authorization: _secret, ...kept } = principal;
+    this.verified.set(id, { principal: kept, key, expiresAt });
+  }
+
+  /** Forgets the user's verified password sign-ins: their keys changed, so must what vouches for them. */
+  private forgetPasswordsOf(userId: string): void {
+    for (const [credential, entry] of this.verified) {
+      if (entry.key === null && entry.principal.user.id === userId) this.verified.delete(credential);
+    }
   }
 
   authenticateKnown(authorization: string, connection?: object): PrincipalModel | undefined {
@@ -124,9 +174,9 @@ export class EmbeddedKeyService implements KeyService {
     return this.verifiedPrincipal(connectionCredentialId(connection, authorization), authorization, this.now());
   }
 
-  /** Whether verified keys are kept: only where the store can tell when another process changed it. */
+  /** Whether verified credentials are kept: only where the store can tell when another process changed it. */
   private usesVerified(): boolean {
-    return this.verifiedKeyTtlMs > 0 && this.store.dataVersion !== undefined;
+    return (this.verifiedKeyTtlMs > 0 || this.verifiedPasswordTtlMs > 0) && this.store.dataVersion !== undefined;
   }
 
   /** The principal of a verified key still trusted, by the hash of the header as sent (a hit needs no parsing). */
@@ -138,8 +188,11 @@ export class EmbeddedKeyService implements KeyService {
       this.verifiedVersion = version;
     }
     const hit = this.verified.get(id);
-    if (hit === undefined || now - hit.checkedAt >= this.verifiedKeyTtlMs || isExpired(hit.key, now)) return undefined;
-    this.touch(hit.key, now);
+    if (hit === undefined || now >= hit.expiresAt) return undefined;
+    if (hit.key !== null) {
+      if (isExpired(hit.key, now)) return undefined;
+      this.touch(hit.key, now);
+    }
     return withAuthorization(hit.principal, authorization);
   }
 
@@ -158,6 +211,7 @@ export class EmbeddedKeyService implements KeyService {
     }
     if (!input.username && input.userDomain) throw badUserInput('userDomain needs username', 'userDomain');
     const userId = await this.targetUserId(principal, input.username ?? null, input.userDomain ?? null);
+    this.forgetPasswordsOf(userId);
 
     const key = generateApiKey();
     try {
@@ -188,7 +242,12 @@ export class EmbeddedKeyService implements KeyService {
     if (!(await this.store.deleteKey(id.toLowerCase(), owner))) throw notFound(`API key not found: ${id}`);
     this.lastTouched.delete(id.toLowerCase());
     // this process's own write does not move the data version: forget the key here and now
-    for (const [credential, entry] of this.verified) if (entry.key.id === id.toLowerCase()) this.verified.delete(credential);
+    for (const [credential, entry] of this.verified) {
+      if (entry.key?.id === id.toLowerCase()) {
+        this.verified.delete(credential);
+        this.forgetPasswordsOf(entry.principal.user.id!);
+      }
+    }
   }
 
   /** The user a key operation acts on: the caller, or (administrators only) the one named. */

@@ -1,0 +1,60 @@
+import { BlockList, isIP } from 'node:net';
+import type { IncomingMessage } from 'node:http';
+
+/** An IPv4-mapped IPv6 address (::ffff:127.0.0.1) as the IPv4 address it is. */
+const unmapped = (address: string): string => (address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address);
+
+/** Whether TRUST_PROXY may list `pattern`: an IP address, or a CIDR block of one. */
+export function isAddressPattern(pattern: string): boolean {
+  const slash = pattern.indexOf('/');
+  if (slash === -1) return isIP(pattern) !== 0;
+  const family = isIP(pattern.slice(0, slash));
+  const bits = pattern.slice(slash + 1);
+  return family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/**
+ * Who a request counts against for rate limits and failed sign-ins: the peer's address, or,
+ * when the peer is a proxy named in TRUST_PROXY, the address its X-Forwarded-For names. The
+ * header is read from the right, past every trusted proxy, so a client cannot choose its address
+ * by sending a header of its own: whatever it wrote stands to the left of what its proxy added.
+ */
+export class ClientAddresses {
+  private readonly trusted: BlockList | null;
+
+  constructor(trustProxy: readonly string[] = []) {
+    if (trustProxy.length === 0) {
+      this.trusted = null;
+      return;
+    }
+    this.trusted = new BlockList();
+    for (const pattern of trustProxy) {
+      const slash = pattern.indexOf('/');
+      const address = unmapped(slash === -1 ? pattern : pattern.slice(0, slash));
+      const type = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+      if (slash === -1) this.trusted.addAddress(address, type);
+      else this.trusted.addSubnet(address, Number(pattern.slice(slash + 1)), type);
+    }
+  }
+
+  of(req: IncomingMessage): string {
+    const peer = req.socket.remoteAddress ?? 'unknown';
+    if (this.trusted === null || !this.isTrusted(peer)) return peer;
+    const header = req.headers['x-forwarded-for'];
+    if (header === undefined) return peer;
+    const hops = (Array.isArray(header) ? header.join(',') : header).split(',');
+    // only the last few hops are looked at: a long header costs nothing more
+    for (let i = hops.length - 1, seen = 0; i >= 0 && seen < 16; i -= 1, seen += 1) {
+      const hop = unmapped(hops[i]!.trim());
+      if (isIP(hop) === 0) return peer;
+      if (!this.isTrusted(hop)) return hop;
+    }
+    return peer;
+  }
+
+  private isTrusted(address: string): boolean {
+    const plain = unmapped(address);
+    const family = isIP(plain);
+    return family !== 0 && this.trusted!.check(plain, family === 6 ? 'ipv6' : 'ipv4');
+  }
+}

@@ -1,0 +1,167 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { request } from 'undici';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { TEST_COST, tempDir } from '../helpers/stores.js';
+import { PHONE } from './harness.js';
+
+/**
+ * The hostile mixes of issue 18, against a gateway process in production mode with the default
+ * failure limits, behind a "proxy" on loopback (TRUST_PROXY) so that each attacker and the
+ * well-behaved client have addresses of their own. Every loop is bounded in requests.
+ */
+
+export interface HostileGateway {
+  serve: ServeProcess;
+  /** alice's key: the well-behaved client. */
+  key: string;
+  stop(): Promise<void>;
+}
+
+export async function startHostileTarget(): Promise<HostileGateway> {
+  const { dir, remove } = tempDir('recs-hostile-');
+  const store = new SqliteKeyStore(path.join(dir, 'keys.db'));
+  await addUser(store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+  await addUser(store, { username: 'bob', password: 'bob-password' }, TEST_COST);
+  await store.close();
+  const serve = await startServe({
+    DATA_DIR: dir,
+    NODE_ENV: 'production',
+    REDIS_URL: '',
+    // the good client is measured, not throttled; strangers are limited per address as by default
+    RATE_LIMIT_RPS: '100000',
+    AUTH_FAILURES_PER_MINUTE: '10',
+    TRUST_PROXY: '127.0.0.1',
+  });
+  const created = await fetch(`${serve.url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: basicAuthorization('alice', 'alice-password'), 'x-forwarded-for': GOOD },
+    body: JSON.stringify({ query: 'mutation { createApiKey(input: { name: "well-behaved" }) { key } }' }),
+  });
+  const { data } = (await created.json()) as { data: { createApiKey: { key: string } } };
+  return {
+    serve,
+    key: data.createApiKey.key,
+    async stop() {
+      await serve.stop();
+      remove();
+    },
+  };
+}
+
+/** The well-behaved client's address, and the attackers'. */
+export const GOOD = '10.70.0.1';
+const ATTACKER = { bodies: '10.66.0.1', tokens: '10.66.0.2', fields: '10.66.0.3', passwords: '10.66.0.4', keys: '10.66.0.5' };
+
+/** CPU seconds the process has used (user + system), from /proc. */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** Resident memory of the process, in MiB, from /proc. */
+export function rssMiB(pid: number): number {
+  const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(match?.[1] ?? 0) / 1024;
+}
+
+async function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
+  const response = await request(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  await response.body.dump();
+  return response.statusCode;
+}
+
+/** Runs `count` calls of `send`, `concurrency` at a time; resolves with the statuses by count. */
+async function flood(count: number, concurrency: number, send: (i: number) => Promise<number>): Promise<Record<number, number>> {
+  const statuses: Record<number, number> = {};
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < count) {
+      const i = next++;
+      const status = await send(i).catch(() => 0);
+      statuses[status] = (statuses[status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return statuses;
+}
+
+export interface HostileSizes {
+  /** Anonymous 1 MB bodies, each a unique comment before an item query (the heap finding). */
+  bigBodies: number;
+  /** 1 MB `{ a a a … }` bodies, anonymous and with a wrong key from a locked-out address (the CPU finding). */
+  tokenFloods: number;
+  /** 6 KB `{ viewer { id } }` x 450, anonymous (the validation finding). */
+  duplicateFields: number;
+  /** `Basic alice:wrong-N`, all at once from one address (the login-limit finding). */
+  wrongPasswords: number;
+  /** Random well-formed keys from one address. */
+  randomKeys: number;
+}
+
+export const SUITE_SIZES: HostileSizes = { bigBodies: 150, tokenFloods: 60, duplicateFields: 200, wrongPasswords: 100, randomKeys: 200 };
+/** The finding's own numbers: 4,054 bodies crashed the process; 100 concurrent wrong passwords. */
+export const SOAK_SIZES: HostileSizes = { bigBodies: 4_100, tokenFloods: 600, duplicateFields: 2_000, wrongPasswords: 100, randomKeys: 2_000 };
+
+export interface HostileResult {
+  /** Statuses the attacks got, by attack. */
+  attacks: Record<keyof HostileSizes, Record<number, number>>;
+  /** The gateway's CPU seconds over the attacks, and its RSS after them. */
+  cpuSeconds: number;
+  hostileRequests: number;
+  rssBeforeMiB: number;
+  rssAfterMiB: number;
+  rssPeakMiB: number;
+}
+
+/** Every attack of the mix at once (each at 4 at a time, the passwords all at once). */
+export async function runHostileMix(target: HostileGateway, sizes: HostileSizes): Promise<HostileResult> {
+  const { url } = target.serve;
+  const pid = target.serve.child.pid!;
+  const mega = 1024 * 1024 - 200;
+  const from = (address: string, authorization?: string): Record<string, string> => ({
+    'x-forwarded-for': address,
+    ...(authorization ? { authorization } : {}),
+  });
+  const rssBefore = rssMiB(pid);
+  let rssPeak = rssBefore;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, rssMiB(pid))), 100);
+  const cpuBefore = cpuSeconds(pid);
+  const filler = 'x'.repeat(mega);
+  const aaa = `{ ${'a '.repeat(mega / 2)}}`;
+  const viewers = `{ ${Array(450).fill('viewer { id }').join(' ')} }`;
+  // lock the token flood's address out first, so its wrong key meets a locked-out address
+  for (let i = 0; i < 11; i++) await post(url, from(ATTACKER.tokens, randomBytes(16).toString('base64').slice(0, 22)), '{}');
+  const [bigBodies, tokenFloods, duplicateFields, wrongPasswords, randomKeys] = await Promise.all([
+    flood(sizes.bigBodies, 4, (i) =>
+      post(url, from(ATTACKER.bodies), JSON.stringify({ query: `#${i}-${filler.slice(String(i).length + 1)}\n{ item(itemId: ${PHONE}) { name } }` })),
+    ),
+    flood(sizes.tokenFloods, 2, (i) =>
+      post(url, from(ATTACKER.tokens, i % 2 === 0 ? randomBytes(16).toString('base64').slice(0, 22) : undefined), JSON.stringify({ query: aaa })),
+    ),
+    flood(sizes.duplicateFields, 4, () => post(url, from(ATTACKER.fields), JSON.stringify({ query: viewers }))),
+    flood(sizes.wrongPasswords, sizes.wrongPasswords, (i) =>
+      post(url, from(ATTACKER.passwords, basicAuthorization('alice', `wrong-${i}`)), JSON.stringify({ query: '{ viewer { id } }' })),
+    ),
+    flood(sizes.randomKeys, 4, () =>
+      post(url, from(ATTACKER.keys, randomBytes(16).toString('base64').slice(0, 22)), JSON.stringify({ query: '{ viewer { id } }' })),
+    ),
+  ]);
+  const cpu = cpuSeconds(pid) - cpuBefore;
+  clearInterval(sampler);
+  return {
+    attacks: { bigBodies, tokenFloods, duplicateFields, wrongPasswords, randomKeys },
+    cpuSeconds: cpu,
+    hostileRequests: Object.values(sizes).reduce((a: number, b: number) => a + b, 0),
+    rssBeforeMiB: rssBefore,
+    rssAfterMiB: rssMiB(pid),
+    rssPeakMiB: Math.max(rssPeak, rssMiB(pid)),
+  };
+}
+
+/** The well-behaved client's query: an item on the cached path. */
+export const GOOD_QUERY = JSON.stringify({ query: `{ item(itemId: ${PHONE}) { itemId name salePrice } }` });
