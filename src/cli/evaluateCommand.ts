@@ -1,4 +1,7 @@
+import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Catalog } from '../backends/embedded/catalog.js';
 import { parseArgs } from 'node:util';
 import { EventLog } from '../backends/embedded/events/event.js';
 import { readEvents } from '../backends/embedded/events/importEvents.js';
@@ -11,6 +14,7 @@ export const EVALUATE_HELP = `Usage:
   recs-gateway evaluate --events <file> --format <format> [--events <file> --format <format> ...]
                         [--views <file>] [--purchases <file>] [--test-fraction 0.2]
                         [--weighting ${DEFAULT_METHODS.join(',')}] [--grid]
+                        [--categories <file.csv> [--category-column category]]
 
 Offline evaluation on item ids (no catalogue needed). All files are read into one log; the latest
 visits and orders by start time (--test-fraction, default 0.2) are the test split, the latest
@@ -29,6 +33,13 @@ collapsed, h half-life in days). Prints per task and method the parameters, thei
 NDCG@10, and test HR@10, NDCG@10 and MRR@10 with standard errors, catalogue coverage, the mean
 popularity of what is recommended relative to the mean item (1 = neutral) and, with categories,
 the share of items of the anchor's category. --grid also prints every parameter setting tried.
+
+--categories F gives the items categories, as a catalogue would when serving: a CSV file with a
+header, the item id in its first column and the category in --category-column (default
+category), e.g. Instacart's products.csv with --category-column aisle_id. The model then uses
+them as it does when serving (next-best-product fills from the categories bought with the
+anchor's and halves its own; post-browse favours it), only items of the file are recommended,
+and the table gives the share of same-category items.
 
 --views F and --purchases F are short for --events F --format diginetica-views (resp.
 diginetica-purchases). Each --events takes the --format given after it, or the last one given.
@@ -52,6 +63,8 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
         'test-fraction': { type: 'string' },
         weighting: { type: 'string' },
         grid: { type: 'boolean' },
+        categories: { type: 'string' },
+        'category-column': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -121,13 +134,66 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     for (const s of report.skipped) err(`${path}:${s.line}: skipped: ${s.reason}`);
     err(`${path} (${input.format}): ${report.events} events, ${report.ignored} ignored, ${report.malformed} malformed`);
   }
+  let catalog: Catalog | null = null;
+  if (values.categories !== undefined) {
+    const path = resolve(values.categories);
+    try {
+      catalog = await readCategories(path, values['category-column'] ?? 'category');
+    } catch (error) {
+      err(`cannot read ${path}: ${(error as Error).message}`);
+      return 1;
+    }
+    err(`${path}: ${catalog.size} items with a category`);
+  }
   const t0 = performance.now();
-  const result = evaluate(log, { testFraction: fraction, methods: names as Method[] });
+  const result = evaluate(log, { testFraction: fraction, methods: names as Method[], catalog });
   out(`train ${result.trainEvents} events over ${result.trainItems} items, test ${result.testEvents} events (latest ${Math.round(fraction * 100)}% of visits and orders); validation ${result.validationEvents} events (the latest ${Math.round(fraction * 100)}% of the training part)`);
   out(formatTable(result.rows));
   if (values.grid === true) out(`\nvalidation grid\n${formatGrid(result.grid)}`);
   err(`evaluated in ${Math.round(performance.now() - t0)} ms`);
   return 0;
+}
+
+/** Splits a CSV line, honouring double quotes (product names hold commas). */
+function csvFields(line: string): string[] {
+  const fields: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (quoted) {
+      if (ch === '"' && line[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      fields.push(field);
+      field = '';
+    } else field += ch;
+  }
+  fields.push(field);
+  return fields;
+}
+
+/** Item id (first column) to category (the named column) as a catalogue; lines without either are skipped. */
+async function readCategories(path: string, column: string): Promise<Catalog> {
+  const catalog = new Catalog();
+  let at = -1;
+  for await (const line of createInterface({ input: createReadStream(path), crlfDelay: Infinity })) {
+    const fields = csvFields(line);
+    if (at < 0) {
+      at = fields.indexOf(column);
+      if (at < 0) throw new Error(`no column ${JSON.stringify(column)} in the header (${fields.join(', ')})`);
+      continue;
+    }
+    const itemId = Number(fields[0]);
+    const category = fields[at];
+    if (!Number.isSafeInteger(itemId) || itemId <= 0 || category === undefined || category === '') continue;
+    catalog.addRecord({ itemId, name: `item ${itemId}`, categoryPath: `${column} ${category}` }, 0, { loaded: 0, skipped: [] });
+  }
+  return catalog;
 }
 
 // Runnable on its own (npx tsx src/cli/evaluateCommand.ts ...), as it needs no configuration.

@@ -1,4 +1,9 @@
-import { describe, it, expect } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { describe, it, expect, afterAll } from 'vitest';
+import { runEvaluate } from '../../src/cli/evaluateCommand.js';
 import { seededRandom } from '../../src/backends/embedded/demo.js';
 import { EventLog } from '../../src/backends/embedded/events/event.js';
 import { evaluate, formatTable } from '../../src/backends/embedded/recommender/evaluate.js';
@@ -74,5 +79,33 @@ describe('evaluate', () => {
     // Each popularity list holds every other item of the six; together all six.
     expect(row('popularity').coverage).toBe(1);
     expect(result.rows.find((r) => r.task === 'next-best-product' && r.method === 'sequential')!.queries).toBe(0);
+  });
+
+  it('evaluate --categories reads a product table with quoted names and reports the same-category share', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'recs-eval-'));
+    afterAll(() => rmSync(dir, { recursive: true, force: true }));
+    // Orders of 1 with 2 (same aisle) and of 3 with 4; the last two orders are the test split.
+    const orders = [[1, 2], [3, 4], [1, 2], [3, 4], [1, 2], [3, 4], [1, 2], [3, 4], [1, 2], [3, 4]];
+    const baskets = join(dir, 'orders.csv');
+    writeFileSync(baskets, `order_id,product_id,add_to_cart_order,reordered\n${orders.flatMap((o, i) => o.map((p, j) => `${i + 1},${p},${j + 1},0`)).join('\n')}\n`);
+    const products = join(dir, 'products.csv');
+    writeFileSync(products, 'product_id,product_name,aisle_id,department_id\n1,"Apples, Red",24,4\n2,Pears,24,4\n3,"Soap ""Fresh""",11,2\n4,Sponges,12,2\n');
+    let out = '';
+    let err = '';
+    const io = { stdout: new Writable({ write(c, _e, done) { out += String(c); done(); } }), stderr: new Writable({ write(c, _e, done) { err += String(c); done(); } }) };
+    const args = ['--events', baskets, '--format', 'instacart', '--categories', products, '--weighting', 'count'];
+    expect(await runEvaluate([...args, '--category-column', 'aisle_id'], io)).toBe(0);
+    expect(err).toContain('4 items with a category');
+    // 1 -> 2 (both aisle 24) and 3 -> 4 (aisles 11 and 12): count puts the partner first each time.
+    // Columns: task, method, (no parameters), val NDCG, HR@10, ..., same cat, queries.
+    const count = out.split('\n').find((l) => /next-best-product\s+count/.test(l))!.trim().split(/\s+/);
+    expect(count[3]).toBe('1.0000');
+    expect(count.at(-1)).toBe('2');
+    // Each list: the partner, then the other items; 2 is in 1's aisle, 4 not in 3's.
+    const sameCategory = Number(count.at(-2));
+    expect(sameCategory).toBeGreaterThan(0);
+    expect(sameCategory).toBeLessThan(1);
+    expect(await runEvaluate([...args, '--category-column', 'shelf'], io)).toBe(1);
+    expect(err).toContain('no column "shelf" in the header (product_id, product_name, aisle_id, department_id)');
   });
 });

@@ -50,6 +50,12 @@ export interface Scoring {
    */
   sameCategoryFactor?: number;
   /**
+   * How much of the co-occurrence chance gives two categories is taken off before the prior
+   * follows it (see categoryAssociation); default 0: the categories most bought with the anchor's,
+   * including those bought with everything.
+   */
+  categoryLift?: number;
+  /**
    * An evaluation-only pair formula replacing the damped one (cosine, lift, pmi: evaluate.ts).
    * Never set on the request path: a function cannot cross the build worker's boundary.
    */
@@ -98,12 +104,6 @@ export interface ItemFacts {
 export interface NeighbourOptions extends Scoring {
   /** Neighbours kept per item before lookup-time filters; default 30. */
   topK?: number;
-  /**
-   * Whether the category prior may go to the anchor's own category; default true. False for
-   * next-best-product: what fills a thin list there are the categories bought with the anchor's
-   * (a phone's cases and chargers), never another phone.
-   */
-  ownCategoryPrior?: boolean;
 }
 
 export interface GroupSet {
@@ -336,12 +336,12 @@ function gatherOrdered(
 }
 
 /**
- * How much more often than chance each category is in the same group as another: for categories
- * A and B (A = B where `ownCategory`: two distinct items of A), the excess co-occurrence
- * (C(A,B) - n(A) n(B) / N) / n(A), where positive; at most `maxPartners` per category, best
- * first. A category's partners are what its thin anchors are filled from (see Scoring).
+ * How often each category is in the same group as another (for A = B: two distinct items of A),
+ * beyond what chance gives by `lift` (0: not at all, 1: all of it): for categories A and B,
+ * (C(A,B) - lift n(A) n(B) / N) / n(A), where positive; at most `maxPartners` per category,
+ * best first. A category's partners are what its thin anchors are filled from (see Scoring).
  */
-function categoryAssociation(groups: Groups, category: Int32Array, nCategories: number, ownCategory: boolean, maxPartners: number): { start: Int32Array; partner: Int32Array; weight: Float64Array; occurrences: Float64Array } {
+function categoryAssociation(groups: Groups, category: Int32Array, nCategories: number, lift: number, maxPartners: number): { start: Int32Array; partner: Int32Array; weight: Float64Array; occurrences: Float64Array } {
   const occurrences = new Float64Array(nCategories);
   // Dense while it is small (a shop's few hundred leaves), a map beyond (a 4,000-node taxonomy).
   const dense = nCategories * nCategories <= 1 << 22 ? new Float64Array(nCategories * nCategories) : null;
@@ -375,7 +375,7 @@ function categoryAssociation(groups: Groups, category: Int32Array, nCategories: 
     }
     for (const a of present) {
       occurrences[a]! += w;
-      if (ownCategory && distinctItems[a]! >= 2) add(a * nCategories + a, w);
+      if (distinctItems[a]! >= 2) add(a * nCategories + a, w);
       for (const b of present) if (b !== a) add(a * nCategories + b, w);
     }
   }
@@ -384,7 +384,7 @@ function categoryAssociation(groups: Groups, category: Int32Array, nCategories: 
   for (const [key, c] of pairs) {
     const a = Math.floor(key / nCategories);
     const b = key - a * nCategories;
-    const excess = (c - (occurrences[a]! * occurrences[b]!) / total) / occurrences[a]!;
+    const excess = (c - (lift * occurrences[a]! * occurrences[b]!) / total) / occurrences[a]!;
     if (excess > 0) lists[a]!.push({ partner: b, weight: excess });
   }
   const start = new Int32Array(nCategories + 1);
@@ -529,7 +529,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   // popularity (see Scoring).
   const nCategories = category === undefined ? 0 : category.reduce((m, c) => Math.max(m, c + 1), 0);
   const association = prior > 0 && nCategories > 0
-    ? categoryAssociation(groups, category!, nCategories, options.ownCategoryPrior ?? true, MAX_PARTNER_CATEGORIES)
+    ? categoryAssociation(groups, category!, nCategories, options.categoryLift ?? 0, MAX_PARTNER_CATEGORIES)
     : null;
   // b's share of its category's groups.
   const share = new Float64Array(association === null ? 0 : nItems);
@@ -540,7 +540,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     }
   }
   const partnerWeight = new Float64Array(nCategories);
-  const priorLists = prior > 0 ? priorListsOf(prior, topK, occurrences, total, term, category, association, share, orig) : null;
+  const priorLists = prior > 0 ? priorListsOf(prior, factor, topK, occurrences, total, term, category, association, share, orig) : null;
   const anchorScale = new Float64Array(prior > 0 ? nItems : 0);
 
   for (let a0 = 0; a0 < nItems; a0++) {
@@ -615,11 +615,12 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
 
 /**
  * The prior's lists (see Neighbours.priorStart): per category, the items of its partner
- * categories by k · weight(partner) · share(b) · n(b)^-d; last, every item by k · n(b)/N · n(b)^-d.
+ * categories by k · weight(partner) · share(b) · n(b)^-d (times the same-category factor in its
+ * own); last, every item by k · n(b)/N · n(b)^-d (the factor applied at lookup).
  * Each holds at most `size` items, best first (ties to the lower real index).
  */
 function priorListsOf(
-  prior: number, size: number, occurrences: Float64Array, total: number, term: Float64Array, category: Int32Array | undefined,
+  prior: number, factor: number, size: number, occurrences: Float64Array, total: number, term: Float64Array, category: Int32Array | undefined,
   association: { start: Int32Array; partner: Int32Array; weight: Float64Array } | null, share: Float64Array, orig: Int32Array,
 ): { start: Int32Array; item: Int32Array; score: Float64Array } {
   const nItems = occurrences.length;
@@ -647,7 +648,7 @@ function priorListsOf(
   for (let c = 0; c < nCategories; c++) {
     for (let j = association!.start[c]!; j < association!.start[c + 1]!; j++) {
       const partner = association!.partner[j]!;
-      const w = prior * association!.weight[j]!;
+      const w = prior * association!.weight[j]! * (partner === c ? factor : 1);
       for (const b of byCategory[partner]!.slice(0, size)) heap.offer(w * share[b]! * term[b]!, 0, orig[b]!);
     }
     drain();

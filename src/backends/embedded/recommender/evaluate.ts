@@ -135,6 +135,9 @@ const MODEL_GRID: { name: string; values: readonly unknown[]; set: (s: Scoring, 
   { name: 'halfLifeDays', values: [0, 3, 14, 60, 180], set: (s, h: number) => ({ ...s, halfLifeDays: h }) },
   { name: 'damping', values: [0, 0.1, 0.2, 0.3, 0.5, 0.75, 1], set: (s, d: number) => ({ ...s, damping: d }) },
   { name: 'prior', values: [0, 1, 3, 10, 30, 100], set: (s, k: number) => ({ ...s, prior: k }) },
+  // Only with categories (--categories); without, every value gives the same lists.
+  { name: 'categoryLift', values: [0, 0.5, 1], set: (s, l: number) => ({ ...s, categoryLift: l }) },
+  { name: 'sameCategoryFactor', values: [0.25, 0.5, 1, 2, 3], set: (s, f: number) => ({ ...s, sameCategoryFactor: f }) },
 ];
 
 function withoutOrder(s: Scoring): Scoring {
@@ -151,6 +154,7 @@ export function describeScoring(scoring: Scoring, method: Method = 'model'): str
   if (scoring.collapseRepeats === true) parts.push('rep');
   if ((scoring.halfLifeDays ?? 0) > 0) parts.push(`h=${scoring.halfLifeDays}`);
   if (scoring.sameCategoryFactor !== undefined && scoring.sameCategoryFactor !== 1) parts.push(`f=${scoring.sameCategoryFactor}`);
+  if ((scoring.categoryLift ?? 0) > 0) parts.push(`l=${scoring.categoryLift}`);
   return parts.join(' ');
 }
 
@@ -379,7 +383,7 @@ export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluati
   const measure = (method: Method, pb: Scoring, nbp: Scoring): Record<Task, number> => {
     const scores = validation.models(pb, nbp);
     const scorings: Record<Task, Scoring> = { 'post-browse': pb, 'next-best-product': nbp };
-    for (const task of TASKS) grid.push({ task, method, scoring: scorings[task], ndcg: scores[task].ndcg, ndcgError: scores[task].ndcgError });
+    for (const task of TASKS) if (scores[task].queries > 0) grid.push({ task, method, scoring: scorings[task], ndcg: scores[task].ndcg, ndcgError: scores[task].ndcgError });
     return { 'post-browse': scores['post-browse'].ndcg, 'next-best-product': scores['next-best-product'].ndcg };
   };
 
@@ -426,7 +430,7 @@ export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluati
 /** The rows as an aligned text table. */
 export function formatTable(rows: readonly EvaluationRow[]): string {
   const header = ['task', 'method', 'parameters', 'val NDCG', 'HR@10', '± se', 'NDCG@10', '± se', 'MRR@10', '± se', 'coverage', 'popularity', 'same cat', 'queries'];
-  const lines = rows.map((r) => [
+  const lines = rows.filter((r) => r.queries > 0).map((r) => [
     r.task, r.method, r.parameters, r.validationNdcg.toFixed(4), r.hitRate.toFixed(4), r.hitRateError.toFixed(4), r.ndcg.toFixed(4), r.ndcgError.toFixed(4),
     r.mrr.toFixed(4), r.mrrError.toFixed(4), r.coverage.toFixed(4), r.popularity.toFixed(1), r.sameCategory === null ? '-' : r.sameCategory.toFixed(3), String(r.queries),
   ]);
