@@ -21,16 +21,22 @@ export interface OrderWeights {
  *   (c + k π_a(b)) / (n(a)^(1-d) n(b)^d)
  * d (`damping`) discounts the neighbour's popularity: d = 0 ranks by raw count, 0.5 like cosine,
  * 1 like lift (c against what b's popularity alone would give: what is "bought anyway").
- * k (`prior`) adds k pseudo-groups of a spread over items by π_a(b): with a catalogue, by how much
- * more often than chance b's category goes with a's (see categoryAssociation) and b's share of
- * its category; without one (or for an anchor whose category has no such partner), by
- * popularity n(b)/N. It decides where evidence is thin.
+ * k (`prior`) adds k pseudo-groups of a spread over items by π_a(b): with a catalogue, by how often
+ * b's category is in a group with a's (see categoryAssociation) times b's share of its
+ * category; without one (or for an anchor whose category has no partner), by popularity n(b)/N.
+ * It decides where evidence is thin. Items of a's own category are multiplied by
+ * `sameCategoryFactor`, evidence and prior alike.
  *
  * Every term is a sum of per-event contributions (c, n, N, the category counts), so a live path
- * can apply an event without a rebuild: append it to its group, add its pair weights against the
- * group's other positions within the window (and its category pairs), bump n(b) and N, and
- * re-rank the top-K of the items it touched; the prior lists are per category and re-ranked when
- * their category's counts change. The scores are then the ones a full build gives.
+ * can apply an event without a rebuild: append it to its group; add its pair weights against the
+ * group's positions within the window (forward from the earlier ones to it, backward from it to
+ * them), and its category pairs if its category is new to the group; bump n(b) and N where the
+ * item is new to the group. Scores are then computed when an anchor is looked up, from the counts
+ * as they stand (the popularity discount, lift and the prior are ratios of counts, never stored
+ * scores), over the anchor's pairs touched since the build merged with its built neighbours, and
+ * the category prior lists of the categories touched re-ranked likewise: the lists are those a
+ * full build over the same events gives, as long as the live path applies the build's caps too
+ * (a group's first maxItems distinct items; the top-K per anchor).
  */
 export interface Scoring {
   /** d, default 0.3. */
