@@ -100,7 +100,7 @@ const REFUSED: PreparedOperation = Object.freeze({
 
 /** A query text once checked: its document and operations, or Apollo's answer to it (without a content type), or a text to leave to Apollo. */
 type Known =
-  | { document: DocumentNode; operations: Map<string, PreparedOperation | null> }
+  | { document: DocumentNode; operations: Map<string | undefined, PreparedOperation | null> }
   | { refused: Omit<PreparedAnswer, 'headers'> & { headers: Record<string, string> } }
   | { handOver: true };
 
@@ -168,7 +168,7 @@ export class PreparedOperations {
   private readonly introspection: boolean | undefined;
   private readonly hideSuggestions: boolean | undefined;
   private readonly formatError: FormatError;
-  /** Query text -> what checking it gave: its document and operations by requested name ('' for none), or a refusal. */
+  /** Query text -> what checking it gave: its document and operations by requested name (undefined for none), or a refusal. */
   private readonly documents: LRUCache<string, Known>;
   /** Accept header ('' for none) -> the content type Apollo answered it with. */
   private readonly contentTypes = new Map<string, string>();
@@ -319,7 +319,8 @@ export class PreparedOperations {
   }
 
   private operation(known: Extract<Known, { document: DocumentNode }>, requestedName: string | undefined): PreparedOperation | null {
-    const name = requestedName ?? '';
+    // no name and the name '' differ: graphql-js finds no operation named ''
+    const name = requestedName;
     let operation = known.operations.get(name);
     if (operation === undefined) {
       // names not in the document are remembered too, so the map is bounded: past that, Apollo
