@@ -108,4 +108,16 @@ describe('hostile GraphQL requests over HTTP', () => {
       expect(gw.errors()).toEqual([]);
     }
   });
+
+  it('keeps no persisted query of 64 KiB or more: its hash alone is not found later', async () => {
+    const register = async (query: string) => {
+      const extensions = { persistedQuery: { version: 1, sha256Hash: createHash('sha256').update(query).digest('hex') } };
+      expect((await post(prepared.url, JSON.stringify({ query, extensions }))).status).toBe(200);
+      return post(prepared.url, JSON.stringify({ extensions }));
+    };
+    const small = await register('# small\n{ viewer { id } }');
+    expect(small).toEqual({ status: 200, body: { data: { viewer: null } } });
+    const large = await register(`# ${'x'.repeat(64 * 1024)}\n{ viewer { id } }`);
+    expect(large.body.errors?.[0]?.extensions?.code).toBe('PERSISTED_QUERY_NOT_FOUND');
+  });
 });
