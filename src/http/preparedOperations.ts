@@ -30,6 +30,7 @@ import { isJsonContentType } from './contentType.js';
 import {
   checkEnvelope,
   formatErrors,
+  type Envelope,
   getNotQueryError,
   refusalAnswer,
   syntaxError,
@@ -49,6 +50,8 @@ const PREPARED_TEXT_CHARS = 8 * 1024 * 1024;
 const COMPILED_TEXT_CHARS = 4 * 1024 * 1024;
 /** Operation names remembered per query text. */
 const MAX_OPERATIONS_PER_DOCUMENT = 16;
+/** The content type of a refusal of the gateway's own for an Accept Apollo has not answered yet (Apollo's for no Accept). */
+const DEFAULT_CONTENT_TYPE = 'application/json; charset=utf-8';
 /** Distinct Accept headers whose content type is remembered. */
 const MAX_ACCEPTS = 100;
 /**
@@ -203,14 +206,27 @@ export class PreparedOperations {
    * without it, a GET is left to Apollo.
    */
   prepare(method: string, headers: IncomingHttpHeaders, body: unknown, search?: string): PreparedRequest | null {
-    const contentType = this.contentTypes.get(headers.accept ?? '');
-    if (contentType === undefined || (method === 'GET' && search === undefined)) return null;
-    const envelope = checkEnvelope(method, headers, search ?? '', body);
+    if (method === 'GET' && search === undefined) return null;
+    return this.fromEnvelope(method, headers, checkEnvelope(method, headers, search ?? '', body));
+  }
+
+  /**
+   * As prepare, for a request whose envelope the caller has checked already (checkEnvelope,
+   * once per request, before choosing a path).
+   */
+  fromEnvelope(method: string, headers: IncomingHttpHeaders, envelope: Envelope): PreparedRequest | null {
+    const contentType = this.contentTypeFor(headers);
     if (!envelope.ok) {
+      // a rule of the gateway's own: never handed to Apollo, which would answer the request
+      if (envelope.stage === 'gateway') {
+        const type = contentType ?? DEFAULT_CONTENT_TYPE;
+        return this.refused(refusalAnswer(envelope.stage, [envelope.error], type, this.formatError), type);
+      }
       // Apollo's own refusals before its pipeline are cheap, and Apollo counts none of them
-      if (envelope.stage === 'http') return null;
+      if (envelope.stage === 'http' || contentType === undefined) return null;
       return this.refused(refusalAnswer(envelope.stage, [envelope.error], contentType, this.formatError), contentType);
     }
+    if (contentType === undefined) return null;
     const { query, operationName: requestedName, variables, extensions } = envelope.request;
     if (query === undefined || (method === 'POST' && !isJsonContentType(headers['content-type']))) return null;
     const known = this.known(query);
@@ -298,6 +314,11 @@ export class PreparedOperations {
       this.compiled.set(operation, compiled);
     }
     return 'refused' in compiled ? null : compiled;
+  }
+
+  /** The content type Apollo answered this Accept header with, once it has; undefined before. */
+  contentTypeFor(headers: IncomingHttpHeaders): string | undefined {
+    return this.contentTypes.get(headers.accept ?? '');
   }
 
   /** Learns the content type Apollo gave a single-result answer for an Accept header. */
