@@ -126,7 +126,10 @@ const ACCEPTS = ['none', 'application/json', 'application/graphql-response+json'
 /** Well-formed requests of every Accept, so the prepared path has learnt their content types. */
 const warmUps = ACCEPTS.map((accept) => headersOf('application/json', { preflight: false, accept }));
 
-describe('the prepared path against Apollo Server on a schema with every kind of cache hint', () => {
+describe.each([
+  { name: 'introspection on', introspection: true },
+  { name: 'introspection and suggestions off (production)', introspection: false },
+])('the prepared path against Apollo Server on a schema with every kind of cache hint, $name', ({ introspection }) => {
   const typeDefs = `
     enum CacheControlScope { PUBLIC PRIVATE }
     directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
@@ -160,10 +163,11 @@ describe('the prepared path against Apollo Server on a schema with every kind of
   const validationRules = [queryLimitsRule(DEFAULT_LIMITS)];
   // one Apollo for both sides, so persisted queries registered by one are known to the other
   const apollo = new ApolloServer({
-    schema, formatError, includeStacktraceInErrorResponses: false, csrfPrevention: true, allowBatchedHttpRequests: false, parseOptions, validationRules, introspection: true,
+    schema, formatError, includeStacktraceInErrorResponses: false, csrfPrevention: true, allowBatchedHttpRequests: false, parseOptions, validationRules, introspection,
+    hideSchemaDetailsFromClientErrors: !introspection,
     plugins: [ApolloServerPluginLandingPageDisabled()],
   });
-  const prepared = new PreparedOperations({ schema, parseOptions, validationRules, formatError, introspection: true, hideSchemaDetailsFromClientErrors: false });
+  const prepared = new PreparedOperations({ schema, parseOptions, validationRules, formatError, introspection, hideSchemaDetailsFromClientErrors: !introspection });
   const repeated = (field: string, times: number) => `{ ${Array.from({ length: times }, () => field).join(' ')} }`;
   const QUERIES = [
     '{ shop(id: 1) { name items { sku } } }',
@@ -266,7 +270,7 @@ describe.each(storeKinds.slice(0, 1))('the gateway with and without the prepared
     return { status: response.status, headers: kept, body: await response.text() };
   }
 
-  it('gives the same status, headers and bytes to 1,000 generated requests', async () => {
+  it('gives the same status, headers and bytes to 600 generated requests', async () => {
     const QUERIES = [
       '{ item(itemId: 31000005) { itemId name } }',
       'query Item($id: ItemId!) { item(itemId: $id) { name } }',
@@ -291,10 +295,10 @@ describe.each(storeKinds.slice(0, 1))('the gateway with and without the prepared
         const sent = { ...envelope, headers: anonymous || /mutation/.test(`${envelope.text}${envelope.search}`) ? envelope.headers : { ...envelope.headers, authorization: key } };
         expect(await send(withPrepared, sent), JSON.stringify(sent)).toEqual(await send(withoutPrepared, sent));
       }),
-      { numRuns: 1000 },
+      { numRuns: 600 },
     );
     const stats = withPrepared.gateway.preparedStats!;
-    expect(stats.answered - before.answered).toBeGreaterThan(8);
-    expect(stats.refused - before.refused).toBeGreaterThan(8);
+    expect(stats.answered - before.answered).toBeGreaterThan(5);
+    expect(stats.refused - before.refused).toBeGreaterThan(20);
   }, 90_000);
 });
