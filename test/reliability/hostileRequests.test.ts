@@ -92,7 +92,7 @@ describe('hostile GraphQL requests over HTTP', () => {
   ])('answers variables of %s nested 200,000 deep with 400 BAD_REQUEST, and logs no error', async (kind, deep) => {
     const text = `{"query":"{ viewer { id } }","variables":{"deep":${deep}}}`;
     // with an Accept Apollo has answered before, and with one it has not
-    for (const headers of [{}, { accept: `application/json, x/${kind}` }]) {
+    for (const headers of [{}, { accept: `application/json, x/${kind}` }] as Record<string, string>[]) {
       const answer = await post(prepared.url, text, headers);
       expect(answer.status).toBe(400);
       expect(answer.body.errors?.[0]?.extensions?.code).toBe('BAD_REQUEST');
