@@ -2,8 +2,10 @@ import {
   GraphQLError,
   Kind,
   type ASTNode,
+  type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
+  type OperationDefinitionNode,
   type SelectionSetNode,
   type ValidationContext,
   type ValidationRule,
@@ -26,6 +28,13 @@ export interface QueryLimits {
   maxTokens: number;
   /** MAX_COST: fields weighted by how many times they run (a list field costs its `first`); default 5000. */
   maxCost: number;
+  /**
+   * Fields with one response name in one selection set, counting those its fragments bring into
+   * it; default 10. Validation compares every pair of them (graphql-js's
+   * OverlappingFieldsCanBeMerged), so its time grows with the square of this; a client rarely
+   * repeats a field more than a couple of times (fragments that each ask for `id` do).
+   */
+  maxSameNameFields?: number;
 }
 
 export const DEFAULT_LIMITS: QueryLimits = {
@@ -34,6 +43,7 @@ export const DEFAULT_LIMITS: QueryLimits = {
   maxDirectives: 20,
   maxTokens: 2000,
   maxCost: 5000,
+  maxSameNameFields: 10,
 };
 
 /** How many times a field's selection runs when its size argument is a variable or left out. */
@@ -66,65 +76,134 @@ export const limitError = (limit: string, max: number, actual: number, node?: AS
   });
 
 interface Measure {
+  /** Levels of fields below the selection set. */
   depth: number;
   cost: number;
   aliases: number;
   directives: number;
+  /** The most fields with one response name in any one selection set at or below it. */
+  sameName: number;
+  /** Fields landing in the selection set itself (its own, and its fragments'), by response name. */
+  landing: Map<string, number>;
 }
 
-/** One validation rule for depth, aliases, directives and cost, following fragments. */
+/**
+ * The measures of every operation in a document. Linear in the document: a fragment is measured
+ * once however often it is spread (spreads that double at every level would take exponential
+ * time to walk), and a cycle counts as empty (graphql-js's NoFragmentCycles reports it).
+ */
+export function measureOperations(document: DocumentNode): { operation: OperationDefinitionNode; measure: Measure }[] {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  const measured = new Map<string, Measure>();
+  const inProgress = new Set<string>();
+
+  const fragmentMeasure = (name: string): Measure | null => {
+    const known = measured.get(name);
+    if (known) return known;
+    const fragment = fragments.get(name);
+    if (!fragment || inProgress.has(name)) return null;
+    inProgress.add(name);
+    const measure = measureSet(fragment.selectionSet);
+    inProgress.delete(name);
+    measure.directives += fragment.directives?.length ?? 0;
+    measured.set(name, measure);
+    return measure;
+  };
+
+  const measureSet = (set: SelectionSetNode | undefined): Measure => {
+    const total: Measure = { depth: 0, cost: 0, aliases: 0, directives: 0, sameName: 0, landing: new Map() };
+    if (!set) return total;
+    const land = (from: Map<string, number>) => {
+      for (const [name, count] of from) total.landing.set(name, (total.landing.get(name) ?? 0) + count);
+    };
+    // graphql-js compares the fields of a fragment spread twice in one set once
+    const spread = new Set<string>();
+    for (const selection of set.selections) {
+      total.directives += selection.directives?.length ?? 0;
+      let inner: Measure;
+      if (selection.kind === Kind.FIELD) {
+        if (selection.alias) total.aliases += 1;
+        const responseName = selection.alias?.value ?? selection.name.value;
+        total.landing.set(responseName, (total.landing.get(responseName) ?? 0) + 1);
+        inner = measureSet(selection.selectionSet);
+        total.depth = Math.max(total.depth, 1 + inner.depth);
+        total.cost += 1 + multiplier(selection) * inner.cost;
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        inner = measureSet(selection.selectionSet);
+        total.depth = Math.max(total.depth, inner.depth);
+        total.cost += inner.cost;
+        land(inner.landing);
+      } else {
+        const fragment = fragmentMeasure(selection.name.value);
+        if (!fragment) continue;
+        inner = fragment;
+        total.depth = Math.max(total.depth, inner.depth);
+        total.cost += inner.cost;
+        if (!spread.has(selection.name.value)) land(inner.landing);
+        spread.add(selection.name.value);
+      }
+      total.aliases += inner.aliases;
+      total.directives += inner.directives;
+      total.sameName = Math.max(total.sameName, inner.sameName);
+    }
+    for (const count of total.landing.values()) total.sameName = Math.max(total.sameName, count);
+    return total;
+  };
+
+  const operations: { operation: OperationDefinitionNode; measure: Measure }[] = [];
+  for (const definition of document.definitions) {
+    if (definition.kind !== Kind.OPERATION_DEFINITION) continue;
+    const measure = measureSet(definition.selectionSet);
+    measure.directives += definition.directives?.length ?? 0;
+    operations.push({ operation: definition, measure });
+  }
+  return operations;
+}
+
+/** The limit errors of a document, in the order of its operations and of the limits. */
+export function limitErrors(document: DocumentNode, limits: QueryLimits): GraphQLError[] {
+  const errors: GraphQLError[] = [];
+  for (const { operation, measure } of measureOperations(document)) {
+    const checks: [string, number, number][] = [
+      ['depth', limits.maxDepth, measure.depth],
+      ['aliases', limits.maxAliases, measure.aliases],
+      ['directives', limits.maxDirectives, measure.directives],
+      ['cost', limits.maxCost, measure.cost],
+      ['sameNameFields', limits.maxSameNameFields ?? DEFAULT_LIMITS.maxSameNameFields!, measure.sameName],
+    ];
+    for (const [limit, max, actual] of checks) {
+      if (actual > max) errors.push(limitError(limit, max, actual, operation));
+    }
+  }
+  return errors;
+}
+
+/**
+ * One validation rule for depth, aliases, directives, cost and fields of one response name,
+ * following fragments.
+ *
+ * A document over a limit is refused with the limit errors alone, and without running the
+ * other rules over it: some cost time quadratic in what the limits bound (graphql-js's
+ * OverlappingFieldsCanBeMerged compares every pair of fields with one response name: 450 copies
+ * of `viewer { id }` took 150 ms). A rule cannot stop validate(), so when a limit fails this one
+ * reports its errors as it is made (before the walk) and empties the document's definitions:
+ * the other rules then walk nothing. The document is the one just parsed for this request, and a
+ * document that fails validation is never stored or executed (not by Apollo, not by the prepared
+ * path). Validating with this rule alone first (src/http/preparedOperations.ts) and with every
+ * rule at once (Apollo) thus give the same errors.
+ */
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   return (context: ValidationContext) => {
-    const fragments = new Map<string, FragmentDefinitionNode>();
-    for (const definition of context.getDocument().definitions) {
-      if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+    const document = context.getDocument();
+    const errors = limitErrors(document, limits);
+    if (errors.length > 0) {
+      for (const error of errors) context.reportError(error);
+      if (!Object.isFrozen(document)) (document as { definitions: DocumentNode['definitions'] }).definitions = [];
     }
-
-    const measure = (set: SelectionSetNode | undefined, depth: number, seen: Set<string>): Measure => {
-      const total: Measure = { depth, cost: 0, aliases: 0, directives: 0 };
-      if (!set) return total;
-      for (const selection of set.selections) {
-        total.directives += selection.directives?.length ?? 0;
-        let inner: Measure;
-        if (selection.kind === Kind.FIELD) {
-          if (selection.alias) total.aliases += 1;
-          inner = measure(selection.selectionSet, depth + 1, seen);
-          const times = multiplier(selection);
-          total.cost += 1 + times * inner.cost;
-        } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-          inner = measure(selection.selectionSet, depth, seen);
-          total.cost += inner.cost;
-        } else {
-          const name = selection.name.value;
-          const fragment = fragments.get(name);
-          // a cycle is reported by graphql's own NoFragmentCycles rule
-          if (!fragment || seen.has(name)) continue;
-          inner = measure(fragment.selectionSet, depth, new Set(seen).add(name));
-          total.directives += fragment.directives?.length ?? 0;
-          total.cost += inner.cost;
-        }
-        total.depth = Math.max(total.depth, inner.depth);
-        total.aliases += inner.aliases;
-        total.directives += inner.directives;
-      }
-      return total;
-    };
-
-    return {
-      OperationDefinition(operation) {
-        const m = measure(operation.selectionSet, 0, new Set());
-        m.directives += operation.directives?.length ?? 0;
-        const checks: [string, number, number][] = [
-          ['depth', limits.maxDepth, m.depth],
-          ['aliases', limits.maxAliases, m.aliases],
-          ['directives', limits.maxDirectives, m.directives],
-          ['cost', limits.maxCost, m.cost],
-        ];
-        for (const [limit, max, actual] of checks) {
-          if (actual > max) context.reportError(limitError(limit, max, actual, operation));
-        }
-      },
-    };
+    return {};
   };
 }
 

@@ -6,7 +6,7 @@ import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server
 import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { trace } from '@opentelemetry/api';
-import type { GraphQLFormattedError } from 'graphql';
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { BreakerState } from './backends/rest/breaker.js';
 import type { Backend, PrincipalModel } from './backends/types.js';
 import type { Config } from './config.js';
@@ -186,6 +186,13 @@ export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedErr
     if (formatted.extensions?.limit !== undefined || (code === ErrorCode.GRAPHQL_PARSE_FAILED && isTokenLimitError(formatted.message))) {
       // Apollo files every validation failure under one code; a limit gets its own
       return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX } };
+    }
+    // Apollo refuses a few requests with an error of no code and a 4xx status of its own (a
+    // persisted query whose hash does not match its text, an unknown persisted-query version):
+    // the client's mistake, not a fault of ours
+    const http = error instanceof GraphQLError && error.extensions?.code === undefined && !error.originalError ? (error.extensions?.http as { status?: unknown } | undefined) : undefined;
+    if (code === ErrorCode.INTERNAL_SERVER_ERROR && typeof http?.status === 'number' && http.status >= 400 && http.status < 500) {
+      return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.BAD_REQUEST } };
     }
     if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
       const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};

@@ -4,6 +4,8 @@ import { newStats, type CacheEntry, type SharedCache } from './types.js';
 export interface MemoryCacheOptions {
   /** Entries kept at most; default 50,000. */
   maxEntries?: number;
+  /** Characters of keys and values kept at most; default 64 Mi (a value larger than that is not kept). */
+  maxChars?: number;
 }
 
 /** The cache of a gateway without REDIS_URL: the same interface, one process only. */
@@ -12,7 +14,14 @@ export class MemoryCache implements SharedCache {
   private readonly lru: LRUCache<string, string>;
 
   constructor(options: MemoryCacheOptions = {}) {
-    this.lru = new LRUCache<string, string>({ max: options.maxEntries ?? 50_000, ttlAutopurge: false });
+    // bounded in size as well as in entries: the values (persisted queries, cached upstream
+    // answers) are of any length, and the oldest go first when they add up
+    this.lru = new LRUCache<string, string>({
+      max: options.maxEntries ?? 50_000,
+      maxSize: options.maxChars ?? 64 * 1024 * 1024,
+      sizeCalculation: (value, key) => 1 + key.length + value.length,
+      ttlAutopurge: false,
+    });
   }
 
   async getMany(keys: readonly string[]): Promise<(string | null)[]> {

@@ -1,27 +1,45 @@
+import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { Catalog } from '../backends/embedded/catalog.js';
 import { parseArgs } from 'node:util';
 import { EventLog } from '../backends/embedded/events/event.js';
 import { readEvents } from '../backends/embedded/events/importEvents.js';
-import { WEIGHTINGS } from '../backends/embedded/recommender/cooccurrence.js';
-import type { Weighting } from '../backends/embedded/recommender/cooccurrence.js';
-import { evaluate, formatGrid, formatTable } from '../backends/embedded/recommender/evaluate.js';
+import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from '../backends/embedded/recommender/evaluate.js';
+import type { Method } from '../backends/embedded/recommender/evaluate.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
 import type { CommandIo } from './importCommand.js';
 
 export const EVALUATE_HELP = `Usage:
   recs-gateway evaluate --events <file> --format <format> [--events <file> --format <format> ...]
-                        [--views <file>] [--purchases <file>] [--test-fraction 0.2] [--weighting cosine,lift,...] [--grid]
+                        [--views <file>] [--purchases <file>] [--test-fraction 0.2]
+                        [--weighting ${DEFAULT_METHODS.join(',')}] [--grid]
+                        [--categories <file.csv> [--category-column category]]
 
 Offline evaluation on item ids (no catalogue needed). All files are read into one log; the latest
 visits and orders by start time (--test-fraction, default 0.2) are the test split, the latest
 of the rest (same fraction) the validation split. Post-browse predicts a visit's next viewed
 item from the one before; next-best-product an order's next item from the one before (or from
-the user's last purchase). Each weighting's parameters (shrinkage s; damping d and prior k) are
-chosen per task on the validation split, then the model is trained on everything before the
-test split and scored on it. Prints, for a popularity baseline and each weighting (default:
-${WEIGHTINGS.join(', ')}): the chosen parameters, their validation NDCG@10, and test HR@10,
-NDCG@10 with its standard error, catalogue coverage and the mean popularity of what is
-recommended relative to the mean item (1 = neutral). --grid also prints every parameter tried.
+the user's last purchase).
+
+Always compared: three baselines, each trained on the same split (popularity: the most viewed,
+resp. bought; consecutive: the items that came right after the anchor; sequential: sequential
+rules, forward pairs weighted 1/distance up to 10 apart), and the shipped default. --weighting
+chooses the others (default ${DEFAULT_METHODS.join(', ')}; any of ${METHODS.filter((m) => m !== 'popularity' && m !== 'default').join(', ')};
+damped is short for model): count is item-set co-occurrence; cosine, lift and pmi have their
+shrinkage s chosen on validation; model has every parameter of the default chosen there
+(d popularity discount, k prior, w window, b backward weight, p distance exponent, rep repeats
+collapsed, h half-life in days). Prints per task and method the parameters, their validation
+NDCG@10, and test HR@10, NDCG@10 and MRR@10 with standard errors, catalogue coverage, the mean
+popularity of what is recommended relative to the mean item (1 = neutral) and, with categories,
+the share of items of the anchor's category. --grid also prints every parameter setting tried.
+
+--categories F gives the items categories, as a catalogue would when serving: a CSV file with a
+header, the item id in its first column and the category in --category-column (default
+category), e.g. Instacart's products.csv with --category-column aisle_id. The model then uses
+them as it does when serving (next-best-product fills from the categories bought with the
+anchor's and halves its own; post-browse favours it), only items of the file are recommended,
+and the table gives the share of same-category items.
 
 --views F and --purchases F are short for --events F --format diginetica-views (resp.
 diginetica-purchases). Each --events takes the --format given after it, or the last one given.
@@ -45,6 +63,8 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
         'test-fraction': { type: 'string' },
         weighting: { type: 'string' },
         grid: { type: 'boolean' },
+        categories: { type: 'string' },
+        'category-column': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -87,10 +107,10 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     err('--test-fraction must be between 0 and 1');
     return 2;
   }
-  const weightings = values.weighting === undefined ? WEIGHTINGS : values.weighting.split(',').map((w) => w.trim());
-  const unknown = weightings.filter((w) => !(WEIGHTINGS as readonly string[]).includes(w));
+  const names = values.weighting === undefined ? DEFAULT_METHODS : values.weighting.split(',').map((w) => (w.trim() === 'damped' ? 'model' : w.trim()));
+  const unknown = names.filter((w) => !(METHODS as readonly string[]).includes(w));
   if (unknown.length > 0) {
-    err(`unknown weighting ${unknown.join(', ')}: one of ${WEIGHTINGS.join(', ')}`);
+    err(`unknown weighting ${unknown.join(', ')}: one of ${METHODS.join(', ')}, damped`);
     return 2;
   }
 
@@ -114,13 +134,66 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     for (const s of report.skipped) err(`${path}:${s.line}: skipped: ${s.reason}`);
     err(`${path} (${input.format}): ${report.events} events, ${report.ignored} ignored, ${report.malformed} malformed`);
   }
+  let catalog: Catalog | null = null;
+  if (values.categories !== undefined) {
+    const path = resolve(values.categories);
+    try {
+      catalog = await readCategories(path, values['category-column'] ?? 'category');
+    } catch (error) {
+      err(`cannot read ${path}: ${(error as Error).message}`);
+      return 1;
+    }
+    err(`${path}: ${catalog.size} items with a category`);
+  }
   const t0 = performance.now();
-  const result = evaluate(log, { testFraction: fraction, weightings: weightings as Weighting[] });
+  const result = evaluate(log, { testFraction: fraction, methods: names as Method[], catalog });
   out(`train ${result.trainEvents} events over ${result.trainItems} items, test ${result.testEvents} events (latest ${Math.round(fraction * 100)}% of visits and orders); validation ${result.validationEvents} events (the latest ${Math.round(fraction * 100)}% of the training part)`);
   out(formatTable(result.rows));
   if (values.grid === true) out(`\nvalidation grid\n${formatGrid(result.grid)}`);
   err(`evaluated in ${Math.round(performance.now() - t0)} ms`);
   return 0;
+}
+
+/** Splits a CSV line, honouring double quotes (product names hold commas). */
+function csvFields(line: string): string[] {
+  const fields: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const ch = line[i]!;
+    if (quoted) {
+      if (ch === '"' && line[i + 1] === '"') {
+        field += '"';
+        i++;
+      } else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') {
+      fields.push(field);
+      field = '';
+    } else field += ch;
+  }
+  fields.push(field);
+  return fields;
+}
+
+/** Item id (first column) to category (the named column) as a catalogue; lines without either are skipped. */
+async function readCategories(path: string, column: string): Promise<Catalog> {
+  const catalog = new Catalog();
+  let at = -1;
+  for await (const line of createInterface({ input: createReadStream(path), crlfDelay: Infinity })) {
+    const fields = csvFields(line);
+    if (at < 0) {
+      at = fields.indexOf(column);
+      if (at < 0) throw new Error(`no column ${JSON.stringify(column)} in the header (${fields.join(', ')})`);
+      continue;
+    }
+    const itemId = Number(fields[0]);
+    const category = fields[at];
+    if (!Number.isSafeInteger(itemId) || itemId <= 0 || category === undefined || category === '') continue;
+    catalog.addRecord({ itemId, name: `item ${itemId}`, categoryPath: `${column} ${category}` }, 0, { loaded: 0, skipped: [] });
+  }
+  return catalog;
 }
 
 // Runnable on its own (npx tsx src/cli/evaluateCommand.ts ...), as it needs no configuration.

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import {
   execute,
   getNamedType,
+  GraphQLError,
   getOperationAST,
   isCompositeType,
   isObjectType,
@@ -9,29 +10,48 @@ import {
   parse,
   specifiedRules,
   validate,
+  type ASTVisitor,
   type ConstDirectiveNode,
   type DocumentNode,
   type ExecutionResult,
   type FragmentDefinitionNode,
   type GraphQLCompositeType,
   type GraphQLField,
-  type GraphQLFormattedError,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type ParseOptions,
   type SelectionSetNode,
+  type ValidationContext,
   type ValidationRule,
 } from 'graphql';
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 import { isJsonContentType } from './contentType.js';
+import {
+  checkEnvelope,
+  formatErrors,
+  type Envelope,
+  getNotQueryError,
+  refusalAnswer,
+  syntaxError,
+  validationError,
+  type FormatError,
+  type GraphQLAnswer,
+} from './envelope.js';
 
-/** Query texts longer than this are left to Apollo each time rather than remembered. */
+/**
+ * Query texts longer than this are checked (and answered) each time rather than remembered: a
+ * document holds its whole source text (loc.source), and a text can be mostly a comment.
+ */
 const MAX_PREPARED_QUERY = 16 * 1024;
-/** Characters the remembered query texts may hold at most. */
+/** Characters the remembered query texts (with the answers to those that fail) may hold at most. */
 const PREPARED_TEXT_CHARS = 8 * 1024 * 1024;
+/** Characters of source text the compiled operations' documents may hold at most. */
+const COMPILED_TEXT_CHARS = 4 * 1024 * 1024;
 /** Operation names remembered per query text. */
 const MAX_OPERATIONS_PER_DOCUMENT = 16;
+/** The content type of a refusal of the gateway's own for an Accept Apollo has not answered yet (Apollo's for no Accept). */
+const DEFAULT_CONTENT_TYPE = 'application/json; charset=utf-8';
 /** Distinct Accept headers whose content type is remembered. */
 const MAX_ACCEPTS = 100;
 /**
@@ -63,16 +83,29 @@ export interface PreparedRequest {
   requestedName: string | undefined;
   /** The response's content type, as Apollo chose it for this Accept before. */
   contentType: string;
+  /** Apollo's answer to a request it refuses before running it (parse, validation, envelope): execute gives it as it is. */
+  refusal?: PreparedAnswer;
 }
 
 /** The answer, as Apollo would have given it: status, headers and the serialised body. */
-export interface PreparedAnswer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-  /** The first error's code after formatting, or null for an answer without errors. */
-  firstErrorCode: unknown;
-}
+export type PreparedAnswer = GraphQLAnswer;
+
+/**
+ * What a refused request counts as: Apollo's observability plugin labels a request whose
+ * operation never resolved `invalid` (GatewayMetrics.operationLabel(name, false)).
+ */
+const REFUSED: PreparedOperation = Object.freeze({
+  document: { kind: Kind.DOCUMENT, definitions: [] },
+  operationName: 'invalid',
+  cacheControl: 'no-store',
+  runs: 0,
+}) as PreparedOperation;
+
+/** A query text once checked: its document and operations, or Apollo's answer to it (without a content type), or a text to leave to Apollo. */
+type Known =
+  | { document: DocumentNode; operations: Map<string | undefined, PreparedOperation | null> }
+  | { refused: Omit<PreparedAnswer, 'headers'> & { headers: Record<string, string> } }
+  | { handOver: true };
 
 export interface PreparedOperationsOptions {
   schema: GraphQLSchema;
@@ -80,9 +113,19 @@ export interface PreparedOperationsOptions {
   /** Validation rules beyond graphql-js's specified ones (the query limits). */
   validationRules: readonly ValidationRule[];
   /** The formatError Apollo is given: the prepared path formats errors the same way. */
-  formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
+  formatError: FormatError;
   /** Distinct query texts kept; default 1,000. */
   maxDocuments?: number;
+  /**
+   * Apollo's `introspection`: false adds its NoIntrospection rule. Left out, a document that
+   * fails validation and names __schema or __type is left to Apollo.
+   */
+  introspection?: boolean;
+  /**
+   * Apollo's `hideSchemaDetailsFromClientErrors`: true takes "Did you mean ...?" out of
+   * validation errors. Left out, a document whose errors suggest something is left to Apollo.
+   */
+  hideSchemaDetailsFromClientErrors?: boolean;
 }
 
 type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?: boolean };
@@ -93,12 +136,15 @@ type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?
  * its CPU in the pipeline around graphql-js (hooks, content negotiation, hashing the query, a
  * wrapper around every field resolver for cache hints): see BENCHMARKS.md.
  *
- * What takes this path: a POST with a JSON body without extensions (persisted queries stay with
- * Apollo), whose query text parsed and validated here with Apollo's rules, whose operation is a
- * query whose cache policy can be told from the document alone (below), and whose Accept header
- * Apollo has answered before (its content type is learnt from Apollo's answers, so the choice is
- * Apollo's own). Everything else, and every request that fails before a resolver runs (variables
- * that do not coerce), is handed to Apollo, which gives its usual errors.
+ * What takes this path: a request whose Accept header Apollo has answered before (its content
+ * type is learnt from Apollo's answers, so the choice is Apollo's own) and whose envelope passes
+ * Apollo's checks (src/http/envelope.ts). Of those, a query text that does not parse or validate
+ * (with Apollo's rules, the gateway's limits first and alone: src/limits.ts) is answered here with
+ * Apollo's own refusal, remembered, so a repeated bad document costs a lookup and is never
+ * validated twice; so is a GET of a mutation. A POST without extensions (persisted queries stay
+ * with Apollo) whose operation is a query whose cache policy can be told from the document alone
+ * (below) is executed here. Everything else, and every request that fails before a resolver runs
+ * (variables that do not coerce), is handed to Apollo, which gives its usual answers.
  *
  * Operations that run again are compiled (graphql-jit: the query turned into a function that
  * resolves and completes exactly its fields), which takes graphql-js's per-field work (resolve
@@ -114,45 +160,97 @@ type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?
  * can remove one. Documents where they might not agree are left to Apollo.
  */
 export class PreparedOperations {
-  /** Answers given (`compiled` of them by compiled code), and requests handed over after all. */
-  readonly stats = { answered: 0, compiled: 0, handedOver: 0 };
+  /** Answers given (`compiled` of them by compiled code), requests handed over after all, and requests refused as Apollo would. */
+  readonly stats = { answered: 0, compiled: 0, handedOver: 0, refused: 0 };
   private readonly schema: GraphQLSchema;
   private readonly parseOptions: ParseOptions;
-  private readonly rules: readonly ValidationRule[];
-  private readonly formatError: PreparedOperationsOptions['formatError'];
-  /** Query text -> its document (null when it does not parse or validate) and its operations by requested name ('' for none). */
-  private readonly documents: LRUCache<string, { document: DocumentNode | null; operations: Map<string, PreparedOperation | null> }>;
+  /** The gateway's own rules (the query limits): cheap, and run alone first. */
+  private readonly firstRules: readonly ValidationRule[];
+  /** graphql-js's rules, and Apollo's NoIntrospection where introspection is off: only for a document within the limits. */
+  private readonly laterRules: readonly ValidationRule[];
+  private readonly introspection: boolean | undefined;
+  private readonly hideSuggestions: boolean | undefined;
+  private readonly formatError: FormatError;
+  /** Query text -> what checking it gave: its document and operations by requested name (undefined for none), or a refusal. */
+  private readonly documents: LRUCache<string, Known>;
   /** Accept header ('' for none) -> the content type Apollo answered it with. */
   private readonly contentTypes = new Map<string, string>();
   /** Operation -> its compiled form, or a mark that the compiler refused it. */
   private readonly compiled = new LRUCache<PreparedOperation, CompiledQuery | { refused: true }>({
     max: MAX_COMPILED,
+    // a compiled operation holds its document, and so the document's whole source text
+    maxSize: COMPILED_TEXT_CHARS,
+    sizeCalculation: (_compiled, operation) => 1 + (operation.document.loc?.source.body.length ?? 0),
     dispose: (_compiled, operation) => (operation.runs = 0),
   });
 
   constructor(options: PreparedOperationsOptions) {
     this.schema = options.schema;
     this.parseOptions = options.parseOptions;
-    this.rules = [...specifiedRules, ...options.validationRules];
+    this.firstRules = options.validationRules;
+    this.introspection = options.introspection;
+    this.hideSuggestions = options.hideSchemaDetailsFromClientErrors;
+    this.laterRules = options.introspection === false ? [...specifiedRules, NoIntrospection] : specifiedRules;
     this.formatError = options.formatError;
     this.documents = new LRUCache({
       max: options.maxDocuments ?? 1_000,
       maxSize: PREPARED_TEXT_CHARS,
-      sizeCalculation: (_value, key) => 1 + key.length,
+      // a document's source is the key itself (the same string); a refusal adds its answer
+      sizeCalculation: (value, key) => 1 + key.length + ('refused' in value ? value.refused.body.length : 0),
     });
   }
 
-  /** The request, when this path may answer it; null when Apollo must. */
-  prepare(method: string, headers: IncomingHttpHeaders, body: unknown): PreparedRequest | null {
-    if (method !== 'POST' || typeof body !== 'object' || body === null || Array.isArray(body)) return null;
-    const contentType = this.contentTypes.get(headers.accept ?? '');
-    if (contentType === undefined || !isJsonContentType(headers['content-type'])) return null;
-    const { query, variables, operationName, extensions } = body as Record<string, unknown>;
-    if (typeof query !== 'string' || query.length > MAX_PREPARED_QUERY || isRecord(extensions)) return null;
-    const requestedName = typeof operationName === 'string' ? operationName : undefined;
-    const operation = this.operation(query, requestedName);
+  /**
+   * The request, when this path may answer it (a refusal included); null when Apollo must.
+   * `search` is the URL's query string ('' or '?...'), which a GET's request is read from;
+   * without it, a GET is left to Apollo.
+   */
+  prepare(method: string, headers: IncomingHttpHeaders, body: unknown, search?: string): PreparedRequest | null {
+    if (method === 'GET' && search === undefined) return null;
+    return this.fromEnvelope(method, headers, checkEnvelope(method, headers, search ?? '', body));
+  }
+
+  /**
+   * As prepare, for a request whose envelope the caller has checked already (checkEnvelope,
+   * once per request, before choosing a path).
+   */
+  fromEnvelope(method: string, headers: IncomingHttpHeaders, envelope: Envelope): PreparedRequest | null {
+    const contentType = this.contentTypeFor(headers);
+    if (!envelope.ok) {
+      // a rule of the gateway's own: never handed to Apollo, which would answer the request
+      if (envelope.stage === 'gateway') {
+        const type = contentType ?? DEFAULT_CONTENT_TYPE;
+        return this.refused(refusalAnswer(envelope.stage, [envelope.error], type, this.formatError), type);
+      }
+      // Apollo's own refusals before its pipeline are cheap, and Apollo counts none of them
+      if (envelope.stage === 'http' || contentType === undefined) return null;
+      return this.refused(refusalAnswer(envelope.stage, [envelope.error], contentType, this.formatError), contentType);
+    }
+    if (contentType === undefined) return null;
+    const { query, operationName: requestedName, variables, extensions } = envelope.request;
+    if (query === undefined || (method === 'POST' && !isJsonContentType(headers['content-type']))) return null;
+    const known = this.known(query);
+    if ('handOver' in known) return null;
+    if ('refused' in known) {
+      const { headers: refusedHeaders, ...rest } = known.refused;
+      return this.refused({ ...rest, headers: { ...refusedHeaders, 'content-type': contentType } }, contentType);
+    }
+    if (method === 'GET') {
+      const operation = getOperationAST(known.document, requestedName);
+      if (operation && operation.operation !== 'query') {
+        return this.refused(refusalAnswer('pipeline', [getNotQueryError(operation.operation)], contentType, this.formatError), contentType);
+      }
+      return null;
+    }
+    // persisted queries (and any other extension) are Apollo's
+    if (extensions !== undefined) return null;
+    const operation = this.operation(known, requestedName);
     if (operation === null) return null;
-    return { operation, variables: isRecord(variables) ? variables : undefined, requestedName, contentType };
+    return { operation, variables, requestedName, contentType };
+  }
+
+  private refused(answer: PreparedAnswer, contentType: string): PreparedRequest {
+    return { operation: REFUSED, variables: undefined, requestedName: undefined, contentType, refusal: answer };
   }
 
   /**
@@ -160,6 +258,10 @@ export class PreparedOperations {
    * it, with its own status for variables that do not coerce).
    */
   async execute(request: PreparedRequest, contextValue: unknown): Promise<PreparedAnswer | null> {
+    if (request.refusal) {
+      this.stats.refused += 1;
+      return request.refusal;
+    }
     const compiled = this.compiledFor(request);
     const result: ExecutionResult = compiled
       ? await compiled.query(undefined, contextValue, request.variables ?? {})
@@ -182,24 +284,11 @@ export class PreparedOperations {
       headers['content-type'] = request.contentType;
       return { status: 200, headers, body: `${JSON.stringify({ data: result.data, extensions: result.extensions })}\n`, firstErrorCode: null };
     }
-    // As Apollo's normalizeAndFormatErrors: a code for every error, extensions.http taken out
-    // into the response's status and headers, then formatError; an answer with errors is no-store.
-    let status: number | undefined;
-    const errors = result.errors.map((error) => {
-      try {
-        // (compiled code leaves extensions undefined where graphql-js gives {})
-        const { http, ...extensions } = { ...error.extensions, code: error.extensions?.code ?? 'INTERNAL_SERVER_ERROR' } as Record<string, unknown>;
-        if (isHttpHead(http)) {
-          if (http.status !== undefined) status = http.status;
-          for (const [name, value] of http.headers ?? []) headers[name.toLowerCase()] = value;
-        } else if (http !== undefined) {
-          extensions.http = http;
-        }
-        return this.formatError({ ...error.toJSON(), extensions }, error);
-      } catch {
-        return { message: 'Internal server error', extensions: { code: 'INTERNAL_SERVER_ERROR' } };
-      }
-    });
+    // as Apollo's normalizeAndFormatErrors; an answer with errors is no-store
+    const formatted = formatErrors(result.errors, this.formatError);
+    Object.assign(headers, formatted.headers);
+    const errors = formatted.errors;
+    const status = formatted.status;
     headers['cache-control'] = 'no-store';
     headers['content-type'] = request.contentType;
     return {
@@ -227,6 +316,11 @@ export class PreparedOperations {
     return 'refused' in compiled ? null : compiled;
   }
 
+  /** The content type Apollo answered this Accept header with, once it has; undefined before. */
+  contentTypeFor(headers: IncomingHttpHeaders): string | undefined {
+    return this.contentTypes.get(headers.accept ?? '');
+  }
+
   /** Learns the content type Apollo gave a single-result answer for an Accept header. */
   learnContentType(headers: IncomingHttpHeaders, contentType: string | undefined): void {
     const accept = headers.accept ?? '';
@@ -235,14 +329,19 @@ export class PreparedOperations {
     this.contentTypes.set(accept, contentType);
   }
 
-  private operation(query: string, requestedName: string | undefined): PreparedOperation | null {
+  /** What checking the query text gives, remembered when the text is not long. */
+  private known(query: string): Known {
     let known = this.documents.get(query);
     if (known === undefined) {
-      known = { document: this.parse(query), operations: new Map() };
-      this.documents.set(query, known);
+      known = this.check(query);
+      if (query.length <= MAX_PREPARED_QUERY) this.documents.set(query, known);
     }
-    if (known.document === null) return null;
-    const name = requestedName ?? '';
+    return known;
+  }
+
+  private operation(known: Extract<Known, { document: DocumentNode }>, requestedName: string | undefined): PreparedOperation | null {
+    // no name and the name '' differ: graphql-js finds no operation named ''
+    const name = requestedName;
     let operation = known.operations.get(name);
     if (operation === undefined) {
       // names not in the document are remembered too, so the map is bounded: past that, Apollo
@@ -253,15 +352,35 @@ export class PreparedOperations {
     return operation;
   }
 
-  /** The document when it parses and validates with Apollo's rules; null otherwise. */
-  private parse(query: string): DocumentNode | null {
+  /**
+   * Parses and validates a query text as Apollo does, with its rules, the gateway's own first and
+   * alone: the limits are cheap, and a document over them is never walked by the others (some
+   * are quadratic in what the limits bound). Apollo, validating with all of them at once, gives
+   * the same errors (queryLimitsRule, src/limits.ts).
+   */
+  private check(query: string): Known {
     let document: DocumentNode;
     try {
       document = parse(query, this.parseOptions);
-    } catch {
-      return null;
+    } catch (error) {
+      return this.refusal([syntaxError(error)]);
     }
-    return validate(this.schema, document, this.rules).length === 0 ? document : null;
+    let errors = validate(this.schema, document, this.firstRules);
+    if (errors.length === 0) errors = validate(this.schema, document, this.laterRules);
+    if (errors.length === 0) return { document, operations: new Map() };
+    // what Apollo's options would change, when they were not given
+    if (this.introspection === undefined && /__schema|__type/.test(query)) return { handOver: true };
+    if (this.hideSuggestions === undefined && errors.some((error) => / ?Did you mean(.+?)\?$/.test(error.message))) return { handOver: true };
+    if (this.hideSuggestions) {
+      for (const error of errors) error.message = error.message.replace(/ ?Did you mean(.+?)\?$/, '');
+    }
+    return this.refusal(errors.map(validationError));
+  }
+
+  private refusal(errors: GraphQLError[]): Known {
+    // the content type is the request's, added when it is answered
+    const { headers: { 'content-type': _contentType, ...headers }, ...rest } = refusalAnswer('pipeline', errors, '', this.formatError);
+    return { refused: { ...rest, headers } };
   }
 
   private resolve(document: DocumentNode, requestedName: string | undefined): PreparedOperation | null {
@@ -273,13 +392,20 @@ export class PreparedOperations {
   }
 }
 
-const isRecord = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && !Array.isArray(value) && !Buffer.isBuffer(value);
-
-function isHttpHead(value: unknown): value is { status?: number; headers?: Map<string, string> } {
-  if (typeof value !== 'object' || value === null) return false;
-  const { status, headers } = value as { status?: unknown; headers?: unknown };
-  return (status === undefined || typeof status === 'number') && (headers === undefined || headers instanceof Map);
+/** Apollo's NoIntrospection rule (not exported by @apollo/server), for a gateway with introspection off. */
+function NoIntrospection(context: ValidationContext): ASTVisitor {
+  return {
+    Field(node) {
+      if (node.name.value === '__schema' || node.name.value === '__type') {
+        context.reportError(
+          new GraphQLError(
+            'GraphQL introspection is not allowed by Apollo Server, but the query contained __schema or __type. To enable introspection, pass introspection: true to ApolloServer in production',
+            { nodes: [node], extensions: { validationErrorCode: 'INTROSPECTION_DISABLED' } },
+          ),
+        );
+      }
+    },
+  };
 }
 
 /**

@@ -118,7 +118,13 @@ export class ResponseCache {
     const normalised = this.normalise(query);
     if (normalised === null) return null;
     // Accept decides the response's content type, so it is part of what the answer depends on
-    const key = JSON.stringify([normalised, operationName ?? null, variables ?? null, headers.accept ?? null]);
+    let key: string;
+    try {
+      key = JSON.stringify([normalised, operationName ?? null, variables ?? null, headers.accept ?? null]);
+    } catch {
+      // variables nested deeper than the stack (the GraphQL path refuses them): not cached
+      return null;
+    }
     if (text !== undefined && text.length <= MAX_REMEMBERED_BODY) this.bodies.set(bodyKey(headers.accept, text), key);
     return key;
   }

@@ -43,6 +43,40 @@ describe('demo shop', () => {
     expect(browse.entries).toHaveLength(10);
     expect(browse.items!.filter((i) => i.categoryPath === phone.categoryPath).length).toBeGreaterThanOrEqual(8);
   });
+
+  it('over every anchor whose category has planted complements: next-best-product shows them, post-browse substitutes', () => {
+    const { catalog, log, data } = buildDemo();
+    const recs = new EmbeddedRecs(catalog, log);
+    const pathOf = (id: number): string => catalog.get(id)!.categoryPath!;
+    // The categories planted as complements of each category (smartphones: cases and chargers).
+    const complements = new Map<string, Set<string>>();
+    for (const [parent, planted] of data.complements) if (planted.length > 0) complements.set(pathOf(parent), new Set(planted.map(pathOf)));
+    let anchors = 0;
+    let top5 = 0;
+    let top1 = 0;
+    let sameTop3 = 0;
+    let browseSame = 0;
+    let shown5 = 0;
+    let browse5 = 0;
+    for (const item of catalog.values()) {
+      const wanted = complements.get(item.categoryPath!);
+      if (wanted === undefined) continue;
+      anchors++;
+      const nbp = recs.recommendNow('NEXT_BEST_PRODUCT', item.itemId).items!.map((i) => i.categoryPath!);
+      shown5 += Math.min(5, nbp.length);
+      top5 += nbp.slice(0, 5).filter((p) => wanted.has(p)).length;
+      if (wanted.has(nbp[0]!)) top1++;
+      sameTop3 += nbp.slice(0, 3).filter((p) => p === item.categoryPath).length;
+      const browse = recs.recommendNow('POST_BROWSE', item.itemId).items!.slice(0, 5);
+      browse5 += browse.length;
+      browseSame += browse.filter((i) => i.categoryPath === item.categoryPath).length;
+    }
+    expect(anchors).toBe(3825);
+    expect(top5 / shown5).toBeGreaterThanOrEqual(0.8);
+    expect(top1 / anchors).toBeGreaterThanOrEqual(0.95);
+    expect(sameTop3 / (3 * anchors)).toBeLessThanOrEqual(0.05);
+    expect(browseSame / browse5).toBeGreaterThanOrEqual(0.9);
+  });
 });
 
 describe('persistence through DATA_DIR', () => {
@@ -70,8 +104,10 @@ describe('persistence through DATA_DIR', () => {
     const recs = await openEmbeddedRecs({ dataDir: dir });
     expect(recs.catalog.size).toBe(12);
     const list = await recs.recommend('POST_BROWSE', 100);
-    // damped d = 0.3: c / (n(a)^0.7 n(b)^0.3) = 2 / (2^0.7 2^0.3) = 1.
-    expect(list.entries[0]).toMatchObject({ itemId: 107, source: 'CO_VIEW', evidence: 2, score: 1 });
+    // The default (no popularity discount, d = 0) scores c / n(a): 107 came right after 100 in
+    // both of 100's visits, 1 (up to float32 rounding of the recency weights).
+    expect(list.entries[0]).toMatchObject({ itemId: 107, source: 'CO_VIEW', evidence: 2 });
+    expect(list.entries[0]!.score).toBeCloseTo(1, 6);
     expect(list.entries).toHaveLength(10);
     expect((await recs.getItems([107, 999]))[1]).toBeNull();
     await recs.close();

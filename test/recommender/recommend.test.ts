@@ -5,25 +5,65 @@ import { catalogOf, logOf, repeat } from './helpers.js';
 
 describe('post-browse', () => {
   it('orders co-viewed items by score, with their evidence', async () => {
-    const catalog = catalogOf(repeat(12, (i) => ({ id: i + 1 })));
-    // 2 is seen with 1 in 4 visits, 5 in 5 but it is everywhere, 3 in 2, 4 in 1: shrunk cosine
-    // 4/sqrt(7*4)*4/6 = 0.504, 5/sqrt(7*25)*5/7 = 0.270, 2/sqrt(7*2)*2/4 = 0.267, 1/sqrt(7)*1/3 = 0.126.
+    // Each item in a category of its own, so that no same-category factor applies.
+    const catalog = catalogOf(repeat(12, (i) => ({ id: i + 1, path: `Dept/Cat${i + 1}` })));
+    // 2 is seen with 1 in 4 visits, 5 in 5 but it is everywhere, 3 in 2, 4 in 1.
     const log = logOf([...repeat(4, () => [1, 2, 5]), [1, 3, 5], [1, 3], [1, 4], ...repeat(20, () => [5, 6])]);
-    const recs = new EmbeddedRecs(catalog, log, { postBrowse: { weighting: 'cosine' } });
-    const list = await recs.recommend('POST_BROWSE', 1);
-    const coView = list.entries.filter((e) => e.source === 'CO_VIEW');
-    expect(coView.map((e) => e.itemId)).toEqual([2, 5, 3, 4]);
-    expect(coView.map((e) => e.evidence)).toEqual([4, 5, 2, 1]);
-    expect(coView[0]!.score).toBeCloseTo(0.504, 3);
-    const byCount = await new EmbeddedRecs(catalog, log, { postBrowse: { weighting: 'count' } }).recommend('POST_BROWSE', 1);
-    expect(byCount.entries.slice(0, 4).map((e) => [e.itemId, e.score])).toEqual([[5, 5], [2, 4], [3, 2], [4, 1]]);
-    // The default (damped, d = 0.3) discounts 5 for being everywhere: 4 / 4^0.3 = 2.64 > 5 / 25^0.3 = 1.90.
-    const byDefault = await new EmbeddedRecs(catalog, log).recommend('POST_BROWSE', 1);
-    expect(byDefault.entries.slice(0, 2).map((e) => e.itemId)).toEqual([2, 5]);
-    expect(byDefault.entries[0]!.score).toBeCloseTo(4 / Math.pow(7, 0.7) / Math.pow(4, 0.3), 6);
+    // Item sets counted (no order, no discount): c / n(1), n(1) = 7.
+    const byCount = await new EmbeddedRecs(catalog, log, { postBrowse: { damping: 0 } }).recommend('POST_BROWSE', 1);
+    const coView = byCount.entries.filter((e) => e.source === 'CO_VIEW');
+    expect(coView.map((e) => e.itemId)).toEqual([5, 2, 3, 4]);
+    expect(coView.map((e) => e.evidence)).toEqual([5, 4, 2, 1]);
+    expect(coView.map((e) => e.score)).toEqual([5 / 7, 4 / 7, 2 / 7, 1 / 7].map((x) => expect.closeTo(x, 9)));
+    // d = 0.3 discounts 5 for being everywhere: 4 / 4^0.3 = 2.64 > 5 / 25^0.3 = 1.90.
+    const damped = await new EmbeddedRecs(catalog, log, { postBrowse: { damping: 0.3 } }).recommend('POST_BROWSE', 1);
+    expect(damped.entries.slice(0, 2).map((e) => e.itemId)).toEqual([2, 5]);
+    expect(damped.entries[0]!.score).toBeCloseTo(4 / Math.pow(7, 0.7) / Math.pow(4, 0.3), 6);
     for (let i = 1; i < coView.length; i++) expect(coView[i]!.score!).toBeLessThanOrEqual(coView[i - 1]!.score!);
-    expect(list.entries.map((e) => e.rank)).toEqual(repeat(list.entries.length, (i) => i + 1));
-    expect(list.items?.map((i) => i.itemId)).toEqual(list.entries.map((e) => e.itemId));
+    expect(byCount.entries.map((e) => e.rank)).toEqual(repeat(byCount.entries.length, (i) => i + 1));
+    expect(byCount.items?.map((i) => i.itemId)).toEqual(byCount.entries.map((e) => e.itemId));
+  });
+
+  it('weighs a co-view by its order and distance in the visit', async () => {
+    const catalog = catalogOf(repeat(40, (i) => ({ id: i + 1, path: `Dept/Cat${i + 1}` })));
+    // Anchor 1: 7 comes right after it 3 times, 8 two steps after it 3 times, 9 right after it
+    // twice, 3 right before it 3 times, 30 eleven steps after it once.
+    const log = logOf([...repeat(3, () => [1, 7, 8]), ...repeat(2, () => [1, 9]), ...repeat(3, () => [3, 1]), [1, ...repeat(10, (i) => 20 + i), 30]]);
+    const ranked = async (options: ConstructorParameters<typeof EmbeddedRecs>[2]): Promise<[number, number][]> =>
+      (await new EmbeddedRecs(catalog, log, options).recommend('POST_BROWSE', 1)).entries
+        .filter((e) => e.source === 'CO_VIEW' && [3, 7, 8, 9, 30].includes(e.itemId)).map((e) => [e.itemId, e.score!]);
+    // Unordered, every pair counts 1: 7, 8 and 3 tie at 3 visits (ties go to the item seen first), then 9.
+    expect((await ranked({ postBrowse: { damping: 0 } })).map(([id]) => id)).toEqual([7, 8, 3, 9]);
+    // The default: forward pairs weigh 1/distance, backward ones half that, at most 10 apart.
+    // n(1) = 9 visits: 7 = 3/9, 9 = 2/9, 8 = 3 * 1/2 / 9, 3 = 3 * 0.5 / 9, where 3 edges out 8 by
+    // recency (its visits came a few seconds later, and evidence halves every 14 days).
+    const byDefault = await ranked(undefined);
+    expect(byDefault.map(([id]) => id)).toEqual([7, 9, 3, 8]);
+    expect(byDefault.map(([, score]) => score)).toEqual([3 / 9, 2 / 9, 1.5 / 9, 1.5 / 9].map((x) => expect.closeTo(x, 5)));
+    // Sequential rules (forward only): the item viewed before the anchor is no evidence for it.
+    const forward = await ranked({ postBrowse: { damping: 0, order: { window: 10, backward: 0, exponent: 1 } } });
+    expect(forward.map(([id]) => id)).toEqual([7, 9, 8]);
+    // 30 came 11 steps after 1: outside the default window, inside one of 11, at 1/11.
+    const neighbour = (recs: EmbeddedRecs, id: number): number | undefined => {
+      const { items, postBrowse } = recs.model;
+      const a = items.indexOf(1);
+      for (let j = postBrowse.start[a]!; j < postBrowse.start[a + 1]!; j++) if (items.idAt(postBrowse.item[j]!) === id) return postBrowse.score[j]!;
+      return undefined;
+    };
+    expect(neighbour(new EmbeddedRecs(catalog, log), 30)).toBeUndefined();
+    expect(neighbour(new EmbeddedRecs(catalog, log), 29)).toBeCloseTo(0.1 / 9, 5);
+    expect(neighbour(new EmbeddedRecs(catalog, log, { postBrowse: { damping: 0, order: { window: 11, backward: 0.5, exponent: 1 } } }), 30)).toBeCloseTo(1 / 11 / 9, 5);
+  });
+
+  it('counts repeated views of one item as one position when asked', async () => {
+    const catalog = catalogOf(repeat(12, (i) => ({ id: i + 1, path: `Dept/Cat${i + 1}` })));
+    // 1 then 2 twice in a row then 3: with repeats collapsed, 3 is 2 steps after 1, not 3.
+    const log = logOf([[1, 2, 2, 3]]);
+    const score = async (collapseRepeats: boolean): Promise<number> =>
+      (await new EmbeddedRecs(catalog, log, { postBrowse: { damping: 0, collapseRepeats, order: { window: 10, backward: 0, exponent: 1 } } }).recommend('POST_BROWSE', 1))
+        .entries.find((e) => e.itemId === 3)!.score!;
+    expect(await score(false)).toBeCloseTo(1 / 3, 6);
+    expect(await score(true)).toBeCloseTo(1 / 2, 6);
   });
 
   it('returns at most 10 however much evidence there is', async () => {
@@ -134,17 +174,38 @@ describe('next-best-product', () => {
     expect(list.entries).toHaveLength(10);
   });
 
-  it('with thin evidence, the popularity prior brings in the most bought items with a score and no evidence', async () => {
-    const catalog = catalogOf([{ id: 1, path: 'A/B' }, { id: 2, path: 'C/D' }, { id: 9, path: 'E/F' }, ...repeat(20, (i) => ({ id: 100 + i, path: 'G/H' }))]);
+  it('with thin evidence and no categories, the popularity prior brings in the most bought items with a score and no evidence', async () => {
+    // No categories: the prior is popularity.
+    const catalog = catalogOf([{ id: 1, path: '' }, { id: 2, path: '' }, { id: 9, path: '' }, ...repeat(20, (i) => ({ id: 100 + i, path: '' }))]);
     // 1 was bought once, with 2; 9 is in 20 of the 21 orders.
     const log = logOf([], [[1, 2], ...repeat(20, (i) => [9, 100 + i])]);
     const entries = (await new EmbeddedRecs(catalog, log).recommend('NEXT_BEST_PRODUCT', 1)).entries;
-    // (c + k n(b)/N) / (n(1)^0.7 n(b)^0.3) with k = 100, N = 21: one shared order is thin evidence
-    // next to 9's 20 orders (9: 38.8, 2: 5.76); with thousands of orders the counts would decide.
+    // (c + k n(b)/N) / (n(1)^0.7 n(b)^0.3) with k = 100, N = 21: one shared order is thin
+    // evidence next to 9's 20 orders (9: 38.8, 2: 5.76); with thousands of orders the counts decide.
     expect(entries.slice(0, 2)).toMatchObject([{ itemId: 9, source: 'POPULAR', evidence: 0 }, { itemId: 2, source: 'CO_PURCHASE', evidence: 1 }]);
     expect(entries[0]!.score).toBeCloseTo((100 * 20) / 21 / Math.pow(20, 0.3), 6);
     expect(entries[1]!.score).toBeCloseTo(1 + 100 / 21, 6);
-    const noPrior = await new EmbeddedRecs(catalog, log, { nextBest: { weighting: 'damped', damping: 0.3, prior: 0 } }).recommend('NEXT_BEST_PRODUCT', 1);
+    const noPrior = await new EmbeddedRecs(catalog, log, { nextBest: { damping: 0.3, prior: 0 } }).recommend('NEXT_BEST_PRODUCT', 1);
     expect(noPrior.entries.filter((e) => e.score !== null).map((e) => e.itemId)).toEqual([2]);
+  });
+
+  it('fills an anchor never bought from the categories bought with its own, before its own category', async () => {
+    const catalog = catalogOf([
+      ...[1, 2, 3].map((id) => ({ id, path: 'Tech/Mobile/Phones' })),
+      ...[10, 11, 12].map((id) => ({ id, path: 'Tech/Mobile/Cases' })),
+      ...[20, 21].map((id) => ({ id, path: 'Tech/Mobile/Chargers' })),
+      ...repeat(10, (i) => ({ id: 30 + i, path: 'Food/Snacks' })),
+    ]);
+    // Phones 2 and 3 go with cases and chargers (10 most, then 20); twice with each other, and the
+    // snacks are bought more than anything but never with a phone. Phone 1 was never bought.
+    const log = logOf([], [[2, 10], [2, 10, 20], [3, 10, 21], [3, 11], [2, 12, 20], [2, 3], [2, 3], ...repeat(30, (i) => [30 + (i % 10)])]);
+    const list = await new EmbeddedRecs(catalog, log).recommend('NEXT_BEST_PRODUCT', 1);
+    const path = (id: number): string => catalog.get(id)!.categoryPath!;
+    // Every case and charger first, the strongest of each first; then the other phones.
+    expect(list.entries.slice(0, 5).map((e) => path(e.itemId)).every((p) => p !== 'Tech/Mobile/Phones' && p !== 'Food/Snacks')).toBe(true);
+    expect(list.entries.slice(0, 2).map((e) => e.itemId).sort()).toEqual([10, 20]);
+    expect(list.entries.slice(0, 5).every((e) => e.source === 'CO_PURCHASE' && e.evidence === 0)).toBe(true);
+    expect(list.entries.slice(5, 7)).toMatchObject([{ source: 'CATEGORY' }, { source: 'CATEGORY' }]);
+    expect(list.entries.slice(5, 7).map((e) => e.itemId).sort()).toEqual([2, 3]);
   });
 });

@@ -125,7 +125,17 @@ describe('fuzzing the gateway over HTTP', () => {
         check(answer, true);
       }),
       // found by an earlier run (a 500): kept as a fixed case
-      { numRuns: 600, examples: [['{"query":""}', 'application/json', false, false]] },
+      {
+        numRuns: 600,
+        examples: [
+          ['{"query":""}', 'application/json', false, false],
+          // a persisted query whose hash does not match was a 400 with INTERNAL_SERVER_ERROR, logged as a fault
+          ['{"query":"{ viewer { id } }","extensions":{"persistedQuery":{"version":1,"sha256Hash":"0"}}}', 'application/json', false, false],
+          ['{"query":"{ viewer { id } }","extensions":{"persistedQuery":{"version":2}}}', 'application/json', false, true],
+          // variables nested deeper than the stack were a 500 from the response cache's key
+          [`{"query":"{ viewer { id } }","variables":{"a":${'['.repeat(100_000)}${']'.repeat(100_000)}}}`, 'application/json', false, true],
+        ],
+      },
     );
   }, 60_000);
 

@@ -32,10 +32,12 @@ export function fromBuiltModel(built: BuiltModel): RecModel {
 
 /** The buffers to transfer rather than copy. */
 export function transferList(model: BuiltModel): ArrayBuffer[] {
-  const neighbours = (n: Neighbours): ArrayBufferLike[] => [n.start.buffer, n.item.buffer, n.score.buffer, n.evidence.buffer];
+  const neighbours = (n: Neighbours): ArrayBufferLike[] => [
+    n.start.buffer, n.item.buffer, n.score.buffer, n.evidence.buffer, n.priorStart.buffer, n.priorItem.buffer, n.priorScore.buffer, n.anchorScale.buffer,
+  ];
   const buffers: ArrayBufferLike[] = [
     model.ids.buffer, ...neighbours(model.postBrowse), ...neighbours(model.nextBest), model.views.buffer, model.purchases.buffer,
-    model.popularViewed.buffer, model.popularBought.buffer, ...(model.candidate === null ? [] : [model.candidate.buffer]),
+    model.popularViewed.buffer, model.popularBought.buffer, ...(model.category === null ? [] : [model.category.buffer]),
   ];
   // A buffer listed twice makes postMessage throw; every array here owns its buffer, but be sure.
   return [...new Set(buffers)].filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);

@@ -2,31 +2,98 @@ import type { EventLog } from '../events/event.js';
 import type { Sequences } from './sessions.js';
 
 /**
- * How a co-occurrence count c(a,b) becomes a score, given n(a), n(b) (groups holding each item)
- * and N (all groups). Every option but `count` discounts items that are everywhere:
- * - `count`: c, the raw count (what "bought together" widgets naively show; popularity-biased).
- * - `cosine`: c / sqrt(n(a) n(b)).
- * - `lift`: c N / (n(a) n(b)), how much more often than chance; favours rare items.
- * - `pmi`: log(lift).
- * - `damped`: (c + k n(b)/N) / (n(a)^(1-d) n(b)^d), an asymmetric cosine between count (d = 0)
- *   and conditional probability P(a|b) (d = 1), with cosine's ranking at d = 0.5: the neighbour's
- *   popularity is discounted by n(b)^d (d = `damping`). k (`prior`) adds k pseudo-groups spread
- *   by popularity, i.e. the count is smoothed towards what the anchor's groups would hold by
- *   chance; it decides only where the co-occurrence evidence is thin, and lets the most frequent
- *   items compete for every anchor.
- * cosine, lift and pmi are also multiplied by c / (c + shrinkage), so a single co-occurrence of
- * two rare items does not outrank steady evidence.
+ * How a pair's co-occurrence weight c(a,b) depends on where b stands relative to a within a group
+ * (a visit, an order). Absent: every pair of distinct items of the group counts 1 (an item set).
+ * Present: every pair of positions i (item a) and j (item b) at most `window` apart counts
+ * 1 / |j - i|^exponent, times `backward` where b came before a. window 10, backward 0, exponent 1
+ * is the sequential rules of Ludewig & Jannach (2018); window 1, backward 0 counts only the next
+ * item (consecutive co-occurrence).
  */
-export type Weighting = 'count' | 'cosine' | 'lift' | 'pmi' | 'damped';
-export const WEIGHTINGS: readonly Weighting[] = ['count', 'cosine', 'lift', 'pmi', 'damped'];
+export interface OrderWeights {
+  window: number;
+  backward: number;
+  exponent: number;
+}
+
+/**
+ * How co-occurrence becomes a score, for an anchor a and a neighbour b, given c(a,b) (see
+ * OrderWeights), n(a), n(b) (weighted groups holding each item) and N (all groups):
+ *   (c + k π_a(b)) / (n(a)^(1-d) n(b)^d)
+ * d (`damping`) discounts the neighbour's popularity: d = 0 ranks by raw count, 0.5 like cosine,
+ * 1 like lift (c against what b's popularity alone would give: what is "bought anyway").
+ * k (`prior`) adds k pseudo-groups of a spread over items by π_a(b): with a catalogue, by how often
+ * b's category is in a group with a's (see categoryAssociation) times b's share of its
+ * category; without one (or for an anchor whose category has no partner), by popularity n(b)/N.
+ * It decides where evidence is thin. Items of a's own category are multiplied by
+ * `sameCategoryFactor`, evidence and prior alike.
+ *
+ * Every term is a sum of per-event contributions (c, n, N, the category counts), so a live path
+ * can apply an event without a rebuild: append it to its group; add its pair weights against the
+ * group's positions within the window (forward from the earlier ones to it, backward from it to
+ * them), and its category pairs if its category is new to the group; bump n(b) and N where the
+ * item is new to the group. Scores are then computed when an anchor is looked up, from the counts
+ * as they stand (the popularity discount, lift and the prior are ratios of counts, never stored
+ * scores), over the anchor's pairs touched since the build merged with its built neighbours, and
+ * the category prior lists of the categories touched re-ranked likewise: the lists are those a
+ * full build over the same events gives, as long as the live path applies the build's caps too
+ * (a group's first maxItems distinct items; the top-K per anchor).
+ */
+export interface Scoring {
+  /** d, default 0.3. */
+  damping?: number;
+  /** k, default 0. */
+  prior?: number;
+  /** Order and distance within a group; default none (item sets). */
+  order?: OrderWeights;
+  /** Views of the same item one after the other count as one position (ordered groups only); default false. */
+  collapseRepeats?: boolean;
+  /** A group's weight halves every this many days before the log's latest event; default 0 (no decay). */
+  halfLifeDays?: number;
+  /**
+   * Score factor for a neighbour in the anchor's leaf category (with a catalogue); default 1.
+   * Below 1 for next-best-product (a second phone is a substitute, the case the complement),
+   * above for post-browse (a shopper comparing phones wants phones).
+   */
+  sameCategoryFactor?: number;
+  /**
+   * How much of the co-occurrence chance gives two categories is taken off before the prior
+   * follows it (see categoryAssociation); default 0: the categories most bought with the anchor's,
+   * including those bought with everything.
+   */
+  categoryLift?: number;
+  /**
+   * An evaluation-only pair formula replacing the damped one (cosine, lift, pmi: evaluate.ts).
+   * Never set on the request path: a function cannot cross the build worker's boundary.
+   */
+  pairScore?: PairScore;
+}
+
+/** score(c, n(a), n(b), N) of an evaluation-only weighting. */
+export type PairScore = (c: number, na: number, nb: number, total: number) => number;
 
 /** Precomputed neighbours in CSR form: item a's are `item[start[a] .. start[a+1])`, best first. */
 export interface Neighbours {
   start: Int32Array;
   item: Int32Array;
   score: Float64Array;
-  /** Unweighted number of groups shared with the anchor. */
+  /** Unweighted number of groups shared with the anchor (within the window where ordered). */
   evidence: Int32Array;
+  /**
+   * Items that compete for an anchor without shared groups, by the prior alone: list p is
+   * `priorItem[priorStart[p] .. priorStart[p+1])`, best first, with `priorScore` its score up to
+   * the anchor's factor `anchorScale[a]`. List c serves anchors of category c; the last list
+   * (index `priorStart.length - 2`) serves the others and every category whose own list is
+   * empty. Empty without a prior. Kept per category rather than merged into every item's
+   * neighbours: one list serves thousands of anchors at lookup, where merging two sorted
+   * lists costs less than a microsecond.
+   */
+  priorStart: Int32Array;
+  priorItem: Int32Array;
+  priorScore: Float64Array;
+  /** n(a)^(d-1) (1 for an item in no group); empty without a prior. */
+  anchorScale: Float64Array;
+  /** 1 where a prior item of the anchor's own category keeps its score; else sameCategoryFactor. */
+  sameCategoryFactor: number;
 }
 
 /** What the build may know of items (by dense index), to spend the top-K only on usable items. */
@@ -35,23 +102,14 @@ export interface ItemFacts {
   candidate?: Uint8Array;
   /** The family (parentItemId interned); -1 unknown. Same family is never a neighbour. */
   family?: Int32Array;
-  /** The leaf category interned; -1 unknown. */
+  /** The leaf category interned (0 .. categories-1); -1 unknown. */
   category?: Int32Array;
 }
 
 /** Options of buildNeighbours. */
-export interface NeighbourOptions {
-  weighting: Weighting;
+export interface NeighbourOptions extends Scoring {
   /** Neighbours kept per item before lookup-time filters; default 30. */
   topK?: number;
-  /** Score factor for a neighbour in the anchor's leaf category; default 1 (next-best-product uses less). */
-  sameCategoryFactor?: number;
-  /** The s in c / (c + s) for cosine, lift and pmi; default 2. */
-  shrinkage?: number;
-  /** The d of `damped`; default 0.2. */
-  damping?: number;
-  /** The k of `damped` (pseudo-groups spread by popularity); default 0. */
-  prior?: number;
 }
 
 export interface GroupSet {
@@ -66,8 +124,22 @@ export interface GroupSet {
   keepLast?: boolean;
 }
 
-/** Distinct item sets of all groups, in CSR form, with their weights. */
-function itemSets(log: EventLog, sets: readonly GroupSet[], nItems: number): { start: Int32Array; items: Int32Array; weight: Float32Array } {
+/** Groups in CSR form: group g is `items[start[g] .. start[g+1])` (positions in time order where ordered), weighing `weight[g]`. */
+interface Groups {
+  start: Int32Array;
+  items: Int32Array;
+  weight: Float32Array;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The groups of all sets: their distinct items, or, where `ordered`, their positions (an item
+ * may then occur more than once) up to the one that would bring in a (maxItems+1)th distinct
+ * item. A group's weight is its sequence's, halved every `halfLifeDays` before the log's latest
+ * event.
+ */
+function buildGroups(log: EventLog, sets: readonly GroupSet[], nItems: number, ordered: boolean, collapseRepeats: boolean, halfLifeDays: number): Groups {
   let total = 0;
   let groups = 0;
   for (const s of sets) {
@@ -78,6 +150,8 @@ function itemSets(log: EventLog, sets: readonly GroupSet[], nItems: number): { s
   const items = new Int32Array(total);
   const weight = new Float32Array(groups);
   const stamp = new Int32Array(nItems).fill(-1);
+  let latest = -Infinity;
+  if (halfLifeDays > 0) for (let i = 0; i < log.length; i++) if (log.time[i]! > latest) latest = log.time[i]!;
   let g = 0;
   let n = 0;
   for (const { sequences, maxItems, keepLast } of sets) {
@@ -85,13 +159,21 @@ function itemSets(log: EventLog, sets: readonly GroupSet[], nItems: number): { s
       const from = sequences.start[s]!;
       const to = sequences.start[s + 1]!;
       const begin = n;
-      for (let j = 0; j < to - from && n - begin < maxItems; j++) {
+      let distinct = 0;
+      for (let j = 0; j < to - from; j++) {
         const item = log.item[sequences.events[keepLast === true ? to - 1 - j : from + j]!]!;
-        if (stamp[item] === g) continue;
-        stamp[item] = g;
+        if (stamp[item] !== g) {
+          if (distinct === maxItems) break;
+          stamp[item] = g;
+          distinct++;
+        } else if (!ordered || (collapseRepeats && items[n - 1] === item)) {
+          continue;
+        }
         items[n++] = item;
       }
-      weight[g] = sequences.weight[s]!;
+      if (keepLast === true) items.subarray(begin, n).reverse();
+      const age = halfLifeDays > 0 ? (latest - log.time[sequences.events[to - 1]!]!) / (halfLifeDays * DAY_MS) : 0;
+      weight[g] = sequences.weight[s]! * Math.pow(2, -age);
       start[++g] = n;
     }
   }
@@ -221,37 +303,108 @@ function gatherUnit(
   return nTouched;
 }
 
+
 /**
- * 1 / n(b)^e for every item (the neighbour's popularity discount), or log n(b) for pmi: computed
- * once per build so that the pair loop does one multiplication instead of a Math.pow.
+ * gather for ordered groups: item a's occurrences are positions, and each adds
+ * weight * decay[distance] for the items within the window after it (times `backward` before
+ * it). The shared-group count needs a group stamp per item, as a group can hold a and b at
+ * several positions. Weight, count and stamp share one 16-byte slot per item (`weight` and
+ * `counts` view the same buffer: weight at 4b, count at 4b + 1, stamp g + 1 at 4b + 2, 0 when
+ * untouched by this anchor; the caller clears the slots it is handed in `touched`): one cache
+ * line per pair instead of three.
  */
-function popularityTerms(occurrences: Float64Array, weighting: Weighting, damping: number): Float64Array {
-  const out = new Float64Array(occurrences.length);
-  const exponent = weighting === 'cosine' ? 0.5 : weighting === 'lift' ? 1 : weighting === 'damped' ? damping : 0;
-  for (let b = 0; b < out.length; b++) {
-    const n = occurrences[b]!;
-    if (weighting === 'pmi') out[b] = n > 0 ? Math.log(n) : 0;
-    else out[b] = n > 0 ? Math.pow(n, -exponent) : 0;
+function gatherOrdered(
+  a: number, byItemStart: Int32Array, byItem: Int32Array, positionGroup: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
+  groupWeight: Float32Array, decay: Float64Array, backward: number, weight: Float32Array, counts: Int32Array, touched: Int32Array,
+): number {
+  const window = decay.length - 1;
+  let nTouched = 0;
+  for (let j = byItemStart[a]!, end = byItemStart[a + 1]!; j < end; j++) {
+    const k = byItem[j]!;
+    const g = positionGroup[k]!;
+    const w = groupWeight[g]!;
+    const wb = w * backward;
+    const hi = Math.min(groupStart[g + 1]!, k + window + 1);
+    for (let p = backward === 0 ? k + 1 : Math.max(groupStart[g]!, k - window); p < hi; p++) {
+      const b = groupItems[p]!;
+      if (b === a) continue;
+      const i = b << 2;
+      const stamp = counts[i + 2]!;
+      if (stamp !== g + 1) {
+        if (stamp === 0) touched[nTouched++] = b;
+        counts[i + 2] = g + 1;
+        counts[i + 1]!++;
+      }
+      weight[i]! += p > k ? w * decay[p - k]! : wb * decay[k - p]!;
+    }
   }
-  return out;
+  return nTouched;
 }
 
 /**
- * The `count` most frequent candidate items of the groups (the prior's candidates), ordered by
- * `key` (their score without co-occurrence, up to a factor), best first.
+ * How often each category is in the same group as another (for A = B: two distinct items of A),
+ * beyond what chance gives by `lift` (0: not at all, 1: all of it): for categories A and B,
+ * (C(A,B) - lift n(A) n(B) / N) / n(A), where positive; at most `maxPartners` per category,
+ * best first. A category's partners are what its thin anchors are filled from (see Scoring).
  */
-function mostFrequent(occurrences: Float64Array, candidate: Uint8Array | undefined, count: number, key: (b: number) => number, orig: Int32Array, rank: Int32Array): Int32Array {
-  // Ties go to the lower real index, as everywhere.
-  const heap = new TopK(count);
-  for (let b = 0; b < occurrences.length; b++) {
-    if (occurrences[b]! > 0 && (candidate === undefined || candidate[b] === 1)) heap.offer(occurrences[b]!, 0, orig[b]!);
+function categoryAssociation(groups: Groups, category: Int32Array, nCategories: number, lift: number, maxPartners: number): { start: Int32Array; partner: Int32Array; weight: Float64Array; occurrences: Float64Array } {
+  const occurrences = new Float64Array(nCategories);
+  // Dense while it is small (a shop's few hundred leaves), a map beyond (a 4,000-node taxonomy).
+  const dense = nCategories * nCategories <= 1 << 22 ? new Float64Array(nCategories * nCategories) : null;
+  const pairs = new Map<number, number>();
+  const add = (key: number, w: number): void => {
+    if (dense !== null) dense[key]! += w;
+    else pairs.set(key, (pairs.get(key) ?? 0) + w);
+  };
+  const itemStamp = new Int32Array(category.length).fill(-1);
+  const categoryStamp = new Int32Array(nCategories).fill(-1);
+  const distinctItems = new Int32Array(nCategories);
+  const present: number[] = [];
+  let total = 0;
+  const nGroups = groups.weight.length;
+  for (let g = 0; g < nGroups; g++) {
+    const w = groups.weight[g]!;
+    total += w;
+    present.length = 0;
+    for (let p = groups.start[g]!; p < groups.start[g + 1]!; p++) {
+      const b = groups.items[p]!;
+      if (itemStamp[b] === g) continue;
+      itemStamp[b] = g;
+      const c = category[b]!;
+      if (c < 0) continue;
+      if (categoryStamp[c] !== g) {
+        categoryStamp[c] = g;
+        distinctItems[c] = 0;
+        present.push(c);
+      }
+      distinctItems[c]!++;
+    }
+    for (const a of present) {
+      occurrences[a]! += w;
+      if (distinctItems[a]! >= 2) add(a * nCategories + a, w);
+      for (const b of present) if (b !== a) add(a * nCategories + b, w);
+    }
   }
-  const chosen = new Int32Array(heap.size);
-  heap.drain(new Float64Array(heap.size), new Int32Array(heap.size), chosen, 0);
-  for (const b of chosen) heap.offer(key(rank[b]!), 0, b);
-  const item = new Int32Array(heap.size);
-  heap.drain(new Float64Array(heap.size), new Int32Array(heap.size), item, 0);
-  return item.map((b) => rank[b]!);
+  const lists: { partner: number; weight: number }[][] = Array.from({ length: nCategories }, () => []);
+  if (dense !== null) dense.forEach((c, key) => c > 0 && pairs.set(key, c));
+  for (const [key, c] of pairs) {
+    const a = Math.floor(key / nCategories);
+    const b = key - a * nCategories;
+    const excess = (c - (lift * occurrences[a]! * occurrences[b]!) / total) / occurrences[a]!;
+    if (excess > 0) lists[a]!.push({ partner: b, weight: excess });
+  }
+  const start = new Int32Array(nCategories + 1);
+  const partner: number[] = [];
+  const weight: number[] = [];
+  lists.forEach((list, a) => {
+    list.sort((x, y) => y.weight - x.weight || x.partner - y.partner);
+    for (const e of list.slice(0, maxPartners)) {
+      partner.push(e.partner);
+      weight.push(e.weight);
+    }
+    start[a + 1] = partner.length;
+  });
+  return { start, partner: Int32Array.from(partner), weight: Float64Array.from(weight), occurrences };
 }
 
 /**
@@ -297,6 +450,10 @@ function permuteFacts(facts: ItemFacts, orig: Int32Array): ItemFacts {
   return out;
 }
 
+
+/** Partner categories kept per category for the prior (see categoryAssociation). */
+const MAX_PARTNER_CATEGORIES = 10;
+
 /**
  * Neighbours of every item by co-occurrence in groups (visits, orders, histories). Instead of
  * materialising all pairs, each item's groups are walked through an item-to-group index and the
@@ -307,42 +464,59 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   const nItems = log.items.size;
   const topK = options.topK ?? 30;
   const factor = options.sameCategoryFactor ?? 1;
-  const shrinkage = options.shrinkage ?? 2;
-  const damping = options.damping ?? 0.2;
-  const weighting = options.weighting;
-  const prior = weighting === 'damped' ? options.prior ?? 0 : 0;
-  const groups = itemSets(log, sets, nItems);
+  const damping = options.damping ?? 0.3;
+  const pairScore = options.pairScore ?? null;
+  const prior = pairScore === null ? options.prior ?? 0 : 0;
+  const order = options.order ?? null;
+  const ordered = order !== null && order.window > 0;
+  const groups = buildGroups(log, sets, nItems, ordered, options.collapseRepeats === true, options.halfLifeDays ?? 0);
   const nGroups = groups.weight.length;
-  // Everything below works on items renumbered by descending number of groups (their rank), so
-  // that the scratch entries the pair loop hits most, those of popular items, share a few cache
-  // lines instead of being spread over megabytes. Outputs and tie-breaks use the real index.
+  // Everything below works on items renumbered by descending number of positions (their rank),
+  // so that the scratch entries the pair loop hits most, those of popular items, share a few
+  // cache lines instead of being spread over megabytes. Outputs and tie-breaks use the real index.
   const { rank, orig } = renumberByDegree(groups.items, nItems);
   const { candidate, family, category } = permuteFacts(facts, orig);
 
+  // n(b): weighted groups holding b (once however often it occurs there).
   const occurrences = new Float64Array(nItems);
   const byItemStart = new Int32Array(nItems + 1);
+  const stamp = new Int32Array(nItems).fill(-1);
   let total = 0;
   for (let g = 0; g < nGroups; g++) {
     const w = groups.weight[g]!;
     total += w;
     for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) {
       const item = groups.items[j]!;
-      occurrences[item]! += w;
       byItemStart[item + 1]!++;
+      if (stamp[item] === g) continue;
+      stamp[item] = g;
+      occurrences[item]! += w;
     }
   }
   for (let i = 0; i < nItems; i++) byItemStart[i + 1]! += byItemStart[i]!;
+  // An item's groups (item sets) or positions (ordered: positionGroup maps them to their group).
   const byItem = new Int32Array(groups.items.length);
+  const positionGroup = new Int32Array(ordered ? groups.items.length : 0);
   const fill = byItemStart.slice(0, nItems);
   for (let g = 0; g < nGroups; g++) {
-    for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) byItem[fill[groups.items[j]!]!++] = g;
+    for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) {
+      byItem[fill[groups.items[j]!]!++] = ordered ? j : g;
+      if (ordered) positionGroup[j] = g;
+    }
   }
+  const decay = new Float64Array(ordered ? order.window + 1 : 0);
+  for (let d = 1; d < decay.length; d++) decay[d] = Math.pow(d, -order!.exponent);
+  const backward = order?.backward ?? 0;
 
   // Float32: half the cache footprint of the hottest array; exact for counts below 2^24. When
-  // every group weighs 1, counts alone (Int32) give the same numbers in half the space again.
-  const unit = groups.weight.every((w) => w === 1);
-  const acc = new Float32Array(unit ? 0 : 2 * nItems);
+  // every group weighs 1 and pairs are unordered, counts alone (Int32) give the same numbers in
+  // half the space again.
+  const unit = !ordered && groups.weight.every((w) => w === 1);
+  const acc = new Float32Array(unit || ordered ? 0 : 2 * nItems);
   const count = new Int32Array(unit ? nItems : 0);
+  const slots = new ArrayBuffer(ordered ? 16 * nItems : 0);
+  const slotWeight = new Float32Array(slots);
+  const slotCount = new Int32Array(slots);
   // Sized for the worst case so that the hot loop never checks for growth.
   const touched = new Int32Array(nItems);
   const heap = new TopK(topK);
@@ -352,47 +526,50 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   let outScore = new Float64Array(cap);
   let outEvidence = new Int32Array(cap);
   let out = 0;
-  const pmi = weighting === 'pmi';
-  const term = popularityTerms(occurrences, weighting, damping);
-  // Non-candidates get a 0 term, so that one read both filters and scores (pmi checks candidate).
-  if (candidate !== undefined && !pmi) for (let b = 0; b < nItems; b++) if (candidate[b] !== 1) term[b] = 0;
-  const shrink = weighting === 'cosine' || weighting === 'lift' || pmi ? shrinkage : 0;
-  const logTotal = Math.log(total);
-  // With a prior, the most frequent items compete for every anchor even without co-occurrence.
-  // Without it (c = 0) their scores are prior n(b)^(1-d) / N times the anchor's part: the same
-  // order for every anchor, so they are merged in that order after the heap instead of through it.
-  const priorOf = prior > 0 ? occurrences.map((n) => (prior * n) / total) : null;
-  const frequent = priorOf === null ? new Int32Array(0) : mostFrequent(occurrences, candidate, topK, (b) => priorOf[b]! * term[b]!, orig, rank);
-  const frequentBase = Float64Array.from(frequent, (b) => (priorOf === null ? 0 : priorOf[b]! * term[b]!));
-  const isFrequent = new Uint8Array(prior > 0 ? nItems : 0);
-  for (const b of frequent) isFrequent[b] = 1;
-  const offeredAt = prior > 0 ? new Int32Array(nItems).fill(-1) : null;
-  const sorted = { score: new Float64Array(topK), evidence: new Int32Array(topK), item: new Int32Array(topK) };
-  const mergeScore = new Float64Array(topK);
-  const mergeItem = new Int32Array(topK);
+  // n(b)^-d, computed once per build so that the pair loop does one multiplication instead of a
+  // Math.pow; 0 for non-candidates, so that one read both filters and scores.
+  const term = new Float64Array(nItems);
+  for (let b = 0; b < nItems; b++) term[b] = occurrences[b]! > 0 && (candidate === undefined || candidate[b] === 1) ? Math.pow(occurrences[b]!, -damping) : 0;
 
-  /**
-   * The score of b for anchor a (see Weighting): (c + prior) n(b)^-e times a's part, shrunk by
-   * c / (c + s) where the weighting says so. `anchor` is a's part, the same for all its b.
-   */
-  const scoreOf = (c: number, b: number, anchor: number): number => {
-    const shrunk = shrink > 0 ? c / (c + shrink) : 1;
-    if (pmi) return (Math.log(c) + anchor - term[b]!) * shrunk;
-    return (priorOf === null ? c : c + priorOf[b]!) * term[b]! * anchor * shrunk;
-  };
+  // The prior π_a(b): by category association where the anchor's category has partners, else by
+  // popularity (see Scoring).
+  const nCategories = category === undefined ? 0 : category.reduce((m, c) => Math.max(m, c + 1), 0);
+  const association = prior > 0 && nCategories > 0
+    ? categoryAssociation(groups, category!, nCategories, options.categoryLift ?? 0, MAX_PARTNER_CATEGORIES)
+    : null;
+  // b's share of its category's groups.
+  const share = new Float64Array(association === null ? 0 : nItems);
+  if (association !== null) {
+    for (let b = 0; b < nItems; b++) {
+      const c = category![b]!;
+      if (c >= 0 && association.occurrences[c]! > 0) share[b] = occurrences[b]! / association.occurrences[c]!;
+    }
+  }
+  const partnerWeight = new Float64Array(nCategories);
+  const priorLists = prior > 0 ? priorListsOf(prior, factor, topK, occurrences, total, term, category, association, share, orig) : null;
+  const anchorScale = new Float64Array(prior > 0 ? nItems : 0);
 
   for (let a0 = 0; a0 < nItems; a0++) {
     outStart[a0] = out;
     const a = rank[a0]!;
-    const nTouched = unit
-      ? gatherUnit(a, byItemStart, byItem, groups.start, groups.items, count, touched)
-      : gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, acc, touched);
-    if (nTouched === 0 && offeredAt === null) continue;
     const na = occurrences[a]!;
-    const anchor = weighting === 'cosine' ? 1 / Math.sqrt(na) : weighting === 'lift' ? total / na
-      : weighting === 'damped' ? Math.pow(na, damping - 1) : pmi ? logTotal - Math.log(na) : 1;
+    const anchor = na > 0 ? Math.pow(na, damping - 1) : 1;
+    if (prior > 0) anchorScale[a0] = anchor;
+    const nTouched = ordered
+      ? gatherOrdered(a, byItemStart, byItem, positionGroup, groups.start, groups.items, groups.weight, decay, backward, slotWeight, slotCount, touched)
+      : unit
+        ? gatherUnit(a, byItemStart, byItem, groups.start, groups.items, count, touched)
+        : gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, acc, touched);
+    if (nTouched === 0) continue;
     const famA = family === undefined ? -1 : family[a]!;
-    const catA = category === undefined || factor === 1 ? -1 : category[a]!;
+    const catA = category === undefined ? -1 : category[a]!;
+    const sameCategory = catA >= 0 && factor !== 1;
+    // The anchor's partner categories, spread into a dense scratch array for the pair loop.
+    let partners = 0;
+    if (association !== null && catA >= 0) {
+      for (let j = association.start[catA]!; j < association.start[catA + 1]!; j++) partnerWeight[association.partner[j]!] = association.weight[j]!;
+      partners = association.start[catA + 1]! - association.start[catA]!;
+    }
     for (let t = 0; t < nTouched; t++) {
       const b = touched[t]!;
       let c: number;
@@ -400,6 +577,13 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
       if (unit) {
         c = ev = count[b]!;
         count[b] = 0;
+      } else if (ordered) {
+        const i = b << 2;
+        c = slotWeight[i]!;
+        ev = slotCount[i + 1]!;
+        slotWeight[i] = 0;
+        slotCount[i + 1] = 0;
+        slotCount[i + 2] = 0;
       } else {
         const i = b << 1;
         c = acc[i]!;
@@ -407,51 +591,77 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
         acc[i] = 0;
         acc[i + 1] = 0;
       }
-      if (pmi ? candidate !== undefined && candidate[b] !== 1 : term[b] === 0) continue;
+      if (term[b] === 0) continue;
       if (famA >= 0 && family![b] === famA) continue;
-      if (offeredAt !== null && isFrequent[b] === 1) offeredAt[b] = a;
-      let s = scoreOf(c, b, anchor);
-      if (catA >= 0 && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
+      let s: number;
+      if (pairScore !== null) s = pairScore(c, na, occurrences[b]!, total);
+      else {
+        const pi = prior === 0 ? 0 : partners > 0 ? (category![b]! >= 0 ? partnerWeight[category![b]!]! * share[b]! : 0) : occurrences[b]! / total;
+        s = (c + prior * pi) * term[b]! * anchor;
+      }
+      if (sameCategory && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
       heap.offer(s, ev, orig[b]!);
     }
+    if (partners > 0) for (let j = association!.start[catA]!; j < association!.start[catA + 1]!; j++) partnerWeight[association!.partner[j]!] = 0;
     if (out + topK > cap) {
       cap = Math.max(cap * 2, out + topK);
       const i2 = new Int32Array(cap); i2.set(outItem); outItem = i2;
       const s2 = new Float64Array(cap); s2.set(outScore); outScore = s2;
       const e2 = new Int32Array(cap); e2.set(outEvidence); outEvidence = e2;
     }
-    if (offeredAt === null || na === 0) {
-      out += heap.drain(outScore, outEvidence, outItem, out);
-      continue;
-    }
-    // The frequent items a shares no group with: in anchor-independent order, except where the
-    // same-category factor applies (rare: they go through the heap).
-    let nMerge = 0;
-    for (let j = 0; j < frequent.length; j++) {
-      const b = frequent[j]!;
-      if (offeredAt[b] === a || b === a || (famA >= 0 && family![b] === famA)) continue;
-      const s = frequentBase[j]! * anchor;
-      if (catA >= 0 && category![b] === catA) heap.offer(s * factor, 0, orig[b]!);
-      else {
-        mergeScore[nMerge] = s;
-        mergeItem[nMerge++] = orig[b]!;
-      }
-    }
-    const nSorted = heap.drain(sorted.score, sorted.evidence, sorted.item, 0);
-    let i = 0;
-    let j = 0;
-    const end = out + topK;
-    while (out < end && (i < nSorted || j < nMerge)) {
-      // Same order as the heap: score, then evidence, then the lower index; merged ones have no evidence.
-      const takeSorted = j === nMerge || (i < nSorted && (sorted.score[i]! > mergeScore[j]!
-        || (sorted.score[i] === mergeScore[j] && (sorted.evidence[i]! > 0 || sorted.item[i]! < mergeItem[j]!))));
-      if (takeSorted) {
-        outScore[out] = sorted.score[i]!; outEvidence[out] = sorted.evidence[i]!; outItem[out++] = sorted.item[i++]!;
-      } else {
-        outScore[out] = mergeScore[j]!; outEvidence[out] = 0; outItem[out++] = mergeItem[j++]!;
-      }
-    }
+    out += heap.drain(outScore, outEvidence, outItem, out);
   }
   outStart[nItems] = out;
-  return { start: outStart, item: outItem.slice(0, out), score: outScore.slice(0, out), evidence: outEvidence.slice(0, out) };
+  return {
+    start: outStart, item: outItem.slice(0, out), score: outScore.slice(0, out), evidence: outEvidence.slice(0, out),
+    priorStart: priorLists?.start ?? new Int32Array(1), priorItem: priorLists?.item ?? new Int32Array(0), priorScore: priorLists?.score ?? new Float64Array(0),
+    anchorScale, sameCategoryFactor: factor,
+  };
+}
+
+/**
+ * The prior's lists (see Neighbours.priorStart): per category, the items of its partner
+ * categories by k · weight(partner) · share(b) · n(b)^-d (times the same-category factor in its
+ * own); last, every item by k · n(b)/N · n(b)^-d (the factor applied at lookup).
+ * Each holds at most `size` items, best first (ties to the lower real index).
+ */
+function priorListsOf(
+  prior: number, factor: number, size: number, occurrences: Float64Array, total: number, term: Float64Array, category: Int32Array | undefined,
+  association: { start: Int32Array; partner: Int32Array; weight: Float64Array } | null, share: Float64Array, orig: Int32Array,
+): { start: Int32Array; item: Int32Array; score: Float64Array } {
+  const nItems = occurrences.length;
+  const nCategories = association === null ? 0 : association.start.length - 1;
+  // Each category's items by descending share · n(b)^-d (the order within a partner category).
+  const byCategory: number[][] = Array.from({ length: nCategories }, () => []);
+  if (association !== null) {
+    for (let b = 0; b < nItems; b++) if (term[b]! > 0 && category![b]! >= 0) byCategory[category![b]!]!.push(b);
+    for (const list of byCategory) list.sort((x, y) => share[y]! * term[y]! - share[x]! * term[x]! || orig[x]! - orig[y]!);
+  }
+  const heap = new TopK(size);
+  const start = new Int32Array(nCategories + 2);
+  const items: number[] = [];
+  const scores: number[] = [];
+  const drain = (): void => {
+    const n = heap.size;
+    const score = new Float64Array(n);
+    const item = new Int32Array(n);
+    heap.drain(score, new Int32Array(n), item, 0);
+    for (let j = 0; j < n; j++) {
+      items.push(item[j]!);
+      scores.push(score[j]!);
+    }
+  };
+  for (let c = 0; c < nCategories; c++) {
+    for (let j = association!.start[c]!; j < association!.start[c + 1]!; j++) {
+      const partner = association!.partner[j]!;
+      const w = prior * association!.weight[j]! * (partner === c ? factor : 1);
+      for (const b of byCategory[partner]!.slice(0, size)) heap.offer(w * share[b]! * term[b]!, 0, orig[b]!);
+    }
+    drain();
+    start[c + 1] = items.length;
+  }
+  for (let b = 0; b < nItems; b++) if (term[b]! > 0) heap.offer((prior * occurrences[b]! * term[b]!) / total, 0, orig[b]!);
+  drain();
+  start[nCategories + 1] = items.length;
+  return { start, item: Int32Array.from(items), score: Float64Array.from(scores) };
 }

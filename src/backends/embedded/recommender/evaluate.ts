@@ -1,8 +1,13 @@
+/**
+ * Offline evaluation, off the request path: the model against the strongest simple baselines on
+ * a time-ordered split, and the weightings only evaluation compares (cosine, lift, pmi: the
+ * serving build knows only the damped family of cooccurrence.ts).
+ */
+import type { Catalog } from '../catalog.js';
 import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
-import { WEIGHTINGS } from './cooccurrence.js';
-import type { Weighting } from './cooccurrence.js';
+import type { OrderWeights, PairScore } from './cooccurrence.js';
 import { DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, buildModel, byPopularity } from './model.js';
-import type { ModelOptions, Scoring } from './model.js';
+import type { ModelOptions, RecModel, Scoring } from './model.js';
 import { MAX_RECOMMENDATIONS, Recommender } from './recommend.js';
 import { visits } from './sessions.js';
 import type { Sequences } from './sessions.js';
@@ -12,12 +17,15 @@ const TASKS: readonly Task[] = ['post-browse', 'next-best-product'];
 
 /** The figures of one method on one set of queries. */
 export interface Score {
-  /** Share of queries whose held-out item is in the top 10. */
+  /** Share of queries whose held-out item is in the top 10, and its standard error. */
   hitRate: number;
-  /** Mean of 1/log2(rank + 1) over queries, 0 for a miss. */
+  hitRateError: number;
+  /** Mean of 1/log2(rank + 1) over queries, 0 for a miss, and its standard error. */
   ndcg: number;
-  /** Standard error of that mean (differences well below two of them are noise). */
   ndcgError: number;
+  /** Mean of 1/rank over queries, 0 for a miss, and its standard error. */
+  mrr: number;
+  mrrError: number;
   /** Distinct items recommended over all queries, as a share of the items of the training log. */
   coverage: number;
   /**
@@ -26,15 +34,28 @@ export interface Score {
    * popularity baseline sits at its maximum.
    */
   popularity: number;
+  /** Share of recommended items in the anchor's category; null without categories. */
+  sameCategory: number | null;
   queries: number;
 }
+
+/**
+ * The methods: three baselines (most popular; consecutive co-occurrence, the item that came
+ * next after the anchor; sequential rules, forward pairs weighted 1/distance up to 10 apart),
+ * item-set co-occurrence by count, cosine, lift and pmi, the damped model with every parameter
+ * chosen on validation, and the shipped default.
+ */
+export const METHODS = ['popularity', 'consecutive', 'sequential', 'count', 'cosine', 'lift', 'pmi', 'model', 'default'] as const;
+export type Method = (typeof METHODS)[number];
+/** What evaluate compares unless told otherwise (the baselines and the default always). */
+export const DEFAULT_METHODS: readonly Method[] = ['count', 'cosine', 'lift', 'pmi', 'model'];
+const BASELINES: readonly Method[] = ['popularity', 'consecutive', 'sequential'];
 
 /** One line of the evaluation table. */
 export interface EvaluationRow extends Score {
   task: Task;
-  /** `popularity` or `model/<weighting>`. */
-  method: string;
-  /** The parameters chosen on the validation split, e.g. `d=0.3 k=3`; empty for none. */
+  method: Method;
+  /** The parameters (chosen on the validation split where there is a choice); empty for none. */
   parameters: string;
   /** NDCG@10 of those parameters on the validation split. */
   validationNdcg: number;
@@ -45,6 +66,7 @@ export interface EvaluationRow extends Score {
 /** One grid point as measured on the validation split. */
 export interface GridPoint {
   task: Task;
+  method: Method;
   scoring: Scoring;
   ndcg: number;
   ndcgError: number;
@@ -54,17 +76,22 @@ export interface GridPoint {
 export interface EvaluateOptions {
   /** Share of visits (post-browse) and orders (next-best-product) held out, the latest by start time; default 0.2. */
   testFraction?: number;
-  /** Weightings to compare; default all. */
-  weightings?: readonly Weighting[];
+  /** Methods to compare beside the baselines and the default; default DEFAULT_METHODS. */
+  methods?: readonly Method[];
   /** Model options other than the scorings; defaults as in ModelOptions. */
   model?: Omit<ModelOptions, 'postBrowse' | 'nextBest'>;
-  /** Parameter grid per weighting; default PARAMETER_GRID. */
-  grid?: Partial<Record<Weighting, readonly Scoring[]>>;
+  /**
+   * Item categories (a catalogue of item ids with a categoryPath): the model then uses them as
+   * it does when serving (category prior, same-category factor, fallbacks), and the table says
+   * which share of the recommended items is of the anchor's category. Anchors and targets
+   * outside it still count (as misses where nothing can be recommended).
+   */
+  catalog?: Catalog | null;
 }
 
 export interface Evaluation {
   rows: EvaluationRow[];
-  /** Every grid point's validation figures. */
+  /** Every parameter setting tried, with its validation figures. */
   grid: GridPoint[];
   trainEvents: number;
   validationEvents: number;
@@ -72,26 +99,73 @@ export interface Evaluation {
   trainItems: number;
 }
 
-const SHRINKAGES = [0, 1, 2, 5, 10, 20];
-const DAMPINGS = [0, 0.1, 0.2, 0.3, 0.5, 0.75, 1];
-const PRIORS = [0, 1, 3, 10, 30, 100];
+/** Sequential rules: forward pairs up to 10 apart weighted 1/distance (Ludewig & Jannach, 2018). */
+export const SEQUENTIAL_RULES: OrderWeights = { window: 10, backward: 0, exponent: 1 };
+/** Consecutive co-occurrence: the next item only. */
+export const CONSECUTIVE: OrderWeights = { window: 1, backward: 0, exponent: 0 };
 
-/** The parameters tried per weighting, in order of preference for equal validation NDCG. */
-export const PARAMETER_GRID: Record<Weighting, readonly Scoring[]> = {
-  count: [{ weighting: 'count' }],
-  cosine: SHRINKAGES.map((shrinkage) => ({ weighting: 'cosine', shrinkage })),
-  lift: SHRINKAGES.map((shrinkage) => ({ weighting: 'lift', shrinkage })),
-  pmi: SHRINKAGES.map((shrinkage) => ({ weighting: 'pmi', shrinkage })),
-  damped: DAMPINGS.flatMap((damping) => PRIORS.map((prior) => ({ weighting: 'damped' as const, damping, prior }))),
+const SHRINKAGES = [0, 1, 2, 5, 10, 20];
+
+/** Evaluation-only weightings, on item sets, each shrunk by c / (c + s) so that one co-occurrence of two rare items does not outrank steady evidence. */
+const PAIR_SCORES: Record<'cosine' | 'lift' | 'pmi', (s: number) => PairScore> = {
+  cosine: (s) => (c, na, nb) => (c / Math.sqrt(na * nb)) * (c / (c + s)),
+  lift: (s) => (c, na, nb, n) => ((c * n) / (na * nb)) * (c / (c + s)),
+  pmi: (s) => (c, na, nb, n) => Math.log((c * n) / (na * nb)) * (c / (c + s)),
 };
 
-/** `s=2`, `d=0.3 k=3` or empty. */
-export function describeScoring(scoring: Scoring): string {
-  switch (scoring.weighting) {
-    case 'count': return '';
-    case 'damped': return `d=${scoring.damping ?? 0.2} k=${scoring.prior ?? 0}`;
-    default: return `s=${scoring.shrinkage ?? 2}`;
+/** The fixed scoring of a baseline or item-set method (popularity has none). */
+function baselineScoring(method: Method): Scoring | null {
+  switch (method) {
+    case 'consecutive': return { damping: 0, prior: 0, order: CONSECUTIVE };
+    case 'sequential': return { damping: 0, prior: 0, order: SEQUENTIAL_RULES };
+    case 'count': return { damping: 0, prior: 0 };
+    default: return null;
   }
+}
+
+/**
+ * The model's parameters and the values tried for each, in order of preference for equal
+ * validation NDCG (the first is where the search starts where the default has none).
+ */
+const MODEL_GRID: { name: string; values: readonly unknown[]; set: (s: Scoring, v: never) => Scoring }[] = [
+  { name: 'window', values: [0, 1, 2, 3, 5, 10, 20], set: (s, w: number) => (w === 0 ? withoutOrder(s) : { ...s, order: { backward: 0, exponent: 1, ...s.order, window: w } }) },
+  { name: 'backward', values: [0, 0.1, 0.25, 0.5, 1], set: (s, b: number) => (s.order === undefined ? s : { ...s, order: { ...s.order, backward: b } }) },
+  { name: 'exponent', values: [0, 0.5, 1, 2], set: (s, e: number) => (s.order === undefined ? s : { ...s, order: { ...s.order, exponent: e } }) },
+  { name: 'collapseRepeats', values: [false, true], set: (s, c: boolean) => ({ ...s, collapseRepeats: c }) },
+  { name: 'halfLifeDays', values: [0, 3, 14, 60, 180], set: (s, h: number) => ({ ...s, halfLifeDays: h }) },
+  { name: 'damping', values: [0, 0.1, 0.2, 0.3, 0.5, 0.75, 1], set: (s, d: number) => ({ ...s, damping: d }) },
+  { name: 'prior', values: [0, 1, 3, 10, 30, 100], set: (s, k: number) => ({ ...s, prior: k }) },
+  // Only with categories (--categories); without, every value gives the same lists.
+  { name: 'categoryLift', values: [0, 0.5, 1], set: (s, l: number) => ({ ...s, categoryLift: l }) },
+  { name: 'sameCategoryFactor', values: [0.25, 0.5, 1, 2, 3], set: (s, f: number) => ({ ...s, sameCategoryFactor: f }) },
+];
+
+function withoutOrder(s: Scoring): Scoring {
+  const { order: _, ...rest } = s;
+  return rest;
+}
+
+/** `d=0.3 k=100 w=10 b=0.5 p=1 rep h=14 f=0.5`, `s=2`, or empty: the parameters that differ from none. */
+export function describeScoring(scoring: Scoring, method: Method = 'model'): string {
+  if (method === 'popularity' || method === 'consecutive' || method === 'sequential' || method === 'count') return '';
+  if (method === 'cosine' || method === 'lift' || method === 'pmi') return `s=${shrinkageOf(scoring)}`;
+  const parts = [`d=${scoring.damping ?? 0.3}`, `k=${scoring.prior ?? 0}`];
+  if (scoring.order !== undefined) parts.push(`w=${scoring.order.window} b=${scoring.order.backward} p=${scoring.order.exponent}`);
+  if (scoring.collapseRepeats === true) parts.push('rep');
+  if ((scoring.halfLifeDays ?? 0) > 0) parts.push(`h=${scoring.halfLifeDays}`);
+  if (scoring.sameCategoryFactor !== undefined && scoring.sameCategoryFactor !== 1) parts.push(`f=${scoring.sameCategoryFactor}`);
+  if ((scoring.categoryLift ?? 0) > 0) parts.push(`l=${scoring.categoryLift}`);
+  return parts.join(' ');
+}
+
+const shrinkages = new WeakMap<PairScore, number>();
+function shrinkageOf(scoring: Scoring): number {
+  return scoring.pairScore === undefined ? 0 : shrinkages.get(scoring.pairScore) ?? 0;
+}
+function pairScoring(method: 'cosine' | 'lift' | 'pmi', s: number): Scoring {
+  const pairScore = PAIR_SCORES[method](s);
+  shrinkages.set(pairScore, s);
+  return { damping: 0, prior: 0, pairScore };
 }
 
 interface Query { anchor: number; target: number }
@@ -174,20 +248,34 @@ function split(log: EventLog, fraction: number, sessionGapMs: number | undefined
   return { train, queries: { 'post-browse': browse, 'next-best-product': best }, testEvents };
 }
 
-/** HR@10, NDCG@10 (with its standard error), coverage and popularity of a recommender on queries. */
-function scoreQueries(queries: readonly Query[], recommend: (anchor: number) => number[], popularityOf: (id: number) => number, meanPopularity: number, trainItems: number): Score {
+/** Mean and standard error of per-query values given their sum and sum of squares. */
+function meanAndError(sum: number, sum2: number, n: number): [number, number] {
+  const mean = sum / n;
+  return [mean, Math.sqrt(Math.max(0, sum2 / n - mean * mean) / n)];
+}
+
+/** HR@10, NDCG@10, MRR@10 (with standard errors), coverage, popularity and same-category share of a recommender on queries. */
+export function scoreQueries(
+  queries: readonly Query[], recommend: (anchor: number) => number[], popularityOf: (id: number) => number, meanPopularity: number,
+  trainItems: number, categoryOf: ((id: number) => string | null) | null = null,
+): Score {
   let hits = 0;
   let gain = 0;
   let gain2 = 0;
+  let reciprocal = 0;
+  let reciprocal2 = 0;
   let shownPopularity = 0;
   let shownCount = 0;
+  let sameCategory = 0;
   const shown = new Set<number>();
   for (const { anchor, target } of queries) {
     const list = recommend(anchor);
+    const anchorCategory = categoryOf?.(anchor) ?? null;
     for (const item of list) {
       shown.add(item);
       shownPopularity += popularityOf(item);
       shownCount++;
+      if (anchorCategory !== null && categoryOf!(item) === anchorCategory) sameCategory++;
     }
     const rank = list.indexOf(target);
     if (rank >= 0) {
@@ -195,33 +283,39 @@ function scoreQueries(queries: readonly Query[], recommend: (anchor: number) => 
       const g = 1 / Math.log2(rank + 2);
       gain += g;
       gain2 += g * g;
+      reciprocal += 1 / (rank + 1);
+      reciprocal2 += 1 / (rank + 1) ** 2;
     }
   }
   const n = Math.max(queries.length, 1);
-  const mean = gain / n;
-  const variance = Math.max(0, gain2 / n - mean * mean);
+  const [hitRate, hitRateError] = meanAndError(hits, hits, n);
+  const [ndcg, ndcgError] = meanAndError(gain, gain2, n);
+  const [mrr, mrrError] = meanAndError(reciprocal, reciprocal2, n);
   return {
-    hitRate: hits / n, ndcg: mean, ndcgError: Math.sqrt(variance / n),
+    hitRate, hitRateError, ndcg, ndcgError, mrr, mrrError,
     coverage: trainItems === 0 ? 0 : shown.size / trainItems,
     popularity: shownCount === 0 || meanPopularity === 0 ? 0 : shownPopularity / shownCount / meanPopularity,
+    sameCategory: categoryOf === null ? null : shownCount === 0 ? 0 : sameCategory / shownCount,
     queries: queries.length,
   };
 }
 
-/** Scores the model (and the popularity baseline) trained on a split's training log. */
+/** Scores the models (and the popularity baseline) trained on a split's training log. */
 class Judge {
   private readonly counts: Record<Task, Float64Array>;
   private readonly means: Record<Task, number>;
   private readonly popular: Record<Task, number[]>;
-  constructor(private readonly split: Split, private readonly model: Omit<ModelOptions, 'postBrowse' | 'nextBest'>) {
-    const probe = buildModel(split.train, { ...model, postBrowse: { weighting: 'count' }, nextBest: { weighting: 'count' }, topK: 1 }, null);
-    this.counts = { 'post-browse': probe.views, 'next-best-product': probe.purchases };
+  private readonly categoryOf: ((id: number) => string | null) | null;
+  constructor(private readonly split: Split, private readonly model: Omit<ModelOptions, 'postBrowse' | 'nextBest'>, private readonly catalog: Catalog | null) {
+    const train = split.train;
+    const views = new Float64Array(train.items.size);
+    const purchases = new Float64Array(train.items.size);
+    for (let i = 0; i < train.length; i++) (train.kind[i] === KIND_PURCHASE ? purchases : views)[train.item[i]!]!++;
+    this.counts = { 'post-browse': views, 'next-best-product': purchases };
     const mean = (a: Float64Array): number => a.reduce((x, y) => x + y, 0) / Math.max(a.length, 1);
-    this.means = { 'post-browse': mean(probe.views), 'next-best-product': mean(probe.purchases) };
-    this.popular = {
-      'post-browse': this.popularOrder(probe.views, probe.purchases),
-      'next-best-product': this.popularOrder(probe.purchases, probe.views),
-    };
+    this.means = { 'post-browse': mean(views), 'next-best-product': mean(purchases) };
+    this.popular = { 'post-browse': this.popularOrder(views, purchases), 'next-best-product': this.popularOrder(purchases, views) };
+    this.categoryOf = catalog === null ? null : (id) => catalog.get(id)?.categoryPath ?? null;
   }
 
   private popularOrder(first: Float64Array, second: Float64Array): number[] {
@@ -233,7 +327,7 @@ class Judge {
     const train = this.split.train;
     const counts = this.counts[task];
     const popularityOf = (id: number): number => counts[train.items.indexOf(id)] ?? 0;
-    return scoreQueries(this.split.queries[task], recommend, popularityOf, this.means[task], train.items.size);
+    return scoreQueries(this.split.queries[task], recommend, popularityOf, this.means[task], train.items.size, this.categoryOf);
   }
 
   popularity(task: Task): Score {
@@ -243,80 +337,110 @@ class Judge {
 
   /** Both tasks of a model with these scorings. */
   models(postBrowse: Scoring, nextBest: Scoring): Record<Task, Score> {
-    const recommender = new Recommender(buildModel(this.split.train, { ...this.model, postBrowse, nextBest }, null), null);
-    return {
-      'post-browse': this.score('post-browse', (a) => recommender.recommend('POST_BROWSE', a).map((e) => e.itemId)),
-      'next-best-product': this.score('next-best-product', (a) => recommender.recommend('NEXT_BEST_PRODUCT', a).map((e) => e.itemId)),
+    // A copy of the training log: a catalogue's items are interned into the model's log.
+    const model: RecModel = buildModel(this.catalog === null ? this.split.train : copyLog(this.split.train), { ...this.model, postBrowse, nextBest }, this.catalog);
+    const recommender = new Recommender(model, this.catalog);
+    const list = (kind: 'POST_BROWSE' | 'NEXT_BEST_PRODUCT') => (anchor: number): number[] => {
+      if (this.catalog !== null && !this.catalog.has(anchor)) return [];
+      return recommender.recommend(kind, anchor).map((e) => e.itemId);
     };
+    return { 'post-browse': this.score('post-browse', list('POST_BROWSE')), 'next-best-product': this.score('next-best-product', list('NEXT_BEST_PRODUCT')) };
   }
 }
 
+function copyLog(log: EventLog): EventLog {
+  const copy = new EventLog();
+  for (let i = 0; i < log.length; i++) copy.addKeys(log.kind[i]!, log.items.idAt(log.item[i]!), log.session[i]!, log.user[i]!, log.order[i]!, log.time[i]!);
+  return copy;
+}
+
 /**
- * Time-ordered evaluation on item ids (no catalogue needed). The latest visits and orders are the
- * test split; the latest of the rest the validation split. Each weighting's parameters are chosen
- * per task by NDCG@10 on validation (trained on what precedes it), then the model is trained on
- * everything before the test split and scored on it: the test figures never pick a parameter.
- * A popularity baseline (most viewed, resp. most bought, in training) answers the same queries.
+ * Time-ordered evaluation. The latest visits and orders are the test split; the latest of the
+ * rest the validation split. Each method's parameters are chosen per task by NDCG@10 on
+ * validation (trained on what precedes it): the shrinkage of cosine, lift and pmi by grid, the
+ * model's by coordinate search from the default (each parameter in turn over its values, twice
+ * round). Then every method is trained on everything before the test split and scored on it:
+ * the test figures never pick a parameter.
  */
 export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluation {
   const fraction = options.testFraction ?? 0.2;
   const model = options.model ?? {};
+  const catalog = options.catalog ?? null;
   const outer = split(log, fraction, model.sessionGapMs);
   const inner = split(outer.train, fraction, model.sessionGapMs);
-  const validation = new Judge(inner, model);
-  const test = new Judge(outer, model);
+  const validation = new Judge(inner, model, catalog);
+  const test = new Judge(outer, model, catalog);
+  const methods = options.methods ?? DEFAULT_METHODS;
 
   const rows: EvaluationRow[] = [];
   const grid: GridPoint[] = [];
-  const trainItems = outer.train.items.size;
+  const fixed = (method: Method, chosen: Record<Task, Scoring>, validationNdcg: Record<Task, number>): void => {
+    const scores = test.models(chosen['post-browse'], chosen['next-best-product']);
+    for (const task of TASKS) {
+      rows.push({ task, method, parameters: describeScoring(chosen[task], method), validationNdcg: validationNdcg[task], scoring: chosen[task], ...scores[task] });
+    }
+  };
+  const measure = (method: Method, pb: Scoring, nbp: Scoring): Record<Task, number> => {
+    const scores = validation.models(pb, nbp);
+    const scorings: Record<Task, Scoring> = { 'post-browse': pb, 'next-best-product': nbp };
+    for (const task of TASKS) if (scores[task].queries > 0) grid.push({ task, method, scoring: scorings[task], ndcg: scores[task].ndcg, ndcgError: scores[task].ndcgError });
+    return { 'post-browse': scores['post-browse'].ndcg, 'next-best-product': scores['next-best-product'].ndcg };
+  };
+
   for (const task of TASKS) {
     rows.push({ task, method: 'popularity', parameters: '', validationNdcg: validation.popularity(task).ndcg, scoring: null, ...test.popularity(task) });
   }
-  for (const weighting of options.weightings ?? WEIGHTINGS) {
-    const candidates = options.grid?.[weighting] ?? PARAMETER_GRID[weighting];
-    const best: Record<Task, GridPoint | null> = { 'post-browse': null, 'next-best-product': null };
-    for (const scoring of candidates) {
-      const scores = validation.models(scoring, scoring);
-      for (const task of TASKS) {
-        const point: GridPoint = { task, scoring, ndcg: scores[task].ndcg, ndcgError: scores[task].ndcgError };
-        grid.push(point);
-        if (best[task] === null || point.ndcg > best[task].ndcg) best[task] = point;
+  for (const method of [...BASELINES.slice(1), ...methods.filter((m) => !BASELINES.includes(m) && m !== 'default')]) {
+    const scoring = baselineScoring(method);
+    if (scoring !== null) {
+      fixed(method, { 'post-browse': scoring, 'next-best-product': scoring }, measure(method, scoring, scoring));
+      continue;
+    }
+    const candidates: Scoring[][] = method === 'model'
+      ? [] : [SHRINKAGES.map((s) => pairScoring(method as 'cosine' | 'lift' | 'pmi', s))];
+    const best: Record<Task, { scoring: Scoring; ndcg: number }> = {
+      'post-browse': { scoring: method === 'model' ? DEFAULT_POST_BROWSE : candidates[0]![0]!, ndcg: -1 },
+      'next-best-product': { scoring: method === 'model' ? DEFAULT_NEXT_BEST : candidates[0]![0]!, ndcg: -1 },
+    };
+    const consider = (pb: Scoring, nbp: Scoring): void => {
+      const ndcg = measure(method, pb, nbp);
+      if (ndcg['post-browse'] > best['post-browse'].ndcg) best['post-browse'] = { scoring: pb, ndcg: ndcg['post-browse'] };
+      if (ndcg['next-best-product'] > best['next-best-product'].ndcg) best['next-best-product'] = { scoring: nbp, ndcg: ndcg['next-best-product'] };
+    };
+    if (method === 'model') {
+      consider(DEFAULT_POST_BROWSE, DEFAULT_NEXT_BEST);
+      for (let round = 0; round < 2; round++) {
+        for (const parameter of MODEL_GRID) {
+          const pb = best['post-browse'].scoring;
+          const nbp = best['next-best-product'].scoring;
+          for (const value of parameter.values) consider(parameter.set(pb, value as never), parameter.set(nbp, value as never));
+        }
       }
+    } else {
+      for (const scoring of candidates[0]!) consider(scoring, scoring);
     }
-    const postBrowse = best['post-browse']!.scoring;
-    const nextBest = best['next-best-product']!.scoring;
-    const scores = test.models(postBrowse, nextBest);
-    for (const task of TASKS) {
-      const chosen = best[task]!;
-      rows.push({ task, method: `model/${weighting}`, parameters: describeScoring(chosen.scoring), validationNdcg: chosen.ndcg, scoring: chosen.scoring, ...scores[task] });
-    }
+    fixed(method, { 'post-browse': best['post-browse'].scoring, 'next-best-product': best['next-best-product'].scoring }, { 'post-browse': best['post-browse'].ndcg, 'next-best-product': best['next-best-product'].ndcg });
   }
   // The shipped defaults, chosen from the validation figures of several logs (see model.ts).
-  const defaults: Record<Task, Scoring> = { 'post-browse': DEFAULT_POST_BROWSE, 'next-best-product': DEFAULT_NEXT_BEST };
-  const defaultValidation = validation.models(DEFAULT_POST_BROWSE, DEFAULT_NEXT_BEST);
-  const defaultTest = test.models(DEFAULT_POST_BROWSE, DEFAULT_NEXT_BEST);
-  for (const task of TASKS) {
-    const scoring = defaults[task];
-    rows.push({ task, method: `default/${scoring.weighting}`, parameters: describeScoring(scoring), validationNdcg: defaultValidation[task].ndcg, scoring, ...defaultTest[task] });
-  }
+  fixed('default', { 'post-browse': DEFAULT_POST_BROWSE, 'next-best-product': DEFAULT_NEXT_BEST }, measure('default', DEFAULT_POST_BROWSE, DEFAULT_NEXT_BEST));
   rows.sort((a, b) => TASKS.indexOf(a.task) - TASKS.indexOf(b.task));
-  return { rows, grid, trainEvents: outer.train.length, validationEvents: inner.testEvents, testEvents: outer.testEvents, trainItems };
+  return { rows, grid, trainEvents: outer.train.length, validationEvents: inner.testEvents, testEvents: outer.testEvents, trainItems: outer.train.items.size };
 }
 
 /** The rows as an aligned text table. */
 export function formatTable(rows: readonly EvaluationRow[]): string {
-  const header = ['task', 'method', 'parameters', 'val NDCG', 'HR@10', 'NDCG@10', '± se', 'coverage', 'popularity', 'queries'];
-  const lines = rows.map((r) => [
-    r.task, r.method, r.parameters, r.validationNdcg.toFixed(4), r.hitRate.toFixed(4), r.ndcg.toFixed(4), r.ndcgError.toFixed(4),
-    r.coverage.toFixed(4), r.popularity.toFixed(1), String(r.queries),
+  const header = ['task', 'method', 'parameters', 'val NDCG', 'HR@10', '± se', 'NDCG@10', '± se', 'MRR@10', '± se', 'coverage', 'popularity', 'same cat', 'queries'];
+  const lines = rows.filter((r) => r.queries > 0).map((r) => [
+    r.task, r.method, r.parameters, r.validationNdcg.toFixed(4), r.hitRate.toFixed(4), r.hitRateError.toFixed(4), r.ndcg.toFixed(4), r.ndcgError.toFixed(4),
+    r.mrr.toFixed(4), r.mrrError.toFixed(4), r.coverage.toFixed(4), r.popularity.toFixed(1), r.sameCategory === null ? '-' : r.sameCategory.toFixed(3), String(r.queries),
   ]);
   return alignTable(header, lines, 3);
 }
 
 /** The validation grid as an aligned text table. */
 export function formatGrid(points: readonly GridPoint[]): string {
-  const lines = points.map((p) => [p.task, p.scoring.weighting, describeScoring(p.scoring), p.ndcg.toFixed(4), p.ndcgError.toFixed(4)]);
-  return alignTable(['task', 'weighting', 'parameters', 'val NDCG', '± se'], lines, 3);
+  const lines = points.map((p) => [p.task, p.method, describeScoring(p.scoring, p.method), p.ndcg.toFixed(4), p.ndcgError.toFixed(4)]);
+  return alignTable(['task', 'method', 'parameters', 'val NDCG', '± se'], lines, 3);
 }
 
 function alignTable(header: string[], lines: string[][], leftColumns: number): string {

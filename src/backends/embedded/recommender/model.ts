@@ -3,45 +3,55 @@ import { categoryOf, familyOf } from '../catalog.js';
 import type { EventLog, ItemIndex } from '../events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
 import { buildNeighbours } from './cooccurrence.js';
-import type { ItemFacts, Neighbours, Weighting } from './cooccurrence.js';
-import { userHistories, visits } from './sessions.js';
+import type { ItemFacts, Neighbours, Scoring } from './cooccurrence.js';
 
-/** How one list turns co-occurrence into scores (see Weighting for the formulas). */
-export interface Scoring {
-  weighting: Weighting;
-  /** The s in the c / (c + s) factor shrinking cosine, lift and pmi scores of thin evidence; default 2. */
-  shrinkage?: number;
-  /** The d of `damped`: the neighbour's popularity is discounted by n(b)^d; default 0.2. */
-  damping?: number;
-  /** The k of `damped`: pseudo-groups spread by popularity; default 0. */
-  prior?: number;
-}
+export type { Scoring } from './cooccurrence.js';
+import { userHistories, visits } from './sessions.js';
 
 /*
  * The defaults, chosen on validation splits (the latest 20% of the training part; the test split
- * picks nothing) of the logs in /work/shared/data: `evaluate --grid` prints every grid point.
- * Validation NDCG@10 (± standard error), count / damped d=0.3 k=0 / damped d=0.3 k=100 / popularity:
- *   Diginetica post-browse         0.0279 ± 0.0033 / 0.0267 / 0.0271 / 0.0034
- *   Diginetica next-best-product   0.0042 ± 0.0016 / 0.0037 / 0.0037 / 0.0034
- *   Instacart next-best-product    0.0295 ± 0.0037 / 0.0207 / 0.0385 / 0.0368
- * - Popularity discount d = 0.3. On Diginetica NDCG is flat for d from 0 to 0.5 (all within 0.4
- *   standard errors of raw count) and loses about one standard error from d = 0.75 on (towards
- *   lift); 0.3 sits inside the flat range, so the model stops ranking an item first just because
- *   it is everywhere at no measurable cost. Shrunk cosine, lift and pmi measured below count on
- *   every log whatever their shrinkage (best: 0.0267, 0.0255, 0.0269 on Diginetica post-browse).
- * - Popularity prior k = 100 for next-best-product: on Instacart (977 orders, most pairs seen
- *   once) the baseline of most-bought items beats every pure co-occurrence model; smoothing the
- *   counts towards chance with k pseudo-orders beats both (0.0385 against 0.0368 and 0.0295) and
- *   changes nothing measurable on Diginetica. It only matters for anchors seen in fewer than
- *   about k groups: on a full-size log the co-purchase evidence decides.
- * - No prior for post-browse: it did nothing measurable there (0.0271 against 0.0267), and with a
- *   catalogue a thin anchor is better filled from its own category (the fallbacks) than with
- *   globally popular items, which is what post-browse must not be about.
+ * picks nothing) of the logs in /work/shared/data by `evaluate`'s coordinate search from the
+ * previous defaults (`evaluate --grid` prints every point). Validation NDCG@10; its standard error
+ * is about 0.0035 on Diginetica post-browse and 0.004 on Instacart.
+ * Post-browse (Diginetica views, the one log of views):
+ * - Order and distance: pairs up to 10 apart weigh 1/distance, and half that where b came before
+ *   the anchor: 0.0282, against 0.0267 for item sets and 0.0211 forward only (sequential rules).
+ *   A view before the anchor is evidence too (shoppers go back and forth between candidates), but
+ *   less than one after it. Windows of 5 to 20 are within 0.001; 1 (the next item only) 0.0167.
+ *   Exponents 0.5 to 2 of the distance are within 0.002 of 1.
+ * - Recency: evidence halving every 14 days, 0.0301 (3 days 0.0286, 60 days 0.0295, none 0.0282):
+ *   the log spans 143 days and what is viewed together drifts.
+ * - No popularity discount (d = 0): 0.0308, against 0.0301 at d = 0.3 and 0.0247 at 1. No prior:
+ *   k = 1 already falls to 0.0115 (the most viewed items are not what one views next).
+ * - Repeated views of one item collapsed into one position: no gain (0.0307), so not.
+ * - With a catalogue, an item of the anchor's category counts three times (sameCategoryFactor 3):
+ *   no public log has categories to measure it on, so it is set on the demo shop, where 12% of
+ *   views are detours to random categories and one co-view of a detour would otherwise tie with a
+ *   substitute (same-category share of the top 5: 80% at 1, 90% at 2, 93% at 3).
+ * Next-best-product (Instacart baskets; Diginetica's purchases are too thin to decide anything,
+ * every setting within 0.0005 at a standard error of 0.0015):
+ * - Item sets, d = 0.3, k = 100: 0.0385. Pairs by add-to-cart order: 0.0365 to 0.0373 whatever the
+ *   window; d = 0.5 0.0351; k = 30 0.0325, k = 0 0.0207 (a basket is a set; the most bought items
+ *   are what thin evidence is best filled with where nothing else is known).
+ * - With a catalogue, the prior goes to the categories most bought with the anchor's (its own
+ *   among them) instead of to popularity, and items of the anchor's own category count half: a
+ *   second phone is a substitute, the case and charger the complements. Set on the demo shop,
+ *   where that gives complements for every anchor whose category has them (demoAndStore.test.ts).
+ *   Measured with Instacart's aisles as categories (`evaluate --categories products.csv
+ *   --category-column aisle_id`), the association is best taken whole (categoryLift 0: 0.035;
+ *   0.5: 0.0351, 1: 0.0275, as chance alone puts fruit in most baskets), and halving is wrong
+ *   there (f = 0.25: 0.0336, 2: 0.0402, 3: 0.0415): in a grocery, an aisle's items are bought
+ *   together. The default keeps halving, which is what a shop of substitutable products needs;
+ *   the README says so with the figures.
+ * Recency leaves the lists of a live path equal to a full build's: with no prior, scaling every
+ * weight by the same factor (a later reference time) scales c, n(a) and n(b) alike, and the
+ * score c / (n(a)^(1-d) n(b)^d) not at all. A live path keeps the weights relative to a fixed
+ * epoch (2^((t - epoch) / halfLife), renormalised now and then) and gets the same numbers.
  */
-/** Post-browse scoring: damped d = 0.3, no prior (see above). */
-export const DEFAULT_POST_BROWSE: Scoring = { weighting: 'damped', damping: 0.3, prior: 0 };
-/** Next-best-product scoring: damped d = 0.3, prior k = 100 (see above). */
-export const DEFAULT_NEXT_BEST: Scoring = { weighting: 'damped', damping: 0.3, prior: 100 };
+/** Post-browse scoring (see above). */
+export const DEFAULT_POST_BROWSE: Scoring = { damping: 0, prior: 0, order: { window: 10, backward: 0.5, exponent: 1 }, halfLifeDays: 14, sameCategoryFactor: 3 };
+/** Next-best-product scoring (see above). */
+export const DEFAULT_NEXT_BEST: Scoring = { damping: 0.3, prior: 100, sameCategoryFactor: 0.5 };
 
 /** Options of buildModel; every field has a default. */
 export interface ModelOptions {
@@ -62,11 +72,6 @@ export interface ModelOptions {
    * 0.25: the same basket is a statement about the pair, months apart is mostly about the user.
    */
   userHistoryWeight?: number;
-  /**
-   * Next-best-product score factor for an item of the anchor's leaf category; default 0.5: a
-   * second phone is a substitute, the case is the complement.
-   */
-  sameCategoryFactor?: number;
 }
 
 /** The built model: neighbours and popularity by dense item index (log.items). */
@@ -82,8 +87,8 @@ export interface RecModel {
   popularViewed: Int32Array;
   /** Candidate items by descending purchases (then views): the next-best-product fallback. */
   popularBought: Int32Array;
-  /** 1 where an item may be recommended; null when every item may (no catalogue). */
-  candidate: Uint8Array | null;
+  /** Each item's leaf category interned (-1 none); null without a catalogue. */
+  category: Int32Array | null;
   buildMs: number;
 }
 
@@ -137,7 +142,7 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
       { sequences: visits(log, KIND_PURCHASE), maxItems },
       { sequences: userHistories(log, options.userHistoryWeight ?? 0.25), maxItems: options.maxItemsPerHistory ?? 50, keepLast: true },
     ],
-    { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30, sameCategoryFactor: options.sameCategoryFactor ?? 0.5 },
+    { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30 },
     facts,
   );
   const views = new Float64Array(nItems);
@@ -148,7 +153,7 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
   }
   const popularViewed = popularityOrder(views, purchases, candidate);
   const popularBought = popularityOrder(purchases, views, candidate);
-  return { items: log.items, postBrowse, nextBest, views, purchases, popularViewed, popularBought, candidate, buildMs: performance.now() - t0 };
+  return { items: log.items, postBrowse, nextBest, views, purchases, popularViewed, popularBought, category: facts.category ?? null, buildMs: performance.now() - t0 };
 }
 
 /** Compares items by descending `first` count, then `second`, then index (a stable, total order). */

@@ -74,14 +74,42 @@ export class Recommender {
     return entries;
   }
 
+  /**
+   * The anchor's neighbours merged by score with its prior list (see Neighbours.priorStart): the
+   * items that compete by the prior alone, from its category's partner categories (CO_VIEW or
+   * CO_PURCHASE without evidence, or CATEGORY for its own) or from global popularity (POPULAR).
+   */
   private fromNeighbours(kind: RecommendationKind, anchorIndex: number, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
     if (anchorIndex < 0) return false;
     const n: Neighbours = kind === 'POST_BROWSE' ? this.model.postBrowse : this.model.nextBest;
     const source: RecommendationSource = kind === 'POST_BROWSE' ? 'CO_VIEW' : 'CO_PURCHASE';
-    for (let j = n.start[anchorIndex]!; j < n.start[anchorIndex + 1]!; j++) {
-      // Without shared groups a neighbour is there by the popularity prior alone (see Weighting).
-      const evidence = n.evidence[j]!;
-      if (offer(n.item[j]!, n.score[j]!, evidence, evidence > 0 ? source : 'POPULAR')) return true;
+    const categories = this.model.category;
+    const category = categories === null ? -1 : categories[anchorIndex]!;
+    let i = n.start[anchorIndex]!;
+    const end = n.start[anchorIndex + 1]!;
+    // The prior list of the anchor's category, else the global one (the last).
+    const global = n.priorStart.length - 2;
+    const list = category >= 0 && category < global && n.priorStart[category + 1]! > n.priorStart[category]! ? category : global;
+    let j = list >= 0 ? n.priorStart[list]! : 0;
+    const priorEnd = list >= 0 ? n.priorStart[list + 1]! : 0;
+    const scale = n.anchorScale.length > 0 ? n.anchorScale[anchorIndex]! : 0;
+    const priorScore = (k: number): number => {
+      const s = n.priorScore[k]! * scale;
+      return list === global && category >= 0 && categories![n.priorItem[k]!] === category ? s * n.sameCategoryFactor : s;
+    };
+    let pending = j < priorEnd ? priorScore(j) : -Infinity;
+    while (i < end || j < priorEnd) {
+      // Ties to the neighbour: it has evidence.
+      if (i < end && n.score[i]! >= pending) {
+        if (offer(n.item[i]!, n.score[i]!, n.evidence[i]!, source)) return true;
+        i++;
+        continue;
+      }
+      const b = n.priorItem[j]!;
+      const own = categories !== null && category >= 0 && categories[b] === category;
+      if (offer(b, pending, 0, list === global ? 'POPULAR' : own ? 'CATEGORY' : source)) return true;
+      j++;
+      pending = j < priorEnd ? priorScore(j) : -Infinity;
     }
     return false;
   }

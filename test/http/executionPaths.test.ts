@@ -1,0 +1,304 @@
+import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
+import { ApolloServer, HeaderMap } from '@apollo/server';
+import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import type { Backend } from '../../src/backends/types.js';
+import { isJsonContentType } from '../../src/http/contentType.js';
+import { PreparedOperations } from '../../src/http/preparedOperations.js';
+import { DEFAULT_LIMITS, queryLimitsRule } from '../../src/limits.js';
+import { silentLogger } from '../../src/logger.js';
+import { gatewayFormatError } from '../../src/server.js';
+import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { storeKinds } from '../helpers/stores.js';
+
+// The two GraphQL paths (the prepared one, and Apollo Server's) must give the same answer to
+// whatever a client sends: the same status, headers and bytes. Thousands of generated envelopes,
+// well-formed and not: bodies of every JSON shape, variables and operation names of every JSON
+// type, GET and POST, persisted-query extensions, queries that fail to parse, to validate or a
+// limit, and queries whose answers are PUBLIC or PRIVATE with a maxAge above 0 (so a wrong
+// Cache-Control from the prepared path fails).
+
+const sha256 = (text: string): string => createHash('sha256').update(text).digest('hex');
+
+/** A request as a client sends it: the body as text (undefined for none), and the URL's query string. */
+interface Envelope {
+  method: string;
+  headers: Record<string, string>;
+  search: string;
+  text: string | undefined;
+}
+
+/** Arbitrary envelopes over a pool of query texts and operation names. */
+function envelopes(queries: readonly string[], names: readonly string[], variables: fc.Arbitrary<unknown>, accepts: readonly string[]): fc.Arbitrary<Envelope> {
+  const query = fc.oneof(
+    { arbitrary: fc.constantFrom(...queries), weight: 12 },
+    { arbitrary: fc.jsonValue({ maxDepth: 1 }), weight: 1 },
+    { arbitrary: fc.constant({ kind: 'Document', definitions: [] }), weight: 1 },
+  );
+  const operationName = fc.oneof({ arbitrary: fc.constantFrom(...names), weight: 4 }, { arbitrary: fc.jsonValue({ maxDepth: 1 }), weight: 1 });
+  const anyVariables = fc.oneof({ arbitrary: variables, weight: 4 }, { arbitrary: fc.jsonValue({ maxDepth: 3 }), weight: 2 }, { arbitrary: fc.string({ maxLength: 8 }), weight: 1 });
+  /** Absent `absent` times in `absent + present`. */
+  const sometimes = <T>(arbitrary: fc.Arbitrary<T>, absent: number, present: number) =>
+    fc.oneof({ arbitrary: fc.constant(undefined), weight: absent }, { arbitrary, weight: present });
+  const fields = fc
+    .record({
+      query: sometimes(query, 1, 12),
+      variables: sometimes(anyVariables, 1, 1),
+      operationName: sometimes(operationName, 3, 2),
+      extensions: sometimes(fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constant({})), 6, 1),
+      persisted: sometimes(fc.constantFrom('hash', 'hash only', 'wrong hash', 'version 2', 'not an object'), 4, 1),
+    })
+    .map((record) => Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as { persisted?: string } & Record<string, unknown>);
+  // the fields as a body (or query string) would carry them; `persisted` makes a persistedQuery extension of the query
+  const withPersisted = fields.map(({ persisted, ...rest }) => {
+    const text = typeof rest.query === 'string' ? rest.query : '';
+    const body: Record<string, unknown> = { ...rest };
+    if (persisted === 'hash') body.extensions = { persistedQuery: { version: 1, sha256Hash: sha256(text) } };
+    if (persisted === 'hash only') {
+      delete body.query;
+      body.extensions = { persistedQuery: { version: 1, sha256Hash: sha256(text) } };
+    }
+    if (persisted === 'wrong hash') body.extensions = { persistedQuery: { version: 1, sha256Hash: sha256(`${text} `) } };
+    if (persisted === 'version 2') body.extensions = { persistedQuery: { version: 2, sha256Hash: sha256(text) } };
+    if (persisted === 'not an object') body.extensions = { persistedQuery: 5 };
+    return body;
+  });
+  const postText = fc.oneof(
+    { arbitrary: withPersisted.map((body) => JSON.stringify(body)), weight: 20 },
+    { arbitrary: fc.array(withPersisted, { maxLength: 2 }).map((bodies) => JSON.stringify(bodies)), weight: 1 },
+    { arbitrary: fc.jsonValue({ maxDepth: 2 }).map((value) => JSON.stringify(value)), weight: 1 },
+    { arbitrary: fc.constantFrom('', '{', 'query { x }'), weight: 1 },
+  );
+  const param = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value));
+  const search = fc.tuple(withPersisted, fc.boolean()).map(([body, twice]) => {
+    const params = new URLSearchParams();
+    for (const [name, value] of Object.entries(body)) {
+      if (value === undefined) continue;
+      params.append(name, param(value));
+      if (twice && name === 'operationName') params.append(name, param(value));
+    }
+    return `?${params}`;
+  });
+  const contentType = fc.oneof(
+    { arbitrary: fc.constantFrom('application/json', 'application/json; charset=utf-8', 'application/graphql-response+json'), weight: 4 },
+    { arbitrary: fc.constantFrom('text/plain', 'text/plain; charset=utf-8', 'application/x-www-form-urlencoded', 'none', 'nonsense'), weight: 1 },
+  );
+  const extraHeaders = fc.record({ preflight: fc.boolean(), accept: fc.constantFrom(...accepts) });
+  return fc.oneof(
+    {
+      arbitrary: fc.tuple(postText, contentType, extraHeaders).map(([text, type, extra]): Envelope => ({
+        method: 'POST',
+        headers: headersOf(type, extra),
+        search: '',
+        text,
+      })),
+      weight: 6,
+    },
+    {
+      arbitrary: fc.tuple(search, fc.constantFrom('none', 'none', 'application/json', 'text/plain'), extraHeaders).map(([query, type, extra]): Envelope => ({
+        method: 'GET',
+        headers: headersOf(type, extra),
+        search: query,
+        text: undefined,
+      })),
+      weight: 3,
+    },
+    {
+      arbitrary: fc.tuple(fc.constantFrom('PUT', 'DELETE', 'PATCH'), extraHeaders).map(([method, extra]): Envelope => ({ method, headers: headersOf('application/json', extra), search: '', text: undefined })),
+      weight: 1,
+    },
+  );
+}
+
+function headersOf(type: string, { preflight, accept }: { preflight: boolean; accept: string }): Record<string, string> {
+  return {
+    ...(type === 'none' ? {} : { 'content-type': type }),
+    ...(preflight ? { 'apollo-require-preflight': '1' } : {}),
+    ...(accept === 'none' ? {} : { accept }),
+  };
+}
+
+const ACCEPTS = ['none', 'application/json', 'application/graphql-response+json', '*/*', 'application/json, text/plain;q=0.5', 'text/html'];
+/** Well-formed requests of every Accept, so the prepared path has learnt their content types. */
+const warmUps = ACCEPTS.map((accept) => headersOf('application/json', { preflight: false, accept }));
+
+describe.each([
+  { name: 'introspection on', introspection: true },
+  { name: 'introspection and suggestions off (production)', introspection: false },
+])('the prepared path against Apollo Server on a schema with every kind of cache hint, $name', ({ introspection }) => {
+  const typeDefs = `
+    enum CacheControlScope { PUBLIC PRIVATE }
+    directive @cacheControl(maxAge: Int, scope: CacheControlScope, inheritMaxAge: Boolean) on FIELD_DEFINITION | OBJECT | INTERFACE | UNION
+    type Query {
+      shop(id: Int!): Shop @cacheControl(maxAge: 60)
+      mine: Int @cacheControl(maxAge: 30, scope: PRIVATE)
+      me: Me
+      count: Int @cacheControl(maxAge: 120)
+      fails: Int @cacheControl(maxAge: 60)
+    }
+    type Mutation { touch: Int }
+    type Shop @cacheControl(maxAge: 300) { name: String price: Int @cacheControl(maxAge: 10) items: [Item!]! }
+    type Item @cacheControl(inheritMaxAge: true) { sku: String }
+    type Me @cacheControl(maxAge: 0, scope: PRIVATE) { name: String }
+  `;
+  const resolvers = {
+    Query: {
+      shop: (_: unknown, { id }: { id: number }) => (id === 0 ? null : { name: 'Corner', price: 5, items: [{ sku: 'a' }] }),
+      mine: () => 3,
+      me: () => ({ name: 'ann' }),
+      count: () => 7,
+      fails: () => {
+        throw new Error('secret internals');
+      },
+    },
+    Mutation: { touch: () => 1 },
+  };
+  const schema = makeExecutableSchema({ typeDefs, resolvers });
+  const formatError = gatewayFormatError(silentLogger);
+  const parseOptions = { maxTokens: DEFAULT_LIMITS.maxTokens };
+  const validationRules = [queryLimitsRule(DEFAULT_LIMITS)];
+  // one Apollo for both sides, so persisted queries registered by one are known to the other
+  const apollo = new ApolloServer({
+    schema, formatError, includeStacktraceInErrorResponses: false, csrfPrevention: true, allowBatchedHttpRequests: false, parseOptions, validationRules, introspection,
+    hideSchemaDetailsFromClientErrors: !introspection,
+    plugins: [ApolloServerPluginLandingPageDisabled()],
+  });
+  const prepared = new PreparedOperations({ schema, parseOptions, validationRules, formatError, introspection, hideSchemaDetailsFromClientErrors: !introspection });
+  const repeated = (field: string, times: number) => `{ ${Array.from({ length: times }, () => field).join(' ')} }`;
+  const QUERIES = [
+    '{ shop(id: 1) { name items { sku } } }',
+    '{ shop(id: 0) { name } }',
+    '{ mine }',
+    '{ mine count }',
+    '{ mine shop(id: 1) { name } }',
+    '{ me { name } count }',
+    'query Shop($id: Int!) { shop(id: $id) { name } }',
+    'query A { count } query B { mine }',
+    '{ fails count }',
+    '{ shop(id: 1) { price } }',
+    '{ __schema { queryType { name } } }',
+    'mutation Touch { touch }',
+    '{ nope }',
+    '{ shop(id: 1) { nam } }',
+    '{ shop(',
+    '',
+    repeated('count', 11),
+    repeated('mine', 11).replace('}', 'nope }'),
+    `{ ${'a: count '.repeat(2)} }`,
+  ];
+  const variables = fc.oneof(fc.constant(undefined), fc.constant(null), fc.record({ id: fc.constantFrom(1, 0, 'one', null, 2 ** 40) }, { requiredKeys: [] }));
+  const arbitrary = envelopes(QUERIES, ['A', 'B', 'Shop', 'Touch', 'Nope', ''], variables, ACCEPTS);
+
+  beforeAll(() => apollo.start());
+  afterAll(() => apollo.stop());
+
+  async function viaApollo({ method, headers, search, text }: Envelope, body: unknown) {
+    const result = await apollo.executeHTTPGraphQLRequest({
+      httpGraphQLRequest: { method, headers: new HeaderMap(Object.entries(headers)), search, body },
+      context: async () => ({}),
+    });
+    if (result.body.kind !== 'complete') throw new Error(`not a single result: ${text}`);
+    return { status: result.status ?? 200, headers: Object.fromEntries(result.headers), body: result.body.string };
+  }
+
+  /** What the gateway does: the prepared path's answer when it gives one, Apollo's otherwise (which teaches content types). */
+  async function viaGateway(envelope: Envelope, body: unknown) {
+    const request = prepared.prepare(envelope.method, envelope.headers as IncomingHttpHeaders, body, envelope.search);
+    const answer = request === null ? null : await prepared.execute(request, {});
+    if (answer !== null) return { status: answer.status, headers: answer.headers, body: answer.body };
+    const result = await viaApollo(envelope, body);
+    if (result.status === 200) prepared.learnContentType(envelope.headers, result.headers['content-type']);
+    return result;
+  }
+
+  it('gives the same answer to 3,000 generated requests', async () => {
+    for (const headers of warmUps) await viaGateway({ method: 'POST', headers, search: '', text: '' }, { query: '{ count }' });
+    const before = { ...prepared.stats };
+    await fc.assert(
+      fc.asyncProperty(arbitrary, async (envelope) => {
+        // as src/server.ts reads a body: JSON for a JSON type (a body that is not JSON never reaches either path), text otherwise
+        let body: unknown = envelope.text;
+        if (envelope.text === '') body = undefined;
+        else if (envelope.text !== undefined && isJsonContentType(envelope.headers['content-type'])) {
+          try {
+            body = JSON.parse(envelope.text);
+          } catch {
+            return;
+          }
+        }
+        const expected = await viaApollo(envelope, body);
+        expect(await viaGateway(envelope, body), `${envelope.method} ${envelope.search} ${envelope.text} ${JSON.stringify(envelope.headers)}`).toEqual(expected);
+      }),
+      { numRuns: 3000 },
+    );
+    // the prepared path answered (and refused) a share of them; it was not handing everything over
+    expect(prepared.stats.answered - before.answered).toBeGreaterThan(50);
+    expect(prepared.stats.refused - before.refused).toBeGreaterThan(50);
+  }, 60_000);
+});
+
+describe.each(storeKinds.slice(0, 1))('the gateway with and without the prepared path over HTTP, $name store', (kind) => {
+  let withPrepared: TestGateway;
+  let withoutPrepared: TestGateway;
+  let dispose: () => Promise<void>;
+  let key: string;
+
+  beforeAll(async () => {
+    const opened = await kind.open();
+    dispose = opened.dispose;
+    const backend: Backend = await embeddedWithUsers(opened.store);
+    const shared = Object.assign(Object.create(backend) as Backend, { close: async () => undefined });
+    const env = { RESPONSE_CACHE_MAX_ENTRIES: '0' };
+    withPrepared = await startTestGateway(backend, env);
+    withoutPrepared = await startTestGateway(shared, { ...env, PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' });
+    const created = await withPrepared.gql<{ createApiKey: { key: string } }>('mutation { createApiKey(input: {}) { key } }', {}, { authorization: basicAuthorization('alice', 'alice-password') });
+    key = created.body.data!.createApiKey.key;
+  });
+  afterAll(async () => {
+    await withoutPrepared?.stop().catch(() => undefined);
+    await withPrepared?.stop().catch(() => undefined);
+    await dispose?.();
+  });
+
+  async function send(gw: TestGateway, { method, headers, search, text }: Envelope) {
+    const response = await fetch(`${gw.url}/graphql${search}`, { method, headers, body: text, signal: AbortSignal.timeout(10_000) });
+    const kept = Object.fromEntries([...response.headers].filter(([name]) => !['date', 'x-request-id', 'connection', 'keep-alive'].includes(name)));
+    return { status: response.status, headers: kept, body: await response.text() };
+  }
+
+  it('gives the same status, headers and bytes to 600 generated requests', async () => {
+    const QUERIES = [
+      '{ item(itemId: 31000005) { itemId name } }',
+      'query Item($id: ItemId!) { item(itemId: $id) { name } }',
+      '{ viewer { username } }',
+      '{ viewer { username } item(itemId: 31000005) { name } }',
+      'query A { item(itemId: 31000005) { name } } query B { viewer { id } }',
+      'mutation Make { createApiKey(input: {}) { id } }',
+      '{ item(itemId: 31000005) { nme } }',
+      '{ item(',
+      '',
+      `{ ${'viewer { id } '.repeat(12)}}`,
+    ];
+    const variables = fc.oneof(fc.constant(undefined), fc.record({ id: fc.constantFrom(31000005, '31000005', 'x', null) }, { requiredKeys: [] }));
+    const arbitrary = fc.tuple(envelopes(QUERIES, ['A', 'B', 'Item', 'Make', 'Nope'], variables, ACCEPTS), fc.boolean());
+    for (const headers of warmUps) {
+      for (const gw of [withPrepared, withoutPrepared]) await send(gw, { method: 'POST', headers: { ...headers, authorization: key }, search: '', text: JSON.stringify({ query: '{ viewer { id } }' }) });
+    }
+    const before = { ...withPrepared.gateway.preparedStats! };
+    await fc.assert(
+      fc.asyncProperty(arbitrary, async ([envelope, anonymous]) => {
+        // no mutation is sent with a key: both gateways would create one, with different ids
+        const sent = { ...envelope, headers: anonymous || /mutation/.test(`${envelope.text}${envelope.search}`) ? envelope.headers : { ...envelope.headers, authorization: key } };
+        expect(await send(withPrepared, sent), JSON.stringify(sent)).toEqual(await send(withoutPrepared, sent));
+      }),
+      { numRuns: 600 },
+    );
+    const stats = withPrepared.gateway.preparedStats!;
+    expect(stats.answered - before.answered).toBeGreaterThan(5);
+    expect(stats.refused - before.refused).toBeGreaterThan(20);
+  }, 90_000);
+});

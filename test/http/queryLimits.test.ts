@@ -1,0 +1,52 @@
+import { makeExecutableSchema } from '@graphql-tools/schema';
+import { parse, specifiedRules, validate } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS, queryLimitsRule } from '../../src/limits.js';
+import { resolvers } from '../../src/schema/resolvers/index.js';
+import { loadTypeDefs } from '../../src/server.js';
+
+// The query limits are the first, cheap pass of validation (src/limits.ts): linear in the
+// document whatever it does with fragments, and a document over them gets their errors alone.
+
+const schema = makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
+const rule = queryLimitsRule(DEFAULT_LIMITS);
+const limitMessages = (query: string) => validate(schema, parse(query), [rule]).map((error) => error.message);
+const copies = (field: string, times: number): string => Array.from({ length: times }, () => field).join(' ');
+
+describe('the query limits', () => {
+  it('count fields of one response name in one selection set, those its fragments bring in included', () => {
+    expect(limitMessages(`{ ${copies('viewer { id }', 10)} }`)).toEqual([]);
+    expect(limitMessages(`{ ${copies('viewer { id }', 11)} }`)).toEqual(['Query too complex: sameNameFields 11 exceeds the limit of 10']);
+    // 4 of its own, 4 from a fragment, 3 from an inline fragment
+    const spread = `{ ${copies('viewer { id }', 4)} ...F ... on Query { ${copies('viewer { id }', 3)} } } fragment F on Query { ${copies('viewer { id }', 4)} }`;
+    expect(limitMessages(spread)).toEqual(['Query too complex: sameNameFields 11 exceeds the limit of 10']);
+    // below the root, and through an alias
+    expect(limitMessages(`{ viewer { ${copies('id', 6)} ${copies('id: username', 5)} } }`)).toEqual(['Query too complex: sameNameFields 11 exceeds the limit of 10']);
+    // a fragment spread twice in one set is compared once by graphql-js, and counted once
+    expect(limitMessages(`{ ...F ...F } fragment F on Query { ${copies('viewer { id }', 6)} }`)).toEqual([]);
+  });
+
+  it('measure a document whose fragments double at every level in linear time', () => {
+    const levels = 40;
+    const fragments = Array.from({ length: levels }, (_, n) => `fragment F${n} on Query { ...F${n + 1} ...F${n + 1} }`).join(' ');
+    const query = `{ ...F0 } ${fragments} fragment F${levels} on Query { viewer { id } }`;
+    const started = performance.now();
+    const messages = limitMessages(query);
+    // 2^40 fields if every spread were walked
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(messages).toEqual([`Query too complex: cost ${2 * 2 ** levels} exceeds the limit of ${DEFAULT_LIMITS.maxCost}`]);
+  });
+
+  it('give a document over them the same errors alone first as with every rule at once', () => {
+    const query = `query Q($unused: Int) { ${copies('viewer { id }', 12)} nope }`;
+    const alone = validate(schema, parse(query), [rule]).map((error) => error.message);
+    const together = validate(schema, parse(query), [...specifiedRules, rule]).map((error) => error.message);
+    expect(alone).toEqual(['Query too complex: sameNameFields 12 exceeds the limit of 10']);
+    expect(together).toEqual(alone);
+    // within the limits, the other rules report as ever
+    expect(validate(schema, parse('query Q($unused: Int) { nope }'), [...specifiedRules, rule]).map((error) => error.message)).toEqual([
+      'Cannot query field "nope" on type "Query".',
+      'Variable "$unused" is never used in operation "Q".',
+    ]);
+  });
+});
