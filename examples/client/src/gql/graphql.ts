@@ -184,7 +184,7 @@ export type Item = {
   twoThreeDayShippingRate?: Maybe<Scalars['Float']['output']>;
   /** Universal Product Code, as text: leading zeros matter. */
   upc?: Maybe<Scalars['String']['output']>;
-  /** The variants as items, in the record's order; unknown ones are left out. */
+  /** The variants as items, in the record's order; unknown ones are left out; one that could not be loaded is an error. */
   variantItems: Array<Item>;
   /** Item identifiers of the variants. */
   variants?: Maybe<Array<Scalars['ItemId']['output']>>;
