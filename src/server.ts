@@ -34,6 +34,7 @@ import { observeRequest, type RequestRecord } from './observability/requestScope
 import { inServerSpan, tracingActive } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
 import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
+import { openApiResponse } from './rest/openapi.js';
 import { resolvers } from './schema/resolvers/index.js';
 
 /** schema/ sits one level above both src/ and dist/. */
@@ -466,6 +467,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         return graphql(req, res, url.search, record);
       case '/healthz':
         return sendJson(res, 200, { status: 'ok' });
+      case '/openapi.json': {
+        const answer = openApiResponse(req.method ?? 'GET', req.headers['if-none-match']);
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+        return;
+      }
       case '/readyz': {
         const { httpStatus, body } = await readiness(backend, cache, limiter);
         return sendJson(res, httpStatus, body);
