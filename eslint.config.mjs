@@ -1,7 +1,7 @@
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', 'src/__generated__/', 'data/'] },
+  { ignores: ['dist/', 'node_modules/', 'src/__generated__/', 'examples/*/src/gql/', 'data/'] },
   ...tseslint.configs.recommended,
   {
     rules: {

@@ -79,7 +79,7 @@ export interface Config {
   verifiedPasswordTtlSeconds: number;
   /** INTROSPECTION: true or false; default on except in production. */
   introspection: boolean;
-  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST: see src/limits.ts. */
+  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS: see src/limits.ts. */
   limits: QueryLimits;
   /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE: see src/protection/rateLimit.ts. */
   rateLimits: RateLimitSettings;
@@ -250,6 +250,7 @@ export function loadConfig(env: Env = process.env): Config {
       maxDirectives: int('MAX_DIRECTIVES', DEFAULT_LIMITS.maxDirectives, 0, 1000),
       maxTokens: int('MAX_TOKENS', DEFAULT_LIMITS.maxTokens, 10, 100_000),
       maxCost: int('MAX_COST', DEFAULT_LIMITS.maxCost, 1, 10_000_000),
+      maxSameNameFields: int('MAX_SAME_NAME_FIELDS', DEFAULT_LIMITS.maxSameNameFields ?? 10, 1, 1000),
     },
     rateLimits: rateLimits(),
     otlpEndpoint: url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),

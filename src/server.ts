@@ -19,7 +19,9 @@ import { PersistedQueryCache } from './cache/apq.js';
 import { MemoryCache } from './cache/memory.js';
 import type { SharedCache } from './cache/types.js';
 import { isJsonContentType } from './http/contentType.js';
+import { createDocumentStore } from './http/documentStore.js';
 import { drainHttpServer } from './http/drain.js';
+import { checkEnvelope, refusalAnswer } from './http/envelope.js';
 import { RequestDeadline } from './http/requestSignal.js';
 import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from './http/preparedOperations.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
@@ -32,6 +34,7 @@ import { observeRequest, type RequestRecord } from './observability/requestScope
 import { inServerSpan, tracingActive } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
 import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
+import { openApiResponse } from './rest/openapi.js';
 import { resolvers } from './schema/resolvers/index.js';
 
 /** schema/ sits one level above both src/ and dist/. */
@@ -229,7 +232,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const addresses = new ClientAddresses(config.trustProxy ?? []);
   const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT, config.bodyLimitBytes);
   const maxResponses = config.responseCacheMaxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES;
-  const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses }) : null;
+  const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
 
   const httpServer = http.createServer();
   const schema = makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
@@ -244,6 +247,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     stopOnTerminationSignals: false,
     includeStacktraceInErrorResponses: false,
     persistedQueries: { cache: new PersistedQueryCache(cache) },
+    // sized by the source text each parsed document holds, not by Apollo's estimate of the tree
+    documentStore: createDocumentStore(),
     allowBatchedHttpRequests: false,
     parseOptions,
     validationRules,
@@ -256,7 +261,18 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     formatError,
   });
   const maxDocuments = config.preparedOperationsMaxDocuments ?? 1_000;
-  const prepared = maxDocuments > 0 ? new PreparedOperations({ schema, parseOptions, validationRules, formatError, maxDocuments }) : null;
+  const prepared =
+    maxDocuments > 0
+      ? new PreparedOperations({
+          schema,
+          parseOptions,
+          validationRules,
+          formatError,
+          maxDocuments,
+          introspection: config.introspection,
+          hideSchemaDetailsFromClientErrors: !config.introspection,
+        })
+      : null;
   await apollo.start();
 
   /**
@@ -355,9 +371,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       const error = unauthenticated();
       return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
     }
+    // the envelope, checked once as Apollo checks it: the prepared path answers only what Apollo would
+    const envelope = checkEnvelope(method, req.headers, search, body);
+    if (prepared === null && !envelope.ok && envelope.stage === 'gateway') {
+      const refused = refusalAnswer(envelope.stage, [envelope.error], 'application/json; charset=utf-8', formatError);
+      return send(res, refused.status, refused.headers, refused.body, null, record);
+    }
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record);
-    const request = prepared?.prepare(method, req.headers, body) ?? null;
+    const request = prepared?.fromEnvelope(method, req.headers, envelope) ?? null;
     const answer = request === null ? null : await answerPrepared(request, context, record);
     if (answer !== null) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
 
@@ -379,7 +401,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const started = performance.now();
     const operation = metrics.operationLabel(request.operation.operationName, true);
     record.operation = operation;
-    if (tracingActive()) {
+    if (tracingActive() && request.refusal === undefined) {
       const span = trace.getActiveSpan();
       span?.setAttribute('graphql.operation.name', operation);
       span?.setAttribute('graphql.operation.type', 'query');
@@ -456,6 +478,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         return graphql(req, res, url.search, record);
       case '/healthz':
         return sendJson(res, 200, { status: 'ok' });
+      case '/openapi.json': {
+        const answer = openApiResponse(req.method ?? 'GET', req.headers['if-none-match']);
+        res.writeHead(answer.status, answer.headers);
+        res.end(answer.body);
+        return;
+      }
       case '/readyz': {
         const { httpStatus, body } = await readiness(backend, cache, limiter);
         return sendJson(res, httpStatus, body);

@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { stripIgnoredCharacters } from 'graphql';
+import { Lexer, Source, stripIgnoredCharacters, TokenKind } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import { isJsonContentType } from './contentType.js';
 
@@ -20,6 +20,15 @@ export interface ResponseCacheOptions {
   maxBodies?: number;
   /** The clock, for tests; default Date.now. */
   now?: () => number;
+  /** The parser's token limit (MAX_TOKENS): a longer text gets no key and costs no more lexing; default 2000. */
+  maxTokens?: number;
+}
+
+/** Whether a query text has at most `max` tokens, lexing no further than that. */
+function withinTokens(query: string, max: number): boolean {
+  const lexer = new Lexer(new Source(query));
+  for (let count = 0; lexer.advance().kind !== TokenKind.EOF; count++) if (count >= max) return false;
+  return true;
 }
 
 interface Entry {
@@ -71,9 +80,11 @@ export class ResponseCache {
   private readonly bodies: LRUCache<string, string>;
   private readonly maxTtlSeconds: number;
   private readonly now: () => number;
+  private readonly maxTokens: number;
 
   constructor(options: ResponseCacheOptions = {}) {
     this.now = options.now ?? Date.now;
+    this.maxTokens = options.maxTokens ?? 2000;
     this.maxTtlSeconds = options.maxTtlSeconds ?? 300;
     this.entries = new LRUCache<string, Entry>({
       max: options.maxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES,
@@ -133,7 +144,9 @@ export class ResponseCache {
     let known = this.normalised.get(query);
     if (known === undefined) {
       try {
-        known = { text: stripIgnoredCharacters(query) };
+        // a text over the token limit is refused by the parser after that many tokens; here too,
+        // rather than after lexing the whole of it
+        known = { text: withinTokens(query, this.maxTokens) ? stripIgnoredCharacters(query) : null };
       } catch {
         // Apollo answers it with GRAPHQL_PARSE_FAILED, never cached
         known = { text: null };

@@ -177,6 +177,15 @@ describe('ResponseCache on its own', () => {
     return cache.serve(key, res, 'a-request-id') ? written : null;
   };
 
+  it('gives no key to a text over the token limit, lexing no further than the limit', () => {
+    const cache = new ResponseCache({ maxTokens: 10 });
+    expect(cache.keyOf('POST', json, { query: '{ a a a a a a a a }' })).not.toBeNull();
+    expect(cache.keyOf('POST', json, { query: '{ a a a a a a a a a a }' })).toBeNull();
+    // a megabyte of tokens would take half a second to strip; over the limit it is not even read
+    const flood = `{ ${'a '.repeat(512 * 1024)}}`;
+    expect(cache.keyOf('POST', json, { query: flood })).toBeNull();
+  });
+
   it('keeps an answer no longer than its maxAge', () => {
     let clock = 1_000_000;
     const cache = new ResponseCache({ now: () => clock });

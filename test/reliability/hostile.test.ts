@@ -47,8 +47,14 @@ describe('a gateway under a hostile mix', () => {
     expect(result.attacks.bigBodies).toEqual({ 413: SUITE_SIZES.bigBodies });
     // anonymous: 413 from the declared length; with a wrong key: 401, or 429 while its address is locked out
     expect(Object.keys(result.attacks.tokenFloods).filter((s) => !['401', '413', '429'].includes(s))).toEqual([]);
-    expect(result.attacks.wrongPasswords).toEqual({ 401: 10, 429: SUITE_SIZES.wrongPasswords - 10 });
-    expect(result.attacks.randomKeys[401]).toBe(10);
+    // ten failures a minute per address: the burst, and one more for every 6 s the mix took
+    const allowed = 10 + Math.ceil(result.seconds / 6);
+    const { wrongPasswords, randomKeys } = result.attacks;
+    expect(wrongPasswords[401]).toBeGreaterThanOrEqual(10);
+    expect(wrongPasswords[401]).toBeLessThanOrEqual(allowed);
+    expect(wrongPasswords[401]! + wrongPasswords[429]!).toBe(SUITE_SIZES.wrongPasswords);
+    expect(randomKeys[401]).toBeGreaterThanOrEqual(10);
+    expect(randomKeys[401]).toBeLessThanOrEqual(allowed);
     for (const statuses of Object.values(result.attacks)) {
       expect(statuses[500]).toBeUndefined();
       expect(statuses[0]).toBeUndefined();

@@ -45,7 +45,7 @@ describe('soak: hostile mix at full size', () => {
       expect(round.mismatches).toBe(0);
     }
     expect(result.attacks.bigBodies).toEqual({ 413: SOAK_SIZES.bigBodies });
-    expect(result.attacks.wrongPasswords[401]).toBe(10);
+    expect(result.attacks.wrongPasswords[401]).toBeLessThanOrEqual(10 + Math.ceil(result.seconds / 6));
     // a p99 under a millisecond swings by itself: 1 ms is the floor of the comparison
     expect(worstP99).toBeLessThanOrEqual(5 * Math.max(quiet.latencyP99Ms, 1));
     expect(result.rssPeakMiB - result.rssBeforeMiB).toBeLessThan(200);

@@ -1,0 +1,488 @@
+/* eslint-disable */
+import type { DocumentTypeDecoration } from '@graphql-typed-document-node/core';
+export type Maybe<T> = T | null;
+export type InputMaybe<T> = T | null | undefined;
+export type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };
+export type MakeOptional<T, K extends keyof T> = Omit<T, K> & { [SubKey in K]?: Maybe<T[SubKey]> };
+export type MakeMaybe<T, K extends keyof T> = Omit<T, K> & { [SubKey in K]: Maybe<T[SubKey]> };
+export type MakeEmpty<T extends { [key: string]: unknown }, K extends keyof T> = { [_ in K]?: never };
+export type Incremental<T> = T | { [P in keyof T]?: P extends ' $fragmentName' | '__typename' ? T[P] : never };
+/** All built-in and custom scalars, mapped to their actual values */
+export type Scalars = {
+  ID: { input: string; output: string; }
+  String: { input: string; output: string; }
+  Boolean: { input: boolean; output: boolean; }
+  Int: { input: number; output: number; }
+  Float: { input: number; output: number; }
+  /** A point in time, as an ISO 8601 string in UTC (2026-11-22T02:24:48.000Z). */
+  DateTime: { input: string; output: string; }
+  /**
+   * An item identifier: a positive integer of up to 16 digits (Walmart item ids reach ten digits,
+   * past GraphQL's 32-bit Int). Sent and received as a JSON number; a string of digits is accepted
+   * as input too. Exact up to 9007199254740991.
+   */
+  ItemId: { input: number; output: number; }
+};
+
+/** An API key's metadata. The key value itself is shown once, by createApiKey, and is never listed. */
+export type ApiKey = {
+  __typename?: 'ApiKey';
+  /** When the key was created; null where the key service does not say. */
+  createdAt?: Maybe<Scalars['DateTime']['output']>;
+  /** When the key stops working; null for a key that does not expire. */
+  expiresAt?: Maybe<Scalars['DateTime']['output']>;
+  /** Identifier of the key (UUID). */
+  id: Scalars['ID']['output'];
+  /** About when the key last authenticated a request (updated at most once a minute); null if never or not known. */
+  lastUsedAt?: Maybe<Scalars['DateTime']['output']>;
+  /**
+   * Name of the key: the one given at creation, or key#<n> where n is one more than the highest
+   * such number the user has.
+   */
+  name: Scalars['String']['output'];
+  /** Identifier of the owning user (UUID). */
+  userId: Scalars['ID']['output'];
+};
+
+export type AuthMethod =
+  /** An API key in the Authorization header (bare or after Bearer). */
+  | 'API_KEY'
+  /** User name and password in an Authorization: Basic header. */
+  | 'PASSWORD';
+
+export type CacheControlScope =
+  | 'PRIVATE'
+  | 'PUBLIC';
+
+export type CreateApiKeyInput = {
+  /** Days until the key expires (1 to 3650); the key never expires when omitted. */
+  expiresInDays?: InputMaybe<Scalars['Int']['input']>;
+  /**
+   * Name of the key: 3 to 128 characters, a letter or digit first, then letters, digits and _ @ . - ~;
+   * unique per user. Defaults to key#<n>.
+   */
+  name?: InputMaybe<Scalars['String']['input']>;
+  /** Domain of that user. */
+  userDomain?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * User the key is created for; the authenticated user when omitted. Only an administrator may
+   * create a key for another user.
+   */
+  username?: InputMaybe<Scalars['String']['input']>;
+};
+
+export type CreateApiKeyPayload = {
+  __typename?: 'CreateApiKeyPayload';
+  /** The new key's metadata. */
+  apiKey: ApiKey;
+  /** Identifier of the new key. */
+  id: Scalars['ID']['output'];
+  /** The key value, shown this once: send it as the Authorization header value. */
+  key: Scalars['String']['output'];
+  /** true on success. */
+  ok: Scalars['Boolean']['output'];
+};
+
+export type DeleteApiKeyPayload = {
+  __typename?: 'DeleteApiKeyPayload';
+  /** Identifier of the deleted key. */
+  id: Scalars['ID']['output'];
+  /** true on success. */
+  ok: Scalars['Boolean']['output'];
+  /** DELETED on success. */
+  result: Scalars['String']['output'];
+};
+
+export type GiftOptions = {
+  __typename?: 'GiftOptions';
+  allowGiftMessage?: Maybe<Scalars['Boolean']['output']>;
+  allowGiftReceipt?: Maybe<Scalars['Boolean']['output']>;
+  allowGiftWrap?: Maybe<Scalars['Boolean']['output']>;
+};
+
+export type ImageEntity = {
+  __typename?: 'ImageEntity';
+  /** PRIMARY or SECONDARY. */
+  entityType?: Maybe<Scalars['String']['output']>;
+  largeImage?: Maybe<Scalars['String']['output']>;
+  mediumImage?: Maybe<Scalars['String']['output']>;
+  thumbnailImage?: Maybe<Scalars['String']['output']>;
+};
+
+/**
+ * A product, as the product lookup of the recommendation interface returns it. Only itemId is always
+ * present; every other field is null where the record does not have it.
+ */
+export type Item = {
+  __typename?: 'Item';
+  addToCartUrl?: Maybe<Scalars['String']['output']>;
+  affiliateAddToCartUrl?: Maybe<Scalars['String']['output']>;
+  /** Age range text. */
+  age?: Maybe<Scalars['String']['output']>;
+  /** Free-form attributes; the set of names varies per item. */
+  attributes: Array<ItemAttribute>;
+  availableOnline?: Maybe<Scalars['Boolean']['output']>;
+  bestMarketplacePrice?: Maybe<MarketplacePrice>;
+  brandName?: Maybe<Scalars['String']['output']>;
+  bundle?: Maybe<Scalars['Boolean']['output']>;
+  /** Underscore-joined category identifiers, e.g. 1105910_1231203_1231204. */
+  categoryNode?: Maybe<Scalars['String']['output']>;
+  /** Slash-separated category path, e.g. Cell Phones/Shop Phones by Operating System/Apple iOS. */
+  categoryPath?: Maybe<Scalars['String']['output']>;
+  clearance?: Maybe<Scalars['Boolean']['output']>;
+  color?: Maybe<Scalars['String']['output']>;
+  /** Average customer rating, parsed from the record's decimal text ("4.627" becomes 4.627). */
+  customerRating?: Maybe<Scalars['Float']['output']>;
+  customerRatingImage?: Maybe<Scalars['String']['output']>;
+  freeShipToStore?: Maybe<Scalars['Boolean']['output']>;
+  freeShippingOver35Dollars?: Maybe<Scalars['Boolean']['output']>;
+  freeShippingOver50Dollars?: Maybe<Scalars['Boolean']['output']>;
+  /** Unisex and Male occur. */
+  gender?: Maybe<Scalars['String']['output']>;
+  giftOptions?: Maybe<GiftOptions>;
+  /** Images; the PRIMARY one is last. */
+  imageEntities?: Maybe<Array<ImageEntity>>;
+  isTwoDayShippingEligible?: Maybe<Scalars['Boolean']['output']>;
+  itemId: Scalars['ItemId']['output'];
+  largeImage?: Maybe<Scalars['String']['output']>;
+  /** May contain HTML markup. */
+  longDescription?: Maybe<Scalars['String']['output']>;
+  marketplace?: Maybe<Scalars['Boolean']['output']>;
+  mediumImage?: Maybe<Scalars['String']['output']>;
+  modelNumber?: Maybe<Scalars['String']['output']>;
+  msrp?: Maybe<Scalars['Float']['output']>;
+  name?: Maybe<Scalars['String']['output']>;
+  ninetySevenCentShipping?: Maybe<Scalars['Boolean']['output']>;
+  numReviews?: Maybe<Scalars['Int']['output']>;
+  /** ONLINE_ONLY and ONLINE_AND_STORE occur. */
+  offerType?: Maybe<Scalars['String']['output']>;
+  overnightShippingRate?: Maybe<Scalars['Float']['output']>;
+  /** The parent item (null when the item is its own parent or the parent is unknown). */
+  parent?: Maybe<Item>;
+  /** Parent item identifier; variants of one product share it. */
+  parentItemId?: Maybe<Scalars['ItemId']['output']>;
+  /** Items viewed together with this one, most relevant first (at most first, which is at most 10). */
+  postBrowsedProducts: Array<Item>;
+  preOrder?: Maybe<Scalars['Boolean']['output']>;
+  /** Items bought together with this one, most relevant first (at most first, which is at most 10). */
+  productRecommendations: Array<Item>;
+  productTrackingUrl?: Maybe<Scalars['String']['output']>;
+  productUrl?: Maybe<Scalars['String']['output']>;
+  /** Either list with the reason behind each item. */
+  recommendations: RecommendationConnection;
+  rhid?: Maybe<Scalars['String']['output']>;
+  rollBack?: Maybe<Scalars['Boolean']['output']>;
+  salePrice?: Maybe<Scalars['Float']['output']>;
+  sellerInfo?: Maybe<Scalars['String']['output']>;
+  shipToStore?: Maybe<Scalars['Boolean']['output']>;
+  shortDescription?: Maybe<Scalars['String']['output']>;
+  size?: Maybe<Scalars['String']['output']>;
+  standardShipRate?: Maybe<Scalars['Float']['output']>;
+  /** Available occurs; anything else means out of stock. */
+  stock?: Maybe<Scalars['String']['output']>;
+  thumbnailImage?: Maybe<Scalars['String']['output']>;
+  twoThreeDayShippingRate?: Maybe<Scalars['Float']['output']>;
+  /** Universal Product Code, as text: leading zeros matter. */
+  upc?: Maybe<Scalars['String']['output']>;
+  /** The variants as items, in the record's order; unknown ones are left out; one that could not be loaded is an error. */
+  variantItems: Array<Item>;
+  /** Item identifiers of the variants. */
+  variants?: Maybe<Array<Scalars['ItemId']['output']>>;
+};
+
+
+/**
+ * A product, as the product lookup of the recommendation interface returns it. Only itemId is always
+ * present; every other field is null where the record does not have it.
+ */
+export type ItemPostBrowsedProductsArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/**
+ * A product, as the product lookup of the recommendation interface returns it. Only itemId is always
+ * present; every other field is null where the record does not have it.
+ */
+export type ItemProductRecommendationsArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+};
+
+
+/**
+ * A product, as the product lookup of the recommendation interface returns it. Only itemId is always
+ * present; every other field is null where the record does not have it.
+ */
+export type ItemRecommendationsArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  kind: RecommendationKind;
+};
+
+export type ItemAttribute = {
+  __typename?: 'ItemAttribute';
+  name: Scalars['String']['output'];
+  value: Scalars['String']['output'];
+};
+
+export type MarketplacePrice = {
+  __typename?: 'MarketplacePrice';
+  availableOnline?: Maybe<Scalars['Boolean']['output']>;
+  clearance?: Maybe<Scalars['Boolean']['output']>;
+  offerType?: Maybe<Scalars['String']['output']>;
+  price?: Maybe<Scalars['Float']['output']>;
+  sellerInfo?: Maybe<Scalars['String']['output']>;
+  standardShipRate?: Maybe<Scalars['Float']['output']>;
+  twoThreeDayShippingRate?: Maybe<Scalars['Float']['output']>;
+};
+
+export type Mutation = {
+  __typename?: 'Mutation';
+  /** Creates a key; the response is the only place the key value ever appears. */
+  createApiKey: CreateApiKeyPayload;
+  /**
+   * Deletes a key of the authenticated user (an administrator may delete anyone's). An unknown id and
+   * another user's key both give NOT_FOUND. The key stops working at once.
+   */
+  deleteApiKey: DeleteApiKeyPayload;
+};
+
+
+export type MutationCreateApiKeyArgs = {
+  input: CreateApiKeyInput;
+};
+
+
+export type MutationDeleteApiKeyArgs = {
+  id: Scalars['ID']['input'];
+};
+
+export type Query = {
+  __typename?: 'Query';
+  /**
+   * The keys of the authenticated user, sorted by name, metadata only. An administrator may name
+   * another user with username (and userDomain); anyone else gets FORBIDDEN for that.
+   */
+  apiKeys: Array<ApiKey>;
+  /** One item; null with a NOT_FOUND error when it does not exist. */
+  item?: Maybe<Item>;
+  /** Several items (at most 100), in the order asked; null with a NOT_FOUND error for each unknown one. */
+  items: Array<Maybe<Item>>;
+  /**
+   * Post browsed products: items viewed together with the anchor, most relevant first, at most
+   * first (1 to 10). NOT_FOUND for an unknown anchor; an empty list when there is nothing to recommend.
+   */
+  postBrowsedProducts: Array<Item>;
+  /**
+   * Product recommendation (next best product): items bought together with the anchor, most
+   * relevant first, at most first (1 to 10). NOT_FOUND for an unknown anchor.
+   */
+  productRecommendations: Array<Item>;
+  /** Either list, with the reason behind each item. */
+  recommendations: RecommendationConnection;
+  /** The user this request is authenticated as; null when the request carries no credentials. */
+  viewer?: Maybe<Viewer>;
+};
+
+
+export type QueryApiKeysArgs = {
+  userDomain?: InputMaybe<Scalars['String']['input']>;
+  username?: InputMaybe<Scalars['String']['input']>;
+};
+
+
+export type QueryItemArgs = {
+  itemId: Scalars['ItemId']['input'];
+};
+
+
+export type QueryItemsArgs = {
+  itemIds: Array<Scalars['ItemId']['input']>;
+};
+
+
+export type QueryPostBrowsedProductsArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  itemId: Scalars['ItemId']['input'];
+};
+
+
+export type QueryProductRecommendationsArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  itemId: Scalars['ItemId']['input'];
+};
+
+
+export type QueryRecommendationsArgs = {
+  first?: InputMaybe<Scalars['Int']['input']>;
+  itemId: Scalars['ItemId']['input'];
+  kind: RecommendationKind;
+};
+
+export type RecommendationConnection = {
+  __typename?: 'RecommendationConnection';
+  /** The anchor item. */
+  anchor: Item;
+  edges: Array<RecommendationEdge>;
+  kind: RecommendationKind;
+  /** The recommended items alone, in order (the same as edges' nodes). */
+  nodes: Array<Item>;
+};
+
+export type RecommendationEdge = {
+  __typename?: 'RecommendationEdge';
+  /** How many sessions, orders or users the item shares with the anchor; 0 for fallbacks. */
+  evidence: Scalars['Int']['output'];
+  node: Item;
+  /** 1 for the most relevant. */
+  rank: Scalars['Int']['output'];
+  /** The model's score (higher is more relevant); null for fallbacks and upstream lists. */
+  score?: Maybe<Scalars['Float']['output']>;
+  source: RecommendationSource;
+};
+
+export type RecommendationKind =
+  /** Items bought together with the anchor (product recommendation, next best product). */
+  | 'NEXT_BEST_PRODUCT'
+  /** Items viewed together with the anchor (post browsed products). */
+  | 'POST_BROWSE';
+
+/** What produced a recommended item. */
+export type RecommendationSource =
+  /** Filled from the anchor's category, evidence being thin. */
+  | 'CATEGORY'
+  /** Bought in the same orders, or by the same users, as the anchor. */
+  | 'CO_PURCHASE'
+  /** Viewed in the same sessions as the anchor. */
+  | 'CO_VIEW'
+  /** Filled from the anchor's department, evidence being thin. */
+  | 'DEPARTMENT'
+  /** Filled from the most popular items, evidence being thin. */
+  | 'POPULAR'
+  /** Chosen by the upstream service, which does not say why. */
+  | 'UPSTREAM';
+
+/** The authenticated user. */
+export type Viewer = {
+  __typename?: 'Viewer';
+  /** How the request authenticated. */
+  authenticatedBy: AuthMethod;
+  /** The user's domain; a domain user signs in as <username>@<domain>. */
+  domain?: Maybe<Scalars['String']['output']>;
+  /** Identifier of the user (UUID); null where the key service does not say (REST mode, no keys yet). */
+  id?: Maybe<Scalars['ID']['output']>;
+  /** Whether the user may manage other users' keys. */
+  isAdmin: Scalars['Boolean']['output'];
+  /** The user name; null where it is not known (REST mode with an API key). */
+  username?: Maybe<Scalars['String']['output']>;
+};
+
+export type MyApiKeysQueryVariables = Exact<{ [key: string]: never; }>;
+
+
+export type MyApiKeysQuery = { __typename?: 'Query', viewer?: { __typename?: 'Viewer', username?: string | null, domain?: string | null, authenticatedBy: AuthMethod } | null, apiKeys: Array<{ __typename?: 'ApiKey', id: string, name: string, createdAt?: string | null, expiresAt?: string | null, lastUsedAt?: string | null }> };
+
+export type ProductPageQueryVariables = Exact<{
+  itemId: Scalars['ItemId']['input'];
+}>;
+
+
+export type ProductPageQuery = { __typename?: 'Query', item?: (
+    { __typename?: 'Item', shortDescription?: string | null, variantItems: Array<{ __typename?: 'Item', itemId: number, color?: string | null, size?: string | null, salePrice?: number | null, stock?: string | null }>, boughtWith: { __typename?: 'RecommendationConnection', edges: Array<{ __typename?: 'RecommendationEdge', rank: number, source: RecommendationSource, node: (
+          { __typename?: 'Item', variantItems: Array<{ __typename?: 'Item', itemId: number, color?: string | null, size?: string | null }> }
+          & { ' $fragmentRefs'?: { 'ProductCardFragment': ProductCardFragment } }
+        ) }> }, viewedWith: Array<(
+      { __typename?: 'Item' }
+      & { ' $fragmentRefs'?: { 'ProductCardFragment': ProductCardFragment } }
+    )> }
+    & { ' $fragmentRefs'?: { 'ProductCardFragment': ProductCardFragment } }
+  ) | null };
+
+export type ProductCardFragment = { __typename?: 'Item', itemId: number, name?: string | null, brandName?: string | null, salePrice?: number | null, customerRating?: number | null, numReviews?: number | null, thumbnailImage?: string | null, stock?: string | null } & { ' $fragmentName'?: 'ProductCardFragment' };
+
+export class TypedDocumentString<TResult, TVariables>
+  extends String
+  implements DocumentTypeDecoration<TResult, TVariables>
+{
+  __apiType?: NonNullable<DocumentTypeDecoration<TResult, TVariables>['__apiType']>;
+  private value: string;
+  public __meta__?: Record<string, any> | undefined;
+
+  constructor(value: string, __meta__?: Record<string, any> | undefined) {
+    super(value);
+    this.value = value;
+    this.__meta__ = __meta__;
+  }
+
+  override toString(): string & DocumentTypeDecoration<TResult, TVariables> {
+    return this.value;
+  }
+}
+export const ProductCardFragmentDoc = new TypedDocumentString(`
+    fragment ProductCard on Item {
+  itemId
+  name
+  brandName
+  salePrice
+  customerRating
+  numReviews
+  thumbnailImage
+  stock
+}
+    `, {"fragmentName":"ProductCard"}) as unknown as TypedDocumentString<ProductCardFragment, unknown>;
+export const MyApiKeysDocument = new TypedDocumentString(`
+    query MyApiKeys {
+  viewer {
+    username
+    domain
+    authenticatedBy
+  }
+  apiKeys {
+    id
+    name
+    createdAt
+    expiresAt
+    lastUsedAt
+  }
+}
+    `) as unknown as TypedDocumentString<MyApiKeysQuery, MyApiKeysQueryVariables>;
+export const ProductPageDocument = new TypedDocumentString(`
+    query ProductPage($itemId: ItemId!) {
+  item(itemId: $itemId) {
+    ...ProductCard
+    shortDescription
+    variantItems {
+      itemId
+      color
+      size
+      salePrice
+      stock
+    }
+    boughtWith: recommendations(kind: NEXT_BEST_PRODUCT, first: 4) {
+      edges {
+        rank
+        source
+        node {
+          ...ProductCard
+          variantItems {
+            itemId
+            color
+            size
+          }
+        }
+      }
+    }
+    viewedWith: postBrowsedProducts(first: 4) {
+      ...ProductCard
+    }
+  }
+}
+    fragment ProductCard on Item {
+  itemId
+  name
+  brandName
+  salePrice
+  customerRating
+  numReviews
+  thumbnailImage
+  stock
+}`) as unknown as TypedDocumentString<ProductPageQuery, ProductPageQueryVariables>;
