@@ -1,25 +1,10 @@
 /**
- * The benchmark suite (not a test): `npm run bench [-- options]`.
+ * The benchmark suite (not a test): `npm run bench [-- options]` (USAGE below lists them).
  *
  * Starts everything it measures on 127.0.0.1, each server in its own process pinned to CPU 1
  * (taskset) while this process, the load generator (autocannon, in-process), runs on CPU 0; runs
  * the comparisons of issue 8 in one run, prints a table of req/s, p50, p99 and ratios, and writes
  * BENCHMARKS.md with the machine and the command.
- *
- * Options:
- *   --duration <s>       measured seconds per load scenario (default 10)
- *   --warmup <s>         unmeasured seconds before each (default 2)
- *   --connections <n>    concurrent connections (default 20)
- *   --cold-requests <n>  distinct anchors for the cold scenarios (default 300)
- *   --only <ids>         comma-separated scenario ids (raw,apollo,naive,emb,emb-noauth,lookup,rest,emb-redis,cold,nested,keys,recommender)
- *   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
- *   --no-write           print only; leave BENCHMARKS.md alone
- *   --out <file>         where to write the report (default BENCHMARKS.md)
- *   --cpu-prof <dir>     run the embedded gateway and the cold REST-mode gateway under --cpu-prof
- *                        (a sample every 50 µs), profiles into <dir>
- *
- * Environment: UPSTREAM_CPU (taskset list for the REST upstream; default both cores); anything
- * else passes through to the servers (REDIS_URL excepted: only the emb-redis scenario sets it).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -38,19 +23,67 @@ import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const { values: flags } = parseArgs({
-  options: {
-    duration: { type: 'string', default: '10' },
-    warmup: { type: 'string', default: '2' },
-    connections: { type: 'string', default: '20' },
-    'cold-requests': { type: 'string', default: '300' },
-    only: { type: 'string' },
-    'with-10m': { type: 'boolean', default: false },
-    'no-write': { type: 'boolean', default: false },
-    out: { type: 'string', default: 'BENCHMARKS.md' },
-    'cpu-prof': { type: 'string' },
-  },
-});
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-noauth', 'lookup', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
+
+const USAGE = `Usage: npm run bench [-- options]
+
+Measures this gateway beside raw node:http, bare Apollo Server and a naive Apollo peer, all on
+127.0.0.1, and writes the table to BENCHMARKS.md.
+
+Options:
+  --duration <s>       measured seconds per load scenario (default 10)
+  --warmup <s>         unmeasured seconds before each (default 2)
+  --connections <n>    concurrent connections (default 20)
+  --cold-requests <n>  distinct anchors for the cold scenarios (default 300)
+  --only <ids>         comma-separated scenario ids (${SCENARIOS.join(',')})
+  --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
+  --no-write           print only; leave BENCHMARKS.md alone
+  --out <file>         where to write the report (default BENCHMARKS.md)
+  --cpu-prof <dir>     run the embedded gateway and the cold REST-mode gateway under --cpu-prof
+                       (a sample every 50 µs), profiles into <dir>
+  -h, --help           this text
+
+Environment: UPSTREAM_CPU (taskset list for the REST upstream; default both cores); anything
+else passes through to the servers (REDIS_URL excepted: only the emb-redis scenario sets it).
+`;
+
+/** A usage mistake: one line and exit code 2, as the gateway's own command line does. */
+function usageError(message: string): never {
+  process.stderr.write(`bench: ${message} (npm run bench -- --help lists the options)\n`);
+  process.exit(2);
+}
+
+let parsed;
+try {
+  parsed = parseArgs({
+    options: {
+      help: { type: 'boolean', short: 'h', default: false },
+      duration: { type: 'string', default: '10' },
+      warmup: { type: 'string', default: '2' },
+      connections: { type: 'string', default: '20' },
+      'cold-requests': { type: 'string', default: '300' },
+      only: { type: 'string' },
+      'with-10m': { type: 'boolean', default: false },
+      'no-write': { type: 'boolean', default: false },
+      out: { type: 'string', default: 'BENCHMARKS.md' },
+      'cpu-prof': { type: 'string' },
+    },
+  });
+} catch (error) {
+  usageError((error as Error).message);
+}
+const flags = parsed.values;
+if (flags.help) {
+  process.stdout.write(USAGE);
+  process.exit(0);
+}
+for (const name of ['duration', 'warmup', 'connections', 'cold-requests'] as const) {
+  const value = Number(flags[name]);
+  if (!Number.isFinite(value) || value < 0 || (name !== 'warmup' && value === 0)) usageError(`--${name} must be a positive number, got "${flags[name]}"`);
+}
+for (const id of flags.only?.split(',') ?? []) {
+  if (!SCENARIOS.includes(id)) usageError(`--only: no scenario "${id}"`);
+}
 const DURATION = Number(flags.duration);
 const WARMUP = Number(flags.warmup);
 const CONNECTIONS = Number(flags.connections);

@@ -120,7 +120,51 @@ export interface Config {
     /** AUTH_CACHE_TTL_MS: how long a credential the key service accepted is trusted, default 30000. */
     authCacheTtlMs?: number;
   };
+  /** How long clients may take to send a request, and how many may be connected; see ServerLimits. */
+  server: ServerLimits;
 }
+
+// ---- Client connections: timeouts and a cap (src/server.ts applies them to node:http) ----
+
+/**
+ * What a slow or greedy client may hold. Node's own defaults (60 s for the headers, 300 s for a
+ * whole request, no cap) let a few hundred slowloris sockets hold the process; these follow
+ * Apollo Router (`server.http.header_read_timeout` 10 s, `traffic_shaping.router.timeout` 30 s)
+ * and nginx (`keepalive_timeout`, `worker_connections 1024`).
+ */
+export interface ServerLimits {
+  /**
+   * HEADERS_TIMEOUT_MS: the most a client may take to send a request's headers (node's
+   * `server.headersTimeout`; Apollo Router's header_read_timeout, nginx's client_header_timeout);
+   * then 408 and the connection is closed. Default 10000.
+   */
+  headersTimeoutMs: number;
+  /**
+   * REQUEST_TIMEOUT_MS: the most a client may take to send a whole request, headers and body
+   * (node's `server.requestTimeout`; nginx's client_body_timeout counts between reads instead);
+   * then 408 and the connection is closed. The time taken to answer is REQUEST_DEADLINE_MS's.
+   * At least HEADERS_TIMEOUT_MS. Default 30000.
+   */
+  requestTimeoutMs: number;
+  /**
+   * KEEP_ALIVE_TIMEOUT_MS: how long an idle keep-alive connection is kept (node's
+   * `server.keepAliveTimeout`, nginx's keepalive_timeout). Behind a load balancer, set it above the
+   * balancer's idle timeout. Default 5000 (node's).
+   */
+  keepAliveTimeoutMs: number;
+  /**
+   * MAX_CONNECTIONS: open client connections at most (node's `server.maxConnections`, nginx's
+   * worker_connections); a connection past it is closed at once, unanswered. 0: no cap. Default 1024.
+   */
+  maxConnections: number;
+}
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 1024,
+};
 
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -256,12 +300,22 @@ export function loadConfig(env: Env = process.env): Config {
     otlpEndpoint: url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     serviceName: get('OTEL_SERVICE_NAME') ?? 'recs-gateway',
     upstream: {},
+    server: {
+      headersTimeoutMs: int('HEADERS_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.headersTimeoutMs, 100, 600_000),
+      requestTimeoutMs: int('REQUEST_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.requestTimeoutMs, 100, 3_600_000),
+      keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs, 1, 600_000),
+      maxConnections: int('MAX_CONNECTIONS', DEFAULT_SERVER_LIMITS.maxConnections, 0, 1_000_000),
+    },
     // --- Exposure limits (security review) ---
     maxKeysPerUser: int('MAX_KEYS_PER_USER', DEFAULT_MAX_KEYS_PER_USER, 1, 1_000_000),
     metricsToken: token('METRICS_TOKEN'),
   };
   config.anonymousBodyLimitBytes = Math.min(config.bodyLimitBytes, int('ANONYMOUS_BODY_LIMIT_BYTES', 32 * 1024, 1024, 64 * 1024 * 1024));
   for (const proxy of config.trustProxy) if (!isAddressPattern(proxy)) problems.push(`TRUST_PROXY must list IP addresses or CIDR blocks, got "${proxy}"`);
+  // node refuses a headers timeout longer than the whole request's
+  if (config.server.headersTimeoutMs > config.server.requestTimeoutMs) {
+    problems.push(`HEADERS_TIMEOUT_MS (${config.server.headersTimeoutMs}) must not be more than REQUEST_TIMEOUT_MS (${config.server.requestTimeoutMs})`);
+  }
   const optionalInt = (name: string, min: number, max: number): number | undefined =>
     get(name) === undefined ? undefined : int(name, 0, min, max);
   const upstream = {

@@ -1,18 +1,15 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { openBackend } from './backends/index.js';
-import { openKeyStore } from './backends/embedded/keys/index.js';
+// Only what every command needs is loaded up front; a command loads the rest when it runs, so a
+// busy port or a bad setting is reported before Apollo Server, the stores and the recommender
+// are even loaded (a second of a start on a busy machine).
+import { StoreOpenError } from './backends/embedded/dataFiles.js';
 import { addUser, UserInputError } from './backends/embedded/keys/users.js';
-import { openCache } from './cache/index.js';
-import { runEvaluate } from './cli/evaluateCommand.js';
-import { runImport } from './cli/importCommand.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
 import { createLogger } from './logger.js';
-import { GatewayMetrics } from './observability/metrics.js';
-import { combineObservers, startTracing, tracingUpstreamObserver } from './observability/tracing.js';
-import { RateLimiter } from './protection/rateLimit.js';
-import { createGateway } from './server.js';
+import type { Gateway } from './server.js';
+import { checkPortFree, configSecrets, listenFailure, startupFailureLine } from './startup.js';
 
 const USAGE = `Usage: recs-gateway <command> [options]
 
@@ -60,10 +57,14 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
         return await serve(rest, io);
       case 'user':
         return await user(rest, io);
-      case 'import':
+      case 'import': {
+        const { runImport } = await import('./cli/importCommand.js');
         return await runImport(rest, { dataDir: loadConfig(io.env).dataDir, stdout: io.stdout, stderr: io.stderr });
-      case 'evaluate':
+      }
+      case 'evaluate': {
+        const { runEvaluate } = await import('./cli/evaluateCommand.js');
         return await runEvaluate(rest, io);
+      }
       case undefined:
       case '--help':
       case '-h':
@@ -78,6 +79,11 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
     if (error instanceof ConfigError || error instanceof UserInputError) {
       io.stderr.write(`${error.message}\n`);
       return 2;
+    }
+    // a store that cannot be opened (user add, import): one line, as for serve
+    if (error instanceof StoreOpenError) {
+      io.stderr.write(`recs-gateway: ${error.message}\n`);
+      return 1;
     }
     if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
       io.stderr.write(`${error.message}\n`);
@@ -95,25 +101,13 @@ async function serve(argv: string[], io: Io): Promise<number> {
   }
   const config = loadConfig(io.env);
   const log = createLogger({ level: io.env.LOG_LEVEL, destination: io.stdout });
-  const stopTracing = await startTracing(config);
-  const metrics = new GatewayMetrics({ processMetrics: true });
-  const cache = openCache(config);
-  const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
-  const backend = await openBackend(config, {
-    cache,
-    upstreamObserver: combineObservers(metrics.upstreamObserver, tracingUpstreamObserver),
-    log: (line) => log.info(line),
-    // shown once, on the terminal; never through the structured log
-    onFirstAdmin: (password) =>
-      io.stderr.write(
-        `\nNo users yet: created the administrator "admin" with the password\n\n    ${password}\n\n` +
-          'It is shown this once. Create a key with it (see the README), or add users with `recs-gateway user add`.\n\n',
-      ),
+  const gateway = await start(config, log, io).catch((error: unknown) => {
+    const debug = ['debug', 'trace'].includes(io.env.LOG_LEVEL ?? '');
+    io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl], [config.recsApiKey]), debug)}\n`);
+    return null;
   });
-  const gateway = await createGateway({ config, backend, cache, log, limiter, metrics });
-  const url = await gateway.listen(config.port, config.host);
-  log.info({ url: `${url}/graphql`, backend: config.backend }, 'recs-gateway listening');
-
+  if (gateway === null) return 1;
+  const { stop: stopGateway, stopTracing } = gateway;
   return new Promise<number>((resolve) => {
     let signals = 0;
     const onSignal = (signal: NodeJS.Signals) => {
@@ -123,8 +117,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
         process.exit(1);
       }
       log.info({ signal }, 'draining in-flight requests');
-      gateway
-        .stop()
+      stopGateway()
         .then(stopTracing)
         .then(
           () => {
@@ -140,6 +133,71 @@ async function serve(argv: string[], io: Io): Promise<number> {
     process.on('SIGTERM', onSignal);
     process.on('SIGINT', onSignal);
   });
+}
+
+/**
+ * Everything serve opens, in order; a failure closes what was opened and rejects with the error
+ * (StartupError or StoreOpenError for the ones a user can fix), for serve to print as one line.
+ */
+async function start(config: Config, log: ReturnType<typeof createLogger>, io: Io): Promise<{ stop: Gateway['stop']; stopTracing: () => Promise<void> }> {
+  // a busy port fails here, within a second, not after the model is built
+  await checkPortFree(config.port, config.host);
+  const closers: (() => Promise<unknown>)[] = [];
+  try {
+    const [{ openBackend }, { openCache }, { GatewayMetrics }, { combineObservers, startTracing, tracingUpstreamObserver }, { RateLimiter }, { createGateway, listenAddress }] =
+      await Promise.all([
+        import('./backends/index.js'),
+        import('./cache/index.js'),
+        import('./observability/metrics.js'),
+        import('./observability/tracing.js'),
+        import('./protection/rateLimit.js'),
+        import('./server.js'),
+      ]);
+    const stopTracing = await startTracing(config);
+    closers.push(stopTracing);
+    const metrics = new GatewayMetrics({ processMetrics: true });
+    const cache = openCache(config, { log });
+    closers.push(() => cache.close());
+    const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
+    closers.push(() => limiter.close());
+    const backend = await openBackend(config, {
+      cache,
+      upstreamObserver: combineObservers(metrics.upstreamObserver, tracingUpstreamObserver),
+      log: (line) => log.info(line),
+      // shown once, on the terminal; never through the structured log
+      onFirstAdmin: (password) =>
+        io.stderr.write(
+          `\nNo users yet: created the administrator "admin" with the password\n\n    ${password}\n\n` +
+            'It is shown this once. Create a key with it (see the README), or add users with `recs-gateway user add`.\n\n',
+        ),
+    });
+    closers.push(() => backend.close());
+    const gateway = await createGateway({ config, backend, cache, log, limiter, metrics });
+    // the gateway closes the backend, cache and limiter itself from here on
+    closers.length = 1;
+    closers.push(() => gateway.stop());
+    try {
+      await gateway.listen(config.port, config.host);
+    } catch (error) {
+      throw listenFailure(error, config.port, config.host) ?? error;
+    }
+    const where = listenAddress(gateway.httpServer);
+    log.info(
+      {
+        url: `${where.localUrl}/graphql`,
+        address: where.address,
+        port: where.port,
+        interfaces: where.allInterfaces ? 'all (set HOST=127.0.0.1 to take connections from this machine only)' : where.address,
+        backend: config.backend,
+      },
+      'recs-gateway listening',
+    );
+    return { stop: gateway.stop, stopTracing };
+  } catch (error) {
+    // nothing left open may keep the process from exiting (a Redis client retries forever)
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+    throw error;
+  }
 }
 
 async function user(argv: string[], io: Io): Promise<number> {
@@ -168,6 +226,7 @@ async function user(argv: string[], io: Io): Promise<number> {
   }
   const config: Config = loadConfig(io.env);
   const password = values.password ?? (await readPassword(io));
+  const { openKeyStore } = await import('./backends/embedded/keys/index.js');
   const store = await openKeyStore(config);
   try {
     const created = await addUser(store, {

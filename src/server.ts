@@ -9,7 +9,7 @@ import { trace } from '@opentelemetry/api';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { BreakerState } from './backends/rest/breaker.js';
 import type { Backend, PrincipalModel } from './backends/types.js';
-import type { Config } from './config.js';
+import { DEFAULT_SERVER_LIMITS, type Config } from './config.js';
 import { RequestContext, type GatewayContext } from './context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode, unauthenticated } from './errors.js';
 import { ClientAddresses } from './auth/clientAddress.js';
@@ -49,7 +49,7 @@ export function loadTypeDefs(): string[] {
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'metricsToken'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -63,7 +63,10 @@ export interface GatewayOptions {
 
 export interface Gateway {
   httpServer: http.Server;
-  /** Listens; resolves with the base URL (http://127.0.0.1:port). */
+  /**
+   * Listens; resolves with a base URL a client on this machine can use (http://127.0.0.1:port
+   * when listening on every interface; see listenAddress for where it really listens).
+   */
   listen(port: number, host?: string): Promise<string>;
   /** Stops taking requests, lets in-flight ones finish, then closes the backend. */
   stop(): Promise<void>;
@@ -213,6 +216,42 @@ export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedErr
 }
 
 /**
+ * The node:http server with the client limits: a slow client (slowloris headers, a body that
+ * never ends) is answered 408 and cut off at the timeout, and connections past the cap are
+ * closed unanswered, so a few hundred sockets cannot hold the process.
+ */
+function createHttpServer(limits: Config['server']): http.Server {
+  const server = http.createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // node looks for expired requests this often (30 s by default, which would stretch a 10 s
+    // timeout to 40 s); a quarter of the shorter timeout keeps the overshoot within 25%
+    connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+  });
+  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+  return server;
+}
+
+/** Where a listening server is, as bound, and a URL to reach it from this machine. */
+export interface ListenAddress {
+  /** The bound address: `::` or `0.0.0.0` for every interface. */
+  address: string;
+  port: number;
+  /** Whether it takes connections on every interface (HOST unset, `::` or `0.0.0.0`). */
+  allInterfaces: boolean;
+  /** A base URL for a client on this machine: the loopback address when on every interface. */
+  localUrl: string;
+}
+
+export function listenAddress(server: http.Server): ListenAddress {
+  const { address, port, family } = server.address() as AddressInfo;
+  const allInterfaces = address === '::' || address === '0.0.0.0';
+  const local = allInterfaces ? '127.0.0.1' : family === 'IPv6' ? `[${address}]` : address;
+  return { address, port, allInterfaces, localUrl: `http://${local}:${port}` };
+}
+
+/**
  * The gateway: a node:http server in front of Apollo Server (no framework in between: it only
  * routes a handful of paths) with the GraphQL endpoint, an offline GraphiQL, and health checks.
  */
@@ -234,7 +273,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const maxResponses = config.responseCacheMaxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES;
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
 
-  const httpServer = http.createServer();
+  const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
   const schema = makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
   const parseOptions = { maxTokens: config.limits.maxTokens };
   const validationRules = [queryLimitsRule(config.limits)];
@@ -521,8 +560,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     });
   });
   // a client that sends garbage gets a 400 from node; it must not take the process down
-  httpServer.on('clientError', (_error, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+  httpServer.on('clientError', (error, socket) => {
+    // a client too slow to send its request (REQUEST_TIMEOUT_MS) is told so, as RFC 9110 says
+    const status = (error as { code?: string }).code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
     else socket.destroy();
   });
 
@@ -535,8 +576,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         httpServer.once('error', reject);
         httpServer.listen(port, host, () => {
           httpServer.off('error', reject);
-          const { port: bound } = httpServer.address() as AddressInfo;
-          resolve(`http://${host && host !== '0.0.0.0' && host !== '::' ? host : '127.0.0.1'}:${bound}`);
+          resolve(listenAddress(httpServer).localUrl);
         });
       }),
     stop: () => {

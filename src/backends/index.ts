@@ -51,13 +51,17 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     };
   }
   const store = await openKeyStore(config);
-  const password = await ensureFirstAdmin(store);
-  if (password !== null) hooks.onFirstAdmin?.(password);
+  // the recommender first: a start that fails on recs.db shows no administrator password it then loses
   const recs = await openEmbeddedRecs({
     dataDir: config.dataDir,
     reloadIntervalMs: config.recsReloadIntervalMs,
     ...(hooks.log ? { log: hooks.log } : {}),
+  }).catch(async (error: unknown) => {
+    await store.close();
+    throw error;
   });
+  const password = await ensureFirstAdmin(store);
+  if (password !== null) hooks.onFirstAdmin?.(password);
   return createEmbeddedBackend(store, recs, {
     verifiedPasswordTtlMs: config.verifiedPasswordTtlSeconds * 1000,
     maxKeysPerUser: config.maxKeysPerUser,

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { Logger } from '../logger.js';
 import { MemoryCache } from './memory.js';
 import { RedisCache } from './redis.js';
 import { TieredCache } from './tiered.js';
@@ -8,7 +9,7 @@ import type { SharedCache } from './types.js';
  * Redis (with a few seconds' in-process tier in front) when REDIS_URL is set, the in-process LRU
  * otherwise; the server starts either way.
  */
-export function openCache(config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>): SharedCache {
+export function openCache(config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>, options: { log?: Logger } = {}): SharedCache {
   if (!config.redisUrl) return new MemoryCache();
-  return new TieredCache(new RedisCache({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix }));
+  return new TieredCache(new RedisCache({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, ...options }));
 }

@@ -1,4 +1,5 @@
 import { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
 import { newStats, type CacheEntry, type SharedCache } from './types.js';
 
 export interface RedisCacheOptions {
@@ -9,6 +10,11 @@ export interface RedisCacheOptions {
   commandTimeoutMs?: number;
   /** After a failure, how long to treat Redis as down without asking it, in ms; default 1000. */
   backoffMs?: number;
+  /**
+   * Told once when Redis cannot be reached (at start or later) and once when it is back; never per
+   * command. Default: nothing is logged.
+   */
+  log?: Logger;
 }
 
 /**
@@ -16,7 +22,7 @@ export interface RedisCacheOptions {
  * command while disconnected fails at once), no per-command retries, a command timeout, and
  * reconnection in the background. Shared by the cache and the rate limiter.
  */
-export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs'>): Redis {
+export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'log'>): Redis {
   const redis = new Redis(options.url, {
     keyPrefix: options.keyPrefix ?? 'recs-gateway:',
     commandTimeout: options.commandTimeoutMs ?? 100,
@@ -29,7 +35,38 @@ export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix
   });
   // failures are counted where commands fail; an unhandled 'error' event would only be noise
   redis.on('error', () => undefined);
+  if (options.log) logAvailability(redis, options.url, options.log);
   return redis;
+}
+
+/** redis://host:port/db: where Redis is, without the user and password a URL may carry. */
+export function redisLocation(url: string): string {
+  try {
+    const parsed = new URL(url);
+    return `${parsed.protocol}//${parsed.hostname}:${parsed.port || '6379'}${parsed.pathname.length > 1 ? parsed.pathname : ''}`;
+  } catch {
+    return 'REDIS_URL';
+  }
+}
+
+/**
+ * One warning when Redis cannot be reached (the first failed attempt at start, or the first after
+ * it was up), one info line when it is ready again: ioredis retries every second and reports each
+ * failed attempt, which would be a line a second for as long as Redis is away.
+ */
+function logAvailability(redis: Redis, url: string, log: Logger): void {
+  const redisUrl = redisLocation(url);
+  let state: 'connecting' | 'up' | 'down' = 'connecting';
+  redis.on('ready', () => {
+    if (state === 'down') log.info({ redis: redisUrl }, 'Redis is reachable again: the shared cache and shared rate limits are back');
+    state = 'up';
+  });
+  redis.on('error', (error: Error) => {
+    if (state === 'down') return;
+    const what = state === 'connecting' ? 'Redis cannot be reached' : 'Redis is no longer reachable';
+    log.warn({ redis: redisUrl, reason: error.message }, `${what}: serving with the in-process cache and rate limits until it is back`);
+    state = 'down';
+  });
 }
 
 /**

@@ -31,7 +31,7 @@ export async function drainPrefix(prefix: string): Promise<Record<string, string
   return found;
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const server = net.createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

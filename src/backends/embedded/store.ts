@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { parseItemRecord, toItemRecord } from '../itemRecord.js';
 import type { ItemModel } from '../types.js';
 import { Catalog } from './catalog.js';
+import { makeDataDir, preparePrivateFile, storeOpenError } from './dataFiles.js';
 import type { EventLog, RecEvent } from './events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from './events/event.js';
 
@@ -51,22 +52,32 @@ const ROWS_PER_INSERT = 100;
  * - `imports`: every imported file with its SHA-256. Importing content already imported (same
  *   SHA-256, kind and format) is skipped, so running an import twice never doubles events;
  *   `replace` first deletes earlier imports of the same content or the same path, which is how
- *   an updated export of a file replaces the old one. Rows of an import that did not finish are
- *   ignored on load and deleted on the next open.
+ *   an updated export of a file replaces the old one. An import is one transaction (beginImport),
+ *   so a failed one leaves nothing; rows of an unfinished import from older versions are ignored
+ *   on load and deleted on the next open.
  */
 export class RecsStore {
   private constructor(readonly db: SqliteDatabase, readonly path: string) {}
 
+  /** Opens (creating DATA_DIR 0700 and the file 0600 when missing); StoreOpenError when it cannot. */
   static open(dataDir: string): RecsStore {
-    mkdirSync(dataDir, { recursive: true });
+    makeDataDir(dataDir);
     const path = join(dataDir, DB_FILE);
-    const db = new Database(path);
-    db.pragma('journal_mode = WAL');
-    db.pragma('synchronous = NORMAL');
-    db.exec(SCHEMA);
-    const store = new RecsStore(db, path);
-    store.deleteUnfinished();
-    return store;
+    let db: SqliteDatabase | undefined;
+    try {
+      preparePrivateFile(path);
+      db = new Database(path);
+      // a damaged file or a file of another kind fails here, not at the open
+      db.pragma('journal_mode = WAL');
+      db.pragma('synchronous = NORMAL');
+      db.exec(SCHEMA);
+      const store = new RecsStore(db, path);
+      store.deleteUnfinished();
+      return store;
+    } catch (error) {
+      db?.close();
+      throw storeOpenError(path, error);
+    }
   }
 
   /**
@@ -81,6 +92,7 @@ export class RecsStore {
   }
 
   close(): void {
+    this.abandonImport();
     this.db.close();
   }
 
@@ -135,15 +147,41 @@ export class RecsStore {
     })();
   }
 
-  beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string): number {
-    const result = this.db
-      .prepare('INSERT INTO imports (what, format, file, sha256, started_at) VALUES (?, ?, ?, ?, ?)')
-      .run(what, format, file, sha256, new Date().toISOString());
-    return Number(result.lastInsertRowid);
+  /**
+   * Starts an import: one write transaction (BEGIN IMMEDIATE) until finishImport commits it or
+   * abandonImport rolls it back, so an import that fails or is killed half way leaves nothing
+   * behind, neither rows nor a record saying it was done, and running it again imports it. The
+   * writers' batches are savepoints inside it. A second import meanwhile waits for this one (up to
+   * the busy timeout) rather than interleaving with it.
+   *
+   * `replace` first empties the catalogue (a catalog import) or deletes earlier imports of the same
+   * content or path (events), inside the same transaction: a failed replacement keeps the old data.
+   */
+  beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string, options: { replace?: boolean } = {}): { importId: number; removed: number } {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      let removed = 0;
+      if (options.replace === true && what === 'catalog') this.clearCatalog();
+      else if (options.replace === true) removed = this.removeImportsOf(what, file, sha256);
+      const result = this.db
+        .prepare('INSERT INTO imports (what, format, file, sha256, started_at) VALUES (?, ?, ?, ?, ?)')
+        .run(what, format, file, sha256, new Date().toISOString());
+      return { importId: Number(result.lastInsertRowid), removed };
+    } catch (error) {
+      this.abandonImport();
+      throw error;
+    }
   }
 
+  /** Records the import as done and commits everything it wrote. */
   finishImport(id: number, records: number, skipped: number): void {
     this.db.prepare('UPDATE imports SET records = ?, skipped = ?, finished_at = ? WHERE id = ?').run(records, skipped, new Date().toISOString(), id);
+    this.db.exec('COMMIT');
+  }
+
+  /** Undoes the import begun (its rows, its record, and a --replace's deletions); nothing when none is under way. */
+  abandonImport(): void {
+    if (this.db.inTransaction) this.db.exec('ROLLBACK');
   }
 
   private deleteUnfinished(): void {

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import { StoreOpenError } from '../dataFiles.js';
 import { nextDefaultName } from './apiKeyValue.js';
 import {
   DEFAULT_NAME_PATTERN,
@@ -62,6 +63,41 @@ const isUniqueViolation = (error: unknown): boolean => (error as { code?: string
 // any constant will do: it only has to be the same in every gateway process
 const MIGRATION_LOCK = 7_311_923_001;
 
+/** host:port/database of a postgres:// URL, without its user and password. */
+function describeDatabase(connectionString: string): string {
+  try {
+    const url = new URL(connectionString);
+    return `${url.hostname || 'localhost'}:${url.port || '5432'}${url.pathname.length > 1 ? url.pathname : ''}`;
+  } catch {
+    return 'DATABASE_URL';
+  }
+}
+
+/**
+ * Why PostgreSQL refused, in words: the server's own message for an SQL state (it names the
+ * database or the user, never the password), the network's failure otherwise.
+ */
+function postgresReason(error: unknown): string {
+  const code = (error as { code?: string } | null)?.code ?? '';
+  if (/^[0-9A-Z]{5}$/.test(code)) return (error as Error).message;
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused (is PostgreSQL running there?)';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return 'host not found';
+    case 'ETIMEDOUT':
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    case 'ECONNRESET':
+      return 'the connection was closed by the server';
+    default:
+      // pg's own messages (a bad SSL setting, a server that is no PostgreSQL) hold no credentials
+      return error instanceof Error ? error.message : String(error);
+  }
+}
+
 const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at';
 
 /**
@@ -71,12 +107,15 @@ const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at';
 export class PostgresKeyStore implements KeyStore {
   private readonly pool: pg.Pool;
   private readonly schema: string | undefined;
+  /** host:port/database, for messages: never the URL, which may hold a password. */
+  private readonly where: string;
 
   constructor(options: PostgresKeyStoreOptions) {
     if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
       throw new Error('schema must be a lower-case SQL identifier');
     }
     this.schema = options.schema;
+    this.where = describeDatabase(options.connectionString);
     this.pool = new pg.Pool({
       connectionString: options.connectionString,
       max: options.max ?? 10,
@@ -86,7 +125,16 @@ export class PostgresKeyStore implements KeyStore {
     this.pool.on('error', () => undefined);
   }
 
+  /** Creates the tables when missing; StoreOpenError (one line, no password) when PostgreSQL cannot be used. */
   async migrate(): Promise<void> {
+    try {
+      await this.createTables();
+    } catch (error) {
+      throw new StoreOpenError(`cannot use PostgreSQL at ${this.where} (DATABASE_URL): ${postgresReason(error)}`, { cause: error });
+    }
+  }
+
+  private async createTables(): Promise<void> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import { makeDataDir, preparePrivateFile, storeOpenError } from '../dataFiles.js';
 import { nextDefaultName } from './apiKeyValue.js';
 import {
   DEFAULT_NAME_PATTERN,
@@ -67,13 +67,24 @@ export class SqliteKeyStore implements KeyStore {
   private readonly walIndex: WalIndexWatch | null;
 
   constructor(file: string) {
-    mkdirSync(path.dirname(file), { recursive: true });
-    this.db = new Database(file);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
-    this.db.pragma('foreign_keys = ON');
-    this.db.pragma('busy_timeout = 5000');
-    this.createTables();
+    makeDataDir(path.dirname(file));
+    try {
+      preparePrivateFile(file);
+      this.db = new Database(file);
+    } catch (error) {
+      throw storeOpenError(file, error);
+    }
+    try {
+      // a damaged file or a file of another kind fails here, not at the open
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
+      this.db.pragma('foreign_keys = ON');
+      this.db.pragma('busy_timeout = 5000');
+      this.createTables();
+    } catch (error) {
+      this.db.close();
+      throw storeOpenError(file, error);
+    }
     const db = this.db;
     this.statements = {
       countUsers: db.prepare<[], { n: number }>('SELECT count(*) AS n FROM users'),

@@ -1,0 +1,77 @@
+import net from 'node:net';
+import { StoreOpenError } from './backends/embedded/dataFiles.js';
+
+/** A start-up failure the user can fix: one line on the terminal, exit code 1, no stack trace. */
+export class StartupError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StartupError';
+  }
+}
+
+/** Why a listen failed, in the words of the settings that fix it; null for anything else. */
+export function listenFailure(error: unknown, port: number, host: string | undefined): StartupError | null {
+  const where = host === undefined ? `port ${port}` : `${host} port ${port}`;
+  switch ((error as { code?: string } | null)?.code) {
+    case 'EADDRINUSE':
+      return new StartupError(`${where} is already in use (set PORT, or stop what listens there)`, { cause: error });
+    case 'EACCES':
+      return new StartupError(`no permission to listen on ${where} (ports below 1024 need privileges: set PORT)`, { cause: error });
+    case 'EADDRNOTAVAIL':
+      return new StartupError(`HOST ${host} is not an address of this machine (set HOST, or leave it unset for every interface)`, { cause: error });
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return new StartupError(`HOST ${host} cannot be resolved (set HOST to an address of this machine)`, { cause: error });
+    default:
+      return null;
+  }
+}
+
+/**
+ * Fails at once when the port cannot be had, before the slow part of a start (opening the stores,
+ * building the recommender model): binds it and lets go. Port 0 always works. Another process may
+ * still take the port in between; the real listen reports that the same way.
+ */
+export async function checkPortFree(port: number, host: string | undefined): Promise<void> {
+  if (port === 0) return;
+  const probe = net.createServer();
+  try {
+    await new Promise<void>((resolve, reject) => {
+      probe.once('error', reject);
+      probe.listen({ port, host, exclusive: true }, resolve);
+    });
+  } catch (error) {
+    throw listenFailure(error, port, host) ?? error;
+  } finally {
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+  }
+}
+
+/**
+ * The one line a failed start prints: the message of a failure we know the cause of, else the
+ * error's message (its stack only on request, LOG_LEVEL=debug), with every secret of the
+ * configuration blanked out in case some library quoted one.
+ */
+export function startupFailureLine(error: unknown, secrets: readonly string[], withStack = false): string {
+  const known = error instanceof StartupError || error instanceof StoreOpenError;
+  let text = error instanceof Error ? (withStack && !known ? (error.stack ?? error.message) : error.message) : String(error);
+  if (!known && !withStack) text = `${text.split('\n')[0]} (LOG_LEVEL=debug shows where)`;
+  for (const secret of secrets) if (secret.length > 0) text = text.split(secret).join('***');
+  return `recs-gateway: ${known ? '' : 'cannot start: '}${text}`;
+}
+
+/** The passwords of URL settings and other secrets, for startupFailureLine to blank out. */
+export function configSecrets(urls: readonly (string | null | undefined)[], others: readonly (string | null | undefined)[] = []): string[] {
+  const secrets: string[] = [];
+  for (const raw of urls) {
+    if (!raw) continue;
+    try {
+      const url = new URL(raw);
+      if (url.password) secrets.push(url.password, decodeURIComponent(url.password));
+    } catch {
+      // config.ts has refused it already
+    }
+  }
+  for (const other of others) if (other) secrets.push(other);
+  return secrets;
+}

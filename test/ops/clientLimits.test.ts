@@ -1,0 +1,187 @@
+import { once } from 'node:events';
+import net from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Backend } from '../../src/backends/types.js';
+import { ConfigError, DEFAULT_SERVER_LIMITS, loadConfig } from '../../src/config.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+
+/** The HTTP layer is the subject: a backend that is never asked anything. */
+const idleBackend = (): Backend => ({
+  keys: {} as Backend['keys'],
+  recs: {} as Backend['recs'],
+  check: async () => ({ store: 'ok' }),
+  close: async () => undefined,
+});
+
+/** A raw connection to the gateway: what it was sent back, and whether (and when) the server closed it. */
+class RawClient {
+  readonly socket: net.Socket;
+  received = '';
+  closedAt: number | null = null;
+  readonly closed: Promise<void>;
+  readonly openedAt = Date.now();
+
+  constructor(url: string) {
+    const { hostname, port } = new URL(url);
+    this.socket = net.connect(Number(port), hostname);
+    this.socket.setEncoding('utf8');
+    this.socket.on('data', (chunk: string) => (this.received += chunk));
+    this.socket.on('error', () => undefined);
+    this.closed = once(this.socket, 'close').then(() => {
+      this.closedAt = Date.now();
+    });
+  }
+
+  async connected(): Promise<this> {
+    if (this.socket.connecting) await once(this.socket, 'connect');
+    return this;
+  }
+
+  /** Writes `text` a byte at a time, every `everyMs`, until it is all sent or the server closes. */
+  async trickle(text: string, everyMs: number): Promise<void> {
+    for (const byte of text) {
+      if (this.closedAt !== null || this.socket.destroyed) return;
+      this.socket.write(byte);
+      await new Promise((resolve) => setTimeout(resolve, everyMs));
+    }
+  }
+
+  /** Resolves once the server closed the connection, rejects after `ms`. */
+  async closedWithin(ms: number): Promise<number> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`still open after ${ms} ms`)), ms);
+    });
+    try {
+      await Promise.race([this.closed, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+    return this.closedAt! - this.openedAt;
+  }
+}
+
+/** One request on its own connection, answered: the gateway still serves while others hold sockets. */
+async function served(url: string): Promise<void> {
+  const health = await fetch(`${url}/healthz`, { headers: { connection: 'close' } });
+  expect(health.status).toBe(200);
+  expect(await health.json()).toEqual({ status: 'ok' });
+  const graphql = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', connection: 'close' },
+    body: JSON.stringify({ query: '{ __typename }' }),
+  });
+  expect(graphql.status).toBe(200);
+  expect(await graphql.json()).toEqual({ data: { __typename: 'Query' } });
+}
+
+/**
+ * What a timed-out client is told before the close: node's 408, which the server's clientError
+ * handler currently answers as its generic 400.
+ */
+const TIMED_OUT = /^HTTP\/1\.1 (408|400) /;
+
+describe('slow clients', () => {
+  let gw: TestGateway;
+  const HEADERS_TIMEOUT_MS = 400;
+  const REQUEST_TIMEOUT_MS = 800;
+  beforeAll(async () => {
+    gw = await startTestGateway(idleBackend(), {
+      HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
+      REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
+      KEEP_ALIVE_TIMEOUT_MS: '300',
+    });
+  });
+  afterAll(() => gw.stop());
+
+  // Node's defaults would keep each of these sockets 60 s (headers) or 300 s (a body); the bound
+  // below is generous for a loaded machine and far below either.
+  const BOUND_MS = 5_000;
+
+  it('cuts off headers sent a byte at a time at HEADERS_TIMEOUT_MS, and serves others meanwhile', async () => {
+    const slow = await Promise.all(Array.from({ length: 5 }, () => new RawClient(gw.url).connected()));
+    const headers = 'GET /healthz HTTP/1.1\r\nhost: gateway\r\nx-padding: ' + 'a'.repeat(200) + '\r\n\r\n';
+    for (const client of slow) void client.trickle(headers, 50);
+    await served(gw.url);
+    for (const client of slow) {
+      const ms = await client.closedWithin(BOUND_MS);
+      expect(ms).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 50);
+      expect(client.received).toMatch(TIMED_OUT);
+    }
+  });
+
+  it('cuts off a body that never finishes at REQUEST_TIMEOUT_MS, and serves others meanwhile', async () => {
+    const client = await new RawClient(gw.url).connected();
+    client.socket.write(
+      'POST /graphql HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: 1000\r\n\r\n{"query":',
+    );
+    // a byte now and then: never idle, never done
+    void client.trickle(' '.repeat(200), 50);
+    await served(gw.url);
+    const ms = await client.closedWithin(BOUND_MS);
+    expect(ms).toBeGreaterThanOrEqual(REQUEST_TIMEOUT_MS - 50);
+    expect(client.received).toMatch(TIMED_OUT);
+  });
+
+  it('closes an idle keep-alive connection after KEEP_ALIVE_TIMEOUT_MS', async () => {
+    const client = await new RawClient(gw.url).connected();
+    client.socket.write('GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n');
+    // below node's default of 5 s
+    await client.closedWithin(4_000);
+    expect(client.received).toMatch(/^HTTP\/1\.1 200 /);
+  });
+});
+
+describe('MAX_CONNECTIONS', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway(idleBackend(), { MAX_CONNECTIONS: '3' });
+  });
+  afterAll(() => gw.stop());
+
+  /** A keep-alive connection the server has accepted: one request answered on it. */
+  async function holding(): Promise<RawClient> {
+    const client = await new RawClient(gw.url).connected();
+    client.socket.write('GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n');
+    for (let i = 0; i < 200 && !client.received.includes('{"status":"ok"}'); i++) await new Promise((r) => setTimeout(r, 10));
+    expect(client.received).toContain('{"status":"ok"}');
+    return client;
+  }
+
+  it('closes connections past the cap unanswered, and takes them again once one is gone', async () => {
+    const held = [await holding(), await holding(), await holding()];
+    const extra = await new RawClient(gw.url).connected();
+    extra.socket.write('GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n');
+    await extra.closedWithin(5_000);
+    expect(extra.received).toBe('');
+
+    held[0]!.socket.destroy();
+    await held[0]!.closed;
+    // the server sees the close a moment after the client: a few tries
+    let again: RawClient | undefined;
+    for (let i = 0; i < 50 && again === undefined; i++) {
+      const candidate = await new RawClient(gw.url).connected();
+      candidate.socket.write('GET /healthz HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\n\r\n');
+      await candidate.closedWithin(5_000);
+      if (candidate.received.includes('{"status":"ok"}')) again = candidate;
+      else await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(again).toBeDefined();
+    for (const client of held) client.socket.destroy();
+  });
+});
+
+describe('the client limits in the configuration', () => {
+  it('defaults to 10 s for headers, 30 s for a request, 5 s keep-alive and 1024 connections', () => {
+    expect(loadConfig({}).server).toEqual(DEFAULT_SERVER_LIMITS);
+    expect(DEFAULT_SERVER_LIMITS).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 1024 });
+  });
+
+  it('refuses a headers timeout longer than the request timeout, and bad numbers', () => {
+    expect(() => loadConfig({ HEADERS_TIMEOUT_MS: '20000', REQUEST_TIMEOUT_MS: '10000' })).toThrow(
+      'HEADERS_TIMEOUT_MS (20000) must not be more than REQUEST_TIMEOUT_MS (10000)',
+    );
+    expect(() => loadConfig({ MAX_CONNECTIONS: '-1' })).toThrow(ConfigError);
+    expect(loadConfig({ MAX_CONNECTIONS: '0' }).server.maxConnections).toBe(0);
+  });
+});

@@ -1,0 +1,165 @@
+import { once } from 'node:events';
+import { chmodSync, existsSync, statSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { freePort } from '../helpers/redis.js';
+import { runCli, startServe, type RunResult, type ServeProcess } from '../helpers/processes.js';
+import { runNode } from '../helpers/runNode.js';
+import { DATABASE_URL, tempDir } from '../helpers/stores.js';
+
+/** One line on stderr, naming the problem, with no stack trace: what every failed start prints. */
+function expectOneLine(result: RunResult, pattern: RegExp): void {
+  expect(result.code).toBe(1);
+  expect(result.stderr).toMatch(/^recs-gateway: [^\n]+\n$/);
+  expect(result.stderr).toMatch(pattern);
+  expect(result.stderr).not.toMatch(/\n\s+at /);
+}
+
+const mode = (file: string): number => statSync(file).mode & 0o777;
+
+describe('a start that cannot succeed', () => {
+  const dirs: { dir: string; remove(): void }[] = [];
+  const servers: ServeProcess[] = [];
+  const dataDir = () => {
+    const d = tempDir();
+    dirs.push(d);
+    return d.dir;
+  };
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.stop()));
+    for (const d of dirs) d.remove();
+  });
+
+  it('stops on a busy port with one line, before opening a store or building the model', async () => {
+    const busy = net.createServer();
+    busy.listen(0, '127.0.0.1');
+    await once(busy, 'listening');
+    const { port } = busy.address() as net.AddressInfo;
+    try {
+      const DATA_DIR = path.join(dataDir(), 'data');
+      const result = await runCli(['serve'], { PORT: String(port), HOST: '127.0.0.1', DATA_DIR, LOG_LEVEL: 'info' });
+      expectOneLine(result, new RegExp(`port ${port} is already in use \\(set PORT`));
+      // no slow work was done: no store made, no model built
+      expect(existsSync(DATA_DIR)).toBe(false);
+      expect(result.stdout).not.toContain('recommender');
+    } finally {
+      busy.close();
+    }
+  });
+
+  it('names an unusable PostgreSQL in one line, never its password', async () => {
+    const closed = await freePort();
+    const cases: [string, RegExp][] = [
+      [`postgres://postgres:hunter2@127.0.0.1:${closed}/test`, new RegExp(`PostgreSQL at 127\\.0\\.0\\.1:${closed}/test \\(DATABASE_URL\\): connection refused`)],
+      [withDatabase(DATABASE_URL, 'recs_no_such_database', 'hunter2'), /database "recs_no_such_database" does not exist/],
+      [withUser(DATABASE_URL, 'recs_no_such_role', 'hunter2'), /role "recs_no_such_role" does not exist|password authentication failed/],
+    ];
+    for (const [url, pattern] of cases) {
+      const result = await runCli(['serve'], { PORT: '0', DATA_DIR: dataDir(), DATABASE_URL: url });
+      expectOneLine(result, pattern);
+      expect(result.stderr + result.stdout).not.toContain('hunter2');
+    }
+  });
+
+  it('names a damaged or foreign database file in one line', async () => {
+    const recs = dataDir();
+    // a user first, so that the start fails on recs.db alone (not after creating the administrator)
+    expect((await runCli(['user', 'add', 'hal', '--password', 'hal-password'], { DATA_DIR: recs })).code).toBe(0);
+    writeFileSync(path.join(recs, 'recs.db'), 'these are not the bytes of an SQLite database '.repeat(100));
+    expectOneLine(await runCli(['serve'], { PORT: '0', DATA_DIR: recs }), new RegExp(`cannot open ${recs}/recs\\.db: not an SQLite database`));
+
+    const keys = dataDir();
+    writeFileSync(path.join(keys, 'keys.db'), 'garbage');
+    expectOneLine(await runCli(['serve'], { PORT: '0', DATA_DIR: keys }), new RegExp(`cannot open ${keys}/keys\\.db: not an SQLite database`));
+
+    const notADirectory = path.join(dataDir(), 'file');
+    writeFileSync(notADirectory, '');
+    expectOneLine(await runCli(['serve'], { PORT: '0', DATA_DIR: path.join(notADirectory, 'data') }), /cannot create DATA_DIR .*: a part of the path is not a directory/);
+  });
+
+  it('names a DATA_DIR or a database file this user may not use, in one line', async () => {
+    // as root every permission is granted: the gateway then runs as nobody
+    const asUser = process.getuid?.() === 0 ? { uid: 65534, gid: 65534 } : {};
+    const readOnly = dataDir();
+    chmodSync(readOnly, 0o555);
+    expectOneLine(await runBuilt(['serve'], { PORT: '0', DATA_DIR: path.join(readOnly, 'data') }, asUser), /cannot create DATA_DIR .*\/data: permission denied/);
+    expectOneLine(await runBuilt(['serve'], { PORT: '0', DATA_DIR: readOnly }, asUser), new RegExp(`cannot open ${readOnly}/keys\\.db: permission denied`));
+
+    const unreadable = dataDir();
+    chmodSync(unreadable, 0o777);
+    // a user first, so that the start fails on recs.db alone (not after creating the administrator)
+    expect((await runBuilt(['user', 'add', 'gail', '--password', 'gail-password'], { DATA_DIR: unreadable }, asUser)).code).toBe(0);
+    writeFileSync(path.join(unreadable, 'recs.db'), '');
+    chmodSync(path.join(unreadable, 'recs.db'), 0o000);
+    expectOneLine(await runBuilt(['serve'], { PORT: '0', DATA_DIR: unreadable }, asUser), new RegExp(`cannot open ${unreadable}/recs\\.db: permission denied`));
+  });
+
+  it('says where it really listens: every interface unless HOST is set', async () => {
+    const everywhere = await startServe({ DATA_DIR: dataDir(), HOST: '' });
+    servers.push(everywhere);
+    const line = listening(everywhere);
+    expect(['::', '0.0.0.0']).toContain(line.address);
+    expect(line.interfaces).toMatch(/^all \(set HOST=127\.0\.0\.1/);
+    expect(line.url).toBe(`http://127.0.0.1:${line.port}/graphql`);
+
+    const loopback = await startServe({ DATA_DIR: dataDir(), HOST: '127.0.0.1' });
+    servers.push(loopback);
+    expect(listening(loopback)).toMatchObject({ address: '127.0.0.1', interfaces: '127.0.0.1' });
+  });
+
+  it('makes DATA_DIR 0700 and its database files 0600', async () => {
+    const DATA_DIR = path.join(dataDir(), 'nested', 'data');
+    const added = await runCli(['user', 'add', 'dora', '--password', 'dora-password'], { DATA_DIR });
+    expect(added.code).toBe(0);
+    const server = await startServe({ DATA_DIR });
+    servers.push(server);
+    expect(mode(DATA_DIR)).toBe(0o700);
+    for (const file of ['keys.db', 'keys.db-wal', 'keys.db-shm']) expect([file, mode(path.join(DATA_DIR, file))]).toEqual([file, 0o600]);
+
+    const events = path.join(dataDir(), 'events.csv');
+    writeFileSync(events, 'timestamp,visitorid,event,itemid,transactionid\n1433221332117,257597,view,355908,\n');
+    const imported = await runCli(['import', 'events', events, '--format', 'retailrocket'], { DATA_DIR });
+    expect(imported.code).toBe(0);
+    for (const file of ['recs.db', 'recs.db-wal', 'recs.db-shm']) {
+      if (existsSync(path.join(DATA_DIR, file))) expect([file, mode(path.join(DATA_DIR, file))]).toEqual([file, 0o600]);
+    }
+    expect(mode(path.join(DATA_DIR, 'recs.db'))).toBe(0o600);
+  });
+
+  it('tightens a database file an earlier version left readable by everyone', async () => {
+    const DATA_DIR = dataDir();
+    expect((await runCli(['user', 'add', 'erin', '--password', 'erin-password'], { DATA_DIR })).code).toBe(0);
+    chmodSync(path.join(DATA_DIR, 'keys.db'), 0o644);
+    expect((await runCli(['user', 'add', 'fred', '--password', 'fred-password'], { DATA_DIR })).code).toBe(0);
+    expect(mode(path.join(DATA_DIR, 'keys.db'))).toBe(0o600);
+  });
+});
+
+function listening(server: ServeProcess): Record<string, unknown> {
+  const line = server
+    .stdout()
+    .split('\n')
+    .map((l) => (l.startsWith('{') ? (JSON.parse(l) as Record<string, unknown>) : {}))
+    .find((entry) => entry.msg === 'recs-gateway listening');
+  expect(line).toBeDefined();
+  return line!;
+}
+
+function withDatabase(url: string, database: string, password: string): string {
+  const parsed = new URL(url);
+  parsed.pathname = `/${database}`;
+  parsed.password = password;
+  return parsed.href;
+}
+
+function withUser(url: string, user: string, password: string): string {
+  const parsed = new URL(url);
+  parsed.username = user;
+  parsed.password = password;
+  return parsed.href;
+}
+
+/** The built command line (bin/recs-gateway.js), as another user when given one. */
+const runBuilt = (args: string[], env: Record<string, string>, user: { uid?: number; gid?: number }): Promise<RunResult> =>
+  runNode(['bin/recs-gateway.js', ...args], { env: { LOG_LEVEL: 'warn', ...env }, user });
