@@ -448,7 +448,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     const answer = await prepared!.execute(request, context);
     if (answer !== null) {
       const code = answer.firstErrorCode;
-      metrics.graphqlAnswered(operation, code === null ? 'ok' : isErrorCode(code) ? code : 'error', started, record);
+      metrics.graphqlAnswered(operation, code === null ? 'ok' : isErrorCode(code) ? code : 'error', started, record, context.principal === null);
     }
     return answer;
   }

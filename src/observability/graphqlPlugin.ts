@@ -9,7 +9,7 @@ import type { RequestRecord } from './requestScope.js';
  * span and access-log line after the operation. The outcome is `ok` or the first error's code,
  * read after formatError, so it is always from the closed set.
  */
-export function observabilityPlugin<T extends { request?: RequestRecord }>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
+export function observabilityPlugin<T extends { request?: RequestRecord; principal?: unknown }>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
   return {
     async requestDidStart() {
       const started = performance.now();
@@ -28,7 +28,8 @@ export function observabilityPlugin<T extends { request?: RequestRecord }>(metri
           const errors = body.kind === 'single' ? body.singleResult.errors : undefined;
           const code = errors?.[0]?.extensions?.code;
           const outcome = errors === undefined || errors.length === 0 ? 'ok' : isErrorCode(code) ? code : 'error';
-          metrics.graphqlAnswered(operation, outcome, started, requestContext.contextValue.request);
+          const { request, principal } = requestContext.contextValue;
+          metrics.graphqlAnswered(operation, outcome, started, request, principal === null || principal === undefined);
         },
       };
     },

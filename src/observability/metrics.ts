@@ -88,9 +88,10 @@ export class GatewayMetrics {
   /**
    * Counts and times one answered operation (by Apollo, or by the response cache before it).
    * `operation` is operationLabel's answer; the metrics carry it only once it is a kept name.
+   * `anonymous`: the request came without credentials, so its name may not take a slot.
    */
-  graphqlAnswered(operation: string, outcome: string, startedAt: number, record?: RequestRecord): void {
-    const label = this.keptLabel(operation, outcome);
+  graphqlAnswered(operation: string, outcome: string, startedAt: number, record?: RequestRecord, anonymous = false): void {
+    const label = this.keptLabel(operation, anonymous ? 'anonymous-caller' : outcome);
     this.graphqlRequests.inc(label, outcome);
     this.graphqlDuration.observe((performance.now() - startedAt) / 1000, label);
     if (record && record.operation === undefined) record.operation = operation;
@@ -101,8 +102,9 @@ export class GatewayMetrics {
    * (the first MAX_OPERATION_NAMES such names), `other` for any other name. Success is the test
    * because a name that only ever fails (a typo, a probe, a flood of invented names answered
    * UNAUTHENTICATED or GRAPHQL_VALIDATION_FAILED) says nothing an operator can act on by name,
-   * and it would take a slot a real operation needs. A client that can run a query may still
-   * invent names; the cap bounds what that costs.
+   * and it would take a slot a real operation needs. Nor does a request without credentials
+   * (`{ viewer }` succeeds without them): only a client with a key or password can name a label,
+   * and the cap bounds what inventing names costs them.
    */
   private keptLabel(operation: string, outcome: string): string {
     if (this.operationNames.has(operation) || FIXED_OPERATION_LABELS.has(operation)) return operation;

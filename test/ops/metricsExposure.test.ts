@@ -1,3 +1,4 @@
+import { basicAuthorization } from '../../src/auth/authorization.js';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -36,13 +37,19 @@ describe('/metrics: operation names clients choose', () => {
   });
 
   it(`1,000 invented names give at most ${MAX_OPERATION_NAMES} name labels and "other"; a name that only failed gets none`, async () => {
-    const known = await gw.gql('query Known { viewer { username } }');
+    const alice = { authorization: basicAuthorization('alice', 'alice-password') };
+    const known = await gw.gql('query Known { viewer { username } }', {}, alice);
     expect(known.body.errors).toBeUndefined();
+    // names sent without credentials take no label, though `viewer` succeeds without them
+    await inBatches(200, 25, async (i) => {
+      expect((await gw.gql(`query Stranger${i} { viewer { username } }`)).body.errors).toBeUndefined();
+    });
+    expect([...operationLabels(await (await fetch(`${gw.url}/metrics`)).text())].filter((l) => l.startsWith('Stranger'))).toEqual([]);
     await inBatches(1000, 25, async (i) => {
-      // half of them succeed (viewer needs no credential), half fail (an item does)
+      // half of them succeed (a signed-in viewer), half fail (an item needs a credential)
       const response =
         i % 2 === 0
-          ? await gw.gql(`query Op${i} { viewer { username } }`)
+          ? await gw.gql(`query Op${i} { viewer { username } }`, {}, alice)
           : await gw.gql(`query Fail${i} { item(itemId: 31000005) { name } }`);
       expect(response.body.errors === undefined).toBe(i % 2 === 0);
     });
