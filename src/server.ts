@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import { makeExecutableSchema } from '@graphql-tools/schema';
+import { ApolloServerPluginInlineTraceDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { trace } from '@opentelemetry/api';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { BreakerState } from './backends/rest/breaker.js';
@@ -35,17 +33,7 @@ import { inServerSpan, tracingActive } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
 import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
 import { openApiResponse } from './rest/openapi.js';
-import { resolvers } from './schema/resolvers/index.js';
-
-/** schema/ sits one level above both src/ and dist/. */
-const SCHEMA_DIR = new URL('../schema/', import.meta.url);
-
-export function loadTypeDefs(): string[] {
-  return readdirSync(SCHEMA_DIR)
-    .filter((file) => file.endsWith('.graphql'))
-    .sort()
-    .map((file) => readFileSync(new URL(file, SCHEMA_DIR), 'utf8'));
-}
+import { buildGatewaySchema } from './schema/index.js';
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
@@ -274,7 +262,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
 
   const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
-  const schema = makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
+  const schema = buildGatewaySchema({ introspection: config.introspection });
   const parseOptions = { maxTokens: config.limits.maxTokens };
   const validationRules = [queryLimitsRule(config.limits)];
   const formatError = gatewayFormatError(log);
@@ -295,6 +283,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     hideSchemaDetailsFromClientErrors: !config.introspection,
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
+      // Apollo turns it on for a subgraph schema: every field's timing to whoever sends
+      // apollo-federation-include-trace (traces go through OpenTelemetry here)
+      ApolloServerPluginInlineTraceDisabled(),
       observabilityPlugin<GatewayContext>(metrics),
     ],
     formatError,
