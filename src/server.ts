@@ -21,6 +21,7 @@ import { createDocumentStore } from './http/documentStore.js';
 import { drainHttpServer } from './http/drain.js';
 import { checkEnvelope, refusalAnswer } from './http/envelope.js';
 import { RequestDeadline } from './http/requestSignal.js';
+import { TrustedDocuments } from './http/trustedDocuments.js';
 import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from './http/preparedOperations.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
 import { createLoaders } from './loaders/index.js';
@@ -37,7 +38,7 @@ import { buildGatewaySchema } from './schema/index.js';
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server' | 'trustedDocuments'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -263,6 +264,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
   const schema = buildGatewaySchema({ introspection: config.introspection });
+  const trustedDocuments = config.trustedDocuments ? new TrustedDocuments(config.trustedDocuments) : null;
   const parseOptions = { maxTokens: config.limits.maxTokens };
   const validationRules = [queryLimitsRule(config.limits)];
   const formatError = gatewayFormatError(log);
@@ -386,6 +388,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.setHeader('x-request-id', record.id);
     // a body whose key was known, and whose answer has gone from the cache since
     if (body === undefined && text !== undefined) body = parseBody(text, req.headers['content-type']);
+    // a listed hash becomes its body; with TRUSTED_DOCUMENTS_ONLY nothing else runs (before any parsing as GraphQL)
+    const trusted = trustedDocuments?.resolve(method, search, body) ?? null;
+    if (trusted instanceof GatewayError) return sendJson(res, httpStatusOf[trusted.code], graphqlError(trusted.message, trusted.code));
+    if (trusted !== null) ({ body, search } = trusted);
     // persisted queries are registered in a cache every process shares: not by strangers
     if (principal === null && asksPersistedQuery(method, body, search)) {
       const error = unauthenticated();
