@@ -36,6 +36,9 @@ import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/ind
 import { openApiResponse } from './rest/openapi.js';
 import { buildGatewaySchema } from './schema/index.js';
 
+// where it was before the schema moved to src/schema/index.ts
+export { loadTypeDefs } from './schema/index.js';
+
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
     Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server' | 'trustedDocuments'>>;
