@@ -8,13 +8,11 @@
  * emptied by the rule). Prints CPU milliseconds per document, and how many times a normal query
  * that costs, measured in the same run.
  */
-import { makeExecutableSchema } from '@graphql-tools/schema';
 import { parse, specifiedRules, validate, type ValidationRule } from 'graphql';
 import { DEFAULT_LIMITS, queryLimitsRule } from '../src/limits.js';
-import { resolvers } from '../src/schema/resolvers/index.js';
-import { loadTypeDefs } from '../src/server.js';
+import { buildGatewaySchema } from '../src/schema/index.js';
 
-const schema = makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
+const schema = buildGatewaySchema({ introspection: true });
 const before: ValidationRule[] = [...specifiedRules, queryLimitsRule({ ...DEFAULT_LIMITS, maxSameNameFields: Infinity })];
 const limits = [queryLimitsRule(DEFAULT_LIMITS)];
 

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { isAddressPattern } from './auth/clientAddress.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES } from './http/responseCache.js';
+import { readManifest, type TrustedDocumentsSettings } from './http/trustedDocuments.js';
 import { DEFAULT_LIMITS, type QueryLimits } from './limits.js';
 import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './protection/rateLimit.js';
 import { DEFAULT_MAX_KEYS_PER_USER } from './backends/embedded/keys/keyService.js';
@@ -101,6 +102,15 @@ export interface Config {
    * Default: none, and /metrics is open (keep it off the public network then).
    */
   metricsToken: string | null;
+  // --- Trusted documents (src/http/trustedDocuments.ts) ---
+  /**
+   * TRUSTED_DOCUMENTS: the path of a persisted-query manifest (Apollo's format, or GraphQL Code
+   * Generator's {"<sha256>": "<body>"}); its operations may then be sent as
+   * extensions.persistedQuery.sha256Hash alone. TRUSTED_DOCUMENTS_ONLY=true refuses any other
+   * operation with PERSISTED_QUERY_NOT_IN_LIST (400). Read at start: a missing file or a
+   * malformed manifest stops it. Default: none, and only false.
+   */
+  trustedDocuments: TrustedDocumentsSettings | null;
   /** The REST backend's upstream settings; each left out takes the default in src/backends/rest/options.ts. */
   upstream: {
     /** UPSTREAM_CONNECT_TIMEOUT_MS, default 2000. */
@@ -257,6 +267,23 @@ export function loadConfig(env: Env = process.env): Config {
     };
   }
 
+  // --- Trusted documents ---
+  function trustedDocuments(): TrustedDocumentsSettings | null {
+    const file = get('TRUSTED_DOCUMENTS');
+    const only = bool('TRUSTED_DOCUMENTS_ONLY', false);
+    if (file === undefined) {
+      if (only) problems.push('TRUSTED_DOCUMENTS_ONLY=true needs TRUSTED_DOCUMENTS, the path of the manifest');
+      return null;
+    }
+    const resolved = path.resolve(file);
+    try {
+      return { path: resolved, only, operations: readManifest(resolved) };
+    } catch (error) {
+      problems.push(`TRUSTED_DOCUMENTS: ${(error as Error).message}`);
+      return null;
+    }
+  }
+
   const production = get('NODE_ENV') === 'production';
   const backendRaw = get('BACKEND') ?? 'embedded';
   if (backendRaw !== 'embedded' && backendRaw !== 'rest') {
@@ -309,6 +336,7 @@ export function loadConfig(env: Env = process.env): Config {
     // --- Exposure limits (security review) ---
     maxKeysPerUser: int('MAX_KEYS_PER_USER', DEFAULT_MAX_KEYS_PER_USER, 1, 1_000_000),
     metricsToken: token('METRICS_TOKEN'),
+    trustedDocuments: trustedDocuments(),
   };
   config.anonymousBodyLimitBytes = Math.min(config.bodyLimitBytes, int('ANONYMOUS_BODY_LIMIT_BYTES', 32 * 1024, 1024, 64 * 1024 * 1024));
   for (const proxy of config.trustProxy) if (!isAddressPattern(proxy)) problems.push(`TRUST_PROXY must list IP addresses or CIDR blocks, got "${proxy}"`);

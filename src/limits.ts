@@ -52,6 +52,8 @@ const LIST_SIZE: Record<string, { argument: string; max: number }> = {
   productRecommendations: { argument: 'first', max: 10 },
   recommendations: { argument: 'first', max: 10 },
   items: { argument: 'itemIds', max: 100 },
+  // a router's entity fetch: as many items as representations, at most MAX_REPRESENTATIONS
+  _entities: { argument: 'representations', max: 100 },
   apiKeys: { argument: '', max: 100 },
   variantItems: { argument: '', max: 20 },
   edges: { argument: '', max: 10 },

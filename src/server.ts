@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
-import { ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
-import { makeExecutableSchema } from '@graphql-tools/schema';
+import { ApolloServerPluginInlineTraceDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { trace } from '@opentelemetry/api';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { BreakerState } from './backends/rest/breaker.js';
@@ -23,6 +21,7 @@ import { createDocumentStore } from './http/documentStore.js';
 import { drainHttpServer } from './http/drain.js';
 import { checkEnvelope, refusalAnswer } from './http/envelope.js';
 import { RequestDeadline } from './http/requestSignal.js';
+import { TrustedDocuments } from './http/trustedDocuments.js';
 import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from './http/preparedOperations.js';
 import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
 import { createLoaders } from './loaders/index.js';
@@ -35,21 +34,14 @@ import { inServerSpan, tracingActive } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
 import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
 import { openApiResponse } from './rest/openapi.js';
-import { resolvers } from './schema/resolvers/index.js';
+import { buildGatewaySchema } from './schema/index.js';
 
-/** schema/ sits one level above both src/ and dist/. */
-const SCHEMA_DIR = new URL('../schema/', import.meta.url);
-
-export function loadTypeDefs(): string[] {
-  return readdirSync(SCHEMA_DIR)
-    .filter((file) => file.endsWith('.graphql'))
-    .sort()
-    .map((file) => readFileSync(new URL(file, SCHEMA_DIR), 'utf8'));
-}
+// where it was before the schema moved to src/schema/index.ts
+export { loadTypeDefs } from './schema/index.js';
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -274,7 +266,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
 
   const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
-  const schema = makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
+  const schema = buildGatewaySchema({ introspection: config.introspection });
+  const trustedDocuments = config.trustedDocuments ? new TrustedDocuments(config.trustedDocuments) : null;
   const parseOptions = { maxTokens: config.limits.maxTokens };
   const validationRules = [queryLimitsRule(config.limits)];
   const formatError = gatewayFormatError(log);
@@ -295,6 +288,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     hideSchemaDetailsFromClientErrors: !config.introspection,
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
+      // Apollo turns it on for a subgraph schema: every field's timing to whoever sends
+      // apollo-federation-include-trace (traces go through OpenTelemetry here)
+      ApolloServerPluginInlineTraceDisabled(),
       observabilityPlugin<GatewayContext>(metrics),
     ],
     formatError,
@@ -381,30 +377,30 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
     let text: string | undefined;
     let body: unknown;
-    let cacheKey: string | null | undefined = null;
+    let cacheKey: string | null = null;
+    // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
+    const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
       text = (await readBody(req, principal === null ? anonymousBodyLimit : config.bodyLimitBytes)).toString('utf8');
-      // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
-      if (principal !== null && responseCache !== null) {
-        cacheKey = responseCache.knownKey(req.headers, text);
-        if (cacheKey === undefined) {
-          body = parseBody(text, req.headers['content-type']);
-          cacheKey = responseCache.keyOf(method, req.headers, body, text);
-        }
-        if (cacheKey !== null) {
-          const started = performance.now();
-          const hit = responseCache.serve(cacheKey, res, record.id);
-          if (hit !== null) {
-            metrics.graphqlAnswered(hit, 'ok', started, record);
-            return;
-          }
-        }
-      }
+      // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
+      cacheKey = cached?.knownKey(req.headers, text) ?? null;
+      if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
+      body = parseBody(text, req.headers['content-type']);
+    }
+    // a listed hash becomes its body; with TRUSTED_DOCUMENTS_ONLY nothing else runs (before any
+    // parsing as GraphQL, and before the response cache, which would answer a text's variants)
+    const trusted = trustedDocuments?.resolve(method, search, body) ?? null;
+    if (trusted instanceof GatewayError) {
+      res.setHeader('x-request-id', record.id);
+      return sendJson(res, httpStatusOf[trusted.code], graphqlError(trusted.message, trusted.code));
+    }
+    if (trusted !== null) ({ body, search } = trusted);
+    if (cached !== null && cacheKey === null) {
+      cacheKey = cached.keyOf(method, req.headers, body, text);
+      if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
     }
 
     res.setHeader('x-request-id', record.id);
-    // a body whose key was known, and whose answer has gone from the cache since
-    if (body === undefined && text !== undefined) body = parseBody(text, req.headers['content-type']);
     // persisted queries are registered in a cache every process shares: not by strangers
     if (principal === null && asksPersistedQuery(method, body, search)) {
       const error = unauthenticated();
@@ -433,6 +429,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.writeHead(result.status ?? 200, headers);
     for await (const chunk of result.body.asyncIterator) res.write(chunk);
     res.end();
+  }
+
+  /** Answers from the response cache when it holds a fresh answer for key; false when it does not. */
+  function serveCached(res: ServerResponse, key: string, record: RequestRecord): boolean {
+    const started = performance.now();
+    const hit = responseCache!.serve(key, res, record.id);
+    if (hit !== null) metrics.graphqlAnswered(hit, 'ok', started, record);
+    return hit !== null;
   }
 
   /** A query from the prepared path, counted and named as the observability plugin would. */

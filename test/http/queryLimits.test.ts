@@ -1,14 +1,12 @@
-import { makeExecutableSchema } from '@graphql-tools/schema';
 import { parse, specifiedRules, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS, queryLimitsRule } from '../../src/limits.js';
-import { resolvers } from '../../src/schema/resolvers/index.js';
-import { loadTypeDefs } from '../../src/server.js';
+import { buildGatewaySchema } from '../../src/schema/index.js';
 
 // The query limits are the first, cheap pass of validation (src/limits.ts): linear in the
 // document whatever it does with fragments, and a document over them gets their errors alone.
 
-const schema = makeExecutableSchema({ typeDefs: loadTypeDefs(), resolvers });
+const schema = buildGatewaySchema({ introspection: true });
 const rule = queryLimitsRule(DEFAULT_LIMITS);
 const limitMessages = (query: string) => validate(schema, parse(query), [rule]).map((error) => error.message);
 const copies = (field: string, times: number): string => Array.from({ length: times }, () => field).join(' ');

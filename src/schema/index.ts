@@ -1,0 +1,32 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import { parse, type GraphQLSchema } from 'graphql';
+import { federationResolvers } from './resolvers/entities.js';
+import { resolvers } from './resolvers/index.js';
+
+/** The resolver map buildSubgraphSchema takes (the package exports the type only from deep inside). */
+type SubgraphResolvers = Extract<Parameters<typeof buildSubgraphSchema>[0], { resolvers?: unknown }>['resolvers'];
+
+/** schema/ sits two levels above both src/schema/ and dist/schema/. */
+const SCHEMA_DIR = new URL('../../schema/', import.meta.url);
+
+export function loadTypeDefs(): string[] {
+  return readdirSync(SCHEMA_DIR)
+    .filter((file) => file.endsWith('.graphql'))
+    .sort()
+    .map((file) => readFileSync(new URL(file, SCHEMA_DIR), 'utf8'));
+}
+
+/**
+ * The gateway's schema: schema/*.graphql with the resolvers, as an Apollo Federation 2 subgraph
+ * (Item an entity keyed by itemId, Query._entities and Query._service), which serves clients
+ * exactly as a plain schema would. `introspection` is INTROSPECTION: _service follows it.
+ */
+export function buildGatewaySchema(options: { introspection: boolean }): GraphQLSchema {
+  const federation = federationResolvers(options);
+  const all = { ...resolvers, ...federation, Query: { ...resolvers.Query, ...federation.Query } };
+  return buildSubgraphSchema({
+    typeDefs: loadTypeDefs().map((sdl) => parse(sdl)),
+    resolvers: all as unknown as SubgraphResolvers,
+  });
+}
