@@ -1,6 +1,7 @@
 import {
   GraphQLError,
   Kind,
+  OperationTypeNode,
   type ASTNode,
   type DocumentNode,
   type FieldNode,
@@ -52,8 +53,10 @@ const LIST_SIZE: Record<string, { argument: string; max: number }> = {
   productRecommendations: { argument: 'first', max: 10 },
   recommendations: { argument: 'first', max: 10 },
   items: { argument: 'itemIds', max: 100 },
-  // a router's entity fetch: as many items as representations, at most MAX_REPRESENTATIONS
-  _entities: { argument: 'representations', max: 100 },
+  // A router's entity fetch sends its representations as a variable, which validation cannot
+  // count: validation costs one representation, and _entities checks the real count times that
+  // cost against MAX_COST when it runs (entityCost)
+  _entities: { argument: 'representations', max: 1 },
   apiKeys: { argument: '', max: 100 },
   variantItems: { argument: '', max: 20 },
   edges: { argument: '', max: 10 },
@@ -214,3 +217,18 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
  * syntax error; the gateway files it with the other limits, under QUERY_TOO_COMPLEX).
  */
 export const isTokenLimitError = (message: string): boolean => /^Syntax Error: Document contains more tha[nt] \d+ tokens/.test(message);
+
+/**
+ * What resolving one entity of an `_entities` field costs (its selection, fragments followed),
+ * for the field's resolver to check the real number of representations against MAX_COST.
+ */
+export function entityCost(field: FieldNode, fragments: Readonly<Record<string, FragmentDefinitionNode>>): number {
+  const document: DocumentNode = {
+    kind: Kind.DOCUMENT,
+    definitions: [
+      { kind: Kind.OPERATION_DEFINITION, operation: OperationTypeNode.QUERY, selectionSet: field.selectionSet ?? { kind: Kind.SELECTION_SET, selections: [] } },
+      ...Object.values(fragments),
+    ],
+  };
+  return measureOperations(document)[0]?.measure.cost ?? 0;
+}

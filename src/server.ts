@@ -266,7 +266,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
 
   const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
-  const schema = buildGatewaySchema({ introspection: config.introspection });
+  const schema = buildGatewaySchema({ introspection: config.introspection, maxCost: config.limits.maxCost });
   const trustedDocuments = config.trustedDocuments ? new TrustedDocuments(config.trustedDocuments) : null;
   const parseOptions = { maxTokens: config.limits.maxTokens };
   const validationRules = [queryLimitsRule(config.limits)];

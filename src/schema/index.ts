@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse, type GraphQLSchema } from 'graphql';
+import { DEFAULT_LIMITS } from '../limits.js';
 import { federationResolvers } from './resolvers/entities.js';
 import { resolvers } from './resolvers/index.js';
 
@@ -20,10 +21,11 @@ export function loadTypeDefs(): string[] {
 /**
  * The gateway's schema: schema/*.graphql with the resolvers, as an Apollo Federation 2 subgraph
  * (Item an entity keyed by itemId, Query._entities and Query._service), which serves clients
- * exactly as a plain schema would. `introspection` is INTROSPECTION: _service follows it.
+ * exactly as a plain schema would. `introspection` is INTROSPECTION: _service follows it;
+ * `maxCost` is MAX_COST, which _entities checks against its real number of representations.
  */
-export function buildGatewaySchema(options: { introspection: boolean }): GraphQLSchema {
-  const federation = federationResolvers(options);
+export function buildGatewaySchema(options: { introspection: boolean; maxCost?: number }): GraphQLSchema {
+  const federation = federationResolvers({ introspection: options.introspection, maxCost: options.maxCost ?? DEFAULT_LIMITS.maxCost });
   const all = { ...resolvers, ...federation, Query: { ...resolvers.Query, ...federation.Query } };
   return buildSubgraphSchema({
     typeDefs: loadTypeDefs().map((sdl) => parse(sdl)),

@@ -73,17 +73,23 @@ describe('the gateway as a federation subgraph, over HTTP', () => {
     expect(counted.getItemsCalls).toEqual([]);
   });
 
-  it('costs _entities as a list of up to 100 items in the query limits', async () => {
-    // 100 representations × (1 + 10 edges × (1 + node × 1 field)): over the default MAX_COST of 5000
+  it('costs _entities by its real number of representations, which a router sends as a variable', async () => {
+    // one representation costs 1 + 10 edges × (1 + node × 1 field), and so on: about 211
     const heavy = `query($r: [_Any!]!) { _entities(representations: $r) { ... on Item { recommendations(kind: NEXT_BEST_PRODUCT) { edges { node { name } } } } } }`;
-    const response = await counted.gw.gql(heavy, { r: [item(PHONE)] }, { authorization: counted.key });
+    const one = await counted.gw.gql<{ _entities: { recommendations: { edges: unknown[] } }[] }>(heavy, { r: [item(PHONE)] }, { authorization: counted.key });
+    expect(one.body.errors).toBeUndefined();
+    expect(one.body.data!._entities[0]!.recommendations.edges.length).toBeGreaterThan(0);
+    // thirty of them: over the default MAX_COST of 5000, refused before any backend call
+    counted.getItemsCalls.length = 0;
+    const representations = Array.from({ length: 30 }, (_, i) => item(PHONE + i));
+    const response = await counted.gw.gql(heavy, { r: representations }, { authorization: counted.key });
     expect(codeOf(response)).toBe('QUERY_TOO_COMPLEX');
     expect(response.body.errors?.[0]?.extensions).toMatchObject({ limit: 'cost', max: 5000 });
-    // an inline list costs what it holds
+    expect(counted.getItemsCalls).toEqual([]);
+    // an inline list costs what it holds, too
     const light = heavy.replace('query($r: [_Any!]!)', 'query').replace('$r', `[{ __typename: "Item", itemId: ${PHONE} }]`);
     const answered = await counted.gw.gql<{ _entities: { recommendations: { edges: unknown[] } }[] }>(light, {}, { authorization: counted.key });
     expect(answered.body.errors).toBeUndefined();
-    expect(answered.body.data!._entities[0]!.recommendations.edges.length).toBeGreaterThan(0);
   });
 
   it('marks an answer of items public for as long as an Item may be kept, as @apollo/subgraph does', async () => {

@@ -3,6 +3,7 @@ import { toItemId } from '../../backends/itemRecord.js';
 import type { ItemModel } from '../../backends/types.js';
 import type { GatewayContext } from '../../context.js';
 import { badUserInput, forbidden, notFound } from '../../errors.js';
+import { entityCost, limitError } from '../../limits.js';
 import { requirePrincipal } from './helpers.js';
 
 /** Representations one _entities call may carry: one items batch (the loader's, and `items`'s limit). */
@@ -25,7 +26,7 @@ interface FieldCacheControl {
  * (BAD_USER_INPUT) or the item does not exist (NOT_FOUND), as in `items`.
  */
 async function entities(
-  _: unknown,
+  maxCost: number,
   { representations }: { representations: readonly unknown[] },
   context: GatewayContext,
   info: GraphQLResolveInfo,
@@ -34,6 +35,9 @@ async function entities(
   if (representations.length > MAX_REPRESENTATIONS) {
     throw badUserInput(`At most ${MAX_REPRESENTATIONS} representations a query`, 'representations');
   }
+  // validation costed one representation (a router sends them as a variable): now the real count
+  const cost = representations.length * entityCost(info.fieldNodes[0]!, info.fragments);
+  if (cost > maxCost) throw limitError('cost', maxCost, cost, info.fieldNodes[0]);
   // as @apollo/subgraph does: the answer may be kept as long as an Item may (a router's entity cache)
   const cacheControl = (info as GraphQLResolveInfo & { cacheControl?: FieldCacheControl }).cacheControl;
   const itemType = info.schema.getType(ENTITY);
@@ -69,10 +73,11 @@ function itemIdOf(representation: unknown, index: number): number | Error {
  * introspection off does not show (a router in production reads a composed supergraph and never
  * asks; `rover dev` and `rover subgraph introspect` do, against a development gateway).
  */
-export function federationResolvers(options: { introspection: boolean }) {
+export function federationResolvers(options: { introspection: boolean; maxCost: number }) {
   return {
     Query: {
-      _entities: entities,
+      _entities: (_: unknown, args: { representations: readonly unknown[] }, context: GatewayContext, info: GraphQLResolveInfo) =>
+        entities(options.maxCost, args, context, info),
       ...(options.introspection
         ? {}
         : {
