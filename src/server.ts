@@ -6,7 +6,7 @@ import { ApolloServerPluginInlineTraceDisabled, ApolloServerPluginLandingPageDis
 import { trace } from '@opentelemetry/api';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { BreakerState } from './backends/rest/breaker.js';
-import type { Backend, PrincipalModel } from './backends/types.js';
+import type { Backend, KeyService, PrincipalModel } from './backends/types.js';
 import { DEFAULT_SERVER_LIMITS, type Config } from './config.js';
 import { RequestContext, type GatewayContext } from './context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode, unauthenticated } from './errors.js';
@@ -19,7 +19,7 @@ import type { SharedCache } from './cache/types.js';
 import { isJsonContentType } from './http/contentType.js';
 import { createDocumentStore } from './http/documentStore.js';
 import { drainHttpServer } from './http/drain.js';
-import { checkEnvelope, refusalAnswer } from './http/envelope.js';
+import { checkEnvelope, MAX_JSON_DEPTH, refusalAnswer } from './http/envelope.js';
 import { RequestDeadline } from './http/requestSignal.js';
 import { TrustedDocuments } from './http/trustedDocuments.js';
 import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from './http/preparedOperations.js';
@@ -32,7 +32,9 @@ import { readiness } from './observability/readiness.js';
 import { observeRequest, type RequestRecord } from './observability/requestScope.js';
 import { inServerSpan, tracingActive } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
-import { serveApiKeys, serveRecommendations, type RestRequest } from './rest/index.js';
+import { apiKeyErrorResponse } from './rest/apiKeys.js';
+import { serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from './rest/index.js';
+import { recsErrorResponse } from './rest/recommendations.js';
 import { openApiResponse } from './rest/openapi.js';
 import { buildGatewaySchema } from './schema/index.js';
 
@@ -104,15 +106,48 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-function parseBody(text: string, contentType: string | undefined): unknown {
-  if (text.length === 0) return undefined;
-  if (isJsonContentType(contentType)) {
-    try {
-      return JSON.parse(text);
-    } catch {
-      throw new HttpError(400, 'The request body is not valid JSON');
+/**
+ * How deep a request body's JSON may nest: the envelope and variables nested MAX_JSON_DEPTH deep,
+ * with room to spare. Checked on the text before JSON.parse, whose work on a megabyte of `[[[…`
+ * (hundreds of milliseconds of one event loop) comes before any limit could look at the result.
+ */
+const MAX_BODY_DEPTH = MAX_JSON_DEPTH + 8;
+
+/** Whether JSON text nests deeper than `max` (strings skipped); linear, and stops at the limit. */
+function nestsDeeper(text: string, max: number): boolean {
+  if (text.length <= 2 * max) return false;
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22) {
+      // a string: skip to its closing quote, past escapes
+      for (i++; i < text.length; i++) {
+        const d = text.charCodeAt(i);
+        if (d === 0x5c) i++;
+        else if (d === 0x22) break;
+      }
+    } else if (c === 0x5b || c === 0x7b) {
+      if (++depth > max) return true;
+    } else if (c === 0x5d || c === 0x7d) {
+      depth--;
     }
   }
+  return false;
+}
+
+/** A body's JSON, refused with 400 when it is not JSON or nests too deeply; undefined for none. */
+function parseJson(text: string): unknown {
+  if (nestsDeeper(text, MAX_BODY_DEPTH)) throw new HttpError(400, `The request body nests deeper than ${MAX_BODY_DEPTH} levels`);
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new HttpError(400, 'The request body is not valid JSON');
+  }
+}
+
+function parseBody(text: string, contentType: string | undefined): unknown {
+  if (text.length === 0) return undefined;
+  if (isJsonContentType(contentType)) return parseJson(text);
   // Apollo answers a body of another type with its own 400 (and CSRF prevention relies on that)
   return text;
 }
@@ -122,7 +157,17 @@ const DEFAULT_ANONYMOUS_BODY_LIMIT = 32 * 1024;
 
 /** Whether a request sends a persisted query's extension (to look one up, or to register one). */
 function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
-  if (method === 'GET') return new URLSearchParams(search).get('extensions')?.includes('persistedQuery') === true;
+  if (method === 'GET') {
+    // read as Apollo reads it: JSON, where `persisted\u0051uery` is the same key
+    const extensions = new URLSearchParams(search).get('extensions');
+    if (extensions === null) return false;
+    try {
+      const parsed: unknown = JSON.parse(extensions);
+      return typeof parsed === 'object' && parsed !== null && 'persistedQuery' in parsed;
+    } catch {
+      return false; // Apollo refuses it as it is
+    }
+  }
   if (typeof body !== 'object' || body === null) return false;
   const { extensions } = body as { extensions?: unknown };
   return typeof extensions === 'object' && extensions !== null && 'persistedQuery' in extensions;
@@ -472,22 +517,71 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   /** The seed REST interfaces, served from the same backend: a drop-in for their clients. */
+  /**
+   * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
+   * of its address's bucket; credentials are checked from the headers before a byte of a body is
+   * read; only the creation of a key takes a body, up to BODY_LIMIT_BYTES and with valid
+   * credentials; every other body is left unread.
+   */
   async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     const isKeys = url.pathname === '/api/v1/apikey' || url.pathname.startsWith('/api/v1/apikey/');
     if (!isKeys && !url.pathname.startsWith('/v1/')) return false;
-    const raw = req.method === 'POST' ? await readBody(req, config.bodyLimitBytes) : Buffer.alloc(0);
+    const address = addresses.of(req);
+    const guarded = limiter.guard(backend.keys, address);
+    const authorization = req.headers.authorization;
+    const refusal = (error: unknown): RestResponse => (isKeys ? apiKeyErrorResponse(error, authorization) : recsErrorResponse(error));
+    if (isKeys ? authorization === undefined : !url.searchParams.has('apiKey')) {
+      try {
+        await limiter.admit(null, address);
+      } catch (error) {
+        if (!(error instanceof GatewayError)) throw error;
+        return writeRest(req, res, refusal(error), false);
+      }
+    }
+    let keys: KeyService = guarded;
+    let raw: Buffer = Buffer.alloc(0);
+    let read = false;
+    if (req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') {
+      // without credentials the handler answers 401 whatever the body says: it is not read
+      let limit = 0;
+      if (authorization !== undefined) {
+        const outcome = await guarded.authenticate(authorization).then(
+          (principal) => ({ principal }),
+          (error: unknown) => ({ error }),
+        );
+        // the handler authenticates again: it gets this very answer, counted once
+        keys = {
+          ...guarded,
+          authenticate: (value, options) =>
+            value !== authorization ? guarded.authenticate(value, options) : 'error' in outcome ? Promise.reject(outcome.error) : Promise.resolve(outcome.principal),
+        };
+        limit = 'error' in outcome ? 0 : config.bodyLimitBytes;
+      }
+      if (limit > 0) {
+        raw = await readBody(req, limit);
+        read = true;
+      }
+    }
     let body: unknown;
     try {
-      body = raw.length > 0 ? JSON.parse(raw.toString('utf8')) : undefined;
+      body = raw.length > 0 ? parseJson(raw.toString('utf8')) : undefined;
     } catch {
-      body = undefined; // the handlers answer a missing or broken body with the interface's 400
+      body = undefined; // the handlers answer a missing, broken or too deep body with the interface's 400
     }
     const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs));
-    const keys = limiter.guard(backend.keys, addresses.of(req));
     const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
     if (answer === null) return false;
-    const response = await answer;
-    res.writeHead(response.status, { ...response.headers, 'content-length': Buffer.byteLength(response.body) });
+    return writeRest(req, res, await answer, read);
+  }
+
+  /** A REST answer; a body left unread that is large is not read to its end either: the connection goes. */
+  function writeRest(req: IncomingMessage, res: ServerResponse, response: RestResponse, bodyRead: boolean): true {
+    const closing = !bodyRead && (Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined);
+    res.writeHead(response.status, {
+      ...response.headers,
+      'content-length': Buffer.byteLength(response.body),
+      ...(closing ? { connection: 'close' } : {}),
+    });
     res.end(response.body);
     return true;
   }
@@ -513,7 +607,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   async function handleOther(req: IncomingMessage, res: ServerResponse, target: string, record: RequestRecord): Promise<void> {
     res.setHeader('x-request-id', record.id);
-    const url = new URL(target, 'http://gateway');
+    let url: URL;
+    try {
+      url = new URL(target, 'http://gateway');
+    } catch {
+      throw new HttpError(400, 'The request target is not a valid URL');
+    }
     if (await handleRest(req, res, url)) return;
     if (url.pathname.startsWith(IDE_ASSET_PREFIX)) return serveIde(req, res, url.pathname.slice(IDE_ASSET_PREFIX.length));
     switch (url.pathname) {
@@ -558,7 +657,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         else res.destroy();
         return;
       }
-      log.error({ err: error, requestId, path: req.url?.split('?')[0] }, 'request failed');
+      // the path alone (an absolute-form target may carry credentials): never its query or authority
+      const path = req.url?.startsWith('/') ? req.url.split('?')[0] : '(not a path)';
+      if (req.destroyed || (error as { code?: string }).code === 'ECONNRESET') {
+        // the client went away (or was cut off by a timeout) mid-request: its doing, not ours
+        log.info({ requestId, path }, 'client went away before the request was read');
+        return;
+      }
+      log.error({ err: error, requestId, path }, 'request failed');
       if (!res.headersSent) sendJson(res, 500, graphqlError('Internal server error', ErrorCode.INTERNAL_SERVER_ERROR));
       else res.destroy();
     });

@@ -41,7 +41,9 @@ function onClose(this: ObservedResponse): void {
   const seconds = (performance.now() - observation.started) / 1000;
   const target = req.url ?? '/';
   const query = target.indexOf('?');
-  const path = query === -1 ? target : target.slice(0, query);
+  // an absolute-form target (http://user:password@host/...) is logged by its path alone
+  const whole = query === -1 ? target : target.slice(0, query);
+  const path = whole.startsWith('/') ? whole : '(not a path)';
   const status = this.writableFinished ? this.statusCode : 0;
   sinks.metrics.httpAnswered(routeOf(path), req.method ?? 'GET', status, seconds);
   if (!sinks.log.isLevelEnabled('info')) return;

@@ -67,12 +67,18 @@ export class MemoryTokenBuckets implements TokenBuckets {
   readonly backing = 'memory' as const;
   // bounded: an attacker cycling addresses evicts old buckets instead of growing the heap
   private readonly buckets: LRUCache<string, Bucket>;
+  /**
+   * Failed sign-ins' buckets, apart: requests without credentials from many addresses (which make
+   * a bucket each) cannot push a username's or an address's failures out and buy more guesses.
+   */
+  private readonly failures: LRUCache<string, Bucket>;
 
   constructor(
     maxBuckets = 100_000,
     private readonly now: () => number = Date.now,
   ) {
     this.buckets = new LRUCache<string, Bucket>({ max: maxBuckets });
+    this.failures = new LRUCache<string, Bucket>({ max: maxBuckets });
   }
 
   async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
@@ -81,10 +87,11 @@ export class MemoryTokenBuckets implements TokenBuckets {
 
   takeNow(name: string, limit: BucketLimit, cost = 1): TakeResult {
     const now = this.now();
-    let bucket = this.buckets.get(name);
+    const buckets = name.startsWith('authfail') ? this.failures : this.buckets;
+    let bucket = buckets.get(name);
     if (bucket === undefined) {
       bucket = { tokens: limit.burst, at: now };
-      this.buckets.set(name, bucket);
+      buckets.set(name, bucket);
     } else {
       refill(bucket, limit, now);
     }
@@ -97,6 +104,7 @@ export class MemoryTokenBuckets implements TokenBuckets {
 
   async close(): Promise<void> {
     this.buckets.clear();
+    this.failures.clear();
   }
 }
 
