@@ -43,7 +43,14 @@ export async function startCachedGateway(upstream: Upstream): Promise<{ serve: S
  * Drives POST /graphql on the cached path (an item by key: auth cache and shared cache hits) with
  * autocannon; every answer must be the one the first request got.
  */
-export async function loadCachedPath(url: string, authorization: string, connections: number, durationSeconds: number): Promise<LoadResult> {
+export async function loadCachedPath(
+  url: string,
+  authorization: string,
+  connections: number,
+  durationSeconds: number,
+  /** Requests a second in all, for a latency measured at a steady rate; default: as fast as answered. */
+  overallRate?: number,
+): Promise<LoadResult> {
   const headers = { 'content-type': 'application/json', authorization };
   const first = await fetch(`${url}/graphql`, { method: 'POST', headers, body: CACHED_QUERY });
   const expected = await first.text();
@@ -55,6 +62,7 @@ export async function loadCachedPath(url: string, authorization: string, connect
     body: CACHED_QUERY,
     connections,
     duration: durationSeconds,
+    ...(overallRate !== undefined ? { overallRate } : {}),
     expectBody: expected,
   });
   return {
