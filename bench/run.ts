@@ -23,7 +23,7 @@ import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-noauth', 'lookup', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'emb-noauth', 'lookup', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -441,6 +441,19 @@ await oneTarget('emb', 'gateway cached, embedded', async () => {
   }
 });
 
+// (4b) the same cached query signed in with a password: verified once (scrypt), then kept under a
+// keyed hash (VERIFIED_PASSWORD_TTL_SECONDS), so a request costs about what a key's does.
+await oneTarget('emb-basic', 'gateway cached, embedded, Basic credentials', async () => {
+  const emb = await start('gateway', embeddedEnv, SERVER_CPU, profileFlags);
+  try {
+    const basic = { authorization: basicAuthorization('bench', 'bench-password') };
+    expectRecs('gateway with Basic', await post(`${emb.url}/graphql`, hotBody, basic));
+    return { id: 'emb-basic', name: '(4b) gateway cached, embedded, Basic credentials', m: await load({ target: emb, url: `${emb.url}/graphql`, headers: basic, bodies: [hotBody] }) };
+  } finally {
+    await emb.stop();
+  }
+});
+
 // Authentication's share: the gateway against a twin whose authentication is stubbed, both
 // started together, loaded at once and pinned to the same core. The scheduler shares a core evenly
 // between two busy processes, so their req/s stand in the inverse ratio of their costs, and
@@ -690,6 +703,11 @@ const table = [
 const verdict = (ok: boolean): string => (ok ? 'met' : '**missed**');
 const targets: string[] = [];
 const embRow = byId.get('emb');
+const basicRow = byId.get('emb-basic');
+if (embRow && basicRow) {
+  const ratio = basicRow.m.cpuUs / embRow.m.cpuUs;
+  targets.push(`| (4b) Basic credentials cost ≤ 2x an API key's (server CPU per request) | ${fmt(ratio)}x (${Math.round(basicRow.m.cpuUs)} against ${Math.round(embRow.m.cpuUs)} µs) | ${verdict(ratio <= 2)} |`);
+}
 if (embRow) {
   targets.push(`| (4) embedded ≥ 50% of (1) | ${fmt((embRow.m.rps / rps('raw')) * 100, 0)}% | ${verdict(embRow.m.rps >= 0.5 * rps('raw'))} |`);
   targets.push(`| (4) embedded ≥ 3x (2) | ${fmt(embRow.m.rps / rps('apollo'))}x | ${verdict(embRow.m.rps >= 3 * rps('apollo'))} |`);
