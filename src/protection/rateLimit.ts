@@ -138,7 +138,7 @@ export class RateLimiter {
       const credential = parseAuthorization(authorization);
       principal =
         credential?.kind === 'password'
-          ? await this.signIn(keys, authorization, usernameBucket(credential.username, credential.domain), address, failures, options)
+          ? await this.signIn({ keys, authorization, user: usernameBucket(credential.username, credential.domain), address, failures, options })
           : await this.checkKey(keys, authorization, address, failures, options);
     }
     await this.admit(principal, address);
@@ -175,33 +175,19 @@ export class RateLimiter {
    * the username is reserved before the password is checked, and given back when it is right (or
    * when the check could not be made at all): concurrent guesses are refused at once, not after.
    */
-  private signIn(
-    keys: KeyService,
-    authorization: string,
-    user: string,
-    address: string,
-    failures: BucketLimit,
-    options?: CallOptions,
-  ): Promise<PrincipalModel> {
+  private signIn(attempt: SignInAttempt): Promise<PrincipalModel> {
     // The same credential from the same address, sent again while it is being checked, waits for
     // that check: it is no new guess, so it reserves nothing and costs no password work.
-    const flightKey = `${address}\n${credentialId(authorization)}`;
+    const flightKey = `${attempt.address}\n${credentialId(attempt.authorization)}`;
     let flight = this.signingIn.get(flightKey);
     if (flight === undefined) {
-      flight = this.signInOnce(keys, authorization, user, address, failures, options).finally(() => this.signingIn.delete(flightKey));
+      flight = this.signInOnce(attempt).finally(() => this.signingIn.delete(flightKey));
       this.signingIn.set(flightKey, flight);
     }
     return flight;
   }
 
-  private async signInOnce(
-    keys: KeyService,
-    authorization: string,
-    user: string,
-    address: string,
-    failures: BucketLimit,
-    options?: CallOptions,
-  ): Promise<PrincipalModel> {
+  private async signInOnce({ keys, authorization, user, address, failures, options }: SignInAttempt): Promise<PrincipalModel> {
     const known = keys.authenticateKnown?.(authorization);
     if (known !== undefined) {
       const byAddress = await this.buckets.take(addressBucket(address), failures, 0);
@@ -298,6 +284,16 @@ export class RateLimiter {
   close(): Promise<void> {
     return this.buckets.close();
   }
+}
+
+/** A password sign-in as the limiter sees it: `user` is the username's failure bucket. */
+interface SignInAttempt {
+  keys: KeyService;
+  authorization: string;
+  user: string;
+  address: string;
+  failures: BucketLimit;
+  options: CallOptions;
 }
 
 /** A call's options with the client's address; the signal is still only made when read (RequestDeadline). */

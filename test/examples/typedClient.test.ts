@@ -1,8 +1,7 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { useEmbeddedGateway } from '../helpers/gateway.js';
+import { runNode } from '../helpers/runNode.js';
 import { storeKinds } from '../helpers/stores.js';
 
 /**
@@ -10,22 +9,10 @@ import { storeKinds } from '../helpers/stores.js';
  * from source, against a real gateway over HTTP. (That it compiles is `npm run typecheck`; that
  * its documents match schema/ is `npm run codegen:check`.)
  */
-const ROOT = new URL('../../', import.meta.url).pathname;
 const PHONE = 31000005;
 
-async function runExample(env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'examples/client/src/productPage.ts'], {
-    cwd: ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
-  const [code] = (await once(child, 'exit')) as [number | null];
-  return { code, stdout, stderr };
-}
+/** The example script as a frontend developer runs it, with only what its environment gives it. */
+const runExample = (env: Record<string, string>) => runNode(['--import', 'tsx', 'examples/client/src/productPage.ts'], { env, cleanEnv: true });
 
 describe('examples/client against a gateway on the embedded backend', () => {
   const gw = useEmbeddedGateway(storeKinds.find((kind) => kind.name === 'sqlite')!);

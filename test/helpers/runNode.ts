@@ -6,12 +6,16 @@ const ROOT = new URL('../../', import.meta.url).pathname;
 
 /**
  * Runs node with `args` in the repository and waits for it to end: what the user of a script or
- * of the built command line sees. `user` runs it as another user (needs root).
+ * of the built command line sees. `user` runs it as another user (needs root); `cleanEnv` gives
+ * it PATH and `env` only, not this process's environment.
  */
-export async function runNode(args: string[], options: { env?: Record<string, string>; user?: { uid?: number; gid?: number } } = {}): Promise<RunResult> {
+export async function runNode(
+  args: string[],
+  options: { env?: Record<string, string>; user?: { uid?: number; gid?: number }; cleanEnv?: boolean } = {},
+): Promise<RunResult> {
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
-    env: { ...process.env, ...options.env },
+    env: options.cleanEnv ? { PATH: process.env.PATH ?? '', ...options.env } : { ...process.env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...options.user,
   });
