@@ -32,7 +32,8 @@ const RATE = Number(process.env.SOAK_HOSTILE_RATE ?? 1000);
 
 let target: HostileGateway;
 beforeAll(async () => {
-  target = await startHostileTarget('defaults');
+  // as production runs it (npm start: dist/, which npm install builds)
+  target = await startHostileTarget('defaults', { built: true });
 });
 afterAll(async () => {
   await target?.stop();
