@@ -32,9 +32,7 @@ import { readiness } from './observability/readiness.js';
 import { observeRequest, type RequestRecord } from './observability/requestScope.js';
 import { inServerSpan, tracingActive } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
-import { apiKeyErrorResponse } from './rest/apiKeys.js';
-import { serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from './rest/index.js';
-import { recsErrorResponse } from './rest/recommendations.js';
+import { apiKeyErrorResponse, recsErrorResponse, serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from './rest/index.js';
 import { openApiResponse } from './rest/openapi.js';
 import { buildGatewaySchema } from './schema/index.js';
 
@@ -206,6 +204,7 @@ class ServedRestRequest implements RestRequest {
     url: URL,
     readonly body: unknown,
     private readonly deadline: RequestDeadline,
+    readonly log: Logger,
   ) {
     this.method = (req.method ?? 'GET').toUpperCase();
     this.path = url.pathname;
@@ -568,7 +567,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       body = undefined; // the handlers answer a missing, broken or too deep body with the interface's 400
     }
-    const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs));
+    const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log);
     const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
     if (answer === null) return false;
     return writeRest(req, res, await answer, read);

@@ -3,6 +3,7 @@ import type { ApiKeyModel, CallOptions, CreateApiKeyInput, KeyService, Principal
 import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 import { isUuid } from '../backends/keyIds.js';
+import type { Logger } from '../logger.js';
 
 const COLLECTION = '/api/v1/apikey';
 const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };
@@ -20,10 +21,10 @@ class Reply extends Error {
  * The one place an error becomes an API key response (upstream-facts.md). NOT_FOUND answers
  * as the original's unknown id (400), whether the key does not exist or is someone else's.
  */
-export function apiKeyErrorResponse(error: unknown, authorization: string | undefined, keyId?: string): RestResponse {
+export function apiKeyErrorResponse(error: unknown, authorization: string | undefined, keyId?: string, log?: Logger): RestResponse {
   if (error instanceof Reply) return error.response;
   if (!isGatewayError(error)) {
-    console.error('api key request failed', error);
+    log?.error({ err: error }, 'api key request failed');
     return json(500, errors('*', 'Internal server error'));
   }
   switch (error.code) {
@@ -136,6 +137,6 @@ async function handle(req: RestRequest, path: string, keys: KeyService): Promise
     await keys.deleteKey(principal, rawId, options);
     return json(200, { result: 'DELETED', ok: true });
   } catch (error) {
-    return apiKeyErrorResponse(error, authorization, keyId);
+    return apiKeyErrorResponse(error, authorization, keyId, req.log);
   }
 }

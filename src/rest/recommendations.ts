@@ -3,6 +3,7 @@ import { toItemId, toItemRecord } from '../backends/itemRecord.js';
 import type { CallOptions, ItemModel, KeyService, RecommendationKind, RecsService } from '../backends/types.js';
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
+import type { Logger } from '../logger.js';
 
 /**
  * Error codes in the bodies served. 4002, 4022 and 403 are the upstream's own; 4000 is ours for
@@ -38,10 +39,10 @@ const badRequest = (message: string): Reply => new Reply(json(400, errorBody(Rec
 const invalidItem = (): RestResponse => json(400, errorBody(RecsErrorCode.INVALID_ITEM, 'Invalid itemId'));
 
 /** The one place an error becomes a recommendations response. */
-export function recsErrorResponse(error: unknown): RestResponse {
+export function recsErrorResponse(error: unknown, log?: Logger): RestResponse {
   if (error instanceof Reply) return error.response;
   if (!isGatewayError(error)) {
-    console.error('recommendations request failed', error);
+    log?.error({ err: error }, 'recommendations request failed');
     return json(500, errorBody(500, 'Internal server error'));
   }
   switch (error.code) {
@@ -148,6 +149,6 @@ async function handle(
     const [item] = await recs.getItems([id], options);
     return item ? json(200, toItemRecord(item)) : invalidItem();
   } catch (error) {
-    return recsErrorResponse(error);
+    return recsErrorResponse(error, req.log);
   }
 }

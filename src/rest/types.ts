@@ -1,3 +1,4 @@
+import type { Logger } from '../logger.js';
 /** A request as the HTTP layer hands it to the REST handlers; no framework types leak in. */
 export interface RestRequest {
   method: string;
@@ -10,6 +11,8 @@ export interface RestRequest {
   body: unknown;
   /** Aborted at the request's deadline or when the client goes away. */
   signal?: AbortSignal;
+  /** Where an unexpected failure is logged (whole, never shown); default: nowhere. */
+  log?: Logger;
 }
 
 /** What the HTTP layer writes back. */
