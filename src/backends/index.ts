@@ -40,6 +40,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     });
     return {
       keys: rest.keys,
+      ingest: rest.ingest,
       recs: new CachingRecsService(rest.recs, hooks.cache, {
         itemTtlSeconds: config.cacheItemTtlSeconds,
         recsTtlSeconds: config.cacheRecsTtlSeconds,

@@ -241,10 +241,49 @@ export interface RecsService {
   recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel>;
 }
 
-/** A backend: both interfaces, and how to release what it holds. */
+/** What a shopper did, as the live-recommender API takes it (issue 20's contract). */
+export type EventKindModel = 'VIEW' | 'PURCHASE';
+
+/**
+ * One event of recordEvents / POST /v1/events after checkEvents (src/backends/ingest.ts): the
+ * identifiers are opaque strings that never appear in answers, logs or metrics; time in ms since
+ * the epoch (now when the caller gave none).
+ */
+export interface EventInputModel {
+  kind: EventKindModel;
+  itemId: number;
+  sessionId: string | null;
+  userId: string | null;
+  orderId: string | null;
+  time: number;
+}
+
+export interface RecordEventsResultModel {
+  accepted: number;
+  /** Items the events name that still have no record (they shape the model, but are not shown); null where unknown (REST mode). */
+  itemsWithoutRecord: number | null;
+}
+
+export interface UpsertItemsResultModel {
+  upserted: number;
+}
+
+/**
+ * The live-recommender interface: events and item records in, for administrators only (FORBIDDEN
+ * otherwise). A call is atomic (every entry checked before any is kept) and answered after it is
+ * durable. The embedded backend stores and applies them; REST mode forwards them to the upstream's
+ * POST /v1/events and PUT /v1/items with the caller's credentials.
+ */
+export interface IngestService {
+  recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options?: CallOptions): Promise<RecordEventsResultModel>;
+  upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options?: CallOptions): Promise<UpsertItemsResultModel>;
+}
+
+/** A backend: its interfaces, and how to release what it holds. */
 export interface Backend {
   keys: KeyService;
   recs: RecsService;
+  ingest: IngestService;
   /** Reachability of what it depends on, for /readyz. */
   check(): Promise<Record<string, 'ok' | string>>;
   close(): Promise<void>;

@@ -9,6 +9,7 @@ import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 const idleBackend = (): Backend => ({
   keys: {} as Backend['keys'],
   recs: {} as Backend['recs'],
+  ingest: {} as Backend['ingest'],
   check: async () => ({ store: 'ok' }),
   close: async () => undefined,
 });

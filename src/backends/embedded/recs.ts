@@ -6,6 +6,7 @@ import type { CallOptions, ItemModel, RecommendationKind, RecommendationListMode
 import { Catalog } from './catalog.js';
 import { buildDemo } from './demo.js';
 import { EventLog } from './events/event.js';
+import type { RecEvent } from './events/event.js';
 import { buildModel } from './recommender/model.js';
 import type { ModelOptions, RecModel } from './recommender/model.js';
 import type { BuildMessage, BuildRequest } from './recommender/builtModel.js';
@@ -93,6 +94,22 @@ export class EmbeddedRecs implements RecsService {
     const recommender = this.recommender;
     const entries = recommender.recommend(kind, anchorId);
     return { anchorId, kind, entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!) };
+  }
+
+  /**
+   * Applies events already stored (in store order) to the model in use: what the process that
+   * stored them and the replicas following the store call. Today a whole rebuild (issue 20's
+   * stand-in); the live-recommender work replaces it with an incremental update.
+   */
+  applyEvents(events: readonly RecEvent[]): void {
+    for (const event of events) this.log.add(event);
+    this.rebuild(this.log);
+  }
+
+  /** Applies item records already stored: they join the catalogue, replacing older records of the same ids. */
+  applyItems(items: readonly ItemModel[]): void {
+    for (const item of items) this.current.add(item);
+    this.rebuild(this.log);
   }
 
   /** Swaps in a model built here, synchronously, from a new in-memory log (demo, benchmarks). */
