@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { StoreOpenError } from './backends/embedded/dataFiles.js';
 import { addUser, UserInputError } from './backends/embedded/keys/users.js';
 import { ConfigError, loadConfig, type Config } from './config.js';
-import { createLogger } from './logger.js';
+import { asyncStdout, createLogger } from './logger.js';
 import type { Gateway } from './server.js';
 import { checkPortFree, configSecrets, listenFailure, startupFailureLine } from './startup.js';
 
@@ -100,7 +100,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   const config = loadConfig(io.env);
-  const log = createLogger({ level: io.env.LOG_LEVEL, destination: io.stdout });
+  const log = createLogger({ level: io.env.LOG_LEVEL, destination: io.stdout === process.stdout ? asyncStdout() : io.stdout });
   const gateway = await start(config, log, io).catch((error: unknown) => {
     const debug = ['debug', 'trace'].includes(io.env.LOG_LEVEL ?? '');
     io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl], [config.recsApiKey]), debug)}\n`);
