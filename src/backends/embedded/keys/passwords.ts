@@ -1,4 +1,5 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 
 /**
  * Passwords are kept as scrypt hashes in the form `scrypt$N$r$p$salt$hash`: the parameters
@@ -19,10 +20,38 @@ export const DEFAULT_COST: ScryptCost = { N: 2 ** 15, r: 8, p: 3 };
 const KEY_LENGTH = 32;
 const MAXMEM = 64 * 1024 * 1024;
 
-function scrypt(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    scryptCallback(password, salt, keyLength, options, (error, key) => (error ? reject(error) : resolve(key)));
-  });
+/**
+ * Password hashes computed at once, at most: one core fewer than the machine has (at least one).
+ * Each takes a core for about 0.4 s in libuv's pool of four threads; unbounded, a burst of
+ * sign-ins (the ten wrong passwords a minute an address may try, from many addresses) would take
+ * every core, and every other request, cached answers included, would wait for them. Further
+ * checks queue, first come first served; the login limits bound how many can queue.
+ */
+export const SCRYPT_CONCURRENCY = Math.max(1, availableParallelism() - 1);
+
+let running = 0;
+let peak = 0;
+const waiting: (() => void)[] = [];
+
+/** The most password hashes that ran at once so far (tests). */
+export function scryptPeakConcurrency(): number {
+  return peak;
+}
+
+async function scrypt(password: string, salt: Buffer, keyLength: number, options: ScryptOptions): Promise<Buffer> {
+  // a finished hash hands its slot to the next in line (running stays), so none can jump the queue
+  if (running < SCRYPT_CONCURRENCY) running += 1;
+  else await new Promise<void>((resolve) => waiting.push(resolve));
+  peak = Math.max(peak, running);
+  try {
+    return await new Promise((resolve, reject) => {
+      scryptCallback(password, salt, keyLength, options, (error, key) => (error ? reject(error) : resolve(key)));
+    });
+  } finally {
+    const next = waiting.shift();
+    if (next !== undefined) next();
+    else running -= 1;
+  }
 }
 
 /** Hashes a password; tests pass a cheaper cost to stay fast. */
