@@ -6,9 +6,9 @@ import { pathToFileURL } from 'node:url';
 // are even loaded (a second of a start on a busy machine).
 import { StoreOpenError } from './backends/embedded/dataFiles.js';
 import { addUser, UserInputError } from './backends/embedded/keys/users.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config/env.js';
 import { createLogger } from './logger.js';
-import type { Gateway } from './server.js';
+import type { Gateway } from './http/server.js';
 import { checkPortFree, configSecrets, listenFailure, startupFailureLine } from './startup.js';
 
 const USAGE = `Usage: recs-gateway <command> [options]
@@ -150,8 +150,8 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
         import('./cache/index.js'),
         import('./observability/metrics.js'),
         import('./observability/tracing.js'),
-        import('./protection/rateLimit.js'),
-        import('./server.js'),
+        import('./auth/rateLimit.js'),
+        import('./http/server.js'),
       ]);
     const stopTracing = await startTracing(config);
     closers.push(stopTracing);

@@ -20,13 +20,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type * as AuthModule from '../../src/auth/authorization.js';
 import type * as BackendsModule from '../../src/backends/index.js';
-import type { PrincipalModel } from '../../src/backends/types.js';
+import type { PrincipalModel } from '../../src/ports/backend.js';
 import type * as CacheModule from '../../src/cache/index.js';
-import type * as ConfigModule from '../../src/config.js';
+import type * as ConfigModule from '../../src/config/env.js';
 import type * as MetricsModule from '../../src/observability/metrics.js';
 import type * as TracingModule from '../../src/observability/tracing.js';
-import type * as RateLimitModule from '../../src/protection/rateLimit.js';
-import type * as ServerModule from '../../src/server.js';
+import type * as RateLimitModule from '../../src/auth/rateLimit.js';
+import type * as ServerModule from '../../src/http/server.js';
 
 // The compiled dist/ (bench/run.ts builds it first), as `npm start` runs it. Through tsx the
 // server was about a third slower: esbuild's keep-names wraps every closure made per request.

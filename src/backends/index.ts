@@ -1,13 +1,13 @@
 import { CachingRecsService } from '../cache/cachingRecs.js';
-import type { SharedCache } from '../cache/types.js';
-import type { Config } from '../config.js';
+import type { SharedCache } from '../ports/cache.js';
+import type { Config } from '../config/env.js';
 import { createEmbeddedBackend } from './embedded/index.js';
 import { openKeyStore } from './embedded/keys/index.js';
 import { ensureFirstAdmin } from './embedded/keys/users.js';
 import { openEmbeddedRecs } from './embedded/recs.js';
 import { createRestBackend, type BreakerState } from './rest/index.js';
 import type { UpstreamObserver } from './rest/upstream.js';
-import type { Backend } from './types.js';
+import type { Backend } from '../ports/backend.js';
 
 export interface OpenBackendHooks {
   /** The shared cache; the REST backend's items and lists go through it. */

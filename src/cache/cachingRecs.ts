@@ -5,8 +5,8 @@ import type {
   RecommendationKind,
   RecommendationListModel,
   RecsService,
-} from '../backends/types.js';
-import type { CacheEntry, SharedCache } from './types.js';
+} from '../ports/backend.js';
+import type { CacheEntry, SharedCache } from '../ports/cache.js';
 
 export interface CachingOptions {
   /** Seconds an item stays cached; default 300 (CACHE_ITEM_TTL_SECONDS). */

@@ -10,11 +10,11 @@ import type {
   PrincipalModel,
   UserModel,
   UserRef,
-} from '../../types.js';
+} from '../../../ports/backend.js';
 import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from './apiKeyValue.js';
 import { verifyPassword } from './passwords.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
-import { isUuid } from '../../keyIds.js';
+import { isUuid } from '../../../ports/keyIds.js';
 
 type PasswordCredential = Extract<Credential, { kind: 'password' }>;
 

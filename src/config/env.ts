@@ -1,10 +1,10 @@
 import path from 'node:path';
-import { isAddressPattern } from './auth/clientAddress.js';
-import { DEFAULT_RESPONSE_CACHE_ENTRIES } from './http/responseCache.js';
-import { readManifest, type TrustedDocumentsSettings } from './http/trustedDocuments.js';
-import { DEFAULT_LIMITS, type QueryLimits } from './limits.js';
-import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './protection/rateLimit.js';
-import { DEFAULT_MAX_KEYS_PER_USER } from './backends/embedded/keys/keyService.js';
+import { isAddressPattern } from '../auth/clientAddress.js';
+import { DEFAULT_RESPONSE_CACHE_ENTRIES } from '../graphql/responseCache.js';
+import { readManifest, type TrustedDocumentsSettings } from '../graphql/trustedDocuments.js';
+import { DEFAULT_LIMITS, type QueryLimits } from '../graphql/limits.js';
+import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from '../auth/rateLimit.js';
+import { DEFAULT_MAX_KEYS_PER_USER } from '../backends/embedded/keys/keyService.js';
 
 /**
  * The gateway's configuration: the only reader of environment variables. Every setting, its
@@ -40,13 +40,13 @@ export interface Config {
   cacheNegativeTtlSeconds: number;
   /**
    * RESPONSE_CACHE_MAX_ENTRIES: PUBLIC GraphQL answers kept in process, served to authenticated
-   * callers before the GraphQL pipeline (src/http/responseCache.ts); 0 turns it off. Default 10000.
+   * callers before the GraphQL pipeline (src/graphql/responseCache.ts); 0 turns it off. Default 10000.
    */
   responseCacheMaxEntries: number;
   /**
    * PREPARED_OPERATIONS_MAX_DOCUMENTS: query texts kept parsed and validated, whose queries then
    * run without Apollo Server's request pipeline, with the same answers
-   * (src/http/preparedOperations.ts); 0 sends every request through Apollo. Default 1000.
+   * (src/graphql/preparedOperations.ts); 0 sends every request through Apollo. Default 1000.
    */
   preparedOperationsMaxDocuments: number;
   /** APIKEY_SERVICE_URL: the key service, for BACKEND=rest. */
@@ -80,9 +80,9 @@ export interface Config {
   verifiedPasswordTtlSeconds: number;
   /** INTROSPECTION: true or false; default on except in production. */
   introspection: boolean;
-  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS: see src/limits.ts. */
+  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS: see src/graphql/limits.ts. */
   limits: QueryLimits;
-  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE: see src/protection/rateLimit.ts. */
+  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE: see src/auth/rateLimit.ts. */
   rateLimits: RateLimitSettings;
   /**
    * OTEL_EXPORTER_OTLP_ENDPOINT: where traces go (OTLP over HTTP, e.g. http://collector:4318).
@@ -102,7 +102,7 @@ export interface Config {
    * Default: none, and /metrics is open (keep it off the public network then).
    */
   metricsToken: string | null;
-  // --- Trusted documents (src/http/trustedDocuments.ts) ---
+  // --- Trusted documents (src/graphql/trustedDocuments.ts) ---
   /**
    * TRUSTED_DOCUMENTS: the path of a persisted-query manifest (Apollo's format, or GraphQL Code
    * Generator's {"<sha256>": "<body>"}); its operations may then be sent as
@@ -134,7 +134,7 @@ export interface Config {
   server: ServerLimits;
 }
 
-// ---- Client connections: timeouts and a cap (src/server.ts applies them to node:http) ----
+// ---- Client connections: timeouts and a cap (src/http/server.ts applies them to node:http) ----
 
 /**
  * What a slow or greedy client may hold. Node's own defaults (60 s for the headers, 300 s for a

@@ -1,5 +1,5 @@
 import type { QueryResolvers } from '../../__generated__/resolvers-types.js';
-import type { ItemModel } from '../../backends/types.js';
+import type { ItemModel } from '../../ports/backend.js';
 import { badUserInput, notFound } from '../../errors.js';
 import { loadRecommendations, loadRecommendedItems, requirePrincipal } from './helpers.js';
 

@@ -5,39 +5,39 @@ import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server
 import { ApolloServerPluginInlineTraceDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { trace } from '@opentelemetry/api';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import type { BreakerState } from './backends/rest/breaker.js';
-import type { Backend, KeyService, PrincipalModel } from './backends/types.js';
-import { DEFAULT_SERVER_LIMITS, type Config } from './config.js';
-import { RequestContext, type GatewayContext } from './context.js';
-import { ErrorCode, GatewayError, httpStatusOf, isErrorCode, unauthenticated } from './errors.js';
-import { ClientAddresses } from './auth/clientAddress.js';
-import { IDE_ASSET_PREFIX, ideResponse } from './ide.js';
-import { isTokenLimitError, queryLimitsRule } from './limits.js';
-import { PersistedQueryCache } from './cache/apq.js';
-import { MemoryCache } from './cache/memory.js';
-import type { SharedCache } from './cache/types.js';
-import { isJsonContentType } from './http/contentType.js';
-import { createDocumentStore } from './http/documentStore.js';
-import { drainHttpServer } from './http/drain.js';
-import { checkEnvelope, MAX_JSON_DEPTH, refusalAnswer } from './http/envelope.js';
-import { RequestDeadline } from './http/requestSignal.js';
-import { TrustedDocuments } from './http/trustedDocuments.js';
-import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from './http/preparedOperations.js';
-import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from './http/responseCache.js';
-import { createLoaders } from './loaders/index.js';
-import { silentLogger, type Logger } from './logger.js';
-import { observabilityPlugin } from './observability/graphqlPlugin.js';
-import { GatewayMetrics, metricsAuthorized } from './observability/metrics.js';
-import { readiness } from './observability/readiness.js';
-import { observeRequest, type RequestRecord } from './observability/requestScope.js';
-import { inServerSpan, tracingActive } from './observability/tracing.js';
-import { RateLimiter } from './protection/rateLimit.js';
-import { apiKeyErrorResponse, recsErrorResponse, serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from './rest/index.js';
-import { openApiResponse } from './rest/openapi.js';
-import { buildGatewaySchema } from './schema/index.js';
+import type { BreakerState } from '../backends/rest/breaker.js';
+import type { Backend, KeyService, PrincipalModel } from '../ports/backend.js';
+import { DEFAULT_SERVER_LIMITS, type Config } from '../config/env.js';
+import { RequestContext, type GatewayContext } from '../graphql/context.js';
+import { ErrorCode, GatewayError, httpStatusOf, isErrorCode, unauthenticated } from '../errors.js';
+import { ClientAddresses } from '../auth/clientAddress.js';
+import { IDE_ASSET_PREFIX, ideResponse } from './routes/ide.js';
+import { isTokenLimitError, queryLimitsRule } from '../graphql/limits.js';
+import { PersistedQueryCache } from '../cache/apq.js';
+import { MemoryCache } from '../cache/memory.js';
+import type { SharedCache } from '../ports/cache.js';
+import { isJsonContentType } from '../graphql/contentType.js';
+import { createDocumentStore } from '../graphql/documentStore.js';
+import { drainHttpServer } from './drain.js';
+import { checkEnvelope, MAX_JSON_DEPTH, refusalAnswer } from '../graphql/envelope.js';
+import { RequestDeadline } from './requestSignal.js';
+import { TrustedDocuments } from '../graphql/trustedDocuments.js';
+import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from '../graphql/preparedOperations.js';
+import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from '../graphql/responseCache.js';
+import { createLoaders } from '../graphql/loaders.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { observabilityPlugin } from '../observability/graphqlPlugin.js';
+import { GatewayMetrics, metricsAuthorized } from '../observability/metrics.js';
+import { readiness } from '../observability/readiness.js';
+import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
+import { inServerSpan, tracingActive } from '../observability/tracing.js';
+import { RateLimiter } from '../auth/rateLimit.js';
+import { apiKeyErrorResponse, recsErrorResponse, serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from '../rest/index.js';
+import { openApiResponse } from '../rest/openapi.js';
+import { buildGatewaySchema } from '../graphql/schema.js';
 
 // where it was before the schema moved to src/schema/index.ts
-export { loadTypeDefs } from './schema/index.js';
+export { loadTypeDefs } from '../graphql/schema.js';
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
@@ -422,7 +422,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     let text: string | undefined;
     let body: unknown;
     let cacheKey: string | null = null;
-    // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
+    // The hot path (src/graphql/responseCache.ts): authenticated callers only, PUBLIC answers only.
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
       text = (await readBody(req, principal === null ? anonymousBodyLimit : config.bodyLimitBytes)).toString('utf8');

@@ -1,9 +1,9 @@
 import type {
   ItemModel, PrincipalModel, RecommendationEntryModel, RecommendationKind, RecommendationListModel,
-} from '../../backends/types.js';
-import type { GatewayContext } from '../../context.js';
+} from '../../ports/backend.js';
+import type { GatewayContext } from '../context.js';
 import { badUserInput, unauthenticated } from '../../errors.js';
-import { recommendationKey } from '../../loaders/index.js';
+import { recommendationKey } from '../loaders.js';
 
 export function requirePrincipal(context: GatewayContext): PrincipalModel {
   if (!context.principal) throw unauthenticated();

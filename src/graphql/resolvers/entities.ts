@@ -1,9 +1,9 @@
 import { isObjectType, type GraphQLCompositeType, type GraphQLResolveInfo } from 'graphql';
-import { toItemId } from '../../backends/itemRecord.js';
-import type { ItemModel } from '../../backends/types.js';
-import type { GatewayContext } from '../../context.js';
+import { toItemId } from '../../ports/itemRecord.js';
+import type { ItemModel } from '../../ports/backend.js';
+import type { GatewayContext } from '../context.js';
 import { badUserInput, forbidden, notFound } from '../../errors.js';
-import { entityCost, limitError } from '../../limits.js';
+import { entityCost, limitError } from '../limits.js';
 import { requirePrincipal } from './helpers.js';
 
 /** Representations one _entities call may carry: one items batch (the loader's, and `items`'s limit). */

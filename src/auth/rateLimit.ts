@@ -1,6 +1,6 @@
 import { hash } from 'node:crypto';
-import { credentialId, parseAuthorization } from '../auth/authorization.js';
-import type { CallOptions, KeyService, PrincipalModel } from '../backends/types.js';
+import { credentialId, parseAuthorization } from './authorization.js';
+import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.js';
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type BucketLimit, type TokenBuckets } from './tokenBucket.js';
 

@@ -197,7 +197,7 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits): GraphQ
  * reports its errors as it is made (before the walk) and empties the document's definitions:
  * the other rules then walk nothing. The document is the one just parsed for this request, and a
  * document that fails validation is never stored or executed (not by Apollo, not by the prepared
- * path). Validating with this rule alone first (src/http/preparedOperations.ts) and with every
+ * path). Validating with this rule alone first (src/graphql/preparedOperations.ts) and with every
  * rule at once (Apollo) thus give the same errors.
  */
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {

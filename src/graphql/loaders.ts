@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../backends/types.js';
+import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../ports/backend.js';
 
 /** The per-request DataLoaders: built by createLoaders for each request, never shared. */
 export interface Loaders {
