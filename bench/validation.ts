@@ -9,7 +9,8 @@
  * that costs, measured in the same run.
  */
 import { parse, specifiedRules, validate, type ValidationRule } from 'graphql';
-import { DEFAULT_LIMITS, queryLimitsRule } from '../src/graphql/limits.js';
+import { DEFAULT_LIMITS } from '../src/config/defaults.js';
+import { queryLimitsRule } from '../src/graphql/limits.js';
 import { buildGatewaySchema } from '../src/graphql/schema.js';
 
 const schema = buildGatewaySchema({ introspection: true });

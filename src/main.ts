@@ -100,9 +100,9 @@ async function serve(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   const config = loadConfig(io.env);
-  const log = createLogger({ level: io.env.LOG_LEVEL, destination: io.stdout });
+  const log = createLogger({ level: config.logLevel, destination: io.stdout });
   const gateway = await start(config, log, io).catch((error: unknown) => {
-    const debug = ['debug', 'trace'].includes(io.env.LOG_LEVEL ?? '');
+    const debug = ['debug', 'trace'].includes(config.logLevel);
     io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl], [config.recsApiKey]), debug)}\n`);
     return null;
   });

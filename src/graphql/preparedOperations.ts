@@ -38,6 +38,7 @@ import {
   type FormatError,
   type GraphQLAnswer,
 } from './envelope.js';
+import { DEFAULT_PREPARED_DOCUMENTS } from '../config/defaults.js';
 
 /**
  * Query texts longer than this are checked (and answered) each time rather than remembered: a
@@ -193,7 +194,7 @@ export class PreparedOperations {
     this.laterRules = options.introspection === false ? [...specifiedRules, NoIntrospection] : specifiedRules;
     this.formatError = options.formatError;
     this.documents = new LRUCache({
-      max: options.maxDocuments ?? 1_000,
+      max: options.maxDocuments ?? DEFAULT_PREPARED_DOCUMENTS,
       maxSize: PREPARED_TEXT_CHARS,
       // a document's source is the key itself (the same string); a refusal adds its answer
       sizeCalculation: (value, key) => 1 + key.length + ('refused' in value ? value.refused.body.length : 0),

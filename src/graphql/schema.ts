@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse, type GraphQLSchema } from 'graphql';
-import { DEFAULT_LIMITS } from './limits.js';
+import { DEFAULT_LIMITS } from '../config/defaults.js';
 import { federationResolvers } from './resolvers/entities.js';
 import { resolvers } from './resolvers/index.js';
 

@@ -7,7 +7,8 @@ import { trace } from '@opentelemetry/api';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import type { BreakerState } from '../backends/rest/breaker.js';
 import type { Backend, KeyService, PrincipalModel } from '../ports/backend.js';
-import { DEFAULT_SERVER_LIMITS, type Config } from '../config/env.js';
+import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_PREPARED_DOCUMENTS, DEFAULT_RESPONSE_CACHE_ENTRIES, DEFAULT_SERVER_LIMITS } from '../config/defaults.js';
+import type { Config } from '../config/env.js';
 import { RequestContext, type GatewayContext } from '../graphql/context.js';
 import { ErrorCode, GatewayError, httpStatusOf, isErrorCode, unauthenticated } from '../errors.js';
 import { ClientAddresses } from '../auth/clientAddress.js';
@@ -23,7 +24,7 @@ import { checkEnvelope, MAX_JSON_DEPTH, refusalAnswer } from '../graphql/envelop
 import { RequestDeadline } from './requestSignal.js';
 import { TrustedDocuments } from '../graphql/trustedDocuments.js';
 import { PreparedOperations, type PreparedAnswer, type PreparedRequest } from '../graphql/preparedOperations.js';
-import { DEFAULT_RESPONSE_CACHE_ENTRIES, ResponseCache } from '../graphql/responseCache.js';
+import { ResponseCache } from '../graphql/responseCache.js';
 import { createLoaders } from '../graphql/loaders.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { observabilityPlugin } from '../observability/graphqlPlugin.js';
@@ -35,9 +36,6 @@ import { RateLimiter } from '../auth/rateLimit.js';
 import { apiKeyErrorResponse, recsErrorResponse, serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from '../rest/index.js';
 import { openApiResponse } from '../rest/openapi.js';
 import { buildGatewaySchema } from '../graphql/schema.js';
-
-// where it was before the schema moved to src/schema/index.ts
-export { loadTypeDefs } from '../graphql/schema.js';
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
@@ -149,9 +147,6 @@ function parseBody(text: string, contentType: string | undefined): unknown {
   // Apollo answers a body of another type with its own 400 (and CSRF prevention relies on that)
   return text;
 }
-
-/** ANONYMOUS_BODY_LIMIT_BYTES's default, where a config without it is given. */
-const DEFAULT_ANONYMOUS_BODY_LIMIT = 32 * 1024;
 
 /** Whether a request sends a persisted query's extension (to look one up, or to register one). */
 function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
@@ -305,7 +300,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       : {}),
   });
   const addresses = new ClientAddresses(config.trustProxy ?? []);
-  const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT, config.bodyLimitBytes);
+  const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, config.bodyLimitBytes);
   const maxResponses = config.responseCacheMaxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES;
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
 
@@ -339,7 +334,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     ],
     formatError,
   });
-  const maxDocuments = config.preparedOperationsMaxDocuments ?? 1_000;
+  const maxDocuments = config.preparedOperationsMaxDocuments ?? DEFAULT_PREPARED_DOCUMENTS;
   const prepared =
     maxDocuments > 0
       ? new PreparedOperations({

@@ -1,6 +1,7 @@
 import { parse, specifiedRules, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS, queryLimitsRule } from '../../src/graphql/limits.js';
+import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
+import { queryLimitsRule } from '../../src/graphql/limits.js';
 import { buildGatewaySchema } from '../../src/graphql/schema.js';
 
 // The query limits are the first, cheap pass of validation (src/graphql/limits.ts): linear in the

@@ -1,6 +1,7 @@
 import {
   connectionCredentialId, credentialId, parseAuthorization, withAuthorization, type Credential,
 } from '../../../auth/authorization.js';
+import { DEFAULT_MAX_KEYS_PER_USER } from '../../../config/defaults.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
 import type {
   ApiKeyModel,
@@ -47,8 +48,6 @@ export interface EmbeddedKeyServiceOptions {
    */
   maxKeysPerUser?: number;
 }
-
-export const DEFAULT_MAX_KEYS_PER_USER = 100;
 
 const toModel = (key: KeyRecord): ApiKeyModel => ({
   id: key.id,
