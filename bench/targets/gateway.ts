@@ -19,7 +19,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type * as AuthModule from '../../src/auth/authorization.js';
-import type * as BackendsModule from '../../src/backends/index.js';
+import type * as MainModule from '../../src/main.js';
 import type { PrincipalModel } from '../../src/ports/backend.js';
 import type * as CacheModule from '../../src/cache/index.js';
 import type * as ConfigModule from '../../src/config/env.js';
@@ -100,7 +100,7 @@ function cpuMs(): number {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
 }
-const { openBackend } = (await import(dist('backends/index.js'))) as typeof BackendsModule;
+const { openBackend } = (await import(dist('main.js'))) as typeof MainModule;
 const { openCache } = (await import(dist('cache/index.js'))) as typeof CacheModule;
 const { loadConfig } = (await import(dist('config.js'))) as typeof ConfigModule;
 const { createGateway } = (await import(dist('server.js'))) as typeof ServerModule;

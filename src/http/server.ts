@@ -5,7 +5,6 @@ import { ApolloServer, HeaderMap, type HTTPGraphQLRequest } from '@apollo/server
 import { ApolloServerPluginInlineTraceDisabled, ApolloServerPluginLandingPageDisabled } from '@apollo/server/plugin/disabled';
 import { trace } from '@opentelemetry/api';
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
-import type { BreakerState } from '../backends/rest/breaker.js';
 import type { Backend, KeyService, PrincipalModel } from '../ports/backend.js';
 import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_PREPARED_DOCUMENTS, DEFAULT_RESPONSE_CACHE_ENTRIES, DEFAULT_SERVER_LIMITS } from '../config/defaults.js';
 import type { Config } from '../config/env.js';
@@ -295,9 +294,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   metrics.watch({
     cache: cache.stats,
     rateLimits: limiter.counts,
-    ...('breakerState' in backend && typeof backend.breakerState === 'function'
-      ? { breakers: backend.breakerState as () => Record<string, BreakerState> }
-      : {}),
+    ...(backend.breakerState ? { breakers: backend.breakerState } : {}),
   });
   const addresses = new ClientAddresses(config.trustProxy ?? []);
   const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, config.bodyLimitBytes);

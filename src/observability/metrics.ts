@@ -1,7 +1,6 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { BreakerState } from '../backends/rest/breaker.js';
-import type { UpstreamObserver } from '../backends/rest/upstream.js';
+import type { BreakerState, UpstreamObserver } from '../ports/observers.js';
 import type { CacheStats } from '../ports/cache.js';
 import type { RateLimitOutcome } from '../auth/rateLimit.js';
 import { RequestCounter, RequestHistogram } from './requestMetrics.js';

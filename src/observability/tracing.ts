@@ -1,5 +1,5 @@
 import { ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
-import type { UpstreamObserver } from '../backends/rest/upstream.js';
+import type { UpstreamObserver } from '../ports/observers.js';
 import type { Config } from '../config/env.js';
 
 /**

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { openBackend } from '../../src/backends/index.js';
+import { openBackend } from '../../src/main.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';

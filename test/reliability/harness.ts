@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import path from 'node:path';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { openBackend, type OpenedBackend } from '../../src/backends/index.js';
+import { openBackend } from '../../src/main.js';
+import type { Backend as OpenedBackend } from '../../src/ports/backend.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
