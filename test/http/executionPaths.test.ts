@@ -12,7 +12,7 @@ import { PreparedOperations } from '../../src/graphql/preparedOperations.js';
 import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
 import { queryLimitsRule } from '../../src/graphql/limits.js';
 import { silentLogger } from '../../src/logger.js';
-import { gatewayFormatError } from '../../src/http/server.js';
+import { gatewayFormatError } from '../../src/graphql/formatError.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

@@ -9,7 +9,7 @@ import type { ErrorCode} from '../../src/errors.js';
 import { GatewayError, notFound } from '../../src/errors.js';
 import { COMPILE_AFTER_RUNS, MAX_COMPILED, PreparedOperations } from '../../src/graphql/preparedOperations.js';
 import { silentLogger } from '../../src/logger.js';
-import { gatewayFormatError } from '../../src/http/server.js';
+import { gatewayFormatError } from '../../src/graphql/formatError.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
