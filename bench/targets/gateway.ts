@@ -102,9 +102,9 @@ function cpuMs(): number {
 }
 const { openBackend } = (await import(dist('main.js'))) as typeof MainModule;
 const { openCache } = (await import(dist('cache/index.js'))) as typeof CacheModule;
-const { loadConfig } = (await import(dist('config.js'))) as typeof ConfigModule;
-const { createGateway } = (await import(dist('server.js'))) as typeof ServerModule;
-const { RateLimiter } = (await import(dist('protection/rateLimit.js'))) as typeof RateLimitModule;
+const { loadConfig } = (await import(dist('config/env.js'))) as typeof ConfigModule;
+const { createGateway } = (await import(dist('http/server.js'))) as typeof ServerModule;
+const { RateLimiter } = (await import(dist('auth/rateLimit.js'))) as typeof RateLimitModule;
 const { credentialId, withAuthorization } = (await import(dist('auth/authorization.js'))) as typeof AuthModule;
 const { GatewayMetrics } = (await import(dist('observability/metrics.js'))) as typeof MetricsModule;
 const { combineObservers, tracingUpstreamObserver } = (await import(dist('observability/tracing.js'))) as typeof TracingModule;
