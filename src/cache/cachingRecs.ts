@@ -1,3 +1,4 @@
+import { DEFAULT_CACHE_TTL_SECONDS } from '../config/defaults.js';
 import { GatewayError, ErrorCode, notFound } from '../errors.js';
 import type {
   CallOptions,
@@ -58,9 +59,9 @@ export class CachingRecsService implements RecsService {
     private readonly cache: SharedCache,
     options: CachingOptions = {},
   ) {
-    this.itemTtl = options.itemTtlSeconds ?? 300;
-    this.recsTtl = options.recsTtlSeconds ?? 300;
-    this.negativeTtl = Math.min(options.negativeTtlSeconds ?? 30, 60);
+    this.itemTtl = options.itemTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS.item;
+    this.recsTtl = options.recsTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS.recs;
+    this.negativeTtl = Math.min(options.negativeTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS.negative, 60);
     this.jitter = options.jitter ?? 0.1;
   }
 

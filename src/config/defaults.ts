@@ -39,3 +39,6 @@ export const DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES = 32 * 1024;
 
 /** MAX_KEYS_PER_USER: API keys one user may have in the embedded backend. */
 export const DEFAULT_MAX_KEYS_PER_USER = 100;
+
+/** CACHE_ITEM_TTL_SECONDS, CACHE_RECS_TTL_SECONDS, CACHE_NEGATIVE_TTL_SECONDS: how long the REST backend's answers are cached. */
+export const DEFAULT_CACHE_TTL_SECONDS = { item: 300, recs: 300, negative: 30 } as const;

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { QueryLimits, RateLimitSettings, ServerLimits } from '../ports/limits.js';
 import {
   DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES,
+  DEFAULT_CACHE_TTL_SECONDS,
   DEFAULT_LIMITS,
   DEFAULT_MAX_KEYS_PER_USER,
   DEFAULT_PREPARED_DOCUMENTS,
@@ -276,9 +277,9 @@ export function loadConfig(env: Env = process.env): Config {
     recsReloadIntervalMs: int('RECS_RELOAD_INTERVAL_MS', 10_000, 0, 86_400_000),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
-    cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', 300, 1, 86_400),
-    cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', 300, 1, 86_400),
-    cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', 30, 1, 60),
+    cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.item, 1, 86_400),
+    cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.recs, 1, 86_400),
+    cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.negative, 1, 60),
     responseCacheMaxEntries: int('RESPONSE_CACHE_MAX_ENTRIES', DEFAULT_RESPONSE_CACHE_ENTRIES, 0, 1_000_000),
     preparedOperationsMaxDocuments: int('PREPARED_OPERATIONS_MAX_DOCUMENTS', DEFAULT_PREPARED_DOCUMENTS, 0, 100_000),
     apiKeyServiceUrl: url('APIKEY_SERVICE_URL', ['http:', 'https:']),

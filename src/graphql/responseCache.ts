@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { Lexer, Source, stripIgnoredCharacters, TokenKind } from 'graphql';
 import { LRUCache } from 'lru-cache';
-import { DEFAULT_RESPONSE_CACHE_ENTRIES } from '../config/defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_RESPONSE_CACHE_ENTRIES } from '../config/defaults.js';
 import { isJsonContentType } from './contentType.js';
 
 /** Options of ResponseCache; every one has a default. */
@@ -82,7 +82,7 @@ export class ResponseCache {
 
   constructor(options: ResponseCacheOptions = {}) {
     this.now = options.now ?? Date.now;
-    this.maxTokens = options.maxTokens ?? 2000;
+    this.maxTokens = options.maxTokens ?? DEFAULT_LIMITS.maxTokens;
     this.maxTtlSeconds = options.maxTtlSeconds ?? 300;
     this.entries = new LRUCache<string, Entry>({
       max: options.maxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES,
