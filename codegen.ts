@@ -1,6 +1,6 @@
 import type { CodegenConfig } from '@graphql-codegen/cli';
 
-// Parents are backend models (src/backends/types.ts), so field resolvers stay one-liners and
+// Parents are backend models (src/ports/backend.ts), so field resolvers stay one-liners and
 // resolvers never see an implementation.
 const config: CodegenConfig = {
   schema: 'schema/*.graphql',
@@ -13,18 +13,18 @@ const config: CodegenConfig = {
         enumsAsTypes: true,
         strictScalars: true,
         makeResolverTypeCallable: true,
-        contextType: '../context.js#GatewayContext',
+        contextType: '../graphql/context.js#GatewayContext',
         scalars: {
           ItemId: 'number',
           DateTime: { input: 'Date', output: 'Date | string' },
         },
         mappers: {
-          Item: '../backends/types.js#ItemModel',
-          ApiKey: '../backends/types.js#ApiKeyModel',
-          Viewer: '../backends/types.js#PrincipalModel',
-          RecommendationConnection: '../backends/types.js#RecommendationListModel',
-          RecommendationEdge: '../backends/types.js#RecommendationEntryModel',
-          CreateApiKeyPayload: '../backends/types.js#CreatedApiKeyModel',
+          Item: '../ports/backend.js#ItemModel',
+          ApiKey: '../ports/backend.js#ApiKeyModel',
+          Viewer: '../ports/backend.js#PrincipalModel',
+          RecommendationConnection: '../ports/backend.js#RecommendationListModel',
+          RecommendationEdge: '../ports/backend.js#RecommendationEntryModel',
+          CreateApiKeyPayload: '../ports/backend.js#CreatedApiKeyModel',
         },
       },
     },

@@ -1,13 +1,13 @@
 /**
  * What compiling an operation costs (not a test): npx tsx bench/compile.ts
  * Prepared operations are compiled with graphql-jit once they have run COMPILE_AFTER_RUNS times
- * (src/http/preparedOperations.ts). Prints, for the bench's query, its nested query and a wide
+ * (src/graphql/preparedOperations.ts). Prints, for the bench's query, its nested query and a wide
  * one (60 root fields, 7.8 KB), the time to compile it against the reference measured in the
  * same run: validating it with graphql-js, which every new query text pays once.
  */
 import { parse, validate } from 'graphql';
 import { compileQuery } from 'graphql-jit';
-import { buildGatewaySchema } from '../src/schema/index.js';
+import { buildGatewaySchema } from '../src/graphql/schema.js';
 
 const ROUNDS = 50;
 const schema = buildGatewaySchema({ introspection: true });

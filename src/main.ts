@@ -6,9 +6,12 @@ import { pathToFileURL } from 'node:url';
 // are even loaded (a second of a start on a busy machine).
 import { StoreOpenError } from './backends/embedded/dataFiles.js';
 import { addUser, UserInputError } from './backends/embedded/keys/users.js';
-import { ConfigError, loadConfig, type Config } from './config.js';
+import { ConfigError, loadConfig, type Config } from './config/env.js';
 import { asyncStdout, createLogger } from './logger.js';
-import type { Gateway } from './server.js';
+import type { Gateway } from './http/server.js';
+import type { Backend } from './ports/backend.js';
+import type { SharedCache } from './ports/cache.js';
+import type { UpstreamObserver } from './ports/observers.js';
 import { checkPortFree, configSecrets, listenFailure, startupFailureLine } from './startup.js';
 
 const USAGE = `Usage: recs-gateway <command> [options]
@@ -100,9 +103,9 @@ async function serve(argv: string[], io: Io): Promise<number> {
     return 0;
   }
   const config = loadConfig(io.env);
-  const log = createLogger({ level: io.env.LOG_LEVEL, destination: io.stdout === process.stdout ? asyncStdout() : io.stdout });
+  const log = createLogger({ level: config.logLevel, destination: io.stdout === process.stdout ? asyncStdout() : io.stdout });
   const gateway = await start(config, log, io).catch((error: unknown) => {
-    const debug = ['debug', 'trace'].includes(io.env.LOG_LEVEL ?? '');
+    const debug = ['debug', 'trace'].includes(config.logLevel);
     io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl], [config.recsApiKey]), debug)}\n`);
     return null;
   });
@@ -144,14 +147,13 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
   await checkPortFree(config.port, config.host);
   const closers: (() => Promise<unknown>)[] = [];
   try {
-    const [{ openBackend }, { openCache }, { GatewayMetrics }, { combineObservers, startTracing, tracingUpstreamObserver }, { RateLimiter }, { createGateway, listenAddress }] =
+    const [{ openCache }, { GatewayMetrics }, { combineObservers, startTracing, tracingUpstreamObserver }, { RateLimiter }, { createGateway, listenAddress }] =
       await Promise.all([
-        import('./backends/index.js'),
         import('./cache/index.js'),
         import('./observability/metrics.js'),
         import('./observability/tracing.js'),
-        import('./protection/rateLimit.js'),
-        import('./server.js'),
+        import('./auth/rateLimit.js'),
+        import('./http/server.js'),
       ]);
     const stopTracing = await startTracing(config);
     closers.push(stopTracing);
@@ -198,6 +200,70 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
     for (const close of closers.reverse()) await close().catch(() => undefined);
     throw error;
   }
+}
+
+export interface OpenBackendHooks {
+  /** The shared cache; the REST backend's items and lists go through it. */
+  cache: SharedCache;
+  /** Called with the generated password when the first start created the administrator. */
+  onFirstAdmin?: (password: string) => void;
+  /** Progress lines while the embedded recommender loads. */
+  log?: (line: string) => void;
+  /** Told about every upstream call of the REST backend (metrics, traces). */
+  upstreamObserver?: UpstreamObserver;
+}
+
+/**
+ * The backend config asks for, decided once at start-up. The REST backend's recommendations go
+ * through the shared cache; the embedded one answers from memory in microseconds, faster than a
+ * Redis round trip, so it is not cached. Each implementation is loaded only when asked for.
+ */
+export async function openBackend(config: Config, hooks: OpenBackendHooks): Promise<Backend> {
+  if (config.backend === 'rest') {
+    const [{ createRestBackend }, { CachingRecsService }] = await Promise.all([import('./backends/rest/index.js'), import('./cache/cachingRecs.js')]);
+    const rest = createRestBackend({
+      apiKeyServiceUrl: config.apiKeyServiceUrl!,
+      recsServiceUrl: config.recsServiceUrl!,
+      recsApiKey: config.recsApiKey!,
+      ...config.upstream,
+      sharedCache: hooks.cache,
+      ...(hooks.upstreamObserver ? { observer: hooks.upstreamObserver } : {}),
+    });
+    return {
+      keys: rest.keys,
+      ingest: rest.ingest,
+      recs: new CachingRecsService(rest.recs, hooks.cache, {
+        itemTtlSeconds: config.cacheItemTtlSeconds,
+        recsTtlSeconds: config.cacheRecsTtlSeconds,
+        negativeTtlSeconds: config.cacheNegativeTtlSeconds,
+      }),
+      check: () => rest.check(),
+      close: () => rest.close(),
+      breakerState: () => rest.breakerState(),
+    };
+  }
+  const [{ createEmbeddedBackend }, { openKeyStore }, { ensureFirstAdmin }, { openEmbeddedRecs }] = await Promise.all([
+    import('./backends/embedded/index.js'),
+    import('./backends/embedded/keys/index.js'),
+    import('./backends/embedded/keys/users.js'),
+    import('./backends/embedded/recs.js'),
+  ]);
+  const store = await openKeyStore(config);
+  // the recommender first: a start that fails on recs.db shows no administrator password it then loses
+  const recs = await openEmbeddedRecs({
+    dataDir: config.dataDir,
+    reloadIntervalMs: config.recsReloadIntervalMs,
+    ...(hooks.log ? { log: hooks.log } : {}),
+  }).catch(async (error: unknown) => {
+    await store.close();
+    throw error;
+  });
+  const password = await ensureFirstAdmin(store);
+  if (password !== null) hooks.onFirstAdmin?.(password);
+  return createEmbeddedBackend(store, recs, {
+    verifiedPasswordTtlMs: config.verifiedPasswordTtlSeconds * 1000,
+    maxKeysPerUser: config.maxKeysPerUser,
+  });
 }
 
 async function user(argv: string[], io: Io): Promise<number> {

@@ -19,14 +19,14 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type * as AuthModule from '../../src/auth/authorization.js';
-import type * as BackendsModule from '../../src/backends/index.js';
-import type { PrincipalModel } from '../../src/backends/types.js';
+import type * as MainModule from '../../src/main.js';
+import type { PrincipalModel } from '../../src/ports/backend.js';
 import type * as CacheModule from '../../src/cache/index.js';
-import type * as ConfigModule from '../../src/config.js';
+import type * as ConfigModule from '../../src/config/env.js';
 import type * as MetricsModule from '../../src/observability/metrics.js';
 import type * as TracingModule from '../../src/observability/tracing.js';
-import type * as RateLimitModule from '../../src/protection/rateLimit.js';
-import type * as ServerModule from '../../src/server.js';
+import type * as RateLimitModule from '../../src/auth/rateLimit.js';
+import type * as ServerModule from '../../src/http/server.js';
 
 // The compiled dist/ (bench/run.ts builds it first), as `npm start` runs it. Through tsx the
 // server was about a third slower: esbuild's keep-names wraps every closure made per request.
@@ -100,11 +100,11 @@ function cpuMs(): number {
   const { user, system } = process.cpuUsage();
   return (user + system) / 1000;
 }
-const { openBackend } = (await import(dist('backends/index.js'))) as typeof BackendsModule;
+const { openBackend } = (await import(dist('main.js'))) as typeof MainModule;
 const { openCache } = (await import(dist('cache/index.js'))) as typeof CacheModule;
-const { loadConfig } = (await import(dist('config.js'))) as typeof ConfigModule;
-const { createGateway } = (await import(dist('server.js'))) as typeof ServerModule;
-const { RateLimiter } = (await import(dist('protection/rateLimit.js'))) as typeof RateLimitModule;
+const { loadConfig } = (await import(dist('config/env.js'))) as typeof ConfigModule;
+const { createGateway } = (await import(dist('http/server.js'))) as typeof ServerModule;
+const { RateLimiter } = (await import(dist('auth/rateLimit.js'))) as typeof RateLimitModule;
 const { credentialId, withAuthorization } = (await import(dist('auth/authorization.js'))) as typeof AuthModule;
 const { GatewayMetrics } = (await import(dist('observability/metrics.js'))) as typeof MetricsModule;
 const { combineObservers, tracingUpstreamObserver } = (await import(dist('observability/tracing.js'))) as typeof TracingModule;

@@ -1,6 +1,6 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
-import type { ItemModel, ApiKeyModel, PrincipalModel, RecommendationListModel, RecommendationEntryModel, CreatedApiKeyModel } from '../backends/types.js';
-import type { GatewayContext } from '../context.js';
+import type { ItemModel, ApiKeyModel, PrincipalModel, RecommendationListModel, RecommendationEntryModel, CreatedApiKeyModel } from '../ports/backend.js';
+import type { GatewayContext } from '../graphql/context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
 export type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };

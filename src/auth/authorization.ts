@@ -1,5 +1,5 @@
 import { createHmac, hash, randomBytes } from 'node:crypto';
-import type { PrincipalModel } from '../backends/types.js';
+import type { PrincipalModel } from '../ports/backend.js';
 
 /**
  * The Authorization header forms of the key service (upstream-facts.md): a key bare or after

@@ -4,15 +4,6 @@ import type { IncomingMessage } from 'node:http';
 /** An IPv4-mapped IPv6 address (::ffff:127.0.0.1) as the IPv4 address it is. */
 const unmapped = (address: string): string => (address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address);
 
-/** Whether TRUST_PROXY may list `pattern`: an IP address, or a CIDR block of one. */
-export function isAddressPattern(pattern: string): boolean {
-  const slash = pattern.indexOf('/');
-  if (slash === -1) return isIP(pattern) !== 0;
-  const family = isIP(pattern.slice(0, slash));
-  const bits = pattern.slice(slash + 1);
-  return family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
-}
-
 /**
  * Who a request counts against for rate limits and failed sign-ins: the peer's address, or,
  * when the peer is a proxy named in TRUST_PROXY, the address its X-Forwarded-For names. The

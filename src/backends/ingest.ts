@@ -1,5 +1,5 @@
 import { badUserInput } from '../errors.js';
-import type { EventInputModel, ItemModel } from './types.js';
+import type { EventInputModel, ItemModel } from '../ports/backend.js';
 
 /** At most this many events a recordEvents call or POST /v1/events (issue 20). */
 export const MAX_EVENTS_PER_CALL = 10_000;

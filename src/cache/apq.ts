@@ -1,5 +1,5 @@
 import type { KeyValueCache, KeyValueCacheSetOptions } from '@apollo/utils.keyvaluecache';
-import type { SharedCache } from './types.js';
+import type { SharedCache } from '../ports/cache.js';
 
 /**
  * A persisted query longer than this is not kept: its client sends it whole again after a miss

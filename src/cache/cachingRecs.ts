@@ -1,3 +1,4 @@
+import { DEFAULT_CACHE_TTL_SECONDS } from '../config/defaults.js';
 import { GatewayError, ErrorCode, notFound } from '../errors.js';
 import type {
   CallOptions,
@@ -5,8 +6,8 @@ import type {
   RecommendationKind,
   RecommendationListModel,
   RecsService,
-} from '../backends/types.js';
-import type { CacheEntry, SharedCache } from './types.js';
+} from '../ports/backend.js';
+import type { CacheEntry, SharedCache } from '../ports/cache.js';
 
 export interface CachingOptions {
   /** Seconds an item stays cached; default 300 (CACHE_ITEM_TTL_SECONDS). */
@@ -58,9 +59,9 @@ export class CachingRecsService implements RecsService {
     private readonly cache: SharedCache,
     options: CachingOptions = {},
   ) {
-    this.itemTtl = options.itemTtlSeconds ?? 300;
-    this.recsTtl = options.recsTtlSeconds ?? 300;
-    this.negativeTtl = Math.min(options.negativeTtlSeconds ?? 30, 60);
+    this.itemTtl = options.itemTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS.item;
+    this.recsTtl = options.recsTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS.recs;
+    this.negativeTtl = Math.min(options.negativeTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS.negative, 60);
     this.jitter = options.jitter ?? 0.1;
   }
 

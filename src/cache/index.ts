@@ -1,9 +1,9 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/env.js';
 import type { Logger } from '../logger.js';
 import { MemoryCache } from './memory.js';
 import { RedisCache } from './redis.js';
 import { TieredCache } from './tiered.js';
-import type { SharedCache } from './types.js';
+import type { SharedCache } from '../ports/cache.js';
 
 /**
  * Redis (with a few seconds' in-process tier in front) when REDIS_URL is set, the in-process LRU

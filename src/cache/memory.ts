@@ -1,5 +1,5 @@
 import { LRUCache } from 'lru-cache';
-import { newStats, type CacheEntry, type SharedCache } from './types.js';
+import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
 
 export interface MemoryCacheOptions {
   /** Entries kept at most; default 50,000. */

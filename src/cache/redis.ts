@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
-import { newStats, type CacheEntry, type SharedCache } from './types.js';
+import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
 
 export interface RedisCacheOptions {
   url: string;

@@ -1,5 +1,5 @@
 import { MemoryCache } from './memory.js';
-import { newStats, type CacheEntry, type CacheStats, type SharedCache } from './types.js';
+import { newStats, type CacheEntry, type CacheStats, type SharedCache } from '../ports/cache.js';
 
 export interface TieredCacheOptions {
   /** Seconds an entry read from or written to the shared tier is also kept in process; default 5. */

@@ -1,9 +1,8 @@
 import { hash, timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
-import type { BreakerState } from '../backends/rest/breaker.js';
-import type { UpstreamObserver } from '../backends/rest/upstream.js';
-import type { CacheStats } from '../cache/types.js';
-import type { RateLimitOutcome } from '../protection/rateLimit.js';
+import type { BreakerState, UpstreamObserver } from '../ports/observers.js';
+import type { CacheStats } from '../ports/cache.js';
+import type { RateLimitOutcome } from '../auth/rateLimit.js';
 import { RequestCounter, RequestHistogram } from './requestMetrics.js';
 import type { RequestRecord } from './requestScope.js';
 

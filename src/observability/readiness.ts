@@ -1,6 +1,6 @@
-import type { Backend } from '../backends/types.js';
-import type { SharedCache } from '../cache/types.js';
-import type { RateLimiter } from '../protection/rateLimit.js';
+import type { Backend } from '../ports/backend.js';
+import type { SharedCache } from '../ports/cache.js';
+import type { RateLimiter } from '../auth/rateLimit.js';
 
 export interface Readiness {
   /**

@@ -1,6 +1,6 @@
 import { ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, type Span } from '@opentelemetry/api';
-import type { UpstreamObserver } from '../backends/rest/upstream.js';
-import type { Config } from '../config.js';
+import type { UpstreamObserver } from '../ports/observers.js';
+import type { Config } from '../config/env.js';
 
 /**
  * Only @opentelemetry/api is imported here: without a registered SDK every call below is a

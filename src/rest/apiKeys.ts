@@ -1,8 +1,8 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
-import type { ApiKeyModel, CallOptions, CreateApiKeyInput, KeyService, PrincipalModel } from '../backends/types.js';
+import type { ApiKeyModel, CallOptions, CreateApiKeyInput, KeyService, PrincipalModel } from '../ports/backend.js';
 import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
-import { isUuid } from '../backends/keyIds.js';
+import { isUuid } from '../ports/keyIds.js';
 import type { Logger } from '../logger.js';
 
 const COLLECTION = '/api/v1/apikey';

@@ -1,6 +1,6 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
-import { toItemId, toItemRecord } from '../backends/itemRecord.js';
-import type { CallOptions, ItemModel, KeyService, RecommendationKind, RecsService } from '../backends/types.js';
+import { toItemId, toItemRecord } from '../ports/itemRecord.js';
+import type { CallOptions, ItemModel, KeyService, RecommendationKind, RecsService } from '../ports/backend.js';
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';

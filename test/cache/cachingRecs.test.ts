@@ -1,5 +1,5 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/backends/types.js';
+import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
 import { CachingRecsService } from '../../src/cache/cachingRecs.js';
 import { RedisCache } from '../../src/cache/redis.js';
 import { notFound, rateLimited, upstreamUnavailable } from '../../src/errors.js';

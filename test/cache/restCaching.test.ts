@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { openBackend } from '../../src/backends/index.js';
+import { openBackend } from '../../src/main.js';
 import { RedisCache } from '../../src/cache/redis.js';
-import { loadConfig } from '../../src/config.js';
-import { createGateway, type Gateway } from '../../src/server.js';
+import { loadConfig } from '../../src/config/env.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
 import { startCountingProxy, type CountingProxy } from '../helpers/countingProxy.js';
 import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { startRestUpstream, type RestUpstream } from '../helpers/restUpstream.js';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { RedisCache } from '../../src/cache/redis.js';
 import { TieredCache } from '../../src/cache/tiered.js';
-import type { SharedCache } from '../../src/cache/types.js';
+import type { SharedCache } from '../../src/ports/cache.js';
 import { drainPrefix, OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
 
 const prefixes: string[] = [];

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { openBackend } from '../../src/backends/index.js';
+import { openBackend } from '../../src/main.js';
 import { MemoryCache } from '../../src/cache/memory.js';
-import { loadConfig } from '../../src/config.js';
-import { createGateway } from '../../src/server.js';
+import { loadConfig } from '../../src/config/env.js';
+import { createGateway } from '../../src/http/server.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { startRestUpstream, type RestUpstream } from '../helpers/restUpstream.js';
 import { storeKinds } from '../helpers/stores.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import type { Backend } from '../../src/backends/types.js';
+import type { Backend } from '../../src/ports/backend.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import type { Backend } from '../../src/backends/types.js';
-import { DEFAULT_QUERY } from '../../src/ide.js';
+import type { Backend } from '../../src/ports/backend.js';
+import { DEFAULT_QUERY } from '../../src/http/routes/ide.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

@@ -4,9 +4,9 @@ import type { EmbeddedKeyServiceOptions } from '../../src/backends/embedded/keys
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
-import type { Backend } from '../../src/backends/types.js';
-import { loadConfig } from '../../src/config.js';
-import { createGateway, type Gateway } from '../../src/server.js';
+import type { Backend } from '../../src/ports/backend.js';
+import { loadConfig } from '../../src/config/env.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
 import { NO_RATE_LIMITS } from './processes.js';
 import { TEST_COST, type StoreKind } from './stores.js';
 

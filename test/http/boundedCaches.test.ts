@@ -2,8 +2,8 @@ import { parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { MAX_PERSISTED_QUERY, PERSISTED_QUERY_TTL_SECONDS, PersistedQueryCache } from '../../src/cache/apq.js';
 import { MemoryCache } from '../../src/cache/memory.js';
-import type { CacheEntry, SharedCache } from '../../src/cache/types.js';
-import { DOCUMENT_STORE_CHARS, MAX_STORED_DOCUMENT, createDocumentStore } from '../../src/http/documentStore.js';
+import type { CacheEntry, SharedCache } from '../../src/ports/cache.js';
+import { DOCUMENT_STORE_CHARS, MAX_STORED_DOCUMENT, createDocumentStore } from '../../src/graphql/documentStore.js';
 
 // The caches a stranger fills (parsed documents, persisted queries) are bounded by what they hold
 // in bytes, not only by how many entries: one entry can be a megabyte of comment.

@@ -6,12 +6,13 @@ import { makeExecutableSchema } from '@graphql-tools/schema';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import type { Backend } from '../../src/backends/types.js';
-import { isJsonContentType } from '../../src/http/contentType.js';
-import { PreparedOperations } from '../../src/http/preparedOperations.js';
-import { DEFAULT_LIMITS, queryLimitsRule } from '../../src/limits.js';
+import type { Backend } from '../../src/ports/backend.js';
+import { isJsonContentType } from '../../src/graphql/contentType.js';
+import { PreparedOperations } from '../../src/graphql/preparedOperations.js';
+import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
+import { queryLimitsRule } from '../../src/graphql/limits.js';
 import { silentLogger } from '../../src/logger.js';
-import { gatewayFormatError } from '../../src/server.js';
+import { gatewayFormatError } from '../../src/graphql/formatError.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
@@ -220,7 +221,7 @@ describe.each([
     const before = { ...prepared.stats };
     await fc.assert(
       fc.asyncProperty(arbitrary, async (envelope) => {
-        // as src/server.ts reads a body: JSON for a JSON type (a body that is not JSON never reaches either path), text otherwise
+        // as src/http/server.ts reads a body: JSON for a JSON type (a body that is not JSON never reaches either path), text otherwise
         let body: unknown = envelope.text;
         if (envelope.text === '') body = undefined;
         else if (envelope.text !== undefined && isJsonContentType(envelope.headers['content-type'])) {

@@ -3,13 +3,13 @@ import { ApolloServer, HeaderMap } from '@apollo/server';
 import { makeExecutableSchema } from '@graphql-tools/schema';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import type { Backend } from '../../src/backends/types.js';
+import type { Backend } from '../../src/ports/backend.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { ErrorCode} from '../../src/errors.js';
 import { GatewayError, notFound } from '../../src/errors.js';
-import { COMPILE_AFTER_RUNS, MAX_COMPILED, PreparedOperations } from '../../src/http/preparedOperations.js';
+import { COMPILE_AFTER_RUNS, MAX_COMPILED, PreparedOperations } from '../../src/graphql/preparedOperations.js';
 import { silentLogger } from '../../src/logger.js';
-import { gatewayFormatError } from '../../src/server.js';
+import { gatewayFormatError } from '../../src/graphql/formatError.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

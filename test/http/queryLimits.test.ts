@@ -1,9 +1,10 @@
 import { parse, specifiedRules, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_LIMITS, queryLimitsRule } from '../../src/limits.js';
-import { buildGatewaySchema } from '../../src/schema/index.js';
+import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
+import { queryLimitsRule } from '../../src/graphql/limits.js';
+import { buildGatewaySchema } from '../../src/graphql/schema.js';
 
-// The query limits are the first, cheap pass of validation (src/limits.ts): linear in the
+// The query limits are the first, cheap pass of validation (src/graphql/limits.ts): linear in the
 // document whatever it does with fragments, and a document over them gets their errors alone.
 
 const schema = buildGatewaySchema({ introspection: true });

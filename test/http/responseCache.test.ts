@@ -2,8 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
-import type { Backend } from '../../src/backends/types.js';
-import { ResponseCache } from '../../src/http/responseCache.js';
+import type { Backend } from '../../src/ports/backend.js';
+import { ResponseCache } from '../../src/graphql/responseCache.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

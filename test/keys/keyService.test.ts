@@ -3,7 +3,7 @@ import { basicAuthorization } from '../../src/auth/authorization.js';
 import { EmbeddedKeyService } from '../../src/backends/embedded/keys/keyService.js';
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
-import type { PrincipalModel } from '../../src/backends/types.js';
+import type { PrincipalModel } from '../../src/ports/backend.js';
 import { GatewayError } from '../../src/errors.js';
 import { storeKinds, TEST_COST } from '../helpers/stores.js';
 

@@ -1,8 +1,9 @@
 import { once } from 'node:events';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Backend } from '../../src/backends/types.js';
-import { ConfigError, DEFAULT_SERVER_LIMITS, loadConfig } from '../../src/config.js';
+import type { Backend } from '../../src/ports/backend.js';
+import { DEFAULT_SERVER_LIMITS } from '../../src/config/defaults.js';
+import { ConfigError, loadConfig } from '../../src/config/env.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 
 /** The HTTP layer is the subject: a backend that is never asked anything. */

@@ -2,10 +2,10 @@ import { createHash } from 'node:crypto';
 import http from 'node:http';
 import { brotliDecompressSync, gunzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config.js';
-import { RateLimiter } from '../../src/protection/rateLimit.js';
-import { MemoryTokenBuckets } from '../../src/protection/tokenBucket.js';
-import { createGateway, type Gateway } from '../../src/server.js';
+import { loadConfig } from '../../src/config/env.js';
+import { RateLimiter } from '../../src/auth/rateLimit.js';
+import { MemoryTokenBuckets } from '../../src/auth/tokenBucket.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
 import { embeddedWithUsers, useEmbeddedGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

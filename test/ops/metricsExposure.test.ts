@@ -1,10 +1,10 @@
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config.js';
+import { ConfigError, loadConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/logger.js';
 import { MAX_OPERATION_NAMES } from '../../src/observability/metrics.js';
-import { createGateway, type Gateway } from '../../src/server.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { NO_RATE_LIMITS } from '../helpers/processes.js';
 import { storeKinds } from '../helpers/stores.js';

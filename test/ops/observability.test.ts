@@ -2,15 +2,15 @@ import { PassThrough } from 'node:stream';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { SpanKind } from '@opentelemetry/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseItemRecord } from '../../src/backends/itemRecord.js';
+import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { createRestBackend, type RestBackend } from '../../src/backends/rest/index.js';
 import { CachingRecsService } from '../../src/cache/cachingRecs.js';
 import { MemoryCache } from '../../src/cache/memory.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/logger.js';
 import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { combineObservers, tracingUpstreamObserver } from '../../src/observability/tracing.js';
-import { createGateway, type Gateway } from '../../src/server.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
 import { gql } from '../helpers/processes.js';
 import { FakeKeyService, FakeRecsService, mountRest, type TestServer } from '../rest/helpers.js';
 

@@ -3,10 +3,10 @@ import { connect } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/logger.js';
-import { MemoryTokenBuckets } from '../../src/protection/tokenBucket.js';
-import { createGateway, type Gateway } from '../../src/server.js';
+import { MemoryTokenBuckets } from '../../src/auth/tokenBucket.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
 import { embeddedWithUsers } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import type { Backend } from '../../src/backends/types.js';
-import { DEFAULT_LIMITS } from '../../src/limits.js';
+import type { Backend } from '../../src/ports/backend.js';
+import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import type { KeyService, PrincipalModel } from '../../src/backends/types.js';
+import type { KeyService, PrincipalModel } from '../../src/ports/backend.js';
 import { unauthenticated } from '../../src/errors.js';
-import { loadConfig } from '../../src/config.js';
-import { principalBucket, RateLimiter } from '../../src/protection/rateLimit.js';
-import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from '../../src/protection/tokenBucket.js';
+import { loadConfig } from '../../src/config/env.js';
+import { principalBucket, RateLimiter } from '../../src/auth/rateLimit.js';
+import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from '../../src/auth/tokenBucket.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { Redis } from 'ioredis';
 import { OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { RedisCache } from '../../src/cache/redis.js';
-import { loadConfig } from '../../src/config.js';
-import { RateLimiter } from '../../src/protection/rateLimit.js';
-import { createGateway, type Gateway } from '../../src/server.js';
+import { loadConfig } from '../../src/config/env.js';
+import { RateLimiter } from '../../src/auth/rateLimit.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
 import { gql } from '../helpers/processes.js';
 import { embeddedWithUsers } from '../helpers/gateway.js';
 import { OwnRedis } from '../helpers/redis.js';

@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseItemRecord } from '../../src/backends/itemRecord.js';
+import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { gql, startServe, type ServeProcess } from '../helpers/processes.js';
 import { tempDir } from '../helpers/stores.js';
 import { FakeKeyService, FakeRecsService, mountRest, startServer, type TestServer } from '../rest/helpers.js';

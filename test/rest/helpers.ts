@@ -8,7 +8,7 @@ import { parseAuthorization } from '../../src/auth/authorization.js';
 import type {
   ApiKeyModel, CreateApiKeyInput, CreatedApiKeyModel, ItemModel, KeyService, PrincipalModel,
   RecommendationKind, RecommendationListModel, RecsService, UserRef,
-} from '../../src/backends/types.js';
+} from '../../src/ports/backend.js';
 import { serveApiKeys, serveRecommendations } from '../../src/rest/index.js';
 import type { RestRequest } from '../../src/rest/index.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseItemRecord } from '../../src/backends/itemRecord.js';
+import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend } from '../../src/backends/rest/index.js';
-import type { KeyService, PrincipalModel } from '../../src/backends/types.js';
+import type { KeyService, PrincipalModel } from '../../src/ports/backend.js';
 import { GatewayError } from '../../src/errors.js';
 import { FakeKeyService, FakeRecsService, mountRest } from './helpers.js';
 import type { TestServer } from './helpers.js';

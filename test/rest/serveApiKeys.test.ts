@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parseItemRecord } from '../../src/backends/itemRecord.js';
+import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { FakeKeyService, FakeRecsService, mountRest } from './helpers.js';
 import type { TestServer } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseItemRecord } from '../../src/backends/itemRecord.js';
+import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { upstreamRejected, upstreamUnavailable } from '../../src/errors.js';
-import type { RecsService } from '../../src/backends/types.js';
+import type { RecsService } from '../../src/ports/backend.js';
 import { FakeKeyService, FakeRecsService, itemRecord, mountRest } from './helpers.js';
 import type { TestServer } from './helpers.js';
 

@@ -1,6 +1,6 @@
 import { forbidden } from '../../errors.js';
 import { checkEvents, checkItems } from '../ingest.js';
-import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsService } from '../types.js';
+import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsService } from '../../ports/backend.js';
 import type { RecEvent } from './events/event.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { badUserInput } from '../../errors.js';
-import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../types.js';
+import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../ports/backend.js';
 import { Catalog } from './catalog.js';
 import { buildDemo } from './demo.js';
 import { EventLog } from './events/event.js';
@@ -11,7 +11,7 @@ import { buildModel } from './recommender/model.js';
 import type { ModelOptions, RecModel } from './recommender/model.js';
 import type { BuildMessage, BuildRequest } from './recommender/builtModel.js';
 import { fromBuiltModel } from './recommender/builtModel.js';
-import { parseItemRecord } from '../itemRecord.js';
+import { parseItemRecord } from '../../ports/itemRecord.js';
 import { Recommender } from './recommender/recommend.js';
 import { DB_FILE, RecsStore } from './store.js';
 

@@ -1,4 +1,4 @@
-import type { PrincipalModel } from '../types.js';
+import type { PrincipalModel } from '../../ports/backend.js';
 
 /** A principal without its raw credential: what may sit in memory between requests. */
 export type CachedPrincipal = Omit<PrincipalModel, 'authorization'>;

@@ -1,5 +1,6 @@
-/** What a circuit breaker is doing, as exposed for metrics. */
-export type BreakerState = 'closed' | 'open' | 'half-open';
+import type { BreakerState } from '../../ports/observers.js';
+
+export type { BreakerState };
 
 /** How one upstream attempt ended, as far as the breaker cares. */
 export type AttemptOutcome = 'success' | 'failure' | 'neutral';

@@ -1,4 +1,4 @@
-import type { Backend } from '../types.js';
+import type { Backend } from '../../ports/backend.js';
 import type { BreakerState } from './breaker.js';
 import { RestKeyService } from './keys.js';
 import {

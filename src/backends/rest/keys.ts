@@ -4,16 +4,16 @@ import {
 } from '../../errors.js';
 import type {
   ApiKeyModel, CallOptions, CreateApiKeyInput, CreatedApiKeyModel, KeyService, PrincipalModel, UserRef,
-} from '../types.js';
+} from '../../ports/backend.js';
 import { MemoryCache } from '../../cache/memory.js';
-import type { SharedCache } from '../../cache/types.js';
+import type { SharedCache } from '../../ports/cache.js';
 import { AuthCache, DELETED_KEY_MARGIN_MS, RefusedCredentials } from './authCache.js';
 import type { CachedAuth, CachedPrincipal } from './authCache.js';
 import { SharedAuthCache } from './sharedAuthCache.js';
 import { errorEntries, parseJson } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
-import { isUuid } from '../keyIds.js';
+import { isUuid } from '../../ports/keyIds.js';
 
 const SERVICE = 'apikeys';
 const PATH = '/api/v1/apikey';

@@ -1,4 +1,4 @@
-import type { SharedCache } from '../../cache/types.js';
+import type { SharedCache } from '../../ports/cache.js';
 import type { UpstreamObserver, UpstreamSettings } from './upstream.js';
 
 /** Settings of the REST backend; the lead maps the environment variables named below onto them. */

@@ -2,10 +2,10 @@ import {
   badUserInput, notFound, rateLimited, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
 import type { GatewayError } from '../../errors.js';
-import { ItemRecordError, parseItemRecord } from '../itemRecord.js';
+import { ItemRecordError, parseItemRecord } from '../../ports/itemRecord.js';
 import type {
   CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService,
-} from '../types.js';
+} from '../../ports/backend.js';
 import { errorEntries, numericCode, parseJson } from './errorBody.js';
 import type { UpstreamErrorEntry } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';

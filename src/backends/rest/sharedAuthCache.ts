@@ -1,4 +1,4 @@
-import type { SharedCache } from '../../cache/types.js';
+import type { SharedCache } from '../../ports/cache.js';
 import { MAX_CACHED_KEY_IDS, type CachedAuth } from './authCache.js';
 
 const entryKey = (credentialId: string): string => `auth:${credentialId}`;

@@ -5,6 +5,7 @@ import type { Dispatcher } from 'undici';
 import { ErrorCode, GatewayError, upstreamUnavailable } from '../../errors.js';
 import { CircuitBreaker } from './breaker.js';
 import type { AttemptOutcome, BreakerState } from './breaker.js';
+import type { UpstreamObserver } from '../../ports/observers.js';
 import { RetryBudget } from './retryBudget.js';
 
 /** How one upstream is called; every field is set (createRestBackend fills in the defaults). */
@@ -42,22 +43,7 @@ export interface UpstreamRequest {
   retryRateLimited?: boolean;
 }
 
-/** How one upstream attempt ended, as told to an observer. */
-export interface UpstreamOutcome {
-  /** The HTTP status, when a response came. */
-  status?: number;
-  /** The transport error's code (ECONNREFUSED, UND_ERR_HEADERS_TIMEOUT, ...), when none came. */
-  error?: string;
-}
-
-/**
- * Watches upstream attempts (metrics, traces) without this module knowing about either: `start`
- * is called as an attempt begins, in the caller's async context, and the function it returns when
- * the attempt ends. `path` never carries the query string (it may hold a key).
- */
-export interface UpstreamObserver {
-  start(service: string, method: string, path: string): (outcome: UpstreamOutcome) => void;
-}
+export type { UpstreamObserver, UpstreamOutcome } from '../../ports/observers.js';
 
 /** A response whose body has been read in full (and the connection freed). */
 export interface UpstreamResponse {

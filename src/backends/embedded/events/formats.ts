@@ -1,4 +1,4 @@
-import { toItemId } from '../../itemRecord.js';
+import { toItemId } from '../../../ports/itemRecord.js';
 import type { EventKind, RecEvent } from './event.js';
 
 /** A line that cannot be read as an event: reported with its line number and skipped. */

@@ -1,6 +1,7 @@
 import {
   connectionCredentialId, credentialId, parseAuthorization, withAuthorization, type Credential,
 } from '../../../auth/authorization.js';
+import { DEFAULT_MAX_KEYS_PER_USER } from '../../../config/defaults.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
 import type {
   ApiKeyModel,
@@ -10,11 +11,11 @@ import type {
   PrincipalModel,
   UserModel,
   UserRef,
-} from '../../types.js';
+} from '../../../ports/backend.js';
 import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from './apiKeyValue.js';
 import { verifyPassword } from './passwords.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
-import { isUuid } from '../../keyIds.js';
+import { isUuid } from '../../../ports/keyIds.js';
 
 type PasswordCredential = Extract<Credential, { kind: 'password' }>;
 
@@ -47,8 +48,6 @@ export interface EmbeddedKeyServiceOptions {
    */
   maxKeysPerUser?: number;
 }
-
-export const DEFAULT_MAX_KEYS_PER_USER = 100;
 
 const toModel = (key: KeyRecord): ApiKeyModel => ({
   id: key.id,

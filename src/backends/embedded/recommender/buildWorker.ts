@@ -5,7 +5,7 @@
  * arrays, transferred rather than copied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { parseItemRecord } from '../../itemRecord.js';
+import { parseItemRecord } from '../../../ports/itemRecord.js';
 import { Catalog } from '../catalog.js';
 import { EventLog } from '../events/event.js';
 import { RecsStore } from '../store.js';

@@ -1,6 +1,6 @@
 import { notFound } from '../../../errors.js';
-import { isInStock } from '../../itemRecord.js';
-import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../../types.js';
+import { isInStock } from '../../../ports/itemRecord.js';
+import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../../../ports/backend.js';
 import type { Catalog } from '../catalog.js';
 import { categoryOf, departmentOf, familyOf } from '../catalog.js';
 import type { Neighbours } from './cooccurrence.js';

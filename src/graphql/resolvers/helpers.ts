@@ -1,17 +1,15 @@
 import type {
   ItemModel, PrincipalModel, RecommendationEntryModel, RecommendationKind, RecommendationListModel,
-} from '../../backends/types.js';
-import type { GatewayContext } from '../../context.js';
+} from '../../ports/backend.js';
+import type { GatewayContext } from '../context.js';
 import { badUserInput, unauthenticated } from '../../errors.js';
-import { recommendationKey } from '../../loaders/index.js';
+import { MAX_RECOMMENDATIONS } from '../../ports/limits.js';
+import { recommendationKey } from '../loaders.js';
 
 export function requirePrincipal(context: GatewayContext): PrincipalModel {
   if (!context.principal) throw unauthenticated();
   return context.principal;
 }
-
-/** Both interfaces return at most 10 items. */
-export const MAX_RECOMMENDATIONS = 10;
 
 export function checkFirst(first: number | null | undefined): number {
   const n = first ?? MAX_RECOMMENDATIONS;

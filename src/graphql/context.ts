@@ -1,6 +1,6 @@
-import type { Backend, PrincipalModel } from './backends/types.js';
-import type { Loaders } from './loaders/index.js';
-import type { RequestRecord } from './observability/requestScope.js';
+import type { Backend, PrincipalModel } from '../ports/backend.js';
+import type { Loaders } from './loaders.js';
+import type { RequestRecord } from '../observability/requestScope.js';
 
 /** What every resolver gets: who is asking, the per-request loaders, and the backend. */
 export interface GatewayContext {

@@ -1,4 +1,4 @@
-import type { GiftOptionsModel, ImageEntityModel, ItemAttributeModel, ItemModel, MarketplacePriceModel } from './types.js';
+import type { GiftOptionsModel, ImageEntityModel, ItemAttributeModel, ItemModel, MarketplacePriceModel } from './backend.js';
 
 /**
  * The one place an item record of recommendations.md (from a catalogue file or an upstream

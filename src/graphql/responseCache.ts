@@ -1,10 +1,8 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { Lexer, Source, stripIgnoredCharacters, TokenKind } from 'graphql';
 import { LRUCache } from 'lru-cache';
+import { DEFAULT_LIMITS, DEFAULT_RESPONSE_CACHE_ENTRIES } from '../config/defaults.js';
 import { isJsonContentType } from './contentType.js';
-
-/** Responses kept by default (RESPONSE_CACHE_MAX_ENTRIES). */
-export const DEFAULT_RESPONSE_CACHE_ENTRIES = 10_000;
 
 /** Options of ResponseCache; every one has a default. */
 export interface ResponseCacheOptions {
@@ -84,7 +82,7 @@ export class ResponseCache {
 
   constructor(options: ResponseCacheOptions = {}) {
     this.now = options.now ?? Date.now;
-    this.maxTokens = options.maxTokens ?? 2000;
+    this.maxTokens = options.maxTokens ?? DEFAULT_LIMITS.maxTokens;
     this.maxTtlSeconds = options.maxTtlSeconds ?? 300;
     this.entries = new LRUCache<string, Entry>({
       max: options.maxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES,

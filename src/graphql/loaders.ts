@@ -1,5 +1,6 @@
 import DataLoader from 'dataloader';
-import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../backends/types.js';
+import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../ports/backend.js';
+import { MAX_ITEM_IDS } from '../ports/limits.js';
 
 /** The per-request DataLoaders: built by createLoaders for each request, never shared. */
 export interface Loaders {
@@ -8,9 +9,6 @@ export interface Loaders {
   /** Recommendation lists by `${kind}:${anchorId}`. */
   recommendations: DataLoader<string, RecommendationListModel>;
 }
-
-/** Items are asked for at most this many at a time (RecsService.getItems' limit). */
-const MAX_ITEM_BATCH = 100;
 
 export const recommendationKey = (kind: RecommendationKind, anchorId: number): string => `${kind}:${anchorId}`;
 
@@ -24,7 +22,8 @@ export function createLoaders(recs: RecsService, options: CallOptions = {}, hook
     hooks.onBatch?.('items', ids.length);
     return recs.getItems(ids, options);
   }, {
-    maxBatchSize: MAX_ITEM_BATCH,
+    // RecsService.getItems' limit
+    maxBatchSize: MAX_ITEM_IDS,
   });
   const recommendations = new DataLoader<string, RecommendationListModel>(
     (keys) =>

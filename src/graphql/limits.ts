@@ -11,56 +11,23 @@ import {
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
-
-/**
- * Limits on what one operation may ask for, checked once per distinct document (Apollo caches
- * validated documents), before anything runs. Defaults are generous for real clients: the
- * deepest sensible query (item -> recommendations -> edges -> node -> variantItems -> attributes)
- * is depth 6 and costs about 1,300.
- */
-export interface QueryLimits {
-  /** MAX_DEPTH: nesting of fields; default 10. */
-  maxDepth: number;
-  /** MAX_ALIASES: aliased fields in one operation; default 30. */
-  maxAliases: number;
-  /** MAX_DIRECTIVES: directives in one operation; default 20. */
-  maxDirectives: number;
-  /** MAX_TOKENS: lexical tokens in a document (checked by the parser); default 2000. */
-  maxTokens: number;
-  /** MAX_COST: fields weighted by how many times they run (a list field costs its `first`); default 5000. */
-  maxCost: number;
-  /**
-   * Fields with one response name in one selection set, counting those its fragments bring into
-   * it; default 10. Validation compares every pair of them (graphql-js's
-   * OverlappingFieldsCanBeMerged), so its time grows with the square of this; a client rarely
-   * repeats a field more than a couple of times (fragments that each ask for `id` do).
-   */
-  maxSameNameFields?: number;
-}
-
-export const DEFAULT_LIMITS: QueryLimits = {
-  maxDepth: 10,
-  maxAliases: 30,
-  maxDirectives: 20,
-  maxTokens: 2000,
-  maxCost: 5000,
-  maxSameNameFields: 10,
-};
+import { DEFAULT_LIMITS } from '../config/defaults.js';
+import { MAX_ITEM_IDS, MAX_RECOMMENDATIONS, type QueryLimits } from '../ports/limits.js';
 
 /** How many times a field's selection runs when its size argument is a variable or left out. */
 const LIST_SIZE: Record<string, { argument: string; max: number }> = {
-  postBrowsedProducts: { argument: 'first', max: 10 },
-  productRecommendations: { argument: 'first', max: 10 },
-  recommendations: { argument: 'first', max: 10 },
-  items: { argument: 'itemIds', max: 100 },
+  postBrowsedProducts: { argument: 'first', max: MAX_RECOMMENDATIONS },
+  productRecommendations: { argument: 'first', max: MAX_RECOMMENDATIONS },
+  recommendations: { argument: 'first', max: MAX_RECOMMENDATIONS },
+  items: { argument: 'itemIds', max: MAX_ITEM_IDS },
   // A router's entity fetch sends its representations as a variable, which validation cannot
   // count: validation costs one representation, and _entities checks the real count times that
   // cost against MAX_COST when it runs (entityCost)
   _entities: { argument: 'representations', max: 1 },
   apiKeys: { argument: '', max: 100 },
   variantItems: { argument: '', max: 20 },
-  edges: { argument: '', max: 10 },
-  nodes: { argument: '', max: 10 },
+  edges: { argument: '', max: MAX_RECOMMENDATIONS },
+  nodes: { argument: '', max: MAX_RECOMMENDATIONS },
   attributes: { argument: '', max: 20 },
   imageEntities: { argument: '', max: 10 },
 };
@@ -197,7 +164,7 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits): GraphQ
  * reports its errors as it is made (before the walk) and empties the document's definitions:
  * the other rules then walk nothing. The document is the one just parsed for this request, and a
  * document that fails validation is never stored or executed (not by Apollo, not by the prepared
- * path). Validating with this rule alone first (src/http/preparedOperations.ts) and with every
+ * path). Validating with this rule alone first (src/graphql/preparedOperations.ts) and with every
  * rule at once (Apollo) thus give the same errors.
  */
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {

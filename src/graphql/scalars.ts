@@ -1,5 +1,5 @@
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
-import { toItemId } from '../backends/itemRecord.js';
+import { toItemId } from '../ports/itemRecord.js';
 
 const invalidItemId = (value: unknown): GraphQLError =>
   new GraphQLError(`ItemId must be a positive integer of at most 16 digits, got ${JSON.stringify(value)?.slice(0, 40)}`);

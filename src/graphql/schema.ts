@@ -1,14 +1,14 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { buildSubgraphSchema } from '@apollo/subgraph';
 import { parse, type GraphQLSchema } from 'graphql';
-import { DEFAULT_LIMITS } from '../limits.js';
+import { DEFAULT_LIMITS } from '../config/defaults.js';
 import { federationResolvers } from './resolvers/entities.js';
 import { resolvers } from './resolvers/index.js';
 
 /** The resolver map buildSubgraphSchema takes (the package exports the type only from deep inside). */
 type SubgraphResolvers = Extract<Parameters<typeof buildSubgraphSchema>[0], { resolvers?: unknown }>['resolvers'];
 
-/** schema/ sits two levels above both src/schema/ and dist/schema/. */
+/** schema/ sits two levels above both src/graphql/ and dist/graphql/. */
 const SCHEMA_DIR = new URL('../../schema/', import.meta.url);
 
 export function loadTypeDefs(): string[] {

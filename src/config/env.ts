@@ -1,10 +1,17 @@
+import { isIP } from 'node:net';
 import path from 'node:path';
-import { isAddressPattern } from './auth/clientAddress.js';
-import { DEFAULT_RESPONSE_CACHE_ENTRIES } from './http/responseCache.js';
-import { readManifest, type TrustedDocumentsSettings } from './http/trustedDocuments.js';
-import { DEFAULT_LIMITS, type QueryLimits } from './limits.js';
-import { DEFAULT_RATE_LIMITS, type RateLimitSettings } from './protection/rateLimit.js';
-import { DEFAULT_MAX_KEYS_PER_USER } from './backends/embedded/keys/keyService.js';
+import type { QueryLimits, RateLimitSettings, ServerLimits } from '../ports/limits.js';
+import {
+  DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES,
+  DEFAULT_CACHE_TTL_SECONDS,
+  DEFAULT_LIMITS,
+  DEFAULT_MAX_KEYS_PER_USER,
+  DEFAULT_PREPARED_DOCUMENTS,
+  DEFAULT_RATE_LIMITS,
+  DEFAULT_RESPONSE_CACHE_ENTRIES,
+  DEFAULT_SERVER_LIMITS,
+} from './defaults.js';
+import { readManifest, type TrustedDocumentsSettings } from './manifest.js';
 
 /**
  * The gateway's configuration: the only reader of environment variables. Every setting, its
@@ -40,13 +47,13 @@ export interface Config {
   cacheNegativeTtlSeconds: number;
   /**
    * RESPONSE_CACHE_MAX_ENTRIES: PUBLIC GraphQL answers kept in process, served to authenticated
-   * callers before the GraphQL pipeline (src/http/responseCache.ts); 0 turns it off. Default 10000.
+   * callers before the GraphQL pipeline (src/graphql/responseCache.ts); 0 turns it off. Default 10000.
    */
   responseCacheMaxEntries: number;
   /**
    * PREPARED_OPERATIONS_MAX_DOCUMENTS: query texts kept parsed and validated, whose queries then
    * run without Apollo Server's request pipeline, with the same answers
-   * (src/http/preparedOperations.ts); 0 sends every request through Apollo. Default 1000.
+   * (src/graphql/preparedOperations.ts); 0 sends every request through Apollo. Default 1000.
    */
   preparedOperationsMaxDocuments: number;
   /** APIKEY_SERVICE_URL: the key service, for BACKEND=rest. */
@@ -80,9 +87,9 @@ export interface Config {
   verifiedPasswordTtlSeconds: number;
   /** INTROSPECTION: true or false; default on except in production. */
   introspection: boolean;
-  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS: see src/limits.ts. */
+  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS: see src/ports/limits.ts. */
   limits: QueryLimits;
-  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE: see src/protection/rateLimit.ts. */
+  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE: see src/ports/limits.ts. */
   rateLimits: RateLimitSettings;
   /**
    * OTEL_EXPORTER_OTLP_ENDPOINT: where traces go (OTLP over HTTP, e.g. http://collector:4318).
@@ -91,6 +98,8 @@ export interface Config {
   otlpEndpoint: string | null;
   /** OTEL_SERVICE_NAME: the service name traces carry. Default `recs-gateway`. */
   serviceName: string;
+  /** LOG_LEVEL: pino's level (fatal, error, warn, info, debug, trace, silent); debug or trace also print a failed start's stack. Default `info`. */
+  logLevel: string;
   // --- Exposure limits (security review): keys per user, who may read /metrics ---
   /**
    * MAX_KEYS_PER_USER: the most API keys one user may have in the embedded backend (each key is
@@ -102,7 +111,7 @@ export interface Config {
    * Default: none, and /metrics is open (keep it off the public network then).
    */
   metricsToken: string | null;
-  // --- Trusted documents (src/http/trustedDocuments.ts) ---
+  // --- Trusted documents (src/graphql/trustedDocuments.ts) ---
   /**
    * TRUSTED_DOCUMENTS: the path of a persisted-query manifest (Apollo's format, or GraphQL Code
    * Generator's {"<sha256>": "<body>"}); its operations may then be sent as
@@ -134,48 +143,6 @@ export interface Config {
   server: ServerLimits;
 }
 
-// ---- Client connections: timeouts and a cap (src/server.ts applies them to node:http) ----
-
-/**
- * What a slow or greedy client may hold. Node's own defaults (60 s for the headers, 300 s for a
- * whole request, no cap) let a few hundred slowloris sockets hold the process; these follow
- * Apollo Router (`server.http.header_read_timeout` 10 s, `traffic_shaping.router.timeout` 30 s)
- * and nginx (`keepalive_timeout`, `worker_connections 1024`).
- */
-export interface ServerLimits {
-  /**
-   * HEADERS_TIMEOUT_MS: the most a client may take to send a request's headers (node's
-   * `server.headersTimeout`; Apollo Router's header_read_timeout, nginx's client_header_timeout);
-   * then 408 and the connection is closed. Default 10000.
-   */
-  headersTimeoutMs: number;
-  /**
-   * REQUEST_TIMEOUT_MS: the most a client may take to send a whole request, headers and body
-   * (node's `server.requestTimeout`; nginx's client_body_timeout counts between reads instead);
-   * then 408 and the connection is closed. The time taken to answer is REQUEST_DEADLINE_MS's.
-   * At least HEADERS_TIMEOUT_MS. Default 30000.
-   */
-  requestTimeoutMs: number;
-  /**
-   * KEEP_ALIVE_TIMEOUT_MS: how long an idle keep-alive connection is kept (node's
-   * `server.keepAliveTimeout`, nginx's keepalive_timeout). Behind a load balancer, set it above the
-   * balancer's idle timeout. Default 5000 (node's).
-   */
-  keepAliveTimeoutMs: number;
-  /**
-   * MAX_CONNECTIONS: open client connections at most (node's `server.maxConnections`, nginx's
-   * worker_connections); a connection past it is closed at once, unanswered. 0: no cap. Default 1024.
-   */
-  maxConnections: number;
-}
-
-export const DEFAULT_SERVER_LIMITS: ServerLimits = {
-  headersTimeoutMs: 10_000,
-  requestTimeoutMs: 30_000,
-  keepAliveTimeoutMs: 5_000,
-  maxConnections: 1024,
-};
-
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
@@ -184,6 +151,15 @@ export class ConfigError extends Error {
 }
 
 type Env = Record<string, string | undefined>;
+
+/** Whether TRUST_PROXY may list `pattern`: an IP address, or a CIDR block of one. */
+function isAddressPattern(pattern: string): boolean {
+  const slash = pattern.indexOf('/');
+  if (slash === -1) return isIP(pattern) !== 0;
+  const family = isIP(pattern.slice(0, slash));
+  const bits = pattern.slice(slash + 1);
+  return family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
 
 /** Reads the configuration from `env` (process.env by default); throws ConfigError listing every bad value. */
 export function loadConfig(env: Env = process.env): Config {
@@ -301,11 +277,11 @@ export function loadConfig(env: Env = process.env): Config {
     recsReloadIntervalMs: int('RECS_RELOAD_INTERVAL_MS', 10_000, 0, 86_400_000),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
-    cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', 300, 1, 86_400),
-    cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', 300, 1, 86_400),
-    cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', 30, 1, 60),
+    cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.item, 1, 86_400),
+    cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.recs, 1, 86_400),
+    cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.negative, 1, 60),
     responseCacheMaxEntries: int('RESPONSE_CACHE_MAX_ENTRIES', DEFAULT_RESPONSE_CACHE_ENTRIES, 0, 1_000_000),
-    preparedOperationsMaxDocuments: int('PREPARED_OPERATIONS_MAX_DOCUMENTS', 1_000, 0, 100_000),
+    preparedOperationsMaxDocuments: int('PREPARED_OPERATIONS_MAX_DOCUMENTS', DEFAULT_PREPARED_DOCUMENTS, 0, 100_000),
     apiKeyServiceUrl: url('APIKEY_SERVICE_URL', ['http:', 'https:']),
     recsServiceUrl: url('RECS_SERVICE_URL', ['http:', 'https:']),
     recsApiKey: get('RECS_API_KEY') ?? null,
@@ -321,11 +297,12 @@ export function loadConfig(env: Env = process.env): Config {
       maxDirectives: int('MAX_DIRECTIVES', DEFAULT_LIMITS.maxDirectives, 0, 1000),
       maxTokens: int('MAX_TOKENS', DEFAULT_LIMITS.maxTokens, 10, 100_000),
       maxCost: int('MAX_COST', DEFAULT_LIMITS.maxCost, 1, 10_000_000),
-      maxSameNameFields: int('MAX_SAME_NAME_FIELDS', DEFAULT_LIMITS.maxSameNameFields ?? 10, 1, 1000),
+      maxSameNameFields: int('MAX_SAME_NAME_FIELDS', DEFAULT_LIMITS.maxSameNameFields!, 1, 1000),
     },
     rateLimits: rateLimits(),
     otlpEndpoint: url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     serviceName: get('OTEL_SERVICE_NAME') ?? 'recs-gateway',
+    logLevel: get('LOG_LEVEL') ?? 'info',
     upstream: {},
     server: {
       headersTimeoutMs: int('HEADERS_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.headersTimeoutMs, 100, 600_000),
@@ -338,7 +315,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: token('METRICS_TOKEN'),
     trustedDocuments: trustedDocuments(),
   };
-  config.anonymousBodyLimitBytes = Math.min(config.bodyLimitBytes, int('ANONYMOUS_BODY_LIMIT_BYTES', 32 * 1024, 1024, 64 * 1024 * 1024));
+  config.anonymousBodyLimitBytes = Math.min(config.bodyLimitBytes, int('ANONYMOUS_BODY_LIMIT_BYTES', DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, 1024, 64 * 1024 * 1024));
   for (const proxy of config.trustProxy) if (!isAddressPattern(proxy)) problems.push(`TRUST_PROXY must list IP addresses or CIDR blocks, got "${proxy}"`);
   // node refuses a headers timeout longer than the whole request's
   if (config.server.headersTimeoutMs > config.server.requestTimeoutMs) {

@@ -1,57 +1,10 @@
 import { hash } from 'node:crypto';
-import { credentialId, parseAuthorization } from '../auth/authorization.js';
-import type { CallOptions, KeyService, PrincipalModel } from '../backends/types.js';
+import { credentialId, parseAuthorization } from './authorization.js';
+import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.js';
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
-import { MemoryTokenBuckets, RedisTokenBuckets, type BucketLimit, type TokenBuckets } from './tokenBucket.js';
-
-/**
- * Request rate limits. Every request spends a token of its principal's bucket, and a request of a
- * user's (by any of their keys or their password) one of the user's bucket too, so more keys buy
- * no more requests.
- *
- * Failed sign-ins: a wrong key spends a token of its client address's failure bucket; a password
- * sign-in reserves a token of the address's failure bucket and of the username's before the
- * scrypt work (given back when the password is right), so neither concurrency nor many addresses
- * get more guesses than the limit, and an address or username whose bucket is empty is answered
- * 429 without any password work. A valid API key is never refused for others' failures: a key
- * check is a cheap lookup, so it is made even from a locked-out address (where the key service
- * can make it locally), and only a wrong key from there gets the 429.
- */
-export interface RateLimitSettings {
-  /**
-   * RATE_LIMIT_RPS / RATE_LIMIT_BURST: requests a second per principal, and the burst allowed
-   * above that. A principal is the API key (by id), else the user (password sign-in), else the
-   * client address for requests without credentials. Default 50/s, burst 100 (twice the rate
-   * when RATE_LIMIT_RPS is set above 50); RATE_LIMIT_RPS=0 (null here) turns it off.
-   */
-  perPrincipal: BucketLimit | null;
-  /**
-   * RATE_LIMIT_PER_KEY: requests a second for particular API keys, by key id (`<uuid>=<rps>,…`);
-   * each key's burst is twice its rate, and a rate of 0 exempts the key. A key id is no secret:
-   * it is what apiKeys lists. Default: none.
-   */
-  perKey: Readonly<Record<string, number>>;
-  /**
-   * RATE_LIMIT_USER_RPS / RATE_LIMIT_USER_BURST: requests a second per user, over all their keys
-   * and password sign-ins; a key with its own RATE_LIMIT_PER_KEY entry is limited by that entry
-   * alone. Default twice the per-principal rate and burst (100/s, burst 200); off when the
-   * per-principal limit is off, unless set. Absent here: off.
-   */
-  perUser?: BucketLimit | null;
-  /**
-   * AUTH_FAILURES_PER_MINUTE: failed authentications allowed per client address a minute, and
-   * failed password sign-ins per username a minute (the burst is the same number). Default 10;
-   * AUTH_FAILURES_PER_MINUTE=0 (null here) turns it off.
-   */
-  authFailures: BucketLimit | null;
-}
-
-export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
-  perPrincipal: { ratePerSecond: 50, burst: 100 },
-  perKey: {},
-  perUser: { ratePerSecond: 100, burst: 200 },
-  authFailures: { ratePerSecond: 10 / 60, burst: 10 },
-};
+import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
+import type { BucketLimit, RateLimitSettings } from '../ports/limits.js';
+import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
 
 /** What a limiter decided, for metrics. */
 export type RateLimitOutcome = 'allowed' | 'principal_limited' | 'user_limited' | 'address_locked' | 'username_locked';

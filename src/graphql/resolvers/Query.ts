@@ -1,9 +1,8 @@
 import type { QueryResolvers } from '../../__generated__/resolvers-types.js';
-import type { ItemModel } from '../../backends/types.js';
+import type { ItemModel } from '../../ports/backend.js';
 import { badUserInput, notFound } from '../../errors.js';
+import { MAX_ITEM_IDS } from '../../ports/limits.js';
 import { loadRecommendations, loadRecommendedItems, requirePrincipal } from './helpers.js';
-
-const MAX_ITEMS = 100;
 
 export const Query: QueryResolvers = {
   viewer: (_, __, context) => context.principal,
@@ -24,7 +23,7 @@ export const Query: QueryResolvers = {
 
   items: async (_, { itemIds }, context) => {
     requirePrincipal(context);
-    if (itemIds.length > MAX_ITEMS) throw badUserInput(`At most ${MAX_ITEMS} itemIds a query`, 'itemIds');
+    if (itemIds.length > MAX_ITEM_IDS) throw badUserInput(`At most ${MAX_ITEM_IDS} itemIds a query`, 'itemIds');
     const items = await context.loaders.items.loadMany(itemIds);
     // graphql-js turns an Error in a list into a null with its own error at that index
     return items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];

@@ -1,3 +1,5 @@
+import type { BreakerState } from './observers.js';
+
 /**
  * What resolvers see of a backend. Two implementations stand behind these interfaces: the
  * embedded one (src/backends/embedded/) and the REST one (src/backends/rest/); which serves is
@@ -287,4 +289,6 @@ export interface Backend {
   /** Reachability of what it depends on, for /readyz. */
   check(): Promise<Record<string, 'ok' | string>>;
   close(): Promise<void>;
+  /** The circuit breakers of its upstreams, by upstream, for /metrics; absent where there are none. */
+  breakerState?: () => Record<string, BreakerState>;
 }

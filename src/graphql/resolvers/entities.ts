@@ -1,13 +1,11 @@
 import { isObjectType, type GraphQLCompositeType, type GraphQLResolveInfo } from 'graphql';
-import { toItemId } from '../../backends/itemRecord.js';
-import type { ItemModel } from '../../backends/types.js';
-import type { GatewayContext } from '../../context.js';
+import { toItemId } from '../../ports/itemRecord.js';
+import type { ItemModel } from '../../ports/backend.js';
+import type { GatewayContext } from '../context.js';
 import { badUserInput, forbidden, notFound } from '../../errors.js';
-import { entityCost, limitError } from '../../limits.js';
+import { MAX_ITEM_IDS } from '../../ports/limits.js';
+import { entityCost, limitError } from '../limits.js';
 import { requirePrincipal } from './helpers.js';
-
-/** Representations one _entities call may carry: one items batch (the loader's, and `items`'s limit). */
-export const MAX_REPRESENTATIONS = 100;
 
 /** The one entity type this subgraph resolves. */
 const ENTITY = 'Item';
@@ -20,7 +18,7 @@ interface FieldCacheControl {
 
 /**
  * Query._entities, in place of @apollo/subgraph's own (which resolves each representation on its
- * own): authenticated callers only, like `item`; at most MAX_REPRESENTATIONS; the ids go through
+ * own): authenticated callers only, like `item`; at most MAX_ITEM_IDS (one items batch); the ids go through
  * the request's items loader together, so N representations cost one backend call. An entry is
  * null with its own error where the representation is not an Item with an item id
  * (BAD_USER_INPUT) or the item does not exist (NOT_FOUND), as in `items`.
@@ -32,8 +30,8 @@ async function entities(
   info: GraphQLResolveInfo,
 ): Promise<(ItemModel | Error)[]> {
   requirePrincipal(context);
-  if (representations.length > MAX_REPRESENTATIONS) {
-    throw badUserInput(`At most ${MAX_REPRESENTATIONS} representations a query`, 'representations');
+  if (representations.length > MAX_ITEM_IDS) {
+    throw badUserInput(`At most ${MAX_ITEM_IDS} representations a query`, 'representations');
   }
   // validation costed one representation (a router sends them as a variable): now the real count
   const cost = representations.length * entityCost(info.fieldNodes[0]!, info.fragments);

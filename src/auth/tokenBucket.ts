@@ -1,12 +1,7 @@
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { connectRedis } from '../cache/redis.js';
-
-/** A token bucket's shape: it holds at most `burst` tokens and refills `ratePerSecond` a second. */
-export interface BucketLimit {
-  ratePerSecond: number;
-  burst: number;
-}
+import type { BucketLimit } from '../ports/limits.js';
 
 export interface TakeResult {
   allowed: boolean;

@@ -1,6 +1,11 @@
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
 import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientAddresses } from '../../auth/clientAddress.js';
+import type { RateLimiter } from '../../auth/rateLimit.js';
+import { GatewayError, httpStatusOf } from '../../errors.js';
+import { errorHeaders, graphqlError, sendJson } from '../send.js';
 
 /** The query the IDE opens with: it must run as it is (a test runs it). */
 export const DEFAULT_QUERY = `# recs-gateway: GraphiQL, served by the gateway itself (no CDN, works offline).
@@ -217,4 +222,37 @@ export async function ideResponse(
     },
     body,
   };
+}
+
+/** What the IDE's route needs: the rate limits its anonymous requests spend, and whose they are. */
+export interface IdeRouteDeps {
+  limiter: Pick<RateLimiter, 'admit'>;
+  addresses: ClientAddresses;
+}
+
+/** The IDE's route: `(req, res, file)`, file null for the page. */
+export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMessage, res: ServerResponse, file: string | null) => Promise<void> {
+  /**
+   * GraphiQL: the page, for a browser's GET /graphql without a query (`file` null), and the files
+   * it loads from under /graphql/ide/. Each request spends a token of the client address's
+   * bucket: the page is small, but its files are megabytes, and they are served before any
+   * authentication.
+   */
+  async function serveIde(req: IncomingMessage, res: ServerResponse, file: string | null): Promise<void> {
+    const method = req.method ?? 'GET';
+    if (method !== 'GET' && method !== 'HEAD') {
+      return sendJson(res, 405, { errors: [{ message: `Method ${method} not allowed` }] }, { allow: 'GET, HEAD' });
+    }
+    try {
+      await limiter.admit(null, addresses.of(req));
+    } catch (error) {
+      if (!(error instanceof GatewayError)) throw error;
+      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+    }
+    const answer = await ideResponse(file, req.headers);
+    if (answer === null) return sendJson(res, 404, { errors: [{ message: 'No such file of the IDE' }] });
+    res.writeHead(answer.status, answer.headers);
+    res.end(method === 'HEAD' || answer.body === null ? undefined : answer.body);
+  }
+  return serveIde;
 }

@@ -2,7 +2,7 @@ import type {
   RecommendationConnectionResolvers,
   RecommendationEdgeResolvers,
 } from '../../__generated__/resolvers-types.js';
-import type { ItemModel } from '../../backends/types.js';
+import type { ItemModel } from '../../ports/backend.js';
 import { notFound } from '../../errors.js';
 
 async function mustLoad(load: (id: number) => Promise<ItemModel | null>, id: number): Promise<ItemModel> {

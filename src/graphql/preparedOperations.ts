@@ -38,6 +38,7 @@ import {
   type FormatError,
   type GraphQLAnswer,
 } from './envelope.js';
+import { DEFAULT_PREPARED_DOCUMENTS } from '../config/defaults.js';
 
 /**
  * Query texts longer than this are checked (and answered) each time rather than remembered: a
@@ -138,8 +139,8 @@ type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?
  *
  * What takes this path: a request whose Accept header Apollo has answered before (its content
  * type is learnt from Apollo's answers, so the choice is Apollo's own) and whose envelope passes
- * Apollo's checks (src/http/envelope.ts). Of those, a query text that does not parse or validate
- * (with Apollo's rules, the gateway's limits first and alone: src/limits.ts) is answered here with
+ * Apollo's checks (src/graphql/envelope.ts). Of those, a query text that does not parse or validate
+ * (with Apollo's rules, the gateway's limits first and alone: src/graphql/limits.ts) is answered here with
  * Apollo's own refusal, remembered, so a repeated bad document costs a lookup and is never
  * validated twice; so is a GET of a mutation. A POST without extensions (persisted queries stay
  * with Apollo) whose operation is a query whose cache policy can be told from the document alone
@@ -193,7 +194,7 @@ export class PreparedOperations {
     this.laterRules = options.introspection === false ? [...specifiedRules, NoIntrospection] : specifiedRules;
     this.formatError = options.formatError;
     this.documents = new LRUCache({
-      max: options.maxDocuments ?? 1_000,
+      max: options.maxDocuments ?? DEFAULT_PREPARED_DOCUMENTS,
       maxSize: PREPARED_TEXT_CHARS,
       // a document's source is the key itself (the same string); a refusal adds its answer
       sizeCalculation: (value, key) => 1 + key.length + ('refused' in value ? value.refused.body.length : 0),
@@ -356,7 +357,7 @@ export class PreparedOperations {
    * Parses and validates a query text as Apollo does, with its rules, the gateway's own first and
    * alone: the limits are cheap, and a document over them is never walked by the others (some
    * are quadratic in what the limits bound). Apollo, validating with all of them at once, gives
-   * the same errors (queryLimitsRule, src/limits.ts).
+   * the same errors (queryLimitsRule, src/graphql/limits.ts).
    */
   private check(query: string): Known {
     let document: DocumentNode;

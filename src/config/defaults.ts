@@ -1,0 +1,44 @@
+import type { QueryLimits, RateLimitSettings, ServerLimits } from '../ports/limits.js';
+
+/**
+ * Every default of a setting that more than one module needs, written once: src/config/env.ts
+ * falls back to them, and a module given no setting (a test, an embedding) takes the same.
+ */
+
+export const DEFAULT_LIMITS: QueryLimits = {
+  maxDepth: 10,
+  maxAliases: 30,
+  maxDirectives: 20,
+  maxTokens: 2000,
+  maxCost: 5000,
+  maxSameNameFields: 10,
+};
+
+export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
+  perPrincipal: { ratePerSecond: 50, burst: 100 },
+  perKey: {},
+  perUser: { ratePerSecond: 100, burst: 200 },
+  authFailures: { ratePerSecond: 10 / 60, burst: 10 },
+};
+
+export const DEFAULT_SERVER_LIMITS: ServerLimits = {
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 5_000,
+  maxConnections: 1024,
+};
+
+/** RESPONSE_CACHE_MAX_ENTRIES: PUBLIC answers kept in process. */
+export const DEFAULT_RESPONSE_CACHE_ENTRIES = 10_000;
+
+/** PREPARED_OPERATIONS_MAX_DOCUMENTS: query texts kept parsed and validated for the fast path. */
+export const DEFAULT_PREPARED_DOCUMENTS = 1_000;
+
+/** ANONYMOUS_BODY_LIMIT_BYTES: the largest body of a request without credentials. */
+export const DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES = 32 * 1024;
+
+/** MAX_KEYS_PER_USER: API keys one user may have in the embedded backend. */
+export const DEFAULT_MAX_KEYS_PER_USER = 100;
+
+/** CACHE_ITEM_TTL_SECONDS, CACHE_RECS_TTL_SECONDS, CACHE_NEGATIVE_TTL_SECONDS: how long the REST backend's answers are cached. */
+export const DEFAULT_CACHE_TTL_SECONDS = { item: 300, recs: 300, negative: 30 } as const;

@@ -1,0 +1,38 @@
+import { GraphQLError, type GraphQLFormattedError } from 'graphql';
+import { ErrorCode, isErrorCode } from '../errors.js';
+import type { Logger } from '../logger.js';
+import { isTokenLimitError } from './limits.js';
+
+/**
+ * The formatError of both GraphQL paths (Apollo's and the prepared one): codes from the closed
+ * set pass without a stack trace, a limit gets QUERY_TOO_COMPLEX, anything else is logged whole
+ * and shown as INTERNAL_SERVER_ERROR with nothing of it.
+ */
+export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError {
+  return (formatted, error) => {
+    const code = formatted.extensions?.code;
+    if (formatted.extensions?.limit !== undefined || (code === ErrorCode.GRAPHQL_PARSE_FAILED && isTokenLimitError(formatted.message))) {
+      // Apollo files every validation failure under one code; a limit gets its own
+      return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX } };
+    }
+    // Apollo refuses a few requests with an error of no code and a 4xx status of its own (a
+    // persisted query whose hash does not match its text, an unknown persisted-query version):
+    // the client's mistake, not a fault of ours
+    const http = error instanceof GraphQLError && error.extensions?.code === undefined && !error.originalError ? (error.extensions?.http as { status?: unknown } | undefined) : undefined;
+    if (code === ErrorCode.INTERNAL_SERVER_ERROR && typeof http?.status === 'number' && http.status >= 400 && http.status < 500) {
+      return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.BAD_REQUEST } };
+    }
+    if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
+      const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
+      return { ...formatted, extensions };
+    }
+    // not one of ours: log it whole, show nothing of it
+    log.error({ err: error }, 'unexpected error in a GraphQL request');
+    return {
+      message: 'Internal server error',
+      ...(formatted.path ? { path: formatted.path } : {}),
+      ...(formatted.locations ? { locations: formatted.locations } : {}),
+      extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR },
+    };
+  };
+}

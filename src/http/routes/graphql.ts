@@ -1,0 +1,215 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
+import { trace } from '@opentelemetry/api';
+import type { ClientAddresses } from '../../auth/clientAddress.js';
+import type { RateLimiter } from '../../auth/rateLimit.js';
+import type { Config } from '../../config/env.js';
+import { GatewayError, httpStatusOf, isErrorCode, unauthenticated } from '../../errors.js';
+import { RequestContext, type GatewayContext } from '../../graphql/context.js';
+import type { GraphQLEngine } from '../../graphql/engine.js';
+import { checkEnvelope, refusalAnswer } from '../../graphql/envelope.js';
+import { createLoaders } from '../../graphql/loaders.js';
+import type { PreparedAnswer, PreparedRequest } from '../../graphql/preparedOperations.js';
+import type { GatewayMetrics } from '../../observability/metrics.js';
+import type { RequestRecord } from '../../observability/requestScope.js';
+import { inServerSpan, tracingActive } from '../../observability/tracing.js';
+import type { Backend, PrincipalModel } from '../../ports/backend.js';
+import { parseBody, readBody } from '../body.js';
+import { RequestDeadline } from '../requestSignal.js';
+import { errorHeaders, graphqlError, sendJson } from '../send.js';
+
+/** Whether a request sends a persisted query's extension (to look one up, or to register one). */
+function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
+  if (method === 'GET') {
+    // read as Apollo reads it: JSON, where `persisted\u0051uery` is the same key
+    const extensions = new URLSearchParams(search).get('extensions');
+    if (extensions === null) return false;
+    try {
+      const parsed: unknown = JSON.parse(extensions);
+      return typeof parsed === 'object' && parsed !== null && 'persistedQuery' in parsed;
+    } catch {
+      return false; // Apollo refuses it as it is
+    }
+  }
+  if (typeof body !== 'object' || body === null) return false;
+  const { extensions } = body as { extensions?: unknown };
+  return typeof extensions === 'object' && extensions !== null && 'persistedQuery' in extensions;
+}
+
+function wantsIde(req: IncomingMessage, search: string): boolean {
+  const params = new URLSearchParams(search);
+  return req.method === 'GET' && !params.has('query') && !params.has('extensions') && /text\/html/.test(req.headers.accept ?? '');
+}
+
+function toHeaderMap(req: IncomingMessage): HeaderMap {
+  const headers = new HeaderMap();
+  for (const [name, value] of Object.entries(req.headers)) {
+    if (value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
+  return headers;
+}
+
+/** What /graphql needs: the GraphQL engine, and what sits in front of it. */
+export interface GraphQLRouteDeps {
+  config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
+  backend: Backend;
+  limiter: RateLimiter;
+  addresses: ClientAddresses;
+  /** The most a request without credentials may send. */
+  anonymousBodyLimit: number;
+  metrics: GatewayMetrics;
+  engine: GraphQLEngine;
+  /** The IDE's page, for a browser's GET /graphql without a query. */
+  serveIde: (req: IncomingMessage, res: ServerResponse, file: null) => Promise<void>;
+}
+
+/** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
+export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
+  const { config, backend, limiter, addresses, anonymousBodyLimit, metrics, serveIde } = deps;
+  const { apollo, prepared, responseCache, trustedDocuments, formatError } = deps.engine;
+
+  /**
+   * /graphql. The order is the contract: the credential is authenticated under the rate limits
+   * from the headers alone (401 or 429 whatever is asked, before a byte of the body is read),
+   * then the body is read (a request without credentials may send only a small one) and parsed
+   * (400 when it is not JSON), then a PUBLIC answer may come from the response cache, and only
+   * then does a GraphQL pipeline see the request. Nothing a stranger sends is normalised, parsed
+   * or remembered beyond that small body.
+   *
+   * The cached path is kept lean on purpose (BENCHMARKS.md has what each step bought): a body
+   * seen before is not parsed again, no span is made without a tracer, the headers go out in one
+   * writeHead, and x-request-id is set with them rather than up front.
+   */
+  async function handleGraphQL(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
+    const method = (req.method ?? 'GET').toUpperCase();
+    if (method !== 'POST' && wantsIde(req, search)) {
+      res.setHeader('x-request-id', record.id);
+      return serveIde(req, res, null);
+    }
+
+    // A key verified before, under limits that answer at once, is authenticated without waiting:
+    // no promise, no deadline (a cached answer needs neither).
+    const authorization = req.headers.authorization;
+    const address = addresses.of(req);
+    let principal: PrincipalModel | null | undefined =
+      authorization === undefined ? undefined : limiter.authenticateNow(backend.keys, authorization, address, req.socket);
+    let deadline: RequestDeadline | undefined;
+    if (principal === undefined) {
+      deadline = new RequestDeadline(res, config.requestDeadlineMs);
+      try {
+        principal = await limiter.authenticate(backend.keys, authorization, address, deadline);
+      } catch (error) {
+        if (!(error instanceof GatewayError)) throw error;
+        res.setHeader('x-request-id', record.id);
+        // a large body left unread is not read to its end either: the connection goes with it
+        const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
+        return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), {
+          ...errorHeaders(error),
+          ...(closing ? { connection: 'close' } : {}),
+        });
+      }
+    }
+
+    let text: string | undefined;
+    let body: unknown;
+    let cacheKey: string | null = null;
+    // The hot path (src/graphql/responseCache.ts): authenticated callers only, PUBLIC answers only.
+    const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
+    if (method === 'POST') {
+      text = (await readBody(req, principal === null ? anonymousBodyLimit : config.bodyLimitBytes)).toString('utf8');
+      // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
+      cacheKey = cached?.knownKey(req.headers, text) ?? null;
+      if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
+      body = parseBody(text, req.headers['content-type']);
+    }
+    // a listed hash becomes its body; with TRUSTED_DOCUMENTS_ONLY nothing else runs (before any
+    // parsing as GraphQL, and before the response cache, which would answer a text's variants)
+    const trusted = trustedDocuments?.resolve(method, search, body) ?? null;
+    if (trusted instanceof GatewayError) {
+      res.setHeader('x-request-id', record.id);
+      return sendJson(res, httpStatusOf[trusted.code], graphqlError(trusted.message, trusted.code));
+    }
+    if (trusted !== null) ({ body, search } = trusted);
+    if (cached !== null && cacheKey === null) {
+      cacheKey = cached.keyOf(method, req.headers, body, text);
+      if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
+    }
+
+    res.setHeader('x-request-id', record.id);
+    // persisted queries are registered in a cache every process shares: not by strangers
+    if (principal === null && asksPersistedQuery(method, body, search)) {
+      const error = unauthenticated();
+      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+    }
+    // the envelope, checked once as Apollo checks it: the prepared path answers only what Apollo would
+    const envelope = checkEnvelope(method, req.headers, search, body);
+    if (prepared === null && !envelope.ok && envelope.stage === 'gateway') {
+      const refused = refusalAnswer(envelope.stage, [envelope.error], 'application/json; charset=utf-8', formatError);
+      return send(res, refused.status, refused.headers, refused.body, null, record);
+    }
+    deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record);
+    const request = prepared?.fromEnvelope(method, req.headers, envelope) ?? null;
+    const answer = request === null ? null : await answerPrepared(request, context, record);
+    if (answer !== null) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
+
+    const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search, body };
+    const result = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: async () => context });
+    const headers: Record<string, string> = {};
+    for (const [name, value] of result.headers) headers[name] = value;
+    if (result.body.kind === 'complete') {
+      if ((result.status ?? 200) === 200) prepared?.learnContentType(req.headers, headers['content-type']);
+      return send(res, result.status ?? 200, headers, result.body.string, cacheKey, record);
+    }
+    res.writeHead(result.status ?? 200, headers);
+    for await (const chunk of result.body.asyncIterator) res.write(chunk);
+    res.end();
+  }
+
+  /** Answers from the response cache when it holds a fresh answer for key; false when it does not. */
+  function serveCached(res: ServerResponse, key: string, record: RequestRecord): boolean {
+    const started = performance.now();
+    const hit = responseCache!.serve(key, res, record.id);
+    if (hit !== null) metrics.graphqlAnswered(hit, 'ok', started, record);
+    return hit !== null;
+  }
+
+  /** A query from the prepared path, counted and named as the observability plugin would. */
+  async function answerPrepared(request: PreparedRequest, context: GatewayContext, record: RequestRecord): Promise<PreparedAnswer | null> {
+    const started = performance.now();
+    const operation = metrics.operationLabel(request.operation.operationName, true);
+    record.operation = operation;
+    if (tracingActive() && request.refusal === undefined) {
+      const span = trace.getActiveSpan();
+      span?.setAttribute('graphql.operation.name', operation);
+      span?.setAttribute('graphql.operation.type', 'query');
+    }
+    const answer = await prepared!.execute(request, context);
+    if (answer !== null) {
+      const code = answer.firstErrorCode;
+      metrics.graphqlAnswered(operation, code === null ? 'ok' : isErrorCode(code) ? code : 'error', started, record, context.principal === null);
+    }
+    return answer;
+  }
+
+  /**
+   * A whole GraphQL answer: sent with its length, then offered to the response cache. Encoded
+   * once, for both; the cache's work comes after the answer is on its way.
+   */
+  function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord): void {
+    // a shared cache may keep a public answer, but only for callers with the same credential
+    if (headers['cache-control']?.includes('public')) headers.vary = 'authorization';
+    const bytes = Buffer.from(body, 'utf8');
+    headers['content-length'] = String(bytes.length);
+    res.writeHead(status, headers);
+    res.end(bytes);
+    if (cacheKey !== null && cacheKey !== undefined) responseCache!.offer(cacheKey, status, headers, bytes, record.operation);
+  }
+
+  function graphql(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
+    if (!tracingActive()) return handleGraphQL(req, res, search, record);
+    return inServerSpan(`${req.method} /graphql`, { 'http.request.method': req.method ?? 'GET' }, () => handleGraphQL(req, res, search, record));
+  }
+  return graphql;
+}

@@ -1,0 +1,130 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientAddresses } from '../../auth/clientAddress.js';
+import type { RateLimiter } from '../../auth/rateLimit.js';
+import type { Config } from '../../config/env.js';
+import { GatewayError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { Backend, KeyService } from '../../ports/backend.js';
+import { apiKeyErrorResponse, recsErrorResponse, serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from '../../rest/index.js';
+import { openApiResponse } from '../../rest/openapi.js';
+import { parseJson, readBody } from '../body.js';
+import { RequestDeadline } from '../requestSignal.js';
+
+/** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
+class ServedRestRequest implements RestRequest {
+  readonly method: string;
+  readonly path: string;
+  readonly query: URLSearchParams;
+  readonly headers: IncomingMessage['headers'];
+
+  constructor(
+    req: IncomingMessage,
+    url: URL,
+    readonly body: unknown,
+    private readonly deadline: RequestDeadline,
+    readonly log: Logger,
+  ) {
+    this.method = (req.method ?? 'GET').toUpperCase();
+    this.path = url.pathname;
+    this.query = url.searchParams;
+    this.headers = req.headers;
+  }
+
+  get signal(): AbortSignal {
+    return this.deadline.signal;
+  }
+}
+
+/** What the served REST interfaces' route needs. */
+export interface ServedRestDeps {
+  config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
+  backend: Backend;
+  limiter: RateLimiter;
+  addresses: ClientAddresses;
+  /** The most a request without credentials may send; a larger body left unread closes the connection. */
+  anonymousBodyLimit: number;
+  log: Logger;
+}
+
+/**
+ * The served REST interfaces (/api/v1/apikey…, /v1/…): a function that answers a request of
+ * theirs and resolves true, or resolves false for any other path.
+ */
+export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, log }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
+  /**
+   * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
+   * of its address's bucket; credentials are checked from the headers before a byte of a body is
+   * read; only the creation of a key takes a body, up to BODY_LIMIT_BYTES and with valid
+   * credentials; every other body is left unread.
+   */
+  async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
+    const isKeys = url.pathname === '/api/v1/apikey' || url.pathname.startsWith('/api/v1/apikey/');
+    if (!isKeys && !url.pathname.startsWith('/v1/')) return false;
+    const address = addresses.of(req);
+    const guarded = limiter.guard(backend.keys, address);
+    const authorization = req.headers.authorization;
+    const refusal = (error: unknown): RestResponse => (isKeys ? apiKeyErrorResponse(error, authorization) : recsErrorResponse(error));
+    if (isKeys ? authorization === undefined : !url.searchParams.has('apiKey')) {
+      try {
+        await limiter.admit(null, address);
+      } catch (error) {
+        if (!(error instanceof GatewayError)) throw error;
+        return writeRest(req, res, refusal(error), false);
+      }
+    }
+    let keys: KeyService = guarded;
+    let raw: Buffer = Buffer.alloc(0);
+    let read = false;
+    if (req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') {
+      // without credentials the handler answers 401 whatever the body says: it is not read
+      let limit = 0;
+      if (authorization !== undefined) {
+        const outcome = await guarded.authenticate(authorization).then(
+          (principal) => ({ principal }),
+          (error: unknown) => ({ error }),
+        );
+        // the handler authenticates again: it gets this very answer, counted once
+        keys = {
+          ...guarded,
+          authenticate: (value, options) =>
+            value !== authorization ? guarded.authenticate(value, options) : 'error' in outcome ? Promise.reject(outcome.error) : Promise.resolve(outcome.principal),
+        };
+        limit = 'error' in outcome ? 0 : config.bodyLimitBytes;
+      }
+      if (limit > 0) {
+        raw = await readBody(req, limit);
+        read = true;
+      }
+    }
+    let body: unknown;
+    try {
+      body = raw.length > 0 ? parseJson(raw.toString('utf8')) : undefined;
+    } catch {
+      body = undefined; // the handlers answer a missing, broken or too deep body with the interface's 400
+    }
+    const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log);
+    const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
+    if (answer === null) return false;
+    return writeRest(req, res, await answer, read);
+  }
+
+  /** A REST answer; a body left unread that is large is not read to its end either: the connection goes. */
+  function writeRest(req: IncomingMessage, res: ServerResponse, response: RestResponse, bodyRead: boolean): true {
+    const closing = !bodyRead && (Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined);
+    res.writeHead(response.status, {
+      ...response.headers,
+      'content-length': Buffer.byteLength(response.body),
+      ...(closing ? { connection: 'close' } : {}),
+    });
+    res.end(response.body);
+    return true;
+  }
+  return handleRest;
+}
+
+/** GET /openapi.json: the served interfaces' description. */
+export function serveOpenApi(req: IncomingMessage, res: ServerResponse): void {
+  const answer = openApiResponse(req.method ?? 'GET', req.headers['if-none-match']);
+  res.writeHead(answer.status, answer.headers);
+  res.end(answer.body);
+}

@@ -1,0 +1,210 @@
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ClientAddresses } from '../auth/clientAddress.js';
+import { RateLimiter } from '../auth/rateLimit.js';
+import { MemoryCache } from '../cache/memory.js';
+import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_SERVER_LIMITS } from '../config/defaults.js';
+import type { Config } from '../config/env.js';
+import { ErrorCode } from '../errors.js';
+import { createGraphQLEngine } from '../graphql/engine.js';
+import type { PreparedOperations } from '../graphql/preparedOperations.js';
+import { silentLogger, type Logger } from '../logger.js';
+import { GatewayMetrics } from '../observability/metrics.js';
+import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
+import type { Backend } from '../ports/backend.js';
+import type { SharedCache } from '../ports/cache.js';
+import { HttpError } from './body.js';
+import { drainHttpServer } from './drain.js';
+import { graphqlRoute } from './routes/graphql.js';
+import { serveHealth, serveReadiness } from './routes/health.js';
+import { IDE_ASSET_PREFIX, ideRoute } from './routes/ide.js';
+import { serveMetrics } from './routes/metrics.js';
+import { servedRestRoute, serveOpenApi } from './routes/servedRest.js';
+import { graphqlError, sendJson } from './send.js';
+
+export interface GatewayOptions {
+  config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments'>>;
+  /** The backend resolvers call; the gateway closes it on stop. */
+  backend: Backend;
+  /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
+  cache?: SharedCache;
+  log?: Logger;
+  /** Request rate limits; the gateway closes it on stop. Default: in-process buckets with config.rateLimits. */
+  limiter?: RateLimiter;
+  /** Where metrics go (served at /metrics). Default: a registry of this gateway's own. */
+  metrics?: GatewayMetrics;
+}
+
+export interface Gateway {
+  httpServer: http.Server;
+  /**
+   * Listens; resolves with a base URL a client on this machine can use (http://127.0.0.1:port
+   * when listening on every interface; see listenAddress for where it really listens).
+   */
+  listen(port: number, host?: string): Promise<string>;
+  /** Stops taking requests, lets in-flight ones finish, then closes the backend. */
+  stop(): Promise<void>;
+  /** Requests the prepared path answered, and handed to Apollo after all; null when it is off. */
+  readonly preparedStats: PreparedOperations['stats'] | null;
+}
+
+/**
+ * The node:http server with the client limits: a slow client (slowloris headers, a body that
+ * never ends) is answered 408 and cut off at the timeout, and connections past the cap are
+ * closed unanswered, so a few hundred sockets cannot hold the process.
+ */
+function createHttpServer(limits: Config['server']): http.Server {
+  const server = http.createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // node looks for expired requests this often (30 s by default, which would stretch a 10 s
+    // timeout to 40 s); a quarter of the shorter timeout keeps the overshoot within 25%
+    connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+  });
+  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+  return server;
+}
+
+/** Where a listening server is, as bound, and a URL to reach it from this machine. */
+export interface ListenAddress {
+  /** The bound address: `::` or `0.0.0.0` for every interface. */
+  address: string;
+  port: number;
+  /** Whether it takes connections on every interface (HOST unset, `::` or `0.0.0.0`). */
+  allInterfaces: boolean;
+  /** A base URL for a client on this machine: the loopback address when on every interface. */
+  localUrl: string;
+}
+
+export function listenAddress(server: http.Server): ListenAddress {
+  const { address, port, family } = server.address() as AddressInfo;
+  const allInterfaces = address === '::' || address === '0.0.0.0';
+  const local = allInterfaces ? '127.0.0.1' : family === 'IPv6' ? `[${address}]` : address;
+  return { address, port, allInterfaces, localUrl: `http://${local}:${port}` };
+}
+
+/**
+ * The gateway: a node:http server in front of Apollo Server (no framework in between: it only
+ * routes a handful of paths) with the GraphQL endpoint, an offline GraphiQL, and health checks.
+ */
+export async function createGateway(options: GatewayOptions): Promise<Gateway> {
+  const { config, backend } = options;
+  const log = options.log ?? silentLogger;
+  const cache = options.cache ?? new MemoryCache();
+  const limiter = options.limiter ?? RateLimiter.open(config.rateLimits);
+  const metrics = options.metrics ?? new GatewayMetrics();
+  metrics.watch({
+    cache: cache.stats,
+    rateLimits: limiter.counts,
+    ...(backend.breakerState ? { breakers: backend.breakerState } : {}),
+  });
+  const addresses = new ClientAddresses(config.trustProxy ?? []);
+  const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, config.bodyLimitBytes);
+
+  const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
+  const engine = await createGraphQLEngine(config, cache, metrics, log);
+  const { apollo, prepared } = engine;
+  const serveIde = ideRoute({ limiter, addresses });
+  const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, log });
+  const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, metrics, engine, serveIde });
+
+  /**
+   * Routes a request. Not async itself: /graphql's promise is handed back as it is (an async
+   * function returning a promise would wait two more turns of the microtask queue to settle).
+   */
+  function handle(req: IncomingMessage, res: ServerResponse, record: RequestRecord): Promise<void> {
+    const target = req.url ?? '/';
+    // /graphql as sent needs no URL object; anything else is parsed (and normalised) first
+    const query = target.indexOf('?');
+    if ((query === -1 ? target : target.slice(0, query)) === '/graphql') {
+      return graphql(req, res, query === -1 ? '' : target.slice(query), record);
+    }
+    return handleOther(req, res, target, record);
+  }
+
+  async function handleOther(req: IncomingMessage, res: ServerResponse, target: string, record: RequestRecord): Promise<void> {
+    res.setHeader('x-request-id', record.id);
+    let url: URL;
+    try {
+      url = new URL(target, 'http://gateway');
+    } catch {
+      throw new HttpError(400, 'The request target is not a valid URL');
+    }
+    if (await servedRest(req, res, url)) return;
+    if (url.pathname.startsWith(IDE_ASSET_PREFIX)) return serveIde(req, res, url.pathname.slice(IDE_ASSET_PREFIX.length));
+    switch (url.pathname) {
+      case '/graphql':
+        return graphql(req, res, url.search, record);
+      case '/healthz':
+        return serveHealth(res);
+      case '/openapi.json':
+        return serveOpenApi(req, res);
+      case '/readyz':
+        return serveReadiness(res, backend, cache, limiter);
+      case '/metrics':
+        return serveMetrics(req, res, metrics, config.metricsToken);
+      default:
+        return sendJson(res, 404, { errors: [{ message: `No route for ${url.pathname}` }] });
+    }
+  }
+
+  const sinks = { log, metrics };
+  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const sent = req.headers['x-request-id'];
+    const requestId = typeof sent === 'string' ? sent.slice(0, 64) : randomUUID();
+    handle(req, res, observeRequest(req, res, requestId, sinks)).catch((error: unknown) => {
+      if (!res.headersSent && !res.hasHeader('x-request-id')) res.setHeader('x-request-id', requestId);
+      if (error instanceof HttpError) {
+        // a body refused as too large is not read to its end: the connection goes with it
+        if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST), error.status === 413 ? { connection: 'close' } : {});
+        else res.destroy();
+        return;
+      }
+      // the path alone (an absolute-form target may carry credentials): never its query or authority
+      const path = req.url?.startsWith('/') ? req.url.split('?')[0] : '(not a path)';
+      if (req.destroyed || (error as { code?: string }).code === 'ECONNRESET') {
+        // the client went away (or was cut off by a timeout) mid-request: its doing, not ours
+        log.info({ requestId, path }, 'client went away before the request was read');
+        return;
+      }
+      log.error({ err: error, requestId, path }, 'request failed');
+      if (!res.headersSent) sendJson(res, 500, graphqlError('Internal server error', ErrorCode.INTERNAL_SERVER_ERROR));
+      else res.destroy();
+    });
+  });
+  // a client that sends garbage gets a 400 from node; it must not take the process down
+  httpServer.on('clientError', (error, socket) => {
+    // a client too slow to send its request (REQUEST_TIMEOUT_MS) is told so, as RFC 9110 says
+    const status = (error as { code?: string }).code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
+    else socket.destroy();
+  });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    httpServer,
+    preparedStats: prepared?.stats ?? null,
+    listen: (port, host) =>
+      new Promise((resolve, reject) => {
+        httpServer.once('error', reject);
+        httpServer.listen(port, host, () => {
+          httpServer.off('error', reject);
+          resolve(listenAddress(httpServer).localUrl);
+        });
+      }),
+    stop: () => {
+      stopping ??= (async () => {
+        // no new connections; the requests in flight are answered first (Apollo is still up for them)
+        await drainHttpServer(httpServer);
+        await apollo.stop();
+        await backend.close();
+        await cache.close();
+        await limiter.close();
+      })();
+      return stopping;
+    },
+  };
+}

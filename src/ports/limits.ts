@@ -1,0 +1,117 @@
+/**
+ * The limits every part agrees on: what one answer holds, what one request may ask for. The
+ * numbers a deployment may change have their defaults in src/config/defaults.ts.
+ */
+
+/** The most recommendations one list holds: both interfaces (GraphQL `first`, the served REST) answer at most this many. */
+export const MAX_RECOMMENDATIONS = 10;
+
+/** The most item ids one request may look up: `items(itemIds)`, `_entities`' representations, one batch of the item loader. */
+export const MAX_ITEM_IDS = 100;
+
+/**
+ * Limits on what one operation may ask for, checked once per distinct document (Apollo caches
+ * validated documents), before anything runs. Defaults are generous for real clients: the
+ * deepest sensible query (item -> recommendations -> edges -> node -> variantItems -> attributes)
+ * is depth 6 and costs about 1,300.
+ */
+export interface QueryLimits {
+  /** MAX_DEPTH: nesting of fields; default 10. */
+  maxDepth: number;
+  /** MAX_ALIASES: aliased fields in one operation; default 30. */
+  maxAliases: number;
+  /** MAX_DIRECTIVES: directives in one operation; default 20. */
+  maxDirectives: number;
+  /** MAX_TOKENS: lexical tokens in a document (checked by the parser); default 2000. */
+  maxTokens: number;
+  /** MAX_COST: fields weighted by how many times they run (a list field costs its `first`); default 5000. */
+  maxCost: number;
+  /**
+   * Fields with one response name in one selection set, counting those its fragments bring into
+   * it; default 10. Validation compares every pair of them (graphql-js's
+   * OverlappingFieldsCanBeMerged), so its time grows with the square of this; a client rarely
+   * repeats a field more than a couple of times (fragments that each ask for `id` do).
+   */
+  maxSameNameFields?: number;
+}
+
+/** A token bucket's shape: it holds at most `burst` tokens and refills `ratePerSecond` a second. */
+export interface BucketLimit {
+  ratePerSecond: number;
+  burst: number;
+}
+
+/**
+ * Request rate limits. Every request spends a token of its principal's bucket, and a request of a
+ * user's (by any of their keys or their password) one of the user's bucket too, so more keys buy
+ * no more requests.
+ *
+ * Failed sign-ins: a wrong key spends a token of its client address's failure bucket; a password
+ * sign-in reserves a token of the address's failure bucket and of the username's before the
+ * scrypt work (given back when the password is right), so neither concurrency nor many addresses
+ * get more guesses than the limit, and an address or username whose bucket is empty is answered
+ * 429 without any password work. A valid API key is never refused for others' failures: a key
+ * check is a cheap lookup, so it is made even from a locked-out address (where the key service
+ * can make it locally), and only a wrong key from there gets the 429.
+ */
+export interface RateLimitSettings {
+  /**
+   * RATE_LIMIT_RPS / RATE_LIMIT_BURST: requests a second per principal, and the burst allowed
+   * above that. A principal is the API key (by id), else the user (password sign-in), else the
+   * client address for requests without credentials. Default 50/s, burst 100 (twice the rate
+   * when RATE_LIMIT_RPS is set above 50); RATE_LIMIT_RPS=0 (null here) turns it off.
+   */
+  perPrincipal: BucketLimit | null;
+  /**
+   * RATE_LIMIT_PER_KEY: requests a second for particular API keys, by key id (`<uuid>=<rps>,…`);
+   * each key's burst is twice its rate, and a rate of 0 exempts the key. A key id is no secret:
+   * it is what apiKeys lists. Default: none.
+   */
+  perKey: Readonly<Record<string, number>>;
+  /**
+   * RATE_LIMIT_USER_RPS / RATE_LIMIT_USER_BURST: requests a second per user, over all their keys
+   * and password sign-ins; a key with its own RATE_LIMIT_PER_KEY entry is limited by that entry
+   * alone. Default twice the per-principal rate and burst (100/s, burst 200); off when the
+   * per-principal limit is off, unless set. Absent here: off.
+   */
+  perUser?: BucketLimit | null;
+  /**
+   * AUTH_FAILURES_PER_MINUTE: failed authentications allowed per client address a minute, and
+   * failed password sign-ins per username a minute (the burst is the same number). Default 10;
+   * AUTH_FAILURES_PER_MINUTE=0 (null here) turns it off.
+   */
+  authFailures: BucketLimit | null;
+}
+
+/**
+ * What a slow or greedy client may hold. Node's own defaults (60 s for the headers, 300 s for a
+ * whole request, no cap) let a few hundred slowloris sockets hold the process; these follow
+ * Apollo Router (`server.http.header_read_timeout` 10 s, `traffic_shaping.router.timeout` 30 s)
+ * and nginx (`keepalive_timeout`, `worker_connections 1024`).
+ */
+export interface ServerLimits {
+  /**
+   * HEADERS_TIMEOUT_MS: the most a client may take to send a request's headers (node's
+   * `server.headersTimeout`; Apollo Router's header_read_timeout, nginx's client_header_timeout);
+   * then 408 and the connection is closed. Default 10000.
+   */
+  headersTimeoutMs: number;
+  /**
+   * REQUEST_TIMEOUT_MS: the most a client may take to send a whole request, headers and body
+   * (node's `server.requestTimeout`; nginx's client_body_timeout counts between reads instead);
+   * then 408 and the connection is closed. The time taken to answer is REQUEST_DEADLINE_MS's.
+   * At least HEADERS_TIMEOUT_MS. Default 30000.
+   */
+  requestTimeoutMs: number;
+  /**
+   * KEEP_ALIVE_TIMEOUT_MS: how long an idle keep-alive connection is kept (node's
+   * `server.keepAliveTimeout`, nginx's keepalive_timeout). Behind a load balancer, set it above the
+   * balancer's idle timeout. Default 5000 (node's).
+   */
+  keepAliveTimeoutMs: number;
+  /**
+   * MAX_CONNECTIONS: open client connections at most (node's `server.maxConnections`, nginx's
+   * worker_connections); a connection past it is closed at once, unanswered. 0: no cap. Default 1024.
+   */
+  maxConnections: number;
+}

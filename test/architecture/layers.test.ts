@@ -1,0 +1,91 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+// The layout of src/ (README, "Architecture"): which part may import which. Arrows point down:
+// a part imports only the parts listed for it, and every part listed sits below it. A new
+// top-level folder or file of src/ must be given its place here before anything imports it.
+const FOUNDATION = ['config', 'ports', 'errors.ts', 'logger.ts'];
+const ALLOWED: Record<string, readonly string[]> = {
+  // the composition root: config -> stores, caches, backends -> server; signals
+  'main.ts': ['startup.ts', 'cli', 'http', 'graphql', 'rest', 'backends', 'observability', 'auth', 'cache', ...FOUNDATION],
+  // the command line's offline work, and start-up's error reporting
+  'startup.ts': ['backends', ...FOUNDATION],
+  cli: ['backends', ...FOUNDATION],
+  // node:http: routes, bodies, the lifecycle
+  http: ['graphql', 'rest', 'observability', 'auth', 'cache', ...FOUNDATION],
+  // GraphQL execution and the served REST interfaces: they see ports, never a backend
+  graphql: ['__generated__', 'observability', 'cache', ...FOUNDATION],
+  __generated__: ['graphql', 'ports'],
+  rest: [...FOUNDATION],
+  // the implementations behind ports/backend.ts
+  backends: ['auth', 'cache', ...FOUNDATION],
+  observability: ['auth', ...FOUNDATION],
+  auth: ['cache', ...FOUNDATION],
+  cache: [...FOUNDATION],
+  // the foundation: settings and their defaults, the interfaces, the error codes, the logger
+  config: ['ports', 'errors.ts', 'logger.ts'],
+  ports: ['errors.ts'],
+  'errors.ts': [],
+  'logger.ts': [],
+};
+
+const SRC = path.resolve(import.meta.dirname, '../../src');
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(full);
+    return entry.name.endsWith('.ts') ? [full] : [];
+  });
+}
+
+/** The part of src/ a file belongs to: its top-level folder, or its own name at the top. */
+const partOf = (file: string): string => path.relative(SRC, file).split(path.sep)[0]!;
+
+/** The relative module specifiers of a file: static imports, re-exports and dynamic imports. */
+function relativeImports(text: string): string[] {
+  const specifiers: string[] = [];
+  for (const match of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)'(\.{1,2}\/[^']+)'/g)) specifiers.push(match[1]!);
+  return specifiers;
+}
+
+const files = sourceFiles(SRC);
+
+describe('the layout of src/', () => {
+  it('gives every top-level part a place', () => {
+    const parts = [...new Set(files.map(partOf))].sort();
+    expect(parts.filter((part) => !(part in ALLOWED))).toEqual([]);
+  });
+
+  it('has no arrow pointing up: each part imports only what it may', () => {
+    const wrong: string[] = [];
+    let seen = 0;
+    for (const file of files) {
+      const from = partOf(file);
+      for (const specifier of relativeImports(readFileSync(file, 'utf8'))) {
+        const to = partOf(path.resolve(path.dirname(file), specifier).replace(/\.js$/, '.ts'));
+        seen += 1;
+        if (to !== from && !ALLOWED[from]?.includes(to)) wrong.push(`${path.relative(SRC, file)} imports ${specifier} (${from} -> ${to})`);
+      }
+    }
+    expect(seen).toBeGreaterThan(200);
+    expect(wrong).toEqual([]);
+  });
+
+  it('is acyclic as declared: no part allows one that allows it back', () => {
+    const reaches = (from: string, to: string, seen = new Set<string>()): boolean =>
+      (ALLOWED[from] ?? []).some((next) => next === to || (!seen.has(next) && seen.add(next) && reaches(next, to, seen)));
+    // __generated__ is graphql's own output (its resolver types name graphql's context)
+    const cycles = Object.keys(ALLOWED).filter((part) => part !== 'graphql' && part !== '__generated__' && reaches(part, part));
+    expect(cycles).toEqual([]);
+  });
+
+  it('reads the environment in config alone (main.ts hands process.env to it)', () => {
+    const readers = files
+      .filter((file) => /process\.env\b/.test(readFileSync(file, 'utf8')))
+      .map((file) => path.relative(SRC, file).split(path.sep).join('/'))
+      .filter((file) => !file.startsWith('config/') && file !== 'main.ts');
+    expect(readers).toEqual([]);
+  });
+});

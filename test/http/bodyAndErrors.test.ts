@@ -1,0 +1,53 @@
+import { GraphQLError } from 'graphql';
+import { describe, expect, it } from 'vitest';
+import { ErrorCode } from '../../src/errors.js';
+import { gatewayFormatError } from '../../src/graphql/formatError.js';
+import { MAX_JSON_DEPTH } from '../../src/graphql/envelope.js';
+import { HttpError, parseBody, parseJson } from '../../src/http/body.js';
+import { createLogger } from '../../src/logger.js';
+
+// Parts of the request path that need no HTTP to be tried: how a body is read as JSON, and what
+// a client sees of an error (src/http/body.ts, src/graphql/formatError.ts).
+
+describe('a request body', () => {
+  it('is parsed as JSON for a JSON content type, kept as text for another, undefined when empty', () => {
+    expect(parseBody('{"query":"{ viewer { username } }"}', 'application/json; charset=utf-8')).toEqual({ query: '{ viewer { username } }' });
+    expect(parseBody('query=x', 'application/x-www-form-urlencoded')).toBe('query=x');
+    expect(parseBody('', 'application/json')).toBeUndefined();
+  });
+
+  it('is refused with 400 when it is not JSON, or nests deeper than the envelope allows, before JSON.parse', () => {
+    const refusal = (text: string): unknown => {
+      try {
+        parseJson(text);
+        return null;
+      } catch (error) {
+        return error instanceof HttpError ? { status: error.status, message: error.message } : error;
+      }
+    };
+    expect(refusal('{"query": ')).toEqual({ status: 400, message: 'The request body is not valid JSON' });
+    const deep = '['.repeat(MAX_JSON_DEPTH + 9) + ']'.repeat(MAX_JSON_DEPTH + 9);
+    expect(refusal(deep)).toEqual({ status: 400, message: `The request body nests deeper than ${MAX_JSON_DEPTH + 8} levels` });
+    // as deep as allowed, and brackets inside strings do not count
+    expect(refusal('['.repeat(MAX_JSON_DEPTH + 8) + ']'.repeat(MAX_JSON_DEPTH + 8))).toBeNull();
+    expect(refusal(JSON.stringify({ query: '['.repeat(1000) }))).toBeNull();
+  });
+});
+
+describe('formatError', () => {
+  const lines: string[] = [];
+  const format = gatewayFormatError(createLogger({ level: 'error', destination: { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream }));
+
+  it('passes a code of the closed set without its stack trace', () => {
+    const formatted = format({ message: 'first must be from 1 to 10', extensions: { code: ErrorCode.BAD_USER_INPUT, stacktrace: ['at x'] } }, new GraphQLError('first must be from 1 to 10'));
+    expect(formatted).toEqual({ message: 'first must be from 1 to 10', extensions: { code: ErrorCode.BAD_USER_INPUT } });
+  });
+
+  it('shows nothing of an unexpected error, and logs it whole', () => {
+    const error = new Error('connection string postgres://u:secret@db');
+    const formatted = format({ message: error.message, path: ['viewer'], extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } }, error);
+    expect(formatted).toEqual({ message: 'Internal server error', path: ['viewer'], extensions: { code: ErrorCode.INTERNAL_SERVER_ERROR } });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toContain('unexpected error in a GraphQL request');
+  });
+});
