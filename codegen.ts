@@ -25,6 +25,8 @@ const config: CodegenConfig = {
           RecommendationConnection: '../backends/types.js#RecommendationListModel',
           RecommendationEdge: '../backends/types.js#RecommendationEntryModel',
           CreateApiKeyPayload: '../backends/types.js#CreatedApiKeyModel',
+          RecordEventsPayload: '../backends/types.js#RecordEventsResultModel',
+          UpsertItemsPayload: '../backends/types.js#UpsertItemsResultModel',
         },
       },
     },

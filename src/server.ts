@@ -32,7 +32,10 @@ import { readiness } from './observability/readiness.js';
 import { observeRequest, type RequestRecord } from './observability/requestScope.js';
 import { inServerSpan, tracingActive } from './observability/tracing.js';
 import { RateLimiter } from './protection/rateLimit.js';
-import { apiKeyErrorResponse, recsErrorResponse, serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from './rest/index.js';
+import {
+  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestRoute, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  type RestRequest, type RestResponse,
+} from './rest/index.js';
 import { openApiResponse } from './rest/openapi.js';
 import { buildGatewaySchema } from './schema/index.js';
 
@@ -41,7 +44,7 @@ export { loadTypeDefs } from './schema/index.js';
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -152,6 +155,8 @@ function parseBody(text: string, contentType: string | undefined): unknown {
 
 /** ANONYMOUS_BODY_LIMIT_BYTES's default, where a config without it is given. */
 const DEFAULT_ANONYMOUS_BODY_LIMIT = 32 * 1024;
+/** INGEST_BODY_LIMIT_BYTES's default, where a config without it is given. */
+const DEFAULT_INGEST_BODY_LIMIT = 8 * 1024 * 1024;
 
 /** Whether a request sends a persisted query's extension (to look one up, or to register one). */
 function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
@@ -205,6 +210,7 @@ class ServedRestRequest implements RestRequest {
     readonly body: unknown,
     private readonly deadline: RequestDeadline,
     readonly log: Logger,
+    readonly clientAddress?: string,
   ) {
     this.method = (req.method ?? 'GET').toUpperCase();
     this.path = url.pathname;
@@ -306,6 +312,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const addresses = new ClientAddresses(config.trustProxy ?? []);
   const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT, config.bodyLimitBytes);
+  const ingestBodyLimit = Math.max(config.ingestBodyLimitBytes ?? DEFAULT_INGEST_BODY_LIMIT, config.bodyLimitBytes);
+  /** Batches of events need room: for who may send them (where the upstream decides, anyone it might let). */
+  const bodyLimitOf = (principal: PrincipalModel): number =>
+    principal.user.isAdmin || backend.keys.checksKeysLocally !== true ? ingestBodyLimit : config.bodyLimitBytes;
   const maxResponses = config.responseCacheMaxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES;
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
 
@@ -425,7 +435,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // The hot path (src/http/responseCache.ts): authenticated callers only, PUBLIC answers only.
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
-      text = (await readBody(req, principal === null ? anonymousBodyLimit : config.bodyLimitBytes)).toString('utf8');
+      text = (await readBody(req, principal === null ? anonymousBodyLimit : bodyLimitOf(principal))).toString('utf8');
       // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
       cacheKey = cached?.knownKey(req.headers, text) ?? null;
       if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
@@ -457,7 +467,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       return send(res, refused.status, refused.headers, refused.body, null, record);
     }
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
-    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record);
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record, address);
     const request = prepared?.fromEnvelope(method, req.headers, envelope) ?? null;
     const answer = request === null ? null : await answerPrepared(request, context, record);
     if (answer !== null) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
@@ -519,17 +529,21 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   /**
    * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
    * of its address's bucket; credentials are checked from the headers before a byte of a body is
-   * read; only the creation of a key takes a body, up to BODY_LIMIT_BYTES and with valid
-   * credentials; every other body is left unread.
+   * read; only the creation of a key (up to BODY_LIMIT_BYTES) and the live recommender's twins (up to
+   * INGEST_BODY_LIMIT_BYTES for who may send events) take a body, with valid credentials; every
+   * other body is left unread.
    */
   async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     const isKeys = url.pathname === '/api/v1/apikey' || url.pathname.startsWith('/api/v1/apikey/');
     if (!isKeys && !url.pathname.startsWith('/v1/')) return false;
+    // the live recommender's twins (POST /v1/events, PUT /v1/items): credentials in the header
+    const ingest = isKeys ? null : ingestRoute(req.method, url.pathname);
     const address = addresses.of(req);
     const guarded = limiter.guard(backend.keys, address);
     const authorization = req.headers.authorization;
-    const refusal = (error: unknown): RestResponse => (isKeys ? apiKeyErrorResponse(error, authorization) : recsErrorResponse(error));
-    if (isKeys ? authorization === undefined : !url.searchParams.has('apiKey')) {
+    const refusal = (error: unknown): RestResponse =>
+      isKeys ? apiKeyErrorResponse(error, authorization) : ingest !== null ? ingestErrorResponse(error, authorization) : recsErrorResponse(error);
+    if (isKeys || ingest !== null ? authorization === undefined : !url.searchParams.has('apiKey')) {
       try {
         await limiter.admit(null, address);
       } catch (error) {
@@ -540,7 +554,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     let keys: KeyService = guarded;
     let raw: Buffer = Buffer.alloc(0);
     let read = false;
-    if (req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') {
+    if ((req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') || (ingest === 'events' && req.method === 'POST') || ingest === 'items') {
       // without credentials the handler answers 401 whatever the body says: it is not read
       let limit = 0;
       if (authorization !== undefined) {
@@ -554,10 +568,15 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
           authenticate: (value, options) =>
             value !== authorization ? guarded.authenticate(value, options) : 'error' in outcome ? Promise.reject(outcome.error) : Promise.resolve(outcome.principal),
         };
-        limit = 'error' in outcome ? 0 : config.bodyLimitBytes;
+        limit = 'error' in outcome ? 0 : ingest !== null ? bodyLimitOf(outcome.principal) : config.bodyLimitBytes;
       }
       if (limit > 0) {
-        raw = await readBody(req, limit);
+        try {
+          raw = await readBody(req, limit);
+        } catch (error) {
+          if (!(error instanceof HttpError) || ingest === null) throw error;
+          return writeRest(req, res, ingestBodyTooLarge(limit), false);
+        }
         read = true;
       }
     }
@@ -567,8 +586,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       body = undefined; // the handlers answer a missing, broken or too deep body with the interface's 400
     }
-    const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log);
-    const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
+    const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log, address);
+    const answer = isKeys ? serveApiKeys(restRequest, keys) : (serveIngest(restRequest, keys, backend.ingest) ?? serveRecommendations(restRequest, keys, backend.recs));
     if (answer === null) return false;
     return writeRest(req, res, await answer, read);
   }
