@@ -102,18 +102,27 @@ describe('REST mode in front of an embedded gateway', () => {
 describe('REST mode in front of an upstream without the twins', () => {
   let server: http.Server;
   let gw: TestGateway;
+  /** What the upstream's /v1/events and /v1/items were sent, header and body. */
+  const seen: { method: string; path: string; authorization?: string; forwardedFor?: string; body: string }[] = [];
 
   beforeAll(async () => {
     // a key service that knows everyone, and a recommendation service of the seed's routes only
     server = http.createServer((req, res) => {
-      req.resume();
-      const path = (req.url ?? '/').split('?')[0];
-      const [status, body] =
-        req.method === 'GET' && path === '/api/v1/apikey' ? [200, '[]']
-          : path === '/v1/items' ? [405, '{"errors":[{"code":405,"message":"Method not allowed"}]}']
-            : [404, '{"errors":[{"code":404,"message":"Not found"}]}'];
-      res.writeHead(status, { 'content-type': 'application/json' });
-      res.end(body);
+      const path = (req.url ?? '/').split('?')[0]!;
+      let sent = '';
+      req.on('data', (chunk: Buffer) => (sent += chunk));
+      // answered once the whole request is in, so it is recorded before the gateway hears back
+      req.on('end', () => {
+        if (path.startsWith('/v1/')) {
+          seen.push({ method: req.method!, path, authorization: req.headers.authorization, forwardedFor: req.headers['x-forwarded-for'] as string | undefined, body: sent });
+        }
+        const [status, body] =
+          req.method === 'GET' && path === '/api/v1/apikey' ? [200, '[]']
+            : path === '/v1/items' ? [405, '{"errors":[{"code":405,"message":"Method not allowed"}]}']
+              : [404, '{"errors":[{"code":404,"message":"Not found"}]}'];
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(body);
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -134,5 +143,16 @@ describe('REST mode in front of an upstream without the twins', () => {
     const twin = await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 's' }]);
     expect(twin.status).toBe(502);
     expect(JSON.stringify(twin.body)).toMatch(/the upstream takes no events/);
+    // each sent once (never retried), with the caller's own credentials and address, in the twins' shape
+    expect(seen.map((r) => [r.method, r.path, r.authorization, r.forwardedFor])).toEqual([
+      ['POST', '/v1/events', root, '127.0.0.1'],
+      ['PUT', '/v1/items', root, '127.0.0.1'],
+      ['POST', '/v1/events', root, '127.0.0.1'],
+    ]);
+    expect(JSON.parse(seen[0]!.body)).toEqual([
+      { kind: 'view', itemId: A, sessionId: 'x-0', time: expect.any(Number) },
+      { kind: 'view', itemId: B, sessionId: 'x-0', time: expect.any(Number) },
+    ]);
+    expect(JSON.parse(seen[1]!.body)).toEqual([{ itemId: A, name: 'x' }]);
   });
 });
