@@ -25,6 +25,8 @@ const config: CodegenConfig = {
           RecommendationConnection: '../ports/backend.js#RecommendationListModel',
           RecommendationEdge: '../ports/backend.js#RecommendationEntryModel',
           CreateApiKeyPayload: '../ports/backend.js#CreatedApiKeyModel',
+          RecordEventsPayload: '../ports/backend.js#RecordEventsResultModel',
+          UpsertItemsPayload: '../ports/backend.js#UpsertItemsResultModel',
         },
       },
     },

@@ -36,6 +36,8 @@ export const DEFAULT_PREPARED_DOCUMENTS = 1_000;
 
 /** ANONYMOUS_BODY_LIMIT_BYTES: the largest body of a request without credentials. */
 export const DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES = 32 * 1024;
+/** INGEST_BODY_LIMIT_BYTES: what an administrator may send (batches of events and item records). */
+export const DEFAULT_INGEST_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
 
 /** MAX_KEYS_PER_USER: API keys one user may have in the embedded backend. */
 export const DEFAULT_MAX_KEYS_PER_USER = 100;

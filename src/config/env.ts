@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { QueryLimits, RateLimitSettings, ServerLimits } from '../ports/limits.js';
 import {
   DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES,
+  DEFAULT_INGEST_BODY_LIMIT_BYTES,
   DEFAULT_CACHE_TTL_SECONDS,
   DEFAULT_LIMITS,
   DEFAULT_MAX_KEYS_PER_USER,
@@ -72,6 +73,13 @@ export interface Config {
    * BODY_LIMIT_BYTES.
    */
   anonymousBodyLimitBytes: number;
+  /**
+   * INGEST_BODY_LIMIT_BYTES: the largest body accepted from a caller who may send events and item
+   * records (an administrator; in REST mode, where the upstream decides who is one, any
+   * authenticated caller): 10,000 events of three 36-character ids each take about 2 MiB. Default
+   * 8 MiB; at least BODY_LIMIT_BYTES.
+   */
+  ingestBodyLimitBytes: number;
   /**
    * TRUST_PROXY: the addresses of the proxies in front of the gateway, comma-separated (IPv4 or
    * IPv6, or CIDR blocks such as 10.0.0.0/8). A request from one of them is counted against the
@@ -288,6 +296,7 @@ export function loadConfig(env: Env = process.env): Config {
     requestDeadlineMs: int('REQUEST_DEADLINE_MS', 10_000, 100, 300_000),
     bodyLimitBytes: int('BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
     anonymousBodyLimitBytes: 0,
+    ingestBodyLimitBytes: 0,
     trustProxy: list('TRUST_PROXY'),
     verifiedPasswordTtlSeconds: int('VERIFIED_PASSWORD_TTL_SECONDS', 60, 0, 3600),
     introspection: bool('INTROSPECTION', !production),
@@ -315,6 +324,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken: token('METRICS_TOKEN'),
     trustedDocuments: trustedDocuments(),
   };
+  config.ingestBodyLimitBytes = Math.max(config.bodyLimitBytes, int('INGEST_BODY_LIMIT_BYTES', DEFAULT_INGEST_BODY_LIMIT_BYTES, 1024, 256 * 1024 * 1024));
   config.anonymousBodyLimitBytes = Math.min(config.bodyLimitBytes, int('ANONYMOUS_BODY_LIMIT_BYTES', DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, 1024, 64 * 1024 * 1024));
   for (const proxy of config.trustProxy) if (!isAddressPattern(proxy)) problems.push(`TRUST_PROXY must list IP addresses or CIDR blocks, got "${proxy}"`);
   // node refuses a headers timeout longer than the whole request's

@@ -12,6 +12,8 @@ export interface GatewayContext {
   request?: RequestRecord;
   /** Aborted at the request's deadline or when the client goes away. */
   signal: AbortSignal;
+  /** The caller's address as the gateway trusts it, for calls that forward it (X-Forwarded-For). */
+  clientAddress?: string;
 }
 
 /**
@@ -26,6 +28,7 @@ export class RequestContext implements GatewayContext {
     readonly loaders: Loaders,
     private readonly deadline: { readonly signal: AbortSignal },
     readonly request?: RequestRecord,
+    readonly clientAddress?: string,
   ) {}
 
   get signal(): AbortSignal {

@@ -52,6 +52,8 @@ const MAX_REMEMBERED_BODY = 8 * 1024;
 const MAX_REMEMBERED_QUERY = 16 * 1024;
 /** Characters the remembered query texts, and the remembered bodies, may hold each at most. */
 const REMEMBERED_TEXT_CHARS = 8 * 1024 * 1024;
+/** The keyword of a mutation, wherever it stands in a query text. */
+const MUTATION_WORD = /\bmutation\b/;
 /** Apollo's own Cache-Control for an answer whose every field is PUBLIC with a maxAge. */
 const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
 
@@ -122,6 +124,9 @@ export class ResponseCache {
     if (!isJsonContentType(headers['content-type'])) return null;
     const { query, variables, operationName, extensions } = body as Record<string, unknown>;
     if (typeof query !== 'string' || extensions !== undefined) return null;
+    // a mutation is never answered from here, and its text and variables (events' session ids)
+    // are not remembered; the word anywhere (a field of that name too) only costs the caching
+    if (MUTATION_WORD.test(query)) return null;
     if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return null;
     const normalised = this.normalise(query);

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ClientAddresses } from '../auth/clientAddress.js';
 import { RateLimiter } from '../auth/rateLimit.js';
 import { MemoryCache } from '../cache/memory.js';
-import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_SERVER_LIMITS } from '../config/defaults.js';
+import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_INGEST_BODY_LIMIT_BYTES, DEFAULT_SERVER_LIMITS } from '../config/defaults.js';
 import type { Config } from '../config/env.js';
 import { ErrorCode } from '../errors.js';
 import { createGraphQLEngine } from '../graphql/engine.js';
@@ -12,7 +12,7 @@ import type { PreparedOperations } from '../graphql/preparedOperations.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
-import type { Backend } from '../ports/backend.js';
+import type { Backend, PrincipalModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
 import { HttpError } from './body.js';
 import { drainHttpServer } from './drain.js';
@@ -25,7 +25,7 @@ import { graphqlError, sendJson } from './send.js';
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -103,13 +103,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   });
   const addresses = new ClientAddresses(config.trustProxy ?? []);
   const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, config.bodyLimitBytes);
+  const ingestBodyLimit = Math.max(config.ingestBodyLimitBytes ?? DEFAULT_INGEST_BODY_LIMIT_BYTES, config.bodyLimitBytes);
+  /** Batches of events need room: for who may send them (where the upstream decides, anyone it might let). */
+  const bodyLimitOf = (principal: PrincipalModel): number =>
+    principal.user.isAdmin || backend.keys.checksKeysLocally !== true ? ingestBodyLimit : config.bodyLimitBytes;
 
   const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
   const engine = await createGraphQLEngine(config, cache, metrics, log);
   const { apollo, prepared } = engine;
   const serveIde = ideRoute({ limiter, addresses });
-  const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, log });
-  const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, metrics, engine, serveIde });
+  const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, log });
+  const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, metrics, engine, serveIde });
 
   /**
    * Routes a request. Not async itself: /graphql's promise is handed back as it is (an async

@@ -247,7 +247,7 @@ export interface RecsService {
 export type EventKindModel = 'VIEW' | 'PURCHASE';
 
 /**
- * One event of recordEvents / POST /v1/events after checkEvents (src/backends/ingest.ts): the
+ * One event of recordEvents / POST /v1/events after checkEvents (src/ports/ingest.ts): the
  * identifiers are opaque strings that never appear in answers, logs or metrics; time in ms since
  * the epoch (now when the caller gave none).
  */

@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { MAX_EVENTS_PER_CALL, MAX_IDENTIFIER_LENGTH, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 import type { RestResponse } from './types.js';
 
@@ -82,7 +83,7 @@ export interface Operation {
   responses: Record<string, ResponseObject | Reference>;
 }
 
-type Method = 'get' | 'post' | 'delete';
+type Method = 'get' | 'post' | 'put' | 'delete';
 export type PathItem = Partial<Record<Method, Operation>> & { parameters?: (Parameter | Reference)[] };
 
 type SecurityScheme =
@@ -211,7 +212,7 @@ const recsErrors: SchemaObject = {
               `${RecsErrorCode.INVALID_ITEM}: Invalid itemId (an unknown item); ` +
               `${RecsErrorCode.NO_RECOMMENDATIONS}: nothing to recommend (answered with a 200); ` +
               `${RecsErrorCode.ACCOUNT_INACTIVE}: Account Inactive (a missing, unknown or malformed apiKey); ` +
-              '429, 502, 503 and 500 as the HTTP status.',
+              '401, 403, 413, 429, 502, 503 and 500 as the HTTP status (401, 403 and 413 from the live recommender\'s POST /v1/events and PUT /v1/items only).',
           },
           message: str(),
         },
@@ -230,6 +231,27 @@ const recsResponse = (description: string, code: number, message: string, header
   ...(headers ? { headers } : {}),
   content: jsonContent(ref('schemas', 'RecsErrors'), { errors: [{ code, message }] }),
 });
+
+/** The responses of the live recommender's twins besides their own: the recommendation body, statuses as the key interface's. */
+const ingestFailures = {
+  '400': recsResponse(
+    `A malformed body or a bad entry (code ${RecsErrorCode.BAD_REQUEST}), naming the first bad entry's index and field; nothing of the call is kept.`,
+    RecsErrorCode.BAD_REQUEST, 'events[3].sessionId: a view needs a sessionId or a userId',
+  ),
+  '401': recsResponse(
+    'No, bad, unknown, expired or deleted credentials. A request with no credentials, or with Basic ones, is challenged.',
+    401, 'Authentication required: send a valid API key or credentials in the Authorization header',
+    { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') },
+  ),
+  '403': recsResponse('The caller is no administrator.', 403, 'Only administrators may send events and item records'),
+  '413': recsResponse('A body over INGEST_BODY_LIMIT_BYTES (8 MiB by default) for an administrator.', 413, 'Request body larger than 8388608 bytes: send fewer events or records a call'),
+  '429': recsResponse('Too many requests.', 429, 'Too many requests: retry in 1 s', { 'Retry-After': ref('headers', 'Retry-After') }),
+  '502': recsResponse(
+    'In REST mode: the upstream refused the gateway, or takes no events or item records.',
+    502, "The recommendations service refused the gateway's request: the upstream takes no events (POST /v1/events is not one of its routes)",
+  ),
+  '503': recsResponse('In REST mode: the upstream is unavailable or did not answer in time.', 503, 'The recommendations service is unavailable: HTTP 503', { 'Retry-After': ref('headers', 'Retry-After') }),
+};
 
 /** The security of the key interface: any one of the three forms of the Authorization header. */
 const keySecurity: SecurityRequirement[] = [{ apiKeyHeader: [] }, { bearerKey: [] }, { basicAuth: [] }];
@@ -285,6 +307,7 @@ export const openApiDocument: OpenApiDocument = {
   tags: [
     { name: 'api-keys', description: 'Per-user API keys: create, list, delete.' },
     { name: 'recommendations', description: 'Recommended items anchored on one item, and the product lookup.' },
+    { name: 'ingestion', description: 'The live recommender: events and item records in, for administrators.' },
   ],
   paths: {
     '/api/v1/apikey': {
@@ -360,7 +383,44 @@ export const openApiDocument: OpenApiDocument = {
         },
       },
     },
+    '/v1/events': {
+      post: {
+        operationId: 'recordEvents',
+        summary: `Records what shoppers did, for the recommender: at most ${MAX_EVENTS_PER_CALL} events a call, all kept or none.`,
+        description: 'Administrators only (a password or a key of theirs in the Authorization header). Answered once the events are kept; ' +
+          'the recommendations follow within seconds. The same as GraphQL\'s recordEvents mutation.',
+        tags: ['ingestion'],
+        security: keySecurity,
+        requestBody: {
+          required: true,
+          content: jsonContent(
+            { type: 'array', items: ref('schemas', 'Event'), maxItems: MAX_EVENTS_PER_CALL },
+            [{ kind: 'view', itemId: 31000005, sessionId: 's-81f2', time: '2026-11-23T06:40:00Z' }, { kind: 'purchase', itemId: 31000005, orderId: 'o-1177' }],
+          ),
+        },
+        responses: {
+          '200': { description: 'The events were kept.', content: jsonContent(ref('schemas', 'RecordedEvents'), { accepted: 2, itemsWithoutRecord: 0 }) },
+          ...ingestFailures,
+        },
+      },
+    },
     '/v1/items': {
+      put: {
+        operationId: 'upsertItems',
+        summary: `Adds or replaces item records: at most ${MAX_ITEMS_PER_CALL} a call, all stored or none.`,
+        description: 'Administrators only. Each record replaces the item\'s previous record whole; itemId and a non-empty name are required. ' +
+          'The same as GraphQL\'s upsertItems mutation.',
+        tags: ['ingestion'],
+        security: keySecurity,
+        requestBody: {
+          required: true,
+          content: jsonContent({ type: 'array', items: ref('schemas', 'ItemRecord'), maxItems: MAX_ITEMS_PER_CALL }, [{ itemId: 31000005, name: 'Vireo Labs Phone 6' }]),
+        },
+        responses: {
+          '200': { description: 'The records were stored.', content: jsonContent(ref('schemas', 'UpsertedItems'), { upserted: 1 }) },
+          ...ingestFailures,
+        },
+      },
       get: {
         operationId: 'getItems',
         summary: `Product lookup: up to ${MAX_LOOKUP_IDS} items by id.`,
@@ -457,6 +517,36 @@ export const openApiDocument: OpenApiDocument = {
         },
       },
       RecsErrors: recsErrors,
+      Event: {
+        type: 'object',
+        description: 'What a shopper did. A view needs a sessionId or a userId; a purchase an orderId, a sessionId or a userId. ' +
+          'The identifiers are opaque and never shown in answers, logs or metrics.',
+        required: ['kind', 'itemId'],
+        properties: {
+          kind: { enum: ['view', 'purchase'], description: 'view or purchase.' },
+          itemId: { oneOf: [itemId('The item viewed or bought; it may have no record yet.'), { type: 'string', pattern: '^[0-9]{1,16}$' }] },
+          sessionId: { type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH, description: 'The browsing session.' },
+          userId: { type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH, description: 'The shopper, across sessions.' },
+          orderId: { type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH, description: 'The order of a purchase.' },
+          time: {
+            oneOf: [{ type: 'string', format: 'date-time' }, { type: 'integer', minimum: 0, description: 'Milliseconds since 1970.' }],
+            description: 'When it happened, at most a day ahead; now when absent.',
+          },
+        },
+      },
+      RecordedEvents: {
+        type: 'object',
+        required: ['accepted'],
+        properties: {
+          accepted: { type: 'integer', minimum: 0, description: 'How many events were kept: all of the call\'s.' },
+          itemsWithoutRecord: { type: 'integer', minimum: 0, description: 'Items named by the call that still have no record; absent where unknown.' },
+        },
+      },
+      UpsertedItems: {
+        type: 'object',
+        required: ['upserted'],
+        properties: { upserted: { type: 'integer', minimum: 0, description: 'How many records were stored.' } },
+      },
       GatewayError: {
         type: 'object',
         description: 'An error the gateway answers before a REST handler sees the request, in the GraphQL response shape.',

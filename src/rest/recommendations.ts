@@ -110,7 +110,8 @@ async function handle(
   req: RestRequest, path: string, kind: RecommendationKind | undefined, keys: KeyService, recs: RecsService,
 ): Promise<RestResponse> {
   if (req.method !== 'GET') {
-    return json(405, errorBody(405, `Method ${req.method} not allowed`), { allow: 'GET' });
+    // PUT /v1/items is the live recommender's (src/rest/ingest.ts)
+    return json(405, errorBody(405, `Method ${req.method} not allowed`), { allow: path === '/v1/items' ? 'GET, PUT' : 'GET' });
   }
   const options: CallOptions = req.signal ? { signal: req.signal } : {};
   try {

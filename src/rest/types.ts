@@ -13,6 +13,8 @@ export interface RestRequest {
   signal?: AbortSignal;
   /** Where an unexpected failure is logged (whole, never shown); default: nowhere. */
   log?: Logger;
+  /** The caller's address as the gateway trusts it, forwarded where the backend forwards credentials. */
+  clientAddress?: string;
 }
 
 /** What the HTTP layer writes back. */

@@ -187,4 +187,19 @@ describe.each([
     expect(codeOf(await s.gql(`{ postBrowsedProducts(itemId: ${PHONE}, first: 11) { itemId } }`, {}, alice))).toBe('BAD_USER_INPUT');
     expect(codeOf(await s.gql(`{ postBrowsedProducts(itemId: ${PHONE}) { itemId } }`))).toBe('UNAUTHENTICATED');
   });
+
+  it('takes events and item records from administrators only: the same codes for everyone else', async () => {
+    const record = (headers?: Record<string, string>) =>
+      s.gql('mutation($e: [EventInput!]!) { recordEvents(events: $e) { accepted } }', { e: [{ kind: 'VIEW', itemId: PHONE, sessionId: 's-1' }] }, headers);
+    const upsert = (headers?: Record<string, string>) =>
+      s.gql('mutation($i: [ItemInput!]!) { upsertItems(items: $i) { upserted } }', { i: [{ itemId: PHONE, name: 'Mine' }] }, headers);
+    const codes: unknown[] = [];
+    for (const headers of [alice, bob, { authorization: basicAuthorization('alice', 'wrong-password') }, undefined]) {
+      codes.push(codeOf(await record(headers)), codeOf(await upsert(headers)));
+    }
+    expect(codes).toEqual(['FORBIDDEN', 'FORBIDDEN', 'FORBIDDEN', 'FORBIDDEN', 'UNAUTHENTICATED', 'UNAUTHENTICATED', 'UNAUTHENTICATED', 'UNAUTHENTICATED']);
+    same('ingest refusals', codes);
+    const malformed = await s.gql('mutation($e: [EventInput!]!) { recordEvents(events: $e) { accepted } }', { e: [{ kind: 'CLICK', itemId: PHONE }] }, alice);
+    expect([malformed.status, codeOf(malformed)]).toEqual([400, 'BAD_USER_INPUT']);
+  });
 });

@@ -186,6 +186,15 @@ describe('ResponseCache on its own', () => {
     expect(cache.keyOf('POST', json, { query: flood })).toBeNull();
   });
 
+  it('gives no key to a mutation, and remembers neither its text nor its body (events carry session ids)', () => {
+    const cache = new ResponseCache();
+    const mutation = { query: 'mutation($e: [EventInput!]!) { recordEvents(events: $e) { accepted } }', variables: { e: [{ kind: 'VIEW', itemId: 1, sessionId: 'S-secret' }] } };
+    const text = JSON.stringify(mutation);
+    expect(cache.keyOf('POST', json, mutation, text)).toBeNull();
+    expect(cache.knownKey(json, text)).toBeUndefined();
+    expect(cache.keyOf('POST', json, { query: 'query A { a } mutation B { b }', operationName: 'A' })).toBeNull();
+  });
+
   it('keeps an answer no longer than its maxAge', () => {
     let clock = 1_000_000;
     const cache = new ResponseCache({ now: () => clock });

@@ -97,7 +97,7 @@ describe('the OpenAPI description', () => {
   });
 
   it('covers every route the gateway serves', () => {
-    expect(Object.keys(openApiDocument.paths).sort()).toEqual(['/api/v1/apikey', '/api/v1/apikey/{id}', '/v1/items', '/v1/items/{itemId}', '/v1/nbp', '/v1/postbrowse']);
+    expect(Object.keys(openApiDocument.paths).sort()).toEqual(['/api/v1/apikey', '/api/v1/apikey/{id}', '/v1/events', '/v1/items', '/v1/items/{itemId}', '/v1/nbp', '/v1/postbrowse']);
     expect(Object.keys(openApiDocument.components.securitySchemes).sort()).toEqual(['apiKeyHeader', 'apiKeyQuery', 'basicAuth', 'bearerKey']);
   });
 });
@@ -212,6 +212,26 @@ describe('GET /openapi.json, and the answers it describes, over HTTP', () => {
     expect(records).toHaveLength(10);
     expect(new Set(records.flatMap((record) => Object.keys(record))).size).toBeGreaterThan(20);
   });
+
+  it('the live recommender\'s twins: POST /v1/events and PUT /v1/items and their failures answer as described', async () => {
+    const root = basicAuthorization('root', 'root-password');
+    const view = { kind: 'view', itemId: PHONE, sessionId: 's-1', time: '2026-01-02T03:04:05Z' };
+    const cases: [string, string, string | undefined, unknown, number, string][] = [
+      ['POST', '/v1/events', root, [view, { kind: 'purchase', itemId: String(PHONE), orderId: 'o-1', time: Date.now() }], 200, gw.url],
+      ['POST', '/v1/events', root, [{ kind: 'view', itemId: PHONE }], 400, gw.url],
+      ['POST', '/v1/events', undefined, [view], 401, gw.url],
+      ['POST', '/v1/events', alice, [view], 403, gw.url],
+      ['POST', '/v1/events', alice, Array.from({ length: 40 }, () => view), 413, limited.url],
+      ['PUT', '/v1/items', root, [{ itemId: PHONE, name: 'Vireo Labs Phone 6', customerRating: '4.5' }], 200, gw.url],
+      ['PUT', '/v1/items', root, [{ itemId: PHONE }], 400, gw.url],
+      ['PUT', '/v1/items', alice, [{ itemId: PHONE, name: 'x' }], 403, gw.url],
+    ];
+    for (const [method, path, auth, body, status, base] of cases) {
+      const answer = await call(method, path, auth, body, base);
+      expect(answer.status, `${method} ${path} ${status}`).toBe(status);
+      expectDescribed(answer, path, method.toLowerCase());
+    }
+  }, 30_000);
 
   it('a body over the limit: 413 in the gateway\'s own error shape, as described', async () => {
     const tooLarge = await call('POST', '/api/v1/apikey', alice, { name: 'x'.repeat(4096) }, limited.url);

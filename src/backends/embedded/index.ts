@@ -1,5 +1,5 @@
 import { forbidden } from '../../errors.js';
-import { checkEvents, checkItems } from '../ingest.js';
+import { checkEvents, checkItems } from '../../ports/ingest.js';
 import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsService } from '../../ports/backend.js';
 import type { RecEvent } from './events/event.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';

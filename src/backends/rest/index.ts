@@ -6,7 +6,7 @@ import {
 } from './options.js';
 import type { RestBackendOptions } from './options.js';
 import { RestRecsService } from './recs.js';
-import { upstreamRejected } from '../../errors.js';
+import { RestIngestService } from './ingest.js';
 import { Upstream } from './upstream.js';
 
 export type { RestBackendOptions } from './options.js';
@@ -40,11 +40,8 @@ export function createRestBackend(options: RestBackendOptions): RestBackend {
       options.sharedCache,
     ),
     recs: new RestRecsService(recommendations, options.recsApiKey),
-    // Stand-in until issue 20's forwarding to the upstream's POST /v1/events and PUT /v1/items lands.
-    ingest: {
-      recordEvents: () => Promise.reject(upstreamRejected('recommendations', 'the upstream takes no events (POST /v1/events)')),
-      upsertItems: () => Promise.reject(upstreamRejected('recommendations', 'the upstream takes no item records (PUT /v1/items)')),
-    },
+    // the caller's own credentials, to the upstream's twins: it decides who may send them
+    ingest: new RestIngestService(recommendations),
     async check() {
       // Unauthenticated requests: any HTTP answer below 500 proves reachability without
       // spending the gateway key's rate limit.

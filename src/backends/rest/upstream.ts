@@ -27,7 +27,7 @@ export interface UpstreamSettings {
 }
 
 export interface UpstreamRequest {
-  method: 'GET' | 'POST' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
   /** Path and query, relative to the base URL's path. */
   path: string;
   headers?: Record<string, string>;

@@ -1,5 +1,35 @@
-import type { MutationResolvers } from '../../__generated__/resolvers-types.js';
+import type { EventInput, ItemInput, MutationResolvers } from '../../__generated__/resolvers-types.js';
+import { parseItemRecord } from '../../ports/itemRecord.js';
+import type { CallOptions, EventInputModel, ItemModel } from '../../ports/backend.js';
+import type { GatewayContext } from '../context.js';
 import { requirePrincipal } from './helpers.js';
+
+/** An event as the backends take it: absent identifiers null, time in ms (now when not given). */
+function toEventModel(e: EventInput, now: number): EventInputModel {
+  return {
+    kind: e.kind,
+    itemId: e.itemId,
+    sessionId: e.sessionId ?? null,
+    userId: e.userId ?? null,
+    orderId: e.orderId ?? null,
+    time: e.time?.getTime() ?? now,
+  };
+}
+
+/**
+ * An item record from its input, through the one parser of records (src/backends/itemRecord.ts),
+ * so records from the API, files and upstream answers all have one shape. The input's attributes
+ * are the record's attributes object.
+ */
+function toItemModel(input: ItemInput): ItemModel {
+  const { attributes, ...fields } = input;
+  const record: Record<string, unknown> = { ...fields };
+  if (attributes) record.attributes = Object.fromEntries(attributes.map((a) => [a.name, a.value]));
+  return parseItemRecord(record);
+}
+
+const callOptions = (context: GatewayContext): CallOptions =>
+  context.clientAddress === undefined ? { signal: context.signal } : { signal: context.signal, clientAddress: context.clientAddress };
 
 export const Mutation: MutationResolvers = {
   createApiKey: (_, { input }, context) =>
@@ -9,4 +39,13 @@ export const Mutation: MutationResolvers = {
     await context.backend.keys.deleteKey(requirePrincipal(context), id, { signal: context.signal });
     return { ok: true, result: 'DELETED', id };
   },
+
+  recordEvents: (_, { events }, context) => {
+    const principal = requirePrincipal(context);
+    const now = Date.now();
+    return context.backend.ingest.recordEvents(principal, events.map((e) => toEventModel(e, now)), callOptions(context));
+  },
+
+  upsertItems: (_, { items }, context) =>
+    context.backend.ingest.upsertItems(requirePrincipal(context), items.map(toItemModel), callOptions(context)),
 };

@@ -58,6 +58,8 @@ export interface GraphQLRouteDeps {
   addresses: ClientAddresses;
   /** The most a request without credentials may send. */
   anonymousBodyLimit: number;
+  /** The most a signed-in caller may send (administrators more: batches of events). */
+  bodyLimitOf: (principal: PrincipalModel) => number;
   metrics: GatewayMetrics;
   engine: GraphQLEngine;
   /** The IDE's page, for a browser's GET /graphql without a query. */
@@ -66,7 +68,7 @@ export interface GraphQLRouteDeps {
 
 /** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
-  const { config, backend, limiter, addresses, anonymousBodyLimit, metrics, serveIde } = deps;
+  const { config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, metrics, serveIde } = deps;
   const { apollo, prepared, responseCache, trustedDocuments, formatError } = deps.engine;
 
   /**
@@ -117,7 +119,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     // The hot path (src/graphql/responseCache.ts): authenticated callers only, PUBLIC answers only.
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
-      text = (await readBody(req, principal === null ? anonymousBodyLimit : config.bodyLimitBytes)).toString('utf8');
+      text = (await readBody(req, principal === null ? anonymousBodyLimit : bodyLimitOf(principal))).toString('utf8');
       // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
       cacheKey = cached?.knownKey(req.headers, text) ?? null;
       if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
@@ -149,7 +151,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       return send(res, refused.status, refused.headers, refused.body, null, record);
     }
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
-    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record);
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record, address);
     const request = prepared?.fromEnvelope(method, req.headers, envelope) ?? null;
     const answer = request === null ? null : await answerPrepared(request, context, record);
     if (answer !== null) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);

@@ -4,10 +4,13 @@ import type { RateLimiter } from '../../auth/rateLimit.js';
 import type { Config } from '../../config/env.js';
 import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { Backend, KeyService } from '../../ports/backend.js';
-import { apiKeyErrorResponse, recsErrorResponse, serveApiKeys, serveRecommendations, type RestRequest, type RestResponse } from '../../rest/index.js';
+import type { Backend, KeyService, PrincipalModel } from '../../ports/backend.js';
+import {
+  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestRoute, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  type RestRequest, type RestResponse,
+} from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
-import { parseJson, readBody } from '../body.js';
+import { HttpError, parseJson, readBody } from '../body.js';
 import { RequestDeadline } from '../requestSignal.js';
 
 /** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
@@ -23,6 +26,7 @@ class ServedRestRequest implements RestRequest {
     readonly body: unknown,
     private readonly deadline: RequestDeadline,
     readonly log: Logger,
+    readonly clientAddress?: string,
   ) {
     this.method = (req.method ?? 'GET').toUpperCase();
     this.path = url.pathname;
@@ -43,6 +47,8 @@ export interface ServedRestDeps {
   addresses: ClientAddresses;
   /** The most a request without credentials may send; a larger body left unread closes the connection. */
   anonymousBodyLimit: number;
+  /** The most a signed-in caller may send (administrators more: batches of events). */
+  bodyLimitOf: (principal: PrincipalModel) => number;
   log: Logger;
 }
 
@@ -50,21 +56,25 @@ export interface ServedRestDeps {
  * The served REST interfaces (/api/v1/apikey…, /v1/…): a function that answers a request of
  * theirs and resolves true, or resolves false for any other path.
  */
-export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, log }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
+export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, log }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
   /**
    * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
    * of its address's bucket; credentials are checked from the headers before a byte of a body is
-   * read; only the creation of a key takes a body, up to BODY_LIMIT_BYTES and with valid
-   * credentials; every other body is left unread.
+   * read; only the creation of a key (up to BODY_LIMIT_BYTES) and the live recommender's twins (up to
+   * INGEST_BODY_LIMIT_BYTES for who may send events) take a body, with valid credentials; every
+   * other body is left unread.
    */
   async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
     const isKeys = url.pathname === '/api/v1/apikey' || url.pathname.startsWith('/api/v1/apikey/');
     if (!isKeys && !url.pathname.startsWith('/v1/')) return false;
+    // the live recommender's twins (POST /v1/events, PUT /v1/items): credentials in the header
+    const ingest = isKeys ? null : ingestRoute(req.method, url.pathname);
     const address = addresses.of(req);
     const guarded = limiter.guard(backend.keys, address);
     const authorization = req.headers.authorization;
-    const refusal = (error: unknown): RestResponse => (isKeys ? apiKeyErrorResponse(error, authorization) : recsErrorResponse(error));
-    if (isKeys ? authorization === undefined : !url.searchParams.has('apiKey')) {
+    const refusal = (error: unknown): RestResponse =>
+      isKeys ? apiKeyErrorResponse(error, authorization) : ingest !== null ? ingestErrorResponse(error, authorization) : recsErrorResponse(error);
+    if (isKeys || ingest !== null ? authorization === undefined : !url.searchParams.has('apiKey')) {
       try {
         await limiter.admit(null, address);
       } catch (error) {
@@ -75,7 +85,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     let keys: KeyService = guarded;
     let raw: Buffer = Buffer.alloc(0);
     let read = false;
-    if (req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') {
+    if ((req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') || (ingest === 'events' && req.method === 'POST') || ingest === 'items') {
       // without credentials the handler answers 401 whatever the body says: it is not read
       let limit = 0;
       if (authorization !== undefined) {
@@ -89,10 +99,15 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
           authenticate: (value, options) =>
             value !== authorization ? guarded.authenticate(value, options) : 'error' in outcome ? Promise.reject(outcome.error) : Promise.resolve(outcome.principal),
         };
-        limit = 'error' in outcome ? 0 : config.bodyLimitBytes;
+        limit = 'error' in outcome ? 0 : ingest !== null ? bodyLimitOf(outcome.principal) : config.bodyLimitBytes;
       }
       if (limit > 0) {
-        raw = await readBody(req, limit);
+        try {
+          raw = await readBody(req, limit);
+        } catch (error) {
+          if (!(error instanceof HttpError) || ingest === null) throw error;
+          return writeRest(req, res, ingestBodyTooLarge(limit), false);
+        }
         read = true;
       }
     }
@@ -102,8 +117,8 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     } catch {
       body = undefined; // the handlers answer a missing, broken or too deep body with the interface's 400
     }
-    const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log);
-    const answer = isKeys ? serveApiKeys(restRequest, keys) : serveRecommendations(restRequest, keys, backend.recs);
+    const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log, address);
+    const answer = isKeys ? serveApiKeys(restRequest, keys) : (serveIngest(restRequest, keys, backend.ingest) ?? serveRecommendations(restRequest, keys, backend.recs));
     if (answer === null) return false;
     return writeRest(req, res, await answer, read);
   }

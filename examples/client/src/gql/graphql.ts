@@ -93,11 +93,48 @@ export type DeleteApiKeyPayload = {
   result: Scalars['String']['output'];
 };
 
+/**
+ * One event for the recommender. A view needs a sessionId or a userId; a purchase an orderId, a
+ * sessionId or a userId. The identifiers are opaque (at most 200 characters each): they group events
+ * and are never shown in answers, logs or metrics.
+ */
+export type EventInput = {
+  /** The item viewed or bought; it may have no record yet (upsertItems adds it). */
+  itemId: Scalars['ItemId']['input'];
+  /** VIEW or PURCHASE. */
+  kind: EventKind;
+  /** The order a purchase belongs to: items of one order are bought together. */
+  orderId?: InputMaybe<Scalars['String']['input']>;
+  /** The shopper's browsing session: views of one session make items viewed together. */
+  sessionId?: InputMaybe<Scalars['String']['input']>;
+  /** When it happened (at most a day ahead of the gateway's clock); now when omitted. */
+  time?: InputMaybe<Scalars['DateTime']['input']>;
+  /** The shopper, across sessions: purchases of one user make items bought together. */
+  userId?: InputMaybe<Scalars['String']['input']>;
+};
+
+/** What a shopper did with an item. */
+export type EventKind =
+  /** The shopper bought the item. */
+  | 'PURCHASE'
+  /** The shopper looked at the item (a product page, a quick view). */
+  | 'VIEW';
+
 export type GiftOptions = {
   __typename?: 'GiftOptions';
   allowGiftMessage?: Maybe<Scalars['Boolean']['output']>;
   allowGiftReceipt?: Maybe<Scalars['Boolean']['output']>;
   allowGiftWrap?: Maybe<Scalars['Boolean']['output']>;
+};
+
+/** Gift options of an item record. */
+export type GiftOptionsInput = {
+  /** Whether a gift message can be added. */
+  allowGiftMessage?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Whether a gift receipt can be added. */
+  allowGiftReceipt?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Whether the item can be gift-wrapped. */
+  allowGiftWrap?: InputMaybe<Scalars['Boolean']['input']>;
 };
 
 export type ImageEntity = {
@@ -107,6 +144,18 @@ export type ImageEntity = {
   largeImage?: Maybe<Scalars['String']['output']>;
   mediumImage?: Maybe<Scalars['String']['output']>;
   thumbnailImage?: Maybe<Scalars['String']['output']>;
+};
+
+/** One image of an item record. */
+export type ImageEntityInput = {
+  /** PRIMARY or SECONDARY. */
+  entityType?: InputMaybe<Scalars['String']['input']>;
+  /** URL of the large image. */
+  largeImage?: InputMaybe<Scalars['String']['input']>;
+  /** URL of the medium image. */
+  mediumImage?: InputMaybe<Scalars['String']['input']>;
+  /** URL of the thumbnail. */
+  thumbnailImage?: InputMaybe<Scalars['String']['input']>;
 };
 
 /**
@@ -224,6 +273,121 @@ export type ItemAttribute = {
   value: Scalars['String']['output'];
 };
 
+/** A name/value attribute of an item record. */
+export type ItemAttributeInput = {
+  /** The attribute's name (the key in the record's attributes object). */
+  name: Scalars['String']['input'];
+  /** Its value, as text. */
+  value: Scalars['String']['input'];
+};
+
+/**
+ * An item record (the item record of recommendations.md, as the Item type shows it): itemId and name
+ * are required, every other field is optional. A record replaces the item's previous record whole.
+ */
+export type ItemInput = {
+  /** URL that adds the item to the cart. */
+  addToCartUrl?: InputMaybe<Scalars['String']['input']>;
+  /** Affiliate URL that adds the item to the cart. */
+  affiliateAddToCartUrl?: InputMaybe<Scalars['String']['input']>;
+  /** Age range text. */
+  age?: InputMaybe<Scalars['String']['input']>;
+  /** Free-form attributes; a name given twice keeps its last value. */
+  attributes?: InputMaybe<Array<ItemAttributeInput>>;
+  /** Whether it can be bought online. */
+  availableOnline?: InputMaybe<Scalars['Boolean']['input']>;
+  /** The best marketplace offer. */
+  bestMarketplacePrice?: InputMaybe<MarketplacePriceInput>;
+  /** The brand. */
+  brandName?: InputMaybe<Scalars['String']['input']>;
+  /** Whether it is a bundle. */
+  bundle?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Underscore-joined category identifiers, e.g. 1105910_1231203_1231204. */
+  categoryNode?: InputMaybe<Scalars['String']['input']>;
+  /** Slash-separated category path, e.g. Cell Phones/Shop Phones by Operating System/Apple iOS. */
+  categoryPath?: InputMaybe<Scalars['String']['input']>;
+  /** Whether it is on clearance. */
+  clearance?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Colour, as text. */
+  color?: InputMaybe<Scalars['String']['input']>;
+  /** Average customer rating (0 to 5). */
+  customerRating?: InputMaybe<Scalars['Float']['input']>;
+  /** URL of the rating's image. */
+  customerRatingImage?: InputMaybe<Scalars['String']['input']>;
+  /** Whether shipping to a store is free. */
+  freeShipToStore?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Whether shipping is free over 35 dollars. */
+  freeShippingOver35Dollars?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Whether shipping is free over 50 dollars. */
+  freeShippingOver50Dollars?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Unisex, Male, ... */
+  gender?: InputMaybe<Scalars['String']['input']>;
+  /** Gift options. */
+  giftOptions?: InputMaybe<GiftOptionsInput>;
+  /** Images; the PRIMARY one last. */
+  imageEntities?: InputMaybe<Array<ImageEntityInput>>;
+  /** Whether two-day shipping is available. */
+  isTwoDayShippingEligible?: InputMaybe<Scalars['Boolean']['input']>;
+  /** The item's identifier. */
+  itemId: Scalars['ItemId']['input'];
+  /** URL of the large image. */
+  largeImage?: InputMaybe<Scalars['String']['input']>;
+  /** A long description; may contain HTML markup. */
+  longDescription?: InputMaybe<Scalars['String']['input']>;
+  /** Whether it is sold on the marketplace. */
+  marketplace?: InputMaybe<Scalars['Boolean']['input']>;
+  /** URL of the medium image. */
+  mediumImage?: InputMaybe<Scalars['String']['input']>;
+  /** The manufacturer's model number, as text. */
+  modelNumber?: InputMaybe<Scalars['String']['input']>;
+  /** Manufacturer's suggested retail price. */
+  msrp?: InputMaybe<Scalars['Float']['input']>;
+  /** The item's name, not empty. */
+  name: Scalars['String']['input'];
+  /** Whether 97-cent shipping applies. */
+  ninetySevenCentShipping?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Number of customer reviews. */
+  numReviews?: InputMaybe<Scalars['Int']['input']>;
+  /** ONLINE_ONLY or ONLINE_AND_STORE. */
+  offerType?: InputMaybe<Scalars['String']['input']>;
+  /** Overnight shipping rate. */
+  overnightShippingRate?: InputMaybe<Scalars['Float']['input']>;
+  /** Parent item identifier; variants of one product share it. */
+  parentItemId?: InputMaybe<Scalars['ItemId']['input']>;
+  /** Whether it can be pre-ordered. */
+  preOrder?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Tracking URL of the product page. */
+  productTrackingUrl?: InputMaybe<Scalars['String']['input']>;
+  /** URL of the product page. */
+  productUrl?: InputMaybe<Scalars['String']['input']>;
+  /** Walmart's rhid. */
+  rhid?: InputMaybe<Scalars['String']['input']>;
+  /** Whether it is on rollback. */
+  rollBack?: InputMaybe<Scalars['Boolean']['input']>;
+  /** The price it sells for. */
+  salePrice?: InputMaybe<Scalars['Float']['input']>;
+  /** Who sells it. */
+  sellerInfo?: InputMaybe<Scalars['String']['input']>;
+  /** Whether it can be shipped to a store. */
+  shipToStore?: InputMaybe<Scalars['Boolean']['input']>;
+  /** A short description. */
+  shortDescription?: InputMaybe<Scalars['String']['input']>;
+  /** Size, as text. */
+  size?: InputMaybe<Scalars['String']['input']>;
+  /** Standard shipping rate. */
+  standardShipRate?: InputMaybe<Scalars['Float']['input']>;
+  /** Available means in stock; anything else out of stock. */
+  stock?: InputMaybe<Scalars['String']['input']>;
+  /** URL of the thumbnail image. */
+  thumbnailImage?: InputMaybe<Scalars['String']['input']>;
+  /** Two-to-three-day shipping rate. */
+  twoThreeDayShippingRate?: InputMaybe<Scalars['Float']['input']>;
+  /** Universal Product Code, as text: leading zeros matter. */
+  upc?: InputMaybe<Scalars['String']['input']>;
+  /** Item identifiers of the variants. */
+  variants?: InputMaybe<Array<Scalars['ItemId']['input']>>;
+};
+
 export type MarketplacePrice = {
   __typename?: 'MarketplacePrice';
   availableOnline?: Maybe<Scalars['Boolean']['output']>;
@@ -235,6 +399,24 @@ export type MarketplacePrice = {
   twoThreeDayShippingRate?: Maybe<Scalars['Float']['output']>;
 };
 
+/** The best marketplace offer of an item record. */
+export type MarketplacePriceInput = {
+  /** Whether the offer can be bought online. */
+  availableOnline?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Whether the offer is on clearance. */
+  clearance?: InputMaybe<Scalars['Boolean']['input']>;
+  /** ONLINE_ONLY or ONLINE_AND_STORE. */
+  offerType?: InputMaybe<Scalars['String']['input']>;
+  /** The offer's price. */
+  price?: InputMaybe<Scalars['Float']['input']>;
+  /** Who sells it. */
+  sellerInfo?: InputMaybe<Scalars['String']['input']>;
+  /** Standard shipping rate of the offer. */
+  standardShipRate?: InputMaybe<Scalars['Float']['input']>;
+  /** Two-to-three-day shipping rate of the offer. */
+  twoThreeDayShippingRate?: InputMaybe<Scalars['Float']['input']>;
+};
+
 export type Mutation = {
   __typename?: 'Mutation';
   /** Creates a key; the response is the only place the key value ever appears. */
@@ -244,6 +426,18 @@ export type Mutation = {
    * another user's key both give NOT_FOUND. The key stops working at once.
    */
   deleteApiKey: DeleteApiKeyPayload;
+  /**
+   * Records what shoppers did, for the recommender: at most 10,000 events a call, all kept or none
+   * (BAD_USER_INPUT naming the first bad event's index and field). Administrators only (FORBIDDEN
+   * otherwise). Send the events as a variable: a literal list of thousands of events is over the
+   * token limit. Answered once the events are kept.
+   */
+  recordEvents: RecordEventsPayload;
+  /**
+   * Adds or replaces item records: at most 1,000 a call, all stored or none (BAD_USER_INPUT naming
+   * the first bad record's index and field). Administrators only (FORBIDDEN otherwise).
+   */
+  upsertItems: UpsertItemsPayload;
 };
 
 
@@ -254,6 +448,16 @@ export type MutationCreateApiKeyArgs = {
 
 export type MutationDeleteApiKeyArgs = {
   id: Scalars['ID']['input'];
+};
+
+
+export type MutationRecordEventsArgs = {
+  events: Array<EventInput>;
+};
+
+
+export type MutationUpsertItemsArgs = {
+  items: Array<ItemInput>;
 };
 
 export type Query = {
@@ -360,6 +564,26 @@ export type RecommendationSource =
   | 'POPULAR'
   /** Chosen by the upstream service, which does not say why. */
   | 'UPSTREAM';
+
+/** What recordEvents kept. */
+export type RecordEventsPayload = {
+  __typename?: 'RecordEventsPayload';
+  /** How many events were kept: all of the call's (a call is all or nothing). */
+  accepted: Scalars['Int']['output'];
+  /**
+   * How many distinct items named by the call still have no item record: they shape the model but
+   * are not shown until upsertItems sends their records. Null where the backend does not say (REST mode
+   * in front of an upstream that does not).
+   */
+  itemsWithoutRecord?: Maybe<Scalars['Int']['output']>;
+};
+
+/** What upsertItems kept. */
+export type UpsertItemsPayload = {
+  __typename?: 'UpsertItemsPayload';
+  /** How many records were stored: all of the call's (a call is all or nothing). */
+  upserted: Scalars['Int']['output'];
+};
 
 /** The authenticated user. */
 export type Viewer = {

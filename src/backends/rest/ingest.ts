@@ -1,0 +1,77 @@
+import {
+  badUserInput, forbidden, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable, type GatewayError,
+} from '../../errors.js';
+import { toItemRecord } from '../../ports/itemRecord.js';
+import type {
+  CallOptions, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel, UpsertItemsResultModel,
+} from '../../ports/backend.js';
+import { errorEntries, parseJson } from './errorBody.js';
+import { parseRetryAfter, type Upstream, type UpstreamResponse } from './upstream.js';
+
+const SERVICE = 'recommendations';
+/** What may be sent as X-Forwarded-For (as the key service's calls send it). */
+const FORWARDED_FOR = /^[\x20-\x7e]{1,512}$/;
+/** The field an upstream's message names first (`events[3].sessionId: ...`), as checkEvents words it. */
+const FIELD_PREFIX = /^((?:events|items)(?:\[\d+\])?(?:\.[A-Za-z]+)?):/;
+
+/**
+ * The live recommender in REST mode: events and item records forwarded to the upstream's own
+ * twins (POST /v1/events, PUT /v1/items, as a recs-gateway serves them) with the caller's
+ * Authorization, so the upstream decides who is an administrator and what is valid. Neither is
+ * retried: a batch that timed out may well have been kept.
+ */
+export class RestIngestService implements IngestService {
+  constructor(private readonly upstream: Upstream) {}
+
+  async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options: CallOptions = {}): Promise<RecordEventsResultModel> {
+    const body = events.map((e) => {
+      const event: Record<string, unknown> = { kind: e.kind === 'PURCHASE' ? 'purchase' : 'view', itemId: e.itemId };
+      if (e.sessionId !== null) event.sessionId = e.sessionId;
+      if (e.userId !== null) event.userId = e.userId;
+      if (e.orderId !== null) event.orderId = e.orderId;
+      event.time = e.time;
+      return event;
+    });
+    const response = await this.send('POST', '/v1/events', principal, body, options);
+    const answer = parseJson(response.text) as { accepted?: unknown; itemsWithoutRecord?: unknown } | undefined;
+    if (response.status !== 200) throw this.error(response, 'events');
+    if (typeof answer?.accepted !== 'number') throw upstreamUnavailable(SERVICE, 'unexpected answer to POST /v1/events');
+    return {
+      accepted: answer.accepted,
+      itemsWithoutRecord: typeof answer.itemsWithoutRecord === 'number' ? answer.itemsWithoutRecord : null,
+    };
+  }
+
+  async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options: CallOptions = {}): Promise<UpsertItemsResultModel> {
+    const response = await this.send('PUT', '/v1/items', principal, items.map(toItemRecord), options);
+    if (response.status !== 200) throw this.error(response, 'items');
+    const answer = parseJson(response.text) as { upserted?: unknown } | undefined;
+    if (typeof answer?.upserted !== 'number') throw upstreamUnavailable(SERVICE, 'unexpected answer to PUT /v1/items');
+    return { upserted: answer.upserted };
+  }
+
+  private send(method: 'POST' | 'PUT', path: string, principal: PrincipalModel, body: unknown, options: CallOptions): Promise<UpstreamResponse> {
+    const headers: Record<string, string> = { authorization: principal.authorization, 'content-type': 'application/json' };
+    if (options.clientAddress !== undefined && FORWARDED_FOR.test(options.clientAddress)) headers['x-forwarded-for'] = options.clientAddress;
+    return this.upstream.request({ method, path, headers, body: JSON.stringify(body), signal: options.signal });
+  }
+
+  /** The one place an upstream twin's status becomes an error. */
+  private error({ status, text, headers }: UpstreamResponse, what: 'events' | 'items'): GatewayError {
+    const first = (errorEntries(parseJson(text), text) ?? [])[0];
+    if (status === 400 || status === 413) {
+      const message = first?.message ?? `The upstream refused the ${what === 'events' ? 'events' : 'item records'}`;
+      return badUserInput(message, FIELD_PREFIX.exec(message)?.[1] ?? what);
+    }
+    if (status === 401) return unauthenticated();
+    if (status === 403) return forbidden(first?.message ?? 'Only administrators may send events and item records');
+    if (status === 404 || status === 405) {
+      return upstreamRejected(SERVICE, what === 'events'
+        ? 'the upstream takes no events (POST /v1/events is not one of its routes)'
+        : 'the upstream takes no item records (PUT /v1/items is not one of its routes)');
+    }
+    if (status === 429) return rateLimited((parseRetryAfter(headers['retry-after']) ?? 1000) / 1000);
+    if (status >= 500) return upstreamUnavailable(SERVICE, `HTTP ${status}`);
+    return upstreamRejected(SERVICE, `unexpected HTTP ${status}`);
+  }
+}

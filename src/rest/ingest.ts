@@ -1,0 +1,169 @@
+import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
+import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
+import { ItemRecordError, parseItemRecord, toItemId } from '../ports/itemRecord.js';
+import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
+import { header, json } from './types.js';
+import type { RestRequest, RestResponse } from './types.js';
+import type { Logger } from '../logger.js';
+
+/**
+ * The live recommender's REST twins of recordEvents and upsertItems (issue 20), on the served
+ * recommendations interface: `POST /v1/events` and `PUT /v1/items`, authenticated by the
+ * Authorization header as the key interface is, answered in the recommendations interface's error
+ * body `{"errors":[{"code","message"}]}` with the same messages as GraphQL's (index and field).
+ */
+
+const EVENTS = '/v1/events';
+const ITEMS = '/v1/items';
+const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };
+
+const errorBody = (code: number, message: string): { errors: { code: number; message: string }[] } => ({
+  errors: [{ code, message }],
+});
+
+/** Which twin a request is for: POST /v1/events (any method there), PUT /v1/items; null for neither. */
+export function ingestRoute(method: string | undefined, pathname: string): 'events' | 'items' | null {
+  const path = pathname.length > 1 ? pathname.replace(/\/+$/, '') : pathname;
+  if (path === EVENTS) return 'events';
+  // GET /v1/items is the product lookup's
+  if (path === ITEMS && (method ?? 'GET').toUpperCase() === 'PUT') return 'items';
+  return null;
+}
+
+/** The one place an error becomes a twin's response. */
+export function ingestErrorResponse(error: unknown, authorization: string | undefined, log?: Logger): RestResponse {
+  if (!isGatewayError(error)) {
+    log?.error({ err: error }, 'ingestion request failed');
+    return json(500, errorBody(500, 'Internal server error'));
+  }
+  switch (error.code) {
+    case ErrorCode.UNAUTHENTICATED: {
+      // only a client that may answer with a password is invited to
+      const challenge = authorization === undefined || /^\s*basic\s/i.test(authorization);
+      return json(401, errorBody(401, error.message), challenge ? CHALLENGE : {});
+    }
+    case ErrorCode.FORBIDDEN:
+      return json(403, errorBody(403, error.message));
+    case ErrorCode.BAD_USER_INPUT:
+    case ErrorCode.BAD_REQUEST:
+      return json(400, errorBody(4000, error.message));
+    case ErrorCode.RATE_LIMITED:
+      return json(429, errorBody(429, error.message), { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
+    case ErrorCode.UPSTREAM_UNAVAILABLE:
+      return json(503, errorBody(503, error.message), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
+    case ErrorCode.UPSTREAM_REJECTED:
+      return json(502, errorBody(502, error.message));
+    case ErrorCode.NOT_IMPLEMENTED:
+      return json(501, errorBody(501, error.message));
+    default:
+      return json(500, errorBody(500, 'Internal server error'));
+  }
+}
+
+/** A body over the limit, answered before it is read to its end (the connection goes with it). */
+export function ingestBodyTooLarge(limit: number): RestResponse {
+  return json(413, errorBody(413, `Request body larger than ${limit} bytes: send fewer events or records a call`), { connection: 'close' });
+}
+
+const fail = (what: string, index: number, field: string, message: string): never => {
+  throw badUserInput(`${what}[${index}].${field}: ${message}`, `${what}[${index}].${field}`);
+};
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function identifier(raw: Record<string, unknown>, index: number, field: 'sessionId' | 'userId' | 'orderId'): string | null {
+  const value = raw[field];
+  if (value === undefined || value === null) return null;
+  // checkEvents bounds its length; the value itself is never echoed
+  if (typeof value !== 'string') fail('events', index, field, 'must be a string');
+  return value as string;
+}
+
+function timeOf(value: unknown, index: number, now: number): number {
+  if (value === undefined || value === null) return now;
+  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  // ISO 8601 only: Date.parse would take "1" or "March 7" too
+  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value)) {
+    const ms = Date.parse(value);
+    if (Number.isFinite(ms)) return ms;
+  }
+  return fail('events', index, 'time', 'must be an ISO 8601 date (2026-11-23T06:40:00Z) or milliseconds since 1970');
+}
+
+const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHASE' };
+
+/**
+ * The events of a POST /v1/events body: a JSON array of `{"kind":"view"|"purchase","itemId",
+ * "sessionId"?,"userId"?,"orderId"?,"time"?}` (time as ISO 8601 or ms; now when absent). Checks
+ * their form; checkEvents (src/ports/ingest.ts), in the backend, checks the rest.
+ */
+export function parseEvents(body: unknown, now: number = Date.now()): EventInputModel[] {
+  if (!Array.isArray(body)) throw badUserInput('The request body must be a JSON array of events', 'events');
+  if (body.length > MAX_EVENTS_PER_CALL) throw badUserInput(`At most ${MAX_EVENTS_PER_CALL} events a call, got ${body.length}`, 'events');
+  const events: EventInputModel[] = new Array<EventInputModel>(body.length);
+  for (let i = 0; i < body.length; i++) {
+    const raw: unknown = body[i];
+    if (!isObject(raw)) throw badUserInput(`events[${i}]: must be a JSON object`, `events[${i}]`);
+    const kind = typeof raw.kind === 'string' ? KINDS[raw.kind.toLowerCase()] : undefined;
+    if (kind === undefined) fail('events', i, 'kind', 'must be "view" or "purchase"');
+    const itemId = toItemId(raw.itemId);
+    if (itemId === null) fail('events', i, 'itemId', 'must be a positive integer');
+    events[i] = {
+      kind: kind!,
+      itemId: itemId!,
+      sessionId: identifier(raw, i, 'sessionId'),
+      userId: identifier(raw, i, 'userId'),
+      orderId: identifier(raw, i, 'orderId'),
+      time: timeOf(raw.time, i, now),
+    };
+  }
+  return events;
+}
+
+/** The records of a PUT /v1/items body: a JSON array of item records (recommendations.md). */
+export function parseItems(body: unknown): ItemModel[] {
+  if (!Array.isArray(body)) throw badUserInput('The request body must be a JSON array of item records', 'items');
+  if (body.length > MAX_ITEMS_PER_CALL) throw badUserInput(`At most ${MAX_ITEMS_PER_CALL} items a call, got ${body.length}`, 'items');
+  return body.map((raw: unknown, i) => {
+    if (!isObject(raw)) throw badUserInput(`items[${i}]: must be a JSON object`, `items[${i}]`);
+    try {
+      return parseItemRecord(raw);
+    } catch (error) {
+      if (error instanceof ItemRecordError) return fail('items', i, 'itemId', 'must be a positive integer');
+      throw error;
+    }
+  });
+}
+
+/** The twins; null when the request is for neither (see ingestRoute). */
+export function serveIngest(req: RestRequest, keys: KeyService, ingest: IngestService): Promise<RestResponse> | null {
+  const route = ingestRoute(req.method, req.path);
+  if (route === null) return null;
+  return handle(req, route, keys, ingest);
+}
+
+async function handle(req: RestRequest, route: 'events' | 'items', keys: KeyService, ingest: IngestService): Promise<RestResponse> {
+  if (route === 'events' && req.method !== 'POST') {
+    return json(405, errorBody(405, `Method ${req.method} not allowed`), { allow: 'POST' });
+  }
+  const authorization = header(req, 'authorization');
+  const options: CallOptions = {};
+  if (req.signal) options.signal = req.signal;
+  if (req.clientAddress !== undefined) options.clientAddress = req.clientAddress;
+  try {
+    if (authorization === undefined || authorization.trim() === '') throw unauthenticated();
+    const principal = await keys.authenticate(authorization, options);
+    if (route === 'events') {
+      const result = await ingest.recordEvents(principal, parseEvents(req.body), options);
+      const body: Record<string, number> = { accepted: result.accepted };
+      if (result.itemsWithoutRecord !== null) body.itemsWithoutRecord = result.itemsWithoutRecord;
+      return json(200, body);
+    }
+    const result = await ingest.upsertItems(principal, parseItems(req.body), options);
+    return json(200, { upserted: result.upserted });
+  } catch (error) {
+    return ingestErrorResponse(error, authorization, req.log);
+  }
+}

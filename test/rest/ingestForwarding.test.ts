@@ -1,0 +1,158 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { createRestBackend } from '../../src/backends/rest/index.js';
+import { codeOf, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { startRestUpstream, type RestUpstream } from '../helpers/restUpstream.js';
+
+/**
+ * REST mode: recordEvents, upsertItems and their REST twins forwarded to the upstream's twins with
+ * the caller's credentials. The upstream is a second gateway process on its embedded backend (real
+ * HTTP, its own key store and recommender), so a REST-mode gateway in front of an embedded one
+ * works end to end; and an upstream without the twins gives UPSTREAM_REJECTED saying so.
+ */
+const root = basicAuthorization('root', 'root-password');
+const alice = basicAuthorization('alice', 'alice-password');
+const A = 31000005;
+const B = 31001651;
+const RECORD = 'mutation($events: [EventInput!]!) { recordEvents(events: $events) { accepted itemsWithoutRecord } }';
+const UPSERT = 'mutation($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }';
+
+const coViews = (sessions: number, prefix: string) =>
+  Array.from({ length: sessions }, (_, i) => [
+    { kind: 'VIEW', itemId: A, sessionId: `${prefix}-${i}`, time: new Date(Date.now() - 60_000).toISOString() },
+    { kind: 'VIEW', itemId: B, sessionId: `${prefix}-${i}` },
+  ]).flat();
+
+async function post(base: string, method: string, path: string, authorization: string | undefined, body: unknown) {
+  const headers: Record<string, string> = { 'content-type': 'application/json' };
+  if (authorization !== undefined) headers.authorization = authorization;
+  const response = await fetch(`${base}${path}`, { method, headers, body: JSON.stringify(body) });
+  return { status: response.status, body: JSON.parse(await response.text()) as unknown };
+}
+
+describe('REST mode in front of an embedded gateway', () => {
+  let upstream: RestUpstream;
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    upstream = await startRestUpstream([{ username: 'alice', password: 'alice-password' }, { username: 'root', password: 'root-password', admin: true }]);
+    const backend = createRestBackend({ apiKeyServiceUrl: upstream.url, recsServiceUrl: upstream.url, recsApiKey: upstream.recsApiKey, authCacheTtlMs: 0 });
+    gw = await startTestGateway(backend, { RESPONSE_CACHE_MAX_ENTRIES: '0' });
+  }, 60_000);
+  afterAll(async () => {
+    await gw?.stop().catch(() => undefined);
+    await upstream?.stop();
+  });
+
+  const browse = async (): Promise<number[]> => {
+    const answer = await gw.gql<{ postBrowsedProducts: { itemId: number }[] }>(`{ postBrowsedProducts(itemId: ${A}) { itemId } }`, {}, { authorization: root });
+    expect(answer.body.errors).toBeUndefined();
+    return answer.body.data!.postBrowsedProducts.map((item) => item.itemId);
+  };
+
+  it('an invalid batch: the upstream\'s BAD_USER_INPUT, its message and field; nothing kept', async () => {
+    const before = await browse();
+    expect(before).not.toContain(B);
+    const answer = await gw.gql(RECORD, { events: [...coViews(20, 'bad'), { kind: 'VIEW', itemId: B, sessionId: 's'.repeat(201) }] }, { authorization: root });
+    expect(codeOf(answer)).toBe('BAD_USER_INPUT');
+    expect(answer.body.errors![0]!.message).toBe('events[40].sessionId: at most 200 characters');
+    expect(answer.body.errors![0]!.extensions!.field).toBe('events[40].sessionId');
+    expect(await browse()).toEqual(before);
+  }, 30_000);
+
+  it('recordEvents, forwarded: accepted upstream, and the recommendations through this gateway follow', async () => {
+    const answer = await gw.gql(RECORD, { events: coViews(40, 'good') }, { authorization: root });
+    expect(answer.body).toEqual({ data: { recordEvents: { accepted: 80, itemsWithoutRecord: 0 } } });
+    expect((await browse())[0]).toBe(B);
+  }, 30_000);
+
+  it('upsertItems and PUT /v1/items, forwarded: the records show upstream, nested fields and all', async () => {
+    const NEW = 99_000_003;
+    const item = {
+      itemId: NEW, name: 'Vireo Labs Dock', salePrice: 30, customerRating: 3.5, attributes: [{ name: 'color', value: 'Grey' }],
+      bestMarketplacePrice: { price: 29, clearance: true }, giftOptions: { allowGiftReceipt: true }, imageEntities: [{ thumbnailImage: 'https://img.example/d.jpg' }],
+    };
+    const upserted = await gw.gql(UPSERT, { items: [item] }, { authorization: root });
+    expect(upserted.body).toEqual({ data: { upsertItems: { upserted: 1 } } });
+    const read = await gw.gql(
+      `{ item(itemId: ${NEW}) { name salePrice customerRating attributes { name value } bestMarketplacePrice { price clearance } giftOptions { allowGiftReceipt } imageEntities { thumbnailImage } } }`,
+      {}, { authorization: root },
+    );
+    const { itemId: _id, ...fields } = item;
+    expect(read.body.data!.item).toEqual(fields);
+    const twin = await post(gw.url, 'PUT', '/v1/items', root, [{ itemId: NEW + 1, name: 'Vireo Labs Dock 2' }]);
+    expect(twin).toEqual({ status: 200, body: { upserted: 1 } });
+    const events = await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'purchase', itemId: NEW + 1, orderId: 'o-7' }]);
+    expect(events).toEqual({ status: 200, body: { accepted: 1, itemsWithoutRecord: 0 } });
+  }, 30_000);
+
+  it('who may: the upstream decides; FORBIDDEN for a non-administrator, UNAUTHENTICATED for bad credentials', async () => {
+    const forbidden = await gw.gql(RECORD, { events: coViews(1, 'alice') }, { authorization: alice });
+    expect(codeOf(forbidden)).toBe('FORBIDDEN');
+    expect(codeOf(await gw.gql(UPSERT, { items: [{ itemId: A, name: 'x' }] }, { authorization: alice }))).toBe('FORBIDDEN');
+    const twin = await post(gw.url, 'POST', '/v1/events', alice, [{ kind: 'view', itemId: A, sessionId: 's' }]);
+    expect(twin.status).toBe(403);
+    const wrong = await gw.gql(RECORD, { events: coViews(1, 'wrong') }, { authorization: basicAuthorization('root', 'nope') });
+    expect(codeOf(wrong)).toBe('UNAUTHENTICATED');
+  }, 30_000);
+});
+
+describe('REST mode in front of an upstream without the twins', () => {
+  let server: http.Server;
+  let gw: TestGateway;
+  /** What the upstream's /v1/events and /v1/items were sent, header and body. */
+  const seen: { method: string; path: string; authorization?: string; forwardedFor?: string; body: string }[] = [];
+
+  beforeAll(async () => {
+    // a key service that knows everyone, and a recommendation service of the seed's routes only
+    server = http.createServer((req, res) => {
+      const path = (req.url ?? '/').split('?')[0]!;
+      let sent = '';
+      req.on('data', (chunk: Buffer) => (sent += chunk));
+      // answered once the whole request is in, so it is recorded before the gateway hears back
+      req.on('end', () => {
+        if (path.startsWith('/v1/')) {
+          seen.push({ method: req.method!, path, authorization: req.headers.authorization, forwardedFor: req.headers['x-forwarded-for'] as string | undefined, body: sent });
+        }
+        const [status, body] =
+          req.method === 'GET' && path === '/api/v1/apikey' ? [200, '[]']
+            : path === '/v1/items' ? [405, '{"errors":[{"code":405,"message":"Method not allowed"}]}']
+              : [404, '{"errors":[{"code":404,"message":"Not found"}]}'];
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(body);
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    gw = await startTestGateway(createRestBackend({ apiKeyServiceUrl: url, recsServiceUrl: url, recsApiKey: 'gateway-key', authCacheTtlMs: 0 }));
+  });
+  afterAll(async () => {
+    await gw?.stop().catch(() => undefined);
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it('UPSTREAM_REJECTED saying the upstream takes no events, or no item records; 502 from the twins', async () => {
+    const events = await gw.gql(RECORD, { events: coViews(1, 'x') }, { authorization: root });
+    expect(codeOf(events)).toBe('UPSTREAM_REJECTED');
+    expect(events.body.errors![0]!.message).toMatch(/the upstream takes no events/);
+    const items = await gw.gql(UPSERT, { items: [{ itemId: A, name: 'x' }] }, { authorization: root });
+    expect(codeOf(items)).toBe('UPSTREAM_REJECTED');
+    expect(items.body.errors![0]!.message).toMatch(/the upstream takes no item records/);
+    const twin = await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 's' }]);
+    expect(twin.status).toBe(502);
+    expect(JSON.stringify(twin.body)).toMatch(/the upstream takes no events/);
+    // each sent once (never retried), with the caller's own credentials and address, in the twins' shape
+    expect(seen.map((r) => [r.method, r.path, r.authorization, r.forwardedFor])).toEqual([
+      ['POST', '/v1/events', root, '127.0.0.1'],
+      ['PUT', '/v1/items', root, '127.0.0.1'],
+      ['POST', '/v1/events', root, '127.0.0.1'],
+    ]);
+    expect(JSON.parse(seen[0]!.body)).toEqual([
+      { kind: 'view', itemId: A, sessionId: 'x-0', time: expect.any(Number) },
+      { kind: 'view', itemId: B, sessionId: 'x-0', time: expect.any(Number) },
+    ]);
+    expect(JSON.parse(seen[1]!.body)).toEqual([{ itemId: A, name: 'x' }]);
+  });
+});

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { storeKinds } from '../helpers/stores.js';
+
+/**
+ * POST /v1/events and PUT /v1/items (issue 20's REST twins) as the gateway serves them from its
+ * embedded backend, over HTTP: the recommendations interface's error body, the same messages as
+ * GraphQL's, administrators only.
+ */
+const root = basicAuthorization('root', 'root-password');
+const alice = basicAuthorization('alice', 'alice-password');
+const sqlite = storeKinds.find((kind) => kind.name === 'sqlite')!;
+const A = 31000005;
+const B = 31001651;
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  body: unknown;
+}
+
+const coViews = (sessions: number, prefix: string) =>
+  Array.from({ length: sessions }, (_, i) => [
+    { kind: 'view', itemId: A, sessionId: `${prefix}-${i}`, time: Date.now() - 60_000 },
+    { kind: 'view', itemId: String(B), sessionId: `${prefix}-${i}`, time: new Date().toISOString() },
+  ]).flat();
+
+describe('the REST twins, embedded backend', () => {
+  let gw: TestGateway;
+  let limited: TestGateway;
+  let apiKey: string;
+  const disposers: (() => Promise<void>)[] = [];
+
+  beforeAll(async () => {
+    for (const env of [{}, { RATE_LIMIT_RPS: '1', RATE_LIMIT_BURST: '2' }] as Record<string, string>[]) {
+      const opened = await sqlite.open();
+      disposers.push(opened.dispose);
+      const started = await startTestGateway(await embeddedWithUsers(opened.store), env);
+      disposers.unshift(() => started.stop());
+      if (gw === undefined) gw = started;
+      else limited = started;
+    }
+    apiKey = ((await call('POST', '/api/v1/apikey', alice, {})).body as { key: string }).key;
+  }, 30_000);
+  afterAll(async () => {
+    for (const dispose of disposers) await dispose().catch(() => undefined);
+  });
+
+  async function call(method: string, path: string, auth?: string, body?: unknown, base = gw.url): Promise<Answer> {
+    const headers: Record<string, string> = { 'content-type': 'application/json' };
+    if (auth !== undefined) headers.authorization = auth;
+    const text = body === undefined ? null : typeof body === 'string' ? body : JSON.stringify(body);
+    const response = await fetch(`${base}${path}`, { method, headers, body: text });
+    return { status: response.status, headers: response.headers, body: JSON.parse(await response.text()) as unknown };
+  }
+  const browse = async (): Promise<number[]> => {
+    const answer = await call('GET', `/v1/postbrowse?itemId=${A}&apiKey=${encodeURIComponent(apiKey)}`);
+    expect(answer.status).toBe(200);
+    return (answer.body as { itemId: number }[]).map((item) => item.itemId);
+  };
+  const refusal = (status: number, code: number, message: string | RegExp) => ({
+    status,
+    body: { errors: [{ code, message: typeof message === 'string' ? message : expect.stringMatching(message) }] },
+  });
+
+  it('an invalid batch: 400 naming index and field, nothing kept; then a valid one: {accepted}, and B follows A', async () => {
+    const before = await browse();
+    expect(before).not.toContain(B);
+    const bad = await call('POST', '/v1/events', root, [...coViews(20, 'bad'), { kind: 'purchase', itemId: B }]);
+    expect(bad).toMatchObject(refusal(400, 4000, 'events[40].orderId: a purchase needs an orderId, a sessionId or a userId'));
+    expect(await browse()).toEqual(before);
+    const good = await call('POST', '/v1/events', root, coViews(40, 'good'));
+    expect([good.status, good.body]).toEqual([200, { accepted: 80, itemsWithoutRecord: 0 }]);
+    expect((await browse())[0]).toBe(B);
+  }, 30_000);
+
+  it('PUT /v1/items: records in, the lookup shows them; a bad record refuses the whole call', async () => {
+    const NEW = 99_000_002;
+    const record = { itemId: NEW, name: 'Vireo Labs Stand', salePrice: 12.5, customerRating: '4.2', attributes: { color: 'Blue' } };
+    const bad = await call('PUT', '/v1/items', root, [record, { itemId: NEW + 1, name: ' ' }]);
+    expect(bad).toMatchObject(refusal(400, 4000, 'items[1].name: must be a non-empty string'));
+    const lookup = () => call('GET', `/v1/items/${NEW}?apiKey=${encodeURIComponent(apiKey)}`);
+    expect((await lookup()).status).toBe(400);
+    const good = await call('PUT', '/v1/items', root, [record]);
+    expect([good.status, good.body]).toEqual([200, { upserted: 1 }]);
+    expect((await lookup()).body).toMatchObject(record);
+  }, 30_000);
+
+  it('10,001 events: 400; 1,001 records: 400', async () => {
+    const events = Array.from({ length: 10_001 }, (_, i) => ({ kind: 'view', itemId: A, sessionId: `s${i}` }));
+    expect(await call('POST', '/v1/events', root, events)).toMatchObject(refusal(400, 4000, 'At most 10000 events a call, got 10001'));
+    const items = Array.from({ length: 1_001 }, (_, i) => ({ itemId: i + 1, name: 'x' }));
+    expect(await call('PUT', '/v1/items', root, items)).toMatchObject(refusal(400, 4000, 'At most 1000 items a call, got 1001'));
+  }, 30_000);
+
+  it('not an administrator: 403; no credentials or bad ones: 401, challenged where a password may answer', async () => {
+    const events = coViews(1, 'who');
+    for (const auth of [alice, apiKey]) {
+      expect(await call('POST', '/v1/events', auth, events)).toMatchObject(refusal(403, 403, 'Only administrators may send events and item records'));
+      expect((await call('PUT', '/v1/items', auth, [{ itemId: A, name: 'x' }])).status).toBe(403);
+    }
+    const none = await call('POST', '/v1/events', undefined, events);
+    expect([none.status, none.headers.get('www-authenticate')]).toEqual([401, 'Basic realm="recs-gateway"']);
+    const wrong = await call('PUT', '/v1/items', basicAuthorization('root', 'wrong'), [{ itemId: A, name: 'x' }]);
+    expect(wrong).toMatchObject(refusal(401, 401, /^Authentication required/));
+    const unknownKey = await call('POST', '/v1/events', 'AAECAwQFBgcICQoLDA0ODw', events);
+    expect([unknownKey.status, unknownKey.headers.get('www-authenticate')]).toEqual([401, null]);
+  }, 30_000);
+
+  it('malformed bodies and events: 400 in the interface\'s body, naming the place; never a 500', async () => {
+    const cases: [unknown, string | RegExp][] = [
+      [{ events: [] }, 'The request body must be a JSON array of events'],
+      ['{"kind":', 'The request body must be a JSON array of events'],
+      [undefined, 'The request body must be a JSON array of events'],
+      [['view'], 'events[0]: must be a JSON object'],
+      [[{ kind: 'click', itemId: A, sessionId: 's' }], 'events[0].kind: must be "view" or "purchase"'],
+      [[{ kind: 'view', itemId: 'abc', sessionId: 's' }], 'events[0].itemId: must be a positive integer'],
+      [[{ kind: 'view', itemId: 1e300, sessionId: 's' }], 'events[0].itemId: must be a positive integer'],
+      [[{ kind: 'view', itemId: A, sessionId: 42 }], 'events[0].sessionId: must be a string'],
+      [[{ kind: 'view', itemId: A, sessionId: 's'.repeat(300_000) }], 'events[0].sessionId: at most 200 characters'],
+      [[{ kind: 'view', itemId: A, userId: 'u', time: 'yesterday' }], /^events\[0\]\.time: must be an ISO 8601 date/],
+      [[{ kind: 'view', itemId: A, userId: 'u', time: -5 }], 'events[0].time: must be a date after 1970'],
+      [[{ kind: 'view', itemId: A, userId: 'u', time: Date.now() + 3 * 86_400_000 }], 'events[0].time: must not be more than a day in the future'],
+    ];
+    for (const [body, message] of cases) {
+      expect(await call('POST', '/v1/events', root, body), JSON.stringify(body)?.slice(0, 60)).toMatchObject(refusal(400, 4000, message));
+    }
+    expect(await call('PUT', '/v1/items', root, { itemId: A })).toMatchObject(refusal(400, 4000, 'The request body must be a JSON array of item records'));
+    expect(await call('PUT', '/v1/items', root, [{ itemId: 'x', name: 'n' }])).toMatchObject(refusal(400, 4000, 'items[0].itemId: must be a positive integer'));
+    expect(await call('PUT', '/v1/items', root, [null])).toMatchObject(refusal(400, 4000, 'items[0]: must be a JSON object'));
+  }, 30_000);
+
+  it('other methods: 405 with Allow', async () => {
+    const get = await call('GET', '/v1/events', root);
+    expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST']);
+    const post = await call('POST', '/v1/items', root, []);
+    expect([post.status, post.headers.get('allow')]).toEqual([405, 'GET, PUT']);
+  });
+
+  it('bodies: 2 MB of events from an administrator pass; over BODY_LIMIT_BYTES from anyone else: 413 unread', async () => {
+    const pad = 'x'.repeat(180);
+    const events = Array.from({ length: 10_000 }, (_, i) => ({ kind: 'view', itemId: 31000010 + (i % 5), sessionId: `${pad}-${i >> 2}` }));
+    expect(JSON.stringify(events).length).toBeGreaterThan(2 * 1024 * 1024);
+    expect(await call('POST', '/v1/events', root, events)).toMatchObject({ status: 200, body: { accepted: 10_000 } });
+    const tooLarge = await call('POST', '/v1/events', alice, events);
+    expect(tooLarge).toMatchObject(refusal(413, 413, /^Request body larger than 1048576 bytes/));
+  }, 60_000);
+
+  it('rate limits count the twins as any other call: 429 with Retry-After', async () => {
+    const statuses: number[] = [];
+    let retryAfter: string | null = null;
+    // refused records: answered in milliseconds, so six come well within the burst's refill
+    for (let i = 0; i < 6; i++) {
+      const answer = await call('PUT', '/v1/items', root, [{ itemId: A, name: '' }], limited.url);
+      statuses.push(answer.status);
+      if (answer.status === 429) retryAfter = answer.headers.get('retry-after');
+    }
+    expect(statuses).toContain(429);
+    expect(statuses[0]).toBe(400);
+    expect(retryAfter).toMatch(/^\d+$/);
+  }, 30_000);
+});
