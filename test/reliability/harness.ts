@@ -218,6 +218,8 @@ export interface RestGatewayOptions {
   env?: Record<string, string>;
   /** Wraps the cache the gateway is given (to time it, say). */
   wrapCache?: (cache: SharedCache) => SharedCache;
+  /** The breakers' clock (a ManualClock's `now`); default Date.now. */
+  now?: () => number;
 }
 
 /**
@@ -267,7 +269,7 @@ export async function startRestGateway(options: RestGatewayOptions): Promise<Res
     ...options.env,
   });
   const cache = (options.wrapCache ?? ((c: SharedCache) => c))(openCache(config));
-  const backend = await openBackend(config, { cache });
+  const backend = await openBackend(config, { cache, ...(options.now ? { now: options.now } : {}) });
   const gateway = await createGateway({ config, backend, cache });
   const url = await gateway.listen(0, '127.0.0.1');
   return {
