@@ -211,6 +211,8 @@ export interface OpenBackendHooks {
   log?: (line: string) => void;
   /** Told about every upstream call of the REST backend (metrics, traces). */
   upstreamObserver?: UpstreamObserver;
+  /** The REST backend's breakers' clock, in ms (tests advance their own). Default Date.now. */
+  now?: () => number;
 }
 
 /**
@@ -228,6 +230,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
       ...config.upstream,
       sharedCache: hooks.cache,
       ...(hooks.upstreamObserver ? { observer: hooks.upstreamObserver } : {}),
+      ...(hooks.now ? { now: hooks.now } : {}),
     });
     return {
       keys: rest.keys,

@@ -10,6 +10,8 @@ export interface RedisCacheOptions {
   commandTimeoutMs?: number;
   /** After a failure, how long to treat Redis as down without asking it, in ms; default 1000. */
   backoffMs?: number;
+  /** The back-off's clock, in ms; default Date.now (tests advance their own). */
+  now?: () => number;
   /**
    * Told once when Redis cannot be reached (at start or later) and once when it is back; never per
    * command. Default: nothing is logged.
@@ -81,19 +83,21 @@ export class RedisCache implements SharedCache {
   private readonly redis: Redis;
   private readonly backoffMs: number;
   private downUntil = 0;
+  private readonly now: () => number;
 
   constructor(options: RedisCacheOptions) {
     this.backoffMs = options.backoffMs ?? 1000;
+    this.now = options.now ?? Date.now;
     this.redis = connectRedis(options);
   }
 
   private available(): boolean {
-    return Date.now() >= this.downUntil && this.redis.status === 'ready';
+    return this.now() >= this.downUntil && this.redis.status === 'ready';
   }
 
   private failed(count: number): void {
     this.stats.errors += count;
-    this.downUntil = Date.now() + this.backoffMs;
+    this.downUntil = this.now() + this.backoffMs;
   }
 
   async getMany(keys: readonly string[]): Promise<(string | null)[]> {

@@ -24,7 +24,7 @@ describe.each([
     make: () => {
       const keyPrefix = testPrefix();
       prefixes.push(keyPrefix);
-      return new RedisCache({ url: REDIS_URL, keyPrefix });
+      return new RedisCache({ url: REDIS_URL, keyPrefix, commandTimeoutMs: 10_000 });
     },
   },
   {
@@ -32,7 +32,7 @@ describe.each([
     make: () => {
       const keyPrefix = testPrefix();
       prefixes.push(keyPrefix);
-      return new TieredCache(new RedisCache({ url: REDIS_URL, keyPrefix }), { localTtlSeconds: 5 });
+      return new TieredCache(new RedisCache({ url: REDIS_URL, keyPrefix, commandTimeoutMs: 10_000 }), { localTtlSeconds: 5 });
     },
   },
 ])('shared cache: $name', ({ make }) => {
@@ -73,8 +73,8 @@ describe.each([
 describe('the tiered cache', () => {
   it('shares what one process writes with another, and answers from memory while Redis is gone', async () => {
     const own = await OwnRedis.start();
-    const a = new TieredCache(new RedisCache({ url: own.url }), { localTtlSeconds: 5 });
-    const b = new TieredCache(new RedisCache({ url: own.url }), { localTtlSeconds: 5 });
+    const a = new TieredCache(new RedisCache({ url: own.url, commandTimeoutMs: 10_000 }), { localTtlSeconds: 5 });
+    const b = new TieredCache(new RedisCache({ url: own.url, commandTimeoutMs: 10_000 }), { localTtlSeconds: 5 });
     try {
       await ready(a);
       await ready(b);

@@ -33,18 +33,18 @@ export async function startTestGateway(backend: Backend, env: Record<string, str
   const config = loadConfig({ DATA_DIR: '/nonexistent', ...NO_RATE_LIMITS, ...env });
   const gateway = await createGateway({ config, backend });
   const url = await gateway.listen(0, '127.0.0.1');
-  return {
-    url,
-    gateway,
-    async gql(query, variables, headers = {}) {
-      const response = await fetch(`${url}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...headers },
-        body: JSON.stringify({ query, variables }),
-      });
-      return { status: response.status, headers: response.headers, body: (await response.json()) as GraphQLResponse<never>['body'] };
-    },
-    stop: () => gateway.stop(),
+  return { url, gateway, gql: graphqlClient(url), stop: () => gateway.stop() };
+}
+
+/** POSTs GraphQL operations to the gateway at `url` over real HTTP. */
+export function graphqlClient(url: string): TestGateway['gql'] {
+  return async (query, variables, headers = {}) => {
+    const response = await fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify({ query, variables }),
+    });
+    return { status: response.status, headers: response.headers, body: (await response.json()) as GraphQLResponse<never>['body'] };
   };
 }
 

@@ -58,7 +58,9 @@ export async function startServe(env: Record<string, string>, options: { built?:
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
   const exited = once(child, 'exit');
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 30_000);
+    // a bound against a hang, not a measure of start-up: through tsx on a 2-core machine that
+    // runs a second test suite, a start took over 30 s; the tests' own timeouts are 90 and 120 s
+    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 80_000);
     child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
     createInterface({ input: child.stdout! }).on('line', (line) => {
       stdout += `${line}\n`;

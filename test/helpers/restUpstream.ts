@@ -13,16 +13,18 @@ export interface RestUpstream {
 
 /**
  * A second gateway process serving the REST interfaces from its own embedded backend (demo shop,
- * SQLite in a temp DATA_DIR), with the given users. This is what a REST-mode gateway talks to in
+ * SQLite in a temp DATA_DIR), with the given users (administrators where `isAdmin`). This is what a REST-mode gateway talks to in
  * tests: real HTTP, a real key store, the same demo catalogue as the in-process embedded backend.
  */
-export async function startRestUpstream(users: { username: string; domain?: string; password: string; admin?: boolean }[]): Promise<RestUpstream> {
+export async function startRestUpstream(
+  users: { username: string; domain?: string; password: string; isAdmin?: boolean }[],
+): Promise<RestUpstream> {
   const dir = tempDir();
   const env = { DATA_DIR: dir.dir };
   for (const user of [...users, { username: 'gateway', password: 'gateway-password' }]) {
     const args = ['user', 'add', user.username, '--password', user.password];
     if (user.domain) args.push('--domain', user.domain);
-    if ('admin' in user && user.admin) args.push('--admin');
+    if ('isAdmin' in user && user.isAdmin) args.push('--admin');
     const added = await runCli(args, env);
     if (added.code !== 0) throw new Error(`user add failed: ${added.stderr}`);
   }

@@ -9,6 +9,7 @@ import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '.
 import { Redis } from 'ioredis';
 import { OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { storeKinds } from '../helpers/stores.js';
+import { ManualClock } from '../helpers/clock.js';
 
 /** Deletes the buckets under a prefix (hashes, which drainPrefix cannot read) and returns their names. */
 async function dropBuckets(prefix: string): Promise<string[]> {
@@ -22,15 +23,28 @@ async function dropBuckets(prefix: string): Promise<string[]> {
   }
 }
 
-const kinds: { name: string; open(): { buckets: TokenBuckets; dispose(): Promise<void> } }[] = [
-  { name: 'memory', open: () => ({ buckets: new MemoryTokenBuckets(), dispose: async () => undefined }) },
+/**
+ * Buckets, and how to let `ms` pass for them: in-process buckets run on the test's own clock; Redis
+ * buckets on Redis's (TIME), so there time really passes. Redis is given 10 s a command: past the
+ * served 100 ms a slow answer on a busy machine falls back to in-process buckets, and the counts
+ * below would measure the machine.
+ */
+const kinds: { name: string; open(): { buckets: TokenBuckets; pass(ms: number): Promise<void>; dispose(): Promise<void> } }[] = [
+  {
+    name: 'memory',
+    open() {
+      const clock = new ManualClock();
+      return { buckets: new MemoryTokenBuckets(100_000, clock.now), pass: async (ms) => clock.advance(ms), dispose: async () => undefined };
+    },
+  },
   {
     name: 'redis',
     open() {
       const prefix = testPrefix();
-      const buckets = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
+      const buckets = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix, commandTimeoutMs: 10_000 });
       return {
         buckets,
+        pass: (ms) => new Promise((r) => setTimeout(r, ms)),
         async dispose() {
           await buckets.close();
           await dropBuckets(prefix);
@@ -46,9 +60,10 @@ const waitReady = async (buckets: TokenBuckets): Promise<void> => {
 
 describe.each(kinds)('token buckets, $name', (kind) => {
   let buckets: TokenBuckets;
+  let pass: (ms: number) => Promise<void>;
   let dispose: () => Promise<void>;
   beforeAll(async () => {
-    ({ buckets, dispose } = kind.open());
+    ({ buckets, pass, dispose } = kind.open());
     if (kind.name === 'redis') {
       await waitReady(buckets);
       expect(buckets.backing).toBe('redis');
@@ -68,10 +83,11 @@ describe.each(kinds)('token buckets, $name', (kind) => {
   });
 
   it('refills at its rate', async () => {
-    const limit = { ratePerSecond: 20, burst: 1 };
+    // a token every 500 ms: on Redis's clock two takes in a row must come within that
+    const limit = { ratePerSecond: 2, burst: 1 };
     expect((await buckets.take('refill', limit)).allowed).toBe(true);
     expect((await buckets.take('refill', limit)).allowed).toBe(false);
-    await new Promise((r) => setTimeout(r, 120));
+    await pass(600);
     expect((await buckets.take('refill', limit)).allowed).toBe(true);
   });
 
@@ -114,8 +130,9 @@ describe.each(kinds)('token buckets, $name', (kind) => {
 /** Two gateway processes' buckets on one Redis under a prefix of the test's own, ready; closed and dropped after. */
 async function withTwoProcesses(run: (a: RedisTokenBuckets, b: RedisTokenBuckets, prefix: string) => Promise<void>): Promise<void> {
   const prefix = testPrefix();
-  const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
-  const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix });
+  // 10 s a command, as above: a fallback to in-process buckets would change the counts
+  const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix, commandTimeoutMs: 10_000 });
+  const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix, commandTimeoutMs: 10_000 });
   try {
     await Promise.all([waitReady(a), waitReady(b)]);
     await run(a, b, prefix);

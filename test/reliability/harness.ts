@@ -219,6 +219,15 @@ export interface RestGatewayOptions {
   env?: Record<string, string>;
   /** Wraps the cache the gateway is given (to time it, say). */
   wrapCache?: (cache: SharedCache) => SharedCache;
+  /** The breakers' clock (a ManualClock's `now`); default Date.now. */
+  now?: () => number;
+  /**
+   * How long a Redis command may take before it counts as a miss; default 100 ms, as served. A
+   * test that counts upstream calls gives it longer: on a busy machine the event loop alone can lag
+   * 100 ms, and a miss then backs the cache off for a second, which would put the machine's load
+   * into the count.
+   */
+  redisCommandTimeoutMs?: number;
 }
 
 /**
@@ -267,8 +276,10 @@ export async function startRestGateway(options: RestGatewayOptions): Promise<Res
     ...NO_RATE_LIMITS,
     ...options.env,
   });
-  const cache = (options.wrapCache ?? ((c: SharedCache) => c))(openCache(config));
-  const backend = await openBackend(config, { cache });
+  const cache = (options.wrapCache ?? ((c: SharedCache) => c))(
+    openCache(config, options.redisCommandTimeoutMs === undefined ? {} : { commandTimeoutMs: options.redisCommandTimeoutMs }),
+  );
+  const backend = await openBackend(config, { cache, ...(options.now ? { now: options.now } : {}) });
   const gateway = await createGateway({ config, backend, cache });
   const url = await gateway.listen(0, '127.0.0.1');
   return {

@@ -23,7 +23,12 @@ beforeAll(async () => {
   // shuffled so that neither gateway's share follows the catalogue's order
   ids.sort(() => Math.random() - 0.5);
   const options = { keysUrl: upstream.url, recsUrl: upstream.url, recsApiKey: upstream.gatewayKey };
-  healthy = await startRestGateway({ ...options, env: { ...ENV, REDIS_URL, REDIS_KEY_PREFIX: prefix } });
+  // its cache calls are timed too: the reference for what a cache call costs on this machine right now
+  healthy = await startRestGateway({
+    ...options,
+    env: { ...ENV, REDIS_URL, REDIS_KEY_PREFIX: prefix },
+    wrapCache: (cache) => new TimedCache(cache),
+  });
   await cacheReady(healthy.cache);
   // down at start: the gateway is started while nothing listens on its Redis port
   own = await OwnRedis.start();
@@ -50,7 +55,9 @@ describe('Redis trouble costs requests nothing but the cache', () => {
     report('Redis down at start (latency)', { ...figures });
     // What Redis adds is timed where it is spent (the cache calls); end-to-end percentiles on a
     // shared 2-core machine swing by tens of ms either way, so they are reported, not asserted.
-    expect(figures.cacheCallP99).toBeLessThan(5);
+    // A machine busy enough to stretch a healthy Redis's calls past 5 ms stretches these alike:
+    // no worse than a healthy Redis measured in the same run, then.
+    expect(figures.cacheCallP99).toBeLessThan(Math.max(5, figures.referenceCacheCallP99));
     await sleep(1500); // ioredis backs off its reconnection attempts meanwhile: the worst case
     await own.start();
     const recovery = await timeToFirstHit(faulty, ids.pop()!, upstream.alice.key);
@@ -87,8 +94,8 @@ describe('Redis trouble costs requests nothing but the cache', () => {
       const figures = await compareLatency(healthy, faulty, ids, upstream.alice.key, 120);
       report('Redis frozen (latency)', { ...figures });
       // the 100 ms command timeout, then a second of not asking: few calls pay it
-      expect(figures.cacheCallP99).toBeLessThan(110);
-      expect(figures.cacheCallP50).toBeLessThan(5);
+      expect(figures.cacheCallP99).toBeLessThan(Math.max(110, 100 + figures.referenceCacheCallP99));
+      expect(figures.cacheCallP50).toBeLessThan(Math.max(5, figures.referenceCacheCallP50));
       own.thaw();
       const recovery = await timeToFirstHit(faulty, ids.pop()!, upstream.alice.key);
       expect(recovery).toBeLessThan(2000);

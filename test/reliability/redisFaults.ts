@@ -1,5 +1,5 @@
 import { expect } from 'vitest';
-import { quantile, sleep, type RestGateway, type TimedCache, type TimedResponse } from './harness.js';
+import { quantile, sleep, TimedCache, type RestGateway, type TimedResponse } from './harness.js';
 
 export const ITEM = 'query($id: ItemId!) { item(itemId: $id) { itemId name } }';
 
@@ -15,6 +15,12 @@ export interface Comparison {
   cacheCallP50: number;
   cacheCallP99: number;
   cacheCallMax: number;
+  /**
+   * p50 and p99 of the baseline gateway's cache calls on a healthy Redis, timed alike in the same
+   * run (NaN unless its cache is a TimedCache): how much the machine itself stretches a cache call.
+   */
+  referenceCacheCallP50: number;
+  referenceCacheCallP99: number;
   baselineP50: number;
   baselineP99: number;
   faultyP50: number;
@@ -34,6 +40,8 @@ export async function compareLatency(
 ): Promise<Comparison> {
   const cache = faulty.cache as TimedCache;
   cache.times.length = 0;
+  const reference = baseline.cache instanceof TimedCache ? baseline.cache : undefined;
+  if (reference) reference.times.length = 0;
   const base: number[] = [];
   const fault: number[] = [];
   for (let i = 0; i < n; i++) {
@@ -49,6 +57,8 @@ export async function compareLatency(
     cacheCallP50: quantile(cache.times, 0.5),
     cacheCallP99: quantile(cache.times, 0.99),
     cacheCallMax: Math.max(...cache.times),
+    referenceCacheCallP50: reference ? quantile(reference.times, 0.5) : NaN,
+    referenceCacheCallP99: reference ? quantile(reference.times, 0.99) : NaN,
     baselineP50: quantile(base, 0.5),
     baselineP99: quantile(base, 0.99),
     faultyP50: quantile(fault, 0.5),

@@ -4,6 +4,7 @@ import {
   FIRST_ITEM, PHONE, quantile, report, sleep, startFaultProxy, startRestGateway, startUpstream,
   type FaultProxy, type RestGateway, type TimedResponse, type Upstream,
 } from './harness.js';
+import { ManualClock } from '../helpers/clock.js';
 
 // Faults between the gateway under test (REST mode, in-process) and a real upstream process,
 // injected by proxies of the test's own; the proxies count what the upstream would see.
@@ -31,12 +32,12 @@ interface Setup {
   gw: RestGateway;
 }
 
-async function setup(env: Record<string, string> = {}): Promise<Setup> {
+async function setup(env: Record<string, string> = {}, now?: () => number): Promise<Setup> {
   const keys = await startFaultProxy(upstream.url);
   running.push(keys);
   const recs = await startFaultProxy(upstream.url);
   running.push(recs);
-  const gw = await startRestGateway({ keysUrl: keys.url, recsUrl: recs.url, recsApiKey: upstream.gatewayKey, env });
+  const gw = await startRestGateway({ keysUrl: keys.url, recsUrl: recs.url, recsApiKey: upstream.gatewayKey, env, ...(now ? { now } : {}) });
   running.push(gw);
   return { keys, recs, gw };
 }
@@ -177,7 +178,10 @@ describe('a 503 storm', () => {
 describe('the circuit breaker', () => {
   it('opens, rejects in under 5 ms without calling the upstream, probes, and closes', async () => {
     const OPEN_MS = 1000;
-    const { recs, gw } = await setup({ BREAKER_FAILURES: '5', BREAKER_OPEN_MS: String(OPEN_MS) });
+    // the breaker's time moves by hand: 250 timed rejections on a busy machine may take longer
+    // than OPEN_MS, and a probe would then slip through while the test counts calls
+    const clock = new ManualClock();
+    const { recs, gw } = await setup({ BREAKER_FAILURES: '5', BREAKER_OPEN_MS: String(OPEN_MS) }, clock.now);
     const state = (): string | undefined => gw.backend.breakerState?.().recommendations;
     await gw.gql('{ viewer { id } }', {}, upstream.alice.key);
     recs.fault = { kind: 'status', status: 503 };
@@ -206,7 +210,9 @@ describe('the circuit breaker', () => {
     expect(quantile(backendTimes, 0.99)).toBeLessThan(50);
 
     // a failing probe opens it again, after exactly one call
-    await sleep(OPEN_MS + 50);
+    clock.advance(OPEN_MS - 1);
+    expect(state()).toBe('open');
+    clock.advance(51);
     expect(state()).toBe('half-open');
     expect(codeOf(await gw.gql(ITEM, { id: id++ }, upstream.alice.key))).toBe('UPSTREAM_UNAVAILABLE');
     expect(recs.count()).toBe(calls + 1);
@@ -214,7 +220,7 @@ describe('the circuit breaker', () => {
 
     // a succeeding probe closes it
     recs.fault = { kind: 'pass' };
-    await sleep(OPEN_MS + 50);
+    clock.advance(OPEN_MS + 50);
     const probe = await gw.gql(ITEM, { id: PHONE }, upstream.alice.key);
     expect(probe.body.data?.item).toMatchObject({ itemId: PHONE });
     expect(recs.count()).toBe(calls + 2);

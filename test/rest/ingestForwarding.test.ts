@@ -37,7 +37,7 @@ describe('REST mode in front of an embedded gateway', () => {
   let gw: TestGateway;
 
   beforeAll(async () => {
-    upstream = await startRestUpstream([{ username: 'alice', password: 'alice-password' }, { username: 'root', password: 'root-password', admin: true }]);
+    upstream = await startRestUpstream([{ username: 'alice', password: 'alice-password' }, { username: 'root', password: 'root-password', isAdmin: true }]);
     const backend = createRestBackend({ apiKeyServiceUrl: upstream.url, recsServiceUrl: upstream.url, recsApiKey: upstream.recsApiKey, authCacheTtlMs: 0 });
     gw = await startTestGateway(backend, { RESPONSE_CACHE_MAX_ENTRIES: '0' });
   }, 60_000);

@@ -20,7 +20,11 @@ describe('REST mode: a key deleted through the gateway stops at once', () => {
   const prefix = testPrefix();
 
   async function gateway(env: Record<string, string> = {}): Promise<RestGateway> {
-    const started = await startRestGateway({ keysUrl: upstream.url, recsUrl: upstream.url, recsApiKey: upstream.gatewayKey, env });
+    // 10 s a Redis command: a deleted-key mark read past the served 100 ms counts as absent (Redis
+    // trouble must not stop the gateway), and on a busy machine the refusals below would then be luck
+    const started = await startRestGateway({
+      keysUrl: upstream.url, recsUrl: upstream.url, recsApiKey: upstream.gatewayKey, env, redisCommandTimeoutMs: 10_000,
+    });
     gateways.push(started);
     await cacheReady(started.cache);
     return started;

@@ -6,6 +6,7 @@ import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend, RestBackendOptions } from '../../src/backends/rest/index.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { RedisCache } from '../../src/cache/redis.js';
+import { newStats, type SharedCache } from '../../src/ports/cache.js';
 import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { sendJson, sendText, failure, startServer } from './helpers.js';
 import type { RecordedRequest, TestServer } from './helpers.js';
@@ -198,6 +199,30 @@ describe('authenticate', () => {
     answer = (_req, res) => setTimeout(() => sendJson(res, 200, LISTING), 50);
     const principals = await Promise.all(Array.from({ length: 5 }, () => backend.keys.authenticate(KEY)));
     expect(new Set(principals.map((p) => p.user.id))).toEqual(new Set(['user-1']));
+    expect(upstream.requests).toHaveLength(1);
+  });
+
+  it('uses an authentication that ended while the shared cache was read, instead of asking again', async () => {
+    // a shared cache whose reads end when the test says: the second request's read ends only after
+    // the first request's whole authentication, which no flight is left to join
+    const reads: (() => void)[] = [];
+    const slow: SharedCache = {
+      stats: newStats(),
+      getMany: (keys) => new Promise((resolve) => reads.push(() => resolve(keys.map(() => null)))),
+      setMany: async () => undefined,
+      delete: async () => undefined,
+      check: async () => 'ok',
+      close: async () => undefined,
+    };
+    await backend.close();
+    start({ sharedCache: slow });
+    const first = backend.keys.authenticate(KEY);
+    const second = backend.keys.authenticate(KEY);
+    expect(reads).toHaveLength(2);
+    reads.shift()!();
+    expect((await first).user.id).toBe('user-1');
+    reads.shift()!();
+    expect((await second).user.id).toBe('user-1');
     expect(upstream.requests).toHaveLength(1);
   });
 

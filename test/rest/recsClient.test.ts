@@ -109,16 +109,25 @@ describe('getItems', () => {
   it('splits ids into parallel calls of 20 and answers in the order asked, null for the missing', async () => {
     let inFlight = 0;
     let maxInFlight = 0;
+    // Every answer is held until three calls are in flight at once, so that parallel calls are seen
+    // to overlap however slow the machine; calls made one after another are released after 5 s,
+    // and the count below then tells.
+    const held: (() => void)[] = [];
+    const releaseAll = (): void => {
+      for (const release of held.splice(0)) release();
+    };
+    const fallback = setTimeout(releaseAll, 5000);
     answer = (req, res) => {
       inFlight++;
       maxInFlight = Math.max(maxInFlight, inFlight);
       const url = new URL(req.url, 'http://x');
       const ids = (url.searchParams.get('ids') ?? '').split(',').map(Number);
-      // wait so that the calls overlap; the upstream knows ids below 40 only
-      setTimeout(() => {
+      // the upstream knows ids below 40 only
+      held.push(() => {
         inFlight--;
         sendJson(res, 200, { items: records(ids.filter((id) => id < 40)) });
-      }, 30);
+      });
+      if (maxInFlight === 3) releaseAll();
     };
     const ids = Array.from({ length: 45 }, (_, i) => 45 - i);
     const items = await backend.recs.getItems(ids);
@@ -126,6 +135,7 @@ describe('getItems', () => {
     expect(upstream.requests.map((r) => new URL(r.url, 'http://x').searchParams.get('ids')?.split(',').length)).toEqual([20, 20, 5]);
     expect(maxInFlight).toBe(3);
     for (const r of upstream.requests) expect(new URL(r.url, 'http://x').searchParams.getAll('apiKey')).toEqual(['gateway+key/==']);
+    clearTimeout(fallback);
   });
 
   it('asks for one id with /v1/items/{id} and reads 4002 as null', async () => {

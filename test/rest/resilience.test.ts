@@ -5,6 +5,7 @@ import type { AddressInfo, Server, Socket } from 'node:net';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend, RestBackendOptions } from '../../src/backends/rest/index.js';
 import { GatewayError } from '../../src/errors.js';
+import { ManualClock } from '../helpers/clock.js';
 import { itemRecord, sendJson, startServer } from './helpers.js';
 import type { RecordedRequest, TestServer } from './helpers.js';
 
@@ -114,7 +115,10 @@ describe('circuit breaker', () => {
   it('opens after N failures, rejects fast without calling, lets one probe through, closes on success', async () => {
     let healthy = false;
     const server = await upstream((_req, res) => (healthy ? sendJson(res, 200, [itemRecord(2)]) : sendJson(res, 500, {})));
-    const b = backend(server.url, { breakerFailures: 3, breakerOpenMs: 200, retries: 0 });
+    // the breaker's time moves by hand: on a busy machine the 20 rejections below may well take
+    // longer than the open period, and a probe would slip through in the middle of them
+    const clock = new ManualClock();
+    const b = backend(server.url, { breakerFailures: 3, breakerOpenMs: 200, retries: 0, now: clock.now });
     for (let i = 0; i < 3; i++) await codeOf(b.recs.recommend('POST_BROWSE', 1));
     expect(server.requests).toHaveLength(3);
     expect(b.breakerState().recommendations).toBe('open');
@@ -133,14 +137,16 @@ describe('circuit breaker', () => {
     expect(durations.sort((x, y) => x - y)[10]).toBeLessThan(5);
     expect(server.requests).toHaveLength(3);
 
-    await new Promise((resolve) => setTimeout(resolve, 220));
+    clock.advance(199);
+    expect(b.breakerState().recommendations).toBe('open');
+    clock.advance(21);
     expect(b.breakerState().recommendations).toBe('half-open');
     // the probe fails: open again
     await codeOf(b.recs.recommend('POST_BROWSE', 1));
     expect(server.requests).toHaveLength(4);
     expect(b.breakerState().recommendations).toBe('open');
 
-    await new Promise((resolve) => setTimeout(resolve, 220));
+    clock.advance(220);
     healthy = true;
     // one probe at a time: of two concurrent requests, one is rejected without a call
     const [a, c] = await Promise.allSettled([b.recs.recommend('POST_BROWSE', 1), b.recs.recommend('POST_BROWSE', 1)]);

@@ -30,8 +30,8 @@ export function createRestBackend(options: RestBackendOptions): RestBackend {
     if (typeof options[name] !== 'string' || options[name] === '') throw new TypeError(`${name} is required`);
   }
   const settings = upstreamSettings(options);
-  const apikeys = new Upstream('apikeys', options.apiKeyServiceUrl, settings, options.observer);
-  const recommendations = new Upstream('recommendations', options.recsServiceUrl, settings, options.observer);
+  const apikeys = new Upstream('apikeys', options.apiKeyServiceUrl, settings, options.observer, options.now);
+  const recommendations = new Upstream('recommendations', options.recsServiceUrl, settings, options.observer, options.now);
   return {
     keys: new RestKeyService(
       apikeys,

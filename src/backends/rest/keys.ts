@@ -102,6 +102,10 @@ export class RestKeyService implements KeyService {
       this.cache.set(shared);
       return withAuthorization(shared.principal, authorization);
     }
+    // An authentication of this credential may have ended while the shared cache was read: its
+    // answer came after this request arrived, like that of a flight this request would have joined.
+    const justAuthenticated = this.cache.get(credentialId);
+    if (justAuthenticated !== undefined) return withAuthorization(justAuthenticated.principal, authorization);
     return withAuthorization(await this.sharedLookup(authorization, credentialId, credential, options), authorization);
   }
 

@@ -55,6 +55,8 @@ export interface RestBackendOptions {
   maxResponseBytes?: number;
   /** Told about every upstream attempt (metrics, traces). Default: none. */
   observer?: UpstreamObserver;
+  /** The breakers' clock, in ms: tests advance their own rather than sleep. Default Date.now. */
+  now?: () => number;
 }
 
 export const DEFAULT_UPSTREAM_SETTINGS: UpstreamSettings = {

@@ -75,7 +75,7 @@ export class RestRecsService implements RecsService {
     const outcome = this.interpret(await this.get(`${path}?${this.keyParameter}&itemId=${id}`, options));
     const list: RecommendationListModel = { anchorId: id, kind, entries: [], items: [] };
     if (outcome.kind === 'empty') return list;
-    if (outcome.kind === 'unknownItem') throw notFound(`Item ${id} not found`);
+    if (outcome.kind === 'unknownItem') throw notFound(`No item with itemId ${id}`);
     const body = outcome.body;
     // postbrowse was seen answering a single record instead of an array of one
     const raw = Array.isArray(body) ? body : typeof body === 'object' && body !== null ? [body] : null;

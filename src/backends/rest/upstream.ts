@@ -141,6 +141,8 @@ export class Upstream {
     baseUrl: string,
     private readonly settings: UpstreamSettings,
     private readonly observer?: UpstreamObserver,
+    /** The breaker's clock; tests advance their own instead of sleeping. */
+    now: () => number = Date.now,
   ) {
     const url = new URL(baseUrl);
     // A base URL may carry a path prefix (a service mounted under /concord, say); the pool
@@ -153,7 +155,7 @@ export class Upstream {
       bodyTimeout: settings.bodyTimeoutMs,
       keepAliveTimeout: settings.keepAliveTimeoutMs,
     });
-    this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenMs);
+    this.breaker = new CircuitBreaker(settings.breakerFailures, settings.breakerOpenMs, now);
     this.budget = new RetryBudget(settings.retryBudgetRatio, settings.retryBudgetReserve);
   }
 
