@@ -59,7 +59,8 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
         return await user(rest, io);
       case 'import': {
         const { runImport } = await import('./cli/importCommand.js');
-        return await runImport(rest, { dataDir: loadConfig(io.env).dataDir, stdout: io.stdout, stderr: io.stderr });
+        const config = loadConfig(io.env);
+        return await runImport(rest, { dataDir: config.dataDir, databaseUrl: config.databaseUrl, stdout: io.stdout, stderr: io.stderr });
       }
       case 'evaluate': {
         const { runEvaluate } = await import('./cli/evaluateCommand.js');

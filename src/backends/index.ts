@@ -55,7 +55,8 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   // the recommender first: a start that fails on recs.db shows no administrator password it then loses
   const recs = await openEmbeddedRecs({
     dataDir: config.dataDir,
-    reloadIntervalMs: config.recsReloadIntervalMs,
+    databaseUrl: config.databaseUrl,
+    followIntervalMs: config.recsFollowIntervalMs,
     ...(hooks.log ? { log: hooks.log } : {}),
   }).catch(async (error: unknown) => {
     await store.close();
