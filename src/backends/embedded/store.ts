@@ -262,6 +262,7 @@ export class RecsStore implements RecsDataStore {
     if (events.length === 0) return [];
     return this.write(() => {
       const before = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
+      this.staging();
       this.db.exec('DELETE FROM temp.staged_events');
       this.stage(events);
       this.moveStaged(API_IMPORT_ID);
