@@ -6,6 +6,7 @@ import type { RecEvent } from './events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from './events/event.js';
 import { describeDatabase, postgresReason } from './keys/postgresStore.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
+import { NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
 
 export interface PostgresRecsStoreOptions {
   connectionString: string;
@@ -65,7 +66,7 @@ function columns(events: readonly RecEvent[]): [number[], number[], (string | nu
 const UNNEST_EVENTS = 'unnest($1::smallint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS e(kind, item, s, u, o, t, n)';
 
 /** Names the keys of staged rows (`source` has columns s, u, o) and inserts the events, in order. */
-function insertEventsSql(source: string, importIdParam: string, returning: boolean): string[] {
+function insertEventsSql(source: string, importIdParam: string): string[] {
   return [
     `INSERT INTO recs_keys (ns, name)
        SELECT DISTINCT ns, name FROM (SELECT 0 AS ns, s AS name FROM ${source} UNION ALL SELECT 1, u FROM ${source} UNION ALL SELECT 2, o FROM ${source}) k
@@ -75,7 +76,7 @@ function insertEventsSql(source: string, importIdParam: string, returning: boole
        LEFT JOIN recs_keys ks ON ks.ns = 0 AND ks.name = e.s
        LEFT JOIN recs_keys ku ON ku.ns = 1 AND ku.name = e.u
        LEFT JOIN recs_keys ko ON ko.ns = 2 AND ko.name = e.o
-       ORDER BY e.n${returning ? ` RETURNING ${EVENT_COLUMNS}` : ''}`,
+       ORDER BY e.n`,
   ];
 }
 
@@ -154,12 +155,48 @@ export class PostgresRecsStore implements RecsDataStore {
 
   async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
     if (events.length === 0) return [];
-    const [keys, insert] = insertEventsSql(UNNEST_EVENTS, '0', true);
-    const values = columns(events);
+    // the batch's distinct keys, named first; then the events with integer keys (no join)
+    const ids = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
+    for (const e of events) {
+      if (e.session !== null) ids[NS_SESSION]!.set(e.session, -1);
+      if (e.user !== null) ids[NS_USER]!.set(e.user, -1);
+      if (e.orderId !== null) ids[NS_ORDER]!.set(e.orderId, -1);
+    }
+    const ns: number[] = [];
+    const names: string[] = [];
+    ids.forEach((m, n) => {
+      for (const name of m.keys()) {
+        ns.push(n);
+        names.push(name);
+      }
+    });
     const rows = await this.transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
-      await client.query(keys!, values);
-      const result = await client.query({ text: insert!, values, rowMode: 'array' });
+      if (names.length > 0) {
+        // one index probe a name, whatever the size of recs_keys (a hash join would read it all)
+        await client.query("SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)");
+        const named = await client.query({
+          text: `WITH names AS (SELECT * FROM unnest($1::smallint[], $2::text[]) AS n(ns, name)),
+                   ins AS (INSERT INTO recs_keys (ns, name) SELECT ns, name FROM names ORDER BY ns, name ON CONFLICT DO NOTHING RETURNING id, ns, name)
+                 SELECT id, ns, name FROM ins UNION ALL SELECT k.id, k.ns, k.name FROM names JOIN recs_keys k ON k.ns = names.ns AND k.name = names.name`,
+          values: [ns, names],
+          rowMode: 'array',
+        });
+        for (const [id, n, name] of named.rows as [string, number, string][]) ids[n]!.set(name, Number(id));
+      }
+      const key = (n: number, name: string | null): number | null => (name === null ? null : ids[n]!.get(name)!);
+      const result = await client.query({
+        text: `INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
+               SELECT 0, kind, item, s, u, o, t FROM unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+                 WITH ORDINALITY AS e(kind, item, s, u, o, t, n) ORDER BY n
+               RETURNING ${EVENT_COLUMNS}`,
+        values: [
+          events.map((e) => (e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW)), events.map((e) => e.itemId),
+          events.map((e) => key(NS_SESSION, e.session)), events.map((e) => key(NS_USER, e.user)), events.map((e) => key(NS_ORDER, e.orderId)),
+          events.map((e) => Math.round(e.time)),
+        ],
+        rowMode: 'array',
+      });
       return result.rows.map(toRow);
     });
     return rows.sort((a, b) => a[0] - b[0]);
@@ -246,7 +283,7 @@ export class PostgresRecsStore implements RecsDataStore {
       throw error;
     }
     const startedAt = new Date();
-    const [keysSql, insertSql] = insertEventsSql('staged_events e', '$1', false);
+    const [keysSql, insertSql] = insertEventsSql('staged_events e', '$1');
     return {
       addEvents: async (events) => {
         if (events.length === 0) return;
