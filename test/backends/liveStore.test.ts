@@ -159,6 +159,15 @@ for (const kind of kinds) {
       expect(await runImport(['catalog', catalog], { ...f.io, stdout: quiet(), stderr: quiet() })).toBe(0);
       await until(() => recs.state().mode === 'store' && first(recs, 400)?.itemId === 411, 10_000);
       expect(recs.state()).toMatchObject({ items: 12, events: 6, itemsWithoutRecord: 0 });
+
+      // an updated export replacing the old one (--replace deletes): followed by a whole reload
+      const replaced = ['session_id;user_id;item_id;timeframe;eventdate'];
+      for (let s = 0; s < 5; s++) replaced.push(`${s};NA;400;10;2016-05-09`, `${s};NA;405;20;2016-05-09`);
+      writeFileSync(views, `${replaced.join('\n')}\n`);
+      expect(await runImport(['events', views, '--format', 'diginetica-views', '--replace'], { ...f.io, stdout: quiet(), stderr: quiet() })).toBe(0);
+      await until(() => first(recs, 400)?.itemId === 405, 10_000);
+      expect(first(recs, 400)).toEqual({ itemId: 405, evidence: 5 });
+      expect(recs.state().events).toBe(10);
     });
 
     it('a demo shop takes events for its items', async () => {
