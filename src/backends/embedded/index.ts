@@ -16,21 +16,27 @@ export function toRecEvent(e: EventInputModel): RecEvent {
 }
 
 /**
+ * What EmbeddedIngest needs of the recommender: an EmbeddedRecs, or (benchmarks of the API alone)
+ * anything that applies events and records in memory, without a store.
+ */
+export type LiveRecs = Pick<EmbeddedRecs, 'applyEvents' | 'applyItems' | 'catalog'> & Partial<Pick<EmbeddedRecs, 'store' | 'applyOwnEvents' | 'applyOwnItems'>>;
+
+/**
  * Events and records into the embedded recommender: the whole call is checked, committed in one
  * transaction to the recommender's store (durable when this resolves: SQLite synchronous=FULL, or
  * a PostgreSQL commit), then applied to this process's model, then answered. Other processes pick
  * the rows up by following the store. Without a store (tests, benchmarks) it is applied in memory only.
  */
 export class EmbeddedIngest implements IngestService {
-  constructor(private readonly recs: EmbeddedRecs) {}
+  constructor(private readonly recs: LiveRecs) {}
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[]): Promise<{ accepted: number; itemsWithoutRecord: number | null }> {
     requireAdmin(principal);
     checkEvents(events);
     const recEvents = events.map(toRecEvent);
-    const store = this.recs.store;
-    if (store === null) this.recs.applyEvents(recEvents);
-    else await this.recs.applyOwnEvents(await store.appendEvents(recEvents));
+    const { store, applyOwnEvents } = this.recs;
+    if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
+    else await applyOwnEvents.call(this.recs, await store.appendEvents(recEvents));
     const catalog = this.recs.catalog;
     const missing = new Set<number>();
     for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
@@ -40,9 +46,9 @@ export class EmbeddedIngest implements IngestService {
   async upsertItems(principal: PrincipalModel, items: Parameters<IngestService['upsertItems']>[1]): Promise<{ upserted: number }> {
     requireAdmin(principal);
     checkItems(items);
-    const store = this.recs.store;
-    if (store === null) this.recs.applyItems(items);
-    else await this.recs.applyOwnItems(items, await store.upsertItems(items));
+    const { store, applyOwnItems } = this.recs;
+    if (!store || !applyOwnItems) this.recs.applyItems(items);
+    else await applyOwnItems.call(this.recs, items, await store.upsertItems(items));
     return { upserted: items.length };
   }
 }
