@@ -68,6 +68,7 @@ export class EmbeddedRecs implements RecsService {
   private head: StoreHead = { generation: 0, lastEventId: 0, lastItemSeq: 0 };
   private followError: string | null = null;
   private missingCache: { at: number; count: number } | null = null;
+  private readonly listeners: (() => void)[] = [];
 
   /**
    * `store`: the durable data this recommender follows (it takes ownership and closes it), with
@@ -93,6 +94,19 @@ export class EmbeddedRecs implements RecsService {
 
   get model(): RecModel {
     return this.recommender.model;
+  }
+
+  /**
+   * Calls `listener` after every change of the model or catalogue this recommender makes from its
+   * store (applied rows, reloads): what a cache of its answers (the response cache) needs to drop them.
+   */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(): void {
+    this.missingCache = null;
+    for (const listener of this.listeners) listener();
   }
 
   /** The point of the store applied so far. */
@@ -152,7 +166,7 @@ export class EmbeddedRecs implements RecsService {
     if (this.reloading === null && rows[0]![0] === this.head.lastEventId + 1) {
       this.applyEvents(rows.map(rowToRecEvent));
       this.head.lastEventId = rows[rows.length - 1]![0];
-      this.missingCache = null;
+      this.changed();
       return;
     }
     await this.catchUp({ lastEventId: rows[rows.length - 1]![0] });
@@ -163,7 +177,7 @@ export class EmbeddedRecs implements RecsService {
     if (this.mode === 'store' && this.reloading === null && seq === this.head.lastItemSeq + 1) {
       this.applyItems(items);
       this.head.lastItemSeq = seq;
-      this.missingCache = null;
+      this.changed();
       return;
     }
     // demo mode: the first records switch to the stored catalogue (a reload, see pollOnce)
@@ -212,7 +226,7 @@ export class EmbeddedRecs implements RecsService {
         if (seq > this.head.lastItemSeq && !this.closed) {
           this.applyItems(records.map((r) => parseItemRecord(JSON.parse(r))));
           this.head.lastItemSeq = seq;
-          this.missingCache = null;
+          this.changed();
         }
       }
       while (head.lastEventId > this.head.lastEventId && !this.closed) {
@@ -223,7 +237,7 @@ export class EmbeddedRecs implements RecsService {
         if (from < rows.length) {
           this.applyEvents(rows.slice(from).map(rowToRecEvent));
           this.head.lastEventId = rows[rows.length - 1]![0];
-          this.missingCache = null;
+          this.changed();
         }
         if (rows.length < FOLLOW_PAGE) break;
       }
@@ -280,7 +294,7 @@ export class EmbeddedRecs implements RecsService {
     this.log = log;
     this.mode = mode;
     this.head = { ...head };
-    this.missingCache = null;
+    this.changed();
   }
 
   /**
