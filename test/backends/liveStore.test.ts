@@ -19,7 +19,13 @@ const ADMIN = principal(true);
 /** A fresh store of each kind: a DATA_DIR, or a PostgreSQL schema of its own. */
 interface Kind {
   name: string;
-  fresh(): { source: RecsSource; open(followIntervalMs?: number): Promise<EmbeddedRecs>; io: { dataDir: string; databaseUrl?: string; schema?: string }; dispose(): Promise<void> };
+  fresh(): {
+    source: RecsSource;
+    open(followIntervalMs?: number): Promise<EmbeddedRecs>;
+    options: Parameters<typeof openEmbeddedRecs>[0];
+    io: { dataDir: string; databaseUrl?: string; schema?: string };
+    dispose(): Promise<void>;
+  };
 }
 
 const kinds: Kind[] = [
@@ -30,6 +36,7 @@ const kinds: Kind[] = [
       return {
         source: { kind: 'sqlite', dataDir: dir },
         open: (followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, followIntervalMs }),
+        options: { dataDir: dir },
         io: { dataDir: dir },
         dispose: async () => remove(),
       };
@@ -43,6 +50,7 @@ const kinds: Kind[] = [
       return {
         source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
         open: (followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, databaseUrl: DATABASE_URL, schema, followIntervalMs }),
+        options: { dataDir: dir, databaseUrl: DATABASE_URL, schema },
         io: { dataDir: dir, databaseUrl: DATABASE_URL, schema },
         dispose: async () => {
           await dropSchema(schema);
@@ -168,6 +176,24 @@ for (const kind of kinds) {
       await until(() => first(recs, 400)?.itemId === 405, 10_000);
       expect(first(recs, 400)).toEqual({ itemId: 405, evidence: 5 });
       expect(recs.state().events).toBe(10);
+    });
+
+    it('behind by more events than the bound (a large import elsewhere), reloads whole; an id sent twice in a call keeps the last record', async () => {
+      const f = fresh();
+      const writer = await f.open(0);
+      disposals.push(() => writer.close());
+      const ingest = new EmbeddedIngest(writer);
+      await ingest.upsertItems(ADMIN, [...itemsFrom(600, 12), ...itemsFrom(600, 1, 'Garden/Tools')]);
+      expect(writer.catalog.get(600)?.categoryPath).toBe('Garden/Tools');
+      const lines: string[] = [];
+      const follower = await openEmbeddedRecs({ ...f.options, followIntervalMs: 50, fullReloadEvents: 10, log: (l) => lines.push(l) });
+      disposals.push(() => follower.close());
+      await ingest.recordEvents(ADMIN, coViews(601, 602, 6, 1));
+      await until(() => first(follower, 601)?.evidence === 6, 10_000);
+      expect(lines.join('\n'), lines.join('\n')).toMatch(/reloaded 12 items and 12 events whole/);
+      await ingest.recordEvents(ADMIN, coViews(601, 603, 2, 100)); // 4 events: applied, not reloaded
+      await until(() => follower.state().events === 16, 5_000);
+      expect(lines.filter((l) => l.includes('reloaded'))).toHaveLength(1);
     });
 
     it('a demo shop takes events for its items', async () => {

@@ -82,6 +82,13 @@ function insertEventsSql(source: string, importIdParam: string): string[] {
 
 const toRow = (r: unknown[]): EventRow => r.map(Number) as EventRow;
 
+/** Ids and records for unnest; the last record of an id sent twice wins (ON CONFLICT cannot touch a row twice). */
+function itemColumns(items: readonly ItemModel[]): [number[], string[]] {
+  const byId = new Map<number, string>();
+  for (const item of items) byId.set(item.itemId, JSON.stringify(toItemRecord(item)));
+  return [[...byId.keys()], [...byId.values()]];
+}
+
 /**
  * The recommender's data in PostgreSQL (DATABASE_URL, beside the users and keys): tables
  * recs_items, recs_events, recs_keys, recs_imports, recs_meta, with the same meaning as the SQLite
@@ -209,7 +216,7 @@ export class PostgresRecsStore implements RecsDataStore {
       await client.query(
         `INSERT INTO recs_items (item_id, record, seq) SELECT id, record, $3 FROM unnest($1::bigint[], $2::text[]) AS r(id, record)
          ON CONFLICT (item_id) DO UPDATE SET record = excluded.record, seq = excluded.seq`,
-        [items.map((i) => i.itemId), items.map((i) => JSON.stringify(toItemRecord(i))), seq]);
+        [...itemColumns(items), seq]);
       return seq;
     });
   }
@@ -294,7 +301,7 @@ export class PostgresRecsStore implements RecsDataStore {
         await client.query(
           `INSERT INTO staged_items (item_id, record) SELECT id, record FROM unnest($1::bigint[], $2::text[]) AS r(id, record)
            ON CONFLICT (item_id) DO UPDATE SET record = excluded.record`,
-          [items.map((i) => i.itemId), items.map((i) => JSON.stringify(toItemRecord(i)))]);
+          itemColumns(items));
       },
       finish: async (records, skipped, options = {}) => {
         try {

@@ -69,6 +69,7 @@ export class EmbeddedRecs implements RecsService {
   private followError: string | null = null;
   private missingCache: { at: number; count: number } | null = null;
   private readonly listeners: (() => void)[] = [];
+  private readonly fullReloadEvents: number;
 
   /**
    * `store`: the durable data this recommender follows (it takes ownership and closes it), with
@@ -80,8 +81,9 @@ export class EmbeddedRecs implements RecsService {
     private readonly options: ModelOptions = {},
     readonly store: RecsDataStore | null = null,
     private readonly source: RecsSource | null = null,
-    init: { mode?: RecsMode; head?: StoreHead; model?: RecModel } = {},
+    init: { mode?: RecsMode; head?: StoreHead; model?: RecModel; fullReloadEvents?: number } = {},
   ) {
+    this.fullReloadEvents = init.fullReloadEvents ?? FULL_RELOAD_EVENTS;
     this.current = catalog;
     this.mode = init.mode ?? (store === null ? 'demo' : 'store');
     if (init.head) this.head = { ...init.head };
@@ -214,7 +216,7 @@ export class EmbeddedRecs implements RecsService {
       const head = await store.head();
       const wholeReload = head.generation !== this.head.generation
         || (this.mode === 'demo' && head.lastItemSeq > this.head.lastItemSeq)
-        || head.lastEventId - this.head.lastEventId > FULL_RELOAD_EVENTS
+        || head.lastEventId - this.head.lastEventId > this.fullReloadEvents
         || head.lastEventId < this.head.lastEventId;
       if (wholeReload) {
         await this.reload();
@@ -375,6 +377,8 @@ export interface OpenEmbeddedRecsOptions {
   model?: ModelOptions;
   /** How often to follow the store (see EmbeddedRecs.follow); 0 never. Default FOLLOW_INTERVAL_MS. */
   followIntervalMs?: number;
+  /** Behind by more events than this, reload whole rather than apply them; default FULL_RELOAD_EVENTS. */
+  fullReloadEvents?: number;
 }
 
 /**
@@ -402,16 +406,17 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
     return recs;
   }
   const store = (await openRecsData(source))!;
+  const reloadAt = options.fullReloadEvents === undefined ? {} : { fullReloadEvents: options.fullReloadEvents };
   let recs: EmbeddedRecs;
   try {
     const loaded: Loaded = await loadInWorker({ source, options: options.model ?? {} });
     if (loaded.empty) {
       const demo = await demoWithStored(store);
-      recs = new EmbeddedRecs(demo.catalog, demo.log, options.model, store, source, { mode: 'demo', head: demo.head });
+      recs = new EmbeddedRecs(demo.catalog, demo.log, options.model, store, source, { mode: 'demo', head: demo.head, ...reloadAt });
       const stored = demo.head.lastEventId > 0 ? `, with the events stored there (${recs.state().itemsWithoutRecord} items without a record)` : '';
       say(`recommender: ${store.where} has no catalogue; serving the demo shop of ${demo.catalog.size} items${stored}, ready in ${Math.round(performance.now() - t0)} ms`);
     } else {
-      recs = new EmbeddedRecs(loaded.catalog, loaded.log, options.model, store, source, { mode: 'store', head: loaded.head, model: loaded.model });
+      recs = new EmbeddedRecs(loaded.catalog, loaded.log, options.model, store, source, { mode: 'store', head: loaded.head, model: loaded.model, ...reloadAt });
       say(`recommender: ${loaded.catalog.size} items and ${loaded.events} events from ${store.where} loaded in ${Math.round(loaded.loadMs)} ms, model built in ${Math.round(loaded.model.buildMs)} ms (worker), ready in ${Math.round(performance.now() - t0)} ms`);
     }
   } catch (error) {
