@@ -196,6 +196,21 @@ for (const kind of kinds) {
       expect(lines.filter((l) => l.includes('reloaded'))).toHaveLength(1);
     });
 
+    it('one visit stored before a process loads and continued after is one visit in its model', async () => {
+      const f = fresh();
+      const writer = await f.open(0);
+      disposals.push(() => writer.close());
+      const ingest = new EmbeddedIngest(writer);
+      await ingest.upsertItems(ADMIN, itemsFrom(700, 12));
+      const visits = coViews(700, 709, 3, 1); // each visit: 700 then 709
+      await ingest.recordEvents(ADMIN, visits.filter((_, i) => i % 2 === 0));
+      const follower = await f.open(50); // loads the first halves in its worker
+      disposals.push(() => follower.close());
+      await ingest.recordEvents(ADMIN, visits.filter((_, i) => i % 2 === 1));
+      await until(() => first(follower, 700)?.evidence === 3, 5_000);
+      expect(first(follower, 700)).toEqual({ itemId: 709, evidence: 3 });
+    });
+
     it('a demo shop takes events for its items', async () => {
       const f = fresh();
       const recs = await f.open(0);
