@@ -186,11 +186,20 @@ export class EmbeddedRecs implements RecsService {
     await this.catchUp({ lastItemSeq: seq });
   }
 
-  /** Follows the store until it has applied at least `target`. */
+  /**
+   * Follows the store until it has applied at least `target`. Never fails: what it catches up
+   * with is committed already (its call must be answered as accepted, or a retry would store it
+   * twice); when the store cannot be read now, the follower's next round applies it
+   * (`followError` says why meanwhile).
+   */
   async catchUp(target: Partial<Pick<StoreHead, 'lastEventId' | 'lastItemSeq'>>): Promise<void> {
     for (let i = 0; i < 100 && !this.closed; i++) {
       if ((target.lastEventId ?? 0) <= this.head.lastEventId && (target.lastItemSeq ?? 0) <= this.head.lastItemSeq) return;
-      await this.poll();
+      try {
+        await this.poll();
+      } catch {
+        return;
+      }
     }
   }
 
