@@ -43,9 +43,12 @@ url.searchParams.set('options', `-c search_path=${schema}`);
 const env = (i: number): Record<string, string> => ({
   DATABASE_URL: url.toString(), DATA_DIR: data[i]!.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: FOLLOW_MS,
 });
-const one = await startServe(env(0));
-const two = await startServe(env(1));
+const started: Awaited<ReturnType<typeof startServe>>[] = [];
 try {
+  const one = await startServe(env(0));
+  started.push(one);
+  const two = await startServe(env(1));
+  started.push(two);
   const password = /password\n\n\s+(\S+)/.exec(one.stderr())?.[1];
   // a key: with DATABASE_URL every password sign-in pays its scrypt check (about 0.4 s), which would be all we measured
   const created = await gql(one.url, 'mutation { createApiKey(input: { name: "bench" }) { key } }', {}, { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` });
@@ -89,8 +92,7 @@ try {
   console.log(`freshness, the other replica (following every ${FOLLOW_MS} ms): p50 ${pct(there, 50).toFixed(0)} ms, p99 ${pct(there, 99).toFixed(0)} ms after the answer (${ROUNDS} rounds)`);
   console.log(`node ${process.version}; two gateways from source (tsx) on PostgreSQL; a shared 2-core machine (others' tests running): figures vary between runs`);
 } finally {
-  await one.stop();
-  await two.stop();
+  for (const serve of started) await serve.stop();
   await admin.query(`DROP SCHEMA ${schema} CASCADE`);
   await admin.end();
   for (const d of data) d.remove();
