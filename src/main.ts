@@ -62,7 +62,8 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
         return await user(rest, io);
       case 'import': {
         const { runImport } = await import('./cli/importCommand.js');
-        return await runImport(rest, { dataDir: loadConfig(io.env).dataDir, stdout: io.stdout, stderr: io.stderr });
+        const config = loadConfig(io.env);
+        return await runImport(rest, { dataDir: config.dataDir, databaseUrl: config.databaseUrl, stdout: io.stdout, stderr: io.stderr });
       }
       case 'evaluate': {
         const { runEvaluate } = await import('./cli/evaluateCommand.js');
@@ -255,7 +256,8 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   // the recommender first: a start that fails on recs.db shows no administrator password it then loses
   const recs = await openEmbeddedRecs({
     dataDir: config.dataDir,
-    reloadIntervalMs: config.recsReloadIntervalMs,
+    databaseUrl: config.databaseUrl,
+    followIntervalMs: config.recsFollowIntervalMs,
     ...(hooks.log ? { log: hooks.log } : {}),
   }).catch(async (error: unknown) => {
     await store.close();

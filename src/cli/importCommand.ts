@@ -3,16 +3,26 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { checkEvents, checkItems, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
+import type { ItemModel } from '../ports/backend.js';
 import { Catalog, loadCatalogFile } from '../backends/embedded/catalog.js';
-import { readEvents } from '../backends/embedded/events/importEvents.js';
-import { RELOAD_INTERVAL_MS } from '../backends/embedded/recs.js';
+import type { RecEvent } from '../backends/embedded/events/event.js';
+import { EventLineError } from '../backends/embedded/events/formats.js';
+import { readEvents, toEventInput } from '../backends/embedded/events/importEvents.js';
+import type { ImportSession, RecsDataStore } from '../backends/embedded/liveStore.js';
+import { openRecsData } from '../backends/embedded/loadFromStore.js';
+import { FULL_RELOAD_EVENTS, recsSource } from '../backends/embedded/recs.js';
 import { StoreOpenError, systemReason } from '../backends/embedded/dataFiles.js';
-import { RecsStore, DB_FILE } from '../backends/embedded/store.js';
+import { DB_FILE } from '../backends/embedded/store.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
 
 /** Where a CLI command writes and which DATA_DIR it works on. */
 export interface CommandIo {
   dataDir: string;
+  /** DATABASE_URL: import into PostgreSQL instead of DATA_DIR/recs.db. */
+  databaseUrl?: string | null;
+  /** A PostgreSQL schema for the tables (tests). */
+  schema?: string;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
 }
@@ -21,9 +31,11 @@ export const IMPORT_HELP = `Usage:
   recs-gateway import events <file> --format <format> [format flags] [--replace]
   recs-gateway import catalog <file> [--replace]
 
-Imports into DATA_DIR/${DB_FILE}. A running gateway on the same DATA_DIR notices the finished
-import within ${RELOAD_INTERVAL_MS / 1000} s, rebuilds its model in a worker thread and swaps it in; until then
-it serves the previous one.
+Imports into DATA_DIR/${DB_FILE}, or into PostgreSQL when DATABASE_URL is set: the store the
+gateway's recordEvents and upsertItems write to, with the same checks. Running gateways on it
+apply the new rows within about a second (RECS_FOLLOW_INTERVAL_MS); more than
+${FULL_RELOAD_EVENTS.toLocaleString('en-US')} events at once, or a --replace, they reload whole in
+a worker thread and swap the new model in; until then they serve the previous one.
 
 Events: each line becomes a view or a purchase; malformed lines are reported with their line
 number and skipped. Importing a file whose content was already imported (same SHA-256 and
@@ -86,68 +98,96 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
   }
   const formatName = format?.name ?? 'json';
   const t0 = performance.now();
-  let store: RecsStore | undefined;
+  let store: RecsDataStore | null = null;
+  let session: ImportSession | undefined;
   try {
     const sha256 = await sha256Of(path);
-    store = RecsStore.open(io.dataDir);
-    const previous = store.findImport(what, formatName, sha256);
+    const source = recsSource({ dataDir: io.dataDir, databaseUrl: io.databaseUrl ?? null, ...(io.schema ? { schema: io.schema } : {}) })!;
+    store = await openRecsData(source);
+    const opened = store!;
+    const previous = await opened.findImport(what, formatName, sha256);
     if (previous !== undefined && values.replace !== true) {
       out(`${path} was already imported (import #${previous.id}, ${fmt(previous.records)} records, ${previous.finishedAt}); nothing to do. Use --replace to import it again.`);
       return 0;
     }
-    // --replace's deletions are part of the import's transaction: a failed import keeps the old data
-    const { importId, removed } = store.beginImport(what, formatName, path, sha256, { replace: values.replace === true });
-    if (removed > 0) out(`replacing ${removed} earlier import(s) of ${path}`);
+    session = await opened.beginImport(what, formatName, path, sha256);
+    const replace = { replace: values.replace === true };
 
     if (what === 'catalog') {
-      const writer = store.itemWriter();
-      const report = await loadCatalogFile(path, new Catalog(), writer.add);
+      const catalog = new Catalog();
+      const report = await loadCatalogFile(path, catalog);
       for (const s of report.skipped.slice(0, 100)) err(`${path}:${s.line}: skipped: ${s.reason}`);
-      if (report.loaded === 0 && report.skipped.length > 0) return failed(store, path);
-      writer.flush();
-      store.finishImport(importId, report.loaded, report.skipped.length);
-      out(`catalog: ${fmt(report.loaded)} items loaded, ${fmt(report.skipped.length)} skipped, ${fmt(store.itemCount())} in ${store.path} (${Math.round(performance.now() - t0)} ms)`);
+      if (report.loaded === 0 && report.skipped.length > 0) return await failed(session, path);
+      // the checks of upsertItems, a call's worth at a time
+      let batch: ItemModel[] = [];
+      const flush = async (): Promise<void> => {
+        await session!.addItems(checkItems(batch));
+        batch = [];
+      };
+      for (const item of catalog.values()) {
+        batch.push(item);
+        if (batch.length === MAX_ITEMS_PER_CALL) await flush();
+      }
+      await flush();
+      const { removed } = await session.finish(report.loaded, report.skipped.length, replace);
+      if (removed > 0) out(`replaced the catalogue of ${removed} earlier import(s)`);
+      const counts = await opened.counts();
+      out(`catalog: ${fmt(report.loaded)} items loaded, ${fmt(report.skipped.length)} skipped, ${fmt(counts.items)} in ${opened.where} (${Math.round(performance.now() - t0)} ms)`);
       return 0;
     }
 
     const items = new Set<number>();
-    const writer = store.eventWriter(importId);
+    let pending: RecEvent[] = [];
+    const now = Date.now();
     const report = await readEvents(path, format!, (event) => {
+      try {
+        checkEvents([toEventInput(event)], now);
+      } catch (error) {
+        // the API's message without the call's index: "sessionId: a view needs a sessionId or a userId"
+        throw new EventLineError((error as Error).message.replace(/^events\[0\]\./, ''));
+      }
       items.add(event.itemId);
-      writer.add(event);
+      pending.push(event);
+      if (pending.length < IMPORT_BATCH) return undefined;
+      const batch = pending;
+      pending = [];
+      return session!.addEvents(batch);
     }, {
       onProgress: (lines, events) => err(`  ${fmt(lines)} lines, ${fmt(events)} events, ${((performance.now() - t0) / 1000).toFixed(1)} s`),
     });
     for (const s of report.skipped) err(`${path}:${s.line}: skipped: ${s.reason}`);
     if (report.malformed > report.skipped.length) err(`... and ${fmt(report.malformed - report.skipped.length)} more malformed lines`);
-    if (report.events === 0 && report.malformed > 0) return failed(store, path);
-    writer.flush();
-    store.finishImport(importId, report.events, report.malformed);
-    const catalogItems = store.itemCount();
-    let unknown = '';
-    if (catalogItems > 0) {
-      const catalog = store.loadCatalog();
-      let missing = 0;
-      for (const id of items) if (!catalog.has(id)) missing++;
-      // They still count as co-occurrence evidence; they just cannot be recommended.
-      if (missing > 0) unknown = `; ${fmt(missing)} of its items are not in the catalogue (counted as evidence, never recommended)`;
+    if (report.events === 0 && report.malformed > 0) return await failed(session, path);
+    await session.addEvents(pending);
+    const { removed } = await session.finish(report.events, report.malformed, replace);
+    if (removed > 0) out(`replaced ${removed} earlier import(s) of ${path}`);
+    const counts = await opened.counts();
+    const missing = await opened.countWithoutRecord([...items]);
+    out(`events: ${fmt(report.events)} imported from ${fmt(report.lines)} lines (${fmt(report.ignored)} ignored, ${fmt(report.malformed)} malformed), ${fmt(items.size)} items; ${fmt(counts.events)} events in ${opened.where} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+    if (missing > 0) {
+      // an events-only import must never look like it changed nothing visible without saying why
+      out(counts.items === 0
+        ? `${fmt(missing)} of its items have no record: the store has no catalogue yet, so a gateway serves the demo shop (these events count only for demo items) until one is imported (recs-gateway import catalog <file>) or sent (upsertItems)`
+        : `${fmt(missing)} of its items have no record: they count as evidence for the others but are never recommended until their records are imported or sent (upsertItems)`);
     }
-    out(`events: ${fmt(report.events)} imported from ${fmt(report.lines)} lines (${fmt(report.ignored)} ignored, ${fmt(report.malformed)} malformed), ${fmt(items.size)} items${unknown}; ${fmt(store.eventCount())} events in ${store.path} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     return 0;
   } catch (error) {
-    store?.abandonImport();
+    await session?.abandon().catch(() => undefined);
     err(`recs-gateway: import of ${path} failed: ${importFailure(error)}; nothing was imported`);
     return 1;
   } finally {
-    store?.close();
+    await store?.close();
   }
 
-  function failed(opened: RecsStore, file: string): number {
-    opened.abandonImport();
+  async function failed(opened: ImportSession, file: string): Promise<number> {
+    await opened.abandon();
     err(`recs-gateway: nothing in ${file} could be imported (see the lines above); nothing was recorded, so the import can be run again once the file or --format is fixed`);
     return 1;
   }
 }
+
+/** Events staged a write. */
+const IMPORT_BATCH = 20_000;
 
 /** Why an import failed, as one line: SQLite's and the file system's codes in words. */
 function importFailure(error: unknown): string {

@@ -34,8 +34,11 @@ export interface Config {
    * processes share one store. Default: SQLite in DATA_DIR/keys.db.
    */
   databaseUrl: string | null;
-  /** RECS_RELOAD_INTERVAL_MS: how often the embedded recommender looks for new imports; 0: never. Default 10000. */
-  recsReloadIntervalMs: number;
+  /**
+   * RECS_FOLLOW_INTERVAL_MS: how often the embedded recommender reads what other processes stored
+   * (events, item records, imports) after what it has applied; 0: never. Default 250.
+   */
+  recsFollowIntervalMs: number;
   /** REDIS_URL: the shared cache. Default: none (an in-process cache). */
   redisUrl: string | null;
   /** REDIS_KEY_PREFIX: prefix of every key the gateway writes in Redis. Default `recs-gateway:`. */
@@ -282,7 +285,7 @@ export function loadConfig(env: Env = process.env): Config {
     backend,
     dataDir: path.resolve(get('DATA_DIR') ?? 'data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
-    recsReloadIntervalMs: int('RECS_RELOAD_INTERVAL_MS', 10_000, 0, 86_400_000),
+    recsFollowIntervalMs: int('RECS_FOLLOW_INTERVAL_MS', 250, 0, 86_400_000),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
     cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.item, 1, 86_400),

@@ -1,4 +1,4 @@
-import type { Backend } from '../ports/backend.js';
+import type { Backend, RecommenderStateModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
 import type { RateLimiter } from '../auth/rateLimit.js';
 
@@ -11,6 +11,12 @@ export interface Readiness {
   status: 'ready' | 'degraded' | 'unavailable';
   /** Each dependency's state: 'ok', or what is wrong with it. */
   checks: Record<string, string>;
+  /**
+   * The embedded recommender: what it serves (`mode`), its items and events, and how many items
+   * the events name still lack a record (they shape the model and are never shown until one
+   * arrives). Informational: a recommender that cannot follow its store serves what it has.
+   */
+  recommender?: RecommenderStateModel;
 }
 
 /**
@@ -23,5 +29,6 @@ export async function readiness(backend: Backend, cache: SharedCache, limiter: R
   const requiredOk = Object.values(required).every((state) => state === 'ok');
   const optionalOk = cacheState === 'ok' && limiterState === 'ok';
   const status = !requiredOk ? 'unavailable' : optionalOk ? 'ready' : 'degraded';
-  return { httpStatus: requiredOk ? 200 : 503, body: { status, checks } };
+  const recommender = backend.recommender?.();
+  return { httpStatus: requiredOk ? 200 : 503, body: { status, checks, ...(recommender ? { recommender } : {}) } };
 }

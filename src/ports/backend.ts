@@ -266,6 +266,19 @@ export interface RecordEventsResultModel {
   itemsWithoutRecord: number | null;
 }
 
+/** What /readyz shows of an embedded recommender (see EmbeddedRecs.state). */
+export interface RecommenderStateModel {
+  /** 'store': the stored catalogue; 'demo': the demo shop, the store having no catalogue yet. */
+  mode: 'store' | 'demo';
+  store: string | null;
+  items: number;
+  events: number;
+  itemsWithoutRecord: number;
+  lastEventId: number;
+  lastItemSeq: number;
+  followError: string | null;
+}
+
 export interface UpsertItemsResultModel {
   upserted: number;
 }
@@ -288,6 +301,8 @@ export interface Backend {
   ingest: IngestService;
   /** Reachability of what it depends on, for /readyz. */
   check(): Promise<Record<string, 'ok' | string>>;
+  /** The embedded recommender's state, for /readyz (what it serves, how many items lack a record). */
+  recommender?(): RecommenderStateModel;
   close(): Promise<void>;
   /** The circuit breakers of its upstreams, by upstream, for /metrics; absent where there are none. */
   breakerState?: () => Record<string, BreakerState>;

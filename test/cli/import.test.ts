@@ -16,7 +16,7 @@ function contents(dataDir: string): { imports: number; items: number; events: nu
   const store = RecsStore.openReadOnly(dataDir);
   if (store === null) return { imports: 0, items: 0, events: 0 };
   try {
-    return { imports: store.imports().length, items: store.itemCount(), events: store.eventCount() };
+    return { imports: store.importsNow().length, items: store.itemCount(), events: store.eventCount() };
   } finally {
     store.close();
   }

@@ -45,7 +45,7 @@ describe('health and readiness with Redis going away', () => {
       await new Promise((r) => setTimeout(r, 50));
       ready = await readyz();
     }
-    expect(ready).toEqual({ status: 200, body: { status: 'ready', checks: { store: 'ok', cache: 'ok', rateLimits: 'ok' } } });
+    expect(ready).toEqual({ status: 200, body: { status: 'ready', checks: { store: 'ok', cache: 'ok', rateLimits: 'ok' }, recommender: expect.objectContaining({ mode: 'demo', itemsWithoutRecord: 0 }) } });
     expect((await fetch(`${url}/healthz`)).status).toBe(200);
   });
 

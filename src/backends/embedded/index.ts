@@ -4,7 +4,7 @@ import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsServi
 import type { RecEvent } from './events/event.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
-import type { EmbeddedRecs } from './recs.js';
+import { EmbeddedRecs } from './recs.js';
 
 function requireAdmin(principal: PrincipalModel): void {
   if (!principal.user.isAdmin) throw forbidden('Only administrators may send events and item records');
@@ -16,16 +16,27 @@ export function toRecEvent(e: EventInputModel): RecEvent {
 }
 
 /**
- * Events and records into the embedded recommender. Stand-in until issue 20's store lands: applied
- * in memory, not yet durable or shared.
+ * What EmbeddedIngest needs of the recommender: an EmbeddedRecs, or (benchmarks of the API alone)
+ * anything that applies events and records in memory, without a store.
+ */
+export type LiveRecs = Pick<EmbeddedRecs, 'applyEvents' | 'applyItems' | 'catalog'> & Partial<Pick<EmbeddedRecs, 'store' | 'applyOwnEvents' | 'applyOwnItems'>>;
+
+/**
+ * Events and records into the embedded recommender: the whole call is checked, committed in one
+ * transaction to the recommender's store (durable when this resolves: SQLite synchronous=FULL, or
+ * a PostgreSQL commit), then applied to this process's model, then answered. Other processes pick
+ * the rows up by following the store. Without a store (tests, benchmarks) it is applied in memory only.
  */
 export class EmbeddedIngest implements IngestService {
-  constructor(private readonly recs: Pick<EmbeddedRecs, 'applyEvents' | 'applyItems' | 'catalog'>) {}
+  constructor(private readonly recs: LiveRecs) {}
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[]): Promise<{ accepted: number; itemsWithoutRecord: number | null }> {
     requireAdmin(principal);
     checkEvents(events);
-    this.recs.applyEvents(events.map(toRecEvent));
+    const recEvents = events.map(toRecEvent);
+    const { store, applyOwnEvents } = this.recs;
+    if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
+    else await applyOwnEvents.call(this.recs, await store.appendEvents(recEvents));
     const catalog = this.recs.catalog;
     const missing = new Set<number>();
     for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
@@ -35,7 +46,9 @@ export class EmbeddedIngest implements IngestService {
   async upsertItems(principal: PrincipalModel, items: Parameters<IngestService['upsertItems']>[1]): Promise<{ upserted: number }> {
     requireAdmin(principal);
     checkItems(items);
-    this.recs.applyItems(items);
+    const { store, applyOwnItems } = this.recs;
+    if (!store || !applyOwnItems) this.recs.applyItems(items);
+    else await applyOwnItems.call(this.recs, items, await store.upsertItems(items));
     return { upserted: items.length };
   }
 }
@@ -43,14 +56,15 @@ export class EmbeddedIngest implements IngestService {
 /** The in-process backend over a key store and a recommender it takes ownership of. */
 export function createEmbeddedBackend(
   store: KeyStore,
-  recs: RecsService & { close(): Promise<void> } & Partial<Pick<EmbeddedRecs, 'applyEvents' | 'applyItems' | 'catalog'>>,
+  recs: RecsService & { close(): Promise<void> },
   keyOptions: EmbeddedKeyServiceOptions = {},
 ): Backend {
-  const live = recs.applyEvents !== undefined && recs.applyItems !== undefined ? (recs as unknown as EmbeddedRecs) : null;
+  const live = recs instanceof EmbeddedRecs ? recs : null;
   return {
     keys: new EmbeddedKeyService(store, keyOptions),
     recs,
     ingest: live !== null ? new EmbeddedIngest(live) : unsupportedIngest,
+    ...(live !== null ? { recommender: () => live.state() } : {}),
     async check() {
       try {
         await store.countUsers();

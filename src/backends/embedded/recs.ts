@@ -1,72 +1,93 @@
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { badUserInput } from '../../errors.js';
-import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../ports/backend.js';
-import { Catalog } from './catalog.js';
+import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
+import type { Catalog } from './catalog.js';
 import { buildDemo } from './demo.js';
-import { EventLog } from './events/event.js';
+import type { EventLog } from './events/event.js';
 import type { RecEvent } from './events/event.js';
 import { buildModel } from './recommender/model.js';
 import type { ModelOptions, RecModel } from './recommender/model.js';
-import type { BuildMessage, BuildRequest } from './recommender/builtModel.js';
-import { fromBuiltModel } from './recommender/builtModel.js';
 import { parseItemRecord } from '../../ports/itemRecord.js';
 import { Recommender } from './recommender/recommend.js';
-import { DB_FILE, RecsStore } from './store.js';
+import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
+import { rowToRecEvent } from './liveStore.js';
+import { loadInWorker, openRecsData } from './loadFromStore.js';
+import type { Loaded } from './loadFromStore.js';
 
 /** At most this many ids per getItems call (RecsService contract). */
 const MAX_IDS = 100;
 
 /** What a reload did. */
 export interface ReloadResult {
-  /** False when DATA_DIR has no catalogue (the model in use stays). */
+  /** False when the store has no catalogue (the demo shop is served, with the stored events). */
   reloaded: boolean;
-  /** The imports version loaded (see RecsStore.importsVersion). */
-  version: string;
+  /** The point of the store the model now reflects. */
+  head: StoreHead;
   items: number;
   events: number;
-  /** Reading the database in the worker, then building the model there, then the hand-over here. */
+  /** Reading the store in the worker, then building the model there, then the hand-over here. */
   loadMs: number;
   buildMs: number;
   swapMs: number;
   totalMs: number;
 }
 
-const here = import.meta.url;
-const fromSource = here.endsWith('.ts');
-const WORKER = new URL(fromSource ? './recommender/buildWorker.ts' : './recommender/buildWorker.js', here);
+/** Where the served catalogue comes from: the store, or the demo shop while the store has none. */
+export type RecsMode = RecommenderStateModel['mode'];
 
+/** What /readyz shows of the recommender. */
+export type RecsState = RecommenderStateModel;
+
+/** Rows a follower reads a query. */
+const FOLLOW_PAGE = 20_000;
 /**
- * The build worker. Built, it is plain .js; from source (tsx, vitest) it is TypeScript, and a
- * worker does not inherit the loader, so a bootstrap registers tsx's before importing it.
+ * Behind by more events than this (a large import elsewhere), a follower reloads whole in a
+ * worker rather than applying them on its event loop.
  */
-function startWorker(workerData: BuildRequest): Worker {
-  if (!fromSource) return new Worker(WORKER, { workerData });
-  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER.href)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData });
-}
+export const FULL_RELOAD_EVENTS = 200_000;
 
 /**
  * The embedded recommendation service: item lookup and both lists from an in-memory catalogue
- * and a model built from the event log. The model is rebuilt as a whole rather than updated
- * incrementally: the demo's 200k events build in a few hundred ms and 10M in about 20 s, off
- * the request path (a worker thread, see reload), which beats the complexity of incremental
- * top-K maintenance for a log that changes by batch imports. Lookups see the old model until the
- * new one is swapped in whole.
+ * and a model built from the event log. With a store (SQLite or PostgreSQL) it follows it: rows
+ * other processes wrote are read after the last applied id every `followIntervalMs` and applied
+ * (applyEvents / applyItems); the process that stores a call applies it before answering (see
+ * applyOwnEvents). Deletions (import --replace), a switch from the demo shop to a catalogue and a
+ * large backlog reload whole in a worker thread; lookups see the old model until the new one is
+ * swapped in.
  */
 export class EmbeddedRecs implements RecsService {
   private recommender: Recommender;
   private current: Catalog;
-  private version: string | null = null;
   private reloading: Promise<ReloadResult> | null = null;
   private worker: Worker | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  private polling: Promise<void> = Promise.resolve();
+  private pollQueued: Promise<void> | null = null;
+  private mode: RecsMode;
+  private head: StoreHead = { generation: 0, lastEventId: 0, lastItemSeq: 0 };
+  private followError: string | null = null;
+  private missingCache: { at: number; count: number } | null = null;
+  private readonly listeners: (() => void)[] = [];
+  private readonly fullReloadEvents: number;
 
-  constructor(catalog: Catalog, private log: EventLog, private readonly options: ModelOptions = {}, private readonly dataDir: string | null = null) {
+  /**
+   * `store`: the durable data this recommender follows (it takes ownership and closes it), with
+   * `source` to reload it from in a worker; `prebuilt`: a model already built from `log`.
+   */
+  constructor(
+    catalog: Catalog,
+    private log: EventLog,
+    private readonly options: ModelOptions = {},
+    readonly store: RecsDataStore | null = null,
+    private readonly source: RecsSource | null = null,
+    init: { mode?: RecsMode; head?: StoreHead; model?: RecModel; fullReloadEvents?: number } = {},
+  ) {
+    this.fullReloadEvents = init.fullReloadEvents ?? FULL_RELOAD_EVENTS;
     this.current = catalog;
-    this.recommender = new Recommender(buildModel(log, options, catalog), catalog);
+    this.mode = init.mode ?? (store === null ? 'demo' : 'store');
+    if (init.head) this.head = { ...init.head };
+    this.recommender = new Recommender(init.model ?? buildModel(log, options, catalog), catalog);
   }
 
   get catalog(): Catalog {
@@ -75,6 +96,24 @@ export class EmbeddedRecs implements RecsService {
 
   get model(): RecModel {
     return this.recommender.model;
+  }
+
+  /**
+   * Calls `listener` after every change of the model or catalogue this recommender makes from its
+   * store (applied rows, reloads): what a cache of its answers (the response cache) needs to drop them.
+   */
+  onChange(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  private changed(): void {
+    this.missingCache = null;
+    for (const listener of this.listeners) listener();
+  }
+
+  /** The point of the store applied so far. */
+  get applied(): Readonly<StoreHead> {
+    return this.head;
   }
 
   // The signal is not consulted: both calls are synchronous and take microseconds.
@@ -119,104 +158,197 @@ export class EmbeddedRecs implements RecsService {
   }
 
   /**
-   * Reloads DATA_DIR/recs.db: a worker thread reads the catalogue and the events and builds the
-   * model; the records come over in chunks parsed between requests, and the model's arrays are
-   * transferred, so the event loop is never held for long. The new catalogue and model replace
-   * the old ones together. Concurrent calls share one reload.
+   * Applies a batch this process has just committed (rows as stored), before its call is
+   * answered. When nothing stored by others lies between what is applied and the batch, directly;
+   * otherwise by catching up with the store, which reads the gap and the batch in id order. A
+   * follower's read that also returns these rows skips them (rows at or below the applied id).
+   */
+  async applyOwnEvents(rows: readonly EventRow[]): Promise<void> {
+    if (rows.length === 0) return;
+    if (this.reloading === null && rows[0]![0] === this.head.lastEventId + 1) {
+      this.applyEvents(rows.map(rowToRecEvent));
+      this.head.lastEventId = rows[rows.length - 1]![0];
+      this.changed();
+      return;
+    }
+    await this.catchUp({ lastEventId: rows[rows.length - 1]![0] });
+  }
+
+  /** Applies item records this process has just committed under `seq` (see applyOwnEvents). */
+  async applyOwnItems(items: readonly ItemModel[], seq: number): Promise<void> {
+    if (this.mode === 'store' && this.reloading === null && seq === this.head.lastItemSeq + 1) {
+      this.applyItems(items);
+      this.head.lastItemSeq = seq;
+      this.changed();
+      return;
+    }
+    // demo mode: the first records switch to the stored catalogue (a reload, see pollOnce)
+    await this.catchUp({ lastItemSeq: seq });
+  }
+
+  /**
+   * Follows the store until it has applied at least `target`. Never fails: what it catches up
+   * with is committed already (its call must be answered as accepted, or a retry would store it
+   * twice); when the store cannot be read now, the follower's next round applies it
+   * (`followError` says why meanwhile).
+   */
+  async catchUp(target: Partial<Pick<StoreHead, 'lastEventId' | 'lastItemSeq'>>): Promise<void> {
+    for (let i = 0; i < 100 && !this.closed; i++) {
+      if ((target.lastEventId ?? 0) <= this.head.lastEventId && (target.lastItemSeq ?? 0) <= this.head.lastItemSeq) return;
+      try {
+        await this.poll();
+      } catch {
+        return;
+      }
+    }
+  }
+
+  /**
+   * Reads what the store has beyond the applied point and applies it. Polls are serialised; a
+   * call while one runs waits for it and then runs one more (shared by every caller meanwhile).
+   */
+  poll(): Promise<void> {
+    if (this.store === null) return Promise.resolve();
+    this.pollQueued ??= this.polling.then(() => {
+      this.pollQueued = null;
+      return this.pollOnce();
+    });
+    this.polling = this.pollQueued.catch(() => undefined);
+    return this.pollQueued;
+  }
+
+  private async pollOnce(): Promise<void> {
+    const store = this.store!;
+    if (this.closed) return;
+    if (this.reloading !== null) await this.reloading.catch(() => undefined);
+    try {
+      const head = await store.head();
+      const wholeReload = head.generation !== this.head.generation
+        || (this.mode === 'demo' && head.lastItemSeq > this.head.lastItemSeq)
+        || head.lastEventId - this.head.lastEventId > this.fullReloadEvents
+        || head.lastEventId < this.head.lastEventId;
+      if (wholeReload) {
+        await this.reload();
+        this.followError = null;
+        return;
+      }
+      if (head.lastItemSeq > this.head.lastItemSeq) {
+        const { seq, records } = await store.itemsAfter(this.head.lastItemSeq);
+        if (seq > this.head.lastItemSeq && !this.closed) {
+          this.applyItems(records.map((r) => parseItemRecord(JSON.parse(r))));
+          this.head.lastItemSeq = seq;
+          this.changed();
+        }
+      }
+      while (head.lastEventId > this.head.lastEventId && !this.closed) {
+        const rows = await store.eventsAfter(this.head.lastEventId, FOLLOW_PAGE);
+        // an own batch applied meanwhile is at or below the applied id now
+        let from = 0;
+        while (from < rows.length && rows[from]![0] <= this.head.lastEventId) from++;
+        if (from < rows.length) {
+          this.applyEvents(rows.slice(from).map(rowToRecEvent));
+          this.head.lastEventId = rows[rows.length - 1]![0];
+          this.changed();
+        }
+        if (rows.length < FOLLOW_PAGE) break;
+      }
+      this.followError = null;
+    } catch (error) {
+      this.followError = (error as Error).message;
+      throw error;
+    }
+  }
+
+  /**
+   * Reloads the store whole: a worker thread reads the catalogue and the events and builds the
+   * model; the records come over in chunks parsed between requests, and the model's and the log's
+   * arrays are transferred, so the event loop is never held for long. The new catalogue and model
+   * replace the old ones together. Without a catalogue in the store, the demo shop with the stored
+   * events. Concurrent calls share one reload.
    */
   reload(): Promise<ReloadResult> {
-    if (this.dataDir === null) return Promise.reject(new Error('reload needs a DATA_DIR'));
-    this.reloading ??= this.reloadFrom(this.dataDir).finally(() => {
+    if (this.source === null || this.store === null) return Promise.reject(new Error('reload needs a store'));
+    this.reloading ??= this.reloadNow(this.source, this.store).then((r) => {
+      this.say(r.reloaded
+        ? `recommender: reloaded ${r.items} items and ${r.events} events whole in ${Math.round(r.totalMs)} ms (load ${Math.round(r.loadMs)} ms, build ${Math.round(r.buildMs)} ms in a worker, swap ${Math.round(r.swapMs)} ms)`
+        : `recommender: the store has no catalogue; serving the demo shop with the ${r.head.lastEventId > 0 ? 'stored events' : 'demo events only'}`);
+      return r;
+    }).finally(() => {
       this.reloading = null;
     });
     return this.reloading;
   }
 
-  private reloadFrom(dataDir: string): Promise<ReloadResult> {
+  private async reloadNow(source: RecsSource, store: RecsDataStore): Promise<ReloadResult> {
     const t0 = performance.now();
-    const request: BuildRequest = { dataDir, options: this.options };
-    const worker = startWorker(request);
-    this.worker = worker;
-    const catalog = new Catalog();
-    return new Promise<ReloadResult>((resolve, reject) => {
-      let settled = false;
-      const settle = (error: Error | null, result?: ReloadResult): void => {
-        if (settled) return;
-        settled = true;
-        if (this.worker === worker) this.worker = null;
-        void worker.terminate();
-        if (error === null) resolve(result!);
-        else reject(error);
-      };
-      worker.on('message', (message: BuildMessage) => {
-        try {
-          if (message.type === 'records') {
-            for (const record of message.records) catalog.add(parseItemRecord(JSON.parse(record)));
-            return;
-          }
-          if (message.type === 'empty') {
-            this.version = message.version;
-            settle(null, { reloaded: false, version: message.version, items: 0, events: 0, loadMs: 0, buildMs: 0, swapMs: 0, totalMs: performance.now() - t0 });
-            return;
-          }
-          const t1 = performance.now();
-          const model = fromBuiltModel(message.model);
-          if (!this.closed) {
-            this.recommender = new Recommender(model, catalog);
-            this.current = catalog;
-            this.version = message.version;
-          }
-          const t2 = performance.now();
-          settle(null, {
-            reloaded: true, version: message.version, items: catalog.size, events: message.events,
-            loadMs: message.loadMs, buildMs: model.buildMs, swapMs: t2 - t1, totalMs: t2 - t0,
-          });
-        } catch (error) {
-          settle(error as Error);
-        }
-      });
-      worker.on('error', (error) => settle(error));
-      worker.on('exit', (code) => settle(new Error(`the model build worker exited with code ${code} before it was done`)));
+    const loaded = await loadInWorker({ source, options: this.options }, (worker) => {
+      this.worker = worker;
     });
+    const t1 = performance.now();
+    if (loaded.empty) {
+      const demo = await demoWithStored(store);
+      if (!this.closed) this.swap(demo.catalog, demo.log, buildModel(demo.log, this.options, demo.catalog), 'demo', demo.head);
+      const t2 = performance.now();
+      return { reloaded: false, head: demo.head, items: demo.catalog.size, events: demo.log.length, loadMs: t1 - t0, buildMs: t2 - t1, swapMs: 0, totalMs: t2 - t0 };
+    }
+    if (!this.closed) this.swap(loaded.catalog, loaded.log, loaded.model, 'store', loaded.head);
+    const t2 = performance.now();
+    return {
+      reloaded: true, head: loaded.head, items: loaded.catalog.size, events: loaded.events,
+      loadMs: loaded.loadMs, buildMs: loaded.model.buildMs, swapMs: t2 - t1, totalMs: t2 - t0,
+    };
+  }
+
+  private swap(catalog: Catalog, log: EventLog, model: RecModel, mode: RecsMode, head: StoreHead): void {
+    this.recommender = new Recommender(model, catalog);
+    this.current = catalog;
+    this.log = log;
+    this.mode = mode;
+    this.head = { ...head };
+    this.changed();
   }
 
   /**
-   * Polls DATA_DIR/recs.db every `intervalMs` for finished imports (one small query) and reloads
-   * in the background when there are new ones. `say` gets one line per reload.
+   * Follows the store every `intervalMs` (one cheap query when nothing changed). `say` gets one
+   * line per whole reload and per failure.
    */
-  watch(intervalMs: number, say: (line: string) => void = () => {}): void {
-    if (this.dataDir === null || this.timer !== null) return;
-    const dataDir = this.dataDir;
-    const check = (): void => {
-      if (this.reloading !== null || this.closed) return;
-      let version: string | null;
-      try {
-        const store = RecsStore.openReadOnly(dataDir);
-        if (store === null) return;
-        try {
-          version = store.importsVersion();
-        } finally {
-          store.close();
-        }
-      } catch (error) {
-        say(`recommender: cannot read ${join(dataDir, DB_FILE)}: ${(error as Error).message}`);
-        return;
-      }
-      if (version === this.version) return;
-      this.reload().then(
-        (r) => say(r.reloaded
-          ? `recommender: reloaded ${r.items} items and ${r.events} events after an import in ${Math.round(r.totalMs)} ms (load ${Math.round(r.loadMs)} ms, build ${Math.round(r.buildMs)} ms in a worker, swap ${Math.round(r.swapMs)} ms)`
-          : `recommender: ${join(dataDir, DB_FILE)} has no catalogue yet; the model in use stays`),
-        (error: unknown) => say(`recommender: reload failed, the model in use stays: ${(error as Error).message}`),
+  follow(intervalMs: number, say: (line: string) => void = () => {}): void {
+    if (this.store === null || this.timer !== null || intervalMs <= 0) return;
+    this.say = say;
+    let failing = false;
+    const tick = (): void => {
+      if (this.closed) return;
+      this.poll().then(
+        () => {
+          if (failing) say(`recommender: following ${this.store!.where} again`);
+          failing = false;
+        },
+        (error: unknown) => {
+          if (!failing) say(`recommender: cannot follow ${this.store!.where}, the model in use stays: ${(error as Error).message}`);
+          failing = true;
+        },
       );
     };
-    this.timer = setInterval(check, intervalMs);
+    this.timer = setInterval(tick, intervalMs);
     this.timer.unref();
   }
 
-  /** Marks the DATA_DIR state the current model was loaded from (so that watch does not reload it again). */
-  loadedVersion(version: string): void {
-    this.version = version;
+  private say: (line: string) => void = () => {};
+
+  /** What /readyz shows; the count of items without a record is recomputed at most once a second. */
+  state(): RecsState {
+    const now = Date.now();
+    if (this.missingCache === null || now - this.missingCache.at > 1000) {
+      const items = this.log.items;
+      let count = 0;
+      for (let i = 0; i < items.size; i++) if (this.current.get(items.idAt(i)) === undefined) count++;
+      this.missingCache = { at: now, count };
+    }
+    return {
+      mode: this.mode, store: this.store?.where ?? null, items: this.current.size, events: this.log.length,
+      itemsWithoutRecord: this.missingCache.count, lastEventId: this.head.lastEventId, lastItemSeq: this.head.lastItemSeq,
+      followError: this.followError,
+    };
   }
 
   async close(): Promise<void> {
@@ -224,60 +356,82 @@ export class EmbeddedRecs implements RecsService {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.worker?.terminate();
+    await this.reloading?.catch(() => undefined);
+    await this.polling;
+    await this.store?.close();
   }
+}
+
+/** The demo shop's catalogue and log with every stored event added (a store without a catalogue). */
+async function demoWithStored(store: RecsDataStore): Promise<{ catalog: Catalog; log: EventLog; head: StoreHead }> {
+  const { catalog, log } = buildDemo();
+  const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) });
+  return { catalog, log, head };
 }
 
 /** Options of openEmbeddedRecs. */
 export interface OpenEmbeddedRecsOptions {
   /**
-   * DATA_DIR: when DATA_DIR/recs.db holds a catalogue, it and its events are served; otherwise
-   * (and always when null) the deterministic demo shop is built in memory.
+   * DATA_DIR: DATA_DIR/recs.db (created when missing) holds the events and the catalogue, unless
+   * `databaseUrl` is given. Null (tests, benchmarks): the deterministic demo shop in memory, no store.
    */
   dataDir: string | null;
+  /** DATABASE_URL: events and catalogue in PostgreSQL, shared by every replica. */
+  databaseUrl?: string | null;
+  /** A PostgreSQL schema for the tables (tests); default the connection's search_path. */
+  schema?: string;
   /** One line per step, for the server log; default silent. */
   log?: (line: string) => void;
   /** Model options; defaults as documented on ModelOptions. */
   model?: ModelOptions;
-  /**
-   * How often to look for new imports in DATA_DIR/recs.db and reload in the background (see
-   * EmbeddedRecs.watch); 0 never. Default RELOAD_INTERVAL_MS (10 s).
-   */
-  reloadIntervalMs?: number;
+  /** How often to follow the store (see EmbeddedRecs.follow); 0 never. Default FOLLOW_INTERVAL_MS. */
+  followIntervalMs?: number;
+  /** Behind by more events than this, reload whole rather than apply them; default FULL_RELOAD_EVENTS. */
+  fullReloadEvents?: number;
 }
 
-/** Default of OpenEmbeddedRecsOptions.reloadIntervalMs. */
-export const RELOAD_INTERVAL_MS = 10_000;
+/**
+ * Default of OpenEmbeddedRecsOptions.followIntervalMs: a follow is one query on an index
+ * (about 0.1 ms on SQLite, 0.3 ms on a local PostgreSQL), so four a second cost nothing and keep
+ * replicas within about a quarter of a second of each other.
+ */
+export const FOLLOW_INTERVAL_MS = 250;
+
+/** The source config asks for: PostgreSQL with a URL, SQLite in DATA_DIR otherwise, none without either. */
+export function recsSource(options: Pick<OpenEmbeddedRecsOptions, 'dataDir' | 'databaseUrl' | 'schema'>): RecsSource | null {
+  if (options.databaseUrl) return { kind: 'postgres', connectionString: options.databaseUrl, ...(options.schema ? { schema: options.schema } : {}) };
+  return options.dataDir === null ? null : { kind: 'sqlite', dataDir: options.dataDir };
+}
 
 export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promise<EmbeddedRecs> {
   const say = options.log ?? ((): void => {});
   const t0 = performance.now();
-  const interval = options.reloadIntervalMs ?? RELOAD_INTERVAL_MS;
-  const dataDir = options.dataDir;
-  const watching = (recs: EmbeddedRecs): EmbeddedRecs => {
-    if (interval > 0) recs.watch(interval, say);
+  const interval = options.followIntervalMs ?? FOLLOW_INTERVAL_MS;
+  const source = recsSource(options);
+  if (source === null) {
+    const { catalog, log } = buildDemo();
+    const recs = new EmbeddedRecs(catalog, log, options.model);
+    say(`recommender: demo shop of ${catalog.size} items and ${log.length} events ready in ${Math.round(performance.now() - t0)} ms`);
     return recs;
-  };
-  if (dataDir !== null && existsSync(join(dataDir, DB_FILE))) {
-    const store = RecsStore.open(dataDir);
-    try {
-      const version = store.importsVersion();
-      if (store.itemCount() > 0) {
-        const catalog = store.loadCatalog();
-        const log = new EventLog();
-        store.loadEvents(log);
-        const t1 = performance.now();
-        const recs = new EmbeddedRecs(catalog, log, options.model, dataDir);
-        recs.loadedVersion(version);
-        say(`recommender: ${catalog.size} items and ${log.length} events from ${store.path} loaded in ${Math.round(t1 - t0)} ms, model built in ${Math.round(recs.model.buildMs)} ms`);
-        return watching(recs);
-      }
-      say(`recommender: ${store.path} has no catalogue; serving the demo shop`);
-    } finally {
-      store.close();
-    }
   }
-  const { catalog, log } = buildDemo();
-  const recs = new EmbeddedRecs(catalog, log, options.model, dataDir);
-  say(`recommender: demo shop of ${catalog.size} items and ${log.length} events ready in ${Math.round(performance.now() - t0)} ms`);
-  return watching(recs);
+  const store = (await openRecsData(source))!;
+  const reloadAt = options.fullReloadEvents === undefined ? {} : { fullReloadEvents: options.fullReloadEvents };
+  let recs: EmbeddedRecs;
+  try {
+    const loaded: Loaded = await loadInWorker({ source, options: options.model ?? {} });
+    if (loaded.empty) {
+      const demo = await demoWithStored(store);
+      recs = new EmbeddedRecs(demo.catalog, demo.log, options.model, store, source, { mode: 'demo', head: demo.head, ...reloadAt });
+      const stored = demo.head.lastEventId > 0 ? `, with the events stored there (${recs.state().itemsWithoutRecord} items without a record)` : '';
+      say(`recommender: ${store.where} has no catalogue; serving the demo shop of ${demo.catalog.size} items${stored}, ready in ${Math.round(performance.now() - t0)} ms`);
+    } else {
+      recs = new EmbeddedRecs(loaded.catalog, loaded.log, options.model, store, source, { mode: 'store', head: loaded.head, model: loaded.model, ...reloadAt });
+      say(`recommender: ${loaded.catalog.size} items and ${loaded.events} events from ${store.where} loaded in ${Math.round(loaded.loadMs)} ms, model built in ${Math.round(loaded.model.buildMs)} ms (worker), ready in ${Math.round(performance.now() - t0)} ms`);
+    }
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
+  recs.follow(interval, say);
+  return recs;
 }

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { parseItemRecord, toItemRecord } from '../../ports/itemRecord.js';
@@ -8,21 +9,12 @@ import { Catalog } from './catalog.js';
 import { makeDataDir, preparePrivateFile, storeOpenError } from './dataFiles.js';
 import type { EventLog, RecEvent } from './events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from './events/event.js';
+import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
+
+export type { ImportRecord } from './liveStore.js';
 
 /** The database file in DATA_DIR. */
 export const DB_FILE = 'recs.db';
-
-/** One import as recorded in the `imports` table. */
-export interface ImportRecord {
-  id: number;
-  what: 'events' | 'catalog';
-  format: string;
-  file: string;
-  sha256: string;
-  records: number;
-  skipped: number;
-  finishedAt: string | null;
-}
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS items (item_id INTEGER PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
@@ -34,30 +26,48 @@ CREATE TABLE IF NOT EXISTS events (
   import_id INTEGER NOT NULL, kind INTEGER NOT NULL, item_id INTEGER NOT NULL,
   session INTEGER, user INTEGER, order_id INTEGER, time INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS events_by_import ON events (import_id);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
-const NS_SESSION = 0;
-const NS_USER = 1;
-const NS_ORDER = 2;
-const BATCH = 20_000;
+const STAGING = `
+CREATE TEMP TABLE IF NOT EXISTS staged_events (kind INTEGER NOT NULL, item_id INTEGER NOT NULL, session TEXT, user TEXT, order_id TEXT, time INTEGER NOT NULL);
+CREATE TEMP TABLE IF NOT EXISTS staged_items (item_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
+`;
+
+/** Events of API calls have no import: import id 0. */
+export const API_IMPORT_ID = 0;
 const ROWS_PER_INSERT = 100;
+/** How long one attempt waits on another process's write lock; the event loop is blocked meanwhile. */
+const LOCK_WAIT_MS = 50;
+/** How long a write keeps retrying (asynchronously) while another process writes, e.g. an import's final move. */
+const LOCK_RETRY_MS = 60_000;
+
+const isBusy = (error: unknown): boolean => /^SQLITE_BUSY/.test((error as { code?: string } | null)?.code ?? '');
 
 /**
- * DATA_DIR/recs.db, the embedded backend's SQLite database (WAL, so `serve` can read while an
- * import writes):
- * - `items`: the catalogue, one JSON record (recommendations.md shape) per item id; re-importing
- *   an item replaces it.
+ * DATA_DIR/recs.db, the embedded backend's SQLite database (WAL, so readers never wait for
+ * writers, and several processes on one machine share it):
+ * - `items`: the catalogue, one JSON record (recommendations.md shape) per item id, with `seq`,
+ *   the batch that last wrote it (followers read `seq > last`); writing an item again replaces it.
  * - `events`: one row per view (kind 0) or purchase (kind 1), all integers: item id, session,
- *   user and order as ids of `keys` (the names as the source file spelled them), time in ms.
+ *   user and order as ids of `keys` (the names as sent), time in ms; the rowid is the monotonic id
+ *   followers read after. Events of API calls have import id 0.
  * - `imports`: every imported file with its SHA-256. Importing content already imported (same
  *   SHA-256, kind and format) is skipped, so running an import twice never doubles events;
- *   `replace` first deletes earlier imports of the same content or the same path, which is how
- *   an updated export of a file replaces the old one. An import is one transaction (beginImport),
- *   so a failed one leaves nothing; rows of an unfinished import from older versions are ignored
- *   on load and deleted on the next open.
+ *   `replace` first deletes earlier imports of the same content or the same path. An import is
+ *   staged in temporary tables and moved in one transaction (see ImportSession).
+ * - `meta`: `generation` (bumped when data is deleted: followers reload whole) and `itemSeq`.
+ *
+ * Writes use synchronous=FULL: a commit is on disk before the call returns, so an acknowledged
+ * call survives SIGKILL and power loss.
  */
-export class RecsStore {
-  private constructor(readonly db: SqliteDatabase, readonly path: string) {}
+export class RecsStore implements RecsDataStore {
+  readonly where: string;
+  private stagingReady = false;
+
+  private constructor(readonly db: SqliteDatabase, readonly path: string) {
+    this.where = path;
+  }
 
   /** Opens (creating DATA_DIR 0700 and the file 0600 when missing); StoreOpenError when it cannot. */
   static open(dataDir: string): RecsStore {
@@ -66,11 +76,16 @@ export class RecsStore {
     let db: SqliteDatabase | undefined;
     try {
       preparePrivateFile(path);
-      db = new Database(path);
+      db = new Database(path, { timeout: LOCK_WAIT_MS });
       // a damaged file or a file of another kind fails here, not at the open
       db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = NORMAL');
+      db.pragma('synchronous = FULL');
       db.exec(SCHEMA);
+      const columns = db.prepare('PRAGMA table_info(items)').all() as { name: string }[];
+      if (!columns.some((c) => c.name === 'seq')) {
+        db.exec('ALTER TABLE items ADD COLUMN seq INTEGER NOT NULL DEFAULT 0');
+      }
+      db.exec('CREATE INDEX IF NOT EXISTS items_by_seq ON items (seq)');
       const store = new RecsStore(db, path);
       store.deleteUnfinished();
       return store;
@@ -81,9 +96,8 @@ export class RecsStore {
   }
 
   /**
-   * A read-only connection (serve's reloads): no schema changes and, above all, no clean-up of
-   * unfinished imports, which would delete the rows of an import that is running right now.
-   * Null when there is no database yet.
+   * A read-only connection (build workers, tests): no schema changes and no clean-up. Null when
+   * there is no database yet.
    */
   static openReadOnly(dataDir: string): RecsStore | null {
     const path = join(dataDir, DB_FILE);
@@ -91,18 +105,41 @@ export class RecsStore {
     return new RecsStore(new Database(path, { readonly: true, fileMustExist: true }), path);
   }
 
-  close(): void {
-    this.abandonImport();
-    this.db.close();
+  async close(): Promise<void> {
+    if (this.db.open) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      this.db.close();
+    }
   }
 
-  /**
-   * Changes whenever an import finishes or is removed (and with `--replace` of the catalogue):
-   * a query on the small `imports` table, cheap enough to poll every few seconds.
-   */
+  private meta(key: string): number {
+    try {
+      return (this.db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(key) as number | undefined) ?? 0;
+    } catch {
+      return 0; // a read-only connection to a file of an older version, without the table
+    }
+  }
+
+  private setMeta(key: string, value: number): void {
+    this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
+  }
+
+  headNow(): StoreHead {
+    return {
+      generation: this.meta('generation'),
+      lastEventId: (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0,
+      lastItemSeq: this.meta('itemSeq'),
+    };
+  }
+
+  /** The head as one string (the older build worker's change marker). */
   importsVersion(): string {
-    const row = this.db.prepare("SELECT count(*) AS n, max(id) AS id, max(finished_at) AS at FROM imports WHERE finished_at IS NOT NULL").get() as { n: number; id: number | null; at: string | null };
-    return `${row.n}:${row.id ?? 0}:${row.at ?? ''}`;
+    const head = this.headNow();
+    return `${head.generation}:${head.lastEventId}:${head.lastItemSeq}`;
+  }
+
+  async head(): Promise<StoreHead> {
+    return this.headNow();
   }
 
   /** The stored item records as JSON text, unparsed. */
@@ -118,151 +155,221 @@ export class RecsStore {
     return (this.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
   }
 
-  imports(): ImportRecord[] {
-    return (this.db.prepare('SELECT id, what, format, file, sha256, records, skipped, finished_at AS finishedAt FROM imports ORDER BY id').all() as ImportRecord[]);
+  async counts(): Promise<{ items: number; events: number }> {
+    return { items: this.itemCount(), events: this.eventCount() };
   }
 
-  /** A finished import of the same content, if any. */
-  findImport(what: ImportRecord['what'], format: string, sha256: string): ImportRecord | undefined {
-    return this.imports().find((i) => i.what === what && i.format === format && i.sha256 === sha256 && i.finishedAt !== null);
+  async countWithoutRecord(itemIds: readonly number[]): Promise<number> {
+    const has = this.db.prepare('SELECT 1 FROM items WHERE item_id = ?').pluck();
+    let missing = 0;
+    for (const id of itemIds) if (has.get(id) === undefined) missing++;
+    return missing;
   }
 
-  /** Deletes earlier imports (and their events) of the same content or the same file path. */
-  removeImportsOf(what: ImportRecord['what'], file: string, sha256: string): number {
-    const ids = this.imports().filter((i) => i.what === what && (i.file === file || i.sha256 === sha256)).map((i) => i.id);
-    this.db.transaction(() => {
-      for (const id of ids) {
-        this.db.prepare('DELETE FROM events WHERE import_id = ?').run(id);
-        this.db.prepare('DELETE FROM imports WHERE id = ?').run(id);
-      }
-    })();
-    return ids.length;
+  importsNow(): ImportRecord[] {
+    return this.db.prepare('SELECT id, what, format, file, sha256, records, skipped, finished_at AS finishedAt FROM imports ORDER BY id').all() as ImportRecord[];
   }
 
-  /** Empties the catalogue (import catalog --replace). */
-  clearCatalog(): void {
-    this.db.transaction(() => {
-      this.db.exec('DELETE FROM items');
-      this.db.prepare("DELETE FROM imports WHERE what = 'catalog'").run();
-    })();
+  async imports(): Promise<ImportRecord[]> {
+    return this.importsNow();
+  }
+
+  async findImport(what: ImportRecord['what'], format: string, sha256: string): Promise<ImportRecord | undefined> {
+    return this.importsNow().find((i) => i.what === what && i.format === format && i.sha256 === sha256 && i.finishedAt !== null);
   }
 
   /**
-   * Starts an import: one write transaction (BEGIN IMMEDIATE) until finishImport commits it or
-   * abandonImport rolls it back, so an import that fails or is killed half way leaves nothing
-   * behind, neither rows nor a record saying it was done, and running it again imports it. The
-   * writers' batches are savepoints inside it. A second import meanwhile waits for this one (up to
-   * the busy timeout) rather than interleaving with it.
-   *
-   * `replace` first empties the catalogue (a catalog import) or deletes earlier imports of the same
-   * content or path (events), inside the same transaction: a failed replacement keeps the old data.
+   * Runs `body` in one write transaction (BEGIN IMMEDIATE). While another process holds the write
+   * lock, waits a little (blocking) and then retries asynchronously, so a long import elsewhere
+   * does not freeze this process's event loop.
    */
-  beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string, options: { replace?: boolean } = {}): { importId: number; removed: number } {
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
-      let removed = 0;
-      if (options.replace === true && what === 'catalog') this.clearCatalog();
-      else if (options.replace === true) removed = this.removeImportsOf(what, file, sha256);
-      const result = this.db
-        .prepare('INSERT INTO imports (what, format, file, sha256, started_at) VALUES (?, ?, ?, ?, ?)')
-        .run(what, format, file, sha256, new Date().toISOString());
-      return { importId: Number(result.lastInsertRowid), removed };
-    } catch (error) {
-      this.abandonImport();
-      throw error;
+  private async write<T>(body: () => T): Promise<T> {
+    const deadline = Date.now() + LOCK_RETRY_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        this.db.exec('BEGIN IMMEDIATE');
+      } catch (error) {
+        if (!isBusy(error) || Date.now() > deadline) throw error;
+        await sleep(Math.min(100, 5 * 2 ** Math.min(attempt, 5)));
+        continue;
+      }
+      try {
+        const result = body();
+        this.db.exec('COMMIT');
+        return result;
+      } catch (error) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        throw error;
+      }
     }
   }
 
-  /** Records the import as done and commits everything it wrote. */
-  finishImport(id: number, records: number, skipped: number): void {
-    this.db.prepare('UPDATE imports SET records = ?, skipped = ?, finished_at = ? WHERE id = ?').run(records, skipped, new Date().toISOString(), id);
-    this.db.exec('COMMIT');
+  private staging(): void {
+    if (this.stagingReady) return;
+    this.db.exec(STAGING);
+    this.stagingReady = true;
   }
 
-  /** Undoes the import begun (its rows, its record, and a --replace's deletions); nothing when none is under way. */
-  abandonImport(): void {
-    if (this.db.inTransaction) this.db.exec('ROLLBACK');
+  private stageStatements = new Map<number, Statement>();
+
+  /** Writes events, their keys still names, to the temporary staging table (no lock on recs.db). */
+  private stage(events: readonly RecEvent[]): void {
+    this.staging();
+    const statement = (rows: number): Statement => {
+      let s = this.stageStatements.get(rows);
+      if (s === undefined) {
+        s = this.db.prepare(`INSERT INTO temp.staged_events (kind, item_id, session, user, order_id, time) VALUES ${Array(rows).fill('(?, ?, ?, ?, ?, ?)').join(', ')}`);
+        this.stageStatements.set(rows, s);
+      }
+      return s;
+    };
+    const values: (number | string | null)[] = [];
+    for (let from = 0; from < events.length; from += ROWS_PER_INSERT) {
+      const rows = Math.min(ROWS_PER_INSERT, events.length - from);
+      values.length = 0;
+      for (let i = from; i < from + rows; i++) {
+        const e = events[i]!;
+        values.push(e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW, e.itemId, e.session, e.user, e.orderId, Math.round(e.time));
+      }
+      statement(rows).run(values);
+    }
   }
 
+  /** Moves the staged events into `events` (inside a write transaction), naming new keys on the way. */
+  private moveStaged(importId: number): void {
+    this.db.exec(`
+      INSERT OR IGNORE INTO keys (ns, name) SELECT 0, session FROM temp.staged_events WHERE session IS NOT NULL;
+      INSERT OR IGNORE INTO keys (ns, name) SELECT 1, user FROM temp.staged_events WHERE user IS NOT NULL;
+      INSERT OR IGNORE INTO keys (ns, name) SELECT 2, order_id FROM temp.staged_events WHERE order_id IS NOT NULL;`);
+    this.db.prepare(`
+      INSERT INTO events (import_id, kind, item_id, session, user, order_id, time)
+      SELECT ?, s.kind, s.item_id, ks.id, ku.id, ko.id, s.time FROM temp.staged_events s
+      LEFT JOIN keys ks ON ks.ns = 0 AND ks.name = s.session
+      LEFT JOIN keys ku ON ku.ns = 1 AND ku.name = s.user
+      LEFT JOIN keys ko ON ko.ns = 2 AND ko.name = s.order_id
+      ORDER BY s.rowid`).run(importId);
+    this.db.exec('DELETE FROM temp.staged_events');
+  }
+
+  private readEventsAfter(afterId: number, limit: number): EventRow[] {
+    return this.db
+      .prepare('SELECT rowid, kind, item_id, coalesce(session, -1), coalesce(user, -1), coalesce(order_id, -1), time FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?')
+      .raw()
+      .all(afterId, limit) as EventRow[];
+  }
+
+  async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
+    if (events.length === 0) return [];
+    return this.write(() => {
+      const before = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
+      this.staging();
+      this.db.exec('DELETE FROM temp.staged_events');
+      this.stage(events);
+      this.moveStaged(API_IMPORT_ID);
+      return this.readEventsAfter(before, events.length);
+    });
+  }
+
+  /** Writes records under a new item sequence number (inside a write transaction). */
+  private putItems(write: (insert: Statement, seq: number) => void): number {
+    const seq = this.meta('itemSeq') + 1;
+    write(this.db.prepare('INSERT OR REPLACE INTO items (item_id, record, seq) VALUES (?, ?, ?)'), seq);
+    this.setMeta('itemSeq', seq);
+    return seq;
+  }
+
+  async upsertItems(items: readonly ItemModel[]): Promise<number> {
+    return this.write(() => this.putItems((insert, seq) => {
+      for (const item of items) insert.run(item.itemId, JSON.stringify(toItemRecord(item)), seq);
+    }));
+  }
+
+  async eventsAfter(afterId: number, limit: number): Promise<EventRow[]> {
+    return this.readEventsAfter(afterId, limit);
+  }
+
+  async itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }> {
+    const rows = this.db.prepare('SELECT record, seq FROM items WHERE seq > ? ORDER BY seq').raw().all(afterSeq) as [string, number][];
+    return { seq: rows.length === 0 ? afterSeq : rows[rows.length - 1]![1], records: rows.map((r) => r[0]) };
+  }
+
+  async snapshot(sink: { record(json: string): void; event(row: EventRow): void }): Promise<StoreHead> {
+    // one read transaction: the records, the events and the head belong together
+    this.db.exec('BEGIN');
+    try {
+      const head = this.headNow();
+      for (const record of this.catalogRecords()) sink.record(record);
+      const rows = this.db
+        .prepare(`SELECT rowid, kind, item_id, coalesce(session, -1), coalesce(user, -1), coalesce(order_id, -1), time FROM events
+          WHERE rowid <= ? AND (import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL)) ORDER BY rowid`)
+        .raw()
+        .iterate(head.lastEventId) as IterableIterator<EventRow>;
+      for (const row of rows) sink.event(row);
+      return head;
+    } finally {
+      this.db.exec('COMMIT');
+    }
+  }
+
+  async beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string): Promise<ImportSession> {
+    this.staging();
+    this.db.exec('DELETE FROM temp.staged_events; DELETE FROM temp.staged_items');
+    const putStaged = this.db.prepare('INSERT OR REPLACE INTO temp.staged_items (item_id, record) VALUES (?, ?)');
+    const stageItems = this.db.transaction((items: readonly ItemModel[]) => {
+      for (const item of items) putStaged.run(item.itemId, JSON.stringify(toItemRecord(item)));
+    });
+    const stageEvents = this.db.transaction((events: readonly RecEvent[]) => this.stage(events));
+    const startedAt = new Date().toISOString();
+    return {
+      addEvents: async (events) => stageEvents(events),
+      addItems: async (items) => stageItems(items),
+      finish: (records, skipped, options = {}) => this.write(() => {
+        let removed = 0;
+        if (options.replace === true && what === 'catalog') {
+          removed = this.db.prepare("DELETE FROM imports WHERE what = 'catalog'").run().changes;
+          this.db.exec('DELETE FROM items');
+          this.setMeta('generation', this.meta('generation') + 1);
+        } else if (options.replace === true) {
+          removed = this.removeImportsOf(what, file, sha256);
+          if (removed > 0) this.setMeta('generation', this.meta('generation') + 1);
+        }
+        const now = new Date().toISOString();
+        const importId = Number(this.db
+          .prepare('INSERT INTO imports (what, format, file, sha256, records, skipped, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
+          .run(what, format, file, sha256, records, skipped, startedAt, now).lastInsertRowid);
+        if (what === 'events') this.moveStaged(importId);
+        else {
+          this.putItems((_insert, seq) => {
+            this.db.prepare('INSERT OR REPLACE INTO items (item_id, record, seq) SELECT item_id, record, ? FROM temp.staged_items').run(seq);
+          });
+          this.db.exec('DELETE FROM temp.staged_items');
+        }
+        return { importId, removed };
+      }),
+      abandon: async () => {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        this.db.exec('DELETE FROM temp.staged_events; DELETE FROM temp.staged_items');
+      },
+    };
+  }
+
+  /** Deletes earlier imports (and their events) of the same content or the same file path. */
+  private removeImportsOf(what: ImportRecord['what'], file: string, sha256: string): number {
+    const ids = this.importsNow().filter((i) => i.what === what && (i.file === file || i.sha256 === sha256)).map((i) => i.id);
+    for (const id of ids) {
+      this.db.prepare('DELETE FROM events WHERE import_id = ?').run(id);
+      this.db.prepare('DELETE FROM imports WHERE id = ?').run(id);
+    }
+    return ids.length;
+  }
+
+  /** Rows of unfinished imports of older versions, which wrote into `events` directly. */
   private deleteUnfinished(): void {
     const ids = (this.db.prepare('SELECT id FROM imports WHERE finished_at IS NULL').all() as { id: number }[]).map((r) => r.id);
     for (const id of ids) {
       this.db.prepare('DELETE FROM events WHERE import_id = ?').run(id);
       this.db.prepare('DELETE FROM imports WHERE id = ?').run(id);
     }
-  }
-
-  /** A writer of items in batched transactions; call flush() at the end. */
-  itemWriter(): { add(item: ItemModel): void; flush(): void } {
-    const insert = this.db.prepare('INSERT OR REPLACE INTO items (item_id, record) VALUES (?, ?)');
-    let pending: ItemModel[] = [];
-    const write = this.db.transaction((items: ItemModel[]) => {
-      for (const item of items) insert.run(item.itemId, JSON.stringify(toItemRecord(item)));
-    });
-    return {
-      add: (item) => {
-        pending.push(item);
-        if (pending.length >= BATCH) { write(pending); pending = []; }
-      },
-      flush: () => { write(pending); pending = []; },
-    };
-  }
-
-  /** A writer of events for an import, in batched transactions; call flush() at the end. */
-  eventWriter(importId: number): { add(event: RecEvent): void; flush(): void } {
-    const names = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
-    for (const row of this.db.prepare('SELECT id, ns, name FROM keys').iterate() as IterableIterator<{ id: number; ns: number; name: string }>) {
-      names[row.ns]!.set(row.name, row.id);
-    }
-    let nextKey = ((this.db.prepare('SELECT max(id) AS m FROM keys').get() as { m: number | null }).m ?? -1) + 1;
-    const insertKey = this.db.prepare('INSERT INTO keys (id, ns, name) VALUES (?, ?, ?)');
-    // Many rows a statement: one call into SQLite per 100 events instead of per event halves the
-    // cost of an import (1M events: about 3.5 s of inserts down to under 2 s).
-    const rowSql = '(?, ?, ?, ?, ?, ?, ?)';
-    const insertSql = (rows: number): string => `INSERT INTO events (import_id, kind, item_id, session, user, order_id, time) VALUES ${Array(rows).fill(rowSql).join(', ')}`;
-    const insertMany: Statement = this.db.prepare(insertSql(ROWS_PER_INSERT));
-    let newKeys: [number, number, string][] = [];
-    let pending: RecEvent[] = [];
-    const keyOf = (ns: number, name: string | null): number | null => {
-      if (name === null) return null;
-      let id = names[ns]!.get(name);
-      if (id === undefined) {
-        id = nextKey++;
-        names[ns]!.set(name, id);
-        newKeys.push([id, ns, name]);
-      }
-      return id;
-    };
-    const values: (number | null)[] = [];
-    // Keys are named while the events are written, so the batch's new keys go in the same transaction.
-    const write = this.db.transaction((events: RecEvent[]) => {
-      for (let from = 0; from < events.length; from += ROWS_PER_INSERT) {
-        const rows = Math.min(ROWS_PER_INSERT, events.length - from);
-        values.length = 0;
-        for (let i = from; i < from + rows; i++) {
-          const e = events[i]!;
-          values.push(
-            importId, e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW, e.itemId,
-            keyOf(NS_SESSION, e.session), keyOf(NS_USER, e.user), keyOf(NS_ORDER, e.orderId), Math.round(e.time),
-          );
-        }
-        (rows === ROWS_PER_INSERT ? insertMany : this.db.prepare(insertSql(rows))).run(values);
-      }
-      for (const k of newKeys) insertKey.run(...k);
-      newKeys = [];
-    });
-    const flush = (): void => {
-      const batch = pending;
-      pending = [];
-      write(batch);
-    };
-    return {
-      add: (event) => {
-        pending.push(event);
-        if (pending.length >= BATCH) flush();
-      },
-      flush,
-    };
   }
 
   /** The stored catalogue; every record goes through parseItemRecord again. */
@@ -272,10 +379,10 @@ export class RecsStore {
     return catalog;
   }
 
-  /** Appends the stored events of finished imports to a log, in import and file order. */
+  /** Appends the stored events to a log, in id order, keys as store ids (tests, tools). */
   loadEvents(log: EventLog): void {
     const rows = this.db
-      .prepare('SELECT kind, item_id, session, user, order_id, time FROM events WHERE import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL) ORDER BY rowid')
+      .prepare('SELECT kind, item_id, session, user, order_id, time FROM events WHERE import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL) ORDER BY rowid')
       .raw()
       .iterate() as IterableIterator<[number, number, number | null, number | null, number | null, number]>;
     for (const [kind, item, session, user, order, time] of rows) {

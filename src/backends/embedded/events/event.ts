@@ -82,6 +82,29 @@ export class KeyInterner {
   get size(): number {
     return this.map.size;
   }
+  /** The names by id, 0..size-1. */
+  names(): string[] {
+    return [...this.map.keys()];
+  }
+  /** An interner holding `names` at ids 0..n-1 (a log built in another thread). */
+  static of(names: readonly string[]): KeyInterner {
+    const interner = new KeyInterner();
+    for (const name of names) interner.intern(name);
+    return interner;
+  }
+}
+
+/** An EventLog's columns and key names, to cross a thread boundary (see EventLog.columns). */
+export interface EventLogColumns {
+  length: number;
+  kind: Uint8Array<ArrayBuffer>;
+  item: Int32Array<ArrayBuffer>;
+  session: Int32Array<ArrayBuffer>;
+  user: Int32Array<ArrayBuffer>;
+  order: Int32Array<ArrayBuffer>;
+  time: Float64Array<ArrayBuffer>;
+  itemIds: Float64Array;
+  names: [sessions: string[], users: string[], orders: string[]];
 }
 
 /**
@@ -97,12 +120,41 @@ export class EventLog {
   order = new Int32Array(1024);
   time = new Float64Array(1024);
   readonly items: ItemIndex;
-  private readonly sessions = new KeyInterner();
-  private readonly users = new KeyInterner();
-  private readonly orders = new KeyInterner();
+  private sessions = new KeyInterner();
+  private users = new KeyInterner();
+  private orders = new KeyInterner();
 
   constructor(items: ItemIndex = new ItemIndex()) {
     this.items = items;
+  }
+
+  /** The log as typed arrays and names (the arrays are the log's own: transfer them, then drop the log). */
+  columns(): EventLogColumns {
+    const n = Math.max(this.length, 1); // grow() doubles the capacity, so never hand over none
+    return {
+      length: this.length, kind: this.kind.slice(0, n), item: this.item.slice(0, n), session: this.session.slice(0, n), user: this.user.slice(0, n),
+      order: this.order.slice(0, n), time: this.time.slice(0, n), itemIds: this.items.ids(),
+      names: [this.sessions.names(), this.users.names(), this.orders.names()],
+    };
+  }
+
+  /**
+   * A log from columns (a log built in a worker thread): `add` goes on interning where it left off.
+   * `items`: the index to share with a model built from the same log (the same ids in the same order).
+   */
+  static fromColumns(c: EventLogColumns, items: ItemIndex = ItemIndex.fromIds(c.itemIds)): EventLog {
+    const log = new EventLog(items);
+    log.length = c.length;
+    log.kind = c.kind;
+    log.item = c.item;
+    log.session = c.session;
+    log.user = c.user;
+    log.order = c.order;
+    log.time = c.time;
+    log.sessions = KeyInterner.of(c.names[0]);
+    log.users = KeyInterner.of(c.names[1]);
+    log.orders = KeyInterner.of(c.names[2]);
+    return log;
   }
 
   /** Adds an event whose keys are still strings (in-memory logs: demo, evaluation). */

@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
+import type { EventInputModel } from '../../../ports/backend.js';
 import type { RecEvent } from './event.js';
 import { EventLineError } from './formats.js';
 import type { CsvFormat, EventFormat } from './formats.js';
@@ -44,14 +45,21 @@ function split(line: string, delimiter: string): string[] {
   return fields;
 }
 
+/** An event as the API takes it (for checkEvents, which every entry shares). */
+export function toEventInput(e: RecEvent): EventInputModel {
+  return { kind: e.kind === 'purchase' ? 'PURCHASE' : 'VIEW', itemId: e.itemId, sessionId: e.session, userId: e.user, orderId: e.orderId, time: e.time };
+}
+
 /**
  * Streams a file line by line into `sink`; malformed lines are counted, listed with their line
- * number and skipped, the rest is read. Memory stays flat whatever the file size.
+ * number and skipped, the rest is read. Memory stays flat whatever the file size. The sink may
+ * refuse an event by throwing an EventLineError (counted as malformed), and may return a promise
+ * (a batch being written), which is awaited before the next line.
  */
 export async function readEvents(
   input: Readable | string,
   format: EventFormat,
-  sink: (event: RecEvent) => void,
+  sink: (event: RecEvent) => void | Promise<void>,
   options: ReadEventsOptions = {},
 ): Promise<EventReadReport> {
   const stream = typeof input === 'string' ? createReadStream(input) : input;
@@ -79,16 +87,17 @@ export async function readEvents(
     let event: RecEvent | null;
     try {
       event = format.parse(fields);
+      if (event !== null) {
+        const written = sink(event);
+        if (written !== undefined) await written;
+      }
     } catch (error) {
       if (!(error instanceof EventLineError)) throw error;
       skip(lineNo, error.message);
       continue;
     }
     if (event === null) report.ignored++;
-    else {
-      report.events++;
-      sink(event);
-    }
+    else report.events++;
     if (options.onProgress !== undefined && (lineNo & 0xffff) === 0) {
       const now = Date.now();
       if (now - lastProgress >= 1000) {

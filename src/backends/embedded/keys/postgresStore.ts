@@ -64,7 +64,7 @@ const isUniqueViolation = (error: unknown): boolean => (error as { code?: string
 const MIGRATION_LOCK = 7_311_923_001;
 
 /** host:port/database of a postgres:// URL, without its user and password. */
-function describeDatabase(connectionString: string): string {
+export function describeDatabase(connectionString: string): string {
   try {
     const url = new URL(connectionString);
     return `${url.hostname || 'localhost'}:${url.port || '5432'}${url.pathname.length > 1 ? url.pathname : ''}`;
@@ -77,7 +77,7 @@ function describeDatabase(connectionString: string): string {
  * Why PostgreSQL refused, in words: the server's own message for an SQL state (it names the
  * database or the user, never the password), the network's failure otherwise.
  */
-function postgresReason(error: unknown): string {
+export function postgresReason(error: unknown): string {
   const code = (error as { code?: string } | null)?.code ?? '';
   if (/^[0-9A-Z]{5}$/.test(code)) return (error as Error).message;
   switch (code) {

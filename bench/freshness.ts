@@ -1,0 +1,99 @@
+/**
+ * Freshness over HTTP (issue 20; not a test): npx tsx bench/freshness.ts
+ *
+ * Two gateways (`recs-gateway serve`, as processes) on one PostgreSQL schema (DATABASE_URL with a
+ * search_path of the bench's own). Each round sends a batch through `recordEvents` to the first
+ * that makes a new pair of items each other's first post-browse neighbour, and from the answer on
+ * polls `postBrowsedProducts` on the first (one process) and on the second (the other replica)
+ * until the pair shows. Prints p50 and p99 of both, against the reference measured in the same
+ * run: the round trip of the same query answered from the model (no change to wait for).
+ *
+ * Each poll's query text is new (an alias of its own), so that the response cache (maxAge 300 on these fields)
+ * cannot answer with a list from before the change: until the response cache drops answers when
+ * the model changes (EmbeddedRecs.onChange), a client asking the same query sees it up to 300 s late.
+ *
+ * Needs the recordEvents mutation (the live-api work); says so and stops without it.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { coViews, sendEvents } from '../test/helpers/liveEvents.js';
+import { gql, startServe } from '../test/helpers/processes.js';
+import { tempDir } from '../test/helpers/stores.js';
+
+const ROOT = new URL('../', import.meta.url).pathname;
+const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const ROUNDS = Number(process.env.ROUNDS ?? 30);
+const FOLLOW_MS = process.env.RECS_FOLLOW_INTERVAL_MS ?? '250';
+
+if (!readdirSync(`${ROOT}schema`).some((f) => readFileSync(`${ROOT}schema/${f}`, 'utf8').includes('recordEvents('))) {
+  console.log('bench/freshness.ts needs the recordEvents mutation (issue 20\'s API), which this tree\'s schema lacks');
+  process.exit(0);
+}
+
+const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+const schema = `bench_fresh_${process.pid}`;
+const admin = new pg.Client({ connectionString: BASE_URL });
+await admin.connect();
+await admin.query(`CREATE SCHEMA ${schema}`);
+const data = [tempDir('bench-fresh-a-'), tempDir('bench-fresh-b-')];
+const url = new URL(BASE_URL);
+url.searchParams.set('options', `-c search_path=${schema}`);
+const env = (i: number): Record<string, string> => ({
+  DATABASE_URL: url.toString(), DATA_DIR: data[i]!.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: FOLLOW_MS,
+});
+const started: Awaited<ReturnType<typeof startServe>>[] = [];
+try {
+  const one = await startServe(env(0));
+  started.push(one);
+  const two = await startServe(env(1));
+  started.push(two);
+  const password = /password\n\n\s+(\S+)/.exec(one.stderr())?.[1];
+  // a key: with DATABASE_URL every password sign-in pays its scrypt check (about 0.4 s), which would be all we measured
+  const created = await gql(one.url, 'mutation { createApiKey(input: { name: "bench" }) { key } }', {}, { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` });
+  const auth = (created.body.data?.createApiKey as { key?: string } | undefined)?.key ?? '';
+  const upserted = await gql(one.url, 'mutation($i:[ItemInput!]!){ upsertItems(items:$i){ upserted } }',
+    { i: Array.from({ length: 1000 }, (_, k) => ({ itemId: k + 1, name: `thing ${k + 1}`, categoryPath: 'Home/Lamps' })) }, { authorization: auth });
+  if (upserted.body.errors) throw new Error(JSON.stringify(upserted.body.errors));
+  let poll = 0;
+  const top = async (base: string, anchor: number): Promise<number | undefined> => {
+    const alias = `p${++poll}`;
+    const { body } = await gql(base, `{ ${alias}: postBrowsedProducts(itemId: ${anchor}, first: 1) { itemId } }`, {}, { authorization: auth });
+    return (body.data?.[alias] as unknown as { itemId: number }[] | undefined)?.[0]?.itemId;
+  };
+  const reference: number[] = [];
+  const here: number[] = [];
+  const there: number[] = [];
+  const WARM_UP = 3;
+  for (let r = 0; r < ROUNDS + WARM_UP; r++) {
+    const anchor = 1 + (r % 500);
+    const target = 501 + ((r * 37) % 500);
+    const t = performance.now();
+    await top(one.url, anchor);
+    if (r >= WARM_UP) reference.push(performance.now() - t);
+    await sleep(Math.random() * Number(FOLLOW_MS)); // out of step with the follower's timer
+    await sendEvents(one.url, auth, coViews(anchor, target, 40 + r, 1_000_000 + r * 1000));
+    const acked = performance.now();
+    const waits = await Promise.all([one.url, two.url].map(async (base) => {
+      while ((await top(base, anchor)) !== target) {
+        if (performance.now() - acked > 10_000) throw new Error(`${base} did not change within 10 s`);
+        await sleep(5);
+      }
+      return performance.now() - acked;
+    }));
+    if (r < WARM_UP) continue;
+    here.push(waits[0]!);
+    there.push(waits[1]!);
+  }
+  const ref = pct(reference, 50);
+  console.log(`reference: the query's round trip p50 ${ref.toFixed(1)} ms, p99 ${pct(reference, 99).toFixed(1)} ms`);
+  console.log(`freshness, the gateway that took the call: p50 ${pct(here, 50).toFixed(1)} ms, p99 ${pct(here, 99).toFixed(1)} ms after the answer (${(pct(here, 50) / ref).toFixed(1)}x the reference)`);
+  console.log(`freshness, the other replica (following every ${FOLLOW_MS} ms): p50 ${pct(there, 50).toFixed(0)} ms, p99 ${pct(there, 99).toFixed(0)} ms after the answer (${ROUNDS} rounds)`);
+  console.log(`node ${process.version}; two gateways from source (tsx) on PostgreSQL; a shared 2-core machine (others' tests running): figures vary between runs`);
+} finally {
+  for (const serve of started) await serve.stop();
+  await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+  await admin.end();
+  for (const d of data) d.remove();
+}

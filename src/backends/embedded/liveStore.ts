@@ -1,0 +1,103 @@
+import type { ItemModel } from '../../ports/backend.js';
+import type { RecEvent } from './events/event.js';
+import { KIND_PURCHASE } from './events/event.js';
+
+/**
+ * One stored event as a follower reads it: [id, kind (0 view, 1 purchase), item id, session,
+ * user, order, time in ms]. Session, user and order are ids of the store's key table (-1 where
+ * absent): the identifiers shoppers sent are never read back.
+ */
+export type EventRow = [id: number, kind: number, itemId: number, session: number, user: number, order: number, time: number];
+
+/** Where the recommender's data lives, in a form a worker thread can be given. */
+export type RecsSource =
+  | { kind: 'sqlite'; dataDir: string }
+  | { kind: 'postgres'; connectionString: string; schema?: string };
+
+/**
+ * The point a reader has reached. `generation` changes only when data is deleted or replaced
+ * (import --replace): a follower then reloads whole. Events and item records are otherwise only
+ * appended, under increasing `lastEventId` (events) and `lastItemSeq` (one per batch of records).
+ */
+export interface StoreHead {
+  generation: number;
+  lastEventId: number;
+  lastItemSeq: number;
+}
+
+/** One import as recorded in the `imports` table. */
+export interface ImportRecord {
+  id: number;
+  what: 'events' | 'catalog';
+  format: string;
+  file: string;
+  sha256: string;
+  records: number;
+  skipped: number;
+  finishedAt: string | null;
+}
+
+/**
+ * An import under way: rows go to a staging area private to it (no lock on the shared tables, so
+ * the gateway keeps taking events meanwhile), and `finish` moves them in ONE transaction, with
+ * `replace`'s deletions and the import's record. A failed or abandoned import leaves nothing.
+ */
+export interface ImportSession {
+  addEvents(events: readonly RecEvent[]): Promise<void>;
+  addItems(items: readonly ItemModel[]): Promise<void>;
+  finish(records: number, skipped: number, options?: { replace?: boolean }): Promise<{ importId: number; removed: number }>;
+  abandon(): Promise<void>;
+}
+
+/**
+ * The recommender's durable data, SQLite (DATA_DIR/recs.db) or PostgreSQL (DATABASE_URL): the
+ * catalogue, the event log, and the imports. Every write is one transaction, committed durably
+ * before its promise resolves (SQLite: WAL with synchronous=FULL; PostgreSQL: COMMIT).
+ */
+export interface RecsDataStore {
+  /** For messages: a path or host:port/database, never a password. */
+  readonly where: string;
+  head(): Promise<StoreHead>;
+  /** Stores a whole call's events in one transaction; the rows as stored, in id order. */
+  appendEvents(events: readonly RecEvent[]): Promise<EventRow[]>;
+  /** Stores a call's item records in one transaction under one new sequence number. */
+  upsertItems(items: readonly ItemModel[]): Promise<number>;
+  /** Events with an id above `afterId`, in id order, at most `limit`. */
+  eventsAfter(afterId: number, limit: number): Promise<EventRow[]>;
+  /** Item records (JSON text) changed by batches above `afterSeq`, and the last such batch. */
+  itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }>;
+  /**
+   * A consistent read of everything (start-up, reloads): the records first, then the events in id
+   * order; returns the head it read at.
+   */
+  snapshot(sink: { record(json: string): void; event(row: EventRow): void }): Promise<StoreHead>;
+  counts(): Promise<{ items: number; events: number }>;
+  /** How many of `itemIds` have no record. */
+  countWithoutRecord(itemIds: readonly number[]): Promise<number>;
+  imports(): Promise<ImportRecord[]>;
+  /** A finished import of the same content, if any. */
+  findImport(what: ImportRecord['what'], format: string, sha256: string): Promise<ImportRecord | undefined>;
+  beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string): Promise<ImportSession>;
+  close(): Promise<void>;
+}
+
+/**
+ * A stored row in the recommender's spelling. Keys become their store ids in decimal: the same
+ * string in every process, so one session's events meet in the model whoever stored them, and not
+ * the identifier the shop sent.
+ */
+export function rowToRecEvent(row: EventRow): RecEvent {
+  const [, kind, itemId, session, user, order, time] = row;
+  return {
+    kind: kind === KIND_PURCHASE ? 'purchase' : 'view',
+    itemId,
+    session: session < 0 ? null : String(session),
+    user: user < 0 ? null : String(user),
+    orderId: order < 0 ? null : String(order),
+    time,
+  };
+}
+
+export const NS_SESSION = 0;
+export const NS_USER = 1;
+export const NS_ORDER = 2;

@@ -1,0 +1,103 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { parseItemRecord } from '../../ports/itemRecord.js';
+import { Catalog } from './catalog.js';
+import { EventLog } from './events/event.js';
+import type { EventLogColumns } from './events/event.js';
+import type { RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
+import { PostgresRecsStore } from './postgresRecsStore.js';
+import type { BuiltModel } from './recommender/builtModel.js';
+import { fromBuiltModel } from './recommender/builtModel.js';
+import type { ModelOptions, RecModel } from './recommender/model.js';
+import { DB_FILE, RecsStore } from './store.js';
+
+/** What the load worker is asked to do. */
+export interface LoadRequest {
+  source: RecsSource;
+  options: ModelOptions;
+}
+
+/** The load worker's messages, in order: records*, then model (or empty when there is no catalogue). */
+export type LoadMessage =
+  | { type: 'records'; records: string[] }
+  | { type: 'model'; head: StoreHead; events: number; loadMs: number; model: BuiltModel; log: EventLogColumns }
+  | { type: 'empty'; head: StoreHead };
+
+/** A store opened from a source. Read-only on SQLite opens no file that does not exist (null then). */
+export async function openRecsData(source: RecsSource, options: { readOnly?: boolean } = {}): Promise<RecsDataStore | null> {
+  if (source.kind === 'sqlite') {
+    if (options.readOnly === true) return RecsStore.openReadOnly(source.dataDir);
+    return RecsStore.open(source.dataDir);
+  }
+  const store = new PostgresRecsStore({ connectionString: source.connectionString, ...(source.schema ? { schema: source.schema } : {}), max: options.readOnly === true ? 1 : 4 });
+  if (options.readOnly !== true) await store.migrate();
+  return store;
+}
+
+/** Whether there is anything to read yet (SQLite: the file). */
+export function sourceExists(source: RecsSource): boolean {
+  return source.kind === 'postgres' || existsSync(join(source.dataDir, DB_FILE));
+}
+
+/** What a load produced: a catalogue, its log and model; or only the head when there is no catalogue. */
+export type Loaded =
+  | { empty: false; head: StoreHead; catalog: Catalog; log: EventLog; model: RecModel; events: number; loadMs: number }
+  | { empty: true; head: StoreHead };
+
+const here = import.meta.url;
+const fromSource = here.endsWith('.ts');
+const WORKER = new URL(fromSource ? './loadWorker.ts' : './loadWorker.js', here);
+
+/**
+ * Built, the worker is plain .js; from source (tsx, vitest) it is TypeScript, and a worker does
+ * not inherit the loader, so a bootstrap registers tsx's before importing it.
+ */
+function startWorker(workerData: LoadRequest): Worker {
+  if (!fromSource) return new Worker(WORKER, { workerData });
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER.href)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
+
+/**
+ * Reads the store and builds the model in a worker thread; the records come over in chunks parsed
+ * between requests, the model's and the log's arrays are transferred. `onWorker` gets the worker
+ * (so that a close can terminate it).
+ */
+export function loadInWorker(request: LoadRequest, onWorker: (worker: Worker | null) => void = () => {}): Promise<Loaded> {
+  const worker = startWorker(request);
+  onWorker(worker);
+  const catalog = new Catalog();
+  return new Promise<Loaded>((resolve, reject) => {
+    let settled = false;
+    const settle = (error: Error | null, result?: Loaded): void => {
+      if (settled) return;
+      settled = true;
+      onWorker(null);
+      void worker.terminate();
+      if (error === null) resolve(result!);
+      else reject(error);
+    };
+    worker.on('message', (message: LoadMessage) => {
+      try {
+        if (message.type === 'records') {
+          for (const record of message.records) catalog.add(parseItemRecord(JSON.parse(record)));
+          return;
+        }
+        if (message.type === 'empty') {
+          settle(null, { empty: true, head: message.head });
+          return;
+        }
+        const model = fromBuiltModel(message.model);
+        settle(null, {
+          empty: false, head: message.head, catalog, log: EventLog.fromColumns(message.log, model.items), model,
+          events: message.events, loadMs: message.loadMs,
+        });
+      } catch (error) {
+        settle(error as Error);
+      }
+    });
+    worker.on('error', (error) => settle(error));
+    worker.on('exit', (code) => settle(new Error(`the model load worker exited with code ${code} before it was done`)));
+  });
+}

@@ -1,0 +1,358 @@
+import pg from 'pg';
+import { toItemRecord } from '../../ports/itemRecord.js';
+import type { ItemModel } from '../../ports/backend.js';
+import { StoreOpenError } from './dataFiles.js';
+import type { RecEvent } from './events/event.js';
+import { KIND_PURCHASE, KIND_VIEW } from './events/event.js';
+import { describeDatabase, postgresReason } from './keys/postgresStore.js';
+import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
+import { NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
+
+export interface PostgresRecsStoreOptions {
+  connectionString: string;
+  /** A schema to keep the tables in (created when missing); default: the connection's search_path. */
+  schema?: string;
+  /** Pool size; default 4 (writes are serialised anyway, see WRITE_LOCK). */
+  max?: number;
+}
+
+// any constants will do: they only have to be the same in every process
+const MIGRATION_LOCK = 7_311_923_020;
+/**
+ * Every write to the events and items takes this transaction lock first. Ids come from sequences
+ * at insert time, and without it a transaction could commit ids below ones a follower has already
+ * read past (id 7 committing after id 8 was read): under it, ids become visible in order. It costs
+ * parallelism between writers, which PostgreSQL would spend on the same index pages anyway.
+ */
+const WRITE_LOCK = 7_311_923_021;
+/** Rows a statement when moving staged rows or paging a snapshot. */
+const PAGE = 50_000;
+
+const SCHEMA_SQL = `
+CREATE TABLE IF NOT EXISTS recs_items (item_id bigint PRIMARY KEY, record text NOT NULL, seq bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS recs_items_by_seq ON recs_items (seq);
+CREATE TABLE IF NOT EXISTS recs_imports (
+  id bigserial PRIMARY KEY, what text NOT NULL, format text NOT NULL, file text NOT NULL, sha256 text NOT NULL,
+  records bigint NOT NULL DEFAULT 0, skipped bigint NOT NULL DEFAULT 0, started_at timestamptz NOT NULL, finished_at timestamptz);
+CREATE TABLE IF NOT EXISTS recs_keys (id bigserial PRIMARY KEY, ns smallint NOT NULL, name text NOT NULL, UNIQUE (ns, name));
+CREATE TABLE IF NOT EXISTS recs_events (
+  id bigserial PRIMARY KEY, import_id bigint NOT NULL, kind smallint NOT NULL, item_id bigint NOT NULL,
+  session bigint, user_id bigint, order_id bigint, time bigint NOT NULL);
+CREATE INDEX IF NOT EXISTS recs_events_by_import ON recs_events (import_id);
+CREATE TABLE IF NOT EXISTS recs_meta (key text PRIMARY KEY, value bigint NOT NULL);
+`;
+
+const EVENT_COLUMNS = 'id, kind, item_id, coalesce(session, -1), coalesce(user_id, -1), coalesce(order_id, -1), time';
+
+/** The events' columns as arrays, for unnest: one round trip a batch whatever its size. */
+function columns(events: readonly RecEvent[]): [number[], number[], (string | null)[], (string | null)[], (string | null)[], number[]] {
+  const kind: number[] = [];
+  const item: number[] = [];
+  const session: (string | null)[] = [];
+  const user: (string | null)[] = [];
+  const order: (string | null)[] = [];
+  const time: number[] = [];
+  for (const e of events) {
+    kind.push(e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW);
+    item.push(e.itemId);
+    session.push(e.session);
+    user.push(e.user);
+    order.push(e.orderId);
+    time.push(Math.round(e.time));
+  }
+  return [kind, item, session, user, order, time];
+}
+
+const UNNEST_EVENTS = 'unnest($1::smallint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS e(kind, item, s, u, o, t, n)';
+
+/** Names the keys of staged rows (`source` has columns s, u, o) and inserts the events, in order. */
+function insertEventsSql(source: string, importIdParam: string): string[] {
+  return [
+    `INSERT INTO recs_keys (ns, name)
+       SELECT DISTINCT ns, name FROM (SELECT 0 AS ns, s AS name FROM ${source} UNION ALL SELECT 1, u FROM ${source} UNION ALL SELECT 2, o FROM ${source}) k
+       WHERE name IS NOT NULL ORDER BY ns, name ON CONFLICT DO NOTHING`,
+    `INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
+       SELECT ${importIdParam}, e.kind, e.item, ks.id, ku.id, ko.id, e.t FROM ${source}
+       LEFT JOIN recs_keys ks ON ks.ns = 0 AND ks.name = e.s
+       LEFT JOIN recs_keys ku ON ku.ns = 1 AND ku.name = e.u
+       LEFT JOIN recs_keys ko ON ko.ns = 2 AND ko.name = e.o
+       ORDER BY e.n`,
+  ];
+}
+
+const toRow = (r: unknown[]): EventRow => r.map(Number) as EventRow;
+
+/** Ids and records for unnest; the last record of an id sent twice wins (ON CONFLICT cannot touch a row twice). */
+function itemColumns(items: readonly ItemModel[]): [number[], string[]] {
+  const byId = new Map<number, string>();
+  for (const item of items) byId.set(item.itemId, JSON.stringify(toItemRecord(item)));
+  return [[...byId.keys()], [...byId.values()]];
+}
+
+/**
+ * The recommender's data in PostgreSQL (DATABASE_URL, beside the users and keys): tables
+ * recs_items, recs_events, recs_keys, recs_imports, recs_meta, with the same meaning as the SQLite
+ * store's (see RecsStore). Every replica reads them at start-up and follows `recs_events.id` and
+ * `recs_items.seq`.
+ */
+export class PostgresRecsStore implements RecsDataStore {
+  readonly where: string;
+  private readonly pool: pg.Pool;
+  private readonly schema: string | undefined;
+
+  constructor(options: PostgresRecsStoreOptions) {
+    if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
+      throw new Error('schema must be a lower-case SQL identifier');
+    }
+    this.schema = options.schema;
+    this.where = describeDatabase(options.connectionString);
+    this.pool = new pg.Pool({
+      connectionString: options.connectionString,
+      max: options.max ?? 4,
+      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    });
+    this.pool.on('error', () => undefined);
+  }
+
+  /** Creates the tables when missing; StoreOpenError (one line, no password) when PostgreSQL cannot be used. */
+  async migrate(): Promise<void> {
+    try {
+      await this.transaction(async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
+        if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
+        await client.query(SCHEMA_SQL);
+      });
+    } catch (error) {
+      throw new StoreOpenError(`cannot use PostgreSQL at ${this.where} (DATABASE_URL): ${postgresReason(error)}`, { cause: error });
+    }
+  }
+
+  private async transaction<T>(body: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query(begin);
+      const result = await body(client);
+      await client.query('COMMIT');
+      return result;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+
+  private static async bumpMeta(client: pg.PoolClient, key: string): Promise<number> {
+    const { rows } = await client.query<{ value: string }>(
+      'INSERT INTO recs_meta (key, value) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET value = recs_meta.value + 1 RETURNING value', [key]);
+    return Number(rows[0]!.value);
+  }
+
+  async head(): Promise<StoreHead> {
+    return this.headOn(this.pool);
+  }
+
+  private async headOn(client: pg.Pool | pg.PoolClient): Promise<StoreHead> {
+    const { rows } = await client.query<{ g: string | null; e: string | null; s: string | null }>(
+      `SELECT (SELECT value FROM recs_meta WHERE key = 'generation') AS g, (SELECT max(id) FROM recs_events) AS e,
+              (SELECT value FROM recs_meta WHERE key = 'itemSeq') AS s`);
+    const row = rows[0]!;
+    return { generation: Number(row.g ?? 0), lastEventId: Number(row.e ?? 0), lastItemSeq: Number(row.s ?? 0) };
+  }
+
+  async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
+    if (events.length === 0) return [];
+    // the batch's distinct keys, named first; then the events with integer keys (no join)
+    const ids = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
+    for (const e of events) {
+      if (e.session !== null) ids[NS_SESSION]!.set(e.session, -1);
+      if (e.user !== null) ids[NS_USER]!.set(e.user, -1);
+      if (e.orderId !== null) ids[NS_ORDER]!.set(e.orderId, -1);
+    }
+    const ns: number[] = [];
+    const names: string[] = [];
+    ids.forEach((m, n) => {
+      for (const name of m.keys()) {
+        ns.push(n);
+        names.push(name);
+      }
+    });
+    const rows = await this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+      if (names.length > 0) {
+        // one index probe a name, whatever the size of recs_keys (a hash join would read it all)
+        await client.query("SELECT set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)");
+        const named = await client.query({
+          text: `WITH names AS (SELECT * FROM unnest($1::smallint[], $2::text[]) AS n(ns, name)),
+                   ins AS (INSERT INTO recs_keys (ns, name) SELECT ns, name FROM names ORDER BY ns, name ON CONFLICT DO NOTHING RETURNING id, ns, name)
+                 SELECT id, ns, name FROM ins UNION ALL SELECT k.id, k.ns, k.name FROM names JOIN recs_keys k ON k.ns = names.ns AND k.name = names.name`,
+          values: [ns, names],
+          rowMode: 'array',
+        });
+        for (const [id, n, name] of named.rows as [string, number, string][]) ids[n]!.set(name, Number(id));
+      }
+      const key = (n: number, name: string | null): number | null => (name === null ? null : ids[n]!.get(name)!);
+      const result = await client.query({
+        text: `INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
+               SELECT 0, kind, item, s, u, o, t FROM unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+                 WITH ORDINALITY AS e(kind, item, s, u, o, t, n) ORDER BY n
+               RETURNING ${EVENT_COLUMNS}`,
+        values: [
+          events.map((e) => (e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW)), events.map((e) => e.itemId),
+          events.map((e) => key(NS_SESSION, e.session)), events.map((e) => key(NS_USER, e.user)), events.map((e) => key(NS_ORDER, e.orderId)),
+          events.map((e) => Math.round(e.time)),
+        ],
+        rowMode: 'array',
+      });
+      return result.rows.map(toRow);
+    });
+    return rows.sort((a, b) => a[0] - b[0]);
+  }
+
+  async upsertItems(items: readonly ItemModel[]): Promise<number> {
+    return this.transaction(async (client) => {
+      await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+      const seq = await PostgresRecsStore.bumpMeta(client, 'itemSeq');
+      await client.query(
+        `INSERT INTO recs_items (item_id, record, seq) SELECT id, record, $3 FROM unnest($1::bigint[], $2::text[]) AS r(id, record)
+         ON CONFLICT (item_id) DO UPDATE SET record = excluded.record, seq = excluded.seq`,
+        [...itemColumns(items), seq]);
+      return seq;
+    });
+  }
+
+  async eventsAfter(afterId: number, limit: number): Promise<EventRow[]> {
+    const result = await this.pool.query({ text: `SELECT ${EVENT_COLUMNS} FROM recs_events WHERE id > $1 ORDER BY id LIMIT $2`, values: [afterId, limit], rowMode: 'array' });
+    return result.rows.map(toRow);
+  }
+
+  async itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }> {
+    const { rows } = await this.pool.query<{ record: string; seq: string }>('SELECT record, seq FROM recs_items WHERE seq > $1 ORDER BY seq', [afterSeq]);
+    return { seq: rows.length === 0 ? afterSeq : Number(rows[rows.length - 1]!.seq), records: rows.map((r) => r.record) };
+  }
+
+  async snapshot(sink: { record(json: string): void; event(row: EventRow): void }): Promise<StoreHead> {
+    // one snapshot for the head, the records and the events
+    return this.transaction(async (client) => {
+      const head = await this.headOn(client);
+      for (let after = -1; ;) {
+        const { rows } = await client.query<{ item_id: string; record: string }>('SELECT item_id, record FROM recs_items WHERE item_id > $1 ORDER BY item_id LIMIT $2', [after, PAGE]);
+        for (const r of rows) sink.record(r.record);
+        if (rows.length < PAGE) break;
+        after = Number(rows[rows.length - 1]!.item_id);
+      }
+      for (let after = 0; after < head.lastEventId;) {
+        const result = await client.query({ text: `SELECT ${EVENT_COLUMNS} FROM recs_events WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3`, values: [after, head.lastEventId, PAGE], rowMode: 'array' });
+        for (const r of result.rows) sink.event(toRow(r));
+        if (result.rows.length < PAGE) break;
+        after = Number(result.rows[result.rows.length - 1]![0]);
+      }
+      return head;
+    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  }
+
+  async counts(): Promise<{ items: number; events: number }> {
+    const { rows } = await this.pool.query<{ i: string; e: string }>('SELECT (SELECT count(*) FROM recs_items) AS i, (SELECT count(*) FROM recs_events) AS e');
+    return { items: Number(rows[0]!.i), events: Number(rows[0]!.e) };
+  }
+
+  async countWithoutRecord(itemIds: readonly number[]): Promise<number> {
+    const { rows } = await this.pool.query<{ n: string }>(
+      'SELECT count(*) AS n FROM unnest($1::bigint[]) AS i(id) WHERE NOT EXISTS (SELECT 1 FROM recs_items r WHERE r.item_id = i.id)', [[...itemIds]]);
+    return Number(rows[0]!.n);
+  }
+
+  async imports(): Promise<ImportRecord[]> {
+    const { rows } = await this.pool.query<ImportRecord & { id: string; records: string; skipped: string; finishedAt: Date | null }>(
+      'SELECT id, what, format, file, sha256, records, skipped, finished_at AS "finishedAt" FROM recs_imports ORDER BY id');
+    return rows.map((r) => ({ ...r, id: Number(r.id), records: Number(r.records), skipped: Number(r.skipped), finishedAt: r.finishedAt?.toISOString() ?? null }));
+  }
+
+  async findImport(what: ImportRecord['what'], format: string, sha256: string): Promise<ImportRecord | undefined> {
+    return (await this.imports()).find((i) => i.what === what && i.format === format && i.sha256 === sha256 && i.finishedAt !== null);
+  }
+
+  /** Staged in temporary tables of one connection of its own; moved under the write lock by finish. */
+  async beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string): Promise<ImportSession> {
+    const client = await this.pool.connect();
+    let released = false;
+    const release = (): void => {
+      if (!released) client.release();
+      released = true;
+    };
+    try {
+      await client.query(`
+        CREATE TEMP TABLE IF NOT EXISTS staged_events (kind smallint, item bigint, s text, u text, o text, t bigint, n bigserial);
+        CREATE TEMP TABLE IF NOT EXISTS staged_items (item_id bigint PRIMARY KEY, record text NOT NULL);
+        TRUNCATE staged_events, staged_items;`);
+    } catch (error) {
+      release();
+      throw error;
+    }
+    const startedAt = new Date();
+    const [keysSql, insertSql] = insertEventsSql('staged_events e', '$1');
+    return {
+      addEvents: async (events) => {
+        if (events.length === 0) return;
+        await client.query('INSERT INTO staged_events (kind, item, s, u, o, t) SELECT kind, item, s, u, o, t FROM ' + UNNEST_EVENTS + ' ORDER BY n', columns(events));
+      },
+      addItems: async (items) => {
+        if (items.length === 0) return;
+        await client.query(
+          `INSERT INTO staged_items (item_id, record) SELECT id, record FROM unnest($1::bigint[], $2::text[]) AS r(id, record)
+           ON CONFLICT (item_id) DO UPDATE SET record = excluded.record`,
+          itemColumns(items));
+      },
+      finish: async (records, skipped, options = {}) => {
+        try {
+          await client.query('BEGIN');
+          await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+          let removed = 0;
+          if (options.replace === true && what === 'catalog') {
+            removed = (await client.query("DELETE FROM recs_imports WHERE what = 'catalog'")).rowCount ?? 0;
+            await client.query('DELETE FROM recs_items');
+            await PostgresRecsStore.bumpMeta(client, 'generation');
+          } else if (options.replace === true) {
+            const { rows } = await client.query<{ id: string }>('DELETE FROM recs_imports WHERE what = $1 AND (file = $2 OR sha256 = $3) RETURNING id', [what, file, sha256]);
+            removed = rows.length;
+            if (removed > 0) {
+              await client.query('DELETE FROM recs_events WHERE import_id = ANY($1::bigint[])', [rows.map((r) => r.id)]);
+              await PostgresRecsStore.bumpMeta(client, 'generation');
+            }
+          }
+          const { rows } = await client.query<{ id: string }>(
+            'INSERT INTO recs_imports (what, format, file, sha256, records, skipped, started_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7, now()) RETURNING id',
+            [what, format, file, sha256, records, skipped, startedAt]);
+          const importId = Number(rows[0]!.id);
+          if (what === 'events') {
+            await client.query(keysSql!);
+            await client.query(insertSql!, [importId]);
+          } else {
+            const seq = await PostgresRecsStore.bumpMeta(client, 'itemSeq');
+            await client.query(
+              `INSERT INTO recs_items (item_id, record, seq) SELECT item_id, record, $1 FROM staged_items
+               ON CONFLICT (item_id) DO UPDATE SET record = excluded.record, seq = excluded.seq`, [seq]);
+          }
+          await client.query('COMMIT');
+          return { importId, removed };
+        } catch (error) {
+          await client.query('ROLLBACK').catch(() => undefined);
+          throw error;
+        } finally {
+          await client.query('DROP TABLE IF EXISTS staged_events, staged_items').catch(() => undefined);
+          release();
+        }
+      },
+      abandon: async () => {
+        if (released) return;
+        await client.query('ROLLBACK').catch(() => undefined);
+        await client.query('DROP TABLE IF EXISTS staged_events, staged_items').catch(() => undefined);
+        release();
+      },
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+}

@@ -1,0 +1,252 @@
+import { Writable } from 'node:stream';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
+import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
+import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import type { EventInputModel } from '../../src/ports/backend.js';
+import { runImport } from '../../src/cli/importCommand.js';
+import { coViews, itemsFrom, principal } from '../helpers/liveEvents.js';
+import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+
+const ADMIN = principal(true);
+
+/** A fresh store of each kind: a DATA_DIR, or a PostgreSQL schema of its own. */
+interface Kind {
+  name: string;
+  fresh(): {
+    source: RecsSource;
+    open(followIntervalMs?: number): Promise<EmbeddedRecs>;
+    options: Parameters<typeof openEmbeddedRecs>[0];
+    io: { dataDir: string; databaseUrl?: string; schema?: string };
+    dispose(): Promise<void>;
+  };
+}
+
+const kinds: Kind[] = [
+  {
+    name: 'sqlite',
+    fresh() {
+      const { dir, remove } = tempDir('recs-live-');
+      return {
+        source: { kind: 'sqlite', dataDir: dir },
+        open: (followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, followIntervalMs }),
+        options: { dataDir: dir },
+        io: { dataDir: dir },
+        dispose: async () => remove(),
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    fresh() {
+      const schema = testSchema();
+      const { dir, remove } = tempDir('recs-live-pg-');
+      return {
+        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
+        open: (followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, databaseUrl: DATABASE_URL, schema, followIntervalMs }),
+        options: { dataDir: dir, databaseUrl: DATABASE_URL, schema },
+        io: { dataDir: dir, databaseUrl: DATABASE_URL, schema },
+        dispose: async () => {
+          await dropSchema(schema);
+          remove();
+        },
+      };
+    },
+  },
+];
+
+const quiet = (): Writable => new Writable({ write: (_c, _e, done) => done() });
+const collect = (): { stream: Writable; text(): string } => {
+  let text = '';
+  return { stream: new Writable({ write: (c, _e, done) => { text += String(c); done(); } }), text: () => text };
+};
+
+async function until(what: () => boolean, ms: number): Promise<number> {
+  const t0 = Date.now();
+  while (!what()) {
+    if (Date.now() - t0 > ms) throw new Error(`not within ${ms} ms`);
+    await sleep(20);
+  }
+  return Date.now() - t0;
+}
+
+const first = (recs: EmbeddedRecs, anchor: number): { itemId: number; evidence: number } | undefined => {
+  const entry = recs.recommendNow('POST_BROWSE', anchor).entries[0];
+  return entry && { itemId: entry.itemId, evidence: entry.evidence };
+};
+
+for (const kind of kinds) {
+  describe(`live store on ${kind.name}`, () => {
+    const disposals: (() => Promise<void>)[] = [];
+    afterAll(async () => {
+      for (const d of disposals.reverse()) await d();
+    });
+    const fresh = (): ReturnType<Kind['fresh']> => {
+      const f = kind.fresh();
+      disposals.push(f.dispose);
+      return f;
+    };
+
+    it('keeps nothing of a call with one invalid event, and refuses non-administrators', async () => {
+      const f = fresh();
+      const recs = await f.open();
+      disposals.push(() => recs.close());
+      const ingest = new EmbeddedIngest(recs);
+      await ingest.upsertItems(ADMIN, itemsFrom(100, 12));
+      const bad: EventInputModel[] = [...coViews(100, 101, 2, 1), { kind: 'VIEW', itemId: 102, sessionId: null, userId: null, orderId: null, time: Date.now() }];
+      await expect(ingest.recordEvents(ADMIN, bad)).rejects.toMatchObject({ extensions: { code: 'BAD_USER_INPUT' }, message: expect.stringContaining('events[4].sessionId') });
+      await expect(ingest.recordEvents(principal(false), coViews(100, 101, 1, 9))).rejects.toMatchObject({ extensions: { code: 'FORBIDDEN' } });
+      await expect(ingest.upsertItems(principal(false), itemsFrom(500, 1))).rejects.toMatchObject({ extensions: { code: 'FORBIDDEN' } });
+      const store = (await openRecsData(f.source))!;
+      try {
+        expect(await store.counts()).toEqual({ items: 12, events: 0 });
+      } finally {
+        await store.close();
+      }
+      // and a valid call is stored whole and applied before the answer
+      expect(await ingest.recordEvents(ADMIN, coViews(100, 101, 3, 1))).toEqual({ accepted: 6, itemsWithoutRecord: 0 });
+      expect(first(recs, 100)).toEqual({ itemId: 101, evidence: 3 });
+    });
+
+    it('a second process over the same store follows: events, then records, within the bound, applied once', async () => {
+      const f = fresh();
+      const a = await f.open(0);
+      disposals.push(() => a.close());
+      const ingest = new EmbeddedIngest(a);
+      await ingest.upsertItems(ADMIN, itemsFrom(200, 12));
+      const b = await f.open(100);
+      disposals.push(() => b.close());
+      expect(b.applied.lastItemSeq).toBe(1);
+
+      await ingest.recordEvents(ADMIN, coViews(200, 205, 4, 1));
+      expect(first(a, 200)).toEqual({ itemId: 205, evidence: 4 });
+      const ms = await until(() => first(b, 200)?.itemId === 205, 5_000);
+      expect(first(b, 200)).toEqual({ itemId: 205, evidence: 4 });
+      expect(ms).toBeLessThan(5_000);
+
+      // b writes too; a (not following by timer) catches up when it writes next: rows in id order, once each
+      await new EmbeddedIngest(b).recordEvents(ADMIN, coViews(200, 207, 6, 100));
+      await ingest.recordEvents(ADMIN, coViews(200, 207, 1, 200));
+      expect(first(a, 200)).toEqual({ itemId: 207, evidence: 7 });
+      expect(a.state().events).toBe(2 * (4 + 6 + 1));
+      await until(() => first(b, 200)?.evidence === 7, 5_000);
+      expect(b.state().events).toBe(a.state().events);
+
+      // a record sent through a shows up in b
+      await ingest.upsertItems(ADMIN, itemsFrom(300, 1));
+      await until(() => b.catalog.get(300) !== undefined, 5_000);
+    });
+
+    it('import writes through the same store and a running process follows it; events-only says what lacks a record', async () => {
+      const f = fresh();
+      const recs = await f.open(100);
+      disposals.push(() => recs.close());
+      // a fresh store: the demo shop, and an events-only import says so
+      expect(recs.state()).toMatchObject({ mode: 'demo', lastEventId: 0 });
+      const dir = tempDir('recs-live-files-');
+      disposals.push(async () => dir.remove());
+      const views = join(dir.dir, 'views.csv');
+      const lines = ['session_id;user_id;item_id;timeframe;eventdate'];
+      for (let s = 0; s < 3; s++) lines.push(`${s};NA;400;10;2016-05-09`, `${s};NA;411;20;2016-05-09`);
+      writeFileSync(views, `${lines.join('\n')}\n`);
+      const out = collect();
+      expect(await runImport(['events', views, '--format', 'diginetica-views'], { ...f.io, stdout: out.stream, stderr: quiet() })).toBe(0);
+      expect(out.text()).toMatch(/2 of its items have no record: the store has no catalogue yet/);
+      await until(() => recs.state().lastEventId > 0, 5_000);
+      expect(recs.state()).toMatchObject({ mode: 'demo', itemsWithoutRecord: 2 });
+
+      // the catalogue arrives: a switch from the demo to the stored catalogue, with the events
+      const catalog = join(dir.dir, 'items.jsonl');
+      writeFileSync(catalog, itemsFrom(400, 12).map((i) => JSON.stringify({ itemId: i.itemId, name: i.name, categoryPath: 'Home/Lamps' })).join('\n'));
+      expect(await runImport(['catalog', catalog], { ...f.io, stdout: quiet(), stderr: quiet() })).toBe(0);
+      await until(() => recs.state().mode === 'store' && first(recs, 400)?.itemId === 411, 10_000);
+      expect(recs.state()).toMatchObject({ items: 12, events: 6, itemsWithoutRecord: 0 });
+
+      // an updated export replacing the old one (--replace deletes): followed by a whole reload
+      const replaced = ['session_id;user_id;item_id;timeframe;eventdate'];
+      for (let s = 0; s < 5; s++) replaced.push(`${s};NA;400;10;2016-05-09`, `${s};NA;405;20;2016-05-09`);
+      writeFileSync(views, `${replaced.join('\n')}\n`);
+      expect(await runImport(['events', views, '--format', 'diginetica-views', '--replace'], { ...f.io, stdout: quiet(), stderr: quiet() })).toBe(0);
+      await until(() => first(recs, 400)?.itemId === 405, 10_000);
+      expect(first(recs, 400)).toEqual({ itemId: 405, evidence: 5 });
+      expect(recs.state().events).toBe(10);
+    });
+
+    it('behind by more events than the bound (a large import elsewhere), reloads whole; an id sent twice in a call keeps the last record', async () => {
+      const f = fresh();
+      const writer = await f.open(0);
+      disposals.push(() => writer.close());
+      const ingest = new EmbeddedIngest(writer);
+      await ingest.upsertItems(ADMIN, [...itemsFrom(600, 12), ...itemsFrom(600, 1, 'Garden/Tools')]);
+      expect(writer.catalog.get(600)?.categoryPath).toBe('Garden/Tools');
+      const lines: string[] = [];
+      const follower = await openEmbeddedRecs({ ...f.options, followIntervalMs: 50, fullReloadEvents: 10, log: (l) => lines.push(l) });
+      disposals.push(() => follower.close());
+      await ingest.recordEvents(ADMIN, coViews(601, 602, 6, 1));
+      await until(() => first(follower, 601)?.evidence === 6, 10_000);
+      expect(lines.join('\n'), lines.join('\n')).toMatch(/reloaded 12 items and 12 events whole/);
+      await ingest.recordEvents(ADMIN, coViews(601, 603, 2, 100)); // 4 events: applied, not reloaded
+      await until(() => follower.state().events === 16, 5_000);
+      expect(lines.filter((l) => l.includes('reloaded'))).toHaveLength(1);
+    });
+
+    it('one visit stored before a process loads and continued after is one visit in its model', async () => {
+      const f = fresh();
+      const writer = await f.open(0);
+      disposals.push(() => writer.close());
+      const ingest = new EmbeddedIngest(writer);
+      await ingest.upsertItems(ADMIN, itemsFrom(700, 12));
+      const visits = coViews(700, 709, 3, 1); // each visit: 700 then 709
+      await ingest.recordEvents(ADMIN, visits.filter((_, i) => i % 2 === 0));
+      const follower = await f.open(50); // loads the first halves in its worker
+      disposals.push(() => follower.close());
+      await ingest.recordEvents(ADMIN, visits.filter((_, i) => i % 2 === 1));
+      await until(() => first(follower, 700)?.evidence === 3, 5_000);
+      expect(first(follower, 700)).toEqual({ itemId: 709, evidence: 3 });
+    });
+
+    it('a demo shop takes events for its items', async () => {
+      const f = fresh();
+      const recs = await f.open(0);
+      disposals.push(() => recs.close());
+      const ingest = new EmbeddedIngest(recs);
+      // two items of different products (variants of one are never each other's recommendation)
+      const all = [...recs.catalog.values()];
+      const anchor = all[0]!.itemId;
+      const other = all.find((i) => i.parentItemId !== all[0]!.parentItemId && i.categoryPath === all[0]!.categoryPath)!.itemId;
+      const before = recs.recommendNow('POST_BROWSE', anchor).entries.find((e) => e.itemId === other)?.evidence ?? 0;
+      const result = await ingest.recordEvents(ADMIN, coViews(anchor, other, 50, 1));
+      expect(result).toEqual({ accepted: 100, itemsWithoutRecord: 0 });
+      expect(recs.recommendNow('POST_BROWSE', anchor).entries.find((e) => e.itemId === other)?.evidence).toBeGreaterThanOrEqual(before + 50);
+      expect(recs.state().mode).toBe('demo');
+    });
+  });
+}
+
+describe('the PostgreSQL store', () => {
+  it('keeps session, user and order identifiers as key ids only in the events', async () => {
+    const schema = testSchema();
+    const recs = await openEmbeddedRecs({ dataDir: null, databaseUrl: DATABASE_URL, schema, followIntervalMs: 0 });
+    try {
+      await new EmbeddedIngest(recs).recordEvents(ADMIN, [{ kind: 'PURCHASE', itemId: 7, sessionId: 'secret-session', userId: 'secret-user', orderId: 'secret-order', time: Date.now() }]);
+      const client = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${schema}` });
+      await client.connect();
+      try {
+        const { rows } = await client.query('SELECT * FROM recs_events');
+        expect(JSON.stringify(rows)).not.toContain('secret');
+        expect(JSON.stringify(recs.state())).not.toContain('secret');
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await recs.close();
+      await dropSchema(schema);
+    }
+  });
+});
