@@ -513,7 +513,7 @@ await oneTarget('lookup', 'lookup through GraphQL, embedded, no response cache, 
   // Every request runs the whole path: authentication, GraphQL execution, the model's lookup and
   // the item fields; with distinct anchors in turn and RESPONSE_CACHE_MAX_ENTRIES=0 nothing is
   // answered from a cache (the embedded backend has no recommendation cache of its own).
-  const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' });
+  const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' }, SERVER_CPU, profileFlags);
   try {
     const url = `${uncached.url}/graphql`;
     const bodies = anchors.map((id) => body(RECS_QUERY, id));
@@ -538,7 +538,7 @@ await oneTarget('lookup', 'lookup through GraphQL, embedded, no response cache, 
 // every text is new, and shares its prepared document with the others (src/http/literalTemplates.ts)
 const inlineQuery = (id: number): string => `{ productRecommendations(itemId: ${id}) { itemId name salePrice brandName customerRating } }`;
 await oneTarget('inline', 'lookup through GraphQL, embedded, no response cache, the anchor inline', async () => {
-  const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' });
+  const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' }, SERVER_CPU, profileFlags);
   try {
     const url = `${uncached.url}/graphql`;
     const bodies = anchors.map((id) => JSON.stringify({ query: inlineQuery(id) }));
