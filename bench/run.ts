@@ -23,7 +23,7 @@ import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'emb-noauth', 'lookup', 'inline', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -390,6 +390,7 @@ const extra: {
   authTimed?: { us: number; cpuUs: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
+  mixed?: { hitRate: number };
 } = {};
 
 const oneTarget = async (id: string, name: string, run: () => Promise<Row | null>): Promise<void> => {
@@ -547,6 +548,85 @@ await oneTarget('inline', 'lookup through GraphQL, embedded, no response cache, 
     return { id: 'inline', name: `(7b) the same, the anchor written into the query text (${bodies.length} distinct texts in turn)`, m };
   } finally {
     await uncached.stop();
+  }
+});
+
+// (8) a realistic mix (issue 22): anchors drawn Zipf(1.0) over the whole demo catalogue, three
+// field selections, 10% item lookups of 1 to 20 ids, the response cache at its default size.
+const MIXED_BODIES = 100_000;
+const MIXED_QUERIES = [
+  'query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId) { itemId name salePrice brandName customerRating } }',
+  'query Item($itemId: ItemId!) { item(itemId: $itemId) { itemId name salePrice thumbnailImage productRecommendations(first: 5) { itemId name salePrice } } }',
+  'query Browse($itemId: ItemId!) { recommendations(itemId: $itemId, kind: POST_BROWSE, first: 10) { edges { rank node { itemId name brandName } } } }',
+];
+const ITEMS_QUERY = 'query Items($ids: [ItemId!]!) { items(itemIds: $ids) { itemId name salePrice } }';
+/** Share of item lookups; and of recordEvents batches of 50, once the live recommender has landed (0 until then). */
+const ITEMS_SHARE = 0.1;
+const EVENTS_SHARE = 0;
+function mixedBodies(): string[] {
+  // a seeded generator (mulberry32), so that every run asks the same
+  let seed = 0x9e3779b9;
+  const random = (): number => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  // popularity: the catalogue in a shuffled order, rank k drawn with weight 1/k
+  const catalogue = [...demo.catalog.values()].map((item) => item.itemId);
+  for (let i = catalogue.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [catalogue[i], catalogue[j]] = [catalogue[j]!, catalogue[i]!];
+  }
+  const cumulative = new Float64Array(catalogue.length);
+  let sum = 0;
+  for (let k = 0; k < catalogue.length; k++) cumulative[k] = sum += 1 / (k + 1);
+  const zipf = (): number => {
+    const x = random() * sum;
+    let lo = 0;
+    let hi = cumulative.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cumulative[mid]! < x) lo = mid + 1;
+      else hi = mid;
+    }
+    return catalogue[lo]!;
+  };
+  const bodies: string[] = [];
+  for (let n = 0; n < MIXED_BODIES; n++) {
+    const draw = random();
+    if (draw < EVENTS_SHARE) continue; // the hook for recordEvents batches (issue 20)
+    if (draw < EVENTS_SHARE + ITEMS_SHARE) {
+      const ids = Array.from({ length: 1 + Math.floor(random() * 20) }, zipf);
+      bodies.push(JSON.stringify({ query: ITEMS_QUERY, variables: { ids } }));
+    } else {
+      bodies.push(JSON.stringify({ query: MIXED_QUERIES[Math.floor(random() * MIXED_QUERIES.length)], variables: { itemId: zipf() } }));
+    }
+  }
+  return bodies;
+}
+await oneTarget('mixed', 'a realistic mix, embedded, the response cache at its default size', async () => {
+  const target = await start('gateway', { ...embeddedEnv, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
+  try {
+    const url = `${target.url}/graphql`;
+    const bodies = mixedBodies();
+    for (const payload of bodies.slice(0, 4)) {
+      const answer = await post(url, payload, auth);
+      if (answer.status !== 200 || answer.text.includes('"errors"')) throw new Error(`mixed: ${answer.status} ${answer.text.slice(0, 300)}`);
+    }
+    type Stats = { responseCache: { hits: number; misses: number } };
+    const stats = async (): Promise<Stats> => (await fetch(`${target.url}/__bench/stats`)).json() as Promise<Stats>;
+    if (WARMUP > 0) await cannon({ target, url, headers: auth, bodies }, WARMUP, false);
+    const before = await stats();
+    const m = await cannon({ target, url, headers: auth, bodies }, DURATION, true);
+    const after = await stats();
+    const hits = after.responseCache.hits - before.responseCache.hits;
+    const misses = after.responseCache.misses - before.responseCache.misses;
+    extra.mixed = { hitRate: hits / (hits + misses) };
+    console.log(`  response cache hit rate ${fmt(extra.mixed.hitRate * 100, 1)}% (${hits} hits, ${misses} misses)`);
+    return { id: 'mixed', name: `(8) realistic mix: Zipf(1.0) anchors over the catalogue, 3 selections, ${ITEMS_SHARE * 100}% item lookups, response cache on`, m };
+  } finally {
+    await target.stop();
   }
 });
 
@@ -752,6 +832,11 @@ if (lookupRow) {
 const inlineRow = byId.get('inline');
 if (inlineRow) {
   targets.push(`| (7b) inline literals ≥ 2x (2) | ${fmt(inlineRow.m.rps / rps('apollo'))}x | ${verdict(inlineRow.m.rps >= 2 * rps('apollo'))} |`);
+}
+const mixedRow = byId.get('mixed');
+if (mixedRow) {
+  targets.push(`| (8) realistic mix ≥ 3x (2) | ${fmt(mixedRow.m.rps / rps('apollo'))}x (response cache hit rate ${fmt((extra.mixed?.hitRate ?? NaN) * 100, 1)}%) | ${verdict(mixedRow.m.rps >= 3 * rps('apollo'))} |`);
+  targets.push(`| (8) realistic mix p99 ≤ 5 ms at ${CONNECTIONS} connections | ${fmt(mixedRow.m.p99)} ms | ${verdict(mixedRow.m.p99 <= 5)} |`);
 }
 const restRow = byId.get('rest');
 if (restRow) {

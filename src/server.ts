@@ -64,6 +64,8 @@ export interface Gateway {
   stop(): Promise<void>;
   /** Requests the prepared path answered, and handed to Apollo after all; null when it is off. */
   readonly preparedStats: PreparedOperations['stats'] | null;
+  /** The response cache's hits, misses and answers stored; null when it is off. */
+  readonly responseCacheStats: ResponseCache['stats'] | null;
 }
 
 class HttpError extends Error {
@@ -682,6 +684,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   return {
     httpServer,
     preparedStats: prepared?.stats ?? null,
+    responseCacheStats: responseCache?.stats ?? null,
     listen: (port, host) =>
       new Promise((resolve, reject) => {
         httpServer.once('error', reject);
