@@ -23,7 +23,7 @@ import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'emb-noauth', 'lookup', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -390,6 +390,7 @@ const extra: {
   authTimed?: { us: number; cpuUs: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
+  mixed?: { hitRate: number };
 } = {};
 
 const oneTarget = async (id: string, name: string, run: () => Promise<Row | null>): Promise<void> => {
@@ -513,7 +514,7 @@ await oneTarget('lookup', 'lookup through GraphQL, embedded, no response cache, 
   // Every request runs the whole path: authentication, GraphQL execution, the model's lookup and
   // the item fields; with distinct anchors in turn and RESPONSE_CACHE_MAX_ENTRIES=0 nothing is
   // answered from a cache (the embedded backend has no recommendation cache of its own).
-  const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' });
+  const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' }, SERVER_CPU, profileFlags);
   try {
     const url = `${uncached.url}/graphql`;
     const bodies = anchors.map((id) => body(RECS_QUERY, id));
@@ -531,6 +532,107 @@ await oneTarget('lookup', 'lookup through GraphQL, embedded, no response cache, 
     return { id: 'lookup', name: `(7) lookup through GraphQL, embedded, uncached (${bodies.length} distinct anchors in turn)`, m };
   } finally {
     await uncached.stop();
+  }
+});
+
+// (7b) the same lookups with the anchor written into the query text, as hand-written clients do:
+// every text is new, and shares its prepared document with the others (src/http/literalTemplates.ts)
+const inlineQuery = (id: number): string => `{ productRecommendations(itemId: ${id}) { itemId name salePrice brandName customerRating } }`;
+await oneTarget('inline', 'lookup through GraphQL, embedded, no response cache, the anchor inline', async () => {
+  const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' }, SERVER_CPU, profileFlags);
+  try {
+    const url = `${uncached.url}/graphql`;
+    const bodies = anchors.map((id) => JSON.stringify({ query: inlineQuery(id) }));
+    expectRecs('uncached gateway, inline', await post(url, bodies[0]!, auth));
+    const m = await load({ target: uncached, url, headers: auth, bodies });
+    return { id: 'inline', name: `(7b) the same, the anchor written into the query text (${bodies.length} distinct texts in turn)`, m };
+  } finally {
+    await uncached.stop();
+  }
+});
+
+// (8) a realistic mix (issue 22): anchors drawn Zipf(1.0) over the whole demo catalogue, three
+// field selections, 10% item lookups of 1 to 20 ids, the response cache at its default size.
+const MIXED_BODIES = 300_000;
+/**
+ * Requests of the mix sent before measuring, unmeasured: the response cache's hit rate then
+ * comes from a cache in its steady state, not from how many requests the machine managed.
+ */
+const MIXED_WARM = 50_000;
+const MIXED_QUERIES = [
+  'query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId) { itemId name salePrice brandName customerRating } }',
+  'query Item($itemId: ItemId!) { item(itemId: $itemId) { itemId name salePrice thumbnailImage productRecommendations(first: 5) { itemId name salePrice } } }',
+  'query Browse($itemId: ItemId!) { recommendations(itemId: $itemId, kind: POST_BROWSE, first: 10) { edges { rank node { itemId name brandName } } } }',
+];
+const ITEMS_QUERY = 'query Items($ids: [ItemId!]!) { items(itemIds: $ids) { itemId name salePrice } }';
+/** Share of item lookups; and of recordEvents batches of 50, once the live recommender has landed (0 until then). */
+const ITEMS_SHARE = 0.1;
+const EVENTS_SHARE = 0;
+function mixedBodies(): string[] {
+  // a seeded generator (mulberry32), so that every run asks the same
+  let seed = 0x9e3779b9;
+  const random = (): number => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  // popularity: the catalogue in a shuffled order, rank k drawn with weight 1/k
+  const catalogue = [...demo.catalog.values()].map((item) => item.itemId);
+  for (let i = catalogue.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [catalogue[i], catalogue[j]] = [catalogue[j]!, catalogue[i]!];
+  }
+  const cumulative = new Float64Array(catalogue.length);
+  let sum = 0;
+  for (let k = 0; k < catalogue.length; k++) cumulative[k] = sum += 1 / (k + 1);
+  const zipf = (): number => {
+    const x = random() * sum;
+    let lo = 0;
+    let hi = cumulative.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (cumulative[mid]! < x) lo = mid + 1;
+      else hi = mid;
+    }
+    return catalogue[lo]!;
+  };
+  const bodies: string[] = [];
+  for (let n = 0; n < MIXED_BODIES; n++) {
+    const draw = random();
+    if (draw < EVENTS_SHARE) continue; // the hook for recordEvents batches (issue 20)
+    if (draw < EVENTS_SHARE + ITEMS_SHARE) {
+      const ids = Array.from({ length: 1 + Math.floor(random() * 20) }, zipf);
+      bodies.push(JSON.stringify({ query: ITEMS_QUERY, variables: { ids } }));
+    } else {
+      bodies.push(JSON.stringify({ query: MIXED_QUERIES[Math.floor(random() * MIXED_QUERIES.length)], variables: { itemId: zipf() } }));
+    }
+  }
+  return bodies;
+}
+await oneTarget('mixed', 'a realistic mix, embedded, the response cache at its default size', async () => {
+  const target = await start('gateway', { ...embeddedEnv, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
+  try {
+    const url = `${target.url}/graphql`;
+    const bodies = mixedBodies();
+    for (const payload of bodies.slice(0, 4)) {
+      const answer = await post(url, payload, auth);
+      if (answer.status !== 200 || answer.text.includes('"errors"')) throw new Error(`mixed: ${answer.status} ${answer.text.slice(0, 300)}`);
+    }
+    type Stats = { responseCache: { hits: number; misses: number } };
+    const stats = async (): Promise<Stats> => (await fetch(`${target.url}/__bench/stats`)).json() as Promise<Stats>;
+    await cannon({ target, url, headers: auth, bodies: bodies.slice(0, MIXED_WARM), amount: MIXED_WARM }, 0, false);
+    const before = await stats();
+    // the bodies after the warm-up's, never the same ones again (unless a run takes 250,000)
+    const m = await cannon({ target, url, headers: auth, bodies: bodies.slice(MIXED_WARM) }, DURATION, true);
+    const after = await stats();
+    const hits = after.responseCache.hits - before.responseCache.hits;
+    const misses = after.responseCache.misses - before.responseCache.misses;
+    extra.mixed = { hitRate: hits / (hits + misses) };
+    console.log(`  response cache hit rate ${fmt(extra.mixed.hitRate * 100, 1)}% (${hits} hits, ${misses} misses)`);
+    return { id: 'mixed', name: `(8) realistic mix: Zipf(1.0) anchors over the catalogue, 3 selections, ${ITEMS_SHARE * 100}% item lookups, response cache on`, m };
+  } finally {
+    await target.stop();
   }
 });
 
@@ -727,6 +829,20 @@ if (embRow) {
         `${fmt((us / cpuUs) * 100, 1)}% | ${verdict(us / cpuUs <= 0.05)} |`,
     );
   }
+}
+const lookupRow = byId.get('lookup');
+if (lookupRow) {
+  targets.push(`| (7) uncached lookups ≥ 4x (2) | ${fmt(lookupRow.m.rps / rps('apollo'))}x | ${verdict(lookupRow.m.rps >= 4 * rps('apollo'))} |`);
+  targets.push(`| (7) uncached lookups p99 ≤ 5 ms at ${CONNECTIONS} connections | ${fmt(lookupRow.m.p99)} ms | ${verdict(lookupRow.m.p99 <= 5)} |`);
+}
+const inlineRow = byId.get('inline');
+if (inlineRow) {
+  targets.push(`| (7b) inline literals ≥ 2x (2) | ${fmt(inlineRow.m.rps / rps('apollo'))}x | ${verdict(inlineRow.m.rps >= 2 * rps('apollo'))} |`);
+}
+const mixedRow = byId.get('mixed');
+if (mixedRow) {
+  targets.push(`| (8) realistic mix ≥ 3x (2) | ${fmt(mixedRow.m.rps / rps('apollo'))}x (response cache hit rate ${fmt((extra.mixed?.hitRate ?? NaN) * 100, 1)}%) | ${verdict(mixedRow.m.rps >= 3 * rps('apollo'))} |`);
+  targets.push(`| (8) realistic mix p99 ≤ 5 ms at ${CONNECTIONS} connections | ${fmt(mixedRow.m.p99)} ms | ${verdict(mixedRow.m.p99 <= 5)} |`);
 }
 const restRow = byId.get('rest');
 if (restRow) {

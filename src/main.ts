@@ -1,18 +1,16 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-// Only what every command needs is loaded up front; a command loads the rest when it runs, so a
-// busy port or a bad setting is reported before Apollo Server, the stores and the recommender
-// are even loaded (a second of a start on a busy machine).
-import { StoreOpenError } from './backends/embedded/dataFiles.js';
-import { addUser, UserInputError } from './backends/embedded/keys/users.js';
-import { ConfigError, loadConfig, type Config } from './config/env.js';
-import { asyncStdout, createLogger } from './logger.js';
+// Nothing is loaded up front but node's own modules: a command loads what it needs when it runs,
+// so --help answers at once (graphql, pino and ioredis are behind the configuration: test/cli/
+// startup.test.ts), and a busy port or a bad setting is reported before Apollo Server, the stores
+// and the recommender are even loaded (a second of a start on a busy machine).
+import type { Config } from './config/env.js';
+import type { createLogger } from './logger.js';
 import type { Gateway } from './http/server.js';
 import type { Backend } from './ports/backend.js';
 import type { SharedCache } from './ports/cache.js';
 import type { UpstreamObserver } from './ports/observers.js';
-import { checkPortFree, configSecrets, listenFailure, startupFailureLine } from './startup.js';
 
 const USAGE = `Usage: recs-gateway <command> [options]
 
@@ -61,7 +59,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       case 'user':
         return await user(rest, io);
       case 'import': {
-        const { runImport } = await import('./cli/importCommand.js');
+        const [{ runImport }, { loadConfig }] = await Promise.all([import('./cli/importCommand.js'), import('./config/env.js')]);
         const config = loadConfig(io.env);
         return await runImport(rest, { dataDir: config.dataDir, databaseUrl: config.databaseUrl, stdout: io.stdout, stderr: io.stderr });
       }
@@ -80,6 +78,12 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
         return 2;
     }
   } catch (error) {
+    // the modules whose errors are told apart: loaded by the command that threw, if by any
+    const [{ ConfigError }, { UserInputError }, { StoreOpenError }] = await Promise.all([
+      import('./config/env.js'),
+      import('./backends/embedded/keys/users.js'),
+      import('./backends/embedded/dataFiles.js'),
+    ]);
     if (error instanceof ConfigError || error instanceof UserInputError) {
       io.stderr.write(`${error.message}\n`);
       return 2;
@@ -103,6 +107,11 @@ async function serve(argv: string[], io: Io): Promise<number> {
     io.stdout.write(SERVE_USAGE);
     return 0;
   }
+  const [{ loadConfig }, { asyncStdout, createLogger }, { configSecrets, startupFailureLine }] = await Promise.all([
+    import('./config/env.js'),
+    import('./logger.js'),
+    import('./startup.js'),
+  ]);
   const config = loadConfig(io.env);
   const log = createLogger({ level: config.logLevel, destination: io.stdout === process.stdout ? asyncStdout() : io.stdout });
   const gateway = await start(config, log, io).catch((error: unknown) => {
@@ -144,6 +153,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
  * (StartupError or StoreOpenError for the ones a user can fix), for serve to print as one line.
  */
 async function start(config: Config, log: ReturnType<typeof createLogger>, io: Io): Promise<{ stop: Gateway['stop']; stopTracing: () => Promise<void> }> {
+  const { checkPortFree, listenFailure } = await import('./startup.js');
   // a busy port fails here, within a second, not after the model is built
   await checkPortFree(config.port, config.host);
   const closers: (() => Promise<unknown>)[] = [];
@@ -295,6 +305,7 @@ async function user(argv: string[], io: Io): Promise<number> {
     io.stderr.write(USER_ADD_USAGE);
     return 2;
   }
+  const [{ loadConfig }, { addUser }] = await Promise.all([import('./config/env.js'), import('./backends/embedded/keys/users.js')]);
   const config: Config = loadConfig(io.env);
   const password = values.password ?? (await readPassword(io));
   const { openKeyStore } = await import('./backends/embedded/keys/index.js');
@@ -322,6 +333,7 @@ async function readPassword(io: Io): Promise<string> {
     lines.close();
     return line;
   }
+  const { UserInputError } = await import('./backends/embedded/keys/users.js');
   throw new UserInputError('no password given: pass --password or write it to standard input');
 }
 

@@ -10,6 +10,9 @@
  *                          verified key is answered synchronously, so the time around the call
  *                          is its whole work);
  *                          GET /__bench/auth returns {calls, ns} and resets them
+ *   BENCH_DIST=<dir>       the build to run, a directory beside dist/ (default dist)
+ *   BENCH_STATS=1          GET /__bench/stats returns the prepared path's and the response
+ *                          cache's counters since start
  *   BENCH_PHASES=1         times the phases of each request sent with `x-bench-phases: 1` (made
  *                          one at a time): before the first upstream call, the upstream calls,
  *                          after the last one, and the process's CPU time in each; GET
@@ -30,7 +33,8 @@ import type * as ServerModule from '../../src/http/server.js';
 
 // The compiled dist/ (bench/run.ts builds it first), as `npm start` runs it. Through tsx the
 // server was about a third slower: esbuild's keep-names wraps every closure made per request.
-const dist = (file: string): string => new URL(`../../dist/${file}`, import.meta.url).href;
+// BENCH_DIST names another build beside dist/ (bench/ab.ts compares two builds side by side).
+const dist = (file: string): string => new URL(`../../${process.env.BENCH_DIST ?? 'dist'}/${file}`, import.meta.url).href;
 
 /** Per-request phase timings, wall and CPU, for requests made one at a time (BENCH_PHASES). */
 class Phases {
@@ -191,6 +195,14 @@ if (process.env.BENCH_TIME_AUTH === '1') {
     answerJson(res, authTime);
     authTime.calls = 0;
     authTime.ns = 0;
+    return true;
+  });
+}
+
+if (process.env.BENCH_STATS === '1') {
+  intercept((req, res) => {
+    if (req.url !== '/__bench/stats') return false;
+    answerJson(res, { prepared: gateway.preparedStats, responseCache: gateway.responseCacheStats });
     return true;
   });
 }

@@ -71,7 +71,9 @@ export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: Sh
   const prepared =
     maxDocuments > 0
       ? new PreparedOperations({
-          schema,
+          // a schema of its own: Apollo wraps every field of its schema for its plugins, and
+          // graphql-jit inlines only the fields that have no resolver (BENCHMARKS.md, eighth pass)
+          schema: buildGatewaySchema({ introspection: config.introspection, maxCost: config.limits.maxCost }),
           parseOptions,
           validationRules,
           formatError,

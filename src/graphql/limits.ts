@@ -32,6 +32,9 @@ const LIST_SIZE: Record<string, { argument: string; max: number }> = {
   imageEntities: { argument: '', max: 10 },
 };
 
+/** The argument a list field's cost is counted with (`first`, `itemIds`), if it has one. */
+export const sizeArgumentOf = (fieldName: string): string | undefined => LIST_SIZE[fieldName]?.argument || undefined;
+
 function multiplier(field: FieldNode): number {
   const rule = LIST_SIZE[field.name.value];
   if (!rule) return 1;

@@ -27,6 +27,7 @@ import {
 import { compileQuery, isCompiledQuery, type CompiledQuery } from 'graphql-jit';
 import { LRUCache } from 'lru-cache';
 import { isJsonContentType } from './contentType.js';
+import { makeTemplate, signatureOf, variablesFor, type LiteralTemplate } from './literalTemplates.js';
 import {
   checkEnvelope,
   formatErrors,
@@ -84,6 +85,12 @@ export interface PreparedRequest {
   requestedName: string | undefined;
   /** The response's content type, as Apollo chose it for this Accept before. */
   contentType: string;
+  /**
+   * Set when the operation is a template whose variables stand for this text's literals
+   * (src/http/literalTemplates.ts): the text and the variables as sent, for running the text on
+   * its own document when the template's answer has errors.
+   */
+  literals?: { query: string; variables: Record<string, unknown> | undefined };
   /** Apollo's answer to a request it refuses before running it (parse, validation, envelope): execute gives it as it is. */
   refusal?: PreparedAnswer;
 }
@@ -129,6 +136,13 @@ export interface PreparedOperationsOptions {
   hideSchemaDetailsFromClientErrors?: boolean;
 }
 
+type Prepared = Extract<Known, { document: DocumentNode }>;
+/** A signature's template with its operations, or a mark that its texts take the usual path. */
+type Template = (LiteralTemplate & { known: Prepared }) | { unusable: true };
+
+/** Characters of source text the templates may hold at most. */
+const TEMPLATE_TEXT_CHARS = 4 * 1024 * 1024;
+
 type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?: boolean };
 
 /**
@@ -162,7 +176,7 @@ type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?
  */
 export class PreparedOperations {
   /** Answers given (`compiled` of them by compiled code), requests handed over after all, and requests refused as Apollo would. */
-  readonly stats = { answered: 0, compiled: 0, handedOver: 0, refused: 0 };
+  readonly stats = { answered: 0, compiled: 0, handedOver: 0, refused: 0, templated: 0, retried: 0 };
   private readonly schema: GraphQLSchema;
   private readonly parseOptions: ParseOptions;
   /** The gateway's own rules (the query limits): cheap, and run alone first. */
@@ -174,6 +188,9 @@ export class PreparedOperations {
   private readonly formatError: FormatError;
   /** Query text -> what checking it gave: its document and operations by requested name (undefined for none), or a refusal. */
   private readonly documents: LRUCache<string, Known>;
+  /** A text's signature (its tokens, literals marked) -> the template its texts share. */
+  private readonly templates: LRUCache<string, Template>;
+  private readonly maxTokens: number;
   /** Accept header ('' for none) -> the content type Apollo answered it with. */
   private readonly contentTypes = new Map<string, string>();
   /** Operation -> its compiled form, or a mark that the compiler refused it. */
@@ -198,6 +215,13 @@ export class PreparedOperations {
       maxSize: PREPARED_TEXT_CHARS,
       // a document's source is the key itself (the same string); a refusal adds its answer
       sizeCalculation: (value, key) => 1 + key.length + ('refused' in value ? value.refused.body.length : 0),
+    });
+    this.maxTokens = options.parseOptions.maxTokens ?? Infinity;
+    this.templates = new LRUCache({
+      max: options.maxDocuments ?? 1_000,
+      maxSize: TEMPLATE_TEXT_CHARS,
+      // the key, and the first text's source, which the template's document holds
+      sizeCalculation: (value, key) => 1 + key.length + ('unusable' in value ? 0 : (value.document.loc?.source.body.length ?? 0)),
     });
   }
 
@@ -230,6 +254,10 @@ export class PreparedOperations {
     if (contentType === undefined) return null;
     const { query, operationName: requestedName, variables, extensions } = envelope.request;
     if (query === undefined || (method === 'POST' && !isJsonContentType(headers['content-type']))) return null;
+    if (method === 'POST' && extensions === undefined && !this.documents.has(query)) {
+      const templated = this.fromTemplate(query, requestedName, variables, contentType);
+      if (templated !== undefined) return templated;
+    }
     const known = this.known(query);
     if ('handOver' in known) return null;
     if ('refused' in known) {
@@ -273,12 +301,19 @@ export class PreparedOperations {
           operationName: request.requestedName,
           contextValue,
         });
+    if (request.literals !== undefined && (result.data === undefined || (result.errors !== undefined && result.errors.length > 0))) {
+      // the template's errors carry its first text's locations: the text runs on its own document
+      this.stats.retried += 1;
+      const own = this.ownDocument(request, request.literals);
+      return own === null ? null : this.execute(own, contextValue);
+    }
     if (result.data === undefined) {
       this.stats.handedOver += 1;
       return null;
     }
     this.stats.answered += 1;
     if (compiled) this.stats.compiled += 1;
+    if (request.literals !== undefined) this.stats.templated += 1;
     const headers: Record<string, string> = {};
     if (!result.errors || result.errors.length === 0) {
       headers['cache-control'] = request.operation.cacheControl;
@@ -300,6 +335,64 @@ export class PreparedOperations {
     };
   }
 
+  /**
+   * The request on its signature's template (its literals as variables); null when Apollo must
+   * answer it; undefined when it takes the usual path (no template, or a literal that keeps it
+   * off the template). A signature's first text makes the template, from its own document once
+   * that validates; the text itself is then not remembered, so texts that differ only in their
+   * literals take one entry, not one each.
+   */
+  private fromTemplate(
+    query: string,
+    requestedName: string | undefined,
+    variables: Record<string, unknown> | undefined,
+    contentType: string,
+  ): PreparedRequest | null | undefined {
+    if (query.length > MAX_PREPARED_QUERY) return undefined;
+    const signature = signatureOf(query, this.maxTokens);
+    if (signature === null) return undefined;
+    let template = this.templates.get(signature.key);
+    if (template === undefined) {
+      const own = this.check(query);
+      if (!('document' in own)) {
+        // a text of the signature that fails says nothing of the others
+        this.documents.set(query, own);
+        return undefined;
+      }
+      template = this.templateOf(own.document, signature);
+      this.templates.set(signature.key, template);
+      if ('unusable' in template) {
+        this.documents.set(query, own);
+        return undefined;
+      }
+    }
+    if ('unusable' in template) return undefined;
+    const hoisted = variablesFor(template, signature.literals);
+    if (hoisted === null) return undefined;
+    const operation = this.operation(template.known, requestedName);
+    if (operation === null) return null;
+    return { operation, variables: variables === undefined ? hoisted : { ...variables, ...hoisted }, requestedName, contentType, literals: { query, variables } };
+  }
+
+  /** The template of a valid document, validated as its own document was; a mark when there is none. */
+  private templateOf(document: DocumentNode, signature: NonNullable<ReturnType<typeof signatureOf>>): Template {
+    const template = makeTemplate(this.schema, document, signature);
+    if (template === null) return { unusable: true };
+    let errors = validate(this.schema, template.document, this.firstRules);
+    if (errors.length === 0) errors = validate(this.schema, template.document, this.laterRules);
+    if (errors.length > 0) return { unusable: true };
+    return { ...template, known: { document: template.document, operations: new Map() } };
+  }
+
+  /** A templated request as its own text's: its document, and the variables as sent. */
+  private ownDocument(request: PreparedRequest, literals: NonNullable<PreparedRequest['literals']>): PreparedRequest | null {
+    const known = this.known(literals.query);
+    if (!('document' in known)) return null;
+    const operation = this.operation(known, request.requestedName);
+    if (operation === null) return null;
+    return { operation, variables: literals.variables, requestedName: request.requestedName, contentType: request.contentType };
+  }
+
   /** The operation's compiled form once it has run COMPILE_AFTER_RUNS times; null until then. */
   private compiledFor({ operation, requestedName }: PreparedRequest): CompiledQuery | null {
     if (operation.runs < COMPILE_AFTER_RUNS) {
@@ -315,6 +408,11 @@ export class PreparedOperations {
       this.compiled.set(operation, compiled);
     }
     return 'refused' in compiled ? null : compiled;
+  }
+
+  /** Templates kept (src/http/literalTemplates.ts), usable or not. */
+  get templateCount(): number {
+    return this.templates.size;
   }
 
   /** The content type Apollo answered this Accept header with, once it has; undefined before. */
@@ -340,7 +438,7 @@ export class PreparedOperations {
     return known;
   }
 
-  private operation(known: Extract<Known, { document: DocumentNode }>, requestedName: string | undefined): PreparedOperation | null {
+  private operation(known: Prepared, requestedName: string | undefined): PreparedOperation | null {
     // no name and the name '' differ: graphql-js finds no operation named ''
     const name = requestedName;
     let operation = known.operations.get(name);

@@ -9,6 +9,7 @@ import type { Config } from '../config/env.js';
 import { ErrorCode } from '../errors.js';
 import { createGraphQLEngine } from '../graphql/engine.js';
 import type { PreparedOperations } from '../graphql/preparedOperations.js';
+import type { ResponseCache } from '../graphql/responseCache.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
@@ -48,6 +49,8 @@ export interface Gateway {
   stop(): Promise<void>;
   /** Requests the prepared path answered, and handed to Apollo after all; null when it is off. */
   readonly preparedStats: PreparedOperations['stats'] | null;
+  /** The response cache's hits, misses and answers stored; null when it is off. */
+  readonly responseCacheStats: ResponseCache['stats'] | null;
 }
 
 /**
@@ -191,6 +194,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   return {
     httpServer,
     preparedStats: prepared?.stats ?? null,
+    responseCacheStats: engine.responseCache?.stats ?? null,
     listen: (port, host) =>
       new Promise((resolve, reject) => {
         httpServer.once('error', reject);

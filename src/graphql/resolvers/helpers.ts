@@ -31,26 +31,39 @@ export async function loadRecommendations(
   anchorId: number,
   first: number | null | undefined,
 ): Promise<RecommendationListModel> {
-  const n = checkFirst(first);
-  const list = await context.loaders.recommendations.load(recommendationKey(kind, anchorId));
-  const items = await context.loaders.items.loadMany(list.entries.map((e) => e.itemId));
-  const entries: RecommendationEntryModel[] = [];
-  for (let i = 0; i < list.entries.length && entries.length < n; i++) {
-    const item = items[i];
-    if (item instanceof Error) throw item;
-    if (isItem(item)) entries.push({ ...list.entries[i]!, rank: entries.length + 1 });
-  }
-  return { anchorId: list.anchorId, kind: list.kind, entries };
+  return (await recommendationsWithItems(context, kind, anchorId, first)).list;
 }
 
+/** The items of loadRecommendations' list, in its order: loaded once, not asked of the loader again. */
 export async function loadRecommendedItems(
   context: GatewayContext,
   kind: RecommendationKind,
   anchorId: number,
   first: number | null | undefined,
-) {
-  const list = await loadRecommendations(context, kind, anchorId, first);
-  return existingItems(await context.loaders.items.loadMany(list.entries.map((e) => e.itemId)));
+): Promise<ItemModel[]> {
+  return (await recommendationsWithItems(context, kind, anchorId, first)).items;
+}
+
+async function recommendationsWithItems(
+  context: GatewayContext,
+  kind: RecommendationKind,
+  anchorId: number,
+  first: number | null | undefined,
+): Promise<{ list: RecommendationListModel; items: ItemModel[] }> {
+  const n = checkFirst(first);
+  const list = await context.loaders.recommendations.load(recommendationKey(kind, anchorId));
+  const loaded = await context.loaders.items.loadMany(list.entries.map((e) => e.itemId));
+  const entries: RecommendationEntryModel[] = [];
+  const items: ItemModel[] = [];
+  for (let i = 0; i < list.entries.length && entries.length < n; i++) {
+    const item = loaded[i];
+    if (item instanceof Error) throw item;
+    if (isItem(item)) {
+      entries.push({ ...list.entries[i]!, rank: entries.length + 1 });
+      items.push(item);
+    }
+  }
+  return { list: { anchorId: list.anchorId, kind: list.kind, entries }, items };
 }
 
 /** A loaded item, not a miss (null) nor a failed load (an Error from loadMany). */

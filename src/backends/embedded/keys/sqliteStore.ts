@@ -14,7 +14,6 @@ import {
   type NewUser,
   type UserRecord,
 } from './store.js';
-import { WalIndexWatch } from './walIndex.js';
 
 interface UserRow {
   id: string;
@@ -63,8 +62,6 @@ const isUniqueViolation = (error: unknown): boolean =>
 export class SqliteKeyStore implements KeyStore {
   private readonly db: Database.Database;
   private readonly statements;
-  /** The -shm file's header, for dataVersion(); null when there is none (see walIndex.ts). */
-  private readonly walIndex: WalIndexWatch | null;
 
   constructor(file: string) {
     makeDataDir(path.dirname(file));
@@ -113,12 +110,6 @@ export class SqliteKeyStore implements KeyStore {
       touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
       dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     };
-    this.walIndex = this.db.pragma('journal_mode', { simple: true }) === 'wal' ? WalIndexWatch.open(file) : null;
-  }
-
-  /** Runs one write transaction of this process's, so that its own commit is not taken for another's. */
-  private write<T>(run: () => T): T {
-    return this.walIndex ? this.walIndex.ownWrite(run) : run();
   }
 
   private createTables(): void {
@@ -145,10 +136,14 @@ export class SqliteKeyStore implements KeyStore {
     `);
   }
 
-  /** SQLite's data_version: it changes when another connection, in any process, commits. */
-  /** Moves when another connection (another process) has committed; not for this one's own writes. */
+  /**
+   * SQLite's data_version: it moves when another connection, in any process, commits; not for
+   * this one's own writes. (Reading the wal-index header from the -shm file instead saved about
+   * 1 µs a check, once a turn of the event loop: under 3% of a cached answer, so not kept;
+   * BENCHMARKS.md, eighth pass.)
+   */
   dataVersion(): number {
-    return this.walIndex?.version() ?? this.statements.dataVersion.get()!;
+    return this.statements.dataVersion.get()!;
   }
 
   async migrate(): Promise<void> {
@@ -169,7 +164,7 @@ export class SqliteKeyStore implements KeyStore {
       created_at: Date.now(),
     };
     try {
-      this.write(() => this.statements.insertUser.run(row.id, row.username, row.domain, row.password_hash, row.is_admin, row.created_at));
+      this.statements.insertUser.run(row.id, row.username, row.domain, row.password_hash, row.is_admin, row.created_at);
     } catch (error) {
       if (isUniqueViolation(error)) throw new UserExistsError(`user ${user.username} exists`);
       throw error;
@@ -203,7 +198,7 @@ export class SqliteKeyStore implements KeyStore {
       return row;
     });
     try {
-      return toKey(this.write(() => insert.immediate()));
+      return toKey(insert.immediate());
     } catch (error) {
       if (isUniqueViolation(error)) throw new KeyNameTakenError(`the name ${key.name} is taken`);
       throw error;
@@ -231,18 +226,17 @@ export class SqliteKeyStore implements KeyStore {
   }
 
   async deleteKey(id: string, ownerId: string | null): Promise<boolean> {
-    const result = this.write(() => (ownerId === null ? this.statements.deleteAny.run(id) : this.statements.deleteOwn.run(id, ownerId)));
+    const result = ownerId === null ? this.statements.deleteAny.run(id) : this.statements.deleteOwn.run(id, ownerId);
     return result.changes > 0;
   }
 
   async touchKey(id: string, at: Date): Promise<void> {
-    this.write(() => this.statements.touch.run(at.getTime(), id));
+    this.statements.touch.run(at.getTime(), id);
   }
 
   async close(): Promise<void> {
     if (!this.db.open) return;
     this.db.close();
-    this.walIndex?.close();
   }
 
   /** PRAGMA integrity_check, for the crash-safety tests. */

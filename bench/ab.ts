@@ -1,0 +1,121 @@
+/**
+ * Two builds of the gateway side by side (not a test): `npx tsx bench/ab.ts --a dist-before --b dist`.
+ * Each build is a directory beside dist/ (copy dist/ after `npx tsc -p tsconfig.build.json`);
+ * both gateways are started together on CPU 1 with the same environment and loaded in turn,
+ * A then B, for --rounds rounds of --seconds each after a round each unmeasured, so that the
+ * machine's drift falls on both alike. Prints each round's req/s and server CPU µs a request,
+ * and the median of B's CPU over A's. Environment variables pass through to both gateways.
+ *
+ * Scenarios (--scenario): `lookup` (7), distinct anchors in variables, no response cache;
+ * `inline` (7b), the anchor written into the text, no response cache; `cached` (4), one query.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import { buildDemo } from '../src/backends/embedded/demo.js';
+import { EmbeddedKeyService } from '../src/backends/embedded/keys/keyService.js';
+import { SqliteKeyStore } from '../src/backends/embedded/keys/sqliteStore.js';
+import { addUser } from '../src/backends/embedded/keys/users.js';
+import { basicAuthorization } from '../src/auth/authorization.js';
+import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
+
+const { values: flags } = parseArgs({
+  options: {
+    a: { type: 'string', default: 'dist-a' },
+    b: { type: 'string', default: 'dist' },
+    scenario: { type: 'string', default: 'lookup' },
+    rounds: { type: 'string', default: '6' },
+    seconds: { type: 'string', default: '4' },
+    connections: { type: 'string', default: '20' },
+  },
+});
+const ROOT = new URL('../', import.meta.url).pathname;
+const FIELDS = '{ itemId name salePrice brandName customerRating }';
+const scenario = flags.scenario!;
+if (!['lookup', 'inline', 'cached'].includes(scenario)) throw new Error(`no scenario ${scenario}`);
+
+execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
+const dataDir = mkdtempSync(path.join(os.tmpdir(), 'recs-ab-'));
+const children: ChildProcess[] = [];
+process.on('exit', () => {
+  for (const child of children) child.kill('SIGKILL');
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const store = new SqliteKeyStore(path.join(dataDir, 'keys.db'));
+await addUser(store, { username: 'bench', password: 'bench-password' });
+const keys = new EmbeddedKeyService(store);
+const key = (await keys.createKey(await keys.authenticate(basicAuthorization('bench', 'bench-password')), { name: 'client' })).key;
+await store.close();
+const demo = buildDemo();
+const recs = new EmbeddedRecs(demo.catalog, demo.log);
+const anchors = [...demo.catalog.values()].map((item) => item.itemId).filter((id) => recs.recommendNow('NEXT_BEST_PRODUCT', id).entries.length === 10);
+const bodies =
+  scenario === 'inline'
+    ? anchors.map((id) => JSON.stringify({ query: `{ productRecommendations(itemId: ${id}) ${FIELDS} }` }))
+    : (scenario === 'cached' ? anchors.slice(0, 1) : anchors).map((itemId) =>
+        JSON.stringify({ query: `query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId) ${FIELDS} }`, variables: { itemId } }),
+      );
+
+interface Gateway {
+  url: string;
+  pid: number;
+}
+async function start(build: string): Promise<Gateway> {
+  const env = {
+    ...process.env, REDIS_URL: undefined, LOG_LEVEL: 'warn', NODE_ENV: 'production', BACKEND: 'embedded', DATA_DIR: dataDir, BENCH_DIST: build,
+    RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0',
+    ...(scenario === 'cached' ? {} : { RESPONSE_CACHE_MAX_ENTRIES: '0' }),
+  };
+  const child = spawn('taskset', ['-c', '1', process.execPath, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  children.push(child);
+  const url = await new Promise<string>((resolve, reject) => {
+    child.once('exit', (code) => reject(new Error(`${build} exited with ${code}`)));
+    createInterface({ input: child.stdout! }).on('line', (line) => {
+      if (line.startsWith('{"url"')) resolve((JSON.parse(line) as { url: string }).url);
+    });
+  });
+  return { url: `${url}/graphql`, pid: child.pid! };
+}
+const cpuMs = (pid: number): number => {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+
+let next = 0;
+async function round(target: Gateway, seconds: number): Promise<{ rps: number; cpuUs: number; p99: number; bad: number }> {
+  const cpu0 = cpuMs(target.pid);
+  const result = await autocannon({
+    url: target.url, connections: Number(flags.connections), duration: seconds, method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: key }, body: bodies[0],
+    requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: bodies[next++ % bodies.length] }) }],
+  });
+  const cpu = cpuMs(target.pid) - cpu0;
+  return { rps: result.requests.total / result.duration, cpuUs: (cpu * 1000) / result.requests.total, p99: result.latency.p99, bad: result.non2xx + result.errors };
+}
+
+const [a, b] = await Promise.all([start(flags.a!), start(flags.b!)]);
+console.log(`${scenario}: A ${flags.a}, B ${flags.b}; ${bodies.length} bodies; load average ${os.loadavg()[0]!.toFixed(2)}`);
+// warm-up: the JIT's, and the prepared path's compiling
+await round(a, Number(flags.seconds));
+await round(b, Number(flags.seconds));
+const ratios: number[] = [];
+for (let i = 0; i < Number(flags.rounds); i++) {
+  const [first, second] = i % 2 === 0 ? [a, b] : [b, a];
+  const r1 = await round(first, Number(flags.seconds));
+  const r2 = await round(second, Number(flags.seconds));
+  const [ra, rb] = first === a ? [r1, r2] : [r2, r1];
+  ratios.push(rb.cpuUs / ra.cpuUs);
+  console.log(
+    `round ${i + 1}: A ${Math.round(ra.rps)} req/s ${ra.cpuUs.toFixed(1)} µs p99 ${ra.p99} ms${ra.bad ? ` (${ra.bad} bad)` : ''}; ` +
+      `B ${Math.round(rb.rps)} req/s ${rb.cpuUs.toFixed(1)} µs p99 ${rb.p99} ms${rb.bad ? ` (${rb.bad} bad)` : ''}; B/A CPU ${(rb.cpuUs / ra.cpuUs).toFixed(3)}`,
+  );
+}
+ratios.sort((x, y) => x - y);
+console.log(`B/A server CPU a request: median ${ratios[Math.floor(ratios.length / 2)]!.toFixed(3)} (${ratios[0]!.toFixed(3)} to ${ratios.at(-1)!.toFixed(3)}); load average ${os.loadavg()[0]!.toFixed(2)}`);
+process.exit(0);
