@@ -7,6 +7,8 @@ import { Catalog } from './catalog.js';
 import { buildDemo } from './demo.js';
 import { EventLog } from './events/event.js';
 import type { RecEvent } from './events/event.js';
+import { LiveModel } from './recommender/live.js';
+import type { ApplyStats } from './recommender/live.js';
 import { buildModel } from './recommender/model.js';
 import type { ModelOptions, RecModel } from './recommender/model.js';
 import type { BuildMessage, BuildRequest } from './recommender/builtModel.js';
@@ -49,11 +51,10 @@ function startWorker(workerData: BuildRequest): Worker {
 
 /**
  * The embedded recommendation service: item lookup and both lists from an in-memory catalogue
- * and a model built from the event log. The model is rebuilt as a whole rather than updated
- * incrementally: the demo's 200k events build in a few hundred ms and 10M in about 20 s, off
- * the request path (a worker thread, see reload), which beats the complexity of incremental
- * top-K maintenance for a log that changes by batch imports. Lookups see the old model until the
- * new one is swapped in whole.
+ * and a model built from the event log. Built whole at start-up and after imports that replace
+ * data (reload: in a worker thread, swapped in whole); events and item records that arrive one
+ * batch at a time are applied to the model in use without a rebuild (applyEvents, applyItems:
+ * see recommender/live.ts), and the answers change when those calls return.
  */
 export class EmbeddedRecs implements RecsService {
   private recommender: Recommender;
@@ -63,6 +64,10 @@ export class EmbeddedRecs implements RecsService {
   private worker: Worker | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  /** The model in use, once a batch has been applied (made on the first: start-up builds only what it serves). */
+  private live: LiveModel | null = null;
+  /** Whether this.log is what the model in use was built from (not after a reload from DATA_DIR). */
+  private logMatches = true;
 
   constructor(catalog: Catalog, private log: EventLog, private readonly options: ModelOptions = {}, private readonly dataDir: string | null = null) {
     this.current = catalog;
@@ -98,23 +103,52 @@ export class EmbeddedRecs implements RecsService {
 
   /**
    * Applies events already stored (in store order) to the model in use: what the process that
-   * stored them and the replicas following the store call. Today a whole rebuild (issue 20's
-   * stand-in); the live-recommender work replaces it with an incremental update.
+   * stored them and the replicas following the store call. Incremental (recommender/live.ts):
+   * the lists then are those a full build over the same events gives, from the moment this returns.
    */
   applyEvents(events: readonly RecEvent[]): void {
-    for (const event of events) this.log.add(event);
-    this.rebuild(this.log);
+    const live = this.liveModel();
+    this.lastApply = live.applyEvents(events);
+    // A new Recommender: its per-category popularity lists are computed again on first use.
+    this.recommender = new Recommender(live, this.current);
   }
 
   /** Applies item records already stored: they join the catalogue, replacing older records of the same ids. */
   applyItems(items: readonly ItemModel[]): void {
-    for (const item of items) this.current.add(item);
-    this.rebuild(this.log);
+    const live = this.liveModel();
+    this.lastApply = live.applyItems(items);
+    this.recommender = new Recommender(live, this.current);
+  }
+
+  /** What the last applyEvents or applyItems did (benchmarks, logs); null before any. */
+  lastApply: ApplyStats | null = null;
+
+  private liveModel(): LiveModel {
+    if (this.live === null) {
+      if (!this.logMatches && this.dataDir !== null) {
+        // After a reload the log was read in the worker: read it again here, once.
+        const log = new EventLog();
+        const store = RecsStore.openReadOnly(this.dataDir);
+        try {
+          store?.loadEvents(log);
+        } finally {
+          store?.close();
+        }
+        this.log = log;
+        this.live = new LiveModel(log, this.options, this.current);
+      } else {
+        this.live = new LiveModel(this.log, this.options, this.current, this.recommender.model);
+      }
+      this.logMatches = true;
+    }
+    return this.live;
   }
 
   /** Swaps in a model built here, synchronously, from a new in-memory log (demo, benchmarks). */
   rebuild(log: EventLog = this.log): void {
     this.log = log;
+    this.live = null;
+    this.logMatches = true;
     this.recommender = new Recommender(buildModel(log, this.options, this.current), this.current);
   }
 
@@ -165,6 +199,8 @@ export class EmbeddedRecs implements RecsService {
             this.recommender = new Recommender(model, catalog);
             this.current = catalog;
             this.version = message.version;
+            this.live = null;
+            this.logMatches = false;
           }
           const t2 = performance.now();
           settle(null, {

@@ -1,0 +1,123 @@
+import fc from 'fast-check';
+import { describe, it, expect } from 'vitest';
+import type { ItemModel } from '../../src/backends/types.js';
+import { Catalog } from '../../src/backends/embedded/catalog.js';
+import { EventLog, ItemIndex } from '../../src/backends/embedded/events/event.js';
+import type { RecEvent } from '../../src/backends/embedded/events/event.js';
+import type { Neighbours } from '../../src/backends/embedded/recommender/cooccurrence.js';
+import type { ModelOptions, RecModel } from '../../src/backends/embedded/recommender/model.js';
+import { buildModel } from '../../src/backends/embedded/recommender/model.js';
+import { Recommender } from '../../src/backends/embedded/recommender/recommend.js';
+import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+
+const DAY = 86_400_000;
+
+/** Anchor a's neighbours as served: the live override, else the built arrays. */
+function listOf(n: Neighbours, a: number): [number, number, number][] {
+  const o = n.overrides?.get(a);
+  if (o !== undefined) return Array.from(o.item, (b, j) => [b, o.score[j]!, o.evidence[j]!]);
+  if (a + 1 >= n.start.length) return [];
+  const out: [number, number, number][] = [];
+  for (let j = n.start[a]!; j < n.start[a + 1]!; j++) out.push([n.item[j]!, n.score[j]!, n.evidence[j]!]);
+  return out;
+}
+
+/**
+ * A full build over every event `recs` has taken, with the catalogue it has now. Items are
+ * numbered as the live model numbers them (in the order it first met them): ties in a list go
+ * to the lower number, and a build from scratch numbers catalogue items after the events'.
+ */
+function fullBuild(recs: EmbeddedRecs, events: readonly RecEvent[], options: ModelOptions): RecModel {
+  const log = new EventLog(ItemIndex.fromIds(recs.model.items.ids()));
+  for (const e of events) log.add(e);
+  return buildModel(log, options, recs.catalog);
+}
+
+/** Every list of both kinds, the popularity orders and counts, and every lookup of a catalogued anchor: the same. */
+function expectSame(recs: EmbeddedRecs, events: readonly RecEvent[], options: ModelOptions): void {
+  const live = recs.model;
+  const full = fullBuild(recs, events, options);
+  expect(live.items.size).toBe(full.items.size);
+  for (let a = 0; a < full.items.size; a++) {
+    expect(listOf(live.postBrowse, a), `post-browse of item ${full.items.idAt(a)}`).toEqual(listOf(full.postBrowse, a));
+    expect(listOf(live.nextBest, a), `next-best of item ${full.items.idAt(a)}`).toEqual(listOf(full.nextBest, a));
+  }
+  expect(Array.from(live.views)).toEqual(Array.from(full.views));
+  expect(Array.from(live.purchases)).toEqual(Array.from(full.purchases));
+  expect(Array.from(live.popularViewed)).toEqual(Array.from(full.popularViewed));
+  expect(Array.from(live.popularBought)).toEqual(Array.from(full.popularBought));
+  const served = new Recommender(full, recs.catalog);
+  for (const item of recs.catalog.values()) {
+    for (const kind of ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) {
+      expect(recs.recommendNow(kind, item.itemId).entries, `${kind} of ${item.itemId}`).toEqual(served.recommend(kind, item.itemId));
+    }
+  }
+}
+
+const record = (id: number, category: number, parent: number): ItemModel =>
+  ({ itemId: id, parentItemId: parent, name: `item ${id}`, categoryPath: `Dept/Cat${category}`, stock: 'Available' }) as ItemModel;
+
+const arbEvent = fc.record({
+  purchase: fc.boolean(),
+  item: fc.integer({ min: 1, max: 14 }),
+  session: fc.option(fc.integer({ min: 0, max: 5 }), { nil: null }),
+  user: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
+  order: fc.option(fc.integer({ min: 0, max: 4 }), { nil: null }),
+  // Ties, seconds, a visit's gap, days, a half-life step, a max age.
+  dt: fc.constantFrom(0, 0, 1000, 60_000, 31 * 60_000, 3 * DAY, 15 * DAY, 40 * DAY, -2 * DAY),
+});
+
+const arbCase = fc.record({
+  events: fc.array(arbEvent, { minLength: 1, maxLength: 60 }),
+  cuts: fc.array(fc.integer({ min: 0, max: 60 }), { maxLength: 6 }),
+  // Records: items 1..10 at first; later records add 11..14 and move some to another category or family.
+  records: fc.array(fc.record({ id: fc.integer({ min: 1, max: 14 }), category: fc.integer({ min: 0, max: 2 }), parent: fc.integer({ min: 1, max: 14 }) }), { maxLength: 5 }),
+  recordsAt: fc.integer({ min: 0, max: 6 }),
+  options: fc.constantFrom<ModelOptions>(
+    {},
+    { maxAgeDays: 30 },
+    { maxAgeDays: 20, nextBest: { damping: 0.3, prior: 0, sameCategoryFactor: 0.5 } },
+    { postBrowse: { damping: 0.3, prior: 0, order: { window: 3, backward: 0.5, exponent: 1 }, halfLifeDays: 14, sameCategoryFactor: 3 }, maxItemsPerGroup: 4 },
+    { postBrowse: { damping: 0, prior: 0, sameCategoryFactor: 2 }, nextBest: { damping: 0.5, prior: 0, halfLifeDays: 7 }, maxItemsPerHistory: 3 },
+  ),
+});
+
+type RawEvent = typeof arbEvent extends fc.Arbitrary<infer T> ? T : never;
+
+function toEvents(raw: RawEvent[]): RecEvent[] {
+  let t = Date.UTC(2024, 0, 1);
+  return raw.map((e) => {
+    t += e.dt;
+    return {
+      kind: e.purchase ? 'purchase' : 'view', itemId: e.item, time: t,
+      session: e.session === null ? null : `s${e.session}`, user: e.user === null ? null : `u${e.user}`,
+      orderId: e.purchase && e.order !== null ? `o${e.order}` : null,
+    };
+  });
+}
+
+describe('the live model gives the lists of a full build over the same events', () => {
+  it('for random small logs applied in random batches, with item records arriving in between', () => {
+    fc.assert(
+      fc.property(arbCase, ({ events: raw, cuts, records, recordsAt, options }) => {
+        const events = toEvents(raw);
+        const catalog = new Catalog();
+        for (let id = 1; id <= 10; id++) catalog.add(record(id, id % 3, id <= 4 ? 1 : id));
+        const points = [...new Set(cuts.map((c) => Math.min(c, events.length)))].sort((a, b) => a - b);
+        const base = points.shift() ?? 0;
+        const log = new EventLog();
+        for (const e of events.slice(0, base)) log.add(e);
+        const recs = new EmbeddedRecs(catalog, log, options);
+        let from = base;
+        points.push(events.length);
+        points.forEach((to, i) => {
+          if (i === recordsAt) recs.applyItems(records.map((r) => record(r.id, r.category, r.parent)));
+          recs.applyEvents(events.slice(from, to));
+          from = to;
+        });
+        expectSame(recs, events, options);
+      }),
+      { numRuns: 150 },
+    );
+  }, 120_000);
+});
