@@ -28,6 +28,11 @@ export interface Config {
   databaseUrl: string | null;
   /** RECS_RELOAD_INTERVAL_MS: how often the embedded recommender looks for new imports; 0: never. Default 10000. */
   recsReloadIntervalMs: number;
+  /**
+   * RECS_EVENTS_MAX_AGE_DAYS: events older than this many days before the newest event stop
+   * counting in the embedded recommender (ModelOptions.maxAgeDays); 0: never. Default 90.
+   */
+  recsEventsMaxAgeDays: number;
   /** REDIS_URL: the shared cache. Default: none (an in-process cache). */
   redisUrl: string | null;
   /** REDIS_KEY_PREFIX: prefix of every key the gateway writes in Redis. Default `recs-gateway:`. */
@@ -299,6 +304,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(get('DATA_DIR') ?? 'data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     recsReloadIntervalMs: int('RECS_RELOAD_INTERVAL_MS', 10_000, 0, 86_400_000),
+    recsEventsMaxAgeDays: int('RECS_EVENTS_MAX_AGE_DAYS', 90, 0, 36_500),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
     cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', 300, 1, 86_400),

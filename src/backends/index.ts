@@ -56,6 +56,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   const recs = await openEmbeddedRecs({
     dataDir: config.dataDir,
     reloadIntervalMs: config.recsReloadIntervalMs,
+    model: { maxAgeDays: config.recsEventsMaxAgeDays },
     ...(hooks.log ? { log: hooks.log } : {}),
   }).catch(async (error: unknown) => {
     await store.close();
