@@ -390,8 +390,9 @@ class LiveNeighbours {
 
   /** Anchor a's list as buildNeighbours computes it (the same terms, the same scoring and ties). */
   private rank(a: number, facts: ItemFacts, scale: number): AnchorList {
-    const groups = this.itemGroup[a] ?? [];
-    const positions = this.itemPos[a] ?? [];
+    let groups = this.itemGroup[a] ?? [];
+    let positions = this.itemPos[a] ?? [];
+    if (this.ordered && groups.length > 1) ({ groups, positions } = byGroup(groups, positions));
     const weight = this.slotWeight;
     const counts = this.slotCount;
     const touched = this.touched;
@@ -483,6 +484,18 @@ class LiveNeighbours {
     }
     this.commit(cutoff, false);
   }
+}
+
+/**
+ * An item's positions with those of one group together, as the build walks them: the shared-group
+ * count stamps each neighbour with the group last seen, which a group seen again after another
+ * would count twice (the swap-removal of groups that left mixes the lists).
+ */
+function byGroup(groups: number[], positions: number[]): { groups: number[]; positions: number[] } {
+  const keys = new Float64Array(groups.length);
+  for (let j = 0; j < groups.length; j++) keys[j] = groups[j]! * 2_097_152 + positions[j]!;
+  keys.sort();
+  return { groups: Array.from(keys, (x) => Math.floor(x / 2_097_152)), positions: Array.from(keys, (x) => x % 2_097_152) };
 }
 
 /** Folds the overrides into the CSR arrays, so that lookups and memory stay those of a built model. */
