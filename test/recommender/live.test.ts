@@ -35,10 +35,19 @@ function fullBuild(recs: EmbeddedRecs, events: readonly RecEvent[], options: Mod
   return buildModel(log, options, recs.catalog);
 }
 
-/** Every list of both kinds, the popularity orders and counts, and every lookup of a catalogued anchor: the same. */
+/**
+ * Post-browse lookups right after the batches (anchors re-ranked as they are looked up); then,
+ * after the flush, every list of both kinds, the popularity orders and counts, and every lookup
+ * of a catalogued anchor: the same as a full build's.
+ */
 function expectSame(recs: EmbeddedRecs, events: readonly RecEvent[], options: ModelOptions): void {
-  const live = recs.model;
   const full = fullBuild(recs, events, options);
+  const served = new Recommender(full, recs.catalog);
+  for (const item of recs.catalog.values()) {
+    expect(recs.recommendNow('POST_BROWSE', item.itemId).entries, `POST_BROWSE of ${item.itemId} before the flush`).toEqual(served.recommend('POST_BROWSE', item.itemId));
+  }
+  recs.flush();
+  const live = recs.model;
   expect(live.items.size).toBe(full.items.size);
   for (let a = 0; a < full.items.size; a++) {
     expect(listOf(live.postBrowse, a), `post-browse of item ${full.items.idAt(a)}`).toEqual(listOf(full.postBrowse, a));
@@ -48,7 +57,6 @@ function expectSame(recs: EmbeddedRecs, events: readonly RecEvent[], options: Mo
   expect(Array.from(live.purchases)).toEqual(Array.from(full.purchases));
   expect(Array.from(live.popularViewed)).toEqual(Array.from(full.popularViewed));
   expect(Array.from(live.popularBought)).toEqual(Array.from(full.popularBought));
-  const served = new Recommender(full, recs.catalog);
   for (const item of recs.catalog.values()) {
     for (const kind of ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) {
       expect(recs.recommendNow(kind, item.itemId).entries, `${kind} of ${item.itemId}`).toEqual(served.recommend(kind, item.itemId));
@@ -162,11 +170,18 @@ describe('the demo shop, applied in batches onto a model built from part of it',
     };
     for (let i = 0; i < 3; i++) apply(5_000);
     expect(recs.lastApply!.reranked).toBeGreaterThan(0);
+    // Thousands of anchors marked: post-browse is rebuilt rather than re-ranked, and next-best-product always.
+    expect(recs.flush()!.rebuilt).toEqual(['postBrowse', 'nextBest']);
     // Not in the catalogue yet: NOT_FOUND as an anchor, and in no list, while its events count.
     expect(() => recs.recommendNow('POST_BROWSE', late[0]!.itemId)).toThrow();
     expect(recs.model.views[recs.model.items.indexOf(late[0]!.itemId)]).toBeGreaterThan(0);
     recs.applyItems(late);
-    for (let i = 0; i < 20; i++) apply(50);
+    for (let i = 0; i < 20; i++) {
+      apply(50);
+      // A few anchors marked: re-ranked one by one.
+      if (i % 5 === 4) expect(recs.flush()).toMatchObject({ reranked: expect.any(Number), rebuilt: ['nextBest'] });
+    }
+    expect(recs.model.postBrowse.overrides!.size).toBeGreaterThan(0);
     recs.applyEvents(events.slice(at));
     expect(recs.model.views.reduce((a, b) => a + b, 0) + recs.model.purchases.reduce((a, b) => a + b, 0)).toBeLessThan(events.length);
     expectSame(recs, events, options);

@@ -20,6 +20,13 @@ import { DB_FILE, RecsStore } from './store.js';
 /** At most this many ids per getItems call (RecsService contract). */
 const MAX_IDS = 100;
 
+/**
+ * How long after a batch its remaining work runs (EmbeddedRecs.applyEvents): short against
+ * issue 20's second of freshness, long enough for a stream of small batches to share one
+ * rebuild of next-best-product.
+ */
+export const FLUSH_DELAY_MS = 100;
+
 /** What a reload did. */
 export interface ReloadResult {
   /** False when DATA_DIR has no catalogue (the model in use stays). */
@@ -64,6 +71,7 @@ export class EmbeddedRecs implements RecsService {
   private worker: Worker | null = null;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
+  private flushTimer: NodeJS.Timeout | null = null;
   /** The model in use, once a batch has been applied (made on the first: start-up builds only what it serves). */
   private live: LiveModel | null = null;
   /** Whether this.log is what the model in use was built from (not after a reload from DATA_DIR). */
@@ -104,13 +112,27 @@ export class EmbeddedRecs implements RecsService {
   /**
    * Applies events already stored (in store order) to the model in use: what the process that
    * stored them and the replicas following the store call. Incremental (recommender/live.ts):
-   * the lists then are those a full build over the same events gives, from the moment this returns.
+   * from the moment this returns, post-browse lists and popularity are those a full build over
+   * the same events gives (an anchor a batch touched is re-ranked when it is looked up, or by
+   * the flush); next-best-product's, rebuilt whole because of its prior, after the flush that
+   * follows within FLUSH_DELAY_MS (batches in between share it).
    */
   applyEvents(events: readonly RecEvent[]): void {
     const live = this.liveModel();
     this.lastApply = live.applyEvents(events);
     // A new Recommender: its per-category popularity lists are computed again on first use.
     this.recommender = new Recommender(live, this.current);
+    if (live.pending && this.flushTimer === null && !this.closed) {
+      this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+      this.flushTimer.unref();
+    }
+  }
+
+  /** Does now what applyEvents left to its flush (tests, benchmarks); null when there is no live model. */
+  flush(): ApplyStats | null {
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    return this.live?.flush() ?? null;
   }
 
   /** Applies item records already stored: they join the catalogue, replacing older records of the same ids. */
@@ -257,6 +279,8 @@ export class EmbeddedRecs implements RecsService {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.worker?.terminate();

@@ -103,6 +103,8 @@ class LiveNeighbours {
   private groupWeight: number[] = [];
   private groupSlot: Int32Array[] = [];
   private readonly freeGroups: number[] = [];
+  /** Positions of all groups (what a build walks). */
+  private positions = 0;
   private itemGroup: number[][] = [];
   private itemPos: number[][] = [];
   private occurrences: Float64Array = new Float64Array(0);
@@ -134,7 +136,7 @@ class LiveNeighbours {
     private readonly log: EventLog,
     private readonly sets: LiveSet[],
     scoring: NeighbourOptions,
-    readonly neighbours: Neighbours,
+    private neighbours: Neighbours,
     options: ModelOptions,
     latest: number,
   ) {
@@ -296,6 +298,7 @@ class LiveNeighbours {
     this.groupItems[g] = groupItems;
     this.groupSlot[g] = slot;
     this.groupWeight[g] = weight;
+    this.positions += items.length;
     return g;
   }
 
@@ -325,6 +328,7 @@ class LiveNeighbours {
         this.changed(b, marking);
       }
     }
+    this.positions -= items.length;
     this.groupItems[g] = new Int32Array(0);
     this.groupSlot[g] = new Int32Array(0);
     this.groupWeight[g] = 0;
@@ -371,21 +375,56 @@ class LiveNeighbours {
     return this.halfLifeMs > 0 && this.damping !== 0;
   }
 
+  /** Anchors marked and not re-ranked yet (an upper bound: some may have been refreshed by a lookup). */
   get dirtyCount(): number {
     return this.dirtyList.length;
   }
 
-  /** Re-ranks the marked anchors into Neighbours.overrides, for recency reference step `step`. */
-  rerank(facts: ItemFacts, step: number, nItems: number): void {
-    // Weights here are relative to ownStep; the build's to `step`: an exact power of two apart.
-    const scale = this.halfLifeMs > 0 ? Math.pow(2, this.ownStep - step) : 1;
+  /**
+   * Whether re-ranking the marked anchors would cost more than building the kind anew: their
+   * positions against `share` of all positions (the build walks every position once, in a tighter
+   * loop than a re-rank's).
+   */
+  cheaperToRebuild(share: number): boolean {
+    let work = 0;
+    for (const a of this.dirtyList) if (this.dirty[a] === 1) work += this.itemGroup[a]!.length;
+    return work > share * this.positions;
+  }
+
+  /** Takes a fresh build of the kind as the lists served: nothing is marked any more. */
+  adopt(built: Neighbours): void {
+    this.neighbours = built;
+    built.overrides = new Map();
+    for (const a of this.dirtyList) this.dirty[a] = 0;
+    this.dirtyList.length = 0;
+  }
+
+  /** Weights here are relative to ownStep; the build's to `step`: an exact power of two apart. */
+  private scaleFor(step: number): number {
+    return this.halfLifeMs > 0 ? Math.pow(2, this.ownStep - step) : 1;
+  }
+
+  /** Re-ranks every marked anchor into Neighbours.overrides (recency reference step `step`); returns how many. */
+  rerank(facts: ItemFacts, step: number, nItems: number): number {
+    const scale = this.scaleFor(step);
     const overrides = this.neighbours.overrides!;
+    let n = 0;
     for (const a of this.dirtyList) {
+      if (this.dirty[a] === 0) continue;
       this.dirty[a] = 0;
       overrides.set(a, this.rank(a, facts, scale));
+      n++;
     }
     this.dirtyList.length = 0;
     if (overrides.size > Math.max(1024, nItems >> 2)) foldOverrides(this.neighbours, nItems);
+    return n;
+  }
+
+  /** Re-ranks anchor a now if it is marked (a lookup of it: its list is then current). */
+  refresh(a: number, facts: ItemFacts, step: number): void {
+    if (a >= this.dirty.length || this.dirty[a] === 0) return;
+    this.dirty[a] = 0;
+    this.neighbours.overrides!.set(a, this.rank(a, facts, this.scaleFor(step)));
   }
 
   /** Anchor a's list as buildNeighbours computes it (the same terms, the same scoring and ties). */
@@ -535,13 +574,24 @@ export function foldOverrides(n: Neighbours, nItems: number): void {
   overrides.clear();
 }
 
-/** What applying a batch did (for logs and benchmarks). */
+type Kind = 'postBrowse' | 'nextBest';
+
+/**
+ * A flush rebuilds an incremental kind instead of re-ranking when the marked anchors hold more
+ * than this share of all positions (bench/live.ts: a re-rank walks a position about three times
+ * slower than the build, which renumbers items for locality).
+ */
+const REBUILD_SHARE = 0.3;
+const KINDS: readonly Kind[] = ['postBrowse', 'nextBest'];
+
+/** What applying a batch (or a flush) did (for logs and benchmarks). */
 export interface ApplyStats {
   events: number;
-  /** Anchors re-ranked incrementally. */
+  /** Anchors marked for re-ranking (applyEvents), or re-ranked (flush, applyItems). */
   reranked: number;
-  /** Kinds rebuilt whole (next-best-product after purchases, where it has a prior). */
+  /** Kinds rebuilt whole (next-best-product after purchases, where it has a prior), and the time that took. */
   rebuilt: string[];
+  rebuildMs: number;
   /** Events taken out by age. */
   expired: number;
   ms: number;
@@ -606,6 +656,8 @@ export class LiveModel implements RecModel {
   private latest: number;
   private readonly live: { postBrowse: LiveNeighbours | null; nextBest: LiveNeighbours | null };
   private readonly expiry: TimeHeap | null;
+  /** Kinds with a prior whose rebuild waits for flush. */
+  private readonly stale = new Set<Kind>();
 
   constructor(private readonly log: EventLog, private readonly options: ModelOptions, private readonly catalog: Catalog | null, built: RecModel = buildModel(log, options, catalog)) {
     this.items = built.items;
@@ -686,11 +738,50 @@ export class LiveModel implements RecModel {
       this.viewed = null;
       this.bought = null;
     }
-    const stats: ApplyStats = { events: events.length, reranked: 0, rebuilt: [], expired, ms: 0 };
+    const stats: ApplyStats = { events: events.length, reranked: 0, rebuilt: [], rebuildMs: 0, expired, ms: 0 };
     this.update('postBrowse', changed[KIND_VIEW] === true, postBrowseMoved, cutoff, stats);
     this.update('nextBest', changed[KIND_PURCHASE] === true, nextBestMoved, cutoff, stats);
     stats.ms = performance.now() - t0;
     return stats;
+  }
+
+  /** Whether flush has work: anchors marked, or a kind to rebuild. */
+  get pending(): boolean {
+    return this.stale.size > 0 || (this.live.postBrowse?.dirtyCount ?? 0) > 0 || (this.live.nextBest?.dirtyCount ?? 0) > 0;
+  }
+
+  /**
+   * Re-ranks every marked anchor and rebuilds the kinds with a prior that events changed: after
+   * it, every list is what a full build gives. Lookups do not wait for it (see refresh).
+   */
+  flush(): ApplyStats {
+    const t0 = performance.now();
+    const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
+    const cutoff = cutoffOf(this.latest, this.options);
+    for (const kind of KINDS) {
+      const live = this.live[kind];
+      if (live === null) {
+        if (this.stale.has(kind)) this.rebuildKind(kind, cutoff, stats);
+      } else if (live.cheaperToRebuild(REBUILD_SHARE)) {
+        // The same lists either way (the build is their definition); this is only quicker.
+        this.rebuildKind(kind, cutoff, stats);
+        live.adopt(this[kind]);
+      } else {
+        stats.reranked += live.rerank(this.facts, this.step(kind), this.items.size);
+      }
+    }
+    this.stale.clear();
+    stats.ms = performance.now() - t0;
+    return stats;
+  }
+
+  /**
+   * Called by a lookup before it reads the anchor's list: an incremental kind re-ranks the anchor
+   * if a batch marked it, so that post-browse answers follow every event at once; a rebuilt kind
+   * serves its last build until flush.
+   */
+  refresh(kind: Kind, anchor: number): void {
+    this.live[kind]?.refresh(anchor, this.facts, this.step(kind));
   }
 
   /**
@@ -711,51 +802,53 @@ export class LiveModel implements RecModel {
     }
     const nItems = this.items.size;
     this.growItems(nItems);
-    const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], expired: 0, ms: 0 };
+    const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
     if (moved.length > 0) {
       // Numbered as a full build numbers them (itemFacts), so the prior lists and model.category agree.
       this.facts = itemFacts(this.items, this.catalog);
       this.category = this.facts.category ?? null;
       this.viewed = null;
       this.bought = null;
-      const cutoff = cutoffOf(this.latest, this.options);
-      for (const kind of ['postBrowse', 'nextBest'] as const) {
+      for (const kind of KINDS) {
         const live = this.live[kind];
-        if (live === null) this.rebuildKind(kind, cutoff, stats);
-        else {
-          for (const b of moved) live.markNear(b);
-          stats.reranked += live.dirtyCount;
-          live.rerank(this.facts, this.step(kind), nItems);
-        }
+        if (live === null) this.stale.add(kind);
+        else for (const b of moved) live.markNear(b);
       }
+      // At once, records being rare: the categories are numbered anew, and the rebuilt kinds' prior lists with them.
+      const flushed = this.flush();
+      stats.reranked = flushed.reranked;
+      stats.rebuilt = flushed.rebuilt;
+      stats.rebuildMs = flushed.rebuildMs;
     }
     stats.ms = performance.now() - t0;
     return stats;
   }
 
-  private update(kind: 'postBrowse' | 'nextBest', changed: boolean, stepMoved: boolean, cutoff: number, stats: ApplyStats): void {
+  /** Takes a batch into a kind: its groups and counts now, its lists at lookup or flush. */
+  private update(kind: Kind, changed: boolean, stepMoved: boolean, cutoff: number, stats: ApplyStats): void {
     const live = this.live[kind];
     if (live === null) {
-      if (changed || stepMoved) this.rebuildKind(kind, cutoff, stats);
+      if (changed || stepMoved) this.stale.add(kind);
       return;
     }
     live.commit(cutoff);
     if (stepMoved && live.referenceSensitive) live.markAll(this.items.size);
     stats.reranked += live.dirtyCount;
-    live.rerank(this.facts, this.step(kind), this.items.size);
   }
 
-  private step(kind: 'postBrowse' | 'nextBest'): number {
+  private step(kind: Kind): number {
     const h = (kind === 'postBrowse' ? postBrowseScoring(this.options) : nextBestScoring(this.options)).halfLifeDays ?? 0;
     return h > 0 ? referenceStep(this.latest, h * DAY_MS) : 0;
   }
 
-  private rebuildKind(kind: 'postBrowse' | 'nextBest', cutoff: number, stats: ApplyStats): void {
+  private rebuildKind(kind: Kind, cutoff: number, stats: ApplyStats): void {
+    const t0 = performance.now();
     const log = this.log;
     this[kind] = kind === 'postBrowse'
       ? buildNeighbours(log, postBrowseSets(log, this.options, cutoff), postBrowseScoring(this.options), this.facts)
       : buildNeighbours(log, nextBestSets(log, this.options, cutoff), nextBestScoring(this.options), this.facts);
     stats.rebuilt.push(kind);
+    stats.rebuildMs += performance.now() - t0;
   }
 
   /**

@@ -141,6 +141,8 @@ export interface RecModel {
   /** Each item's leaf category interned (-1 none); null without a catalogue. */
   category: Int32Array | null;
   buildMs: number;
+  /** A live model (live.ts) brings an anchor's list up to date before a lookup reads it. */
+  refresh?(kind: 'postBrowse' | 'nextBest', anchor: number): void;
 }
 
 /**

@@ -81,6 +81,7 @@ export class Recommender {
    */
   private fromNeighbours(kind: RecommendationKind, anchorIndex: number, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
     if (anchorIndex < 0) return false;
+    this.model.refresh?.(kind === 'POST_BROWSE' ? 'postBrowse' : 'nextBest', anchorIndex);
     const n: Neighbours = kind === 'POST_BROWSE' ? this.model.postBrowse : this.model.nextBest;
     const source: RecommendationSource = kind === 'POST_BROWSE' ? 'CO_VIEW' : 'CO_PURCHASE';
     const categories = this.model.category;
@@ -105,7 +106,8 @@ export class Recommender {
     const list = category >= 0 && category < global && n.priorStart[category + 1]! > n.priorStart[category]! ? category : global;
     let j = list >= 0 ? n.priorStart[list]! : 0;
     const priorEnd = list >= 0 ? n.priorStart[list + 1]! : 0;
-    const scale = n.anchorScale.length > 0 ? n.anchorScale[anchorIndex]! : 0;
+    // An anchor newer than a live model's last rebuild of the kind has no scale yet: no prior.
+    const scale = anchorIndex < n.anchorScale.length ? n.anchorScale[anchorIndex]! : 0;
     const priorScore = (k: number): number => {
       const s = n.priorScore[k]! * scale;
       return list === global && category >= 0 && categories![n.priorItem[k]!] === category ? s * n.sameCategoryFactor : s;
