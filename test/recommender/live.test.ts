@@ -150,6 +150,25 @@ describe('the live model keeps what the build counts', () => {
   });
 });
 
+describe('the live model and the recency reference', () => {
+  it('re-ranks every anchor where damping > 0 when time passes a half-life step, even those no event touched', () => {
+    const options: ModelOptions = { postBrowse: { damping: 0.3, prior: 0, order: { window: 10, backward: 0.5, exponent: 1 }, halfLifeDays: 14 } };
+    const view = (session: string, itemId: number, time: number): RecEvent => ({ kind: 'view', session, user: null, itemId, time, orderId: null });
+    const t = Date.UTC(2024, 0, 1);
+    const events: RecEvent[] = [];
+    for (let s = 0; s < 30; s++) for (let j = 0; j < 4; j++) events.push(view(`s${s}`, 1 + ((s * 7 + j * 3) % 11), t + s * 3_600_000 + j * 1000));
+    // 20 days later, one visit of two items no earlier visit holds.
+    events.push(view('late', 20, t + 20 * DAY), view('late', 21, t + 20 * DAY + 1000));
+    const catalog = new Catalog();
+    for (let id = 1; id <= 21; id++) catalog.add(record(id, id, id));
+    const log = new EventLog();
+    for (const e of events.slice(0, 120)) log.add(e);
+    const recs = new EmbeddedRecs(catalog, log, options);
+    recs.applyEvents(events.slice(120));
+    expectSame(recs, events, options);
+  });
+});
+
 describe('the demo shop, applied in batches onto a model built from part of it', () => {
   it('gives the lists of a full build, with records that arrive after their items events', () => {
     const { records, events } = generateDemo();

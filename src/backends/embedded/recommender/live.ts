@@ -76,6 +76,8 @@ function nextBestLiveSets(options: ModelOptions): LiveSet[] {
   ];
 }
 
+const NONE: number[] = [];
+
 function growInt32(a: Int32Array, n: number, fill = 0): Int32Array {
   if (a.length >= n) return a;
   const b = new Int32Array(Math.max(n, 2 * a.length)).fill(fill);
@@ -99,9 +101,11 @@ class LiveNeighbours {
   private readonly keys: Map<number, number[]>[];
   private readonly keyGroups: Map<number, number[]>[];
   private readonly touchedKeys: Set<number>[];
-  private groupItems: Int32Array[] = [];
+  // Plain arrays of small integers: for groups of a few items they cost a fraction of a typed
+  // array's fixed overhead (an ArrayBuffer and its backing store each), in memory and in GC.
+  private groupItems: number[][] = [];
   private groupWeight: number[] = [];
-  private groupSlot: Int32Array[] = [];
+  private groupSlot: number[][] = [];
   private readonly freeGroups: number[] = [];
   /** Positions of all groups (what a build walks). */
   private positions = 0;
@@ -281,8 +285,8 @@ class LiveNeighbours {
     if (set.keepLast) items.reverse();
     const weight = this.halfLifeMs > 0 ? set.weight * recencyWeight(log.time[list[to - 1]!]!, this.halfLifeMs, this.ownStep) : set.weight;
     const g = this.freeGroups.pop() ?? this.groupItems.length;
-    const groupItems = Int32Array.from(items);
-    const slot = new Int32Array(items.length);
+    const groupItems = items;
+    const slot = new Array<number>(items.length).fill(0);
     const mark = ++this.stampCounter;
     for (let p = 0; p < items.length; p++) {
       const b = items[p]!;
@@ -329,8 +333,8 @@ class LiveNeighbours {
       }
     }
     this.positions -= items.length;
-    this.groupItems[g] = new Int32Array(0);
-    this.groupSlot[g] = new Int32Array(0);
+    this.groupItems[g] = NONE;
+    this.groupSlot[g] = NONE;
     this.groupWeight[g] = 0;
     this.freeGroups.push(g);
   }
@@ -420,9 +424,14 @@ class LiveNeighbours {
     return n;
   }
 
+  /** Whether anchor a is marked and not re-ranked yet. */
+  marked(a: number): boolean {
+    return a < this.dirty.length && this.dirty[a] === 1;
+  }
+
   /** Re-ranks anchor a now if it is marked (a lookup of it: its list is then current). */
   refresh(a: number, facts: ItemFacts, step: number): void {
-    if (a >= this.dirty.length || this.dirty[a] === 0) return;
+    if (!this.marked(a)) return;
     this.dirty[a] = 0;
     this.neighbours.overrides!.set(a, this.rank(a, facts, this.scaleFor(step)));
   }
@@ -658,6 +667,7 @@ export class LiveModel implements RecModel {
   private readonly expiry: TimeHeap | null;
   /** Kinds with a prior whose rebuild waits for flush. */
   private readonly stale = new Set<Kind>();
+  private readonly halfLifeMs: Record<Kind, number>;
 
   constructor(private readonly log: EventLog, private readonly options: ModelOptions, private readonly catalog: Catalog | null, built: RecModel = buildModel(log, options, catalog)) {
     this.items = built.items;
@@ -675,6 +685,7 @@ export class LiveModel implements RecModel {
     const incremental = (s: NeighbourOptions): boolean => (s.prior ?? 0) === 0 && s.pairScore === undefined;
     const pb = postBrowseScoring(options);
     const nb = nextBestScoring(options);
+    this.halfLifeMs = { postBrowse: (pb.halfLifeDays ?? 0) * DAY_MS, nextBest: (nb.halfLifeDays ?? 0) * DAY_MS };
     this.live = {
       postBrowse: incremental(pb) ? new LiveNeighbours(log, postBrowseLiveSets(options), pb, this.postBrowse, options, this.latest) : null,
       nextBest: incremental(nb) ? new LiveNeighbours(log, nextBestLiveSets(options), nb, this.nextBest, options, this.latest) : null,
@@ -709,9 +720,9 @@ export class LiveModel implements RecModel {
     this.growItems(this.items.size);
     let latest = this.latest;
     for (let e = first; e < log.length; e++) if (log.time[e]! > latest) latest = log.time[e]!;
-    const stepMoved = (h: number | undefined): boolean => (h ?? 0) > 0 && referenceStep(latest, h! * DAY_MS) !== referenceStep(this.latest, h! * DAY_MS);
-    const postBrowseMoved = stepMoved(postBrowseScoring(this.options).halfLifeDays);
-    const nextBestMoved = stepMoved(nextBestScoring(this.options).halfLifeDays);
+    const stepMoved = (h: number): boolean => h > 0 && referenceStep(latest, h) !== referenceStep(this.latest, h);
+    const postBrowseMoved = stepMoved(this.halfLifeMs.postBrowse);
+    const nextBestMoved = stepMoved(this.halfLifeMs.nextBest);
     this.latest = latest;
     this.live.postBrowse?.settle(latest);
     this.live.nextBest?.settle(latest);
@@ -781,7 +792,9 @@ export class LiveModel implements RecModel {
    * serves its last build until flush.
    */
   refresh(kind: Kind, anchor: number): void {
-    this.live[kind]?.refresh(anchor, this.facts, this.step(kind));
+    // The request path: one array read where nothing is marked.
+    const live = this.live[kind];
+    if (live !== null && live.marked(anchor)) live.refresh(anchor, this.facts, this.step(kind));
   }
 
   /**
@@ -836,9 +849,10 @@ export class LiveModel implements RecModel {
     stats.reranked += live.dirtyCount;
   }
 
+  /** The recency reference step a build over the events so far takes for the kind. */
   private step(kind: Kind): number {
-    const h = (kind === 'postBrowse' ? postBrowseScoring(this.options) : nextBestScoring(this.options)).halfLifeDays ?? 0;
-    return h > 0 ? referenceStep(this.latest, h * DAY_MS) : 0;
+    const h = this.halfLifeMs[kind];
+    return h > 0 ? referenceStep(this.latest, h) : 0;
   }
 
   private rebuildKind(kind: Kind, cutoff: number, stats: ApplyStats): void {
