@@ -150,6 +150,33 @@ describe('the live model keeps what the build counts', () => {
   });
 });
 
+describe('freshness', () => {
+  it('post-browse follows an applied event when applyEvents returns, next-best-product after the flush that follows by itself', async () => {
+    const catalog = new Catalog();
+    for (let id = 1; id <= 6; id++) catalog.add(record(id, id, id));
+    const t = Date.UTC(2024, 0, 1);
+    const log = new EventLog();
+    log.add({ kind: 'view', session: 's0', user: null, itemId: 1, time: t, orderId: null });
+    log.add({ kind: 'view', session: 's0', user: null, itemId: 2, time: t + 1000, orderId: null });
+    const recs = new EmbeddedRecs(catalog, log, {});
+    try {
+      const top = (kind: 'POST_BROWSE' | 'NEXT_BEST_PRODUCT'): number | undefined => recs.recommendNow(kind, 1).entries.find((e) => e.evidence > 0)?.itemId;
+      expect(top('POST_BROWSE')).toBe(2);
+      const at = (i: number): number => t + 10_000 + i * 1000;
+      recs.applyEvents([1, 5, 1, 5].map((itemId, i) => ({ kind: 'view', session: `s${1 + (i >> 1)}`, user: null, itemId, time: at(i), orderId: null })));
+      expect(top('POST_BROWSE')).toBe(5);
+      expect(top('NEXT_BEST_PRODUCT')).toBeUndefined();
+      recs.applyEvents([1, 4].map((itemId, i) => ({ kind: 'purchase', session: null, user: null, itemId, time: at(10 + i), orderId: 'o1' })));
+      // Within FLUSH_DELAY_MS (100 ms) on an idle machine; polled, so that a busy one only makes it slower.
+      const deadline = Date.now() + 5_000;
+      while (top('NEXT_BEST_PRODUCT') !== 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(top('NEXT_BEST_PRODUCT')).toBe(4);
+    } finally {
+      await recs.close();
+    }
+  }, 10_000);
+});
+
 describe('the live model and the recency reference', () => {
   it('re-ranks every anchor where damping > 0 when time passes a half-life step, even those no event touched', () => {
     const options: ModelOptions = { postBrowse: { damping: 0.3, prior: 0, order: { window: 10, backward: 0.5, exponent: 1 }, halfLifeDays: 14 } };

@@ -123,16 +123,22 @@ export class EmbeddedRecs implements RecsService {
     // A new Recommender: its per-category popularity lists are computed again on first use.
     this.recommender = new Recommender(live, this.current);
     if (live.pending && this.flushTimer === null && !this.closed) {
-      this.flushTimer = setTimeout(() => this.flush(), FLUSH_DELAY_MS);
+      // At least as long as the last flush took: on a large log where a flush comes close to a
+      // rebuild, upkeep then takes at most half the time, and freshness degrades instead.
+      this.flushTimer = setTimeout(() => this.flush(), Math.max(FLUSH_DELAY_MS, this.lastFlushMs));
       this.flushTimer.unref();
     }
   }
+
+  private lastFlushMs = 0;
 
   /** Does now what applyEvents left to its flush (tests, benchmarks); null when there is no live model. */
   flush(): ApplyStats | null {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    return this.live?.flush() ?? null;
+    const stats = this.live?.flush() ?? null;
+    if (stats !== null) this.lastFlushMs = stats.ms;
+    return stats;
   }
 
   /** Applies item records already stored: they join the catalogue, replacing older records of the same ids. */
