@@ -19,17 +19,24 @@ import { DEFAULT_SESSION_GAP_MS } from './sessions.js';
  * group's key (session, order, user); the key's groups are then computed again by the rules of
  * the full build (sessions.ts, buildGroups), the old ones subtracted and the new ones added to
  * n(b) and N; their items are the anchors whose lists may change (and, where damping > 0, every
- * item near an item whose n(b) changed). Those anchors are re-ranked at once, from their own
- * positions, with the build's scoring: their lists replace the built ones (Neighbours.overrides),
- * folded into the arrays when they grow many. Sums agree with the build's because every term is
- * exact in a double (ORDER_SCALE, recencyWeight).
+ * item near an item whose n(b) changed): marked. A marked anchor is re-ranked from its own
+ * positions, with the build's scoring, when a lookup reads it (refresh) or at the latest by the
+ * flush the caller runs shortly after (EmbeddedRecs: 100 ms); its list replaces the built one
+ * (Neighbours.overrides), folded into the arrays when they grow many. Where the marked anchors
+ * hold a large share of all positions, the flush builds the kind anew instead: the same lists,
+ * sooner. Sums agree with the build's because every term is exact in a double (ORDER_SCALE,
+ * recencyWeight), so the order in which groups come and go does not matter.
  *
  * A kind with a prior (next-best-product: the category prior depends on N and on every
  * category's counts, so that one new order moves every anchor) is rebuilt alone, from the log,
- * after a batch that holds events of its kind; views leave it as it is.
+ * by the flush after batches that hold events of its kind; views leave it as it is. Item records
+ * that change an item's family, category or candidacy flush at once.
  *
  * RECS_EVENTS_MAX_AGE_DAYS: events older than the newest event seen by that many days are taken
  * out (a heap by time), their groups computed again like those of new events.
+ *
+ * What it holds is what the request path needs; nothing of evaluate's weightings (pairScore) is
+ * here: a kind with one is never incremental.
  */
 
 /** How one group set keys, splits and weighs its events (the live twin of sessions.ts). */
