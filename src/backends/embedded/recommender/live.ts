@@ -106,7 +106,8 @@ function growFloat64(a: Float64Array, n: number): Float64Array {
  */
 class LiveNeighbours {
   private readonly keys: Map<number, number[]>[];
-  private readonly keyGroups: Map<number, number[]>[];
+  /** Per set: key -> its group's slot, or its groups' slots where it has several (a user's visits). */
+  private readonly keyGroups: Map<number, number | number[]>[];
   private readonly touchedKeys: Set<number>[];
   // Plain arrays of small integers: for groups of a few items they cost a fraction of a typed
   // array's fixed overhead (an ArrayBuffer and its backing store each), in memory and in GC.
@@ -248,7 +249,8 @@ class LiveNeighbours {
     const log = this.log;
     const list = this.keys[s]!.get(key);
     const old = this.keyGroups[s]!.get(key);
-    if (old !== undefined) for (const g of old) this.removeGroup(g, marking);
+    if (typeof old === 'number') this.removeGroup(old, marking);
+    else if (old !== undefined) for (const g of old) this.removeGroup(g, marking);
     if (list === undefined) return;
     let drop = 0;
     while (drop < list.length && log.time[list[drop]!]! < cutoff) drop++;
@@ -269,7 +271,7 @@ class LiveNeighbours {
       }
     }
     groups.push(this.addGroup(set, list, from, list.length, marking));
-    this.keyGroups[s]!.set(key, groups);
+    this.keyGroups[s]!.set(key, groups.length === 1 ? groups[0]! : groups);
   }
 
   /** The group of events list[from..to) by the build's rules (buildGroups); returns its slot. */
@@ -290,9 +292,10 @@ class LiveNeighbours {
       items.push(item);
     }
     if (set.keepLast) items.reverse();
+    // Exactly sized: an array grown by push keeps room for 16 more, several times a small group's size.
+    const groupItems = items.slice();
     const weight = this.halfLifeMs > 0 ? set.weight * recencyWeight(log.time[list[to - 1]!]!, this.halfLifeMs, this.ownStep) : set.weight;
     const g = this.freeGroups.pop() ?? this.groupItems.length;
-    const groupItems = items;
     const slot = new Array<number>(items.length).fill(0);
     const mark = ++this.stampCounter;
     for (let p = 0; p < items.length; p++) {
