@@ -61,7 +61,8 @@ function startWorker(workerData: BuildRequest): Worker {
  * and a model built from the event log. Built whole at start-up and after imports that replace
  * data (reload: in a worker thread, swapped in whole); events and item records that arrive one
  * batch at a time are applied to the model in use without a rebuild (applyEvents, applyItems:
- * see recommender/live.ts), and the answers change when those calls return.
+ * see recommender/live.ts): post-browse answers change when those calls return, next-best-product's
+ * after the flush that follows (FLUSH_DELAY_MS).
  */
 export class EmbeddedRecs implements RecsService {
   private recommender: Recommender;
