@@ -5,44 +5,18 @@
  * time, memory and in-process lookup latency, and a naive Map<string, number> pair counter on the
  * 1M log as the reference.
  */
-import { buildDemo, seededRandom, zipf } from '../src/backends/embedded/demo.js';
-import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../src/backends/embedded/events/event.js';
+import { buildDemo, seededRandom } from '../src/backends/embedded/demo.js';
+import type { EventLog } from '../src/backends/embedded/events/event.js';
+import { KIND_VIEW } from '../src/backends/embedded/events/event.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 import { buildModel } from '../src/backends/embedded/recommender/model.js';
 import { Recommender } from '../src/backends/embedded/recommender/recommend.js';
 import { visits } from '../src/backends/embedded/recommender/sessions.js';
+import { syntheticLog } from './syntheticLog.js';
 
 const gc = (globalThis as { gc?: () => void }).gc ?? ((): void => {});
 const mb = (bytes: number): string => `${Math.round(bytes / 1048576)} MB`;
 
-
-/** Visits of 1-15 views over Zipf(0.9)-popular items, a third of them ending in an order of 1-3 items. */
-function syntheticLog(events: number, items: number, seed: number): EventLog {
-  const random = seededRandom(seed);
-  const item = zipf(items, 0.9, random);
-  const log = new EventLog();
-  let session = 0;
-  let order = 0;
-  let time = 1_700_000_000_000;
-  while (log.length < events) {
-    session++;
-    const user = Math.floor(random() * (events / 20));
-    // Items of a visit cluster around a "topic" so that there is co-occurrence structure to find.
-    const topic = item();
-    const n = 1 + Math.floor(random() * 15);
-    for (let v = 0; v < n && log.length < events; v++) {
-      const id = random() < 0.6 ? ((topic + Math.floor(random() * 20)) % items) + 1 : item() + 1;
-      log.addKeys(KIND_VIEW, id, session, user, -1, (time += 20_000));
-    }
-    if (random() < 0.33) {
-      order++;
-      const m = 1 + Math.floor(random() * 3);
-      for (let p = 0; p < m && log.length < events; p++) log.addKeys(KIND_PURCHASE, ((topic + Math.floor(random() * 40)) % items) + 1, session, user, order, (time += 5_000));
-    }
-    time += 600_000;
-  }
-  return log;
-}
 
 function latencies(recommender: Recommender, ids: () => number, n: number): { p50: number; p99: number; mean: number } {
   const times = new Float64Array(n);

@@ -268,6 +268,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
     followIntervalMs: config.recsFollowIntervalMs,
+    model: { maxAgeDays: config.recsEventsMaxAgeDays },
     ...(hooks.log ? { log: hooks.log } : {}),
   }).catch(async (error: unknown) => {
     await store.close();

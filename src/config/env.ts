@@ -39,6 +39,11 @@ export interface Config {
    * (events, item records, imports) after what it has applied; 0: never. Default 250.
    */
   recsFollowIntervalMs: number;
+  /**
+   * RECS_EVENTS_MAX_AGE_DAYS: events older than this many days before the newest event stop
+   * counting in the embedded recommender (ModelOptions.maxAgeDays); 0: never. Default 90.
+   */
+  recsEventsMaxAgeDays: number;
   /** REDIS_URL: the shared cache. Default: none (an in-process cache). */
   redisUrl: string | null;
   /** REDIS_KEY_PREFIX: prefix of every key the gateway writes in Redis. Default `recs-gateway:`. */
@@ -286,6 +291,7 @@ export function loadConfig(env: Env = process.env): Config {
     dataDir: path.resolve(get('DATA_DIR') ?? 'data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     recsFollowIntervalMs: int('RECS_FOLLOW_INTERVAL_MS', 250, 0, 86_400_000),
+    recsEventsMaxAgeDays: int('RECS_EVENTS_MAX_AGE_DAYS', 90, 0, 36_500),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
     cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.item, 1, 86_400),

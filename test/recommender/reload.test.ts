@@ -50,6 +50,12 @@ describe('a running EmbeddedRecs picks up imports into DATA_DIR', () => {
       expect(list.entries.slice(0, 2).map((e) => [e.itemId, e.evidence])).toEqual([[105, 5], [107, 2]]);
       expect((await recs.getItems([200]))[0]).toMatchObject({ itemId: 200, name: 'new thing' });
       expect(list.entries).toHaveLength(10);
+
+      // Events applied after a reload add to what was loaded (the live model reads the log it was built from).
+      const t = Date.UTC(2016, 4, 9);
+      recs.applyEvents(Array.from({ length: 6 }, (_, s) => [100, 109].map((itemId, j) => ({ kind: 'view' as const, session: `live${s}`, user: null, itemId, time: t + s * 10 + j, orderId: null }))).flat());
+      const after = await recs.recommend('POST_BROWSE', 100);
+      expect(after.entries.slice(0, 3).map((e) => [e.itemId, e.evidence])).toEqual([[109, 6], [105, 5], [107, 2]]);
     } finally {
       await recs.close();
     }

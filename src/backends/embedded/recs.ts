@@ -8,6 +8,8 @@ import type { RecEvent } from './events/event.js';
 import { buildModel } from './recommender/model.js';
 import type { ModelOptions, RecModel } from './recommender/model.js';
 import { parseItemRecord } from '../../ports/itemRecord.js';
+import { LiveModel } from './recommender/live.js';
+import type { ApplyStats } from './recommender/live.js';
 import { Recommender } from './recommender/recommend.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { rowToRecEvent } from './liveStore.js';
@@ -16,6 +18,13 @@ import type { Loaded } from './loadFromStore.js';
 
 /** At most this many ids per getItems call (RecsService contract). */
 const MAX_IDS = 100;
+
+/**
+ * How long after a batch its remaining work runs (EmbeddedRecs.applyEvents): short against
+ * issue 20's second of freshness, long enough for a stream of small batches to share one
+ * rebuild of next-best-product.
+ */
+export const FLUSH_DELAY_MS = 100;
 
 /** What a reload did. */
 export interface ReloadResult {
@@ -48,12 +57,14 @@ export const FULL_RELOAD_EVENTS = 200_000;
 
 /**
  * The embedded recommendation service: item lookup and both lists from an in-memory catalogue
- * and a model built from the event log. With a store (SQLite or PostgreSQL) it follows it: rows
- * other processes wrote are read after the last applied id every `followIntervalMs` and applied
- * (applyEvents / applyItems); the process that stores a call applies it before answering (see
- * applyOwnEvents). Deletions (import --replace), a switch from the demo shop to a catalogue and a
- * large backlog reload whole in a worker thread; lookups see the old model until the new one is
- * swapped in.
+ * and a model built from the event log, built whole at start-up. With a store (SQLite or
+ * PostgreSQL) it follows it: rows other processes wrote are read after the last applied id every
+ * `followIntervalMs` and applied; the process that stores a call applies it before answering (see
+ * applyOwnEvents). Batches are applied to the model in use without a rebuild (applyEvents,
+ * applyItems: see recommender/live.ts): post-browse answers change when those calls return,
+ * next-best-product's after the flush that follows (FLUSH_DELAY_MS). Deletions (import --replace),
+ * a switch from the demo shop to a catalogue and a large backlog reload whole in a worker thread;
+ * lookups see the old model until the new one is swapped in.
  */
 export class EmbeddedRecs implements RecsService {
   private recommender: Recommender;
@@ -70,6 +81,9 @@ export class EmbeddedRecs implements RecsService {
   private missingCache: { at: number; count: number } | null = null;
   private readonly listeners: (() => void)[] = [];
   private readonly fullReloadEvents: number;
+  private flushTimer: NodeJS.Timeout | null = null;
+  /** The model in use, once a batch has been applied (made on the first: start-up builds only what it serves). */
+  private live: LiveModel | null = null;
 
   /**
    * `store`: the durable data this recommender follows (it takes ownership and closes it), with
@@ -137,23 +151,61 @@ export class EmbeddedRecs implements RecsService {
 
   /**
    * Applies events already stored (in store order) to the model in use: what the process that
-   * stored them and the replicas following the store call. Today a whole rebuild (issue 20's
-   * stand-in); the live-recommender work replaces it with an incremental update.
+   * stored them and the replicas following the store call. Incremental (recommender/live.ts):
+   * from the moment this returns, post-browse lists and popularity are those a full build over
+   * the same events gives (an anchor a batch touched is re-ranked when it is looked up, or by
+   * the flush); next-best-product's, rebuilt whole because of its prior, after the flush that
+   * follows within FLUSH_DELAY_MS (batches in between share it).
    */
   applyEvents(events: readonly RecEvent[]): void {
-    for (const event of events) this.log.add(event);
-    this.rebuild(this.log);
+    const live = this.liveModel();
+    this.lastApply = live.applyEvents(events);
+    // A new Recommender: its per-category popularity lists are computed again on first use.
+    this.recommender = new Recommender(live, this.current);
+    if (live.pending && this.flushTimer === null && !this.closed) {
+      // At least as long as the last flush took: on a large log where a flush comes close to a
+      // rebuild, upkeep then takes at most half the time, and freshness degrades instead.
+      this.flushTimer = setTimeout(() => this.flush(), Math.max(FLUSH_DELAY_MS, this.lastFlushMs));
+      this.flushTimer.unref();
+    }
+    this.changed();
+  }
+
+  private lastFlushMs = 0;
+
+  /** Does now what applyEvents left to its flush (tests, benchmarks); null when there is no live model. */
+  flush(): ApplyStats | null {
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
+    const stats = this.live?.flush() ?? null;
+    if (stats !== null) {
+      this.lastFlushMs = stats.ms;
+      this.changed(); // next-best-product's lists, rebuilt
+    }
+    return stats;
   }
 
   /** Applies item records already stored: they join the catalogue, replacing older records of the same ids. */
   applyItems(items: readonly ItemModel[]): void {
-    for (const item of items) this.current.add(item);
-    this.rebuild(this.log);
+    const live = this.liveModel();
+    this.lastApply = live.applyItems(items);
+    this.recommender = new Recommender(live, this.current);
+    this.changed();
+  }
+
+  /** What the last applyEvents or applyItems did (benchmarks, logs); null before any. */
+  lastApply: ApplyStats | null = null;
+
+  private liveModel(): LiveModel {
+    // the log the model in use was built from (a reload swaps both in together)
+    this.live ??= new LiveModel(this.log, this.options, this.current, this.recommender.model);
+    return this.live;
   }
 
   /** Swaps in a model built here, synchronously, from a new in-memory log (demo, benchmarks). */
   rebuild(log: EventLog = this.log): void {
     this.log = log;
+    this.live = null;
     this.recommender = new Recommender(buildModel(log, this.options, this.current), this.current);
   }
 
@@ -303,6 +355,7 @@ export class EmbeddedRecs implements RecsService {
     this.recommender = new Recommender(model, catalog);
     this.current = catalog;
     this.log = log;
+    this.live = null;
     this.mode = mode;
     this.head = { ...head };
     this.changed();
@@ -353,6 +406,8 @@ export class EmbeddedRecs implements RecsService {
 
   async close(): Promise<void> {
     this.closed = true;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    this.flushTimer = null;
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.worker?.terminate();

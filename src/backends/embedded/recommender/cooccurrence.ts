@@ -47,7 +47,7 @@ export interface Scoring {
   order?: OrderWeights;
   /** Views of the same item one after the other count as one position (ordered groups only); default false. */
   collapseRepeats?: boolean;
-  /** A group's weight halves every this many days before the log's latest event; default 0 (no decay). */
+  /** A group's weight halves every this many days (see recencyWeight); default 0 (no decay). */
   halfLifeDays?: number;
   /**
    * Score factor for a neighbour in the anchor's leaf category (with a catalogue); default 1.
@@ -94,6 +94,8 @@ export interface Neighbours {
   anchorScale: Float64Array;
   /** 1 where a prior item of the anchor's own category keeps its score; else sameCategoryFactor. */
   sameCategoryFactor: number;
+  /** Anchors re-ranked since the build (live.ts): their lists replace the CSR ones. */
+  overrides?: Map<number, AnchorList>;
 }
 
 /** What the build may know of items (by dense index), to spend the top-K only on usable items. */
@@ -112,6 +114,16 @@ export interface NeighbourOptions extends Scoring {
   topK?: number;
 }
 
+/**
+ * Re-ranked lists of some anchors that replace their `start`-indexed ones (the live path, see
+ * live.ts); absent on a built model.
+ */
+export interface AnchorList {
+  item: Int32Array;
+  score: Float64Array;
+  evidence: Int32Array;
+}
+
 export interface GroupSet {
   sequences: Sequences;
   /**
@@ -128,10 +140,50 @@ export interface GroupSet {
 interface Groups {
   start: Int32Array;
   items: Int32Array;
-  weight: Float32Array;
+  weight: Float64Array;
 }
 
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
+
+/**
+ * Order weights are kept as multiples of 1/ORDER_SCALE (2520 = lcm(1..10), so 1/d for every
+ * distance of the default window is an integer there) and recency weights on a 2^-12 grid of
+ * their half-life step: every term added up is then exact in a double, so sums are the same in
+ * whatever order groups come and go. That is what lets the live path (live.ts) add and subtract
+ * groups and still give the lists of a full build bit for bit.
+ */
+export const ORDER_SCALE = 2520;
+
+/**
+ * A group's recency weight: 2^((t - reference)/H) with reference = referenceStep · H, on a fixed
+ * grid of half-lives from the Unix epoch: the fraction within one step is rounded to 12 bits (a
+ * relative error below 2^-12) and the whole steps are an exact power of two. Moving the reference
+ * by m steps then scales every weight, and so every c and n, by exactly 2^-m, which leaves
+ * c / n(a) (damping 0) bit for bit the same: the live path never revisits old groups because
+ * time passed. The full build takes the step of the log's latest event as its reference.
+ */
+export function recencyWeight(time: number, halfLifeMs: number, referenceStep: number): number {
+  const x = time / halfLifeMs;
+  const step = Math.floor(x);
+  return (Math.round(Math.pow(2, x - step) * 4096) / 4096) * Math.pow(2, step - referenceStep);
+}
+
+/** The reference step of recencyWeight for a log whose latest event is at `latest`. */
+export function referenceStep(latest: number, halfLifeMs: number): number {
+  return Math.floor(latest / halfLifeMs);
+}
+
+/** d ↦ ORDER_SCALE / d^exponent for d in 1..window (index 0 unused). */
+export function orderDecay(order: OrderWeights): Float64Array {
+  const decay = new Float64Array(order.window + 1);
+  for (let d = 1; d < decay.length; d++) decay[d] = ORDER_SCALE / Math.pow(d, order.exponent);
+  return decay;
+}
+
+/** n(a)^(d-1): a division where d = 0, as it is correctly rounded (an exact power-of-two scale passes through it). */
+export function anchorFactor(na: number, damping: number): number {
+  return na > 0 ? (damping === 0 ? 1 / na : Math.pow(na, damping - 1)) : 1;
+}
 
 /**
  * The groups of all sets: their distinct items, or, where `ordered`, their positions (an item
@@ -148,10 +200,12 @@ function buildGroups(log: EventLog, sets: readonly GroupSet[], nItems: number, o
   }
   const start = new Int32Array(groups + 1);
   const items = new Int32Array(total);
-  const weight = new Float32Array(groups);
+  const weight = new Float64Array(groups);
   const stamp = new Int32Array(nItems).fill(-1);
   let latest = -Infinity;
   if (halfLifeDays > 0) for (let i = 0; i < log.length; i++) if (log.time[i]! > latest) latest = log.time[i]!;
+  const halfLifeMs = halfLifeDays * DAY_MS;
+  const reference = halfLifeDays > 0 ? referenceStep(latest, halfLifeMs) : 0;
   let g = 0;
   let n = 0;
   for (const { sequences, maxItems, keepLast } of sets) {
@@ -172,8 +226,7 @@ function buildGroups(log: EventLog, sets: readonly GroupSet[], nItems: number, o
         items[n++] = item;
       }
       if (keepLast === true) items.subarray(begin, n).reverse();
-      const age = halfLifeDays > 0 ? (latest - log.time[sequences.events[to - 1]!]!) / (halfLifeDays * DAY_MS) : 0;
-      weight[g] = sequences.weight[s]! * Math.pow(2, -age);
+      weight[g] = halfLifeDays > 0 ? sequences.weight[s]! * recencyWeight(log.time[sequences.events[to - 1]!]!, halfLifeMs, reference) : sequences.weight[s]!;
       start[++g] = n;
     }
   }
@@ -181,7 +234,7 @@ function buildGroups(log: EventLog, sets: readonly GroupSet[], nItems: number, o
 }
 
 /** A bounded min-heap keeping the best `k` (score, evidence, item) triples. */
-class TopK {
+export class TopK {
   readonly score: Float64Array;
   readonly evidence: Int32Array;
   readonly item: Int32Array;
@@ -264,7 +317,7 @@ class TopK {
  */
 function gather(
   a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
-  groupWeight: Float32Array, acc: Float32Array, touched: Int32Array,
+  groupWeight: Float64Array, acc: Float64Array, touched: Int32Array,
 ): number {
   let nTouched = 0;
   for (let j = byItemStart[a]!, end = byItemStart[a + 1]!; j < end; j++) {
@@ -309,13 +362,13 @@ function gatherUnit(
  * weight * decay[distance] for the items within the window after it (times `backward` before
  * it). The shared-group count needs a group stamp per item, as a group can hold a and b at
  * several positions. Weight, count and stamp share one 16-byte slot per item (`weight` and
- * `counts` view the same buffer: weight at 4b, count at 4b + 1, stamp g + 1 at 4b + 2, 0 when
- * untouched by this anchor; the caller clears the slots it is handed in `touched`): one cache
- * line per pair instead of three.
+ * `counts` view the same buffer: the double weight at 2b, count at 4b + 2, stamp g + 1 at
+ * 4b + 3, 0 when untouched by this anchor; the caller clears the slots it is handed in
+ * `touched`): one cache line per pair instead of three.
  */
 function gatherOrdered(
   a: number, byItemStart: Int32Array, byItem: Int32Array, positionGroup: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
-  groupWeight: Float32Array, decay: Float64Array, backward: number, weight: Float32Array, counts: Int32Array, touched: Int32Array,
+  groupWeight: Float64Array, decay: Float64Array, backward: number, weight: Float64Array, counts: Int32Array, touched: Int32Array,
 ): number {
   const window = decay.length - 1;
   let nTouched = 0;
@@ -329,13 +382,13 @@ function gatherOrdered(
       const b = groupItems[p]!;
       if (b === a) continue;
       const i = b << 2;
-      const stamp = counts[i + 2]!;
+      const stamp = counts[i + 3]!;
       if (stamp !== g + 1) {
         if (stamp === 0) touched[nTouched++] = b;
-        counts[i + 2] = g + 1;
-        counts[i + 1]!++;
+        counts[i + 3] = g + 1;
+        counts[i + 2]!++;
       }
-      weight[i]! += p > k ? w * decay[p - k]! : wb * decay[k - p]!;
+      weight[b << 1]! += p > k ? w * decay[p - k]! : wb * decay[k - p]!;
     }
   }
   return nTouched;
@@ -504,18 +557,17 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
       if (ordered) positionGroup[j] = g;
     }
   }
-  const decay = new Float64Array(ordered ? order.window + 1 : 0);
-  for (let d = 1; d < decay.length; d++) decay[d] = Math.pow(d, -order!.exponent);
+  const decay = ordered ? orderDecay(order) : new Float64Array(0);
   const backward = order?.backward ?? 0;
 
-  // Float32: half the cache footprint of the hottest array; exact for counts below 2^24. When
-  // every group weighs 1 and pairs are unordered, counts alone (Int32) give the same numbers in
-  // half the space again.
+  // Doubles, so that sums of the exact terms stay exact (see ORDER_SCALE); the ordered slot stays
+  // 16 bytes. When every group weighs 1 and pairs are unordered, counts alone (Int32) give the
+  // same numbers in a quarter of the space.
   const unit = !ordered && groups.weight.every((w) => w === 1);
-  const acc = new Float32Array(unit || ordered ? 0 : 2 * nItems);
+  const acc = new Float64Array(unit || ordered ? 0 : 2 * nItems);
   const count = new Int32Array(unit ? nItems : 0);
   const slots = new ArrayBuffer(ordered ? 16 * nItems : 0);
-  const slotWeight = new Float32Array(slots);
+  const slotWeight = new Float64Array(slots);
   const slotCount = new Int32Array(slots);
   // Sized for the worst case so that the hot loop never checks for growth.
   const touched = new Int32Array(nItems);
@@ -553,7 +605,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     outStart[a0] = out;
     const a = rank[a0]!;
     const na = occurrences[a]!;
-    const anchor = na > 0 ? Math.pow(na, damping - 1) : 1;
+    const anchor = anchorFactor(na, damping);
     if (prior > 0) anchorScale[a0] = anchor;
     const nTouched = ordered
       ? gatherOrdered(a, byItemStart, byItem, positionGroup, groups.start, groups.items, groups.weight, decay, backward, slotWeight, slotCount, touched)
@@ -579,11 +631,11 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
         count[b] = 0;
       } else if (ordered) {
         const i = b << 2;
-        c = slotWeight[i]!;
-        ev = slotCount[i + 1]!;
-        slotWeight[i] = 0;
-        slotCount[i + 1] = 0;
+        c = slotWeight[b << 1]! / ORDER_SCALE;
+        ev = slotCount[i + 2]!;
+        slotWeight[b << 1] = 0;
         slotCount[i + 2] = 0;
+        slotCount[i + 3] = 0;
       } else {
         const i = b << 1;
         c = acc[i]!;

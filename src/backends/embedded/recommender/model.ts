@@ -2,8 +2,8 @@ import type { Catalog } from '../catalog.js';
 import { categoryOf, familyOf } from '../catalog.js';
 import type { EventLog, ItemIndex } from '../events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
-import { buildNeighbours } from './cooccurrence.js';
-import type { ItemFacts, Neighbours, Scoring } from './cooccurrence.js';
+import { DAY_MS, buildNeighbours } from './cooccurrence.js';
+import type { GroupSet, ItemFacts, NeighbourOptions, Neighbours, Scoring } from './cooccurrence.js';
 
 export type { Scoring } from './cooccurrence.js';
 import { userHistories, visits } from './sessions.js';
@@ -72,6 +72,57 @@ export interface ModelOptions {
    * 0.25: the same basket is a statement about the pair, months apart is mostly about the user.
    */
   userHistoryWeight?: number;
+  /**
+   * Events older than this many days before the newest event of the log stop counting (the
+   * server passes RECS_EVENTS_MAX_AGE_DAYS, 90 by default); default 0 here: none (evaluation and
+   * benchmarks on historical logs). Age is measured against the newest event rather than the
+   * clock: in a live shop that is now, and a public log from 2016 stays usable as it is.
+   */
+  maxAgeDays?: number;
+}
+
+/** The newest event time of the log (-Infinity when empty). */
+export function latestTime(log: EventLog): number {
+  let latest = -Infinity;
+  for (let i = 0; i < log.length; i++) if (log.time[i]! > latest) latest = log.time[i]!;
+  return latest;
+}
+
+/** The time before which events no longer count (see ModelOptions.maxAgeDays). */
+export function cutoffOf(latest: number, options: ModelOptions): number {
+  const days = options.maxAgeDays ?? 0;
+  return days > 0 ? latest - days * DAY_MS : -Infinity;
+}
+
+/**
+ * The facts a build knows of items (see ItemFacts), by dense index; empty without a catalogue.
+ * Categories and families are numbered in item order, so that a live model that recomputes them
+ * after new records numbers them as a full build over the same items does.
+ */
+export function itemFacts(items: ItemIndex, catalog: Catalog | null): ItemFacts {
+  if (catalog === null) return {};
+  const nItems = items.size;
+  const candidate = new Uint8Array(nItems);
+  const family = new Int32Array(nItems).fill(-1);
+  const category = new Int32Array(nItems).fill(-1);
+  const families = new Map<number, number>();
+  const categories = new Map<string, number>();
+  for (let i = 0; i < nItems; i++) {
+    const item = catalog.get(items.idAt(i));
+    if (item === undefined) continue;
+    candidate[i] = 1;
+    const f = familyOf(item);
+    let fi = families.get(f);
+    if (fi === undefined) families.set(f, (fi = families.size));
+    family[i] = fi;
+    const c = categoryOf(item);
+    if (c !== null) {
+      let ci = categories.get(c);
+      if (ci === undefined) categories.set(c, (ci = categories.size));
+      category[i] = ci;
+    }
+  }
+  return { candidate, family, category };
 }
 
 /** The built model: neighbours and popularity by dense item index (log.items). */
@@ -90,6 +141,8 @@ export interface RecModel {
   /** Each item's leaf category interned (-1 none); null without a catalogue. */
   category: Int32Array | null;
   buildMs: number;
+  /** A live model (live.ts) brings an anchor's list up to date before a lookup reads it. */
+  refresh?(kind: 'postBrowse' | 'nextBest', anchor: number): void;
 }
 
 /**
@@ -101,59 +154,45 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
   const t0 = performance.now();
   if (catalog !== null) for (const item of catalog.values()) log.items.intern(item.itemId);
   const nItems = log.items.size;
-  const facts: ItemFacts = {};
-  let candidate: Uint8Array | null = null;
-  if (catalog !== null) {
-    candidate = new Uint8Array(nItems);
-    const family = new Int32Array(nItems).fill(-1);
-    const category = new Int32Array(nItems).fill(-1);
-    const families = new Map<number, number>();
-    const categories = new Map<string, number>();
-    for (let i = 0; i < nItems; i++) {
-      const item = catalog.get(log.items.idAt(i));
-      if (item === undefined) continue;
-      candidate[i] = 1;
-      const f = familyOf(item);
-      let fi = families.get(f);
-      if (fi === undefined) families.set(f, (fi = families.size));
-      family[i] = fi;
-      const c = categoryOf(item);
-      if (c !== null) {
-        let ci = categories.get(c);
-        if (ci === undefined) categories.set(c, (ci = categories.size));
-        category[i] = ci;
-      }
-    }
-    facts.candidate = candidate;
-    facts.family = family;
-    facts.category = category;
-  }
-  const maxItems = options.maxItemsPerGroup ?? 30;
-  const groupOptions = options.sessionGapMs === undefined ? {} : { sessionGapMs: options.sessionGapMs };
-  const postBrowse = buildNeighbours(
-    log,
-    [{ sequences: visits(log, KIND_VIEW, groupOptions), maxItems }],
-    { ...(options.postBrowse ?? DEFAULT_POST_BROWSE), topK: options.topK ?? 30 },
-    facts,
-  );
-  const nextBest = buildNeighbours(
-    log,
-    [
-      { sequences: visits(log, KIND_PURCHASE), maxItems },
-      { sequences: userHistories(log, options.userHistoryWeight ?? 0.25), maxItems: options.maxItemsPerHistory ?? 50, keepLast: true },
-    ],
-    { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30 },
-    facts,
-  );
+  const facts = itemFacts(log.items, catalog);
+  const since = cutoffOf(latestTime(log), options);
+  const postBrowse = buildNeighbours(log, postBrowseSets(log, options, since), postBrowseScoring(options), facts);
+  const nextBest = buildNeighbours(log, nextBestSets(log, options, since), nextBestScoring(options), facts);
   const views = new Float64Array(nItems);
   const purchases = new Float64Array(nItems);
   for (let i = 0; i < log.length; i++) {
+    if (log.time[i]! < since) continue;
     if (log.kind[i] === KIND_PURCHASE) purchases[log.item[i]!]!++;
     else views[log.item[i]!]!++;
   }
+  const candidate = facts.candidate ?? null;
   const popularViewed = popularityOrder(views, purchases, candidate);
   const popularBought = popularityOrder(purchases, views, candidate);
   return { items: log.items, postBrowse, nextBest, views, purchases, popularViewed, popularBought, category: facts.category ?? null, buildMs: performance.now() - t0 };
+}
+
+/** Post-browse's scoring with the options' top-K. */
+export function postBrowseScoring(options: ModelOptions): NeighbourOptions {
+  return { ...(options.postBrowse ?? DEFAULT_POST_BROWSE), topK: options.topK ?? 30 };
+}
+
+/** Next-best-product's scoring with the options' top-K. */
+export function nextBestScoring(options: ModelOptions): NeighbourOptions {
+  return { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30 };
+}
+
+/** Post-browse's groups: visits of views from `since`. */
+export function postBrowseSets(log: EventLog, options: ModelOptions, since: number): GroupSet[] {
+  const groupOptions = options.sessionGapMs === undefined ? { since } : { sessionGapMs: options.sessionGapMs, since };
+  return [{ sequences: visits(log, KIND_VIEW, groupOptions), maxItems: options.maxItemsPerGroup ?? 30 }];
+}
+
+/** Next-best-product's groups: orders, and users' purchase histories, from `since`. */
+export function nextBestSets(log: EventLog, options: ModelOptions, since: number): GroupSet[] {
+  return [
+    { sequences: visits(log, KIND_PURCHASE, { since }), maxItems: options.maxItemsPerGroup ?? 30 },
+    { sequences: userHistories(log, options.userHistoryWeight ?? 0.25, since), maxItems: options.maxItemsPerHistory ?? 50, keepLast: true },
+  ];
 }
 
 /** Compares items by descending `first` count, then `second`, then index (a stable, total order). */
@@ -162,7 +201,7 @@ export function byPopularity(first: Float64Array, second: Float64Array): (a: num
 }
 
 /** Candidates by descending `first` count, then `second`; never-seen items last. */
-function popularityOrder(first: Float64Array, second: Float64Array, candidate: Uint8Array | null): Int32Array {
+export function popularityOrder(first: Float64Array, second: Float64Array, candidate: Uint8Array | null): Int32Array {
   const seen: number[] = [];
   const unseen: number[] = [];
   for (let i = 0; i < first.length; i++) {

@@ -81,18 +81,33 @@ export class Recommender {
    */
   private fromNeighbours(kind: RecommendationKind, anchorIndex: number, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
     if (anchorIndex < 0) return false;
+    this.model.refresh?.(kind === 'POST_BROWSE' ? 'postBrowse' : 'nextBest', anchorIndex);
     const n: Neighbours = kind === 'POST_BROWSE' ? this.model.postBrowse : this.model.nextBest;
     const source: RecommendationSource = kind === 'POST_BROWSE' ? 'CO_VIEW' : 'CO_PURCHASE';
     const categories = this.model.category;
     const category = categories === null ? -1 : categories[anchorIndex]!;
-    let i = n.start[anchorIndex]!;
-    const end = n.start[anchorIndex + 1]!;
+    // A live model's re-ranked anchors (live.ts), else the built arrays (which an item that came
+    // after the build is beyond).
+    let item = n.item;
+    let score = n.score;
+    let evidence = n.evidence;
+    let i = 0;
+    let end = 0;
+    const override = n.overrides?.get(anchorIndex);
+    if (override !== undefined) {
+      ({ item, score, evidence } = override);
+      end = item.length;
+    } else if (anchorIndex + 1 < n.start.length) {
+      i = n.start[anchorIndex]!;
+      end = n.start[anchorIndex + 1]!;
+    }
     // The prior list of the anchor's category, else the global one (the last).
     const global = n.priorStart.length - 2;
     const list = category >= 0 && category < global && n.priorStart[category + 1]! > n.priorStart[category]! ? category : global;
     let j = list >= 0 ? n.priorStart[list]! : 0;
     const priorEnd = list >= 0 ? n.priorStart[list + 1]! : 0;
-    const scale = n.anchorScale.length > 0 ? n.anchorScale[anchorIndex]! : 0;
+    // An anchor newer than a live model's last rebuild of the kind has no scale yet: no prior.
+    const scale = anchorIndex < n.anchorScale.length ? n.anchorScale[anchorIndex]! : 0;
     const priorScore = (k: number): number => {
       const s = n.priorScore[k]! * scale;
       return list === global && category >= 0 && categories![n.priorItem[k]!] === category ? s * n.sameCategoryFactor : s;
@@ -100,8 +115,8 @@ export class Recommender {
     let pending = j < priorEnd ? priorScore(j) : -Infinity;
     while (i < end || j < priorEnd) {
       // Ties to the neighbour: it has evidence.
-      if (i < end && n.score[i]! >= pending) {
-        if (offer(n.item[i]!, n.score[i]!, n.evidence[i]!, source)) return true;
+      if (i < end && score[i]! >= pending) {
+        if (offer(item[i]!, score[i]!, evidence[i]!, source)) return true;
         i++;
         continue;
       }

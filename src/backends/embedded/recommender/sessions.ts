@@ -75,6 +75,8 @@ function sortByTime(log: EventLog, order: Int32Array, from: number, to: number):
 export interface GroupOptions {
   /** Idle time splitting a user's log into sessions where there are no session ids; default 30 min. */
   sessionGapMs?: number;
+  /** Events before this time are left out (RECS_EVENTS_MAX_AGE_DAYS); default none. */
+  since?: number;
 }
 
 /**
@@ -84,12 +86,13 @@ export interface GroupOptions {
  */
 export function visits(log: EventLog, kind: number, options: GroupOptions = {}): Sequences {
   const gap = options.sessionGapMs ?? DEFAULT_SESSION_GAP_MS;
+  const since = options.since ?? -Infinity;
   const primary = kind === KIND_PURCHASE ? log.order : log.session;
   const secondary = kind === KIND_PURCHASE ? log.session : log.user;
   let n = 0;
   let maxKey = 0;
   for (let i = 0; i < log.length; i++) {
-    if (log.kind[i] !== kind) continue;
+    if (log.kind[i] !== kind || log.time[i]! < since) continue;
     const k = primary[i]! >= 0 ? primary[i]! : secondary[i]!;
     if (k < 0) continue;
     n++;
@@ -100,7 +103,7 @@ export function visits(log: EventLog, kind: number, options: GroupOptions = {}):
   const splitAtGaps = new Uint8Array(2 * maxKey + 2);
   n = 0;
   for (let i = 0; i < log.length; i++) {
-    if (log.kind[i] !== kind) continue;
+    if (log.kind[i] !== kind || log.time[i]! < since) continue;
     const p = primary[i]!;
     const k = p >= 0 ? 2 * p : secondary[i]! >= 0 ? 2 * secondary[i]! + 1 : -1;
     if (k < 0) continue;
@@ -129,11 +132,11 @@ export function visits(log: EventLog, kind: number, options: GroupOptions = {}):
 }
 
 /** Each user's purchases, in time order: the looser evidence for next-best-product. */
-export function userHistories(log: EventLog, weight: number): Sequences {
+export function userHistories(log: EventLog, weight: number, since = -Infinity): Sequences {
   let n = 0;
   let maxUser = -1;
   for (let i = 0; i < log.length; i++) {
-    if (log.kind[i] === KIND_PURCHASE && log.user[i]! >= 0) {
+    if (log.kind[i] === KIND_PURCHASE && log.user[i]! >= 0 && log.time[i]! >= since) {
       n++;
       if (log.user[i]! > maxUser) maxUser = log.user[i]!;
     }
@@ -142,7 +145,7 @@ export function userHistories(log: EventLog, weight: number): Sequences {
   const keys = new Int32Array(n);
   n = 0;
   for (let i = 0; i < log.length; i++) {
-    if (log.kind[i] === KIND_PURCHASE && log.user[i]! >= 0) {
+    if (log.kind[i] === KIND_PURCHASE && log.user[i]! >= 0 && log.time[i]! >= since) {
       indexes[n] = i;
       keys[n++] = log.user[i]!;
     }

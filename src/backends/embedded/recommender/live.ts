@@ -1,0 +1,911 @@
+import type { ItemModel } from '../../../ports/backend.js';
+import type { Catalog } from '../catalog.js';
+import { categoryOf, familyOf } from '../catalog.js';
+import type { EventLog, ItemIndex, RecEvent } from '../events/event.js';
+import { KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
+import { DAY_MS, ORDER_SCALE, TopK, anchorFactor, buildNeighbours, orderDecay, recencyWeight, referenceStep } from './cooccurrence.js';
+import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours } from './cooccurrence.js';
+import { buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets, popularityOrder, postBrowseScoring, postBrowseSets } from './model.js';
+import type { ModelOptions, RecModel } from './model.js';
+import { DEFAULT_SESSION_GAP_MS } from './sessions.js';
+
+/*
+ * The live model: a built model (see model.ts) that takes new events and item records without a
+ * rebuild, and gives the lists a full build over the same events and catalogue gives, bit for bit
+ * (test/recommender/live.test.ts).
+ *
+ * A kind whose scoring has no prior (post-browse by default) is updated incrementally. Its groups
+ * (visits, orders, histories) are kept with an item-to-position index. A new event goes into its
+ * group's key (session, order, user); the key's groups are then computed again by the rules of
+ * the full build (sessions.ts, buildGroups), the old ones subtracted and the new ones added to
+ * n(b) and N; their items are the anchors whose lists may change (and, where damping > 0, every
+ * item near an item whose n(b) changed): marked. A marked anchor is re-ranked from its own
+ * positions, with the build's scoring, when a lookup reads it (refresh) or at the latest by the
+ * flush the caller runs shortly after (EmbeddedRecs: 100 ms); its list replaces the built one
+ * (Neighbours.overrides), folded into the arrays when they grow many. Where the marked anchors
+ * hold a large share of all positions, the flush builds the kind anew instead: the same lists,
+ * sooner. Sums agree with the build's because every term is exact in a double (ORDER_SCALE,
+ * recencyWeight), so the order in which groups come and go does not matter.
+ *
+ * A kind with a prior (next-best-product: the category prior depends on N and on every
+ * category's counts, so that one new order moves every anchor) is rebuilt alone, from the log,
+ * by the flush after batches that hold events of its kind; views leave it as it is. Item records
+ * that change an item's family, category or candidacy flush at once.
+ *
+ * RECS_EVENTS_MAX_AGE_DAYS: events older than the newest event seen by that many days are taken
+ * out (a heap by time), their groups computed again like those of new events.
+ *
+ * What it holds is what the request path needs; nothing of evaluate's weightings (pairScore) is
+ * here: a kind with one is never incremental.
+ */
+
+/** How one group set keys, splits and weighs its events (the live twin of sessions.ts). */
+interface LiveSet {
+  kind: number;
+  /** The event's key in this set, or -1: no group (sessions.ts drops such events too). */
+  keyOf(log: EventLog, e: number): number;
+  /** Whether a key's events split where idle for more than the gap (a user's views without session). */
+  splits(key: number): boolean;
+  weight: number;
+  maxItems: number;
+  keepLast: boolean;
+}
+
+function postBrowseLiveSets(options: ModelOptions): LiveSet[] {
+  return [{
+    kind: KIND_VIEW,
+    keyOf: (log, e) => (log.session[e]! >= 0 ? 2 * log.session[e]! : log.user[e]! >= 0 ? 2 * log.user[e]! + 1 : -1),
+    splits: (key) => (key & 1) === 1,
+    weight: 1,
+    maxItems: options.maxItemsPerGroup ?? 30,
+    keepLast: false,
+  }];
+}
+
+function nextBestLiveSets(options: ModelOptions): LiveSet[] {
+  return [
+    {
+      kind: KIND_PURCHASE,
+      keyOf: (log, e) => (log.order[e]! >= 0 ? 2 * log.order[e]! : log.session[e]! >= 0 ? 2 * log.session[e]! + 1 : -1),
+      splits: () => false,
+      weight: 1,
+      maxItems: options.maxItemsPerGroup ?? 30,
+      keepLast: false,
+    },
+    {
+      kind: KIND_PURCHASE,
+      keyOf: (log, e) => log.user[e]!,
+      splits: () => false,
+      weight: Math.fround(options.userHistoryWeight ?? 0.25),
+      maxItems: options.maxItemsPerHistory ?? 50,
+      keepLast: true,
+    },
+  ];
+}
+
+const NONE: number[] = [];
+
+function growInt32(a: Int32Array, n: number, fill = 0): Int32Array {
+  if (a.length >= n) return a;
+  const b = new Int32Array(Math.max(n, 2 * a.length)).fill(fill);
+  b.set(a);
+  return b;
+}
+
+function growFloat64(a: Float64Array, n: number): Float64Array {
+  if (a.length >= n) return a;
+  const b = new Float64Array(Math.max(n, 2 * a.length));
+  b.set(a);
+  return b;
+}
+
+/**
+ * One kind's neighbours, kept current. Groups live in slots (freed ones reused); item b's
+ * positions are (itemGroup[b][j], itemPos[b][j]), and groupSlot[g][p] is where position p of
+ * group g sits in its item's list, so that a group leaves in O(its size).
+ */
+class LiveNeighbours {
+  private readonly keys: Map<number, number[]>[];
+  /** Per set: key -> its group's slot, or its groups' slots where it has several (a user's visits). */
+  private readonly keyGroups: Map<number, number | number[]>[];
+  private readonly touchedKeys: Set<number>[];
+  // Plain arrays of small integers: for groups of a few items they cost a fraction of a typed
+  // array's fixed overhead (an ArrayBuffer and its backing store each), in memory and in GC.
+  private groupItems: number[][] = [];
+  private groupWeight: number[] = [];
+  private groupSlot: number[][] = [];
+  private readonly freeGroups: number[] = [];
+  /** Positions of all groups (what a build walks). */
+  private positions = 0;
+  private itemGroup: number[][] = [];
+  private itemPos: number[][] = [];
+  private occurrences: Float64Array = new Float64Array(0);
+  private dirty = new Uint8Array(0);
+  private readonly dirtyList: number[] = [];
+  private readonly occurrenceChanged: number[] = [];
+  private occurrenceMark = new Uint8Array(0);
+  private itemStamp: Int32Array = new Int32Array(0);
+  private stampCounter = 0;
+  // Re-ranking scratch: weight (double) at 2b, count at 4b + 2, stamp at 4b + 3 (as gatherOrdered).
+  private slots = new ArrayBuffer(0);
+  private slotWeight = new Float64Array(0);
+  private slotCount = new Int32Array(0);
+  private touched = new Int32Array(0);
+  private readonly heap: TopK;
+  private readonly ordered: boolean;
+  private readonly decay: Float64Array;
+  private readonly backward: number;
+  private readonly window: number;
+  private readonly damping: number;
+  private readonly factor: number;
+  private readonly halfLifeMs: number;
+  private readonly gapMs: number;
+  /** The reference step the weights here are relative to (fixed once known: see recencyWeight). */
+  private ownStep: number;
+  private readonly collapseRepeats: boolean;
+
+  constructor(
+    private readonly log: EventLog,
+    private readonly sets: LiveSet[],
+    scoring: NeighbourOptions,
+    private neighbours: Neighbours,
+    options: ModelOptions,
+    latest: number,
+  ) {
+    this.keys = sets.map(() => new Map());
+    this.keyGroups = sets.map(() => new Map());
+    this.touchedKeys = sets.map(() => new Set());
+    this.heap = new TopK(scoring.topK ?? 30);
+    this.ordered = scoring.order !== undefined && scoring.order.window > 0;
+    this.decay = this.ordered ? orderDecay(scoring.order!) : new Float64Array(0);
+    this.backward = scoring.order?.backward ?? 0;
+    this.window = this.ordered ? scoring.order!.window : Infinity;
+    this.damping = scoring.damping ?? 0.3;
+    this.factor = scoring.sameCategoryFactor ?? 1;
+    this.halfLifeMs = (scoring.halfLifeDays ?? 0) * DAY_MS;
+    this.gapMs = options.sessionGapMs ?? DEFAULT_SESSION_GAP_MS;
+    this.ownStep = this.halfLifeMs > 0 && latest > -Infinity ? referenceStep(latest, this.halfLifeMs) : Number.NaN;
+    this.collapseRepeats = scoring.collapseRepeats === true;
+    neighbours.overrides ??= new Map();
+  }
+
+  /** Fixes the reference of the weights kept here at the first events' (an empty log has none). */
+  settle(latest: number): void {
+    if (Number.isNaN(this.ownStep) && latest > -Infinity) this.ownStep = this.halfLifeMs > 0 ? referenceStep(latest, this.halfLifeMs) : 0;
+  }
+
+  /** Room for `n` items. */
+  ensureItems(n: number): void {
+    if (this.itemGroup.length >= n) return;
+    while (this.itemGroup.length < n) {
+      this.itemGroup.push([]);
+      this.itemPos.push([]);
+    }
+    const cap = Math.max(n, 2 * this.occurrences.length, 1024);
+    if (this.occurrences.length < n) {
+      this.occurrences = growFloat64(this.occurrences, cap);
+      const d = new Uint8Array(this.occurrences.length); d.set(this.dirty); this.dirty = d;
+      const o = new Uint8Array(this.occurrences.length); o.set(this.occurrenceMark); this.occurrenceMark = o;
+      this.itemStamp = growInt32(this.itemStamp, this.occurrences.length, -1);
+      this.slots = new ArrayBuffer(16 * this.occurrences.length);
+      this.slotWeight = new Float64Array(this.slots);
+      this.slotCount = new Int32Array(this.slots);
+      this.touched = new Int32Array(this.occurrences.length);
+    }
+  }
+
+  /** Files event e (of any kind) under its keys; the groups change at commit. */
+  add(e: number): void {
+    const log = this.log;
+    for (let s = 0; s < this.sets.length; s++) {
+      const set = this.sets[s]!;
+      if (log.kind[e] !== set.kind) continue;
+      const key = set.keyOf(log, e);
+      if (key < 0) continue;
+      let list = this.keys[s]!.get(key);
+      if (list === undefined) this.keys[s]!.set(key, (list = []));
+      // After every event at or before its time: the build's order (time, then log order).
+      const t = log.time[e]!;
+      let lo = 0;
+      let hi = list.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (log.time[list[mid]!]! <= t) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo === list.length) list.push(e);
+      else list.splice(lo, 0, e);
+      this.touchedKeys[s]!.add(key);
+    }
+  }
+
+  /** Marks the keys of event e (taken out by age) for commit. */
+  expire(e: number): void {
+    for (let s = 0; s < this.sets.length; s++) {
+      const set = this.sets[s]!;
+      if (this.log.kind[e] !== set.kind) continue;
+      const key = set.keyOf(this.log, e);
+      if (key >= 0) this.touchedKeys[s]!.add(key);
+    }
+  }
+
+  /** Computes the touched keys' groups again (events before `cutoff` dropped) and marks what changed. */
+  commit(cutoff: number, marking = true): void {
+    for (let s = 0; s < this.sets.length; s++) {
+      for (const key of this.touchedKeys[s]!) this.recompute(s, key, cutoff, marking);
+      this.touchedKeys[s]!.clear();
+    }
+    if (this.damping !== 0) {
+      for (const b of this.occurrenceChanged) {
+        this.occurrenceMark[b] = 0;
+        if (marking) this.markNear(b);
+      }
+    }
+    this.occurrenceChanged.length = 0;
+  }
+
+  private recompute(s: number, key: number, cutoff: number, marking: boolean): void {
+    const set = this.sets[s]!;
+    const log = this.log;
+    const list = this.keys[s]!.get(key);
+    const old = this.keyGroups[s]!.get(key);
+    if (typeof old === 'number') this.removeGroup(old, marking);
+    else if (old !== undefined) for (const g of old) this.removeGroup(g, marking);
+    if (list === undefined) return;
+    let drop = 0;
+    while (drop < list.length && log.time[list[drop]!]! < cutoff) drop++;
+    if (drop > 0) list.splice(0, drop);
+    if (list.length === 0) {
+      this.keys[s]!.delete(key);
+      this.keyGroups[s]!.delete(key);
+      return;
+    }
+    const groups: number[] = [];
+    let from = 0;
+    if (set.splits(key)) {
+      for (let j = 1; j < list.length; j++) {
+        if (log.time[list[j]!]! - log.time[list[j - 1]!]! > this.gapMs) {
+          groups.push(this.addGroup(set, list, from, j, marking));
+          from = j;
+        }
+      }
+    }
+    groups.push(this.addGroup(set, list, from, list.length, marking));
+    this.keyGroups[s]!.set(key, groups.length === 1 ? groups[0]! : groups);
+  }
+
+  /** The group of events list[from..to) by the build's rules (buildGroups); returns its slot. */
+  private addGroup(set: LiveSet, list: number[], from: number, to: number, marking: boolean): number {
+    const log = this.log;
+    const stamp = ++this.stampCounter;
+    const items: number[] = [];
+    let distinct = 0;
+    for (let j = 0; j < to - from; j++) {
+      const item = log.item[list[set.keepLast ? to - 1 - j : from + j]!]!;
+      if (this.itemStamp[item] !== stamp) {
+        if (distinct === set.maxItems) break;
+        this.itemStamp[item] = stamp;
+        distinct++;
+      } else if (!this.ordered || (this.collapseRepeats && items[items.length - 1] === item)) {
+        continue;
+      }
+      items.push(item);
+    }
+    if (set.keepLast) items.reverse();
+    // Exactly sized: an array grown by push keeps room for 16 more, several times a small group's size.
+    const groupItems = items.slice();
+    const weight = this.halfLifeMs > 0 ? set.weight * recencyWeight(log.time[list[to - 1]!]!, this.halfLifeMs, this.ownStep) : set.weight;
+    const g = this.freeGroups.pop() ?? this.groupItems.length;
+    const slot = new Array<number>(items.length).fill(0);
+    const mark = ++this.stampCounter;
+    for (let p = 0; p < items.length; p++) {
+      const b = items[p]!;
+      slot[p] = this.itemGroup[b]!.length;
+      this.itemGroup[b]!.push(g);
+      this.itemPos[b]!.push(p);
+      if (this.itemStamp[b] !== mark) {
+        this.itemStamp[b] = mark;
+        this.occurrences[b]! += weight;
+        this.changed(b, marking);
+      }
+    }
+    this.groupItems[g] = groupItems;
+    this.groupSlot[g] = slot;
+    this.groupWeight[g] = weight;
+    this.positions += items.length;
+    return g;
+  }
+
+  private removeGroup(g: number, marking: boolean): void {
+    const items = this.groupItems[g]!;
+    const slot = this.groupSlot[g]!;
+    const weight = this.groupWeight[g]!;
+    const mark = ++this.stampCounter;
+    for (let p = 0; p < items.length; p++) {
+      const b = items[p]!;
+      const groups = this.itemGroup[b]!;
+      const positions = this.itemPos[b]!;
+      const at = slot[p]!;
+      const last = groups.length - 1;
+      if (at !== last) {
+        const mg = groups[last]!;
+        const mp = positions[last]!;
+        groups[at] = mg;
+        positions[at] = mp;
+        this.groupSlot[mg]![mp] = at;
+      }
+      groups.pop();
+      positions.pop();
+      if (this.itemStamp[b] !== mark) {
+        this.itemStamp[b] = mark;
+        this.occurrences[b]! -= weight;
+        this.changed(b, marking);
+      }
+    }
+    this.positions -= items.length;
+    this.groupItems[g] = NONE;
+    this.groupSlot[g] = NONE;
+    this.groupWeight[g] = 0;
+    this.freeGroups.push(g);
+  }
+
+  private changed(b: number, marking: boolean): void {
+    if (!marking) return;
+    this.markDirty(b);
+    if (this.damping !== 0 && this.occurrenceMark[b] === 0) {
+      this.occurrenceMark[b] = 1;
+      this.occurrenceChanged.push(b);
+    }
+  }
+
+  markDirty(a: number): void {
+    if (this.dirty[a] === 1) return;
+    this.dirty[a] = 1;
+    this.dirtyList.push(a);
+  }
+
+  /** Marks b and every item that has b within its window in some group: whose lists b's facts or n(b) enter. */
+  markNear(b: number): void {
+    this.markDirty(b);
+    const groups = this.itemGroup[b];
+    if (groups === undefined) return;
+    const positions = this.itemPos[b]!;
+    for (let j = 0; j < groups.length; j++) {
+      const items = this.groupItems[groups[j]!]!;
+      const k = positions[j]!;
+      const lo = Math.max(0, k - this.window);
+      const hi = Math.min(items.length, k + this.window + 1);
+      for (let p = lo; p < hi; p++) this.markDirty(items[p]!);
+    }
+  }
+
+  /** Marks every anchor (a change of reference that moves scores where damping > 0). */
+  markAll(nItems: number): void {
+    for (let a = 0; a < nItems; a++) this.markDirty(a);
+  }
+
+  /** Whether moving the recency reference changes this kind's lists (not where d = 0: see recencyWeight). */
+  get referenceSensitive(): boolean {
+    return this.halfLifeMs > 0 && this.damping !== 0;
+  }
+
+  /** Anchors marked and not re-ranked yet (an upper bound: some may have been refreshed by a lookup). */
+  get dirtyCount(): number {
+    return this.dirtyList.length;
+  }
+
+  /**
+   * Whether re-ranking the marked anchors would cost more than building the kind anew: their
+   * positions against `share` of all positions (the build walks every position once, in a tighter
+   * loop than a re-rank's).
+   */
+  cheaperToRebuild(share: number): boolean {
+    let work = 0;
+    for (const a of this.dirtyList) if (this.dirty[a] === 1) work += this.itemGroup[a]!.length;
+    return work > share * this.positions;
+  }
+
+  /** Takes a fresh build of the kind as the lists served: nothing is marked any more. */
+  adopt(built: Neighbours): void {
+    this.neighbours = built;
+    built.overrides = new Map();
+    for (const a of this.dirtyList) this.dirty[a] = 0;
+    this.dirtyList.length = 0;
+  }
+
+  /** Weights here are relative to ownStep; the build's to `step`: an exact power of two apart. */
+  private scaleFor(step: number): number {
+    return this.halfLifeMs > 0 ? Math.pow(2, this.ownStep - step) : 1;
+  }
+
+  /** Re-ranks every marked anchor into Neighbours.overrides (recency reference step `step`); returns how many. */
+  rerank(facts: ItemFacts, step: number, nItems: number): number {
+    const scale = this.scaleFor(step);
+    const overrides = this.neighbours.overrides!;
+    let n = 0;
+    for (const a of this.dirtyList) {
+      if (this.dirty[a] === 0) continue;
+      this.dirty[a] = 0;
+      overrides.set(a, this.rank(a, facts, scale));
+      n++;
+    }
+    this.dirtyList.length = 0;
+    if (overrides.size > Math.max(1024, nItems >> 2)) foldOverrides(this.neighbours, nItems);
+    return n;
+  }
+
+  /** Whether anchor a is marked and not re-ranked yet. */
+  marked(a: number): boolean {
+    return a < this.dirty.length && this.dirty[a] === 1;
+  }
+
+  /** Re-ranks anchor a now if it is marked (a lookup of it: its list is then current). */
+  refresh(a: number, facts: ItemFacts, step: number): void {
+    if (!this.marked(a)) return;
+    this.dirty[a] = 0;
+    this.neighbours.overrides!.set(a, this.rank(a, facts, this.scaleFor(step)));
+  }
+
+  /** Anchor a's list as buildNeighbours computes it (the same terms, the same scoring and ties). */
+  private rank(a: number, facts: ItemFacts, scale: number): AnchorList {
+    let groups = this.itemGroup[a] ?? [];
+    let positions = this.itemPos[a] ?? [];
+    if (this.ordered && groups.length > 1) ({ groups, positions } = byGroup(groups, positions));
+    const weight = this.slotWeight;
+    const counts = this.slotCount;
+    const touched = this.touched;
+    let nTouched = 0;
+    for (let j = 0; j < groups.length; j++) {
+      const g = groups[j]!;
+      const k = positions[j]!;
+      const items = this.groupItems[g]!;
+      const w = this.groupWeight[g]! * scale;
+      if (this.ordered) {
+        const wb = w * this.backward;
+        const hi = Math.min(items.length, k + this.window + 1);
+        for (let p = this.backward === 0 ? k + 1 : Math.max(0, k - this.window); p < hi; p++) {
+          const b = items[p]!;
+          if (b === a) continue;
+          const i = b << 2;
+          const stamp = counts[i + 3]!;
+          if (stamp !== g + 1) {
+            if (stamp === 0) touched[nTouched++] = b;
+            counts[i + 3] = g + 1;
+            counts[i + 2]!++;
+          }
+          weight[b << 1]! += p > k ? w * this.decay[p - k]! : wb * this.decay[k - p]!;
+        }
+      } else {
+        for (let p = 0; p < items.length; p++) {
+          const b = items[p]!;
+          if (b === a) continue;
+          const i = b << 2;
+          if (counts[i + 2] === 0) touched[nTouched++] = b;
+          weight[b << 1]! += w;
+          counts[i + 2]!++;
+        }
+      }
+    }
+    const { candidate, family, category } = facts;
+    const damping = this.damping;
+    const anchor = anchorFactor(this.occurrences[a]! * scale, damping);
+    const famA = family === undefined || a >= family.length ? -1 : family[a]!;
+    const catA = category === undefined || a >= category.length ? -1 : category[a]!;
+    const sameCategory = catA >= 0 && this.factor !== 1;
+    const heap = this.heap;
+    for (let t = 0; t < nTouched; t++) {
+      const b = touched[t]!;
+      const i = b << 2;
+      const raw = weight[b << 1]!;
+      const ev = counts[i + 2]!;
+      weight[b << 1] = 0;
+      counts[i + 2] = 0;
+      counts[i + 3] = 0;
+      const c = this.ordered ? raw / ORDER_SCALE : raw;
+      const nb = this.occurrences[b]! * scale;
+      const term = nb > 0 && (candidate === undefined || candidate[b] === 1) ? Math.pow(nb, -damping) : 0;
+      if (term === 0) continue;
+      if (famA >= 0 && family![b] === famA) continue;
+      // The build's (c + prior·π) · n(b)^-d · n(a)^(d-1) with prior 0 (c + 0 is c).
+      let s = c * term * anchor;
+      if (sameCategory && category![b] === catA) s = s >= 0 ? s * this.factor : s / this.factor;
+      heap.offer(s, ev, b);
+    }
+    const n = heap.size;
+    // Views on buffers of more than 64 bytes: V8 keeps smaller typed arrays on its heap, and a
+    // lookup that meets both kinds runs measurably slower (bench/live.ts: +25% a lookup).
+    const list: AnchorList = { item: new Int32Array(Math.max(n, 32)).subarray(0, n), score: new Float64Array(Math.max(n, 16)).subarray(0, n), evidence: new Int32Array(Math.max(n, 32)).subarray(0, n) };
+    heap.drain(list.score, list.evidence, list.item, 0);
+    return list;
+  }
+
+  /** Files every event of the log from `cutoff` and builds the groups, marking nothing (the built lists are current). */
+  load(cutoff: number, nItems: number): void {
+    this.ensureItems(nItems);
+    const log = this.log;
+    for (let e = 0; e < log.length; e++) {
+      if (log.time[e]! < cutoff) continue;
+      for (let s = 0; s < this.sets.length; s++) {
+        const set = this.sets[s]!;
+        if (log.kind[e] !== set.kind) continue;
+        const key = set.keyOf(log, e);
+        if (key < 0) continue;
+        let list = this.keys[s]!.get(key);
+        if (list === undefined) this.keys[s]!.set(key, (list = []));
+        list.push(e);
+      }
+    }
+    for (let s = 0; s < this.sets.length; s++) {
+      for (const [key, list] of this.keys[s]!) {
+        // Stable: equal times keep the log's order, as in the build.
+        list.sort((x, y) => log.time[x]! - log.time[y]!);
+        this.touchedKeys[s]!.add(key);
+      }
+    }
+    this.commit(cutoff, false);
+  }
+}
+
+/**
+ * An item's positions with those of one group together, as the build walks them: the shared-group
+ * count stamps each neighbour with the group last seen, which a group seen again after another
+ * would count twice (the swap-removal of groups that left mixes the lists).
+ */
+function byGroup(groups: number[], positions: number[]): { groups: number[]; positions: number[] } {
+  const keys = new Float64Array(groups.length);
+  for (let j = 0; j < groups.length; j++) keys[j] = groups[j]! * 2_097_152 + positions[j]!;
+  keys.sort();
+  return { groups: Array.from(keys, (x) => Math.floor(x / 2_097_152)), positions: Array.from(keys, (x) => x % 2_097_152) };
+}
+
+/** Folds the overrides into the CSR arrays, so that lookups and memory stay those of a built model. */
+export function foldOverrides(n: Neighbours, nItems: number): void {
+  const overrides = n.overrides;
+  if (overrides === undefined || overrides.size === 0) return;
+  const built = n.start.length - 1;
+  let total = 0;
+  for (let a = 0; a < nItems; a++) {
+    const o = overrides.get(a);
+    total += o !== undefined ? o.item.length : a < built ? n.start[a + 1]! - n.start[a]! : 0;
+  }
+  const start = new Int32Array(nItems + 1);
+  const item = new Int32Array(total);
+  const score = new Float64Array(total);
+  const evidence = new Int32Array(total);
+  let at = 0;
+  for (let a = 0; a < nItems; a++) {
+    start[a] = at;
+    const o = overrides.get(a);
+    if (o !== undefined) {
+      item.set(o.item, at); score.set(o.score, at); evidence.set(o.evidence, at);
+      at += o.item.length;
+    } else if (a < built) {
+      const from = n.start[a]!;
+      const to = n.start[a + 1]!;
+      item.set(n.item.subarray(from, to), at); score.set(n.score.subarray(from, to), at); evidence.set(n.evidence.subarray(from, to), at);
+      at += to - from;
+    }
+  }
+  start[nItems] = at;
+  // One assignment after another while lookups run in between is impossible (single thread).
+  n.start = start;
+  n.item = item;
+  n.score = score;
+  n.evidence = evidence;
+  overrides.clear();
+}
+
+type Kind = 'postBrowse' | 'nextBest';
+
+/**
+ * A flush rebuilds an incremental kind instead of re-ranking when the marked anchors hold more
+ * than this share of all positions (bench/live.ts: a re-rank walks a position about three times
+ * slower than the build, which renumbers items for locality).
+ */
+const REBUILD_SHARE = 0.3;
+const KINDS: readonly Kind[] = ['postBrowse', 'nextBest'];
+
+/** What applying a batch (or a flush) did (for logs and benchmarks). */
+export interface ApplyStats {
+  events: number;
+  /** Anchors marked for re-ranking (applyEvents), or re-ranked (flush, applyItems). */
+  reranked: number;
+  /** Kinds rebuilt whole (next-best-product after purchases, where it has a prior), and the time that took. */
+  rebuilt: string[];
+  rebuildMs: number;
+  /** Events taken out by age. */
+  expired: number;
+  ms: number;
+}
+
+/** A min-heap of event indexes by time, for expiry. */
+class TimeHeap {
+  private heap: Int32Array = new Int32Array(1024);
+  size = 0;
+  constructor(private readonly log: EventLog) {}
+  push(e: number): void {
+    if (this.size === this.heap.length) this.heap = growInt32(this.heap, 2 * this.size);
+    const time = this.log.time;
+    let i = this.size++;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if (time[this.heap[parent]!]! <= time[e]!) break;
+      this.heap[i] = this.heap[parent]!;
+      i = parent;
+    }
+    this.heap[i] = e;
+  }
+  peekTime(): number {
+    return this.size === 0 ? Infinity : this.log.time[this.heap[0]!]!;
+  }
+  pop(): number {
+    const top = this.heap[0]!;
+    const last = this.heap[--this.size]!;
+    const time = this.log.time;
+    let i = 0;
+    for (;;) {
+      const l = 2 * i + 1;
+      if (l >= this.size) break;
+      const r = l + 1;
+      const m = r < this.size && time[this.heap[r]!]! < time[this.heap[l]!]! ? r : l;
+      if (time[this.heap[m]!]! >= time[last]!) break;
+      this.heap[i] = this.heap[m]!;
+      i = m;
+    }
+    this.heap[i] = last;
+    return top;
+  }
+}
+
+/**
+ * A RecModel that follows new events and item records (see the top of this file): built in full
+ * once (buildModel, or `built` when the caller has just built it from the same log, options and
+ * catalogue), then kept by applyEvents and applyItems. It shares the log and the catalogue
+ * with its caller and appends to both.
+ */
+export class LiveModel implements RecModel {
+  readonly items: ItemIndex;
+  postBrowse: Neighbours;
+  nextBest: Neighbours;
+  views: Float64Array;
+  purchases: Float64Array;
+  category: Int32Array | null;
+  buildMs: number;
+  private facts: ItemFacts;
+  private viewed: Int32Array | null;
+  private bought: Int32Array | null;
+  private latest: number;
+  private readonly live: { postBrowse: LiveNeighbours | null; nextBest: LiveNeighbours | null };
+  private readonly expiry: TimeHeap | null;
+  /** Kinds with a prior whose rebuild waits for flush. */
+  private readonly stale = new Set<Kind>();
+  private readonly halfLifeMs: Record<Kind, number>;
+
+  constructor(private readonly log: EventLog, private readonly options: ModelOptions, private readonly catalog: Catalog | null, built: RecModel = buildModel(log, options, catalog)) {
+    this.items = built.items;
+    this.postBrowse = built.postBrowse;
+    this.nextBest = built.nextBest;
+    this.views = built.views;
+    this.purchases = built.purchases;
+    this.viewed = built.popularViewed;
+    this.bought = built.popularBought;
+    this.buildMs = built.buildMs;
+    this.facts = itemFacts(log.items, catalog);
+    this.category = this.facts.category ?? null;
+    this.latest = latestTime(log);
+    const cutoff = cutoffOf(this.latest, options);
+    const incremental = (s: NeighbourOptions): boolean => (s.prior ?? 0) === 0 && s.pairScore === undefined;
+    const pb = postBrowseScoring(options);
+    const nb = nextBestScoring(options);
+    this.halfLifeMs = { postBrowse: (pb.halfLifeDays ?? 0) * DAY_MS, nextBest: (nb.halfLifeDays ?? 0) * DAY_MS };
+    this.live = {
+      postBrowse: incremental(pb) ? new LiveNeighbours(log, postBrowseLiveSets(options), pb, this.postBrowse, options, this.latest) : null,
+      nextBest: incremental(nb) ? new LiveNeighbours(log, nextBestLiveSets(options), nb, this.nextBest, options, this.latest) : null,
+    };
+    this.live.postBrowse?.load(cutoff, this.items.size);
+    this.live.nextBest?.load(cutoff, this.items.size);
+    this.expiry = (options.maxAgeDays ?? 0) > 0 ? new TimeHeap(log) : null;
+    if (this.expiry !== null) for (let e = 0; e < log.length; e++) if (log.time[e]! >= cutoff) this.expiry.push(e);
+  }
+
+  get popularViewed(): Int32Array {
+    this.viewed ??= popularityOrder(this.views, this.purchases, this.facts.candidate ?? null);
+    return this.viewed;
+  }
+  set popularViewed(list: Int32Array) {
+    this.viewed = list;
+  }
+  get popularBought(): Int32Array {
+    this.bought ??= popularityOrder(this.purchases, this.views, this.facts.candidate ?? null);
+    return this.bought;
+  }
+  set popularBought(list: Int32Array) {
+    this.bought = list;
+  }
+
+  /** Events already stored, in store order: applied to the model; answers change when this returns. */
+  applyEvents(events: readonly RecEvent[]): ApplyStats {
+    const t0 = performance.now();
+    const log = this.log;
+    const first = log.length;
+    for (const event of events) log.add(event);
+    this.growItems(this.items.size);
+    let latest = this.latest;
+    for (let e = first; e < log.length; e++) if (log.time[e]! > latest) latest = log.time[e]!;
+    const stepMoved = (h: number): boolean => h > 0 && referenceStep(latest, h) !== referenceStep(this.latest, h);
+    const postBrowseMoved = stepMoved(this.halfLifeMs.postBrowse);
+    const nextBestMoved = stepMoved(this.halfLifeMs.nextBest);
+    this.latest = latest;
+    this.live.postBrowse?.settle(latest);
+    this.live.nextBest?.settle(latest);
+    const cutoff = cutoffOf(latest, this.options);
+    const changed = [false, false];
+    for (let e = first; e < log.length; e++) {
+      if (log.time[e]! < cutoff) continue;
+      this.count(e, 1);
+      changed[log.kind[e]!] = true;
+      this.expiry?.push(e);
+      this.live.postBrowse?.add(e);
+      this.live.nextBest?.add(e);
+    }
+    let expired = 0;
+    while (this.expiry !== null && this.expiry.peekTime() < cutoff) {
+      const e = this.expiry.pop();
+      this.count(e, -1);
+      changed[log.kind[e]!] = true;
+      this.live.postBrowse?.expire(e);
+      this.live.nextBest?.expire(e);
+      expired++;
+    }
+    if (changed[0] === true || changed[1] === true) {
+      this.viewed = null;
+      this.bought = null;
+    }
+    const stats: ApplyStats = { events: events.length, reranked: 0, rebuilt: [], rebuildMs: 0, expired, ms: 0 };
+    this.update('postBrowse', changed[KIND_VIEW] === true, postBrowseMoved, cutoff, stats);
+    this.update('nextBest', changed[KIND_PURCHASE] === true, nextBestMoved, cutoff, stats);
+    stats.ms = performance.now() - t0;
+    return stats;
+  }
+
+  /** Whether flush has work: anchors marked, or a kind to rebuild. */
+  get pending(): boolean {
+    return this.stale.size > 0 || (this.live.postBrowse?.dirtyCount ?? 0) > 0 || (this.live.nextBest?.dirtyCount ?? 0) > 0;
+  }
+
+  /**
+   * Re-ranks every marked anchor and rebuilds the kinds with a prior that events changed: after
+   * it, every list is what a full build gives. Lookups do not wait for it (see refresh).
+   */
+  flush(): ApplyStats {
+    const t0 = performance.now();
+    const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
+    const cutoff = cutoffOf(this.latest, this.options);
+    for (const kind of KINDS) {
+      const live = this.live[kind];
+      if (live === null) {
+        if (this.stale.has(kind)) this.rebuildKind(kind, cutoff, stats);
+      } else if (live.cheaperToRebuild(REBUILD_SHARE)) {
+        // The same lists either way (the build is their definition); this is only quicker.
+        this.rebuildKind(kind, cutoff, stats);
+        live.adopt(this[kind]);
+      } else {
+        stats.reranked += live.rerank(this.facts, this.step(kind), this.items.size);
+      }
+    }
+    this.stale.clear();
+    stats.ms = performance.now() - t0;
+    return stats;
+  }
+
+  /**
+   * Called by a lookup before it reads the anchor's list: an incremental kind re-ranks the anchor
+   * if a batch marked it, so that post-browse answers follow every event at once; a rebuilt kind
+   * serves its last build until flush.
+   */
+  refresh(kind: Kind, anchor: number): void {
+    // The request path: one array read where nothing is marked.
+    const live = this.live[kind];
+    if (live !== null && live.marked(anchor)) live.refresh(anchor, this.facts, this.step(kind));
+  }
+
+  /**
+   * Item records already stored: the catalogue (shared with the caller, who has added them)
+   * changed; a record that brings or changes an item's family, category or candidacy re-ranks
+   * the item and the anchors it stands near, as a full build with that catalogue would rank them.
+   */
+  applyItems(items: readonly ItemModel[]): ApplyStats {
+    const t0 = performance.now();
+    const catalog = this.catalog;
+    if (catalog === null) throw new Error('applyItems needs a model built with a catalogue');
+    const moved: number[] = [];
+    for (const item of items) {
+      const old = catalog.get(item.itemId);
+      catalog.add(item);
+      const index = this.items.intern(item.itemId);
+      if (old === undefined || familyOf(old) !== familyOf(item) || categoryOf(old) !== categoryOf(item)) moved.push(index);
+    }
+    const nItems = this.items.size;
+    this.growItems(nItems);
+    const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
+    if (moved.length > 0) {
+      // Numbered as a full build numbers them (itemFacts), so the prior lists and model.category agree.
+      this.facts = itemFacts(this.items, this.catalog);
+      this.category = this.facts.category ?? null;
+      this.viewed = null;
+      this.bought = null;
+      for (const kind of KINDS) {
+        const live = this.live[kind];
+        if (live === null) this.stale.add(kind);
+        else for (const b of moved) live.markNear(b);
+      }
+      // At once, records being rare: the categories are numbered anew, and the rebuilt kinds' prior lists with them.
+      const flushed = this.flush();
+      stats.reranked = flushed.reranked;
+      stats.rebuilt = flushed.rebuilt;
+      stats.rebuildMs = flushed.rebuildMs;
+    }
+    stats.ms = performance.now() - t0;
+    return stats;
+  }
+
+  /** Takes a batch into a kind: its groups and counts now, its lists at lookup or flush. */
+  private update(kind: Kind, changed: boolean, stepMoved: boolean, cutoff: number, stats: ApplyStats): void {
+    const live = this.live[kind];
+    if (live === null) {
+      if (changed || stepMoved) this.stale.add(kind);
+      return;
+    }
+    live.commit(cutoff);
+    if (stepMoved && live.referenceSensitive) live.markAll(this.items.size);
+    stats.reranked += live.dirtyCount;
+  }
+
+  /** The recency reference step a build over the events so far takes for the kind. */
+  private step(kind: Kind): number {
+    const h = this.halfLifeMs[kind];
+    return h > 0 ? referenceStep(this.latest, h) : 0;
+  }
+
+  private rebuildKind(kind: Kind, cutoff: number, stats: ApplyStats): void {
+    const t0 = performance.now();
+    const log = this.log;
+    this[kind] = kind === 'postBrowse'
+      ? buildNeighbours(log, postBrowseSets(log, this.options, cutoff), postBrowseScoring(this.options), this.facts)
+      : buildNeighbours(log, nextBestSets(log, this.options, cutoff), nextBestScoring(this.options), this.facts);
+    stats.rebuilt.push(kind);
+    stats.rebuildMs += performance.now() - t0;
+  }
+
+  /**
+   * Grows the per-item arrays to exactly `nItems`, as a build sizes them (new items from events:
+   * no record, so not candidates, with no family or category, as itemFacts has them).
+   */
+  private growItems(nItems: number): void {
+    this.live.postBrowse?.ensureItems(nItems);
+    this.live.nextBest?.ensureItems(nItems);
+    if (this.views.length >= nItems) return;
+    const exact = <T extends Float64Array | Int32Array | Uint8Array>(a: T, make: (n: number) => T, fill: number): T => {
+      const b = make(nItems);
+      if (fill !== 0) b.fill(fill);
+      b.set(a);
+      return b;
+    };
+    this.views = exact(this.views, (n) => new Float64Array(n), 0);
+    this.purchases = exact(this.purchases, (n) => new Float64Array(n), 0);
+    const f = this.facts;
+    if (f.candidate !== undefined) {
+      f.candidate = exact(f.candidate, (n) => new Uint8Array(n), 0);
+      f.family = exact(f.family!, (n) => new Int32Array(n), -1);
+      f.category = exact(f.category!, (n) => new Int32Array(n), -1);
+      this.category = f.category;
+    }
+    this.viewed = null;
+    this.bought = null;
+  }
+
+  private count(e: number, by: number): void {
+    if (this.log.kind[e] === KIND_PURCHASE) this.purchases[this.log.item[e]!]! += by;
+    else this.views[this.log.item[e]!]! += by;
+  }
+}

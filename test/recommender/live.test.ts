@@ -1,0 +1,235 @@
+import fc from 'fast-check';
+import { describe, it, expect } from 'vitest';
+import type { ItemModel } from '../../src/ports/backend.js';
+import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { Catalog } from '../../src/backends/embedded/catalog.js';
+import { generateDemo } from '../../src/backends/embedded/demo.js';
+import { EventLog, ItemIndex } from '../../src/backends/embedded/events/event.js';
+import type { RecEvent } from '../../src/backends/embedded/events/event.js';
+import type { Neighbours } from '../../src/backends/embedded/recommender/cooccurrence.js';
+import type { ModelOptions, RecModel } from '../../src/backends/embedded/recommender/model.js';
+import { buildModel } from '../../src/backends/embedded/recommender/model.js';
+import { Recommender } from '../../src/backends/embedded/recommender/recommend.js';
+import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+
+const DAY = 86_400_000;
+
+/** Anchor a's neighbours as served: the live override, else the built arrays. */
+function listOf(n: Neighbours, a: number): [number, number, number][] {
+  const o = n.overrides?.get(a);
+  if (o !== undefined) return Array.from(o.item, (b, j) => [b, o.score[j]!, o.evidence[j]!]);
+  if (a + 1 >= n.start.length) return [];
+  const out: [number, number, number][] = [];
+  for (let j = n.start[a]!; j < n.start[a + 1]!; j++) out.push([n.item[j]!, n.score[j]!, n.evidence[j]!]);
+  return out;
+}
+
+/**
+ * A full build over every event `recs` has taken, with the catalogue it has now. Items are
+ * numbered as the live model numbers them (in the order it first met them): ties in a list go
+ * to the lower number, and a build from scratch numbers catalogue items after the events'.
+ */
+function fullBuild(recs: EmbeddedRecs, events: readonly RecEvent[], options: ModelOptions): RecModel {
+  const log = new EventLog(ItemIndex.fromIds(recs.model.items.ids()));
+  for (const e of events) log.add(e);
+  return buildModel(log, options, recs.catalog);
+}
+
+/**
+ * Post-browse lookups right after the batches (anchors re-ranked as they are looked up); then,
+ * after the flush, every list of both kinds, the popularity orders and counts, and every lookup
+ * of a catalogued anchor: the same as a full build's.
+ */
+function expectSame(recs: EmbeddedRecs, events: readonly RecEvent[], options: ModelOptions): void {
+  const full = fullBuild(recs, events, options);
+  const served = new Recommender(full, recs.catalog);
+  for (const item of recs.catalog.values()) {
+    expect(recs.recommendNow('POST_BROWSE', item.itemId).entries, `POST_BROWSE of ${item.itemId} before the flush`).toEqual(served.recommend('POST_BROWSE', item.itemId));
+  }
+  recs.flush();
+  const live = recs.model;
+  expect(live.items.size).toBe(full.items.size);
+  for (let a = 0; a < full.items.size; a++) {
+    expect(listOf(live.postBrowse, a), `post-browse of item ${full.items.idAt(a)}`).toEqual(listOf(full.postBrowse, a));
+    expect(listOf(live.nextBest, a), `next-best of item ${full.items.idAt(a)}`).toEqual(listOf(full.nextBest, a));
+  }
+  expect(Array.from(live.views)).toEqual(Array.from(full.views));
+  expect(Array.from(live.purchases)).toEqual(Array.from(full.purchases));
+  expect(Array.from(live.popularViewed)).toEqual(Array.from(full.popularViewed));
+  expect(Array.from(live.popularBought)).toEqual(Array.from(full.popularBought));
+  for (const item of recs.catalog.values()) {
+    for (const kind of ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) {
+      expect(recs.recommendNow(kind, item.itemId).entries, `${kind} of ${item.itemId}`).toEqual(served.recommend(kind, item.itemId));
+    }
+  }
+}
+
+const record = (id: number, category: number, parent: number): ItemModel =>
+  ({ itemId: id, parentItemId: parent, name: `item ${id}`, categoryPath: `Dept/Cat${category}`, stock: 'Available' }) as ItemModel;
+
+const arbEvent = fc.record({
+  purchase: fc.boolean(),
+  item: fc.oneof(fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1, max: 14 })),
+  session: fc.option(fc.oneof(fc.integer({ min: 0, max: 1 }), fc.integer({ min: 0, max: 5 })), { nil: null }),
+  user: fc.option(fc.integer({ min: 0, max: 3 }), { nil: null }),
+  order: fc.option(fc.integer({ min: 0, max: 4 }), { nil: null }),
+  // Ties, seconds, a visit's gap, days, a half-life step, a max age.
+  dt: fc.constantFrom(0, 0, 1000, 60_000, 31 * 60_000, 3 * DAY, 15 * DAY, 40 * DAY, -2 * DAY),
+});
+
+const arbCase = fc.record({
+  events: fc.array(arbEvent, { minLength: 1, maxLength: 80 }),
+  cuts: fc.array(fc.integer({ min: 0, max: 80 }), { maxLength: 8 }),
+  // Records: items 1..10 at first; later records add 11..14 and move some to another category or family.
+  records: fc.array(fc.record({ id: fc.integer({ min: 1, max: 14 }), category: fc.integer({ min: 0, max: 2 }), parent: fc.integer({ min: 1, max: 14 }) }), { maxLength: 5 }),
+  recordsAt: fc.integer({ min: 0, max: 6 }),
+  options: fc.constantFrom<ModelOptions>(
+    {},
+    { maxAgeDays: 30 },
+    { maxAgeDays: 20, nextBest: { damping: 0.3, prior: 0, sameCategoryFactor: 0.5 } },
+    { postBrowse: { damping: 0.3, prior: 0, order: { window: 3, backward: 0.5, exponent: 1 }, halfLifeDays: 14, sameCategoryFactor: 3 }, maxItemsPerGroup: 4 },
+    { postBrowse: { damping: 0, prior: 0, sameCategoryFactor: 2 }, nextBest: { damping: 0.5, prior: 0, halfLifeDays: 7 }, maxItemsPerHistory: 3 },
+  ),
+});
+
+type RawEvent = typeof arbEvent extends fc.Arbitrary<infer T> ? T : never;
+
+function toEvents(raw: RawEvent[]): RecEvent[] {
+  let t = Date.UTC(2024, 0, 1);
+  return raw.map((e) => {
+    t += e.dt;
+    return {
+      kind: e.purchase ? 'purchase' : 'view', itemId: e.item, time: t,
+      session: e.session === null ? null : `s${e.session}`, user: e.user === null ? null : `u${e.user}`,
+      orderId: e.purchase && e.order !== null ? `o${e.order}` : null,
+    };
+  });
+}
+
+describe('the live model gives the lists of a full build over the same events', () => {
+  it('for random small logs applied in random batches, with item records arriving in between', () => {
+    fc.assert(
+      fc.property(arbCase, ({ events: raw, cuts, records, recordsAt, options }) => {
+        const events = toEvents(raw);
+        const catalog = new Catalog();
+        for (let id = 1; id <= 10; id++) catalog.add(record(id, id % 3, id <= 4 ? 1 : id));
+        const points = [...new Set(cuts.map((c) => Math.min(c, events.length)))].sort((a, b) => a - b);
+        const base = points.shift() ?? 0;
+        const log = new EventLog();
+        for (const e of events.slice(0, base)) log.add(e);
+        const recs = new EmbeddedRecs(catalog, log, options);
+        let from = base;
+        points.push(events.length);
+        points.forEach((to, i) => {
+          if (i === recordsAt) recs.applyItems(records.map((r) => record(r.id, r.category, r.parent)));
+          recs.applyEvents(events.slice(from, to));
+          from = to;
+        });
+        expectSame(recs, events, options);
+      }),
+      { numRuns: 300 },
+    );
+  }, 120_000);
+});
+
+describe('the live model keeps what the build counts', () => {
+  it('counts a visit once in the evidence however its positions lie in the live index', () => {
+    // Item 1 is in visits s0 (once), s1 (next to 2) and s2 (twice, next to 2); a new view in s0
+    // moves its positions around in the live index (a group that leaves swaps the last in).
+    const view = (session: string, itemId: number, time: number): RecEvent => ({ kind: 'view', session, user: null, itemId, time, orderId: null });
+    const t = Date.UTC(2024, 0, 1);
+    const events = [view('s0', 1, t), view('s1', 1, t + 1), view('s1', 2, t + 2), view('s2', 1, t + 3), view('s2', 2, t + 4), view('s2', 1, t + 5), view('s0', 3, t + 6)];
+    const catalog = new Catalog();
+    for (let id = 1; id <= 3; id++) catalog.add(record(id, id, id));
+    const log = new EventLog();
+    for (const e of events.slice(0, 6)) log.add(e);
+    const recs = new EmbeddedRecs(catalog, log, {});
+    recs.applyEvents(events.slice(6));
+    expect(recs.recommendNow('POST_BROWSE', 1).entries.find((e) => e.itemId === 2)?.evidence).toBe(2);
+    expectSame(recs, events, {});
+  });
+});
+
+describe('freshness', () => {
+  it('post-browse follows an applied event when applyEvents returns, next-best-product after the flush that follows by itself', async () => {
+    const catalog = new Catalog();
+    for (let id = 1; id <= 6; id++) catalog.add(record(id, id, id));
+    const t = Date.UTC(2024, 0, 1);
+    const log = new EventLog();
+    log.add({ kind: 'view', session: 's0', user: null, itemId: 1, time: t, orderId: null });
+    log.add({ kind: 'view', session: 's0', user: null, itemId: 2, time: t + 1000, orderId: null });
+    const recs = new EmbeddedRecs(catalog, log, {});
+    try {
+      const top = (kind: 'POST_BROWSE' | 'NEXT_BEST_PRODUCT'): number | undefined => recs.recommendNow(kind, 1).entries.find((e) => e.evidence > 0)?.itemId;
+      expect(top('POST_BROWSE')).toBe(2);
+      const at = (i: number): number => t + 10_000 + i * 1000;
+      recs.applyEvents([1, 5, 1, 5].map((itemId, i) => ({ kind: 'view', session: `s${1 + (i >> 1)}`, user: null, itemId, time: at(i), orderId: null })));
+      expect(top('POST_BROWSE')).toBe(5);
+      expect(top('NEXT_BEST_PRODUCT')).toBeUndefined();
+      recs.applyEvents([1, 4].map((itemId, i) => ({ kind: 'purchase', session: null, user: null, itemId, time: at(10 + i), orderId: 'o1' })));
+      // Within FLUSH_DELAY_MS (100 ms) on an idle machine; polled, so that a busy one only makes it slower.
+      const deadline = Date.now() + 5_000;
+      while (top('NEXT_BEST_PRODUCT') !== 4 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      expect(top('NEXT_BEST_PRODUCT')).toBe(4);
+    } finally {
+      await recs.close();
+    }
+  }, 10_000);
+});
+
+describe('the live model and the recency reference', () => {
+  it('re-ranks every anchor where damping > 0 when time passes a half-life step, even those no event touched', () => {
+    const options: ModelOptions = { postBrowse: { damping: 0.3, prior: 0, order: { window: 10, backward: 0.5, exponent: 1 }, halfLifeDays: 14 } };
+    const view = (session: string, itemId: number, time: number): RecEvent => ({ kind: 'view', session, user: null, itemId, time, orderId: null });
+    const t = Date.UTC(2024, 0, 1);
+    const events: RecEvent[] = [];
+    for (let s = 0; s < 30; s++) for (let j = 0; j < 4; j++) events.push(view(`s${s}`, 1 + ((s * 7 + j * 3) % 11), t + s * 3_600_000 + j * 1000));
+    // 20 days later, one visit of two items no earlier visit holds.
+    events.push(view('late', 20, t + 20 * DAY), view('late', 21, t + 20 * DAY + 1000));
+    const catalog = new Catalog();
+    for (let id = 1; id <= 21; id++) catalog.add(record(id, id, id));
+    const log = new EventLog();
+    for (const e of events.slice(0, 120)) log.add(e);
+    const recs = new EmbeddedRecs(catalog, log, options);
+    recs.applyEvents(events.slice(120));
+    expectSame(recs, events, options);
+  });
+});
+
+describe('the demo shop, applied in batches onto a model built from part of it', () => {
+  it('gives the lists of a full build, with records that arrive after their items events', () => {
+    const { records, events } = generateDemo();
+    // Every 50th item's record comes late: until then the item shapes the model from its events only.
+    const late = records.filter((_, i) => i % 50 === 7).map((r) => parseItemRecord(r));
+    const lateIds = new Set(late.map((r) => r.itemId));
+    const catalog = new Catalog();
+    catalog.addRecords(records.filter((r) => !lateIds.has(r['itemId'] as number)));
+    const base = Math.floor(events.length * 0.8);
+    const log = new EventLog();
+    for (const e of events.slice(0, base)) log.add(e);
+    const options: ModelOptions = { maxAgeDays: 5 };
+    const recs = new EmbeddedRecs(catalog, log, options);
+    let at = base;
+    const apply = (n: number): void => {
+      recs.applyEvents(events.slice(at, at + n));
+      at += n;
+    };
+    for (let i = 0; i < 3; i++) apply(5_000);
+    expect(recs.lastApply!.reranked).toBeGreaterThan(0);
+    // Thousands of anchors marked: post-browse is rebuilt rather than re-ranked, and next-best-product always.
+    expect(recs.flush()!.rebuilt).toEqual(['postBrowse', 'nextBest']);
+    // Not in the catalogue yet: NOT_FOUND as an anchor, and in no list, while its events count.
+    expect(() => recs.recommendNow('POST_BROWSE', late[0]!.itemId)).toThrow();
+    expect(recs.model.views[recs.model.items.indexOf(late[0]!.itemId)]).toBeGreaterThan(0);
+    recs.applyItems(late);
+    for (let i = 0; i < 20; i++) {
+      apply(50);
+      // A few anchors marked: re-ranked one by one.
+      if (i % 5 === 4) expect(recs.flush()).toMatchObject({ reranked: expect.any(Number), rebuilt: ['nextBest'] });
+    }
+    expect(recs.model.postBrowse.overrides!.size).toBeGreaterThan(0);
+    recs.applyEvents(events.slice(at));
+    expect(recs.model.views.reduce((a, b) => a + b, 0) + recs.model.purchases.reduce((a, b) => a + b, 0)).toBeLessThan(events.length);
+    expectSame(recs, events, options);
+  }, 120_000);
+});
