@@ -211,6 +211,23 @@ export class ResponseCache {
     this.entries.clear();
     this.bodies.clear();
   }
+
+  private dropping: NodeJS.Timeout | null = null;
+
+  /**
+   * The data behind the answers changed (events or item records applied): every answer is dropped
+   * within `withinMs`. Changes that come meanwhile are dropped by the same clearing, so a steady
+   * stream of events clears the cache at most once per `withinMs` instead of at every batch, and
+   * an answer is never served more than `withinMs` after the change that made it stale.
+   */
+  dropSoon(withinMs: number): void {
+    if (this.dropping !== null) return;
+    this.dropping = setTimeout(() => {
+      this.dropping = null;
+      this.clear();
+    }, withinMs);
+    this.dropping.unref();
+  }
 }
 
 const bodyKey = (accept: string | undefined, text: string): string => `${accept ?? ''}\n${text}`;

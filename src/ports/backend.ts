@@ -303,6 +303,12 @@ export interface Backend {
   check(): Promise<Record<string, 'ok' | string>>;
   /** The embedded recommender's state, for /readyz (what it serves, how many items lack a record). */
   recommender?(): RecommenderStateModel;
+  /**
+   * Calls `listener` after the items or recommendations it answers change (events and records
+   * applied, from this process or another): caches of its answers drop them. Absent where they
+   * change elsewhere (REST mode: the upstream's, cached for their TTL).
+   */
+  onDataChange?(listener: () => void): void;
   close(): Promise<void>;
   /** The circuit breakers of its upstreams, by upstream, for /metrics; absent where there are none. */
   breakerState?: () => Record<string, BreakerState>;

@@ -33,6 +33,6 @@ describe('the command line loads nothing heavy to answer --help', () => {
     const { loaded, stderr, code } = await loadedBy(['serve'], { PORT: 'eighty' });
     expect(code).toBe(2);
     expect(stderr).toContain('PORT must be a whole number from 0 to 65535, got "eighty"');
-    expect(loaded.some((url) => url.endsWith('/src/config.ts'))).toBe(true);
+    expect(loaded.some((url) => url.endsWith('/src/config/env.ts'))).toBe(true);
   }, 30_000);
 });

@@ -208,6 +208,33 @@ describe('a mutation and the response cache, on', () => {
   }, 30_000);
 });
 
+describe('the response cache, on, and events', () => {
+  it('answers from the cache before the events, and the changed list within a second after them (never the old one for 300 s)', async () => {
+    const opened = await sqlite.open();
+    const gw = await startTestGateway(await embeddedWithUsers(opened.store));
+    const first = async (): Promise<number | undefined> =>
+      (await gw.gql<Browse>(POST_BROWSE, { id: A }, { authorization: alice })).body.data?.postBrowsedProducts[0]?.itemId;
+    try {
+      const before = await first();
+      expect(before).not.toBe(B);
+      const hits = gw.gateway.responseCacheStats!.hits;
+      expect(await first()).toBe(before);
+      expect(gw.gateway.responseCacheStats!.hits).toBe(hits + 1); // the cache is on and answered
+      expect((await gw.gql(RECORD, { events: coViews(40, 'cached') }, { authorization: root })).body.errors).toBeUndefined();
+      // dropped within RESPONSE_CACHE_STALE_MS (250 ms) of the change; looked for up to 10 s, a bound
+      let after = await first();
+      for (let waited = 0; after !== B && waited < 10_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        after = await first();
+      }
+      expect(after).toBe(B);
+    } finally {
+      await gw.stop();
+      await opened.dispose();
+    }
+  }, 30_000);
+});
+
 describe('identifiers of events', () => {
   it('never appear in the logs (debug level) or /metrics, accepted or refused, over GraphQL or REST', async () => {
     const opened = await sqlite.open();

@@ -58,7 +58,10 @@ describe('the gateway over HTTP', () => {
     expect(await (await fetch(`${gw.url}/healthz`)).json()).toEqual({ status: 'ok' });
     const ready = await fetch(`${gw.url}/readyz`);
     expect(ready.status).toBe(200);
-    expect(await ready.json()).toEqual({ status: 'ready', checks: { store: 'ok', cache: 'ok', rateLimits: 'ok' } });
+    const body = (await ready.json()) as { status: string; checks: unknown; recommender: { mode: string; itemsWithoutRecord: number } };
+    expect([body.status, body.checks]).toEqual(['ready', { store: 'ok', cache: 'ok', rateLimits: 'ok' }]);
+    // the embedded recommender says what it serves (issue 20): the demo shop, every item with its record
+    expect([body.recommender.mode, body.recommender.itemsWithoutRecord]).toEqual(['demo', 0]);
     expect((await fetch(`${gw.url}/nope`)).status).toBe(404);
   });
 

@@ -64,7 +64,7 @@ export function createEmbeddedBackend(
     keys: new EmbeddedKeyService(store, keyOptions),
     recs,
     ingest: live !== null ? new EmbeddedIngest(live) : unsupportedIngest,
-    ...(live !== null ? { recommender: () => live.state() } : {}),
+    ...(live !== null ? { recommender: () => live.state(), onDataChange: (listener: () => void) => live.onChange(listener) } : {}),
     async check() {
       try {
         await store.countUsers();
