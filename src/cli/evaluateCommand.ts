@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Catalog } from '../backends/embedded/catalog.js';
 import { parseArgs } from 'node:util';
+import { DEFAULT_EVENTS_MAX_AGE_DAYS } from '../config/defaults.js';
 import { EventLog } from '../backends/embedded/events/event.js';
 import { readEvents } from '../backends/embedded/events/importEvents.js';
 import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from '../backends/embedded/recommender/evaluate.js';
@@ -14,6 +15,7 @@ export const EVALUATE_HELP = `Usage:
   recs-gateway evaluate --events <file> --format <format> [--events <file> --format <format> ...]
                         [--views <file>] [--purchases <file>] [--test-fraction 0.2]
                         [--weighting ${DEFAULT_METHODS.join(',')}] [--grid]
+                        [--max-age-days ${DEFAULT_EVENTS_MAX_AGE_DAYS}]
                         [--categories <file.csv> [--category-column category]]
 
 Offline evaluation on item ids (no catalogue needed). All files are read into one log; the latest
@@ -41,6 +43,10 @@ them as it does when serving (next-best-product fills from the categories bought
 anchor's and halves its own; post-browse favours it), only items of the file are recommended,
 and the table gives the share of same-category items.
 
+--max-age-days N leaves out of every training part the events older than N days before its
+newest event, as a gateway does with RECS_EVENTS_MAX_AGE_DAYS (default ${DEFAULT_EVENTS_MAX_AGE_DAYS}, the same as the
+server's, so that the figures are those of the model it serves); 0 keeps every event.
+
 --views F and --purchases F are short for --events F --format diginetica-views (resp.
 diginetica-purchases). Each --events takes the --format given after it, or the last one given.
 
@@ -65,6 +71,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
         grid: { type: 'boolean' },
         categories: { type: 'string' },
         'category-column': { type: 'string' },
+        'max-age-days': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -107,6 +114,11 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     err('--test-fraction must be between 0 and 1');
     return 2;
   }
+  const maxAgeDays = values['max-age-days'] === undefined ? DEFAULT_EVENTS_MAX_AGE_DAYS : Number(values['max-age-days']);
+  if (!(Number.isInteger(maxAgeDays) && maxAgeDays >= 0)) {
+    err('--max-age-days must be a whole number of days, 0 for none');
+    return 2;
+  }
   const names = values.weighting === undefined ? DEFAULT_METHODS : values.weighting.split(',').map((w) => (w.trim() === 'damped' ? 'model' : w.trim()));
   const unknown = names.filter((w) => !(METHODS as readonly string[]).includes(w));
   if (unknown.length > 0) {
@@ -146,8 +158,9 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     err(`${path}: ${catalog.size} items with a category`);
   }
   const t0 = performance.now();
-  const result = evaluate(log, { testFraction: fraction, methods: names as Method[], catalog });
+  const result = evaluate(log, { testFraction: fraction, methods: names as Method[], catalog, model: { maxAgeDays } });
   out(`train ${result.trainEvents} events over ${result.trainItems} items, test ${result.testEvents} events (latest ${Math.round(fraction * 100)}% of visits and orders); validation ${result.validationEvents} events (the latest ${Math.round(fraction * 100)}% of the training part)`);
+  out(maxAgeDays > 0 ? `trained on the events at most ${maxAgeDays} days older than the newest of each training part (--max-age-days): ${result.trainEventsUsed} of the ${result.trainEvents} before the test split` : 'trained on every event (--max-age-days 0)');
   out(formatTable(result.rows));
   if (values.grid === true) out(`\nvalidation grid\n${formatGrid(result.grid)}`);
   err(`evaluated in ${Math.round(performance.now() - t0)} ms`);

@@ -50,3 +50,10 @@ export const DEFAULT_MAX_KEYS_PER_USER = 100;
 
 /** CACHE_ITEM_TTL_SECONDS, CACHE_RECS_TTL_SECONDS, CACHE_NEGATIVE_TTL_SECONDS: how long the REST backend's answers are cached. */
 export const DEFAULT_CACHE_TTL_SECONDS = { item: 300, recs: 300, negative: 30 } as const;
+
+/**
+ * RECS_EVENTS_MAX_AGE_DAYS: events older than this many days before the newest event stop
+ * counting in the embedded recommender; `evaluate --max-age-days` takes the same default, so that
+ * it measures the model a gateway serves.
+ */
+export const DEFAULT_EVENTS_MAX_AGE_DAYS = 90;

@@ -81,6 +81,49 @@ describe('evaluate', () => {
     expect(result.rows.find((r) => r.task === 'next-best-product' && r.method === 'sequential')!.queries).toBe(0);
   });
 
+  it('computes the next-best-product baselines on a tiny log of orders as by hand', () => {
+    // Eight training orders, then two test orders asking 1 -> 3 and 4 -> 5 (no users: an order's
+    // first item asks nothing).
+    const log = logOf([], [[1, 2, 3], [1, 2, 3], [1, 6, 3], [3, 1], [3, 1], [4, 5], [4, 5], [6, 1], [1, 3], [4, 5]]);
+    const result = evaluate(log, { methods: [] });
+    expect(result.testEvents).toBe(4);
+    const row = (method: Method) => result.rows.find((r) => r.task === 'next-best-product' && r.method === method)!;
+    // Purchases: 1 six times, 3 five, then 2, 6, 4, 5 twice each (first bought first). Popularity:
+    // 3 first for 1, 5 fifth for 4. Consecutive: 1 -> 2 twice, 6 once, then the popular fill (3,
+    // third); 4 -> 5. Sequential rules: 1 -> 2 at 1 + 1, 3 at 1/2 + 1/2 + 1/2, 6 at 1; 4 -> 5.
+    const expected: Record<'popularity' | 'consecutive' | 'sequential', [number, number]> = { popularity: [1, 5], consecutive: [3, 1], sequential: [2, 1] };
+    for (const [method, ranks] of Object.entries(expected)) {
+      const r = row(method as Method);
+      expect(r.queries).toBe(2);
+      expect(r.hitRate).toBe(1);
+      expect(r.ndcg).toBeCloseTo(ranks.reduce((a, k) => a + 1 / Math.log2(k + 1), 0) / 2, 12);
+      expect(r.mrr).toBeCloseTo(ranks.reduce((a, k) => a + 1 / k, 0) / 2, 12);
+    }
+    expect(result.rows.find((r) => r.task === 'post-browse' && r.method === 'sequential')!.queries).toBe(0);
+  });
+
+  it('trains every method, popularity included, only on the events within maxAgeDays of the newest', () => {
+    // Views 1 -> 2 in four visits on day 0; 1 -> 3 twice and 5 -> 6 twice on days 95 to 97; then the
+    // test visits on days 98 and 99 ask 1 -> 3 and 1 -> 2.
+    const log = new EventLog();
+    const day = 86_400_000;
+    const visits: [number, number[]][] = [[0, [1, 2]], [0, [1, 2]], [0, [1, 2]], [0, [1, 2]], [95, [1, 3]], [95, [1, 3]], [96, [5, 6]], [97, [5, 6]], [98, [1, 3]], [99, [1, 2]]];
+    visits.forEach(([d, items], s) => items.forEach((itemId, j) => log.add({ kind: 'view', session: `s${s}`, user: null, itemId, time: 1_700_000_000_000 + d * day + s * 1000 + j, orderId: null })));
+    const mrr = (maxAgeDays: number, method: Method): number => {
+      const result = evaluate(log, { methods: [], model: { maxAgeDays } });
+      expect(result.trainEvents).toBe(16);
+      expect(result.trainEventsUsed).toBe(maxAgeDays === 0 ? 16 : 8);
+      return result.rows.find((r) => r.task === 'post-browse' && r.method === method)!.mrr;
+    };
+    // All of it: 2 (4 visits) before 3 (2) for both methods: ranks 2 and 1.
+    expect(mrr(0, 'consecutive')).toBeCloseTo((1 / 2 + 1) / 2, 12);
+    expect(mrr(0, 'popularity')).toBeCloseTo((1 / 2 + 1) / 2, 12);
+    // 90 days before day 97: day 0 is out. Consecutive knows 1 -> 3 only, then fills by
+    // popularity, where 2, never viewed since, comes after 3, 5 and 6: ranks 1 and 4.
+    expect(mrr(90, 'consecutive')).toBeCloseTo((1 + 1 / 4) / 2, 12);
+    expect(mrr(90, 'popularity')).toBeCloseTo((1 + 1 / 4) / 2, 12);
+  });
+
   it('evaluate --categories reads a product table with quoted names and reports the same-category share', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'recs-eval-'));
     afterAll(() => rmSync(dir, { recursive: true, force: true }));

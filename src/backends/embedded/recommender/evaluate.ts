@@ -6,7 +6,7 @@
 import type { Catalog } from '../catalog.js';
 import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
 import type { OrderWeights, PairScore } from './cooccurrence.js';
-import { DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, buildModel, byPopularity } from './model.js';
+import { DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, buildModel, byPopularity, cutoffOf, latestTime } from './model.js';
 import type { ModelOptions, RecModel, Scoring } from './model.js';
 import { MAX_RECOMMENDATIONS, Recommender } from './recommend.js';
 import { visits } from './sessions.js';
@@ -78,7 +78,10 @@ export interface EvaluateOptions {
   testFraction?: number;
   /** Methods to compare beside the baselines and the default; default DEFAULT_METHODS. */
   methods?: readonly Method[];
-  /** Model options other than the scorings; defaults as in ModelOptions. */
+  /**
+   * Model options other than the scorings; defaults as in ModelOptions (maxAgeDays applies to
+   * every method, the popularity baseline included, against each training part's newest event).
+   */
   model?: Omit<ModelOptions, 'postBrowse' | 'nextBest'>;
   /**
    * Item categories (a catalogue of item ids with a categoryPath): the model then uses them as
@@ -94,6 +97,8 @@ export interface Evaluation {
   /** Every parameter setting tried, with its validation figures. */
   grid: GridPoint[];
   trainEvents: number;
+  /** Events of the test split's training part within maxAgeDays of its newest (all without). */
+  trainEventsUsed: number;
   validationEvents: number;
   testEvents: number;
   trainItems: number;
@@ -306,11 +311,20 @@ class Judge {
   private readonly means: Record<Task, number>;
   private readonly popular: Record<Task, number[]>;
   private readonly categoryOf: ((id: number) => string | null) | null;
+  /** Training events within the model's maxAgeDays (see ModelOptions). */
+  readonly eventsUsed: number;
   constructor(private readonly split: Split, private readonly model: Omit<ModelOptions, 'postBrowse' | 'nextBest'>, private readonly catalog: Catalog | null) {
     const train = split.train;
     const views = new Float64Array(train.items.size);
     const purchases = new Float64Array(train.items.size);
-    for (let i = 0; i < train.length; i++) (train.kind[i] === KIND_PURCHASE ? purchases : views)[train.item[i]!]!++;
+    const since = cutoffOf(latestTime(train), model);
+    let used = 0;
+    for (let i = 0; i < train.length; i++) {
+      if (train.time[i]! < since) continue;
+      used++;
+      (train.kind[i] === KIND_PURCHASE ? purchases : views)[train.item[i]!]!++;
+    }
+    this.eventsUsed = used;
     this.counts = { 'post-browse': views, 'next-best-product': purchases };
     const mean = (a: Float64Array): number => a.reduce((x, y) => x + y, 0) / Math.max(a.length, 1);
     this.means = { 'post-browse': mean(views), 'next-best-product': mean(purchases) };
@@ -424,7 +438,7 @@ export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluati
   // The shipped defaults, chosen from the validation figures of several logs (see model.ts).
   fixed('default', { 'post-browse': DEFAULT_POST_BROWSE, 'next-best-product': DEFAULT_NEXT_BEST }, measure('default', DEFAULT_POST_BROWSE, DEFAULT_NEXT_BEST));
   rows.sort((a, b) => TASKS.indexOf(a.task) - TASKS.indexOf(b.task));
-  return { rows, grid, trainEvents: outer.train.length, validationEvents: inner.testEvents, testEvents: outer.testEvents, trainItems: outer.train.items.size };
+  return { rows, grid, trainEvents: outer.train.length, trainEventsUsed: test.eventsUsed, validationEvents: inner.testEvents, testEvents: outer.testEvents, trainItems: outer.train.items.size };
 }
 
 /** The rows as an aligned text table. */
