@@ -39,6 +39,12 @@ describe('event import presets', () => {
     expect(buys.events).toEqual([{ kind: 'purchase', session: '150', user: '18278', itemId: 25911, time: Date.UTC(2016, 4, 6) + 17100868, orderId: '16421' }]);
   });
 
+  it('diginetica: a timeframe past its day stays within the session\'s day (a clock running months ahead would age every other event)', async () => {
+    const day = 86_400_000;
+    const buys = await read(preset('diginetica-purchases'), `sessionId;userId;timeframe;eventdate;ordernumber;itemId\n1;NA;${153 * day};2016-05-06;7;25911\n2;NA;${day - 5};2016-05-06;8;25912\n`);
+    expect(buys.events.map((e) => e.time)).toEqual([Date.UTC(2016, 4, 6) + day - 1, Date.UTC(2016, 4, 6) + day - 5]);
+  });
+
   it('diginetica: the first real lines of the shared files', async (context) => {
     const path = sharedData('diginetica/purchases.csv');
     if (!existsSync(path)) {

@@ -56,14 +56,23 @@ function requiredKey(value: string | undefined, what: string): string {
   return k;
 }
 
-/** Diginetica: a day and ms into it (timeframe), which together order a session's events. */
+const DAY_MS = 86_400_000;
+
+/**
+ * Diginetica: the session's day and the ms since its first query (timeframe), which together
+ * order a session's events. In the purchase file 14% of timeframes run past the day, up to 153
+ * days, which would date those purchases months after every view and after the competition's
+ * own end: a clock running ahead, which would make every other event "old" to
+ * RECS_EVENTS_MAX_AGE_DAYS. Such an offset is kept within its session's day (at its last
+ * millisecond), where the order of the session's events is still kept.
+ */
 function digineticaTime(timeframe: string | undefined, date: string | undefined): number {
   const day = date === undefined ? NaN : Date.parse(date);
   const offset = Number(timeframe);
   if (Number.isNaN(day) || timeframe === '' || !Number.isFinite(offset)) {
     throw new EventLineError(`bad timeframe/eventdate ${JSON.stringify(timeframe)}/${JSON.stringify(date)}`);
   }
-  return day + offset;
+  return day + Math.min(Math.max(offset, 0), DAY_MS - 1);
 }
 
 const presets: Record<PresetName, EventFormat> = {
