@@ -786,6 +786,11 @@ export class LiveModel implements RecModel {
     return stats;
   }
 
+  /** Whether `kind` waits for a rebuild (a kind with a prior that events changed). */
+  waitsForRebuild(kind: Kind): boolean {
+    return this.stale.has(kind);
+  }
+
   /** Whether flush has work: anchors marked, or a kind to rebuild. */
   get pending(): boolean {
     return this.stale.size > 0 || (this.live.postBrowse?.dirtyCount ?? 0) > 0 || (this.live.nextBest?.dirtyCount ?? 0) > 0;
