@@ -26,6 +26,8 @@ const MAX_IDS = 100;
  * rebuild of next-best-product.
  */
 export const FLUSH_DELAY_MS = 100;
+/** A flush on the event loop waits this many times as long as the last one took after it ended. */
+const FLUSH_PACE = 3;
 
 /** What a reload did. */
 export interface ReloadResult {
@@ -167,16 +169,16 @@ export class EmbeddedRecs implements RecsService {
     this.changed();
   }
 
-  private scheduleFlush(): void {
+  private scheduleFlush(delay = FLUSH_DELAY_MS): void {
     if (this.live?.pending && this.flushTimer === null && !this.closed) {
-      // At least as long as the last flush took: on a large log where a flush comes close to a
-      // rebuild, upkeep then takes at most half the time, and freshness degrades instead.
-      this.flushTimer = setTimeout(() => this.flushSoon(), Math.max(FLUSH_DELAY_MS, this.lastFlushMs));
+      this.flushTimer = setTimeout(() => this.flushSoon(), delay);
       this.flushTimer.unref();
     }
   }
 
   private lastFlushMs = 0;
+  /** When the last flush on the event loop ended (performance.now()). */
+  private lastFlushEnd = -Infinity;
 
   /**
    * Does now, on the event loop, what applyEvents left to its flush (tests, benchmarks; the timer
@@ -188,6 +190,7 @@ export class EmbeddedRecs implements RecsService {
     const stats = this.live?.flush(except) ?? null;
     if (stats !== null) {
       this.lastFlushMs = stats.ms;
+      this.lastFlushEnd = performance.now();
       this.changed(); // next-best-product's lists, rebuilt
     }
     return stats;
@@ -220,6 +223,14 @@ export class EmbeddedRecs implements RecsService {
     if (!this.rebuildOnLoop && this.rebuildUnderWay === null) {
       const job = live.takeRebuild('nextBest');
       if (job !== null) this.rebuildOffLoop(live, job);
+    }
+    // The rest holds the event loop (post-browse's re-ranking, or its rebuild where a batch marked
+    // much): at most a quarter of the time, waiting three times as long as the last one took.
+    // Post-browse answers do not wait for it (a lookup re-ranks its anchor); it keeps lookups cheap.
+    const wait = this.lastFlushEnd + FLUSH_PACE * this.lastFlushMs - performance.now();
+    if (wait > 0 && (this.rebuildUnderWay !== null || !live.waitsForRebuild('nextBest'))) {
+      this.scheduleFlush(wait);
+      return;
     }
     this.flush(this.rebuildUnderWay === null ? undefined : 'nextBest');
   }
