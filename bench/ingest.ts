@@ -7,9 +7,11 @@
  * the server's CPU per event and the calls' p50/p99, each as a ratio to the reference measured in
  * the same run: a bare node:http server that only parses the same bodies.
  *
- * Three backends: `raw` (the reference), `noop` (the HTTP + validation path: the batch is checked
- * and applied to nothing) and `standin` (the embedded backend as it is: its in-memory stand-in
- * rebuilds the whole model per batch, so it measures the rebuild more than the API).
+ * Backends (bench/targets/ingest.ts): `raw` (the reference), `noop` (the HTTP + validation path:
+ * the batch is checked and applied to nothing), `standin` (the live model in memory, no store),
+ * `sqlite` and `pg` (the real thing: committed to DATA_DIR/recs.db or PostgreSQL, then applied to
+ * the live model, then answered; the demo shop's 200k events are the model it starts from).
+ * `--cpu-prof <dir>` writes the server's CPU profile there (summarise it with bench/cpuprofile.ts).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -17,7 +19,10 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 
 const ROOT = new URL('../', import.meta.url).pathname;
-const SCENARIOS = ['raw-graphql', 'raw-rest', 'noop-graphql', 'noop-rest', 'standin-graphql', 'standin-rest'] as const;
+const SCENARIOS = [
+  'raw-graphql', 'raw-rest', 'noop-graphql', 'noop-rest', 'standin-graphql', 'standin-rest',
+  'sqlite-graphql', 'sqlite-rest', 'pg-graphql', 'pg-rest',
+] as const;
 type ScenarioId = (typeof SCENARIOS)[number];
 
 const USAGE = `Usage: npx tsx bench/ingest.ts [options]
@@ -27,6 +32,7 @@ Options:
   --batch <n>      events a call (default 5000)
   --inflight <n>   calls in flight (default 2)
   --only <ids>     comma-separated scenario ids (${SCENARIOS.join(',')})
+  --cpu-prof <dir> write each server's CPU profile into <dir>
   --no-build       use dist/ as it is
   -h, --help       this text
 `;
@@ -37,6 +43,7 @@ const { values: flags } = parseArgs({
     batch: { type: 'string', default: '5000' },
     inflight: { type: 'string', default: '2' },
     only: { type: 'string' },
+    'cpu-prof': { type: 'string' },
     'no-build': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -87,7 +94,9 @@ interface Target {
 }
 
 async function start(mode: string): Promise<Target> {
-  const child = spawn('taskset', ['-c', '1', process.execPath, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/ingest.ts'], {
+  // a directory a scenario: every thread (the loader's, the recommender's workers) writes a profile of its own
+  const profile = flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${flags['cpu-prof']}/${mode}-${Date.now()}`] : [];
+  const child = spawn('taskset', ['-c', '1', process.execPath, '--no-memory-reducer', ...profile, '--import', 'tsx', 'bench/targets/ingest.ts'], {
     cwd: ROOT,
     env: { ...process.env, BENCH_INGEST: mode, LOG_LEVEL: 'warn', NODE_ENV: 'production', REDIS_URL: undefined, RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],

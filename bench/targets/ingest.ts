@@ -6,12 +6,17 @@
  *   noop     the gateway (compiled dist/) on the embedded backend, whose ingestion checks the
  *            caller and the batch (EmbeddedIngest, checkEvents) and applies it to nothing: the
  *            HTTP + GraphQL/REST + validation path alone
- *   standin  the gateway on the embedded backend as it is: the in-memory stand-in, which
- *            rebuilds the whole model (demo shop + every event so far) per batch
+ *   standin  the embedded backend without a store (DATA_DIR unset): the demo shop in memory,
+ *            each batch applied to the live model (recommender/live.ts), nothing stored
+ *   sqlite   the embedded backend as `recs-gateway serve` runs it with DATA_DIR: each batch
+ *            committed to DATA_DIR/recs.db (WAL, synchronous=FULL), then applied to the live
+ *            model (the demo shop plus the stored events), then answered
+ *   pg       the same on PostgreSQL (BENCH_DATABASE_URL or the local test database, in a
+ *            schema of its own, dropped at the end)
  * Prints one JSON line {"url", "key"} once it listens; key is an administrator's API key.
  */
 import http from 'node:http';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -55,7 +60,11 @@ if (mode === 'raw') {
   const store = new SqliteKeyStore(path.join(dir, 'keys.db'));
   await store.migrate();
   await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, { N: 1024, r: 8, p: 1 });
-  const recs = await openEmbeddedRecs({ dataDir: null });
+  const schema = `bench_ingest_${process.pid}`;
+  const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const recs = await openEmbeddedRecs(
+    mode === 'sqlite' ? { dataDir: dir } : mode === 'pg' ? { dataDir: dir, databaseUrl, schema } : { dataDir: null },
+  );
   const backend = createEmbeddedBackend(store, recs);
   if (mode === 'noop') backend.ingest = new EmbeddedIngest({ applyEvents: () => undefined, applyItems: () => undefined, catalog: recs.catalog });
   const root = await backend.keys.authenticate(basicAuthorization('root', 'root-password'));
@@ -63,5 +72,15 @@ if (mode === 'raw') {
   const gateway = await createGateway({ config: loadConfig({ ...process.env, DATA_DIR: dir }), backend });
   const url = await gateway.listen(0, '127.0.0.1');
   console.log(JSON.stringify({ url, key }));
-  process.once('SIGTERM', () => void gateway.stop().then(() => process.exit(0)));
+  process.once('SIGTERM', () => void gateway.stop().then(async () => {
+    if (mode === 'pg') {
+      const { default: pg } = await import('pg');
+      const client = new pg.Client({ connectionString: databaseUrl });
+      await client.connect();
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+      await client.end();
+    }
+    rmSync(dir, { recursive: true, force: true });
+    process.exit(0);
+  }));
 }

@@ -46,11 +46,15 @@ function nestsDeeper(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (c === 0x22) {
-      // a string: skip to its closing quote, past escapes
-      for (i++; i < text.length; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) i++;
-        else if (d === 0x22) break;
+      // a string: to its closing quote, the first not escaped (after an even run of backslashes);
+      // indexOf rather than a loop over characters: most of an events batch is strings
+      for (;;) {
+        const q = text.indexOf('"', i + 1);
+        if (q < 0) return false; // unterminated: JSON.parse refuses it
+        i = q;
+        let k = q - 1;
+        while (text.charCodeAt(k) === 0x5c) k--;
+        if ((q - 1 - k) % 2 === 0) break;
       }
     } else if (c === 0x5b || c === 0x7b) {
       if (++depth > max) return true;

@@ -250,3 +250,34 @@ describe('the PostgreSQL store', () => {
     }
   });
 });
+
+describe('appendEvents answers the rows as stored', () => {
+  it.each(['sqlite', 'postgres'] as const)('%s: ids, kinds and key ids as a follower reads them, across calls that share names', async (kind) => {
+    const data = tempDir('recs-append-');
+    const schema = testSchema();
+    const source: RecsSource = kind === 'sqlite' ? { kind, dataDir: data.dir } : { kind, connectionString: DATABASE_URL, schema };
+    const store = (await openRecsData(source))!;
+    try {
+      const t = Date.UTC(2026, 0, 1) + 0.4; // stored in whole ms
+      const first = await store.appendEvents([
+        { kind: 'view', itemId: 1, session: 's1', user: null, orderId: null, time: t },
+        { kind: 'purchase', itemId: 2, session: 's1', user: 'u1', orderId: 'o1', time: t + 1 },
+        { kind: 'view', itemId: 3, session: null, user: 'u1', orderId: null, time: t + 2 },
+      ]);
+      const second = await store.appendEvents([
+        { kind: 'view', itemId: 1, session: 's2', user: 'u1', orderId: null, time: t + 3 },
+        { kind: 'purchase', itemId: 4, session: 's1', user: null, orderId: 'o1', time: t + 4 },
+      ]);
+      expect([...first, ...second]).toEqual(await store.eventsAfter(0, 100));
+      expect(first.map((r) => r[0])).toEqual([1, 2, 3].map((i) => first[0]![0] + i - 1));
+      expect(second[1]![3]).toBe(first[0]![3]); // s1 again: the same key id
+      expect(second[0]![4]).toBe(first[1]![4]); // u1
+      expect(second[1]![5]).toBe(first[1]![5]); // o1
+      expect(first[0]![4]).toBe(-1);
+    } finally {
+      await store.close();
+      data.remove();
+      if (kind === 'postgres') await dropSchema(schema);
+    }
+  });
+});

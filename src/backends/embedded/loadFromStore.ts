@@ -47,15 +47,16 @@ export type Loaded =
 
 const here = import.meta.url;
 const fromSource = here.endsWith('.ts');
-const WORKER = new URL(fromSource ? './loadWorker.ts' : './loadWorker.js', here);
 
 /**
- * Built, the worker is plain .js; from source (tsx, vitest) it is TypeScript, and a worker does
- * not inherit the loader, so a bootstrap registers tsx's before importing it.
+ * Starts one of this folder's worker modules (`name` without extension). Built, the worker is
+ * plain .js; from source (tsx, vitest) it is TypeScript, and a worker does not inherit the
+ * loader, so a bootstrap registers tsx's before importing it.
  */
-function startWorker(workerData: LoadRequest): Worker {
-  if (!fromSource) return new Worker(WORKER, { workerData });
-  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(WORKER.href)}); })`;
+export function startWorker(name: 'loadWorker' | 'rebuildWorker', workerData?: unknown): Worker {
+  const file = new URL(`./${name}${fromSource ? '.ts' : '.js'}`, here);
+  if (!fromSource) return new Worker(file, { workerData });
+  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`;
   return new Worker(bootstrap, { eval: true, workerData });
 }
 
@@ -65,7 +66,7 @@ function startWorker(workerData: LoadRequest): Worker {
  * (so that a close can terminate it).
  */
 export function loadInWorker(request: LoadRequest, onWorker: (worker: Worker | null) => void = () => {}): Promise<Loaded> {
-  const worker = startWorker(request);
+  const worker = startWorker('loadWorker', request);
   onWorker(worker);
   const catalog = new Catalog();
   return new Promise<Loaded>((resolve, reject) => {

@@ -10,6 +10,7 @@ import { makeDataDir, preparePrivateFile, storeOpenError } from './dataFiles.js'
 import type { EventLog, RecEvent } from './events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from './events/event.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
+import { NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
 
 export type { ImportRecord } from './liveStore.js';
 
@@ -258,15 +259,56 @@ export class RecsStore implements RecsDataStore {
       .all(afterId, limit) as EventRow[];
   }
 
+  private appendStatements = new Map<number, Statement>();
+
+  /**
+   * A call's events, in one write transaction: each distinct key name looked up (named when new),
+   * then the rows inserted with integer keys, many a statement. No staging and no reading back
+   * (as an import does): under the write lock the rows take the ids after the largest, in order,
+   * which is checked, and the rows are answered from what was written.
+   */
   async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
     if (events.length === 0) return [];
     return this.write(() => {
       const before = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
-      this.staging();
-      this.db.exec('DELETE FROM temp.staged_events');
-      this.stage(events);
-      this.moveStaged(API_IMPORT_ID);
-      return this.readEventsAfter(before, events.length);
+      const find = this.db.prepare('SELECT id FROM keys WHERE ns = ? AND name = ?').pluck();
+      const name = this.db.prepare('INSERT INTO keys (ns, name) VALUES (?, ?)');
+      const keys = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
+      const keyOf = (ns: number, key: string | null): number => {
+        if (key === null) return -1;
+        const map = keys[ns]!;
+        let id = map.get(key);
+        if (id === undefined) {
+          id = (find.get(ns, key) as number | undefined) ?? Number(name.run(ns, key).lastInsertRowid);
+          map.set(key, id);
+        }
+        return id;
+      };
+      const rows: EventRow[] = events.map((e, i) => [
+        before + 1 + i, e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW, e.itemId,
+        keyOf(NS_SESSION, e.session), keyOf(NS_USER, e.user), keyOf(NS_ORDER, e.orderId), Math.round(e.time),
+      ]);
+      const statement = (n: number): Statement => {
+        let st = this.appendStatements.get(n);
+        if (st === undefined) {
+          st = this.db.prepare(`INSERT INTO events (import_id, kind, item_id, session, user, order_id, time) VALUES ${Array(n).fill(`(${API_IMPORT_ID}, ?, ?, ?, ?, ?, ?)`).join(', ')}`);
+          this.appendStatements.set(n, st);
+        }
+        return st;
+      };
+      const values: (number | null)[] = [];
+      let last = before;
+      for (let from = 0; from < rows.length; from += ROWS_PER_INSERT) {
+        const n = Math.min(ROWS_PER_INSERT, rows.length - from);
+        values.length = 0;
+        for (let i = from; i < from + n; i++) {
+          const [, kind, itemId, session, user, order, time] = rows[i]!;
+          values.push(kind, itemId, session < 0 ? null : session, user < 0 ? null : user, order < 0 ? null : order, time);
+        }
+        last = Number(statement(n).run(values).lastInsertRowid);
+      }
+      // rowids are max + 1 while the table's largest is below 2^63 - 1: never otherwise here, but then read them
+      return last === before + rows.length ? rows : this.readEventsAfter(before, events.length);
     });
   }
 

@@ -128,13 +128,16 @@ export class EventLog {
     this.items = items;
   }
 
-  /** The log as typed arrays and names (the arrays are the log's own: transfer them, then drop the log). */
-  columns(): EventLogColumns {
+  /**
+   * The log as typed arrays and names, copied (transfer them). `withNames` false: without the
+   * keys' names, for a build that only groups by them (a log from such columns cannot intern more).
+   */
+  columns(withNames = true): EventLogColumns {
     const n = Math.max(this.length, 1); // grow() doubles the capacity, so never hand over none
     return {
       length: this.length, kind: this.kind.slice(0, n), item: this.item.slice(0, n), session: this.session.slice(0, n), user: this.user.slice(0, n),
       order: this.order.slice(0, n), time: this.time.slice(0, n), itemIds: this.items.ids(),
-      names: [this.sessions.names(), this.users.names(), this.orders.names()],
+      names: withNames ? [this.sessions.names(), this.users.names(), this.orders.names()] : [[], [], []],
     };
   }
 

@@ -30,11 +30,17 @@ export function fromBuiltModel(built: BuiltModel): RecModel {
   return { ...rest, items: ItemIndex.fromIds(ids) };
 }
 
+const neighbours = (n: Neighbours): ArrayBufferLike[] => [
+  n.start.buffer, n.item.buffer, n.score.buffer, n.evidence.buffer, n.priorStart.buffer, n.priorItem.buffer, n.priorScore.buffer, n.anchorScale.buffer,
+];
+
+/** One kind's buffers, to transfer rather than copy (a kind rebuilt in a worker). */
+export function neighboursTransferList(n: Neighbours): ArrayBuffer[] {
+  return [...new Set(neighbours(n))].filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
+}
+
 /** The buffers to transfer rather than copy. */
 export function transferList(model: BuiltModel): ArrayBuffer[] {
-  const neighbours = (n: Neighbours): ArrayBufferLike[] => [
-    n.start.buffer, n.item.buffer, n.score.buffer, n.evidence.buffer, n.priorStart.buffer, n.priorItem.buffer, n.priorScore.buffer, n.anchorScale.buffer,
-  ];
   const buffers: ArrayBufferLike[] = [
     model.ids.buffer, ...neighbours(model.postBrowse), ...neighbours(model.nextBest), model.views.buffer, model.purchases.buffer,
     model.popularViewed.buffer, model.popularBought.buffer, ...(model.category === null ? [] : [model.category.buffer]),

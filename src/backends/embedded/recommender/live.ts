@@ -1,7 +1,7 @@
 import type { ItemModel } from '../../../ports/backend.js';
 import type { Catalog } from '../catalog.js';
 import { categoryOf, familyOf } from '../catalog.js';
-import type { EventLog, ItemIndex, RecEvent } from '../events/event.js';
+import type { EventLog, EventLogColumns, ItemIndex, RecEvent } from '../events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
 import { DAY_MS, ORDER_SCALE, TopK, anchorFactor, buildNeighbours, orderDecay, recencyWeight, referenceStep } from './cooccurrence.js';
 import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours } from './cooccurrence.js';
@@ -597,6 +597,24 @@ export function foldOverrides(n: Neighbours, nItems: number): void {
 
 type Kind = 'postBrowse' | 'nextBest';
 
+/** A kind's rebuild, to run in another thread (LiveModel.takeRebuild; buildKind runs it). */
+export interface RebuildJob {
+  kind: Kind;
+  /** Which build of the kind this is (LiveModel.adoptRebuild takes only the latest). */
+  build: number;
+  log: EventLogColumns;
+  facts: ItemFacts;
+  options: ModelOptions;
+  cutoff: number;
+}
+
+/** Builds one kind's lists from the events from `cutoff` on: what a full build gives that kind. */
+export function buildKind(kind: Kind, log: EventLog, options: ModelOptions, cutoff: number, facts: ItemFacts): Neighbours {
+  return kind === 'postBrowse'
+    ? buildNeighbours(log, postBrowseSets(log, options, cutoff), postBrowseScoring(options), facts)
+    : buildNeighbours(log, nextBestSets(log, options, cutoff), nextBestScoring(options), facts);
+}
+
 /**
  * A flush rebuilds an incremental kind instead of re-ranking when the marked anchors hold more
  * than this share of all positions (bench/live.ts: a re-rank walks a position about three times
@@ -768,6 +786,11 @@ export class LiveModel implements RecModel {
     return stats;
   }
 
+  /** Whether `kind` waits for a rebuild (a kind with a prior that events changed). */
+  waitsForRebuild(kind: Kind): boolean {
+    return this.stale.has(kind);
+  }
+
   /** Whether flush has work: anchors marked, or a kind to rebuild. */
   get pending(): boolean {
     return this.stale.size > 0 || (this.live.postBrowse?.dirtyCount ?? 0) > 0 || (this.live.nextBest?.dirtyCount ?? 0) > 0;
@@ -777,13 +800,14 @@ export class LiveModel implements RecModel {
    * Re-ranks every marked anchor and rebuilds the kinds with a prior that events changed: after
    * it, every list is what a full build gives. Lookups do not wait for it (see refresh).
    */
-  flush(): ApplyStats {
+  flush(except?: Kind): ApplyStats {
     const t0 = performance.now();
     const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
     const cutoff = cutoffOf(this.latest, this.options);
     for (const kind of KINDS) {
       const live = this.live[kind];
       if (live === null) {
+        if (kind === except) continue; // another thread rebuilds it (takeRebuild); it stays stale meanwhile
         if (this.stale.has(kind)) this.rebuildKind(kind, cutoff, stats);
       } else if (live.cheaperToRebuild(REBUILD_SHARE)) {
         // The same lists either way (the build is their definition); this is only quicker.
@@ -793,7 +817,7 @@ export class LiveModel implements RecModel {
         stats.reranked += live.rerank(this.facts, this.step(kind), this.items.size);
       }
     }
-    this.stale.clear();
+    for (const kind of KINDS) if (kind !== except) this.stale.delete(kind);
     stats.ms = performance.now() - t0;
     return stats;
   }
@@ -869,12 +893,45 @@ export class LiveModel implements RecModel {
 
   private rebuildKind(kind: Kind, cutoff: number, stats: ApplyStats): void {
     const t0 = performance.now();
-    const log = this.log;
-    this[kind] = kind === 'postBrowse'
-      ? buildNeighbours(log, postBrowseSets(log, this.options, cutoff), postBrowseScoring(this.options), this.facts)
-      : buildNeighbours(log, nextBestSets(log, this.options, cutoff), nextBestScoring(this.options), this.facts);
+    this[kind] = buildKind(kind, this.log, this.options, cutoff, this.facts);
+    this.builds[kind]++; // a rebuild off the loop taken before this one is older: it must not replace it
     stats.rebuilt.push(kind);
     stats.rebuildMs += performance.now() - t0;
+  }
+
+  /** Builds of each kind so far (a rebuild job carries the number it will be). */
+  private readonly builds: Record<Kind, number> = { postBrowse: 0, nextBest: 0 };
+
+  /**
+   * The rebuild that flush would do of `kind` on the event loop, as a job for another thread
+   * (EmbeddedRecs: next-best-product's rebuild, which a busy stream of purchases asks for at
+   * every flush): copies of what the build reads (the log's columns, the item facts), taken now;
+   * null when the kind has nothing to rebuild or is kept incrementally. From here the kind counts
+   * as rebuilt: events that follow mark it stale again. Give the result to adoptRebuild (or, if
+   * the job failed, hand it back with requeueRebuild).
+   */
+  takeRebuild(kind: Kind): RebuildJob | null {
+    if (this.live[kind] !== null || !this.stale.has(kind)) return null;
+    this.stale.delete(kind);
+    const f = this.facts;
+    const copy = <T extends Uint8Array | Int32Array>(a: T | undefined): T | undefined => (a === undefined ? undefined : (a.slice() as T));
+    const facts: ItemFacts = {};
+    if (f.candidate !== undefined) facts.candidate = copy(f.candidate)!;
+    if (f.family !== undefined) facts.family = copy(f.family)!;
+    if (f.category !== undefined) facts.category = copy(f.category)!;
+    return { kind, build: ++this.builds[kind], log: this.log.columns(false), facts, options: this.options, cutoff: cutoffOf(this.latest, this.options) };
+  }
+
+  /** Serves a job's rebuilt lists, unless a build taken later replaced the kind meanwhile; whether it did. */
+  adoptRebuild(job: Pick<RebuildJob, 'kind' | 'build'>, built: Neighbours): boolean {
+    if (job.build !== this.builds[job.kind]) return false;
+    this[job.kind] = built;
+    return true;
+  }
+
+  /** A job that did not finish: its kind is stale again (the next flush rebuilds it). */
+  requeueRebuild(job: Pick<RebuildJob, 'kind' | 'build'>): void {
+    if (job.build === this.builds[job.kind]) this.stale.add(job.kind);
   }
 
   /**

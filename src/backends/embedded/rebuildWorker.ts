@@ -1,0 +1,26 @@
+/**
+ * Rebuilds one kind of the live model's lists in a worker thread (EmbeddedRecs: next-best-product,
+ * rebuilt whole after purchases), so that the rebuild does not hold the event loop: a job is the
+ * log's columns and the item facts as they were when it was taken (LiveModel.takeRebuild); the
+ * lists come back transferred.
+ */
+import { parentPort } from 'node:worker_threads';
+import { EventLog } from './events/event.js';
+import { neighboursTransferList } from './recommender/builtModel.js';
+import { buildKind } from './recommender/live.js';
+import type { RebuildJob } from './recommender/live.js';
+import type { Neighbours } from './recommender/cooccurrence.js';
+
+/** The worker's answer to a job: the lists, or why it failed. */
+export type RebuildAnswer = { build: number; built: Neighbours; ms: number } | { build: number; error: string };
+
+parentPort!.on('message', (job: RebuildJob) => {
+  try {
+    const t0 = performance.now();
+    const built = buildKind(job.kind, EventLog.fromColumns(job.log), job.options, job.cutoff, job.facts);
+    const answer: RebuildAnswer = { build: job.build, built, ms: performance.now() - t0 };
+    parentPort!.postMessage(answer, neighboursTransferList(built));
+  } catch (error) {
+    parentPort!.postMessage({ build: job.build, error: (error as Error).message } satisfies RebuildAnswer);
+  }
+});
