@@ -6,7 +6,7 @@ import { GatewayError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { Backend, KeyService, PrincipalModel } from '../../ports/backend.js';
 import {
-  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestRoute, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestRoute, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
@@ -74,7 +74,9 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     const authorization = req.headers.authorization;
     const refusal = (error: unknown): RestResponse =>
       isKeys ? apiKeyErrorResponse(error, authorization) : ingest !== null ? ingestErrorResponse(error, authorization) : recsErrorResponse(error);
-    if (isKeys || ingest !== null ? authorization === undefined : !url.searchParams.has('apiKey')) {
+    // a blank Authorization, or an apiKey no key could match, is no credential: the address pays
+    const anonymous = isKeys || ingest !== null ? authorization === undefined || authorization.trim() === '' : queryApiKey(url.searchParams) === null;
+    if (anonymous) {
       try {
         await limiter.admit(null, address);
       } catch (error) {
@@ -88,7 +90,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     if ((req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') || (ingest === 'events' && req.method === 'POST') || ingest === 'items') {
       // without credentials the handler answers 401 whatever the body says: it is not read
       let limit = 0;
-      if (authorization !== undefined) {
+      if (!anonymous && authorization !== undefined) {
         const outcome = await guarded.authenticate(authorization).then(
           (principal) => ({ principal }),
           (error: unknown) => ({ error }),
