@@ -1,4 +1,4 @@
-import { badUserInput } from '../errors.js';
+import { badUserInput, forbidden, type GatewayError } from '../errors.js';
 import type { EventInputModel, ItemModel } from '../ports/backend.js';
 
 /** At most this many events a recordEvents call or POST /v1/events (issue 20). */
@@ -9,6 +9,9 @@ export const MAX_ITEMS_PER_CALL = 1_000;
 export const MAX_IDENTIFIER_LENGTH = 200;
 /** An event may be dated at most this far in the future (clock skew between shops and us). */
 export const MAX_FUTURE_SKEW_MS = 24 * 3600 * 1000;
+
+/** What a caller who is no administrator gets from recordEvents, upsertItems and their REST twins. */
+export const ingestForbidden = (): GatewayError => forbidden('Only administrators may send events and item records');
 
 const fail = (index: number, field: string, message: string): never => {
   throw badUserInput(`events[${index}].${field}: ${message}`, `events[${index}].${field}`);

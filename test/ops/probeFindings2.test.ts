@@ -1,6 +1,8 @@
 import http from 'node:http';
+import { connect } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
@@ -10,6 +12,9 @@ import { storeKinds } from '../helpers/stores.js';
 // What a probe of the running gateway found in the live recommender's API (recordEvents,
 // upsertItems, POST /v1/events, PUT /v1/items), past the other tests: each bounded in requests,
 // over real HTTP and raw sockets.
+
+const root = basicAuthorization('root', 'root-password');
+const alice = basicAuthorization('alice', 'alice-password');
 
 interface Answer {
   status: number;
@@ -29,6 +34,30 @@ function request(url: string, method: string, path: string, headers: Record<stri
     req.end(body);
   });
 }
+
+/** Sends raw bytes and resolves with what came back before the server closed or `ms` passed. */
+function raw(url: string, bytes: string, ms = 5_000): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), hostname);
+    let received = '';
+    const done = () => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(received);
+    };
+    const timer = setTimeout(done, ms);
+    socket.on('data', (chunk) => {
+      received += chunk.toString('latin1');
+      if (received.includes('\r\n\r\n')) setTimeout(done, 50);
+    });
+    socket.on('end', done);
+    socket.on('error', reject);
+    socket.write(bytes);
+  });
+}
+
+const statusOf = (head: string): number => Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
 
 interface LogLine {
   level: number;
@@ -81,5 +110,32 @@ describe('the REST routes without credentials', () => {
     for (let i = 0; i < 8; i++) statuses.push((await request(gw.url, method, path, { 'content-type': 'application/json', ...headers }, '[]')).status);
     expect(statuses).toContain(429);
     expect(statuses.filter((s) => ![401, 403, 429].includes(s))).toEqual([]);
+  });
+});
+
+describe('the REST twins for who may not send events', () => {
+  let gw: Awaited<ReturnType<typeof loggedGateway>>;
+  beforeAll(async () => {
+    gw = await loggedGateway({ RATE_LIMIT_RPS: '0' });
+  });
+  afterAll(() => gw?.stop());
+
+  it('answers a non-administrator 403 before reading the batch, on both twins', async () => {
+    const { port } = new URL(gw.url);
+    for (const [method, path] of [['POST', '/v1/events'], ['PUT', '/v1/items']]) {
+      const head = `${method} ${path} HTTP/1.1\r\nhost: 127.0.0.1:${port}\r\nauthorization: ${alice}\r\ncontent-type: application/json\r\ncontent-length: 1000000\r\n\r\n[{"kind":"`;
+      const answer = await raw(gw.url, head);
+      expect(statusOf(answer)).toBe(403);
+      expect(answer).toContain('Only administrators may send events and item records');
+    }
+  });
+
+  it('answers a non-administrator 403 whatever the batch holds: not 400 for its size or its fields', async () => {
+    const tooMany = JSON.stringify(Array.from({ length: 1_001 }, (_, i) => ({ itemId: 1 + i, name: 'x' })));
+    expect((await request(gw.url, 'PUT', '/v1/items', { authorization: alice, 'content-type': 'application/json' }, tooMany)).status).toBe(403);
+    const bad = JSON.stringify([{ kind: 'view', itemId: -1 }]);
+    expect((await request(gw.url, 'POST', '/v1/events', { authorization: alice, 'content-type': 'application/json' }, bad)).status).toBe(403);
+    // an administrator's is checked: the 400 names the field
+    expect((await request(gw.url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json' }, bad)).body).toMatch(/events\[0\]\.itemId/);
   });
 });

@@ -3,6 +3,7 @@ import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import type { Config } from '../../config/env.js';
 import { GatewayError } from '../../errors.js';
+import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
 import type { Backend, KeyService, PrincipalModel } from '../../ports/backend.js';
 import {
@@ -102,6 +103,10 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
             value !== authorization ? guarded.authenticate(value, options) : 'error' in outcome ? Promise.reject(outcome.error) : Promise.resolve(outcome.principal),
         };
         limit = 'error' in outcome ? 0 : ingest !== null ? bodyLimitOf(outcome.principal) : config.bodyLimitBytes;
+        if (ingest !== null && !('error' in outcome)) {
+          // who may not send events is told so before a byte of the batch is read or checked
+          if (!outcome.principal.user.isAdmin && backend.keys.checksKeysLocally === true) return writeRest(req, res, refusal(ingestForbidden()), false);
+        }
       }
       if (limit > 0) {
         try {
