@@ -65,6 +65,11 @@ export function ingestBodyTooLarge(limit: number): RestResponse {
   return json(413, errorBody(413, `Request body larger than ${limit} bytes: send fewer events or records a call`), { connection: 'close' });
 }
 
+/** A batch sent as anything but JSON (a form, text/plain: what a cross-site page can POST), unread. */
+export function ingestNotJson(): RestResponse {
+  return json(415, errorBody(415, 'Send the batch as JSON: Content-Type: application/json'), { connection: 'close' });
+}
+
 const fail = (what: string, index: number, field: string, message: string): never => {
   throw badUserInput(`${what}[${index}].${field}: ${message}`, `${what}[${index}].${field}`);
 };

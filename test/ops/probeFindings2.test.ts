@@ -138,4 +138,19 @@ describe('the REST twins for who may not send events', () => {
     // an administrator's is checked: the 400 names the field
     expect((await request(gw.url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json' }, bad)).body).toMatch(/events\[0\]\.itemId/);
   });
+
+  it('takes a batch as JSON only: text/plain or a form (what a page on another site can POST with remembered Basic credentials) is 415, nothing kept', async () => {
+    const events = JSON.stringify([{ kind: 'view', itemId: 31000005, sessionId: 'csrf-1' }]);
+    for (const type of ['text/plain', 'application/x-www-form-urlencoded', undefined]) {
+      const headers: Record<string, string> = { authorization: root };
+      if (type !== undefined) headers['content-type'] = type;
+      const answer = await request(gw.url, 'POST', '/v1/events', headers, events);
+      expect(answer.status).toBe(415);
+      expect(JSON.parse(answer.body)).toEqual({ errors: [{ code: 415, message: expect.stringMatching(/application\/json/) as string }] });
+    }
+    const items = await request(gw.url, 'PUT', '/v1/items', { authorization: root, 'content-type': 'text/plain' }, '[{"itemId":99000009,"name":"csrf"}]');
+    expect(items.status).toBe(415);
+    const ok = await request(gw.url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json; charset=utf-8' }, events);
+    expect([ok.status, JSON.parse(ok.body)]).toEqual([200, { accepted: 1, itemsWithoutRecord: 0 }]);
+  });
 });

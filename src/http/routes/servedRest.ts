@@ -3,11 +3,12 @@ import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import type { Config } from '../../config/env.js';
 import { GatewayError } from '../../errors.js';
+import { isJsonContentType } from '../../graphql/contentType.js';
 import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
 import type { Backend, KeyService, PrincipalModel } from '../../ports/backend.js';
 import {
-  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestRoute, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
@@ -106,6 +107,9 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
         if (ingest !== null && !('error' in outcome)) {
           // who may not send events is told so before a byte of the batch is read or checked
           if (!outcome.principal.user.isAdmin && backend.keys.checksKeysLocally === true) return writeRest(req, res, refusal(ingestForbidden()), false);
+          // JSON only: a form or text/plain POST is what a browser sends cross-site, with the Basic
+          // credentials it remembers, and no preflight (Apollo's CSRF prevention, for the twins)
+          if (!isJsonContentType(req.headers['content-type'])) return writeRest(req, res, ingestNotJson(), false);
         }
       }
       if (limit > 0) {
