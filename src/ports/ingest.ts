@@ -21,6 +21,8 @@ function checkIdentifier(value: string | null, index: number, field: string): vo
   if (value === null) return;
   if (value.length === 0) fail(index, field, 'must not be empty');
   if (value.length > MAX_IDENTIFIER_LENGTH) fail(index, field, `at most ${MAX_IDENTIFIER_LENGTH} characters`);
+  // PostgreSQL's text cannot hold it (a 500 there, kept in SQLite): refused alike on both
+  if (value.includes('\u0000')) fail(index, field, 'must not contain the NUL character (\\u0000)');
 }
 
 /**

@@ -3,11 +3,14 @@ import { connect } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
+import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
 import { embeddedWithUsers } from '../helpers/gateway.js';
-import { storeKinds } from '../helpers/stores.js';
+import { DATABASE_URL, dropSchema, storeKinds, TEST_COST, testSchema } from '../helpers/stores.js';
 
 // What a probe of the running gateway found in the live recommender's API (recordEvents,
 // upsertItems, POST /v1/events, PUT /v1/items), past the other tests: each bounded in requests,
@@ -15,6 +18,7 @@ import { storeKinds } from '../helpers/stores.js';
 
 const root = basicAuthorization('root', 'root-password');
 const alice = basicAuthorization('alice', 'alice-password');
+const RECORD_EVENTS = 'mutation($e:[EventInput!]!){ recordEvents(events:$e){ accepted } }';
 
 interface Answer {
   status: number;
@@ -153,4 +157,40 @@ describe('the REST twins for who may not send events', () => {
     const ok = await request(gw.url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json; charset=utf-8' }, events);
     expect([ok.status, JSON.parse(ok.body)]).toEqual([200, { accepted: 1, itemsWithoutRecord: 0 }]);
   });
+});
+
+describe('identifiers PostgreSQL cannot hold', () => {
+  it('refuses a NUL in a session, user or order id with BAD_USER_INPUT (a 500 and an error logged before), on GraphQL and the twin', async () => {
+    const schema = testSchema();
+    const keys = await storeKinds[0]!.open();
+    const recs = await openEmbeddedRecs({ dataDir: null, databaseUrl: DATABASE_URL, schema, followIntervalMs: 0 });
+    await addUser(keys.store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
+    const lines: LogLine[] = [];
+    const destination = new PassThrough();
+    destination.on('data', (chunk: Buffer) => {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line) as LogLine);
+    });
+    const gateway = await createGateway({
+      config: loadConfig({ DATA_DIR: '/nonexistent', RATE_LIMIT_RPS: '0', AUTH_FAILURES_PER_MINUTE: '0' }),
+      backend: createEmbeddedBackend(keys.store, recs),
+      log: createLogger({ level: 'info', destination }),
+    });
+    try {
+      const url = await gateway.listen(0, '127.0.0.1');
+      for (const field of ['sessionId', 'userId', 'orderId']) {
+        const event = { kind: 'purchase', itemId: 31000005, [field]: 'a\u0000b' };
+        const twin = await request(url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json' }, JSON.stringify([event]));
+        expect([twin.status, JSON.parse(twin.body)]).toEqual([400, { errors: [{ code: 4000, message: `events[0].${field}: must not contain the NUL character (\\u0000)` }] }]);
+      }
+      const graphql = await request(url, 'POST', '/graphql', { authorization: root, 'content-type': 'application/json' },
+        JSON.stringify({ query: RECORD_EVENTS, variables: { e: [{ kind: 'VIEW', itemId: 31000005, sessionId: 'a\u0000b' }] } }));
+      expect((JSON.parse(graphql.body) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('BAD_USER_INPUT');
+      expect(lines.filter((line) => line.level >= 50)).toEqual([]);
+      expect(recs.state().lastEventId).toBe(0);
+    } finally {
+      await gateway.stop();
+      await keys.dispose();
+      await dropSchema(schema);
+    }
+  }, 30_000);
 });
