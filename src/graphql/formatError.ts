@@ -3,6 +3,8 @@ import { ErrorCode, isErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { isTokenLimitError } from './limits.js';
 
+const TOO_MANY_VARIABLE_ERRORS = /^Too many errors processing variables/;
+
 /**
  * The formatError of both GraphQL paths (Apollo's and the prepared one): codes from the closed
  * set pass without a stack trace, a limit gets QUERY_TOO_COMPLEX, anything else is logged whole
@@ -21,6 +23,11 @@ export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedErr
     const http = error instanceof GraphQLError && error.extensions?.code === undefined && !error.originalError ? (error.extensions?.http as { status?: unknown } | undefined) : undefined;
     if (code === ErrorCode.INTERNAL_SERVER_ERROR && typeof http?.status === 'number' && http.status >= 400 && http.status < 500) {
       return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.BAD_REQUEST } };
+    }
+    if (code === ErrorCode.INTERNAL_SERVER_ERROR && error instanceof GraphQLError && !error.originalError && TOO_MANY_VARIABLE_ERRORS.test(error.message)) {
+      // graphql-js stops coercing variables at 50 bad values (a batch of events with a bad field):
+      // the client's mistake too, though Apollo gives it no code
+      return { message: error.message, extensions: { code: ErrorCode.BAD_USER_INPUT } };
     }
     if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
       const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};

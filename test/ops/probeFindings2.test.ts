@@ -194,3 +194,25 @@ describe('identifiers PostgreSQL cannot hold', () => {
     }
   }, 30_000);
 });
+
+describe('recordEvents\' variable errors', () => {
+  let gw: Awaited<ReturnType<typeof loggedGateway>>;
+  beforeAll(async () => {
+    gw = await loggedGateway({ RATE_LIMIT_RPS: '0' });
+  });
+  afterAll(() => gw?.stop());
+
+  const send = async (events: unknown[]): Promise<{ status: number; body: { errors?: { message: string; extensions?: { code?: string } }[] } }> => {
+    const answer = await request(gw.url, 'POST', '/graphql', { authorization: root, 'content-type': 'application/json' }, JSON.stringify({ query: RECORD_EVENTS, variables: { e: events } }));
+    return { status: answer.status, body: JSON.parse(answer.body) as never };
+  };
+
+  it('a batch with more than 50 bad values is BAD_USER_INPUT, logged at most as a warning', async () => {
+    const events = Array.from({ length: 60 }, (_, i) => ({ kind: 'VIEW', itemId: 31000005, sessionId: `s-${i}`, time: 'not a date' }));
+    const { status, body } = await send(events);
+    expect(status).toBe(400);
+    expect(body.errors!.map((e) => e.extensions?.code)).not.toContain('INTERNAL_SERVER_ERROR');
+    expect(body.errors!.at(-1)).toMatchObject({ message: expect.stringMatching(/^Too many errors/) as string, extensions: { code: 'BAD_USER_INPUT' } });
+    expect(gw.lines.filter((line) => line.level >= 50)).toEqual([]);
+  });
+});
