@@ -215,4 +215,20 @@ describe('recordEvents\' variable errors', () => {
     expect(body.errors!.at(-1)).toMatchObject({ message: expect.stringMatching(/^Too many errors/) as string, extensions: { code: 'BAD_USER_INPUT' } });
     expect(gw.lines.filter((line) => line.level >= 50)).toEqual([]);
   });
+
+  it('never quotes an event\'s session, user or order id back, and still names the field', async () => {
+    const cases: [unknown, RegExp][] = [
+      [{ kind: 'VIEW', itemId: 31000005, sessionId: 'secret-session-77', time: 'bad' }, /at "e\[0\]\.time"; DateTime must be an ISO 8601 string$/],
+      [{ kind: 'VIEW', itemId: 31000005, sessionId: 'secret-session-77', userId: 'secret-user-9', extra: 1 }, /at "e\[0\]"; Field "extra" is not defined by type "EventInput"\.$/],
+      [{ kind: 'PURCHASE', itemId: 31000005, orderId: 987654321 }, /at "e\[0\]\.orderId"; String cannot represent a non string value$/],
+      [{ kind: 'VIEW', itemId: 31000005, sessionId: 'x'.repeat(100_000), time: 'y'.repeat(100_000) }, /at "e\[0\]\.time"; DateTime must be an ISO 8601 string$/],
+    ];
+    for (const [event, reason] of cases) {
+      const { status, body } = await send([event]);
+      expect(status).toBe(400);
+      const text = JSON.stringify(body);
+      expect(text).not.toMatch(/secret-|987654321|xxxxx|yyyyy/);
+      expect(body.errors![0]).toMatchObject({ message: expect.stringMatching(reason) as string, extensions: { code: 'BAD_USER_INPUT' } });
+    }
+  });
 });
