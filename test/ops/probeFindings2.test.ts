@@ -3,14 +3,16 @@ import { connect } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import { createEmbeddedBackend, EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
+import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { embeddedWithUsers } from '../helpers/gateway.js';
-import { DATABASE_URL, dropSchema, storeKinds, TEST_COST, testSchema } from '../helpers/stores.js';
+import { principal } from '../helpers/liveEvents.js';
+import { DATABASE_URL, dropSchema, storeKinds, TEST_COST, tempDir, testSchema } from '../helpers/stores.js';
 
 // What a probe of the running gateway found in the live recommender's API (recordEvents,
 // upsertItems, POST /v1/events, PUT /v1/items), past the other tests: each bounded in requests,
@@ -231,4 +233,21 @@ describe('recordEvents\' variable errors', () => {
       expect(body.errors![0]).toMatchObject({ message: expect.stringMatching(reason) as string, extensions: { code: 'BAD_USER_INPUT' } });
     }
   });
+});
+
+describe('a newcomer\'s first item record', () => {
+  it('says that the store\'s catalogue replaces the demo shop', async () => {
+    const { dir, remove } = tempDir('recs-probe-demo-');
+    const said: string[] = [];
+    const recs = await openEmbeddedRecs({ dataDir: dir, followIntervalMs: 60_000, log: (line) => said.push(line) });
+    try {
+      expect(recs.state().mode).toBe('demo');
+      await new EmbeddedIngest(recs).upsertItems(principal(true), [parseItemRecord({ itemId: 99000001, name: 'Vireo Labs Case 7' })]);
+      expect(recs.state()).toMatchObject({ mode: 'store', items: 1 });
+      expect(said.some((line) => /replaces the demo shop/.test(line))).toBe(true);
+    } finally {
+      await recs.close();
+      remove();
+    }
+  }, 30_000);
 });
