@@ -159,6 +159,12 @@ describe('the REST twins for who may not send events', () => {
     const ok = await request(gw.url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json; charset=utf-8' }, events);
     expect([ok.status, JSON.parse(ok.body)]).toEqual([200, { accepted: 1, itemsWithoutRecord: 0 }]);
   });
+
+  it('counts POST /v1/events under its own route in /metrics, not under "other"', async () => {
+    await request(gw.url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json' }, '[]');
+    const metrics = await (await fetch(`${gw.url}/metrics`)).text();
+    expect(metrics).toMatch(/http_requests_total\{route="\/v1\/events",method="POST",status="200"\} [1-9]/);
+  });
 });
 
 describe('identifiers PostgreSQL cannot hold', () => {
