@@ -167,6 +167,30 @@ describe('the REST twins for who may not send events', () => {
   });
 });
 
+describe('event times', () => {
+  let gw: Awaited<ReturnType<typeof loggedGateway>>;
+  beforeAll(async () => {
+    gw = await loggedGateway({ RATE_LIMIT_RPS: '0' });
+  });
+  afterAll(() => gw?.stop());
+
+  it('refuses a time no calendar has, or that is no ISO 8601, on GraphQL as on the twin (Date took "1" for 2001 and 31 February for 3 March)', async () => {
+    for (const time of ['1', 'March 7', '2026-02-31', '2026-02-29T10:00:00Z', '2026-04-31T00:00:00Z', '2026-11-23T24:00:00Z']) {
+      const graphql = await request(gw.url, 'POST', '/graphql', { authorization: root, 'content-type': 'application/json' },
+        JSON.stringify({ query: RECORD_EVENTS, variables: { e: [{ kind: 'VIEW', itemId: 31000005, sessionId: 's', time }] } }));
+      expect(graphql.status, time).toBe(400);
+      expect(graphql.body, time).toMatch(/DateTime must be an ISO 8601 string/);
+      const twin = await request(gw.url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json' }, JSON.stringify([{ kind: 'view', itemId: 31000005, sessionId: 's', time }]));
+      expect(twin.status, time).toBe(400);
+    }
+    for (const time of ['2024-02-29', '2026-11-23T06:40:00Z', '2026-11-23T07:40:00.123456789+01:00', '2026-11-23 06:40']) {
+      const graphql = await request(gw.url, 'POST', '/graphql', { authorization: root, 'content-type': 'application/json' },
+        JSON.stringify({ query: RECORD_EVENTS, variables: { e: [{ kind: 'VIEW', itemId: 31000005, sessionId: 's', time }] } }));
+      expect(graphql.body, time).toBe('{"data":{"recordEvents":{"accepted":1}}}\n');
+    }
+  });
+});
+
 describe('identifiers PostgreSQL cannot hold', () => {
   it('refuses a NUL in a session, user or order id with BAD_USER_INPUT (a 500 and an error logged before), on GraphQL and the twin', async () => {
     const schema = testSchema();
