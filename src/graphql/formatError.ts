@@ -3,6 +3,30 @@ import { ErrorCode, isErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 import { isTokenLimitError } from './limits.js';
 
+const TOO_MANY_VARIABLE_ERRORS = /^Too many errors processing variables/;
+const VARIABLE_VALUE_REFUSED = /^Variable "\$[_A-Za-z][_0-9A-Za-z]*" got invalid value /;
+
+/**
+ * A variable's value refused by coercion, without the value: graphql-js quotes it whole (an
+ * event's session, user and order ids, a megabyte of text) between the variable and the path.
+ * The path and the reason say what is wrong; a scalar's reason loses its quoted value too.
+ * Null when the message is not one of those, or its reason cannot be told apart from the value.
+ */
+export function variableErrorWithoutValue(message: string, error: unknown): string | null {
+  const head = VARIABLE_VALUE_REFUSED.exec(message);
+  if (head === null) return null;
+  // graphql-js builds it as `<head><value>[ at "<path>"]; <reason>`, the reason being the message
+  // of an error down the originalError chain
+  for (let cause = error as { message?: unknown; originalError?: unknown } | undefined; cause; cause = cause.originalError as typeof cause) {
+    const reason = cause.message;
+    if (typeof reason !== 'string' || reason === message || !message.endsWith(`; ${reason}`)) continue;
+    const prefix = message.slice(0, message.length - reason.length - 2);
+    const at = / at "[\w.[\]$]*"$/.exec(prefix)?.[0] ?? '';
+    return `${head[0].trimEnd()}${at}; ${reason.replace(/( cannot represent [^:]*): [\s\S]*$/, '$1')}`;
+  }
+  return null;
+}
+
 /**
  * The formatError of both GraphQL paths (Apollo's and the prepared one): codes from the closed
  * set pass without a stack trace, a limit gets QUERY_TOO_COMPLEX, anything else is logged whole
@@ -22,9 +46,15 @@ export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedErr
     if (code === ErrorCode.INTERNAL_SERVER_ERROR && typeof http?.status === 'number' && http.status >= 400 && http.status < 500) {
       return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.BAD_REQUEST } };
     }
+    if (code === ErrorCode.INTERNAL_SERVER_ERROR && error instanceof GraphQLError && !error.originalError && TOO_MANY_VARIABLE_ERRORS.test(error.message)) {
+      // graphql-js stops coercing variables at 50 bad values (a batch of events with a bad field):
+      // the client's mistake too, though Apollo gives it no code
+      return { message: error.message, extensions: { code: ErrorCode.BAD_USER_INPUT } };
+    }
     if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
       const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
-      return { ...formatted, extensions };
+      const message = code === ErrorCode.BAD_USER_INPUT ? (variableErrorWithoutValue(formatted.message, error) ?? formatted.message) : formatted.message;
+      return { ...formatted, message, extensions };
     }
     // not one of ours: log it whole, show nothing of it
     log.error({ err: error }, 'unexpected error in a GraphQL request');

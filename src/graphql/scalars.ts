@@ -1,5 +1,6 @@
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
 import { toItemId } from '../ports/itemRecord.js';
+import { parseIsoTime } from '../ports/ingest.js';
 
 const invalidItemId = (value: unknown): GraphQLError =>
   new GraphQLError(`ItemId must be a positive integer of at most 16 digits, got ${JSON.stringify(value)?.slice(0, 40)}`);
@@ -27,6 +28,13 @@ export const ItemIdScalar = new GraphQLScalarType<number, number>({
   },
 });
 
+/** An input DateTime: ISO 8601 as the REST twin reads it (parseIsoTime), not whatever Date takes. */
+function isoDate(text: string | null): Date {
+  const ms = text === null ? null : parseIsoTime(text);
+  if (ms === null) throw new GraphQLError('DateTime must be an ISO 8601 string');
+  return new Date(ms);
+}
+
 export const DateTimeScalar = new GraphQLScalarType<Date, string>({
   name: 'DateTime',
   serialize(value) {
@@ -35,13 +43,9 @@ export const DateTimeScalar = new GraphQLScalarType<Date, string>({
     return date.toISOString();
   },
   parseValue(value) {
-    const date = typeof value === 'string' ? new Date(value) : new Date(NaN);
-    if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime must be an ISO 8601 string');
-    return date;
+    return isoDate(typeof value === 'string' ? value : null);
   },
   parseLiteral(ast) {
-    const date = ast.kind === Kind.STRING ? new Date(ast.value) : new Date(NaN);
-    if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime must be an ISO 8601 string');
-    return date;
+    return isoDate(ast.kind === Kind.STRING ? ast.value : null);
   },
 });

@@ -1,4 +1,4 @@
-import { badUserInput } from '../errors.js';
+import { badUserInput, forbidden, type GatewayError } from '../errors.js';
 import type { EventInputModel, ItemModel } from '../ports/backend.js';
 
 /** At most this many events a recordEvents call or POST /v1/events (issue 20). */
@@ -10,6 +10,26 @@ export const MAX_IDENTIFIER_LENGTH = 200;
 /** An event may be dated at most this far in the future (clock skew between shops and us). */
 export const MAX_FUTURE_SKEW_MS = 24 * 3600 * 1000;
 
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+
+/**
+ * An event's time as ISO 8601 text (2026-11-23, 2026-11-23T06:40:00Z, with an offset or a
+ * fraction), in ms since 1970; null for anything else. Stricter than Date.parse, which takes "1"
+ * or "March 7" for dates in 2001 and rolls 2026-02-31 over into March: such a time would be kept
+ * as another than the one meant. GraphQL's DateTime and POST /v1/events both read it.
+ */
+export function parseIsoTime(text: string): number | null {
+  const match = ISO_8601.exec(text);
+  if (match === null) return null;
+  const [, year, month, day, hour = '0', minute = '0'] = match;
+  if (new Date(Date.UTC(Number(year), Number(month) - 1, Number(day))).getUTCDate() !== Number(day) || Number(hour) > 23 || Number(minute) > 59) return null;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** What a caller who is no administrator gets from recordEvents, upsertItems and their REST twins. */
+export const ingestForbidden = (): GatewayError => forbidden('Only administrators may send events and item records');
+
 const fail = (index: number, field: string, message: string): never => {
   throw badUserInput(`events[${index}].${field}: ${message}`, `events[${index}].${field}`);
 };
@@ -18,6 +38,8 @@ function checkIdentifier(value: string | null, index: number, field: string): vo
   if (value === null) return;
   if (value.length === 0) fail(index, field, 'must not be empty');
   if (value.length > MAX_IDENTIFIER_LENGTH) fail(index, field, `at most ${MAX_IDENTIFIER_LENGTH} characters`);
+  // PostgreSQL's text cannot hold it (a 500 there, kept in SQLite): refused alike on both
+  if (value.includes('\u0000')) fail(index, field, 'must not contain the NUL character (\\u0000)');
 }
 
 /**

@@ -1,5 +1,5 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
-import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
+import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, parseIsoTime } from '../ports/ingest.js';
 import { ItemRecordError, parseItemRecord, toItemId } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
@@ -65,6 +65,11 @@ export function ingestBodyTooLarge(limit: number): RestResponse {
   return json(413, errorBody(413, `Request body larger than ${limit} bytes: send fewer events or records a call`), { connection: 'close' });
 }
 
+/** A batch sent as anything but JSON (a form, text/plain: what a cross-site page can POST), unread. */
+export function ingestNotJson(): RestResponse {
+  return json(415, errorBody(415, 'Send the batch as JSON: Content-Type: application/json'), { connection: 'close' });
+}
+
 const fail = (what: string, index: number, field: string, message: string): never => {
   throw badUserInput(`${what}[${index}].${field}: ${message}`, `${what}[${index}].${field}`);
 };
@@ -84,11 +89,8 @@ function identifier(raw: Record<string, unknown>, index: number, field: 'session
 function timeOf(value: unknown, index: number, now: number): number {
   if (value === undefined || value === null) return now;
   if (typeof value === 'number' && Number.isFinite(value)) return value;
-  // ISO 8601 only: Date.parse would take "1" or "March 7" too
-  if (typeof value === 'string' && /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value)) {
-    const ms = Date.parse(value);
-    if (Number.isFinite(ms)) return ms;
-  }
+  const ms = typeof value === 'string' ? parseIsoTime(value) : null;
+  if (ms !== null) return ms;
   return fail('events', index, 'time', 'must be an ISO 8601 date (2026-11-23T06:40:00Z) or milliseconds since 1970');
 }
 

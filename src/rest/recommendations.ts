@@ -72,14 +72,21 @@ function single(query: URLSearchParams, name: string): string | undefined {
   return values[0];
 }
 
-async function checkKey(query: URLSearchParams, keys: KeyService, options: CallOptions): Promise<void> {
+/**
+ * The query string's `apiKey` when it is one value shaped like a key; null otherwise (absent,
+ * repeated, empty, or credentials: Basic ... has no business in a query string). A request
+ * without one is a request without credentials, limited by its address.
+ */
+export function queryApiKey(query: URLSearchParams): string | null {
   const apiKey = query.getAll('apiKey');
-  // Any doubt about the key is an inactive account, as upstream: no hint what was wrong.
   const [value] = apiKey;
-  // a key only: credentials (Basic ...) have no business in a query string
-  if (apiKey.length !== 1 || value === undefined || !/^[A-Za-z0-9+/]+={0,2}$/.test(value)) {
-    throw new Reply(json(403, errorBody(RecsErrorCode.ACCOUNT_INACTIVE, 'Account Inactive')));
-  }
+  return apiKey.length === 1 && value !== undefined && /^[A-Za-z0-9+/]+={0,2}$/.test(value) ? value : null;
+}
+
+async function checkKey(query: URLSearchParams, keys: KeyService, options: CallOptions): Promise<void> {
+  const value = queryApiKey(query);
+  // Any doubt about the key is an inactive account, as upstream: no hint what was wrong.
+  if (value === null) throw new Reply(json(403, errorBody(RecsErrorCode.ACCOUNT_INACTIVE, 'Account Inactive')));
   await keys.authenticate(value, options);
 }
 

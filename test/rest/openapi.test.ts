@@ -109,7 +109,7 @@ describe('GET /openapi.json, and the answers it describes, over HTTP', () => {
 
   beforeAll(async () => {
     resolved ??= new Validator().resolveRefs({ specification: served() });
-    for (const env of [{}, { AUTH_FAILURES_PER_MINUTE: '1', BODY_LIMIT_BYTES: '1024' }] as Record<string, string>[]) {
+    for (const env of [{}, { AUTH_FAILURES_PER_MINUTE: '1', BODY_LIMIT_BYTES: '1024', INGEST_BODY_LIMIT_BYTES: '1024' }] as Record<string, string>[]) {
       const opened = await sqlite.open();
       disposers.push(opened.dispose);
       const started = await startTestGateway(await embeddedWithUsers(opened.store), env);
@@ -221,7 +221,8 @@ describe('GET /openapi.json, and the answers it describes, over HTTP', () => {
       ['POST', '/v1/events', root, [{ kind: 'view', itemId: PHONE }], 400, gw.url],
       ['POST', '/v1/events', undefined, [view], 401, gw.url],
       ['POST', '/v1/events', alice, [view], 403, gw.url],
-      ['POST', '/v1/events', alice, Array.from({ length: 40 }, () => view), 413, limited.url],
+      ['POST', '/v1/events', root, Array.from({ length: 40 }, () => view), 413, limited.url],
+      ['POST', '/v1/events', alice, Array.from({ length: 40 }, () => view), 403, limited.url],
       ['PUT', '/v1/items', root, [{ itemId: PHONE, name: 'Vireo Labs Phone 6', customerRating: '4.5' }], 200, gw.url],
       ['PUT', '/v1/items', root, [{ itemId: PHONE }], 400, gw.url],
       ['PUT', '/v1/items', alice, [{ itemId: PHONE, name: 'x' }], 403, gw.url],

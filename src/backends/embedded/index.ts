@@ -1,5 +1,5 @@
 import { forbidden } from '../../errors.js';
-import { checkEvents, checkItems } from '../../ports/ingest.js';
+import { checkEvents, checkItems, ingestForbidden } from '../../ports/ingest.js';
 import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsService } from '../../ports/backend.js';
 import type { RecEvent } from './events/event.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
@@ -7,7 +7,7 @@ import type { KeyStore } from './keys/store.js';
 import { EmbeddedRecs } from './recs.js';
 
 function requireAdmin(principal: PrincipalModel): void {
-  if (!principal.user.isAdmin) throw forbidden('Only administrators may send events and item records');
+  if (!principal.user.isAdmin) throw ingestForbidden();
 }
 
 /** The stored form of an event: the recommender's own spelling. */

@@ -421,7 +421,10 @@ export class EmbeddedRecs implements RecsService {
    */
   reload(): Promise<ReloadResult> {
     if (this.source === null || this.store === null) return Promise.reject(new Error('reload needs a store'));
+    const wasDemo = this.mode === 'demo';
     this.reloading ??= this.reloadNow(this.source, this.store).then((r) => {
+      // a newcomer's first upsertItems takes the demo shop's items away: say so
+      if (wasDemo && r.reloaded) this.say(`recommender: the store has a catalogue now (${r.items} items): it replaces the demo shop, whose items are no longer served`);
       this.say(r.reloaded
         ? `recommender: reloaded ${r.items} items and ${r.events} events whole in ${Math.round(r.totalMs)} ms (load ${Math.round(r.loadMs)} ms, build ${Math.round(r.buildMs)} ms in a worker, swap ${Math.round(r.swapMs)} ms)`
         : `recommender: the store has no catalogue; serving the demo shop with the ${r.head.lastEventId > 0 ? 'stored events' : 'demo events only'}`);

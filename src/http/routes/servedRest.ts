@@ -3,10 +3,12 @@ import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import type { Config } from '../../config/env.js';
 import { GatewayError } from '../../errors.js';
+import { isJsonContentType } from '../../graphql/contentType.js';
+import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
 import type { Backend, KeyService, PrincipalModel } from '../../ports/backend.js';
 import {
-  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestRoute, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
@@ -74,7 +76,9 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     const authorization = req.headers.authorization;
     const refusal = (error: unknown): RestResponse =>
       isKeys ? apiKeyErrorResponse(error, authorization) : ingest !== null ? ingestErrorResponse(error, authorization) : recsErrorResponse(error);
-    if (isKeys || ingest !== null ? authorization === undefined : !url.searchParams.has('apiKey')) {
+    // a blank Authorization, or an apiKey no key could match, is no credential: the address pays
+    const anonymous = isKeys || ingest !== null ? authorization === undefined || authorization.trim() === '' : queryApiKey(url.searchParams) === null;
+    if (anonymous) {
       try {
         await limiter.admit(null, address);
       } catch (error) {
@@ -88,7 +92,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     if ((req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') || (ingest === 'events' && req.method === 'POST') || ingest === 'items') {
       // without credentials the handler answers 401 whatever the body says: it is not read
       let limit = 0;
-      if (authorization !== undefined) {
+      if (!anonymous && authorization !== undefined) {
         const outcome = await guarded.authenticate(authorization).then(
           (principal) => ({ principal }),
           (error: unknown) => ({ error }),
@@ -100,6 +104,13 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
             value !== authorization ? guarded.authenticate(value, options) : 'error' in outcome ? Promise.reject(outcome.error) : Promise.resolve(outcome.principal),
         };
         limit = 'error' in outcome ? 0 : ingest !== null ? bodyLimitOf(outcome.principal) : config.bodyLimitBytes;
+        if (ingest !== null && !('error' in outcome)) {
+          // who may not send events is told so before a byte of the batch is read or checked
+          if (!outcome.principal.user.isAdmin && backend.keys.checksKeysLocally === true) return writeRest(req, res, refusal(ingestForbidden()), false);
+          // JSON only: a form or text/plain POST is what a browser sends cross-site, with the Basic
+          // credentials it remembers, and no preflight (Apollo's CSRF prevention, for the twins)
+          if (!isJsonContentType(req.headers['content-type'])) return writeRest(req, res, ingestNotJson(), false);
+        }
       }
       if (limit > 0) {
         try {
