@@ -35,7 +35,7 @@ const { values: flags } = parseArgs({
 });
 const ROOT = new URL('../', import.meta.url).pathname;
 const FIELDS = '{ itemId name salePrice brandName customerRating }';
-const scenario = flags.scenario!;
+const scenario = flags.scenario;
 if (!['lookup', 'inline', 'cached'].includes(scenario)) throw new Error(`no scenario ${scenario}`);
 
 execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
@@ -75,7 +75,7 @@ async function start(build: string): Promise<Gateway> {
   children.push(child);
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${build} exited with ${code}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       if (line.startsWith('{"url"')) resolve((JSON.parse(line) as { url: string }).url);
     });
   });
@@ -99,7 +99,7 @@ async function round(target: Gateway, seconds: number): Promise<{ rps: number; c
   return { rps: result.requests.total / result.duration, cpuUs: (cpu * 1000) / result.requests.total, p99: result.latency.p99, bad: result.non2xx + result.errors };
 }
 
-const [a, b] = await Promise.all([start(flags.a!), start(flags.b!)]);
+const [a, b] = await Promise.all([start(flags.a), start(flags.b)]);
 console.log(`${scenario}: A ${flags.a}, B ${flags.b}; ${bodies.length} bodies; load average ${os.loadavg()[0]!.toFixed(2)}`);
 // warm-up: the JIT's, and the prepared path's compiling
 await round(a, Number(flags.seconds));

@@ -102,10 +102,10 @@ async function start(mode: string): Promise<Target> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const line = await new Promise<{ url: string; key: string }>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`target ${mode} exited with ${code}: ${stderr}`)));
-    createInterface({ input: child.stdout! }).on('line', (text) => {
+    createInterface({ input: child.stdout }).on('line', (text) => {
       try {
         const parsed = JSON.parse(text) as { url?: string; key?: string };
         if (parsed.url) resolve({ url: parsed.url, key: parsed.key ?? '' });

@@ -107,7 +107,7 @@ function cpu<T>(f: () => T): [T, number] {
 }
 const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
-async function run(data: Dataset, options: ModelOptions): Promise<void> {
+function run(data: Dataset, options: ModelOptions): void {
   const { events } = data;
   const base = Math.floor(events.length * 0.8);
   // The reference: a full build over every event, as a rebuild per batch would do it.
@@ -169,10 +169,10 @@ async function run(data: Dataset, options: ModelOptions): Promise<void> {
 }
 
 const options: ModelOptions = { maxAgeDays: 90 };
-await run(demo(), options);
-await run(await diginetica(), options);
+run(demo(), options);
+run(await diginetica(), options);
 // The synthetic log spans about 3 years: without a max age, so that every event is in the live state.
-if (!process.argv.includes('--skip-1m')) await run(synthetic(1_000_000), {});
+if (!process.argv.includes('--skip-1m')) run(synthetic(1_000_000), {});
 
 const print = (table: string[][]): void => {
   const widths = table[0]!.map((_, i) => Math.max(...table.map((r) => r[i]!.length)));

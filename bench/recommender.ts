@@ -37,7 +37,7 @@ function naivePairCount(log: EventLog): { ms: number; pairs: number } {
   const seq = visits(log, KIND_VIEW);
   const counts = new Map<string, number>();
   for (let s = 0; s < seq.count; s++) {
-    const items = [...new Set(Array.from(seq.events.subarray(seq.start[s]!, seq.start[s + 1]!), (e) => log.item[e]!))].slice(0, 30);
+    const items = [...new Set(Array.from(seq.events.subarray(seq.start[s], seq.start[s + 1]), (e) => log.item[e]!))].slice(0, 30);
     for (let i = 0; i < items.length; i++) {
       for (let j = 0; j < items.length; j++) {
         if (i === j) continue;

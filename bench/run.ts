@@ -130,10 +130,10 @@ async function start(script: string, env: Record<string, string>, cpu = SERVER_C
   });
   children.add(child);
   let stderr = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${script} exited with ${code}: ${stderr}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       try {
         const parsed = JSON.parse(line) as { url?: string };
         if (parsed.url) resolve(parsed.url);
@@ -213,7 +213,8 @@ async function cannon(spec: LoadSpec, seconds: number, record: boolean): Promise
       ? { requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: spec.bodies[next++ % spec.bodies.length] }) }] }
       : {}),
   });
-  if (record) instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latencies.push(ms));
+  // on() answers the instance itself, which is awaited below
+  if (record) void instance.on('response', (_client: unknown, _status: number, _bytes: number, ms: number) => latencies.push(ms));
   const cpu0 = spec.target.cpuMs();
   const result = await instance;
   const cpu = spec.target.cpuMs() - cpu0;
@@ -783,7 +784,7 @@ if (wanted('recommender')) {
     ['-c', SERVER_CPU, process.execPath, '--expose-gc', '--import', 'tsx', 'bench/recommender.ts', ...(flags['with-10m'] ? [] : ['--skip-10m'])],
     { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
   );
-  child.stdout!.on('data', (chunk: Buffer) => (recommenderOutput += chunk));
+  child.stdout.on('data', (chunk: Buffer) => (recommenderOutput += chunk.toString()));
   await new Promise((resolve) => child.once('exit', resolve));
   console.log(recommenderOutput);
 }

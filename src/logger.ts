@@ -45,7 +45,7 @@ export function createLogger(options: { level?: string; destination?: NodeJS.Wri
         censor: '[redacted]',
       },
     },
-    options.destination as pino.DestinationStream | undefined,
+    options.destination,
   );
 }
 

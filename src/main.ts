@@ -205,7 +205,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
       },
       'recs-gateway listening',
     );
-    return { stop: gateway.stop, stopTracing };
+    return { stop: () => gateway.stop(), stopTracing };
   } catch (error) {
     // nothing left open may keep the process from exiting (a Redis client retries forever)
     for (const close of closers.reverse()) await close().catch(() => undefined);

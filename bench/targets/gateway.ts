@@ -128,7 +128,7 @@ if (process.env.BENCH_STUB_AUTH === '1') {
     keyId: null,
     credentialId: credentialId('bench'),
   };
-  backend.keys.authenticate = async (authorization: string) => withAuthorization(fixed, authorization);
+  backend.keys.authenticate = (authorization: string) => Promise.resolve(withAuthorization(fixed, authorization));
   backend.keys.authenticateKnown = (authorization: string) => withAuthorization(fixed, authorization);
 }
 

@@ -34,4 +34,4 @@ const server = http.createServer((req, res) => {
 server.listen(0, '127.0.0.1', () => {
   process.stdout.write(`${JSON.stringify({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` })}\n`);
 });
-process.on('SIGTERM', () => server.close(() => pool.close().then(() => process.exit(0))));
+process.on('SIGTERM', () => server.close(() => void pool.close().then(() => process.exit(0))));

@@ -230,7 +230,7 @@ export class RateLimiter {
     if (limit !== null || userLimit !== null) this.counts.allowed += 1;
   }
 
-  check(): Promise<'ok' | string> {
+  check(): Promise<string> {
     return this.buckets.check();
   }
 

@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { connectRedis } from '../cache/redis.js';
 import type { BucketLimit } from '../ports/limits.js';
+import { promised } from '../ports/promised.js';
 
 export interface TakeResult {
   allowed: boolean;
@@ -25,7 +26,7 @@ export interface TokenBuckets {
   /** Where the buckets live now: 'redis', or 'memory' (no Redis, or Redis failing). */
   readonly backing: 'redis' | 'memory';
   /** What /readyz reports: 'ok', or what is wrong and what stands in. */
-  check(): Promise<'ok' | string>;
+  check(): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -76,8 +77,8 @@ export class MemoryTokenBuckets implements TokenBuckets {
     this.failures = new LRUCache<string, Bucket>({ max: maxBuckets });
   }
 
-  async take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
-    return this.takeNow(name, limit, cost);
+  take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
+    return promised(() => this.takeNow(name, limit, cost));
   }
 
   takeNow(name: string, limit: BucketLimit, cost = 1): TakeResult {
@@ -93,13 +94,15 @@ export class MemoryTokenBuckets implements TokenBuckets {
     return spend(bucket, limit, cost);
   }
 
-  async check(): Promise<'ok'> {
-    return 'ok';
+  check(): Promise<'ok'> {
+    return Promise.resolve('ok');
   }
 
-  async close(): Promise<void> {
-    this.buckets.clear();
-    this.failures.clear();
+  close(): Promise<void> {
+    return promised(() => {
+      this.buckets.clear();
+      this.failures.clear();
+    });
   }
 }
 
@@ -290,7 +293,7 @@ export class RedisTokenBuckets implements TokenBuckets {
     else this.leases.set(name, { tokens, expiresAt: now + this.leaseMs });
   }
 
-  async check(): Promise<'ok' | string> {
+  async check(): Promise<string> {
     try {
       await this.redis.ping();
       return 'ok';

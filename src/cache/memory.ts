@@ -1,5 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
+import { promised } from '../ports/promised.js';
 
 export interface MemoryCacheOptions {
   /** Entries kept at most; default 50,000. */
@@ -24,8 +25,8 @@ export class MemoryCache implements SharedCache {
     });
   }
 
-  async getMany(keys: readonly string[]): Promise<(string | null)[]> {
-    return keys.map((key) => {
+  getMany(keys: readonly string[]): Promise<(string | null)[]> {
+    return promised(() => keys.map((key) => {
       const value = this.lru.get(key);
       if (value === undefined) {
         this.stats.misses += 1;
@@ -33,22 +34,26 @@ export class MemoryCache implements SharedCache {
       }
       this.stats.hits += 1;
       return value;
+    }));
+  }
+
+  setMany(entries: readonly CacheEntry[]): Promise<void> {
+    return promised(() => {
+      for (const { key, value, ttlSeconds } of entries) this.lru.set(key, value, { ttl: ttlSeconds * 1000 });
     });
   }
 
-  async setMany(entries: readonly CacheEntry[]): Promise<void> {
-    for (const { key, value, ttlSeconds } of entries) this.lru.set(key, value, { ttl: ttlSeconds * 1000 });
+  delete(keys: readonly string[]): Promise<void> {
+    return promised(() => {
+      for (const key of keys) this.lru.delete(key);
+    });
   }
 
-  async delete(keys: readonly string[]): Promise<void> {
-    for (const key of keys) this.lru.delete(key);
+  check(): Promise<'ok'> {
+    return Promise.resolve('ok');
   }
 
-  async check(): Promise<'ok'> {
-    return 'ok';
-  }
-
-  async close(): Promise<void> {
-    this.lru.clear();
+  close(): Promise<void> {
+    return promised(() => this.lru.clear());
   }
 }

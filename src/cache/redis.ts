@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import type { Logger } from '../logger.js';
 import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
+import { promised } from '../ports/promised.js';
 
 export interface RedisCacheOptions {
   url: string;
@@ -143,7 +144,7 @@ export class RedisCache implements SharedCache {
     await this.redis.del(...keys).catch(() => this.failed(1));
   }
 
-  async check(): Promise<'ok' | string> {
+  async check(): Promise<string> {
     try {
       await this.redis.ping();
       return 'ok';
@@ -152,7 +153,7 @@ export class RedisCache implements SharedCache {
     }
   }
 
-  async close(): Promise<void> {
-    this.redis.disconnect();
+  close(): Promise<void> {
+    return promised(() => this.redis.disconnect());
   }
 }

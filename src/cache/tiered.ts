@@ -68,7 +68,7 @@ export class TieredCache implements SharedCache {
     await this.shared.delete(keys);
   }
 
-  check(): Promise<'ok' | string> {
+  check(): Promise<string> {
     return this.shared.check();
   }
 

@@ -1,5 +1,4 @@
 import type { ParseArgsConfig } from 'node:util';
-import type { EventKind } from '../backends/embedded/events/event.js';
 import { PRESET_NAMES, csvFormat, isPresetName, presetFormat } from '../backends/embedded/events/formats.js';
 import type { EventFormat } from '../backends/embedded/events/formats.js';
 
@@ -51,6 +50,6 @@ export function formatFromArgs(values: FormatValues): EventFormat {
   return csvFormat({
     item: values.item, session: values.session, user: values.user, time: values.time, order: values.order, event: values.event,
     viewValues: list(values['view-values']), purchaseValues: list(values['purchase-values']),
-    kind: kind as EventKind | undefined, delimiter, header: values['no-header'] !== true,
+    kind, delimiter, header: values['no-header'] !== true,
   });
 }

@@ -7,7 +7,7 @@ import { checkEvents, checkItems, MAX_ITEMS_PER_CALL } from '../ports/ingest.js'
 import type { ItemModel } from '../ports/backend.js';
 import { Catalog, loadCatalogFile } from '../backends/embedded/catalog.js';
 import type { RecEvent } from '../backends/embedded/events/event.js';
-import { EventLineError } from '../backends/embedded/events/formats.js';
+import { EventLineError, type EventFormat } from '../backends/embedded/events/formats.js';
 import { readEvents, toEventInput } from '../backends/embedded/events/importEvents.js';
 import type { ImportSession, RecsDataStore } from '../backends/embedded/liveStore.js';
 import { openRecsData } from '../backends/embedded/loadFromStore.js';
@@ -80,7 +80,7 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     err(`expected "import events <file>" or "import catalog <file>"\n\n${IMPORT_HELP}`);
     return 2;
   }
-  let format;
+  let format: EventFormat | undefined;
   if (what === 'events') {
     try {
       format = formatFromArgs(values);

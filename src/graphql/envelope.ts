@@ -66,7 +66,7 @@ function withCode(message: string, code: string, options: GraphQLErrorOptions = 
 }
 
 /** Extensions carrying an http head, as Apollo's errors do (graphql-js types extensions.http otherwise). */
-const withHttp = (http: HttpHead): GraphQLErrorOptions['extensions'] => ({ http }) as unknown as GraphQLErrorOptions['extensions'];
+const withHttp = (http: HttpHead): GraphQLErrorOptions['extensions'] => ({ http });
 
 const httpError = (message: string, http: HttpHead): GraphQLError => new GraphQLError(message, { extensions: withHttp(http) });
 
@@ -80,7 +80,7 @@ export function syntaxError(thrown: unknown): GraphQLError {
   return withCode(error.message, ErrorCode.GRAPHQL_PARSE_FAILED, {
     source: error.source,
     positions: error.positions,
-    extensions: { http: head(400), ...error.extensions } as GraphQLErrorOptions['extensions'],
+    extensions: { http: head(400), ...error.extensions },
     originalError: error,
   });
 }
@@ -89,7 +89,7 @@ export function syntaxError(thrown: unknown): GraphQLError {
 export const validationError = (error: GraphQLError): GraphQLError =>
   withCode(error.message, ErrorCode.GRAPHQL_VALIDATION_FAILED, {
     nodes: error.nodes,
-    extensions: { http: head(400), ...error.extensions } as GraphQLErrorOptions['extensions'],
+    extensions: { http: head(400), ...error.extensions },
     originalError: error.originalError ?? error,
   });
 

@@ -149,7 +149,7 @@ export function variablesFor(template: LiteralTemplate, literals: readonly Liter
 /** A TypeNode for an input type (graphql-js has typeFromAST only the other way). */
 function typeNode(type: GraphQLInputType): TypeNode {
   if (isNonNullType(type)) return { kind: Kind.NON_NULL_TYPE, type: typeNode(type.ofType) as Exclude<TypeNode, { kind: Kind.NON_NULL_TYPE }> };
-  if (isListType(type)) return { kind: Kind.LIST_TYPE, type: typeNode(type.ofType as GraphQLInputType) };
+  if (isListType(type)) return { kind: Kind.LIST_TYPE, type: typeNode(type.ofType) };
   return { kind: Kind.NAMED_TYPE, name: { kind: Kind.NAME, value: getNamedType(type).name } };
 }
 
@@ -194,7 +194,7 @@ export function makeTemplate(schema: GraphQLSchema, document: DocumentNode, sign
           // the cost counts a list's length, which is part of the signature
           const list = getNullableType(type);
           if (!isListType(list)) return;
-          for (const item of node.value.values) hoist(item, list.ofType as GraphQLInputType);
+          for (const item of node.value.values) hoist(item, list.ofType);
         } else if (sizeArgumentOf(field.name) !== node.name.value) {
           // the cost reads a list field's size literal (`first: 3`): that one stays
           hoist(node.value, type);

@@ -9,6 +9,7 @@ import {
   Kind,
   parse,
   specifiedRules,
+  OperationTypeNode,
   validate,
   type ASTVisitor,
   type ConstDirectiveNode,
@@ -266,7 +267,7 @@ export class PreparedOperations {
     }
     if (method === 'GET') {
       const operation = getOperationAST(known.document, requestedName);
-      if (operation && operation.operation !== 'query') {
+      if (operation && operation.operation !== OperationTypeNode.QUERY) {
         return this.refused(refusalAnswer('pipeline', [getNotQueryError(operation.operation)], contentType, this.formatError), contentType);
       }
       return null;
@@ -484,7 +485,7 @@ export class PreparedOperations {
 
   private resolve(document: DocumentNode, requestedName: string | undefined): PreparedOperation | null {
     const operation = getOperationAST(document, requestedName);
-    if (!operation || operation.operation !== 'query') return null;
+    if (!operation || operation.operation !== OperationTypeNode.QUERY) return null;
     const cacheControl = staticCacheControl(this.schema, document, operation);
     if (cacheControl === null) return null;
     return { document, operationName: operation.name?.value ?? null, cacheControl, runs: 0 };

@@ -3,6 +3,7 @@ import { trace } from '@opentelemetry/api';
 import { isErrorCode } from '../errors.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { RequestRecord } from './requestScope.js';
+import { promised } from '../ports/promised.js';
 
 /**
  * Counts and times each GraphQL operation by operation name and outcome, and names the request's
@@ -11,27 +12,27 @@ import type { RequestRecord } from './requestScope.js';
  */
 export function observabilityPlugin<T extends { request?: RequestRecord; principal?: unknown }>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
   return {
-    async requestDidStart() {
+    requestDidStart: () => promised(() => {
       const started = performance.now();
       let operation = metrics.operationLabel(null, false);
       return {
-        async didResolveOperation(requestContext) {
+        didResolveOperation: (requestContext) => promised(() => {
           operation = metrics.operationLabel(requestContext.operationName, true);
           const record = requestContext.contextValue.request;
           if (record) record.operation = operation;
           const span = trace.getActiveSpan();
           span?.setAttribute('graphql.operation.name', operation);
           if (requestContext.operation) span?.setAttribute('graphql.operation.type', requestContext.operation.operation);
-        },
-        async willSendResponse(requestContext) {
+        }),
+        willSendResponse: (requestContext) => promised(() => {
           const { body } = requestContext.response;
           const errors = body.kind === 'single' ? body.singleResult.errors : undefined;
           const code = errors?.[0]?.extensions?.code;
           const outcome = errors === undefined || errors.length === 0 ? 'ok' : isErrorCode(code) ? code : 'error';
           const { request, principal } = requestContext.contextValue;
           metrics.graphqlAnswered(operation, outcome, started, request, principal === null || principal === undefined);
-        },
+        }),
       };
-    },
+    }),
   };
 }

@@ -7,6 +7,7 @@
  * pass routes, methods, statuses, operation labels and error codes).
  */
 import type { Registry } from 'prom-client';
+import { promised } from '../ports/promised.js';
 
 interface Sample {
   labels: Record<string, string | number>;
@@ -77,10 +78,12 @@ abstract class RequestMetric<Child> {
   abstract readonly type: 'counter' | 'histogram';
 
   /** What prom-client's registry asks at scrape time. */
-  async get(): Promise<ScrapedMetric> {
-    const values: Sample[] = [];
-    for (const { labels, child } of this.children) values.push(...this.samples(labels, child));
-    return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' };
+  get(): Promise<ScrapedMetric> {
+    return promised(() => {
+      const values: Sample[] = [];
+      for (const { labels, child } of this.children) values.push(...this.samples(labels, child));
+      return { name: this.name, help: this.help, type: this.type, values, aggregator: 'sum' as const };
+    });
   }
 
   /** What prom-client's registry calls on resetMetrics(). */

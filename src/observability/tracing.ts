@@ -11,7 +11,7 @@ const tracer = trace.getTracer('recs-gateway');
 
 /** Starts exporting traces when configured; resolves with how to flush and stop. */
 export async function startTracing(config: Pick<Config, 'otlpEndpoint' | 'serviceName'>): Promise<() => Promise<void>> {
-  if (config.otlpEndpoint === null) return async () => undefined;
+  if (config.otlpEndpoint === null) return () => Promise.resolve();
   // loaded only here, so a gateway without an endpoint never pays for the SDK
   const [{ NodeTracerProvider, BatchSpanProcessor }, { OTLPTraceExporter }, { resourceFromAttributes }] = await Promise.all([
     import('@opentelemetry/sdk-trace-node'),

@@ -299,8 +299,8 @@ export interface Backend {
   keys: KeyService;
   recs: RecsService;
   ingest: IngestService;
-  /** Reachability of what it depends on, for /readyz. */
-  check(): Promise<Record<string, 'ok' | string>>;
+  /** Reachability of what it depends on, for /readyz: 'ok', or why not, by name. */
+  check(): Promise<Record<string, string>>;
   /** The embedded recommender's state, for /readyz (what it serves, how many items lack a record). */
   recommender?(): RecommenderStateModel;
   /**

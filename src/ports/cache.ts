@@ -12,7 +12,7 @@ export interface SharedCache {
   /** Counters since start, for /metrics and tests. */
   readonly stats: CacheStats;
   /** What /readyz reports: 'ok', or why not. */
-  check(): Promise<'ok' | string>;
+  check(): Promise<string>;
   close(): Promise<void>;
 }
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { match } from '../helpers/matchers.js';
 import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
@@ -24,7 +25,7 @@ interface Kind {
     open(followIntervalMs?: number): Promise<EmbeddedRecs>;
     options: Parameters<typeof openEmbeddedRecs>[0];
     io: { dataDir: string; databaseUrl?: string; schema?: string };
-    dispose(): Promise<void>;
+    dispose: () => Promise<void>;
   };
 }
 
@@ -38,7 +39,7 @@ const kinds: Kind[] = [
         open: (followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, followIntervalMs }),
         options: { dataDir: dir },
         io: { dataDir: dir },
-        dispose: async () => remove(),
+        dispose: () => Promise.resolve(remove()),
       };
     },
   },
@@ -100,7 +101,7 @@ for (const kind of kinds) {
       const ingest = new EmbeddedIngest(recs);
       await ingest.upsertItems(ADMIN, itemsFrom(100, 12));
       const bad: EventInputModel[] = [...coViews(100, 101, 2, 1), { kind: 'VIEW', itemId: 102, sessionId: null, userId: null, orderId: null, time: Date.now() }];
-      await expect(ingest.recordEvents(ADMIN, bad)).rejects.toMatchObject({ extensions: { code: 'BAD_USER_INPUT' }, message: expect.stringContaining('events[4].sessionId') });
+      await expect(ingest.recordEvents(ADMIN, bad)).rejects.toMatchObject({ extensions: { code: 'BAD_USER_INPUT' }, message: match.stringContaining('events[4].sessionId') });
       await expect(ingest.recordEvents(principal(false), coViews(100, 101, 1, 9))).rejects.toMatchObject({ extensions: { code: 'FORBIDDEN' } });
       await expect(ingest.upsertItems(principal(false), itemsFrom(500, 1))).rejects.toMatchObject({ extensions: { code: 'FORBIDDEN' } });
       const store = (await openRecsData(f.source))!;
@@ -150,7 +151,7 @@ for (const kind of kinds) {
       // a fresh store: the demo shop, and an events-only import says so
       expect(recs.state()).toMatchObject({ mode: 'demo', lastEventId: 0 });
       const dir = tempDir('recs-live-files-');
-      disposals.push(async () => dir.remove());
+      disposals.push(() => Promise.resolve(dir.remove()));
       const views = join(dir.dir, 'views.csv');
       const lines = ['session_id;user_id;item_id;timeframe;eventdate'];
       for (let s = 0; s < 3; s++) lines.push(`${s};NA;400;10;2016-05-09`, `${s};NA;411;20;2016-05-09`);

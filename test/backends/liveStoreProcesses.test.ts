@@ -22,7 +22,7 @@ async function killAfterAck(env: Record<string, string>, acks: number): Promise<
     cwd: ROOT, env: { ...process.env, BATCH_VISITS: String(BATCH_VISITS), ...env }, stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
-  child.stderr.on('data', (c: Buffer) => (stderr += c));
+  child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
   const exited = once(child, 'exit');
   let acked = 0;
   await new Promise<void>((resolve, reject) => {

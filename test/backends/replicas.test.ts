@@ -5,6 +5,7 @@ import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { coViews, sendEvents } from '../helpers/liveEvents.js';
 import { gql, startServe, type ServeProcess } from '../helpers/processes.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+import { promised } from '../../src/ports/promised.js';
 
 /**
  * Issue 20's replicas, as a shop runs them: two `recs-gateway serve` processes on one store
@@ -17,7 +18,7 @@ const BOUND_MS = 10_000;
 interface Setup {
   name: 'sqlite' | 'postgres';
   /** The environment of replica `i`, and the store to count rows in. */
-  open(): Promise<{ env(i: number): Record<string, string>; source: RecsSource; dispose(): Promise<void> }>;
+  open(): Promise<{ env(i: number): Record<string, string>; source: RecsSource; dispose: () => Promise<void> }>;
 }
 
 const BASE_ENV = { REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '250' };
@@ -25,13 +26,15 @@ const BASE_ENV = { REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_I
 const setups: Setup[] = [
   {
     name: 'sqlite',
-    async open() {
-      const data = tempDir('recs-replicas-');
-      return {
-        env: () => ({ ...BASE_ENV, DATA_DIR: data.dir, DATABASE_URL: '' }),
-        source: { kind: 'sqlite', dataDir: data.dir },
-        dispose: async () => data.remove(),
-      };
+    open() {
+      return promised(() => {
+        const data = tempDir('recs-replicas-');
+        return {
+          env: () => ({ ...BASE_ENV, DATA_DIR: data.dir, DATABASE_URL: '' }),
+          source: { kind: 'sqlite', dataDir: data.dir } as const,
+          dispose: () => Promise.resolve(data.remove()),
+        };
+      });
     },
   },
   {

@@ -109,13 +109,13 @@ describe('caching recommendations in real Redis', () => {
     const cache = redisCache();
     await connected(cache);
     const failing = new CountingRecs(known);
-    failing.getItems = async (ids) => {
+    failing.getItems = (ids) => {
       failing.itemCalls.push([...ids]);
-      throw rateLimited(60);
+      return Promise.reject(rateLimited(60));
     };
-    failing.recommend = async () => {
+    failing.recommend = () => {
       failing.recommendCalls += 1;
-      throw upstreamUnavailable('recommendations', 'HTTP 503');
+      return Promise.reject(upstreamUnavailable('recommendations', 'HTTP 503'));
     };
     const recs = new CachingRecsService(failing, cache);
     await expect(recs.getItems([1, 999])).rejects.toMatchObject({ code: 'RATE_LIMITED' });

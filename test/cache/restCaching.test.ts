@@ -5,6 +5,7 @@ import { RedisCache } from '../../src/cache/redis.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { startCountingProxy, type CountingProxy } from '../helpers/countingProxy.js';
+import type { GraphQLResponse } from '../helpers/gateway.js';
 import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { startRestUpstream, type RestUpstream } from '../helpers/restUpstream.js';
 
@@ -20,8 +21,7 @@ const NESTED = `query($id: ItemId!) {
 interface Client {
   gateway: Gateway;
   url: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- answers are walked freely in assertions
-  gql(query: string, variables: Record<string, unknown>, authorization: string): Promise<{ status: number; body: any }>;
+  gql<T = Record<string, unknown>>(query: string, variables: Record<string, unknown>, authorization: string): Promise<Pick<GraphQLResponse<T>, 'status' | 'body'>>;
 }
 
 describe('REST mode: batching and the shared Redis cache', () => {
@@ -52,13 +52,13 @@ describe('REST mode: batching and the shared Redis cache', () => {
     const client: Client = {
       gateway,
       url,
-      async gql(query, variables, authorization) {
+      async gql<T>(query: string, variables: Record<string, unknown>, authorization: string) {
         const response = await fetch(`${url}/graphql`, {
           method: 'POST',
           headers: { 'content-type': 'application/json', authorization },
           body: JSON.stringify({ query, variables }),
         });
-        return { status: response.status, body: await response.json() };
+        return { status: response.status, body: (await response.json()) as GraphQLResponse<T>['body'] };
       },
     };
     clients.push(client);
@@ -74,8 +74,8 @@ describe('REST mode: batching and the shared Redis cache', () => {
     const a = await gatewayProcess();
     for (const [user, password] of [['alice', 'alice-password'], ['bob', 'bob-password']] as const) {
       const basic = basicAuthorization(user, password);
-      const created = await a.gql(`mutation { createApiKey(input: {}) { key } }`, {}, basic);
-      secrets.push(basic, password, created.body.data.createApiKey.key);
+      const created = await a.gql<{ createApiKey: { key: string } }>(`mutation { createApiKey(input: {}) { key } }`, {}, basic);
+      secrets.push(basic, password, created.body.data!.createApiKey.key);
     }
     secrets.push(upstream.recsApiKey);
     [, , aliceKey, , , bobKey] = secrets as [string, string, string, string, string, string];
@@ -91,9 +91,9 @@ describe('REST mode: batching and the shared Redis cache', () => {
   it('cold: 1 + ceil(distinct ids / 20) recommendation calls for 10 items with parents and variants; warm: 0', async () => {
     const a = clients[0]!;
     proxy.reset();
-    const cold = await a.gql(NESTED, { id: PHONE }, aliceKey);
+    const cold = await a.gql<{ productRecommendations: { itemId: number; parent: { itemId: number } | null; variantItems: { itemId: number }[] }[] }>(NESTED, { id: PHONE }, aliceKey);
     expect(cold.body.errors).toBeUndefined();
-    const recs = cold.body.data.productRecommendations as { itemId: number; parent: { itemId: number } | null; variantItems: { itemId: number }[] }[];
+    const recs = cold.body.data!.productRecommendations;
     expect(recs).toHaveLength(10);
     const known = new Set(recs.map((r) => r.itemId));
     const more = new Set<number>();
@@ -116,7 +116,7 @@ describe('REST mode: batching and the shared Redis cache', () => {
     const b = await gatewayProcess();
     proxy.reset();
     const answer = await b.gql(NESTED, { id: PHONE }, aliceKey);
-    expect(answer.body.data.productRecommendations).toHaveLength(10);
+    expect(answer.body.data?.productRecommendations).toHaveLength(10);
     expect(proxy.requests).toEqual([]);
   });
 
@@ -129,11 +129,11 @@ describe('REST mode: batching and the shared Redis cache', () => {
     );
     expect(proxy.count('GET /v1/postbrowse')).toBe(1);
     // one authentication per credential; every apiKeys field of a request is its own upstream call
-    const aliceKeys = answers[0]!.body.data.apiKeys;
-    const bobKeys = answers[1]!.body.data.apiKeys;
+    const aliceKeys = answers[0]!.body.data?.apiKeys;
+    const bobKeys = answers[1]!.body.data?.apiKeys;
     expect(aliceKeys).not.toEqual(bobKeys);
-    answers.forEach((answer, i) => expect(answer.body.data.apiKeys).toEqual(i % 2 === 0 ? aliceKeys : bobKeys));
-    expect(new Set(answers.map((a) => JSON.stringify(a.body.data.postBrowsedProducts))).size).toBe(1);
+    answers.forEach((answer, i) => expect(answer.body.data?.apiKeys).toEqual(i % 2 === 0 ? aliceKeys : bobKeys));
+    expect(new Set(answers.map((a) => JSON.stringify(a.body.data?.postBrowsedProducts))).size).toBe(1);
 
     const single = await gatewayProcess(testPrefix());
     proxy.reset();
@@ -156,8 +156,8 @@ describe('REST mode: batching and the shared Redis cache', () => {
 
   it('a key deleted through one gateway stops at once there and in any process that has not seen it', async () => {
     const a = clients[0]!;
-    const created = await a.gql(`mutation { createApiKey(input: { name: "short-lived" }) { id key } }`, {}, aliceKey);
-    const { id, key } = created.body.data.createApiKey;
+    const created = await a.gql<{ createApiKey: { id: string; key: string } }>(`mutation { createApiKey(input: { name: "short-lived" }) { id key } }`, {}, aliceKey);
+    const { id, key } = created.body.data!.createApiKey;
     expect((await a.gql(`{ viewer { authenticatedBy } }`, {}, key)).status).toBe(200);
     await a.gql(`mutation($id: ID!) { deleteApiKey(id: $id) { ok } }`, { id }, key);
     expect((await a.gql(`{ viewer { authenticatedBy } }`, {}, key)).status).toBe(401);

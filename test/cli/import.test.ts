@@ -18,7 +18,7 @@ function contents(dataDir: string): { imports: number; items: number; events: nu
   try {
     return { imports: store.importsNow().length, items: store.itemCount(), events: store.eventCount() };
   } finally {
-    store.close();
+    void store.close();
   }
 }
 

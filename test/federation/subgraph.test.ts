@@ -51,7 +51,7 @@ describe('the gateway as a federation subgraph, over HTTP', () => {
     );
     expect(response.status).toBe(200);
     expect(response.body.data!._entities.map((entity) => entity?.itemId ?? null)).toEqual([null, null, PHONE, null]);
-    const errors = Object.fromEntries((response.body.errors ?? []).map((e) => [e.path?.[1], e.extensions?.code]));
+    const errors = Object.fromEntries((response.body.errors ?? []).map((e): [string, unknown] => [String(e.path?.[1]), e.extensions?.code]));
     expect(errors).toEqual({ 0: 'NOT_FOUND', 1: 'BAD_USER_INPUT', 3: 'BAD_USER_INPUT' });
   });
 

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { match } from '../helpers/matchers.js';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { ConfigError, loadConfig } from '../../src/config/env.js';
@@ -106,7 +107,7 @@ describe('trusted documents', () => {
 
     it('runs it from a GET with the hash in extensions', async () => {
       const params = new URLSearchParams({ variables: JSON.stringify({ itemId: PHONE }), extensions: JSON.stringify(persisted(ITEM)) });
-      const response = await fetch(`${gw.url}/graphql?${params}`, { headers: { authorization: gw.key, 'apollo-require-preflight': 'true' } });
+      const response = await fetch(`${gw.url}/graphql?${params.toString()}`, { headers: { authorization: gw.key, 'apollo-require-preflight': 'true' } });
       expect(response.status).toBe(200);
       const body = (await response.json()) as { data: { item: { itemId: number; name: string } } };
       expect(body.data.item.itemId).toBe(PHONE);
@@ -168,11 +169,11 @@ describe('trusted documents', () => {
         for (const as of ['key', 'stranger'] as const) {
           const response = await gw.post(body, as);
           expect(response.status).toBe(400);
-          expect(response.body.errors).toEqual([{ message: expect.stringMatching(/trusted documents/), extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST' } }]);
+          expect(response.body.errors).toEqual([{ message: match.stringMatching(/trusted documents/), extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST' } }]);
         }
       }
       const params = new URLSearchParams({ query: UNLISTED });
-      const get = await fetch(`${gw.url}/graphql?${params}`, { headers: { authorization: gw.key, 'apollo-require-preflight': 'true' } });
+      const get = await fetch(`${gw.url}/graphql?${params.toString()}`, { headers: { authorization: gw.key, 'apollo-require-preflight': 'true' } });
       expect(get.status).toBe(400);
       expect(await get.json()).toMatchObject({ errors: [{ extensions: { code: 'PERSISTED_QUERY_NOT_IN_LIST' } }] });
     });

@@ -17,7 +17,7 @@ export interface CountingProxy {
  */
 export async function startCountingProxy(target: string): Promise<CountingProxy> {
   const requests: string[] = [];
-  const server = http.createServer(async (req, res) => {
+  const forward = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
     const path = (req.url ?? '/').split('?')[0]!;
     requests.push(`${req.method} ${path}`);
     const chunks: Buffer[] = [];
@@ -40,7 +40,8 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     } catch {
       res.writeHead(502).end();
     }
-  });
+  };
+  const server = http.createServer((req, res) => void forward(req, res));
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const { port } = server.address() as AddressInfo;
@@ -51,9 +52,10 @@ export async function startCountingProxy(target: string): Promise<CountingProxy>
     reset: () => {
       requests.length = 0;
     },
-    close: async () => {
+    close: () => {
       server.closeAllConnections();
       server.close();
+      return Promise.resolve();
     },
   };
 }

@@ -20,12 +20,12 @@ export interface TestGateway {
   url: string;
   gateway: Gateway;
   /** POSTs a GraphQL operation over real HTTP. */
-  gql<T = Record<string, unknown>>(
+  gql: <T = Record<string, unknown>>(
     query: string,
     variables?: Record<string, unknown>,
     headers?: Record<string, string>,
-  ): Promise<GraphQLResponse<T>>;
-  stop(): Promise<void>;
+  ) => Promise<GraphQLResponse<T>>;
+  stop: () => Promise<void>;
 }
 
 /** A gateway on a free loopback port over the given backend (the gateway closes it on stop). */

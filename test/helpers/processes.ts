@@ -22,8 +22,8 @@ export async function runCli(args: string[], env: Record<string, string>, input?
   });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   child.stdin.end(input ?? '');
   const [code] = (await once(child, 'exit')) as [number | null];
   return { code, stdout, stderr };
@@ -55,14 +55,14 @@ export async function startServe(env: Record<string, string>, options: { built?:
   });
   let stderr = '';
   let stdout = '';
-  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = once(child, 'exit');
   const url = await new Promise<string>((resolve, reject) => {
     // a bound against a hang, not a measure of start-up: through tsx on a 2-core machine that
     // runs a second test suite, a start took over 30 s; the tests' own timeouts are 90 and 120 s
     const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 80_000);
     child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
-    createInterface({ input: child.stdout! }).on('line', (line) => {
+    createInterface({ input: child.stdout }).on('line', (line) => {
       stdout += `${line}\n`;
       try {
         const entry = JSON.parse(line) as { msg?: string; url?: string };

@@ -17,10 +17,10 @@ export const TEST_COST: ScryptCost = { N: 1024, r: 8, p: 1 };
 export interface StoreKind {
   name: 'sqlite' | 'postgres';
   /** A fresh, empty store, and how to throw it away. */
-  open(): Promise<{ store: KeyStore; dispose(): Promise<void> }>;
+  open(): Promise<{ store: KeyStore; dispose: () => Promise<void> }>;
 }
 
-export function tempDir(prefix = 'recs-gateway-test-'): { dir: string; remove(): void } {
+export function tempDir(prefix = 'recs-gateway-test-'): { dir: string; remove: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }

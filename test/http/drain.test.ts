@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { drainHttpServer } from '../../src/http/drain.js';
 
 /** A server whose /slow answers when `release` is called; every other path at once. */
-async function startServer(): Promise<{ server: http.Server; url: string; release(): void }> {
+async function startServer(): Promise<{ server: http.Server; url: string; release: () => void }> {
   let release = (): void => undefined;
   const server = http.createServer((req, res) => {
     if (req.url === '/slow') release = () => res.end('slow');

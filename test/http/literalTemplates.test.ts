@@ -52,7 +52,7 @@ describe('inline literals share one prepared document, with the answers of their
   async function viaApollo(query: string) {
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method: 'POST', headers: new HeaderMap(Object.entries(JSON_HEADERS)), search: '', body: { query } },
-      context: async () => ({}),
+      context: () => Promise.resolve({}),
     });
     if (result.body.kind !== 'complete') throw new Error('not a single result');
     return { status: result.status ?? 200, headers: Object.fromEntries(result.headers), body: result.body.string };
@@ -105,7 +105,7 @@ describe('inline literals share one prepared document, with the answers of their
     ['a variable of the client beside literals', ['query Q($t: String) { echo(text: $t, ratio: 1) }', 'query Q($t: String) { echo(text: $t, ratio: 3) }']],
   ])('answers %s exactly as Apollo does', async (_name, texts) => {
     for (let round = 0; round <= COMPILE_AFTER_RUNS; round++) {
-      for (const query of texts!) expect(await viaPrepared(query)).toEqual(await viaApollo(query));
+      for (const query of texts) expect(await viaPrepared(query)).toEqual(await viaApollo(query));
     }
     expect((globalThis as { injected?: unknown }).injected).toBeUndefined();
   });
@@ -134,7 +134,7 @@ describe.each(storeKinds.slice(0, 1))('the gateway with inline literals, $name s
     const backend: Backend = await embeddedWithUsers(opened.store);
     const recs = backend.recs as EmbeddedRecs;
     anchors = [...recs.catalog.values()].map((item) => item.itemId).filter((id) => recs.recommendNow('NEXT_BEST_PRODUCT', id).entries.length === 10).slice(0, 4);
-    const shared = Object.assign(Object.create(backend) as Backend, { close: async () => undefined });
+    const shared = Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() });
     gateway = await startTestGateway(backend);
     // no prepared path, no response cache: every answer Apollo's own
     reference = await startTestGateway(shared, { PREPARED_OPERATIONS_MAX_DOCUMENTS: '0', RESPONSE_CACHE_MAX_ENTRIES: '0' });

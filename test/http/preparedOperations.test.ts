@@ -81,7 +81,7 @@ describe('prepared operations against Apollo Server on the same schema', () => {
   async function viaApollo(body: unknown, headers: Record<string, string> = {}, method = 'POST', search = '') {
     const result = await apollo.executeHTTPGraphQLRequest({
       httpGraphQLRequest: { method, headers: new HeaderMap(Object.entries({ ...JSON_HEADERS, ...headers })), search, body },
-      context: async () => ({}),
+      context: () => Promise.resolve({}),
     });
     if (result.body.kind !== 'complete') throw new Error('not a single result');
     return { status: result.status ?? 200, headers: Object.fromEntries(result.headers), body: result.body.string };
@@ -188,7 +188,7 @@ describe('prepared operations against Apollo Server on the same schema', () => {
     if (typeof answer !== 'string') expect(answer).toEqual(expected);
   });
 
-  it('leaves persisted queries, batches, GET queries and other content types to Apollo', async () => {
+  it('leaves persisted queries, batches, GET queries and other content types to Apollo', () => {
     const query = '{ count }';
     const sha256Hash = createHash('sha256').update(query).digest('hex');
     expect(prepared.prepare('POST', JSON_HEADERS, { query, extensions: { persistedQuery: { version: 1, sha256Hash } } })).toBeNull();
@@ -236,7 +236,7 @@ describe('prepared operations against Apollo Server on the same schema', () => {
     expect(await run(queries[MAX_COMPILED]!)).toBe(true);
   });
 
-  it('remembers a bounded number of operation names per document', async () => {
+  it('remembers a bounded number of operation names per document', () => {
     const query = 'query A { count }';
     for (let n = 0; n < 40; n++) prepared.prepare('POST', JSON_HEADERS, { query, operationName: `N${n}` });
     expect(prepared.prepare('POST', JSON_HEADERS, { query, operationName: 'A' })).toBeNull();
@@ -259,7 +259,7 @@ describe.each(storeKinds.slice(0, 1))('the gateway with and without prepared ope
     const recs = backend.recs as EmbeddedRecs;
     anchor = [...recs.catalog.values()].map((item) => item.itemId).find((id) => recs.recommendNow('NEXT_BEST_PRODUCT', id).entries.length === 10)!;
     // one backend behind both; only the first gateway closes it
-    const shared = Object.assign(Object.create(backend) as Backend, { close: async () => undefined });
+    const shared = Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() });
     const env = { RESPONSE_CACHE_MAX_ENTRIES: '0' };
     withPrepared = await startTestGateway(backend, env);
     withoutPrepared = await startTestGateway(shared, { ...env, PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' });

@@ -6,6 +6,7 @@ import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js'
 import { KeyLimitReachedError, type KeyStore } from '../../src/backends/embedded/keys/store.js';
 import { gql, runCli, startServe, type ServeProcess } from '../helpers/processes.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+import { promised } from '../../src/ports/promised.js';
 
 /**
  * MAX_KEYS_PER_USER: a user cannot multiply its rate limit by making keys. The cap must hold when
@@ -19,23 +20,25 @@ const hash = (): string => `hash-${++n}-${Math.random()}`;
 /** Two connections (two stores) on one database, and a user in it. */
 interface Pair {
   name: string;
-  open(): Promise<{ stores: [KeyStore, KeyStore]; dispose(): Promise<void> }>;
+  open(): Promise<{ stores: [KeyStore, KeyStore]; dispose: () => Promise<void> }>;
 }
 
 const pairs: Pair[] = [
   {
     name: 'sqlite',
-    async open() {
-      const dir = tempDir();
-      const file = path.join(dir.dir, 'keys.db');
-      const stores: [KeyStore, KeyStore] = [new SqliteKeyStore(file), new SqliteKeyStore(file)];
-      return {
-        stores,
-        async dispose() {
-          for (const store of stores) await store.close();
-          dir.remove();
-        },
-      };
+    open() {
+      return promised(() => {
+        const dir = tempDir();
+        const file = path.join(dir.dir, 'keys.db');
+        const stores: [KeyStore, KeyStore] = [new SqliteKeyStore(file), new SqliteKeyStore(file)];
+        return {
+          stores,
+          async dispose() {
+            for (const store of stores) await store.close();
+            dir.remove();
+          },
+        };
+      });
     },
   },
   {
@@ -117,7 +120,7 @@ describe('MAX_KEYS_PER_USER over HTTP: two gateway processes on one SQLite file'
       method: 'POST',
       headers: { 'content-type': 'application/json', ...alice },
       body: JSON.stringify({ username: 'alice' }),
-    }).then(async (response) => ({ status: response.status, body: (await response.json()) as unknown }));
+    }).then(async (response) => ({ status: response.status, body: (await response.json()) }));
 
   it('gives the last slot to one of 8 racing creates; the others get BAD_USER_INPUT, or the interface 400, saying why', async () => {
     for (let i = 0; i < CAP - 1; i++) expect((await viaGraphQL(one.url)).body.data?.createApiKey).toBeDefined();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { match } from '../helpers/matchers.js';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { openBackend } from '../../src/main.js';
 import { MemoryCache } from '../../src/cache/memory.js';
@@ -89,7 +90,7 @@ describe('a key has one spelling (and its padded twin)', () => {
       const wrong = spellingsOf(key).find((s) => s !== key && !s.endsWith('='))!;
       const refused = await fetch(`${gw.url}/api/v1/apikey`, { headers: { authorization: wrong } });
       expect(refused.status).toBe(401);
-      expect(await refused.json()).toEqual([{ id: '*', message: expect.any(String) }]);
+      expect(await refused.json()).toEqual([{ id: '*', message: match.any(String) }]);
       const listed = await fetch(`${gw.url}/api/v1/apikey`, { headers: { authorization: key } });
       expect(listed.status).toBe(200);
     });

@@ -11,8 +11,8 @@ const idleBackend = (): Backend => ({
   keys: {} as Backend['keys'],
   recs: {} as Backend['recs'],
   ingest: {} as Backend['ingest'],
-  check: async () => ({ store: 'ok' }),
-  close: async () => undefined,
+  check: () => Promise.resolve({ store: 'ok' }),
+  close: () => Promise.resolve(),
 });
 
 /** A raw connection to the gateway: what it was sent back, and whether (and when) the server closed it. */

@@ -51,7 +51,7 @@ beforeAll(async () => {
   });
   gateway = await createGateway({
     config: loadConfig({ DATA_DIR: '/nonexistent' }),
-    backend: { keys: rest.keys, ingest: rest.ingest, recs: new CachingRecsService(rest.recs, cache), check: () => rest.check(), close: () => rest.close(), breakerState: () => rest.breakerState() } as RestBackend,
+    backend: { keys: rest.keys, ingest: rest.ingest, recs: new CachingRecsService(rest.recs, cache), check: () => rest.check(), close: () => rest.close(), breakerState: () => rest.breakerState() },
     cache,
     metrics,
     log: createLogger({ level: 'info', destination: stream }),

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { startTracing, inServerSpan } from '../../src/observability/tracing.js';
 import { startServer } from '../rest/helpers.js';
+import { promised } from '../../src/ports/promised.js';
 
 describe('trace export', () => {
   it('is nothing to set up without an endpoint', async () => {
     const stop = await startTracing({ otlpEndpoint: null, serviceName: 'recs-gateway' });
     // no provider registered: spans are no-ops and carry no trace id
-    await inServerSpan('noop', {}, async (span) => expect(span.isRecording()).toBe(false));
+    await inServerSpan('noop', {}, (span) => promised(() => expect(span.isRecording()).toBe(false)));
     await stop();
   });
 
@@ -17,7 +18,7 @@ describe('trace export', () => {
     });
     try {
       const stop = await startTracing({ otlpEndpoint: `${collector.url}/`, serviceName: 'recs-gateway-test' });
-      await inServerSpan('POST /graphql', { 'http.request.method': 'POST' }, async (span) => expect(span.isRecording()).toBe(true));
+      await inServerSpan('POST /graphql', { 'http.request.method': 'POST' }, (span) => promised(() => expect(span.isRecording()).toBe(true)));
       await stop(); // flushes the batch
       const posts = collector.requests.filter((r) => r.method === 'POST');
       expect(posts.map((r) => r.url)).toEqual(['/v1/traces']);

@@ -89,7 +89,7 @@ describe('what the attacker probe found', () => {
     const query = '{ viewer { username } }';
     const hash = createHash('sha256').update(query).digest('hex');
     const params = new URLSearchParams({ query, extensions: `{"persisted\\u0051uery":{"version":1,"sha256Hash":"${hash}"}}` });
-    const response = await fetch(`${url}/graphql?${params}`, { headers: { 'apollo-require-preflight': '1', 'x-forwarded-for': '10.1.1.1' } });
+    const response = await fetch(`${url}/graphql?${params.toString()}`, { headers: { 'apollo-require-preflight': '1', 'x-forwarded-for': '10.1.1.1' } });
     expect(response.status).toBe(401);
   });
 

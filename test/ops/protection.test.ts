@@ -92,7 +92,7 @@ describe.each(storeKinds.slice(0, 1))('query limits, batching and body size over
       headers: { 'content-type': 'application/json' },
       body: new Blob([big]).stream(),
       duplex: 'half',
-    } as RequestInit);
+    });
     expect(streamed.status).toBe(413);
     // and the REST routes share it
     const rest = await fetch(`${gw.url}/api/v1/apikey`, { method: 'POST', headers: { 'content-type': 'application/json', ...alice }, body: big });
@@ -144,9 +144,7 @@ describe.each(storeKinds.slice(0, 1))('development and production ($name store)'
       ...backend,
       recs: {
         ...backend.recs,
-        getItems: async () => {
-          throw new Error('connection string postgres://admin:hunter2@db/secret failed');
-        },
+        getItems: () => Promise.reject(new Error('connection string postgres://admin:hunter2@db/secret failed')),
         recommend: backend.recs.recommend.bind(backend.recs),
       },
     }));

@@ -29,12 +29,12 @@ async function dropBuckets(prefix: string): Promise<string[]> {
  * served 100 ms a slow answer on a busy machine falls back to in-process buckets, and the counts
  * below would measure the machine.
  */
-const kinds: { name: string; open(): { buckets: TokenBuckets; pass(ms: number): Promise<void>; dispose(): Promise<void> } }[] = [
+const kinds: { name: string; open(): { buckets: TokenBuckets; pass: (ms: number) => Promise<void>; dispose: () => Promise<void> } }[] = [
   {
     name: 'memory',
     open() {
       const clock = new ManualClock();
-      return { buckets: new MemoryTokenBuckets(100_000, clock.now), pass: async (ms) => clock.advance(ms), dispose: async () => undefined };
+      return { buckets: new MemoryTokenBuckets(100_000, clock.now), pass: (ms) => Promise.resolve(clock.advance(ms)), dispose: () => Promise.resolve() };
     },
   },
   {
@@ -241,9 +241,9 @@ describe('rate limiter settings', () => {
     const keys: KeyService = {
       authenticate: async (authorization) => (authorization === 'known-key' ? known : Promise.reject(unauthenticated())),
       authenticateKnown: (authorization) => (authorization === 'known-key' ? known : undefined),
-      listKeys: async () => [],
+      listKeys: () => Promise.resolve([]),
       createKey: () => Promise.reject(new Error('unused')),
-      deleteKey: async () => undefined,
+      deleteKey: () => Promise.resolve(),
     };
     const buckets = new MemoryTokenBuckets();
     const limiter = new RateLimiter(buckets, {

@@ -101,7 +101,7 @@ describe('a start that cannot succeed', () => {
     const line = listening(everywhere);
     expect(['::', '0.0.0.0']).toContain(line.address);
     expect(line.interfaces).toMatch(/^all \(set HOST=127\.0\.0\.1/);
-    expect(line.url).toBe(`http://127.0.0.1:${line.port}/graphql`);
+    expect(line.url).toBe(`http://127.0.0.1:${String(line.port)}/graphql`);
 
     const loopback = await startServe({ DATA_DIR: dataDir(), HOST: '127.0.0.1' });
     servers.push(loopback);

@@ -95,11 +95,11 @@ describe('persistence through DATA_DIR', () => {
     expect(out.text()).toContain('already imported');
     const store = RecsStore.open(dir);
     expect([store.itemCount(), store.eventCount()]).toEqual([12, 5]);
-    store.close();
+    await store.close();
     expect(await runImport(['events', events, '--format', 'diginetica-views', '--replace'], io)).toBe(0);
     const again = RecsStore.open(dir);
     expect(again.eventCount()).toBe(5);
-    again.close();
+    await again.close();
 
     const recs = await openEmbeddedRecs({ dataDir: dir });
     expect(recs.catalog.size).toBe(12);

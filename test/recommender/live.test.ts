@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, it, expect } from 'vitest';
+import { match } from '../helpers/matchers.js';
 import type { ItemModel } from '../../src/ports/backend.js';
 import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { Catalog } from '../../src/backends/embedded/catalog.js';
@@ -225,7 +226,7 @@ describe('the demo shop, applied in batches onto a model built from part of it',
     for (let i = 0; i < 20; i++) {
       apply(50);
       // A few anchors marked: re-ranked one by one.
-      if (i % 5 === 4) expect(recs.flush()).toMatchObject({ reranked: expect.any(Number), rebuilt: ['nextBest'] });
+      if (i % 5 === 4) expect(recs.flush()).toMatchObject({ reranked: match.any(Number), rebuilt: ['nextBest'] });
     }
     expect(recs.model.postBrowse.overrides!.size).toBeGreaterThan(0);
     recs.applyEvents(events.slice(at));

@@ -1,4 +1,5 @@
 import { describe, it, expect } from 'vitest';
+import { match } from '../helpers/matchers.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { isGatewayError } from '../../src/errors.js';
 import { catalogOf, logOf, repeat } from './helpers.js';
@@ -14,7 +15,7 @@ describe('post-browse', () => {
     const coView = byCount.entries.filter((e) => e.source === 'CO_VIEW');
     expect(coView.map((e) => e.itemId)).toEqual([5, 2, 3, 4]);
     expect(coView.map((e) => e.evidence)).toEqual([5, 4, 2, 1]);
-    expect(coView.map((e) => e.score)).toEqual([5 / 7, 4 / 7, 2 / 7, 1 / 7].map((x) => expect.closeTo(x, 9)));
+    expect(coView.map((e) => e.score)).toEqual([5 / 7, 4 / 7, 2 / 7, 1 / 7].map((x) => match.closeTo(x, 9)));
     // d = 0.3 discounts 5 for being everywhere: 4 / 4^0.3 = 2.64 > 5 / 25^0.3 = 1.90.
     const damped = await new EmbeddedRecs(catalog, log, { postBrowse: { damping: 0.3 } }).recommend('POST_BROWSE', 1);
     expect(damped.entries.slice(0, 2).map((e) => e.itemId)).toEqual([2, 5]);
@@ -40,7 +41,7 @@ describe('post-browse', () => {
     // recencyWeight), so they tie, and ties go to the item seen first.
     const byDefault = await ranked(undefined);
     expect(byDefault.map(([id]) => id)).toEqual([7, 9, 8, 3]);
-    expect(byDefault.map(([, score]) => score)).toEqual([3 / 9, 2 / 9, 1.5 / 9, 1.5 / 9].map((x) => expect.closeTo(x, 5)));
+    expect(byDefault.map(([, score]) => score)).toEqual([3 / 9, 2 / 9, 1.5 / 9, 1.5 / 9].map((x) => match.closeTo(x, 5)));
     // Sequential rules (forward only): the item viewed before the anchor is no evidence for it.
     const forward = await ranked({ postBrowse: { damping: 0, order: { window: 10, backward: 0, exponent: 1 } } });
     expect(forward.map(([id]) => id)).toEqual([7, 9, 8]);

@@ -36,12 +36,12 @@ export async function crashWriter(iterations: number): Promise<CrashRun> {
     for (let i = 0; i < iterations; i++) {
       const child = spawn(process.execPath, ['--import', 'tsx', WRITER, file, user.id], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk));
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
       let buffered = '';
       let ready: () => void = () => undefined;
       const started = new Promise<void>((resolve) => (ready = resolve));
       child.stdout.on('data', (chunk: Buffer) => {
-        buffered += chunk;
+        buffered += chunk.toString();
         const lines = buffered.split('\n');
         buffered = lines.pop()!; // a line cut by the kill was not acknowledged
         for (const line of lines) {

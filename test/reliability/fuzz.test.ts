@@ -120,7 +120,7 @@ describe('fuzzing the gateway over HTTP', () => {
         runs.bodies = (runs.bodies ?? 0) + 1;
         const headers: Record<string, string> = { 'apollo-require-preflight': '1', ...(authenticated ? { authorization: aliceKey } : {}) };
         const answer = asGet
-          ? await send(`/graphql?${new URLSearchParams({ query: text, variables: text.slice(0, 50) })}`, { headers })
+          ? await send(`/graphql?${new URLSearchParams({ query: text, variables: text.slice(0, 50) }).toString()}`, { headers })
           : await send('/graphql', { method: 'POST', headers: type ? { ...headers, 'content-type': type } : headers, body: text });
         check(answer, true);
       }),

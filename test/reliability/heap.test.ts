@@ -17,15 +17,15 @@ describe('the heap under large distinct queries', () => {
     cwd: new URL('../../', import.meta.url).pathname,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const nextLine = async (): Promise<string> => {
-    const { value, done } = await lines.next();
-    if (done) throw new Error('the gateway process ended');
-    return value as string;
+    const next = await lines.next();
+    if (next.done === true) throw new Error('the gateway process ended');
+    return next.value;
   };
   let url: string;
   const heapUsed = async (): Promise<number> => {
-    child.stdin!.write('heap\n');
+    child.stdin.write('heap\n');
     return Number(await nextLine());
   };
   const post = async (query: string) => {
@@ -37,7 +37,7 @@ describe('the heap under large distinct queries', () => {
     url = await nextLine();
   }, 60_000);
   afterAll(async () => {
-    child.stdin!.write('stop\n');
+    child.stdin.write('stop\n');
     await once(child, 'exit');
     dir.remove();
   });

@@ -165,7 +165,7 @@ export async function runHostileMix(target: HostileGateway, sizes: HostileSizes)
   return {
     attacks: { bigBodies, tokenFloods, duplicateFields, wrongPasswords, randomKeys },
     cpuSeconds: cpu,
-    hostileRequests: Object.values(sizes).reduce((a: number, b: number) => a + b, 0),
+    hostileRequests: (Object.values(sizes) as number[]).reduce((a, b) => a + b, 0),
     rssBeforeMiB: rssBefore,
     rssAfterMiB: rssMiB(pid),
     rssPeakMiB: Math.max(rssPeak, rssMiB(pid)),

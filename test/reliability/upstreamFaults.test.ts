@@ -105,7 +105,7 @@ describe('an upstream that does not answer', () => {
 
 /** Runs `total` operations `concurrency` at a time. */
 async function pool<T>(total: number, concurrency: number, run: (i: number) => Promise<T>): Promise<T[]> {
-  const results: T[] = new Array(total);
+  const results = new Array<T>(total);
   let next = 0;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {

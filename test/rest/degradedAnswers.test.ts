@@ -27,8 +27,9 @@ const lookupsOf = (ids: number[], fault: Fault): Fault => ({
   fault,
 });
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- answers are walked freely in assertions
-const dataOf = (answer: { body: { data?: unknown } }): any => answer.body.data;
+/** An answer's data, as the shape its query asked for. */
+const dataOf = <T>(answer: { body: { data?: unknown } }): T => answer.body.data as T;
+type ItemIds = { itemId: number }[];
 
 describe('REST mode: an upstream failure is never a shortened, public answer', () => {
   let upstream: Upstream;
@@ -77,14 +78,14 @@ describe('REST mode: an upstream failure is never a shortened, public answer', (
     proxy.fault = { kind: 'pass' };
     const recovered = await gateway.gql(query, { id: PHONE }, key);
     expect(recovered.body.errors).toBeUndefined();
-    expect(dataOf(recovered).item.variantItems.map((v: { itemId: number }) => v.itemId)).toEqual(variants);
+    expect(dataOf<{ item: { variantItems: ItemIds } }>(recovered).item.variantItems.map((v) => v.itemId)).toEqual(variants);
     expect(recovered.headers.get('cache-control')).toContain('public');
   });
 
   it('a recommendation list whose items failed to load (503): UPSTREAM_UNAVAILABLE, nothing degraded cached', async () => {
     const cold = await gateway.gql(`{ productRecommendations(itemId: ${PHONE}) { itemId name } }`, {}, key);
     expect(cold.body.errors).toBeUndefined();
-    const ids = (dataOf(cold).productRecommendations as { itemId: number }[]).map((r) => r.itemId);
+    const ids = dataOf<{ productRecommendations: ItemIds }>(cold).productRecommendations.map((r) => r.itemId);
     expect(ids).toHaveLength(10);
     // the list outlives its items in the cache (their TTLs differ): the items are looked up again
     await gateway.cache.delete(ids.map(itemKey));
@@ -105,8 +106,9 @@ describe('REST mode: an upstream failure is never a shortened, public answer', (
     proxy.fault = { kind: 'pass' };
     const recovered = await gateway.gql(query, { id: PHONE }, key);
     expect(recovered.body.errors).toBeUndefined();
-    expect(dataOf(recovered).productRecommendations.map((r: { itemId: number }) => r.itemId)).toEqual(ids);
-    expect(dataOf(recovered).recommendations.edges.map((e: { rank: number; node: { itemId: number } }) => [e.rank, e.node.itemId]))
+    const lists = dataOf<{ productRecommendations: ItemIds; recommendations: { edges: { rank: number; node: { itemId: number } }[] } }>(recovered);
+    expect(lists.productRecommendations.map((r) => r.itemId)).toEqual(ids);
+    expect(lists.recommendations.edges.map((e) => [e.rank, e.node.itemId]))
       .toEqual(ids.map((id, i) => [i + 1, id]));
   });
 });

@@ -11,6 +11,7 @@ import type {
 } from '../../src/ports/backend.js';
 import { serveApiKeys, serveRecommendations } from '../../src/rest/index.js';
 import type { RestRequest } from '../../src/rest/index.js';
+import { promised } from '../../src/ports/promised.js';
 
 
 export interface RecordedRequest {
@@ -127,63 +128,71 @@ export class FakeKeyService implements KeyService {
   readonly keys: FakeKey[] = [];
   authenticateCalls = 0;
 
-  async authenticate(authorization: string): Promise<PrincipalModel> {
-    this.authenticateCalls++;
-    const credential = parseAuthorization(authorization);
-    if (credential === null) throw unauthenticated();
-    const base = { credentialId: sha256(authorization), authorization };
-    if (credential.kind === 'password') {
-      const decoded = Buffer.from(authorization.trim().split(/ +/)[1] ?? '', 'base64').toString('utf8');
-      const password = decoded.slice(decoded.indexOf(':') + 1);
-      const user = this.users.find((u) => u.username === credential.username && u.domain === credential.domain);
-      if (!user || user.password !== password) throw unauthenticated();
-      return { ...base, user: this.model(user), authenticatedBy: 'PASSWORD', keyId: null };
-    }
-    const value = authorization.trim().replace(/^bearer +/i, '');
-    const key = this.keys.find((k) => k.key === value);
-    const user = key && this.users.find((u) => u.id === key.userId);
-    if (!key || !user) throw unauthenticated();
-    return { ...base, user: this.model(user), authenticatedBy: 'API_KEY', keyId: key.id };
+  authenticate(authorization: string): Promise<PrincipalModel> {
+    return promised(() => {
+      this.authenticateCalls++;
+      const credential = parseAuthorization(authorization);
+      if (credential === null) throw unauthenticated();
+      const base = { credentialId: sha256(authorization), authorization };
+      if (credential.kind === 'password') {
+        const decoded = Buffer.from(authorization.trim().split(/ +/)[1] ?? '', 'base64').toString('utf8');
+        const password = decoded.slice(decoded.indexOf(':') + 1);
+        const user = this.users.find((u) => u.username === credential.username && u.domain === credential.domain);
+        if (!user || user.password !== password) throw unauthenticated();
+        return { ...base, user: this.model(user), authenticatedBy: 'PASSWORD', keyId: null };
+      }
+      const value = authorization.trim().replace(/^bearer +/i, '');
+      const key = this.keys.find((k) => k.key === value);
+      const user = key && this.users.find((u) => u.id === key.userId);
+      if (!key || !user) throw unauthenticated();
+      return { ...base, user: this.model(user), authenticatedBy: 'API_KEY', keyId: key.id };
+    });
   }
 
-  async listKeys(principal: PrincipalModel, of?: UserRef | null): Promise<ApiKeyModel[]> {
-    if (of) throw forbidden();
-    return this.keys
-      .filter((k) => k.userId === principal.user.id)
-      .map(({ key: _key, ...model }) => model)
-      .sort((a, b) => (a.name < b.name ? -1 : 1));
+  listKeys(principal: PrincipalModel, of?: UserRef | null): Promise<ApiKeyModel[]> {
+    return promised(() => {
+      if (of) throw forbidden();
+      return this.keys
+        .filter((k) => k.userId === principal.user.id)
+        .map(({ key: _key, ...model }) => model)
+        .sort((a, b) => (a.name < b.name ? -1 : 1));
+    });
   }
 
-  async createKey(principal: PrincipalModel, input: CreateApiKeyInput): Promise<CreatedApiKeyModel> {
-    let owner = this.users.find((u) => u.id === principal.user.id);
-    if (input.username != null && input.username !== principal.user.username) {
-      if (!principal.user.isAdmin) throw forbidden();
-      owner = this.users.find((u) => u.username === input.username && u.domain === (input.userDomain ?? null));
-      if (!owner) throw badUserInput(`Unknown user: ${input.username}`, 'username');
-    }
-    if (!owner) throw unauthenticated();
-    const mine = this.keys.filter((k) => k.userId === owner.id);
-    let name = input.name;
-    if (name == null) {
-      const highest = Math.max(0, ...mine.map((k) => /^key#(\d+)$/.exec(k.name)).map((m) => (m ? Number(m[1]) : 0)));
-      name = `key#${highest + 1}`;
-    } else if (!NAME.test(name)) {
-      throw badUserInput('Invalid name: 3 to 128 letters, digits or _@.-~, starting with a letter or digit', 'name');
-    }
-    if (mine.some((k) => k.name === name)) throw badUserInput(`Duplicate name: ${name}`, 'name');
-    const key: FakeKey = {
-      id: randomUUID(), userId: owner.id, name, key: randomBytes(16).toString('base64').replace(/=+$/, ''),
-      createdAt: new Date('2024-01-02T03:04:05.000Z'), expiresAt: null, lastUsedAt: null,
-    };
-    this.keys.push(key);
-    const { key: value, ...apiKey } = key;
-    return { ok: true, id: key.id, key: value, apiKey };
+  createKey(principal: PrincipalModel, input: CreateApiKeyInput): Promise<CreatedApiKeyModel> {
+    return promised(() => {
+      let owner = this.users.find((u) => u.id === principal.user.id);
+      if (input.username != null && input.username !== principal.user.username) {
+        if (!principal.user.isAdmin) throw forbidden();
+        owner = this.users.find((u) => u.username === input.username && u.domain === (input.userDomain ?? null));
+        if (!owner) throw badUserInput(`Unknown user: ${input.username}`, 'username');
+      }
+      if (!owner) throw unauthenticated();
+      const mine = this.keys.filter((k) => k.userId === owner.id);
+      let name = input.name;
+      if (name == null) {
+        const highest = Math.max(0, ...mine.map((k) => /^key#(\d+)$/.exec(k.name)).map((m) => (m ? Number(m[1]) : 0)));
+        name = `key#${highest + 1}`;
+      } else if (!NAME.test(name)) {
+        throw badUserInput('Invalid name: 3 to 128 letters, digits or _@.-~, starting with a letter or digit', 'name');
+      }
+      if (mine.some((k) => k.name === name)) throw badUserInput(`Duplicate name: ${name}`, 'name');
+      const key: FakeKey = {
+        id: randomUUID(), userId: owner.id, name, key: randomBytes(16).toString('base64').replace(/=+$/, ''),
+        createdAt: new Date('2024-01-02T03:04:05.000Z'), expiresAt: null, lastUsedAt: null,
+      };
+      this.keys.push(key);
+      const { key: value, ...apiKey } = key;
+      return { ok: true, id: key.id, key: value, apiKey };
+    });
   }
 
-  async deleteKey(principal: PrincipalModel, id: string): Promise<void> {
-    const index = this.keys.findIndex((k) => k.id === id && (k.userId === principal.user.id || principal.user.isAdmin));
-    if (index === -1) throw notFound(`API key not found: ${id}`);
-    this.keys.splice(index, 1);
+  deleteKey(principal: PrincipalModel, id: string): Promise<void> {
+    return promised(() => {
+      const index = this.keys.findIndex((k) => k.id === id && (k.userId === principal.user.id || principal.user.isAdmin));
+      if (index === -1) throw notFound(`API key not found: ${id}`);
+      this.keys.splice(index, 1);
+    });
   }
 
   basic(username: string): string {
@@ -221,20 +230,24 @@ export class FakeRecsService implements RecsService {
     for (let id = 1; id <= 40; id++) this.items.set(id, parse(itemRecord(id)));
   }
 
-  async getItems(ids: readonly number[]): Promise<(ItemModel | null)[]> {
-    this.getItemsCalls.push([...ids]);
-    return ids.map((id) => this.items.get(id) ?? null);
+  getItems(ids: readonly number[]): Promise<(ItemModel | null)[]> {
+    return promised(() => {
+      this.getItemsCalls.push([...ids]);
+      return ids.map((id) => this.items.get(id) ?? null);
+    });
   }
 
-  async recommend(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel> {
-    if (!this.items.has(anchorId)) throw notFound(`Item ${anchorId} not found`);
-    const candidates = anchorId === 1 ? Array.from({ length: 12 }, (_, i) => i + 2) : anchorId === 21 ? [22] : [];
-    const ordered = kind === 'POST_BROWSE' ? candidates : [...candidates].reverse();
-    return {
-      anchorId,
-      kind,
-      entries: ordered.slice(0, 10).map((itemId, i) => ({ rank: i + 1, itemId, score: 1 / (i + 1), evidence: 5, source: 'CO_VIEW' })),
-    };
+  recommend(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel> {
+    return promised(() => {
+      if (!this.items.has(anchorId)) throw notFound(`Item ${anchorId} not found`);
+      const candidates = anchorId === 1 ? Array.from({ length: 12 }, (_, i) => i + 2) : anchorId === 21 ? [22] : [];
+      const ordered = kind === 'POST_BROWSE' ? candidates : [...candidates].reverse();
+      return {
+        anchorId,
+        kind,
+        entries: ordered.slice(0, 10).map((itemId, i) => ({ rank: i + 1, itemId, score: 1 / (i + 1), evidence: 5, source: 'CO_VIEW' })),
+      };
+    });
   }
 }
 

@@ -209,10 +209,10 @@ describe('authenticate', () => {
     const slow: SharedCache = {
       stats: newStats(),
       getMany: (keys) => new Promise((resolve) => reads.push(() => resolve(keys.map(() => null)))),
-      setMany: async () => undefined,
-      delete: async () => undefined,
-      check: async () => 'ok',
-      close: async () => undefined,
+      setMany: () => Promise.resolve(),
+      delete: () => Promise.resolve(),
+      check: () => Promise.resolve('ok'),
+      close: () => Promise.resolve(),
     };
     await backend.close();
     start({ sharedCache: slow });

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { match } from '../helpers/matchers.js';
 import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { FakeKeyService, FakeRecsService, mountRest } from './helpers.js';
 import type { TestServer } from './helpers.js';
@@ -29,7 +30,7 @@ describe('POST /api/v1/apikey', () => {
     const res = await call('POST', '/api/v1/apikey', { auth: keys.basic('alice'), body: '{}' });
     expect(res.status).toBe(200);
     const body = res.body as { ok: boolean; id: string; key: string };
-    expect(body).toEqual({ ok: true, id: expect.stringMatching(/^[0-9a-f-]{36}$/), key: expect.stringMatching(/^[A-Za-z0-9+/]{22}$/) });
+    expect(body).toEqual({ ok: true, id: match.stringMatching(/^[0-9a-f-]{36}$/), key: match.stringMatching(/^[A-Za-z0-9+/]{22}$/) });
     expect(keys.keys[0]).toMatchObject({ id: body.id, name: 'key#1', userId: keys.users[0]?.id });
   });
 
@@ -86,7 +87,7 @@ describe('GET /api/v1/apikey', () => {
     const list = res.body as Record<string, unknown>[];
     expect(list.map((k) => k.name)).toEqual(['alpha', 'mid-key', 'zeta']);
     expect(list[0]).toEqual({
-      id: expect.any(String), userId: keys.users[0]?.id, name: 'alpha',
+      id: match.any(String), userId: keys.users[0]?.id, name: 'alpha',
       createdAt: '2024-01-02T03:04:05.000Z', expiresAt: null, lastUsedAt: null,
     });
     expect(JSON.stringify(list)).not.toContain(keys.keys[0]?.key);
@@ -98,7 +99,7 @@ describe('DELETE /api/v1/apikey/{id}', () => {
     const { body } = await call('POST', '/api/v1/apikey', { auth: keys.basic('alice'), body: '{}' });
     const { id, key } = body as { id: string; key: string };
     const res = await call('DELETE', `/api/v1/apikey/${id}`, { auth: keys.basic('alice') });
-    expect(res).toEqual({ status: 200, headers: expect.anything(), body: { result: 'DELETED', ok: true } });
+    expect(res).toEqual({ status: 200, headers: match.anything(), body: { result: 'DELETED', ok: true } });
     expect((await call('GET', '/api/v1/apikey', { auth: key })).status).toBe(401);
   });
 
@@ -128,7 +129,7 @@ describe('authentication and methods', () => {
     const res = await call('GET', '/api/v1/apikey');
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe(CHALLENGE);
-    expect(res.body).toEqual([{ id: '*', message: expect.any(String) }]);
+    expect(res.body).toEqual([{ id: '*', message: match.any(String) }]);
   });
 
   it('challenges bad Basic credentials, but not a bad key', async () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { match } from '../helpers/matchers.js';
 import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { upstreamRejected, upstreamUnavailable } from '../../src/errors.js';
 import type { RecsService } from '../../src/ports/backend.js';
@@ -60,7 +61,7 @@ describe('/v1/postbrowse and /v1/nbp', () => {
   ])('answers a %s itemId with 400 and error 4000', async (_label, query: Record<string, string>) => {
     const res = await get('/v1/nbp', { apiKey, ...query });
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ errors: [{ code: 4000, message: expect.stringMatching(/itemId/) }] });
+    expect(res.body).toEqual({ errors: [{ code: 4000, message: match.stringMatching(/itemId/) }] });
   });
 
   it('refuses a repeated itemId rather than guess which one was meant', async () => {
@@ -135,7 +136,7 @@ describe('failures of the service behind', () => {
       try {
         const res = await get('/v1/nbp', { apiKey, itemId: '1' }, broken.url);
         expect(res.status).toBe(status);
-        expect(res.body).toEqual({ errors: [{ code: status, message: expect.any(String) }] });
+        expect(res.body).toEqual({ errors: [{ code: status, message: match.any(String) }] });
         expect(JSON.stringify(res.body)).not.toMatch(/secret|app\.js/);
       } finally {
         await broken.close();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { match } from '../helpers/matchers.js';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { useEmbeddedGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
@@ -34,7 +35,7 @@ describe.each(storeKinds)('served REST interfaces, embedded backend on $name', (
     expect(list.status).toBe(200);
     const listed = list.body as { id: string; name: string; userId: string }[];
     expect(listed.map((k) => k.name)).toEqual(['key#1', 'zeta']);
-    expect(listed[1]).toMatchObject({ id, name: 'zeta', userId: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(listed[1]).toMatchObject({ id, name: 'zeta', userId: match.stringMatching(/^[0-9a-f-]{36}$/) });
     expect(list.text).not.toContain(key);
     const del = await call('DELETE', `/api/v1/apikey/${(b.body as { id: string }).id}`, key);
     expect([del.status, del.body]).toEqual([200, { result: 'DELETED', ok: true }]);
@@ -72,7 +73,7 @@ describe.each(storeKinds)('served REST interfaces, embedded backend on $name', (
   it('validation errors: 400 [{id, message}]; another user’s create 403; an unknown username 400, not 500', async () => {
     const badName = await call('POST', '/api/v1/apikey', alice, { name: '-x' });
     expect(badName.status).toBe(400);
-    expect(badName.body).toEqual([{ id: 'name', message: expect.stringContaining('3 to 128 characters') }]);
+    expect(badName.body).toEqual([{ id: 'name', message: match.stringContaining('3 to 128 characters') }]);
     await call('POST', '/api/v1/apikey', alice, { name: 'taken' });
     expect((await call('POST', '/api/v1/apikey', alice, { name: 'taken' })).status).toBe(400);
     const forOther = await call('POST', '/api/v1/apikey', alice, { username: 'bob', userDomain: 'corp.example' });

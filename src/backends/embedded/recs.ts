@@ -16,6 +16,7 @@ import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore
 import { rowToRecEvent } from './liveStore.js';
 import { loadInWorker, openRecsData, startWorker } from './loadFromStore.js';
 import type { Loaded } from './loadFromStore.js';
+import { promised } from '../../ports/promised.js';
 
 /** At most this many ids per getItems call (RecsService contract). */
 const MAX_IDS = 100;
@@ -134,14 +135,16 @@ export class EmbeddedRecs implements RecsService {
   }
 
   // The signal is not consulted: both calls are synchronous and take microseconds.
-  async getItems(ids: readonly number[], _options?: CallOptions): Promise<(ItemModel | null)[]> {
-    if (ids.length > MAX_IDS) throw badUserInput(`At most ${MAX_IDS} item ids a call, got ${ids.length}`, 'ids');
-    const catalog = this.current;
-    return ids.map((id) => catalog.get(id) ?? null);
+  getItems(ids: readonly number[], _options?: CallOptions): Promise<(ItemModel | null)[]> {
+    return promised(() => {
+      if (ids.length > MAX_IDS) throw badUserInput(`At most ${MAX_IDS} item ids a call, got ${ids.length}`, 'ids');
+      const catalog = this.current;
+      return ids.map((id) => catalog.get(id) ?? null);
+    });
   }
 
-  async recommend(kind: RecommendationKind, anchorId: number, _options?: CallOptions): Promise<RecommendationListModel> {
-    return this.recommendNow(kind, anchorId);
+  recommend(kind: RecommendationKind, anchorId: number, _options?: CallOptions): Promise<RecommendationListModel> {
+    return promised(() => this.recommendNow(kind, anchorId));
   }
 
   /** The synchronous lookup behind recommend (benchmarks measure this). */

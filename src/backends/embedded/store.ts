@@ -11,6 +11,7 @@ import type { EventLog, RecEvent } from './events/event.js';
 import { KIND_PURCHASE, KIND_VIEW } from './events/event.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
 import { NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
+import { promised } from '../../ports/promised.js';
 
 export type { ImportRecord } from './liveStore.js';
 
@@ -106,11 +107,13 @@ export class RecsStore implements RecsDataStore {
     return new RecsStore(new Database(path, { readonly: true, fileMustExist: true }), path);
   }
 
-  async close(): Promise<void> {
-    if (this.db.open) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      this.db.close();
-    }
+  close(): Promise<void> {
+    return promised(() => {
+      if (this.db.open) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        this.db.close();
+      }
+    });
   }
 
   private meta(key: string): number {
@@ -139,8 +142,8 @@ export class RecsStore implements RecsDataStore {
     return `${head.generation}:${head.lastEventId}:${head.lastItemSeq}`;
   }
 
-  async head(): Promise<StoreHead> {
-    return this.headNow();
+  head(): Promise<StoreHead> {
+    return promised(() => this.headNow());
   }
 
   /** The stored item records as JSON text, unparsed. */
@@ -156,27 +159,29 @@ export class RecsStore implements RecsDataStore {
     return (this.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
   }
 
-  async counts(): Promise<{ items: number; events: number }> {
-    return { items: this.itemCount(), events: this.eventCount() };
+  counts(): Promise<{ items: number; events: number }> {
+    return promised(() => ({ items: this.itemCount(), events: this.eventCount() }));
   }
 
-  async countWithoutRecord(itemIds: readonly number[]): Promise<number> {
-    const has = this.db.prepare('SELECT 1 FROM items WHERE item_id = ?').pluck();
-    let missing = 0;
-    for (const id of itemIds) if (has.get(id) === undefined) missing++;
-    return missing;
+  countWithoutRecord(itemIds: readonly number[]): Promise<number> {
+    return promised(() => {
+      const has = this.db.prepare('SELECT 1 FROM items WHERE item_id = ?').pluck();
+      let missing = 0;
+      for (const id of itemIds) if (has.get(id) === undefined) missing++;
+      return missing;
+    });
   }
 
   importsNow(): ImportRecord[] {
     return this.db.prepare('SELECT id, what, format, file, sha256, records, skipped, finished_at AS finishedAt FROM imports ORDER BY id').all() as ImportRecord[];
   }
 
-  async imports(): Promise<ImportRecord[]> {
-    return this.importsNow();
+  imports(): Promise<ImportRecord[]> {
+    return promised(() => this.importsNow());
   }
 
-  async findImport(what: ImportRecord['what'], format: string, sha256: string): Promise<ImportRecord | undefined> {
-    return this.importsNow().find((i) => i.what === what && i.format === format && i.sha256 === sha256 && i.finishedAt !== null);
+  findImport(what: ImportRecord['what'], format: string, sha256: string): Promise<ImportRecord | undefined> {
+    return promised(() => this.importsNow().find((i) => i.what === what && i.format === format && i.sha256 === sha256 && i.finishedAt !== null));
   }
 
   /**
@@ -326,16 +331,22 @@ export class RecsStore implements RecsDataStore {
     }));
   }
 
-  async eventsAfter(afterId: number, limit: number): Promise<EventRow[]> {
-    return this.readEventsAfter(afterId, limit);
+  eventsAfter(afterId: number, limit: number): Promise<EventRow[]> {
+    return promised(() => this.readEventsAfter(afterId, limit));
   }
 
-  async itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }> {
-    const rows = this.db.prepare('SELECT record, seq FROM items WHERE seq > ? ORDER BY seq').raw().all(afterSeq) as [string, number][];
-    return { seq: rows.length === 0 ? afterSeq : rows[rows.length - 1]![1], records: rows.map((r) => r[0]) };
+  itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }> {
+    return promised(() => {
+      const rows = this.db.prepare('SELECT record, seq FROM items WHERE seq > ? ORDER BY seq').raw().all(afterSeq) as [string, number][];
+      return { seq: rows.length === 0 ? afterSeq : rows[rows.length - 1]![1], records: rows.map((r) => r[0]) };
+    });
   }
 
-  async snapshot(sink: { record(json: string): void; event(row: EventRow): void }): Promise<StoreHead> {
+  snapshot(sink: { record(json: string): void; event(row: EventRow): void }): Promise<StoreHead> {
+    return promised(() => this.snapshotNow(sink));
+  }
+
+  private snapshotNow(sink: { record(json: string): void; event(row: EventRow): void }): StoreHead {
     // one read transaction: the records, the events and the head belong together
     this.db.exec('BEGIN');
     try {
@@ -353,7 +364,11 @@ export class RecsStore implements RecsDataStore {
     }
   }
 
-  async beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string): Promise<ImportSession> {
+  beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string): Promise<ImportSession> {
+    return promised(() => this.beginImportNow(what, format, file, sha256));
+  }
+
+  private beginImportNow(what: ImportRecord['what'], format: string, file: string, sha256: string): ImportSession {
     this.staging();
     this.db.exec('DELETE FROM temp.staged_events; DELETE FROM temp.staged_items');
     const putStaged = this.db.prepare('INSERT OR REPLACE INTO temp.staged_items (item_id, record) VALUES (?, ?)');
@@ -363,8 +378,8 @@ export class RecsStore implements RecsDataStore {
     const stageEvents = this.db.transaction((events: readonly RecEvent[]) => this.stage(events));
     const startedAt = new Date().toISOString();
     return {
-      addEvents: async (events) => stageEvents(events),
-      addItems: async (items) => stageItems(items),
+      addEvents: (events) => promised(() => stageEvents(events)),
+      addItems: (items) => promised(() => stageItems(items)),
       finish: (records, skipped, options = {}) => this.write(() => {
         let removed = 0;
         if (options.replace === true && what === 'catalog') {
@@ -388,10 +403,10 @@ export class RecsStore implements RecsDataStore {
         }
         return { importId, removed };
       }),
-      abandon: async () => {
+      abandon: () => promised(() => {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         this.db.exec('DELETE FROM temp.staged_events; DELETE FROM temp.staged_items');
-      },
+      }),
     };
   }
 

@@ -39,7 +39,7 @@ export function errorEntries(body: unknown, text: string): UpstreamErrorEntry[] 
   if (body === undefined) return text.trim() === '' ? [] : [{ code: null, message: clip(text) }];
   if (Array.isArray(body)) {
     const entries = body.map(entry);
-    return entries.length > 0 && entries.every((e) => e !== null) ? (entries as UpstreamErrorEntry[]) : null;
+    return entries.length > 0 && entries.every((e) => e !== null) ? entries : null;
   }
   if (typeof body === 'object' && body !== null) {
     const r = body as Record<string, unknown>;

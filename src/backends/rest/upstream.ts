@@ -209,8 +209,8 @@ export class Upstream {
     }
   }
 
-  /** A cheap request that proves the upstream answers HTTP; bypasses breaker and retries. */
-  async ping(path: string, timeoutMs: number): Promise<'ok' | string> {
+  /** A cheap request that proves the upstream answers HTTP ('ok', or why not); bypasses breaker and retries. */
+  async ping(path: string, timeoutMs: number): Promise<string> {
     try {
       const res = await this.once({ method: 'GET', path, signal: AbortSignal.timeout(timeoutMs) });
       return res.status >= 500 ? `HTTP ${res.status}` : 'ok';

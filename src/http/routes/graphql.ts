@@ -157,7 +157,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     if (answer !== null) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
 
     const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search, body };
-    const result = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: async () => context });
+    const result = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: () => Promise.resolve(context) });
     const headers: Record<string, string> = {};
     for (const [name, value] of result.headers) headers[name] = value;
     if (result.body.kind === 'complete') {

@@ -93,7 +93,8 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
       // without credentials the handler answers 401 whatever the body says: it is not read
       let limit = 0;
       if (!anonymous && authorization !== undefined) {
-        const outcome = await guarded.authenticate(authorization).then(
+        const answer = guarded.authenticate(authorization);
+        const outcome = await answer.then(
           (principal) => ({ principal }),
           (error: unknown) => ({ error }),
         );
@@ -101,7 +102,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
         keys = {
           ...guarded,
           authenticate: (value, options) =>
-            value !== authorization ? guarded.authenticate(value, options) : 'error' in outcome ? Promise.reject(outcome.error) : Promise.resolve(outcome.principal),
+            value !== authorization ? guarded.authenticate(value, options) : answer,
         };
         limit = 'error' in outcome ? 0 : ingest !== null ? bodyLimitOf(outcome.principal) : config.bodyLimitBytes;
         if (ingest !== null && !('error' in outcome)) {

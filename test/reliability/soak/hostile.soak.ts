@@ -16,7 +16,7 @@ async function attackFromAnotherProcess(url: string, pid: number): Promise<Hosti
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   let out = '';
-  child.stdout.on('data', (chunk: Buffer) => (out += chunk));
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
   const [code] = (await once(child, 'exit')) as [number | null];
   if (code !== 0) throw new Error(`the attacker process exited with ${code}`);
   return JSON.parse(out) as HostileResult;

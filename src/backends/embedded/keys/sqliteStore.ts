@@ -14,6 +14,7 @@ import {
   type NewUser,
   type UserRecord,
 } from './store.js';
+import { promised } from '../../../ports/promised.js';
 
 interface UserRow {
   id: string;
@@ -150,93 +151,107 @@ export class SqliteKeyStore implements KeyStore {
     // the tables are made in the constructor, before the statements that need them
   }
 
-  async countUsers(): Promise<number> {
-    return this.statements.countUsers.get()?.n ?? 0;
+  countUsers(): Promise<number> {
+    return promised(() => this.statements.countUsers.get()?.n ?? 0);
   }
 
-  async createUser(user: NewUser): Promise<UserRecord> {
-    const row: UserRow = {
-      id: randomUUID(),
-      username: user.username,
-      domain: user.domain ?? '',
-      password_hash: user.passwordHash,
-      is_admin: user.isAdmin ? 1 : 0,
-      created_at: Date.now(),
-    };
-    try {
-      this.statements.insertUser.run(row.id, row.username, row.domain, row.password_hash, row.is_admin, row.created_at);
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new UserExistsError(`user ${user.username} exists`);
-      throw error;
-    }
-    return toUser(row);
-  }
-
-  async findUser(username: string, domain: string | null): Promise<UserRecord | null> {
-    const row = this.statements.findUser.get(username, domain ?? '');
-    return row ? toUser(row) : null;
-  }
-
-  async createKey(key: NewKey): Promise<KeyRecord> {
-    const insert = this.db.transaction((): KeyRow => {
-      // counted inside the write transaction (BEGIN IMMEDIATE): another process's create waits for this one's commit
-      if (key.maxKeysPerUser !== undefined && this.statements.countKeys.get(key.userId)! >= key.maxKeysPerUser) {
-        throw new KeyLimitReachedError(`the user has ${key.maxKeysPerUser} keys`);
-      }
-      const name =
-        key.name ??
-        nextDefaultName(this.statements.defaultNames.all(key.userId, DEFAULT_NAME_PATTERN).map((r) => r.name));
-      const row: KeyRow = {
+  createUser(user: NewUser): Promise<UserRecord> {
+    return promised(() => {
+      const row: UserRow = {
         id: randomUUID(),
-        user_id: key.userId,
-        name,
+        username: user.username,
+        domain: user.domain ?? '',
+        password_hash: user.passwordHash,
+        is_admin: user.isAdmin ? 1 : 0,
         created_at: Date.now(),
-        expires_at: key.expiresAt?.getTime() ?? null,
-        last_used_at: null,
       };
-      this.statements.insertKey.run(row.id, row.user_id, row.name, key.hash, row.created_at, row.expires_at);
-      return row;
+      try {
+        this.statements.insertUser.run(row.id, row.username, row.domain, row.password_hash, row.is_admin, row.created_at);
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new UserExistsError(`user ${user.username} exists`);
+        throw error;
+      }
+      return toUser(row);
     });
-    try {
-      return toKey(insert.immediate());
-    } catch (error) {
-      if (isUniqueViolation(error)) throw new KeyNameTakenError(`the name ${key.name} is taken`);
-      throw error;
-    }
   }
 
-  async listKeys(userId: string): Promise<KeyRecord[]> {
-    return this.statements.listKeys.all(userId).map(toKey);
+  findUser(username: string, domain: string | null): Promise<UserRecord | null> {
+    return promised(() => {
+      const row = this.statements.findUser.get(username, domain ?? '');
+      return row ? toUser(row) : null;
+    });
   }
 
-  async findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null> {
-    const row = this.statements.findKey.get(hash);
-    if (!row) return null;
-    return {
-      key: toKey(row),
-      user: toUser({
-        id: row.u_id,
-        username: row.u_username,
-        domain: row.u_domain,
-        password_hash: row.u_password_hash,
-        is_admin: row.u_is_admin,
-        created_at: row.u_created_at,
-      }),
-    };
+  createKey(key: NewKey): Promise<KeyRecord> {
+    return promised(() => {
+      const insert = this.db.transaction((): KeyRow => {
+        // counted inside the write transaction (BEGIN IMMEDIATE): another process's create waits for this one's commit
+        if (key.maxKeysPerUser !== undefined && this.statements.countKeys.get(key.userId)! >= key.maxKeysPerUser) {
+          throw new KeyLimitReachedError(`the user has ${key.maxKeysPerUser} keys`);
+        }
+        const name =
+          key.name ??
+          nextDefaultName(this.statements.defaultNames.all(key.userId, DEFAULT_NAME_PATTERN).map((r) => r.name));
+        const row: KeyRow = {
+          id: randomUUID(),
+          user_id: key.userId,
+          name,
+          created_at: Date.now(),
+          expires_at: key.expiresAt?.getTime() ?? null,
+          last_used_at: null,
+        };
+        this.statements.insertKey.run(row.id, row.user_id, row.name, key.hash, row.created_at, row.expires_at);
+        return row;
+      });
+      try {
+        return toKey(insert.immediate());
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new KeyNameTakenError(`the name ${key.name} is taken`);
+        throw error;
+      }
+    });
   }
 
-  async deleteKey(id: string, ownerId: string | null): Promise<boolean> {
-    const result = ownerId === null ? this.statements.deleteAny.run(id) : this.statements.deleteOwn.run(id, ownerId);
-    return result.changes > 0;
+  listKeys(userId: string): Promise<KeyRecord[]> {
+    return promised(() => this.statements.listKeys.all(userId).map(toKey));
   }
 
-  async touchKey(id: string, at: Date): Promise<void> {
-    this.statements.touch.run(at.getTime(), id);
+  findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null> {
+    return promised(() => {
+      const row = this.statements.findKey.get(hash);
+      if (!row) return null;
+      return {
+        key: toKey(row),
+        user: toUser({
+          id: row.u_id,
+          username: row.u_username,
+          domain: row.u_domain,
+          password_hash: row.u_password_hash,
+          is_admin: row.u_is_admin,
+          created_at: row.u_created_at,
+        }),
+      };
+    });
   }
 
-  async close(): Promise<void> {
-    if (!this.db.open) return;
-    this.db.close();
+  deleteKey(id: string, ownerId: string | null): Promise<boolean> {
+    return promised(() => {
+      const result = ownerId === null ? this.statements.deleteAny.run(id) : this.statements.deleteOwn.run(id, ownerId);
+      return result.changes > 0;
+    });
+  }
+
+  touchKey(id: string, at: Date): Promise<void> {
+    return promised(() => {
+      this.statements.touch.run(at.getTime(), id);
+    });
+  }
+
+  close(): Promise<void> {
+    return promised(() => {
+      if (!this.db.open) return;
+      this.db.close();
+    });
   }
 
   /** PRAGMA integrity_check, for the crash-safety tests. */

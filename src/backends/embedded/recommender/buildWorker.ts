@@ -10,7 +10,6 @@ import { Catalog } from '../catalog.js';
 import { EventLog } from '../events/event.js';
 import { RecsStore } from '../store.js';
 import { buildModel } from './model.js';
-import type { ModelOptions } from './model.js';
 import type { BuildMessage, BuildRequest } from './builtModel.js';
 import { toBuiltModel, transferList } from './builtModel.js';
 
@@ -47,10 +46,10 @@ function run({ dataDir, options }: BuildRequest): void {
     const log = new EventLog();
     store.loadEvents(log);
     const loadMs = performance.now() - t0;
-    const model = toBuiltModel(buildModel(log, options as ModelOptions, catalog));
+    const model = toBuiltModel(buildModel(log, options, catalog));
     post({ type: 'model', version, events: log.length, loadMs, model }, transferList(model));
   } finally {
-    store.close();
+    void store.close();
   }
 }
 

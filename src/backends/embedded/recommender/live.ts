@@ -152,8 +152,8 @@ class LiveNeighbours {
     options: ModelOptions,
     latest: number,
   ) {
-    this.keys = sets.map(() => new Map());
-    this.keyGroups = sets.map(() => new Map());
+    this.keys = sets.map(() => new Map<number, number[]>());
+    this.keyGroups = sets.map(() => new Map<number, number | number[]>());
     this.touchedKeys = sets.map(() => new Set());
     this.heap = new TopK(scoring.topK ?? 30);
     this.ordered = scoring.order !== undefined && scoring.order.window > 0;
