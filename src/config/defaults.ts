@@ -44,6 +44,8 @@ export const DEFAULT_PREPARED_DOCUMENTS = 1_000;
 export const DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES = 32 * 1024;
 /** INGEST_BODY_LIMIT_BYTES: what an administrator may send (batches of events and item records). */
 export const DEFAULT_INGEST_BODY_LIMIT_BYTES = 8 * 1024 * 1024;
+/** Bodies past BODY_LIMIT_BYTES held at once, all requests together (http/body.ts LargeBodies): eight full batches. */
+export const LARGE_BODIES_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
 
 /** MAX_KEYS_PER_USER: API keys one user may have in the embedded backend. */
 export const DEFAULT_MAX_KEYS_PER_USER = 100;

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ClientAddresses } from '../auth/clientAddress.js';
 import { RateLimiter } from '../auth/rateLimit.js';
 import { MemoryCache } from '../cache/memory.js';
-import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_INGEST_BODY_LIMIT_BYTES, DEFAULT_SERVER_LIMITS, RESPONSE_CACHE_STALE_MS } from '../config/defaults.js';
+import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_INGEST_BODY_LIMIT_BYTES, DEFAULT_SERVER_LIMITS, LARGE_BODIES_IN_FLIGHT_BYTES, RESPONSE_CACHE_STALE_MS } from '../config/defaults.js';
 import type { Config } from '../config/env.js';
 import { ErrorCode } from '../errors.js';
 import { createGraphQLEngine } from '../graphql/engine.js';
@@ -15,7 +15,7 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
 import type { Backend, PrincipalModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
-import { HttpError } from './body.js';
+import { HttpError, LargeBodies } from './body.js';
 import { drainHttpServer } from './drain.js';
 import { graphqlRoute } from './routes/graphql.js';
 import { serveHealth, serveReadiness } from './routes/health.js';
@@ -110,6 +110,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   /** Batches of events need room: for who may send them (where the upstream decides, anyone it might let). */
   const bodyLimitOf = (principal: PrincipalModel): number =>
     principal.user.isAdmin || backend.keys.checksKeysLocally !== true ? ingestBodyLimit : config.bodyLimitBytes;
+  const largeBodies = new LargeBodies(Math.max(LARGE_BODIES_IN_FLIGHT_BYTES, ingestBodyLimit), config.bodyLimitBytes);
 
   const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
   const engine = await createGraphQLEngine(config, cache, metrics, log);
@@ -117,8 +118,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   if (responseCache !== null) backend.onDataChange?.(() => responseCache.dropSoon(RESPONSE_CACHE_STALE_MS));
   const { apollo, prepared } = engine;
   const serveIde = ideRoute({ limiter, addresses });
-  const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, log });
-  const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, metrics, engine, serveIde });
+  const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log });
+  const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, engine, serveIde });
 
   /**
    * Routes a request. Not async itself: /graphql's promise is handed back as it is (an async

@@ -4,7 +4,7 @@ import { trace } from '@opentelemetry/api';
 import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import type { Config } from '../../config/env.js';
-import { GatewayError, httpStatusOf, isErrorCode, unauthenticated } from '../../errors.js';
+import { GatewayError, httpStatusOf, isErrorCode, rateLimited, unauthenticated } from '../../errors.js';
 import { RequestContext, type GatewayContext } from '../../graphql/context.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
 import { checkEnvelope, refusalAnswer } from '../../graphql/envelope.js';
@@ -14,7 +14,7 @@ import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { Backend, PrincipalModel } from '../../ports/backend.js';
-import { parseBody, readBody } from '../body.js';
+import { parseBody, readBody, type LargeBodies } from '../body.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { errorHeaders, graphqlError, sendJson } from '../send.js';
 
@@ -60,6 +60,8 @@ export interface GraphQLRouteDeps {
   anonymousBodyLimit: number;
   /** The most a signed-in caller may send (administrators more: batches of events). */
   bodyLimitOf: (principal: PrincipalModel) => number;
+  /** Large bodies read at once, all requests together. */
+  largeBodies: LargeBodies;
   metrics: GatewayMetrics;
   engine: GraphQLEngine;
   /** The IDE's page, for a browser's GET /graphql without a query. */
@@ -68,7 +70,7 @@ export interface GraphQLRouteDeps {
 
 /** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
-  const { config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, metrics, serveIde } = deps;
+  const { config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, serveIde } = deps;
   const { apollo, prepared, responseCache, trustedDocuments, formatError } = deps.engine;
 
   /**
@@ -119,7 +121,16 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     // The hot path (src/graphql/responseCache.ts): authenticated callers only, PUBLIC answers only.
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
-      text = (await readBody(req, principal === null ? anonymousBodyLimit : bodyLimitOf(principal))).toString('utf8');
+      const limit = principal === null ? anonymousBodyLimit : bodyLimitOf(principal);
+      if (!largeBodies.admit(req, res, limit)) {
+        const busy = rateLimited(1);
+        res.setHeader('x-request-id', record.id);
+        return sendJson(res, httpStatusOf[busy.code], graphqlError('Too many large request bodies at once: try again shortly', busy.code), {
+          ...errorHeaders(busy),
+          connection: 'close',
+        });
+      }
+      text = (await readBody(req, limit)).toString('utf8');
       // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
       cacheKey = cached?.knownKey(req.headers, text) ?? null;
       if (cacheKey !== null && serveCached(res, cacheKey, record)) return;

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import type { Config } from '../../config/env.js';
-import { GatewayError } from '../../errors.js';
+import { GatewayError, rateLimited } from '../../errors.js';
 import { isJsonContentType } from '../../graphql/contentType.js';
 import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
@@ -12,7 +12,7 @@ import {
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
-import { HttpError, parseJson, readBody } from '../body.js';
+import { HttpError, parseJson, readBody, type LargeBodies } from '../body.js';
 import { RequestDeadline } from '../requestSignal.js';
 
 /** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
@@ -51,6 +51,8 @@ export interface ServedRestDeps {
   anonymousBodyLimit: number;
   /** The most a signed-in caller may send (administrators more: batches of events). */
   bodyLimitOf: (principal: PrincipalModel) => number;
+  /** Large bodies read at once, all requests together. */
+  largeBodies: LargeBodies;
   log: Logger;
 }
 
@@ -58,7 +60,7 @@ export interface ServedRestDeps {
  * The served REST interfaces (/api/v1/apikey…, /v1/…): a function that answers a request of
  * theirs and resolves true, or resolves false for any other path.
  */
-export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, log }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
+export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
   /**
    * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
    * of its address's bucket; credentials are checked from the headers before a byte of a body is
@@ -114,6 +116,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
         }
       }
       if (limit > 0) {
+        if (!largeBodies.admit(req, res, limit)) return writeRest(req, res, refusal(rateLimited(1)), false);
         try {
           raw = await readBody(req, limit);
         } catch (error) {
