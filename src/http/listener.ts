@@ -87,7 +87,8 @@ export class StartingAnswers {
     const query = target.indexOf('?');
     const path = query === -1 ? target : target.slice(0, query);
     // a body is not read: a large one takes the connection with it
-    const closing = req.headers['content-length'] !== undefined && req.headers['content-length'] !== '0' || req.headers['transfer-encoding'] !== undefined;
+    const length = req.headers['content-length'];
+    const closing = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
     const send = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
       const text = JSON.stringify(body);
       res.writeHead(status, {
