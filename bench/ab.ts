@@ -7,7 +7,10 @@
  * and the median of B's CPU over A's. Environment variables pass through to both gateways.
  *
  * Scenarios (--scenario): `lookup` (7), distinct anchors in variables, no response cache;
- * `inline` (7b), the anchor written into the text, no response cache; `cached` (4), one query.
+ * `inline` (7b), the anchor written into the text, no response cache; `cached` (4), one query;
+ * `cold` (5), REST mode in front of an embedded gateway (the upstream, on CPU 0 with the load
+ * generator), distinct anchors in turn, the shared cache's TTLs at 1 s so that an anchor asked
+ * again (after 10,843 others) is cold again, no response cache (every answer cold).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -36,7 +39,7 @@ const { values: flags } = parseArgs({
 const ROOT = new URL('../', import.meta.url).pathname;
 const FIELDS = '{ itemId name salePrice brandName customerRating }';
 const scenario = flags.scenario;
-if (!['lookup', 'inline', 'cached'].includes(scenario)) throw new Error(`no scenario ${scenario}`);
+if (!['lookup', 'inline', 'cached', 'cold'].includes(scenario)) throw new Error(`no scenario ${scenario}`);
 
 execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'recs-ab-'));
@@ -49,7 +52,9 @@ process.on('exit', () => {
 const store = new SqliteKeyStore(path.join(dataDir, 'keys.db'));
 await addUser(store, { username: 'bench', password: 'bench-password' });
 const keys = new EmbeddedKeyService(store);
-const key = (await keys.createKey(await keys.authenticate(basicAuthorization('bench', 'bench-password')), { name: 'client' })).key;
+const principal = await keys.authenticate(basicAuthorization('bench', 'bench-password'));
+const key = (await keys.createKey(principal, { name: 'client' })).key;
+const recsKey = (await keys.createKey(principal, { name: 'gateway' })).key;
 await store.close();
 const demo = buildDemo();
 const recs = new EmbeddedRecs(demo.catalog, demo.log);
@@ -63,15 +68,22 @@ const bodies =
 
 interface Gateway {
   url: string;
+  origin: string;
   pid: number;
 }
-async function start(build: string): Promise<Gateway> {
+async function start(build: string, upstream?: Gateway): Promise<Gateway> {
   const env = {
     ...process.env, REDIS_URL: undefined, LOG_LEVEL: 'warn', NODE_ENV: 'production', BACKEND: 'embedded', DATA_DIR: dataDir, BENCH_DIST: build,
     RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0',
     ...(scenario === 'cached' ? {} : { RESPONSE_CACHE_MAX_ENTRIES: '0' }),
+    ...(upstream
+      ? {
+          BACKEND: 'rest', APIKEY_SERVICE_URL: upstream.origin, RECS_SERVICE_URL: upstream.origin, RECS_API_KEY: recsKey,
+          CACHE_RECS_TTL_SECONDS: '1', CACHE_ITEM_TTL_SECONDS: '1',
+        }
+      : {}),
   };
-  const child = spawn('taskset', ['-c', '1', process.execPath, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('taskset', ['-c', upstream || scenario !== 'cold' ? '1' : '0', process.execPath, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${build} exited with ${code}`)));
@@ -79,7 +91,7 @@ async function start(build: string): Promise<Gateway> {
       if (line.startsWith('{"url"')) resolve((JSON.parse(line) as { url: string }).url);
     });
   });
-  return { url: `${url}/graphql`, pid: child.pid! };
+  return { url: `${url}/graphql`, origin: url, pid: child.pid! };
 }
 const cpuMs = (pid: number): number => {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -99,7 +111,9 @@ async function round(target: Gateway, seconds: number): Promise<{ rps: number; c
   return { rps: result.requests.total / result.duration, cpuUs: (cpu * 1000) / result.requests.total, p99: result.latency.p99, bad: result.non2xx + result.errors };
 }
 
-const [a, b] = await Promise.all([start(flags.a), start(flags.b)]);
+// cold: both builds in REST mode in front of one embedded gateway (the current build)
+const upstream = scenario === 'cold' ? await start('dist') : undefined;
+const [a, b] = await Promise.all([start(flags.a, upstream), start(flags.b, upstream)]);
 console.log(`${scenario}: A ${flags.a}, B ${flags.b}; ${bodies.length} bodies; load average ${os.loadavg()[0]!.toFixed(2)}`);
 // warm-up: the JIT's, and the prepared path's compiling
 await round(a, Number(flags.seconds));

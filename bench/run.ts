@@ -23,7 +23,7 @@ import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -192,6 +192,8 @@ interface LoadSpec {
   connections?: number;
   /** A fixed number of requests instead of a duration (cold runs: one request per body). */
   amount?: number;
+  /** Headers of a body of its own (the mix's recordEvents batches go as an administrator). */
+  headersOf?: (body: string) => Record<string, string> | undefined;
 }
 
 function percentile(sorted: Float64Array, p: number): number {
@@ -210,7 +212,17 @@ async function cannon(spec: LoadSpec, seconds: number, record: boolean): Promise
     headers: { 'content-type': 'application/json', ...spec.headers },
     body: spec.bodies[0],
     ...(spec.bodies.length > 1
-      ? { requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: spec.bodies[next++ % spec.bodies.length] }) }] }
+      ? {
+          requests: [
+            {
+              setupRequest: (request: Record<string, unknown>) => {
+                const payload = spec.bodies[next++ % spec.bodies.length]!;
+                const own = spec.headersOf?.(payload);
+                return own ? { ...request, body: payload, headers: { ...(request.headers as Record<string, string>), ...own } } : { ...request, body: payload };
+              },
+            },
+          ],
+        }
       : {}),
   });
   // on() answers the instance itself, which is awaited below
@@ -302,6 +314,9 @@ const keyService = new EmbeddedKeyService(store);
 const principal = await keyService.authenticate(basicAuthorization('bench', 'bench-password'));
 const clientKey = (await keyService.createKey(principal, { name: 'client' })).key;
 const recsKey = (await keyService.createKey(principal, { name: 'gateway' })).key;
+// the mix's recordEvents batches need an administrator
+await addUser(store, { username: 'bench-admin', password: 'bench-admin-password', isAdmin: true });
+const adminKey = (await keyService.createKey(await keyService.authenticate(basicAuthorization('bench-admin', 'bench-admin-password')), { name: 'events' })).key;
 
 // anchors with a full list of next-best products, from the same deterministic demo shop the servers build
 const demo = buildDemo();
@@ -384,14 +399,14 @@ const itemsFile = path.join(dataDir, 'items.json');
 
 const extra: {
   lookup?: Latency & { requests: number };
-  cold?: { upstream: Latency; hop: Latency; gateway: Latency; phases: Record<string, number> };
+  cold?: { upstream: Latency; hop: Latency; gateway: Latency; phases: Record<string, number>; hopCpuUs: number };
   /** Authentication's share: medians over the paired rounds, of req/s and of CPU per request. */
   auth?: { rps: number; cpu: number; pairs: number[] };
   /** Authentication timed in place: µs per authentication (authenticateKnown, or authenticate after it), against the server's CPU µs per request. */
   authTimed?: { us: number; cpuUs: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
-  mixed?: { hitRate: number };
+  mixed?: Partial<Record<'mixed' | 'mixed-reads', { hitRate: number; batches: number }>>;
 } = {};
 
 const oneTarget = async (id: string, name: string, run: () => Promise<Row | null>): Promise<void> => {
@@ -566,10 +581,14 @@ const MIXED_QUERIES = [
   'query Browse($itemId: ItemId!) { recommendations(itemId: $itemId, kind: POST_BROWSE, first: 10) { edges { rank node { itemId name brandName } } } }',
 ];
 const ITEMS_QUERY = 'query Items($ids: [ItemId!]!) { items(itemIds: $ids) { itemId name salePrice } }';
-/** Share of item lookups; and of recordEvents batches of 50, once the live recommender has landed (0 until then). */
+/** Share of item lookups; and of recordEvents batches of EVENTS_PER_BATCH (issue 20's mutation, as an administrator). */
 const ITEMS_SHARE = 0.1;
-const EVENTS_SHARE = 0;
-function mixedBodies(): string[] {
+const EVENTS_SHARE = 0.05;
+const EVENTS_PER_BATCH = 50;
+const EVENTS_MUTATION = 'mutation Record($e: [EventInput!]!) { recordEvents(events: $e) { accepted } }';
+const isEventsBody = (payload: string): boolean => payload.startsWith('{"query":"mutation Record');
+/** The mix's bodies; `eventsShare` 0 for the reads alone (the same draws, the batches left out). */
+function mixedBodies(eventsShare: number): string[] {
   // a seeded generator (mulberry32), so that every run asks the same
   let seed = 0x9e3779b9;
   const random = (): number => {
@@ -601,7 +620,12 @@ function mixedBodies(): string[] {
   const bodies: string[] = [];
   for (let n = 0; n < MIXED_BODIES; n++) {
     const draw = random();
-    if (draw < EVENTS_SHARE) continue; // the hook for recordEvents batches (issue 20)
+    if (draw < EVENTS_SHARE) {
+      // a shopper's session: views of Zipf-drawn items, one purchase in ten events
+      const batch = batchOf(random, zipf, n);
+      if (draw < eventsShare) bodies.push(JSON.stringify({ query: EVENTS_MUTATION, variables: { e: batch } }));
+      continue;
+    }
     if (draw < EVENTS_SHARE + ITEMS_SHARE) {
       const ids = Array.from({ length: 1 + Math.floor(random() * 20) }, zipf);
       bodies.push(JSON.stringify({ query: ITEMS_QUERY, variables: { ids } }));
@@ -611,31 +635,48 @@ function mixedBodies(): string[] {
   }
   return bodies;
 }
-await oneTarget('mixed', 'a realistic mix, embedded, the response cache at its default size', async () => {
+
+function batchOf(random: () => number, zipf: () => number, n: number): Record<string, unknown>[] {
+  const sessionId = `bench-session-${n}`;
+  return Array.from({ length: EVENTS_PER_BATCH }, () =>
+    random() < 0.1 ? { kind: 'PURCHASE', itemId: zipf(), userId: `bench-user-${n % 5000}`, orderId: `bench-order-${n}` } : { kind: 'VIEW', itemId: zipf(), sessionId },
+  );
+}
+/** The mix against a new embedded gateway; the hit rate and the batches sent go to extra.mixed. */
+async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promise<Row> {
   const target = await start('gateway', { ...embeddedEnv, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
   try {
     const url = `${target.url}/graphql`;
-    const bodies = mixedBodies();
-    for (const payload of bodies.slice(0, 4)) {
-      const answer = await post(url, payload, auth);
-      if (answer.status !== 200 || answer.text.includes('"errors"')) throw new Error(`mixed: ${answer.status} ${answer.text.slice(0, 300)}`);
+    const bodies = mixedBodies(eventsShare);
+    const headersOf = (payload: string): Record<string, string> | undefined => (isEventsBody(payload) ? { authorization: adminKey } : undefined);
+    const first = bodies.findIndex(isEventsBody);
+    for (const payload of [...bodies.slice(0, 4), ...(first >= 0 ? [bodies[first]!] : [])]) {
+      const answer = await post(url, payload, headersOf(payload) ?? auth);
+      if (answer.status !== 200 || answer.text.includes('"errors"')) throw new Error(`${id}: ${answer.status} ${answer.text.slice(0, 300)}`);
     }
     type Stats = { responseCache: { hits: number; misses: number } };
     const stats = async (): Promise<Stats> => (await fetch(`${target.url}/__bench/stats`)).json() as Promise<Stats>;
-    await cannon({ target, url, headers: auth, bodies: bodies.slice(0, MIXED_WARM), amount: MIXED_WARM }, 0, false);
+    await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(0, MIXED_WARM), amount: MIXED_WARM }, 0, false);
     const before = await stats();
     // the bodies after the warm-up's, never the same ones again (unless a run takes 250,000)
-    const m = await cannon({ target, url, headers: auth, bodies: bodies.slice(MIXED_WARM) }, DURATION, true);
+    const m = await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(MIXED_WARM) }, DURATION, true);
     const after = await stats();
     const hits = after.responseCache.hits - before.responseCache.hits;
     const misses = after.responseCache.misses - before.responseCache.misses;
-    extra.mixed = { hitRate: hits / (hits + misses) };
-    console.log(`  response cache hit rate ${fmt(extra.mixed.hitRate * 100, 1)}% (${hits} hits, ${misses} misses)`);
-    return { id: 'mixed', name: `(8) realistic mix: Zipf(1.0) anchors over the catalogue, 3 selections, ${ITEMS_SHARE * 100}% item lookups, response cache on`, m };
+    const batches = Math.round(m.requests * (bodies.slice(MIXED_WARM).filter(isEventsBody).length / (bodies.length - MIXED_WARM)));
+    (extra.mixed ??= {})[id] = { hitRate: hits / (hits + misses), batches };
+    console.log(`  response cache hit rate ${fmt((hits / (hits + misses)) * 100, 1)}% (${hits} hits, ${misses} misses)${eventsShare > 0 ? `; about ${batches} batches of ${EVENTS_PER_BATCH} events` : ''}`);
+    const what = `Zipf(1.0) anchors over the catalogue, 3 selections, ${ITEMS_SHARE * 100}% item lookups`;
+    return eventsShare > 0
+      ? { id, name: `(8) realistic mix: ${what}, ${eventsShare * 100}% recordEvents batches of ${EVENTS_PER_BATCH}, response cache on`, m }
+      : { id, name: `(8r) the same mix without its recordEvents batches (reads only)`, m };
   } finally {
     await target.stop();
   }
-});
+}
+
+await oneTarget('mixed', 'a realistic mix with events, embedded, the response cache at its default size', () => runMixed('mixed', EVENTS_SHARE));
+await oneTarget('mixed-reads', 'the same mix without its events', () => runMixed('mixed-reads', 0));
 
 await oneTarget('rest', 'gateway cached, REST mode', async () => {
   const rest = await start('gateway', restEnv);
@@ -708,7 +749,11 @@ await oneTarget('cold', 'gateway cold, REST mode, distinct anchors', async () =>
     // then the same number of other new anchors at 20 connections, for the table's row (after
     // the one-at-a-time runs, so that both of those follow the same warm-up and nothing else)
     const m = await load({ target: rest, url: `${rest.url}/graphql`, headers: auth, bodies: coldSets[1]!.map((id) => body(RECS_QUERY, id)), amount: COLD_REQUESTS });
-    extra.cold = { upstream: direct!, hop: hop!, gateway: gateway!, phases };
+    // the bare hop's CPU a request under the same load: the floor under the gateway's (node:http
+    // in, undici out, no GraphQL, parsing or cache)
+    const hopLoad = await load({ target: proxy, url: `${proxy.url}/graphql`, headers: auth, bodies: coldSets[1]!.map((id) => body(RECS_QUERY, id)), amount: COLD_REQUESTS });
+    extra.cold = { upstream: direct!, hop: hop!, gateway: gateway!, phases, hopCpuUs: hopLoad.cpuUs };
+    console.log(`  the bare hop under the same load: ${Math.round(hopLoad.cpuUs)} µs CPU/req, p99 ${fmt(hopLoad.p99)} ms`);
     console.log(
       `  one at a time, p50: upstream ${fmt(direct!.p50)} ms, bare hop ${fmt(hop!.p50)} ms (+${fmt(hop!.p50 - direct!.p50)}), ` +
         `gateway ${fmt(gateway!.p50)} ms (+${fmt(gateway!.p50 - direct!.p50)}; +${fmt(gateway!.p50 - hop!.p50)} over the hop)`,
@@ -842,7 +887,11 @@ if (inlineRow) {
 }
 const mixedRow = byId.get('mixed');
 if (mixedRow) {
-  targets.push(`| (8) realistic mix ≥ 3x (2) | ${fmt(mixedRow.m.rps / rps('apollo'))}x (response cache hit rate ${fmt((extra.mixed?.hitRate ?? NaN) * 100, 1)}%) | ${verdict(mixedRow.m.rps >= 3 * rps('apollo'))} |`);
+  const reads = extra.mixed?.['mixed-reads'];
+  targets.push(
+    `| (8) realistic mix ≥ 3x (2) | ${fmt(mixedRow.m.rps / rps('apollo'))}x (response cache hit rate ${fmt((extra.mixed?.mixed?.hitRate ?? NaN) * 100, 1)}%` +
+      `${reads ? `; without the events ${fmt(reads.hitRate * 100, 1)}%` : ''}) | ${verdict(mixedRow.m.rps >= 3 * rps('apollo'))} |`,
+  );
   targets.push(`| (8) realistic mix p99 ≤ 5 ms at ${CONNECTIONS} connections | ${fmt(mixedRow.m.p99)} ms | ${verdict(mixedRow.m.p99 <= 5)} |`);
 }
 const restRow = byId.get('rest');
@@ -887,6 +936,8 @@ const lines = [
           `${fmt(extra.cold.hop.p50)} ms; the gateway ${fmt(extra.cold.gateway.p50)} ms.`,
         '',
         `(5) cold, ${describePhases(extra.cold.phases)}.`,
+        `(5) cold, server CPU a request at ${CONNECTIONS} connections: the gateway ${Math.round(byId.get('cold')?.m.cpuUs ?? NaN)} µs, the bare hop ${Math.round(extra.cold.hopCpuUs)} µs` +
+          `${byId.get('naive') ? `, the naive peer (3) ${Math.round(byId.get('naive')!.m.cpuUs)} µs: the gateway at ${fmt(((byId.get('cold')?.m.cpuUs ?? NaN) / byId.get('naive')!.m.cpuUs) * 100, 0)}% of the naive peer's (40% asked)` : ''}.`,
         '',
       ]
     : []),

@@ -3,8 +3,8 @@ import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 // Nothing is loaded up front but node's own modules: a command loads what it needs when it runs,
 // so --help answers at once (graphql, pino and ioredis are behind the configuration: test/cli/
-// startup.test.ts), and a busy port or a bad setting is reported before Apollo Server, the stores
-// and the recommender are even loaded (a second of a start on a busy machine).
+// startup.test.ts), and serve listens (a busy port or a bad setting reported, /healthz answered)
+// before Apollo Server, the stores and the recommender are even loaded.
 import type { Config } from './config/env.js';
 import type { createLogger } from './logger.js';
 import type { Gateway } from './http/server.js';
@@ -114,11 +114,20 @@ async function serve(argv: string[], io: Io): Promise<number> {
   ]);
   const config = loadConfig(io.env);
   const log = createLogger({ level: config.logLevel, destination: io.stdout === process.stdout ? asyncStdout() : io.stdout });
+  // a signal while it starts stops it at once: nothing is served yet that could be drained
+  const stopWhileStarting = (signal: NodeJS.Signals) => {
+    log.warn({ signal }, 'stopped before the gateway was ready');
+    process.exit(0);
+  };
+  process.on('SIGTERM', stopWhileStarting);
+  process.on('SIGINT', stopWhileStarting);
   const gateway = await start(config, log, io).catch((error: unknown) => {
     const debug = ['debug', 'trace'].includes(config.logLevel);
     io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl], [config.recsApiKey]), debug)}\n`);
     return null;
   });
+  process.off('SIGTERM', stopWhileStarting);
+  process.off('SIGINT', stopWhileStarting);
   if (gateway === null) return 1;
   const { stop: stopGateway, stopTracing } = gateway;
   return new Promise<number>((resolve) => {
@@ -151,14 +160,40 @@ async function serve(argv: string[], io: Io): Promise<number> {
 /**
  * Everything serve opens, in order; a failure closes what was opened and rejects with the error
  * (StartupError or StoreOpenError for the ones a user can fix), for serve to print as one line.
+ * It listens first, with node's own modules alone: a busy port fails at once, and /healthz answers
+ * (/readyz and every request 503, with what the start waits for) while Apollo Server, the stores
+ * and the recommender load, which took 5 to 12 s for the demo shop on a busy machine.
  */
 async function start(config: Config, log: ReturnType<typeof createLogger>, io: Io): Promise<{ stop: Gateway['stop']; stopTracing: () => Promise<void> }> {
-  const { checkPortFree, listenFailure } = await import('./startup.js');
-  // a busy port fails here, within a second, not after the model is built
-  await checkPortFree(config.port, config.host);
-  const closers: (() => Promise<unknown>)[] = [];
+  const [{ listenFailure }, { createHttpServer, listen, listenAddress, StartingAnswers }] = await Promise.all([
+    import('./startup.js'),
+    import('./http/listener.js'),
+  ]);
+  const httpServer = createHttpServer(config.server);
   try {
-    const [{ openCache }, { GatewayMetrics }, { combineObservers, startTracing, tracingUpstreamObserver }, { RateLimiter }, { createGateway, listenAddress }] =
+    await listen(httpServer, config.port, config.host);
+  } catch (error) {
+    throw listenFailure(error, config.port, config.host) ?? error;
+  }
+  const starting = new StartingAnswers(httpServer);
+  const where = listenAddress(httpServer);
+  const place = {
+    url: `${where.localUrl}/graphql`,
+    address: where.address,
+    port: where.port,
+    interfaces: where.allInterfaces ? 'all (set HOST=127.0.0.1 to take connections from this machine only)' : where.address,
+    backend: config.backend,
+  };
+  log.info(place, 'recs-gateway listening');
+  const closers: (() => Promise<unknown>)[] = [
+    () =>
+      new Promise<void>((resolve) => {
+        httpServer.closeAllConnections();
+        httpServer.close(() => resolve());
+      }),
+  ];
+  try {
+    const [{ openCache }, { GatewayMetrics }, { combineObservers, startTracing, tracingUpstreamObserver }, { RateLimiter }, { createGateway }] =
       await Promise.all([
         import('./cache/index.js'),
         import('./observability/metrics.js'),
@@ -177,6 +212,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
       cache,
       upstreamObserver: combineObservers(metrics.upstreamObserver, tracingUpstreamObserver),
       log: (line) => log.info(line),
+      step: (what) => starting.waitFor(what),
       // shown once, on the terminal; never through the structured log
       onFirstAdmin: (password) =>
         io.stderr.write(
@@ -185,26 +221,12 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
         ),
     });
     closers.push(() => backend.close());
-    const gateway = await createGateway({ config, backend, cache, log, limiter, metrics });
-    // the gateway closes the backend, cache and limiter itself from here on
-    closers.length = 1;
-    closers.push(() => gateway.stop());
-    try {
-      await gateway.listen(config.port, config.host);
-    } catch (error) {
-      throw listenFailure(error, config.port, config.host) ?? error;
-    }
-    const where = listenAddress(gateway.httpServer);
-    log.info(
-      {
-        url: `${where.localUrl}/graphql`,
-        address: where.address,
-        port: where.port,
-        interfaces: where.allInterfaces ? 'all (set HOST=127.0.0.1 to take connections from this machine only)' : where.address,
-        backend: config.backend,
-      },
-      'recs-gateway listening',
-    );
+    starting.waitFor('starting the GraphQL engine');
+    const gateway = await createGateway({ config, backend, cache, log, limiter, metrics, httpServer, handOver: () => starting.handOver() });
+    // the gateway closes the server, backend, cache and limiter itself from here on
+    closers.length = 0;
+    closers.push(stopTracing, () => gateway.stop());
+    log.info({ url: place.url }, 'recs-gateway ready');
     return { stop: () => gateway.stop(), stopTracing };
   } catch (error) {
     // nothing left open may keep the process from exiting (a Redis client retries forever)
@@ -220,6 +242,8 @@ export interface OpenBackendHooks {
   onFirstAdmin?: (password: string) => void;
   /** Progress lines while the embedded recommender loads. */
   log?: (line: string) => void;
+  /** What the opening does now ("opening the key store", ...), for /readyz while the gateway starts. */
+  step?: (what: string) => void;
   /** Told about every upstream call of the REST backend (metrics, traces). */
   upstreamObserver?: UpstreamObserver;
   /** The REST backend's breakers' clock, in ms (tests advance their own). Default Date.now. */
@@ -262,7 +286,9 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     import('./backends/embedded/keys/users.js'),
     import('./backends/embedded/recs.js'),
   ]);
+  hooks.step?.('opening the key store');
   const store = await openKeyStore(config);
+  hooks.step?.('loading the recommender');
   // the recommender first: a start that fails on recs.db shows no administrator password it then loses
   const recs = await openEmbeddedRecs({
     dataDir: config.dataDir,

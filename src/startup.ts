@@ -1,4 +1,3 @@
-import net from 'node:net';
 import { StoreOpenError } from './backends/embedded/dataFiles.js';
 
 /** A start-up failure the user can fix: one line on the terminal, exit code 1, no stack trace. */
@@ -24,26 +23,6 @@ export function listenFailure(error: unknown, port: number, host: string | undef
       return new StartupError(`HOST ${host} cannot be resolved (set HOST to an address of this machine)`, { cause: error });
     default:
       return null;
-  }
-}
-
-/**
- * Fails at once when the port cannot be had, before the slow part of a start (opening the stores,
- * building the recommender model): binds it and lets go. Port 0 always works. Another process may
- * still take the port in between; the real listen reports that the same way.
- */
-export async function checkPortFree(port: number, host: string | undefined): Promise<void> {
-  if (port === 0) return;
-  const probe = net.createServer();
-  try {
-    await new Promise<void>((resolve, reject) => {
-      probe.once('error', reject);
-      probe.listen({ port, host, exclusive: true }, resolve);
-    });
-  } catch (error) {
-    throw listenFailure(error, port, host) ?? error;
-  } finally {
-    await new Promise<void>((resolve) => probe.close(() => resolve()));
   }
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ClientAddresses } from '../auth/clientAddress.js';
 import { RateLimiter } from '../auth/rateLimit.js';
 import { MemoryCache } from '../cache/memory.js';
@@ -17,12 +17,15 @@ import type { Backend, PrincipalModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
 import { HttpError, LargeBodies } from './body.js';
 import { drainHttpServer } from './drain.js';
+import { createHttpServer, listen, listenAddress } from './listener.js';
 import { graphqlRoute } from './routes/graphql.js';
 import { serveHealth, serveReadiness } from './routes/health.js';
 import { IDE_ASSET_PREFIX, ideRoute } from './routes/ide.js';
 import { serveMetrics } from './routes/metrics.js';
 import { servedRestRoute, serveOpenApi } from './routes/servedRest.js';
 import { graphqlError, sendJson } from './send.js';
+
+export { listenAddress, type ListenAddress } from './listener.js';
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
@@ -36,6 +39,13 @@ export interface GatewayOptions {
   limiter?: RateLimiter;
   /** Where metrics go (served at /metrics). Default: a registry of this gateway's own. */
   metrics?: GatewayMetrics;
+  /**
+   * A server already listening (serve listens first and answers /healthz while the backend opens):
+   * the gateway adds its request handler to it, and listen() is not called. Default: a new one.
+   */
+  httpServer?: http.Server;
+  /** Called just before the gateway's request handler is added to httpServer: what answered until then stops. */
+  handOver?: () => void;
 }
 
 export interface Gateway {
@@ -51,42 +61,6 @@ export interface Gateway {
   readonly preparedStats: PreparedOperations['stats'] | null;
   /** The response cache's hits, misses and answers stored; null when it is off. */
   readonly responseCacheStats: ResponseCache['stats'] | null;
-}
-
-/**
- * The node:http server with the client limits: a slow client (slowloris headers, a body that
- * never ends) is answered 408 and cut off at the timeout, and connections past the cap are
- * closed unanswered, so a few hundred sockets cannot hold the process.
- */
-function createHttpServer(limits: Config['server']): http.Server {
-  const server = http.createServer({
-    headersTimeout: limits.headersTimeoutMs,
-    requestTimeout: limits.requestTimeoutMs,
-    keepAliveTimeout: limits.keepAliveTimeoutMs,
-    // node looks for expired requests this often (30 s by default, which would stretch a 10 s
-    // timeout to 40 s); a quarter of the shorter timeout keeps the overshoot within 25%
-    connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
-  });
-  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
-  return server;
-}
-
-/** Where a listening server is, as bound, and a URL to reach it from this machine. */
-export interface ListenAddress {
-  /** The bound address: `::` or `0.0.0.0` for every interface. */
-  address: string;
-  port: number;
-  /** Whether it takes connections on every interface (HOST unset, `::` or `0.0.0.0`). */
-  allInterfaces: boolean;
-  /** A base URL for a client on this machine: the loopback address when on every interface. */
-  localUrl: string;
-}
-
-export function listenAddress(server: http.Server): ListenAddress {
-  const { address, port, family } = server.address() as AddressInfo;
-  const allInterfaces = address === '::' || address === '0.0.0.0';
-  const local = allInterfaces ? '127.0.0.1' : family === 'IPv6' ? `[${address}]` : address;
-  return { address, port, allInterfaces, localUrl: `http://${local}:${port}` };
 }
 
 /**
@@ -112,7 +86,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     principal.user.isAdmin || backend.keys.checksKeysLocally !== true ? ingestBodyLimit : config.bodyLimitBytes;
   const largeBodies = new LargeBodies(Math.max(LARGE_BODIES_IN_FLIGHT_BYTES, ingestBodyLimit), config.bodyLimitBytes);
 
-  const httpServer = createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
+  const httpServer = options.httpServer ?? createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
   const engine = await createGraphQLEngine(config, cache, metrics, log);
   const { responseCache } = engine;
   if (responseCache !== null) backend.onDataChange?.(() => responseCache.dropSoon(RESPONSE_CACHE_STALE_MS));
@@ -162,6 +136,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   const sinks = { log, metrics };
+  options.handOver?.();
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
     const sent = req.headers['x-request-id'];
     const requestId = typeof sent === 'string' ? sent.slice(0, 64) : randomUUID();
@@ -198,14 +173,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     httpServer,
     preparedStats: prepared?.stats ?? null,
     responseCacheStats: engine.responseCache?.stats ?? null,
-    listen: (port, host) =>
-      new Promise((resolve, reject) => {
-        httpServer.once('error', reject);
-        httpServer.listen(port, host, () => {
-          httpServer.off('error', reject);
-          resolve(listenAddress(httpServer).localUrl);
-        });
-      }),
+    listen: async (port, host) => {
+      await listen(httpServer, port, host);
+      return listenAddress(httpServer).localUrl;
+    },
     stop: () => {
       stopping ??= (async () => {
         // no new connections; the requests in flight are answered first (Apollo is still up for them)

@@ -1,6 +1,7 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
 import { CachingRecsService } from '../../src/cache/cachingRecs.js';
+import { MemoryCache } from '../../src/cache/memory.js';
 import { RedisCache } from '../../src/cache/redis.js';
 import { notFound, rateLimited, upstreamUnavailable } from '../../src/errors.js';
 import { drainPrefix, OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
@@ -206,5 +207,39 @@ describe('caching recommendations in real Redis', () => {
     expect(performance.now() - backAt).toBeLessThan(2000 + 500);
     await cache.close();
     await own.stop();
+  });
+});
+
+describe("a list's items, stored once per half their TTL", () => {
+  it('stores a list item this process stored lately only after half its TTL, and a looked-up item always', async () => {
+    const cache = new MemoryCache();
+    const storedItems: string[] = [];
+    const setMany = cache.setMany.bind(cache);
+    cache.setMany = (entries) => {
+      storedItems.push(...entries.filter((e) => e.key.startsWith('item:')).map((e) => e.key));
+      return setMany(entries);
+    };
+    const clock = new ManualClock();
+    const recs = new CachingRecsService(new CountingRecs(known), cache, { itemTtlSeconds: 300, now: clock.now });
+
+    await recs.recommend('POST_BROWSE', 10); // items 11 and 12
+    await recs.flushed();
+    await recs.recommend('POST_BROWSE', 11); // items 12 (stored lately) and 13
+    await recs.flushed();
+    expect(storedItems).toEqual(['item:11', 'item:12', 'item:13']);
+    // the items are in the cache, each once
+    expect((await cache.getMany(['item:11', 'item:12', 'item:13'])).map((v) => v !== null)).toEqual([true, true, true]);
+
+    clock.advance(150_000 + 1);
+    await recs.recommend('NEXT_BEST_PRODUCT', 10); // 11 and 12 again, half their TTL later
+    await recs.flushed();
+    expect(storedItems.slice(3)).toEqual(['item:11', 'item:12']);
+
+    // a lookup stores what it fetched, stored lately or not: it was a miss
+    await cache.delete(['item:12']);
+    expect(await recs.getItems([12])).toEqual([expect.objectContaining({ itemId: 12 })]);
+    await recs.flushed();
+    expect(storedItems.slice(5)).toEqual(['item:12']);
+    await cache.close();
   });
 });

@@ -41,11 +41,14 @@ export interface ServeProcess {
 }
 
 /**
- * Starts `recs-gateway serve` from source on a free port and waits until it listens. `built`: as
- * `npm start` runs it instead, from dist/ (which npm install builds), for a measurement of what
- * production runs (through tsx every closure is wrapped, a third slower).
+ * Starts `recs-gateway serve` from source on a free port and waits until it is ready (its backend
+ * open), or only until it listens with `until: 'listening'` (it answers /healthz then, and 503
+ * to everything else until ready). `built`: as `npm start` runs it instead, from dist/ (which npm
+ * install builds), for a measurement of what production runs (through tsx every closure is
+ * wrapped, a third slower).
  */
-export async function startServe(env: Record<string, string>, options: { built?: boolean } = {}): Promise<ServeProcess> {
+export async function startServe(env: Record<string, string>, options: { built?: boolean; until?: 'listening' | 'ready' } = {}): Promise<ServeProcess> {
+  const until = options.until === 'listening' ? 'recs-gateway listening' : 'recs-gateway ready';
   const args = options.built ? ['--no-memory-reducer', 'bin/recs-gateway.js', 'serve'] : ['--import', 'tsx', 'src/main.ts', 'serve'];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
@@ -66,7 +69,7 @@ export async function startServe(env: Record<string, string>, options: { built?:
       stdout += `${line}\n`;
       try {
         const entry = JSON.parse(line) as { msg?: string; url?: string };
-        if (entry.msg === 'recs-gateway listening' && entry.url) {
+        if (entry.msg === until && entry.url) {
           clearTimeout(timer);
           resolve(entry.url.replace(/\/graphql$/, ''));
         }

@@ -1,0 +1,116 @@
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ErrorCode } from '../errors.js';
+import type { ServerLimits } from '../ports/limits.js';
+
+// Only node's own modules at run time: `serve` loads this, listens and answers /healthz before
+// Apollo Server, the stores and the recommender are even loaded (issue 22: /healthz within
+// 1.5 s of `npm start`, when the demo shop took 5 to 10 s to build on a busy machine).
+
+/**
+ * The node:http server with the client limits: a slow client (slowloris headers, a body that
+ * never ends) is answered 408 and cut off at the timeout, and connections past the cap are
+ * closed unanswered, so a few hundred sockets cannot hold the process.
+ */
+export function createHttpServer(limits: ServerLimits): http.Server {
+  const server = http.createServer({
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    keepAliveTimeout: limits.keepAliveTimeoutMs,
+    // node looks for expired requests this often (30 s by default, which would stretch a 10 s
+    // timeout to 40 s); a quarter of the shorter timeout keeps the overshoot within 25%
+    connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+  });
+  if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+  return server;
+}
+
+/** Where a listening server is, as bound, and a URL to reach it from this machine. */
+export interface ListenAddress {
+  /** The bound address: `::` or `0.0.0.0` for every interface. */
+  address: string;
+  port: number;
+  /** Whether it takes connections on every interface (HOST unset, `::` or `0.0.0.0`). */
+  allInterfaces: boolean;
+  /** A base URL for a client on this machine: the loopback address when on every interface. */
+  localUrl: string;
+}
+
+export function listenAddress(server: http.Server): ListenAddress {
+  const { address, port, family } = server.address() as AddressInfo;
+  const allInterfaces = address === '::' || address === '0.0.0.0';
+  const local = allInterfaces ? '127.0.0.1' : family === 'IPv6' ? `[${address}]` : address;
+  return { address, port, allInterfaces, localUrl: `http://${local}:${port}` };
+}
+
+/** Listens; rejects with the listen error (EADDRINUSE, EACCES, ...) as node gives it. */
+export function listen(server: http.Server, port: number, host: string | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+/** Seconds a client is asked to wait (Retry-After) while the gateway starts. */
+export const STARTING_RETRY_AFTER_S = 1;
+
+/**
+ * The server's answers while the gateway starts: /healthz 200 at once (the process is alive),
+ * /readyz 503 with what the start still waits for, and every other request 503 with Retry-After.
+ * The code a GraphQL client gets is UPSTREAM_UNAVAILABLE with `retryAfter`: what a client already
+ * retries when the recommendation or key service is down, which is what the backend still opening
+ * is to it (a new code would break clients that switch over the closed set).
+ */
+export class StartingAnswers {
+  private step = 'loading the gateway';
+  private readonly handler = (req: IncomingMessage, res: ServerResponse): void => this.answer(req, res);
+
+  constructor(private readonly server: http.Server) {
+    server.on('request', this.handler);
+  }
+
+  /** What the start does now, for /readyz ("opening the key store", ...). */
+  waitFor(step: string): void {
+    this.step = step;
+  }
+
+  /** The gateway takes over: these answers stop (the gateway's own 'request' listener is added). */
+  handOver(): void {
+    this.server.off('request', this.handler);
+  }
+
+  private answer(req: IncomingMessage, res: ServerResponse): void {
+    const target = req.url ?? '/';
+    const query = target.indexOf('?');
+    const path = query === -1 ? target : target.slice(0, query);
+    // a body is not read: a large one takes the connection with it
+    const length = req.headers['content-length'];
+    const closing = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+    const send = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, {
+        'content-type': 'application/json; charset=utf-8',
+        'content-length': String(Buffer.byteLength(text)),
+        ...headers,
+        ...(closing ? { connection: 'close' } : {}),
+      });
+      res.end(text);
+    };
+    const retry = { 'retry-after': String(STARTING_RETRY_AFTER_S) };
+    const message = `The gateway is starting (${this.step}): retry in ${STARTING_RETRY_AFTER_S} s`;
+    if (path === '/healthz') return send(200, { status: 'ok' });
+    if (path === '/readyz') return send(503, { status: 'starting', waitingFor: this.step }, retry);
+    // the served REST interfaces' own error bodies (src/rest/*: UPSTREAM_UNAVAILABLE -> 503)
+    if (path === '/api/v1/apikey' || path.startsWith('/api/v1/apikey/')) return send(503, [{ id: '*', message }], retry);
+    if (path.startsWith('/v1/')) {
+      const trimmed = path.replace(/\/+$/, '');
+      const ingest = trimmed === '/v1/events' || (trimmed === '/v1/items' && req.method === 'PUT');
+      return send(503, { errors: [{ code: 503, message: ingest ? message : 'Service Unavailable' }] }, retry);
+    }
+    const code: ErrorCode = 'UPSTREAM_UNAVAILABLE';
+    send(503, { errors: [{ message, extensions: { code, service: 'gateway', retryAfter: STARTING_RETRY_AFTER_S } }] }, retry);
+  }
+}
