@@ -5,10 +5,10 @@ import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { parseItemRecord, toItemRecord } from '../../ports/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
-import { Catalog } from './catalog.js';
+import { Catalog } from '../../recommender/catalog.js';
 import { makeDataDir, preparePrivateFile, storeOpenError } from './dataFiles.js';
-import type { EventLog, RecEvent } from './events/event.js';
-import { KIND_PURCHASE, KIND_VIEW } from './events/event.js';
+import type { EventLog, RecEvent } from '../../recommender/eventLog.js';
+import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
 
 export type { ImportRecord } from './liveStore.js';

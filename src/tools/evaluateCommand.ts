@@ -1,12 +1,12 @@
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Catalog } from '../backends/embedded/catalog.js';
+import { Catalog } from '../recommender/catalog.js';
 import { parseArgs } from 'node:util';
-import { EventLog } from '../backends/embedded/events/event.js';
-import { readEvents } from '../backends/embedded/events/importEvents.js';
-import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from '../backends/embedded/recommender/evaluate.js';
-import type { Method } from '../backends/embedded/recommender/evaluate.js';
+import { EventLog } from '../recommender/eventLog.js';
+import { readEvents } from './importEvents.js';
+import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from './evaluate.js';
+import type { Method } from './evaluate.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
 import type { CommandIo } from './importCommand.js';
 

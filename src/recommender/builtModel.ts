@@ -1,4 +1,4 @@
-import { ItemIndex } from '../events/event.js';
+import { ItemIndex } from './eventLog.js';
 import type { Neighbours } from './cooccurrence.js';
 import type { ModelOptions, RecModel } from './model.js';
 

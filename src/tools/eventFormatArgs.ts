@@ -1,7 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
-import type { EventKind } from '../backends/embedded/events/event.js';
-import { PRESET_NAMES, csvFormat, isPresetName, presetFormat } from '../backends/embedded/events/formats.js';
-import type { EventFormat } from '../backends/embedded/events/formats.js';
+import type { EventKind } from '../recommender/eventLog.js';
+import { PRESET_NAMES, csvFormat, isPresetName, presetFormat } from './eventFormats.js';
+import type { EventFormat } from './eventFormats.js';
 
 /** The flags naming an event file's format, shared by `import events` and `evaluate`. */
 export const formatOptions = {

@@ -1,4 +1,4 @@
-import type { EventLog } from '../events/event.js';
+import type { EventLog } from './eventLog.js';
 import type { Sequences } from './sessions.js';
 
 /**
