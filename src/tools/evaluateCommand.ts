@@ -196,4 +196,4 @@ async function readCategories(path: string, column: string): Promise<Catalog> {
   return catalog;
 }
 
-// Runnable on its own (npx tsx src/cli/evaluateCommand.ts ...), as it needs no configuration.
+// Runnable on its own (npx tsx src/tools/evaluateCommand.ts ...), as it needs no configuration.
