@@ -23,11 +23,8 @@ export type GraphQLHttpAnswer =
   | { status: number; headers: Record<string, string>; body: string; chunks?: undefined }
   | { status: number; headers: Record<string, string>; body?: undefined; chunks: AsyncIterable<string> };
 
-/**
- * Executes one GraphQL request. `contextOf` is called at most once, and only when a pipeline will
- * run (a request refused by its envelope needs no loaders and no deadline).
- */
-export type ExecuteGraphQL = (request: GraphQLHttpRequest, contextOf: () => GatewayContext, record: RequestRecord) => Promise<GraphQLHttpAnswer>;
+/** Executes one GraphQL request, with its context (principal, loaders, deadline) made by the route. */
+export type ExecuteGraphQL = (request: GraphQLHttpRequest, context: GatewayContext, record: RequestRecord) => Promise<GraphQLHttpAnswer>;
 
 /** What execution is made of (GraphQLEngine's parts). */
 export interface ExecutionParts {
@@ -58,14 +55,13 @@ function toHeaderMap(headers: IncomingHttpHeaders): HeaderMap {
 export function graphqlExecution(parts: ExecutionParts, metrics: GatewayMetrics): ExecuteGraphQL {
   const { apollo, prepared, formatError } = parts;
 
-  return async function executeGraphQL(request, contextOf, record) {
+  return async function executeGraphQL(request, context, record) {
     const { method, headers, search, body } = request;
     const envelope = checkEnvelope(method, headers, search, body);
     // without the fast path, a rule of the gateway's own still refuses before Apollo (which would answer)
     if (prepared === null && !envelope.ok && envelope.stage === 'gateway') {
       return refusalAnswer(envelope.stage, [envelope.error], 'application/json; charset=utf-8', formatError);
     }
-    const context = contextOf();
     const fast = prepared?.fromEnvelope(method, headers, envelope) ?? null;
     if (fast !== null) {
       // counted and named as the observability plugin counts and names Apollo's

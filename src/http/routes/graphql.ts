@@ -132,10 +132,9 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
     }
     // GraphQL from here (src/graphql/execute.ts): the envelope checked once, then the fast path or Apollo
-    const answer = await execute({ method, headers: req.headers, search, body }, () => {
-      deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
-      return new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record, address);
-    }, record);
+    deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record, address);
+    const answer = await execute({ method, headers: req.headers, search, body }, context, record);
     if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
     res.writeHead(answer.status, answer.headers);
     for await (const chunk of answer.chunks) res.write(chunk);
