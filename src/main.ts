@@ -59,12 +59,12 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       case 'user':
         return await user(rest, io);
       case 'import': {
-        const [{ runImport }, { loadConfig }] = await Promise.all([import('./cli/importCommand.js'), import('./config/env.js')]);
+        const [{ runImport }, { loadConfig }] = await Promise.all([import('./tools/importCommand.js'), import('./config/env.js')]);
         const config = loadConfig(io.env);
         return await runImport(rest, { dataDir: config.dataDir, databaseUrl: config.databaseUrl, stdout: io.stdout, stderr: io.stderr });
       }
       case 'evaluate': {
-        const { runEvaluate } = await import('./cli/evaluateCommand.js');
+        const { runEvaluate } = await import('./tools/evaluateCommand.js');
         return await runEvaluate(rest, io);
       }
       case undefined:

@@ -10,6 +10,7 @@ import type { GatewayMetrics } from '../observability/metrics.js';
 import type { SharedCache } from '../ports/cache.js';
 import type { GatewayContext } from './context.js';
 import { createDocumentStore } from './documentStore.js';
+import { graphqlExecution, type ExecuteGraphQL } from './execute.js';
 import { gatewayFormatError } from './formatError.js';
 import { queryLimitsRule } from './limits.js';
 import { PreparedOperations } from './preparedOperations.js';
@@ -25,7 +26,8 @@ export type GraphQLEngineConfig = Pick<Config, 'introspection' | 'limits'> &
  * Everything that executes GraphQL, built once per gateway: Apollo Server (started), the prepared
  * path that answers a repeated query without Apollo's pipeline (null when off), the response cache
  * of PUBLIC answers (null when off), the trusted documents (null without a manifest), and the
- * formatError both paths share. src/http/routes/graphql.ts decides, per request, which answers.
+ * formatError both paths share; and `execute`, the one entry point that chooses, per request,
+ * which of the two answers (execute.ts).
  */
 export interface GraphQLEngine {
   apollo: ApolloServer<GatewayContext>;
@@ -33,6 +35,8 @@ export interface GraphQLEngine {
   responseCache: ResponseCache | null;
   trustedDocuments: TrustedDocuments | null;
   formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
+  /** A request past HTTP (authenticated, its body read and parsed, not in the response cache) -> its answer. */
+  execute: ExecuteGraphQL;
 }
 
 export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: SharedCache, metrics: GatewayMetrics, log: Logger): Promise<GraphQLEngine> {
@@ -83,5 +87,6 @@ export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: Sh
         })
       : null;
   await apollo.start();
-  return { apollo, prepared, responseCache, trustedDocuments, formatError };
+  const execute = graphqlExecution({ apollo, prepared, formatError }, metrics);
+  return { apollo, prepared, responseCache, trustedDocuments, formatError, execute };
 }

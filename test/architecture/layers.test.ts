@@ -8,10 +8,11 @@ import { describe, expect, it } from 'vitest';
 const FOUNDATION = ['config', 'ports', 'errors.ts', 'logger.ts'];
 const ALLOWED: Record<string, readonly string[]> = {
   // the composition root: config -> stores, caches, backends -> server; signals
-  'main.ts': ['startup.ts', 'cli', 'http', 'graphql', 'rest', 'backends', 'observability', 'auth', 'cache', ...FOUNDATION],
-  // the command line's offline work, and start-up's error reporting
+  'main.ts': ['startup.ts', 'tools', 'http', 'graphql', 'rest', 'backends', 'recommender', 'observability', 'auth', 'cache', ...FOUNDATION],
+  // the command line's offline work (import, evaluate), and start-up's error reporting; the
+  // server never imports them
+  tools: ['backends', 'recommender', ...FOUNDATION],
   'startup.ts': ['backends', ...FOUNDATION],
-  cli: ['backends', ...FOUNDATION],
   // node:http: routes, bodies, the lifecycle
   http: ['graphql', 'rest', 'observability', 'auth', 'cache', ...FOUNDATION],
   // GraphQL execution and the served REST interfaces: they see ports, never a backend
@@ -19,7 +20,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   __generated__: ['graphql', 'ports'],
   rest: [...FOUNDATION],
   // the implementations behind ports/backend.ts
-  backends: ['auth', 'cache', ...FOUNDATION],
+  backends: ['recommender', 'auth', 'cache', ...FOUNDATION],
+  // the recommender's request-time kernel: catalogue, event log, model, co-occurrence, sessions,
+  // recommend, live updates; it sees the foundation only
+  recommender: [...FOUNDATION],
   observability: ['auth', ...FOUNDATION],
   auth: ['cache', ...FOUNDATION],
   cache: [...FOUNDATION],

@@ -11,7 +11,7 @@ import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
-import { runImport } from '../../src/cli/importCommand.js';
+import { runImport } from '../../src/tools/importCommand.js';
 import { coViews, itemsFrom, principal } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 

@@ -7,7 +7,7 @@ import { describe, it, expect, afterAll } from 'vitest';
 import { buildDemo, generateDemo } from '../../src/backends/embedded/demo.js';
 import { EmbeddedRecs, openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { RecsStore } from '../../src/backends/embedded/store.js';
-import { runImport } from '../../src/cli/importCommand.js';
+import { runImport } from '../../src/tools/importCommand.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'recs-data-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

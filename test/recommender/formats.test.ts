@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
-import type { RecEvent } from '../../src/backends/embedded/events/event.js';
-import { csvFormat, presetFormat } from '../../src/backends/embedded/events/formats.js';
-import type { EventFormat, PresetName } from '../../src/backends/embedded/events/formats.js';
-import { readEventsFromString } from '../../src/backends/embedded/events/importEvents.js';
+import type { RecEvent } from '../../src/recommender/eventLog.js';
+import { csvFormat, presetFormat } from '../../src/tools/eventFormats.js';
+import type { EventFormat, PresetName } from '../../src/tools/eventFormats.js';
+import { readEventsFromString } from '../../src/tools/importEvents.js';
 import { sharedData } from '../helpers/sharedData.js';
 
 async function read(format: EventFormat, text: string): Promise<{ events: RecEvent[]; report: Awaited<ReturnType<typeof readEventsFromString>> }> {

@@ -1,5 +1,5 @@
-import { Catalog } from '../../src/backends/embedded/catalog.js';
-import { EventLog } from '../../src/backends/embedded/events/event.js';
+import { Catalog } from '../../src/recommender/catalog.js';
+import { EventLog } from '../../src/recommender/eventLog.js';
 
 /** A catalogue from short item specs; categoryPath defaults to Dept/Cat. */
 export function catalogOf(items: { id: number; parent?: number; path?: string; stock?: string; variants?: number[] }[]): Catalog {

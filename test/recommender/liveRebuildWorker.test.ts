@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ItemModel } from '../../src/ports/backend.js';
-import { Catalog } from '../../src/backends/embedded/catalog.js';
+import { Catalog } from '../../src/recommender/catalog.js';
 import { seededRandom } from '../../src/backends/embedded/demo.js';
-import { EventLog, ItemIndex } from '../../src/backends/embedded/events/event.js';
-import type { RecEvent } from '../../src/backends/embedded/events/event.js';
-import type { Neighbours } from '../../src/backends/embedded/recommender/cooccurrence.js';
-import { buildKind, LiveModel } from '../../src/backends/embedded/recommender/live.js';
-import { buildModel } from '../../src/backends/embedded/recommender/model.js';
+import { EventLog, ItemIndex } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { Neighbours } from '../../src/recommender/cooccurrence.js';
+import { buildKind, LiveModel } from '../../src/recommender/live.js';
+import { buildModel } from '../../src/recommender/model.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 
 /** Anchor a's next-best list as served: the built arrays (next-best-product has a prior: never overridden). */

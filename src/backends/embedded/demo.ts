@@ -1,6 +1,6 @@
-import { Catalog } from './catalog.js';
-import { EventLog } from './events/event.js';
-import type { RecEvent } from './events/event.js';
+import { Catalog } from '../../recommender/catalog.js';
+import { EventLog } from '../../recommender/eventLog.js';
+import type { RecEvent } from '../../recommender/eventLog.js';
 
 /**
  * A deterministic demo shop: an invented taxonomy (8 departments, 48 leaf categories), products

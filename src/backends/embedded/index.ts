@@ -1,7 +1,7 @@
 import { forbidden } from '../../errors.js';
 import { checkEvents, checkItems, ingestForbidden } from '../../ports/ingest.js';
 import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsService } from '../../ports/backend.js';
-import type { RecEvent } from './events/event.js';
+import type { RecEvent } from '../../recommender/eventLog.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
 import { EmbeddedRecs } from './recs.js';

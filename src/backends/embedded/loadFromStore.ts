@@ -2,14 +2,14 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { parseItemRecord } from '../../ports/itemRecord.js';
-import { Catalog } from './catalog.js';
-import { EventLog } from './events/event.js';
-import type { EventLogColumns } from './events/event.js';
+import { Catalog } from '../../recommender/catalog.js';
+import { EventLog } from '../../recommender/eventLog.js';
+import type { EventLogColumns } from '../../recommender/eventLog.js';
 import type { RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { PostgresRecsStore } from './postgresRecsStore.js';
-import type { BuiltModel } from './recommender/builtModel.js';
-import { fromBuiltModel } from './recommender/builtModel.js';
-import type { ModelOptions, RecModel } from './recommender/model.js';
+import type { BuiltModel } from '../../recommender/builtModel.js';
+import { fromBuiltModel } from '../../recommender/builtModel.js';
+import type { ModelOptions, RecModel } from '../../recommender/model.js';
 import { DB_FILE, RecsStore } from './store.js';
 
 /** What the load worker is asked to do. */

@@ -6,10 +6,10 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseItemRecord } from '../../ports/itemRecord.js';
-import { Catalog } from './catalog.js';
-import { EventLog } from './events/event.js';
-import { buildModel } from './recommender/model.js';
-import { toBuiltModel, transferList } from './recommender/builtModel.js';
+import { Catalog } from '../../recommender/catalog.js';
+import { EventLog } from '../../recommender/eventLog.js';
+import { buildModel } from '../../recommender/model.js';
+import { toBuiltModel, transferList } from '../../recommender/builtModel.js';
 import type { LoadMessage, LoadRequest } from './loadFromStore.js';
 import { openRecsData } from './loadFromStore.js';
 

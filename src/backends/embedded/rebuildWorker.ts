@@ -5,11 +5,11 @@
  * lists come back transferred.
  */
 import { parentPort } from 'node:worker_threads';
-import { EventLog } from './events/event.js';
-import { neighboursTransferList } from './recommender/builtModel.js';
-import { buildKind } from './recommender/live.js';
-import type { RebuildJob } from './recommender/live.js';
-import type { Neighbours } from './recommender/cooccurrence.js';
+import { EventLog } from '../../recommender/eventLog.js';
+import { neighboursTransferList } from '../../recommender/builtModel.js';
+import { buildKind } from '../../recommender/live.js';
+import type { RebuildJob } from '../../recommender/live.js';
+import type { Neighbours } from '../../recommender/cooccurrence.js';
 
 /** The worker's answer to a job: the lists, or why it failed. */
 export type RebuildAnswer = { build: number; built: Neighbours; ms: number } | { build: number; error: string };

@@ -1,15 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HeaderMap, type HTTPGraphQLRequest } from '@apollo/server';
-import { trace } from '@opentelemetry/api';
 import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import type { Config } from '../../config/env.js';
-import { GatewayError, httpStatusOf, isErrorCode, rateLimited, unauthenticated } from '../../errors.js';
-import { RequestContext, type GatewayContext } from '../../graphql/context.js';
+import { GatewayError, httpStatusOf, rateLimited, unauthenticated } from '../../errors.js';
+import { RequestContext } from '../../graphql/context.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
-import { checkEnvelope, refusalAnswer } from '../../graphql/envelope.js';
 import { createLoaders } from '../../graphql/loaders.js';
-import type { PreparedAnswer, PreparedRequest } from '../../graphql/preparedOperations.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
@@ -41,16 +37,7 @@ function wantsIde(req: IncomingMessage, search: string): boolean {
   return req.method === 'GET' && !params.has('query') && !params.has('extensions') && /text\/html/.test(req.headers.accept ?? '');
 }
 
-function toHeaderMap(req: IncomingMessage): HeaderMap {
-  const headers = new HeaderMap();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
-  }
-  return headers;
-}
-
-/** What /graphql needs: the GraphQL engine, and what sits in front of it. */
+/** What /graphql needs: GraphQL's entry point (the engine), and what sits in front of it: HTTP, authentication, the response cache. */
 export interface GraphQLRouteDeps {
   config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
   backend: Backend;
@@ -71,7 +58,7 @@ export interface GraphQLRouteDeps {
 /** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
   const { config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, serveIde } = deps;
-  const { apollo, prepared, responseCache, trustedDocuments, formatError } = deps.engine;
+  const { responseCache, trustedDocuments, execute } = deps.engine;
 
   /**
    * /graphql. The order is the contract: the credential is authenticated under the rate limits
@@ -155,28 +142,13 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       const error = unauthenticated();
       return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
     }
-    // the envelope, checked once as Apollo checks it: the prepared path answers only what Apollo would
-    const envelope = checkEnvelope(method, req.headers, search, body);
-    if (prepared === null && !envelope.ok && envelope.stage === 'gateway') {
-      const refused = refusalAnswer(envelope.stage, [envelope.error], 'application/json; charset=utf-8', formatError);
-      return send(res, refused.status, refused.headers, refused.body, null, record);
-    }
+    // GraphQL from here (src/graphql/execute.ts): the envelope checked once, then the fast path or Apollo
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record, address);
-    const request = prepared?.fromEnvelope(method, req.headers, envelope) ?? null;
-    const answer = request === null ? null : await answerPrepared(request, context, record);
-    if (answer !== null) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
-
-    const httpGraphQLRequest: HTTPGraphQLRequest = { method, headers: toHeaderMap(req), search, body };
-    const result = await apollo.executeHTTPGraphQLRequest({ httpGraphQLRequest, context: () => Promise.resolve(context) });
-    const headers: Record<string, string> = {};
-    for (const [name, value] of result.headers) headers[name] = value;
-    if (result.body.kind === 'complete') {
-      if ((result.status ?? 200) === 200) prepared?.learnContentType(req.headers, headers['content-type']);
-      return send(res, result.status ?? 200, headers, result.body.string, cacheKey, record);
-    }
-    res.writeHead(result.status ?? 200, headers);
-    for await (const chunk of result.body.asyncIterator) res.write(chunk);
+    const answer = await execute({ method, headers: req.headers, search, body }, context, record);
+    if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
+    res.writeHead(answer.status, answer.headers);
+    for await (const chunk of answer.chunks) res.write(chunk);
     res.end();
   }
 
@@ -186,24 +158,6 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     const hit = responseCache!.serve(key, res, record.id);
     if (hit !== null) metrics.graphqlAnswered(hit, 'ok', started, record);
     return hit !== null;
-  }
-
-  /** A query from the prepared path, counted and named as the observability plugin would. */
-  async function answerPrepared(request: PreparedRequest, context: GatewayContext, record: RequestRecord): Promise<PreparedAnswer | null> {
-    const started = performance.now();
-    const operation = metrics.operationLabel(request.operation.operationName, true);
-    record.operation = operation;
-    if (tracingActive() && request.refusal === undefined) {
-      const span = trace.getActiveSpan();
-      span?.setAttribute('graphql.operation.name', operation);
-      span?.setAttribute('graphql.operation.type', 'query');
-    }
-    const answer = await prepared!.execute(request, context);
-    if (answer !== null) {
-      const code = answer.firstErrorCode;
-      metrics.graphqlAnswered(operation, code === null ? 'ok' : isErrorCode(code) ? code : 'error', started, record, context.principal === null);
-    }
-    return answer;
   }
 
   /**

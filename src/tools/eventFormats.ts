@@ -1,5 +1,5 @@
-import { toItemId } from '../../../ports/itemRecord.js';
-import type { EventKind, RecEvent } from './event.js';
+import { toItemId } from '../ports/itemRecord.js';
+import type { EventKind, RecEvent } from '../recommender/eventLog.js';
 
 /** A line that cannot be read as an event: reported with its line number and skipped. */
 export class EventLineError extends Error {}

@@ -1,8 +1,8 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { ItemRecordError, parseItemRecord } from '../../ports/itemRecord.js';
-import type { ItemModel } from '../../ports/backend.js';
+import { ItemRecordError, parseItemRecord } from '../ports/itemRecord.js';
+import type { ItemModel } from '../ports/backend.js';
 
 /** A catalogue record that was not loaded, and why. */
 export interface SkippedRecord {

@@ -1,8 +1,8 @@
-import { notFound } from '../../../errors.js';
-import { isInStock } from '../../../ports/itemRecord.js';
-import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../../../ports/backend.js';
-import type { Catalog } from '../catalog.js';
-import { categoryOf, departmentOf, familyOf } from '../catalog.js';
+import { notFound } from '../errors.js';
+import { isInStock } from '../ports/itemRecord.js';
+import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
+import type { Catalog } from './catalog.js';
+import { categoryOf, departmentOf, familyOf } from './catalog.js';
 import type { Neighbours } from './cooccurrence.js';
 import type { RecModel } from './model.js';
 import { byPopularity } from './model.js';

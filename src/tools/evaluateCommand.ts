@@ -1,13 +1,13 @@
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Catalog } from '../backends/embedded/catalog.js';
+import { Catalog } from '../recommender/catalog.js';
 import { parseArgs } from 'node:util';
 import { DEFAULT_EVENTS_MAX_AGE_DAYS } from '../config/defaults.js';
-import { EventLog } from '../backends/embedded/events/event.js';
-import { readEvents } from '../backends/embedded/events/importEvents.js';
-import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from '../backends/embedded/recommender/evaluate.js';
-import type { Method } from '../backends/embedded/recommender/evaluate.js';
+import { EventLog } from '../recommender/eventLog.js';
+import { readEvents } from './importEvents.js';
+import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from './evaluate.js';
+import type { Method } from './evaluate.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
 import type { CommandIo } from './importCommand.js';
 
@@ -209,4 +209,4 @@ async function readCategories(path: string, column: string): Promise<Catalog> {
   return catalog;
 }
 
-// Runnable on its own (npx tsx src/cli/evaluateCommand.ts ...), as it needs no configuration.
+// Runnable on its own (npx tsx src/tools/evaluateCommand.ts ...), as it needs no configuration.

@@ -1,8 +1,8 @@
-import type { ItemModel } from '../../../ports/backend.js';
-import type { Catalog } from '../catalog.js';
-import { categoryOf, familyOf } from '../catalog.js';
-import type { EventLog, EventLogColumns, ItemIndex, RecEvent } from '../events/event.js';
-import { KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
+import type { ItemModel } from '../ports/backend.js';
+import type { Catalog } from './catalog.js';
+import { categoryOf, familyOf } from './catalog.js';
+import type { EventLog, EventLogColumns, ItemIndex, RecEvent } from './eventLog.js';
+import { KIND_PURCHASE, KIND_VIEW } from './eventLog.js';
 import { DAY_MS, ORDER_SCALE, TopK, anchorFactor, buildNeighbours, orderDecay, recencyWeight, referenceStep } from './cooccurrence.js';
 import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours } from './cooccurrence.js';
 import { buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets, popularityOrder, postBrowseScoring, postBrowseSets } from './model.js';

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util';
-import { PRESET_NAMES, csvFormat, isPresetName, presetFormat } from '../backends/embedded/events/formats.js';
-import type { EventFormat } from '../backends/embedded/events/formats.js';
+import { PRESET_NAMES, csvFormat, isPresetName, presetFormat } from './eventFormats.js';
+import type { EventFormat } from './eventFormats.js';
 
 /** The flags naming an event file's format, shared by `import events` and `evaluate`. */
 export const formatOptions = {

@@ -1,4 +1,4 @@
-import type { EventLog } from '../events/event.js';
+import type { EventLog } from './eventLog.js';
 import type { Sequences } from './sessions.js';
 
 /**
@@ -62,7 +62,7 @@ export interface Scoring {
    */
   categoryLift?: number;
   /**
-   * An evaluation-only pair formula replacing the damped one (cosine, lift, pmi: evaluate.ts).
+   * An evaluation-only pair formula replacing the damped one (cosine, lift, pmi: tools/evaluate.ts).
    * Never set on the request path: a function cannot cross the build worker's boundary.
    */
   pairScore?: PairScore;

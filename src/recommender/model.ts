@@ -1,7 +1,7 @@
-import type { Catalog } from '../catalog.js';
-import { categoryOf, familyOf } from '../catalog.js';
-import type { EventLog, ItemIndex } from '../events/event.js';
-import { KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
+import type { Catalog } from './catalog.js';
+import { categoryOf, familyOf } from './catalog.js';
+import type { EventLog, ItemIndex } from './eventLog.js';
+import { KIND_PURCHASE, KIND_VIEW } from './eventLog.js';
 import { DAY_MS, buildNeighbours } from './cooccurrence.js';
 import type { GroupSet, ItemFacts, NeighbourOptions, Neighbours, Scoring } from './cooccurrence.js';
 

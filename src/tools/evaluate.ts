@@ -3,14 +3,14 @@
  * a time-ordered split, and the weightings only evaluation compares (cosine, lift, pmi: the
  * serving build knows only the damped family of cooccurrence.ts).
  */
-import type { Catalog } from '../catalog.js';
-import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../events/event.js';
-import type { OrderWeights, PairScore } from './cooccurrence.js';
-import { DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, buildModel, byPopularity, cutoffOf, latestTime } from './model.js';
-import type { ModelOptions, RecModel, Scoring } from './model.js';
-import { MAX_RECOMMENDATIONS, Recommender } from './recommend.js';
-import { visits } from './sessions.js';
-import type { Sequences } from './sessions.js';
+import type { Catalog } from '../recommender/catalog.js';
+import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../recommender/eventLog.js';
+import type { OrderWeights, PairScore } from '../recommender/cooccurrence.js';
+import { DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, buildModel, byPopularity, cutoffOf, latestTime } from '../recommender/model.js';
+import type { ModelOptions, RecModel, Scoring } from '../recommender/model.js';
+import { MAX_RECOMMENDATIONS, Recommender } from '../recommender/recommend.js';
+import { visits } from '../recommender/sessions.js';
+import type { Sequences } from '../recommender/sessions.js';
 
 export type Task = 'post-browse' | 'next-best-product';
 const TASKS: readonly Task[] = ['post-browse', 'next-best-product'];

@@ -1,10 +1,10 @@
 import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import type { EventInputModel } from '../../../ports/backend.js';
-import type { RecEvent } from './event.js';
-import { EventLineError } from './formats.js';
-import type { CsvFormat, EventFormat } from './formats.js';
+import type { EventInputModel } from '../ports/backend.js';
+import type { RecEvent } from '../recommender/eventLog.js';
+import { EventLineError } from './eventFormats.js';
+import type { CsvFormat, EventFormat } from './eventFormats.js';
 
 /** A line skipped on import, 1-based. */
 export interface SkippedLine {

@@ -1,24 +1,12 @@
-import { ItemIndex } from '../events/event.js';
+import { ItemIndex } from './eventLog.js';
 import type { Neighbours } from './cooccurrence.js';
-import type { ModelOptions, RecModel } from './model.js';
+import type { RecModel } from './model.js';
 
-/** What the build worker is asked to do. */
-export interface BuildRequest {
-  dataDir: string;
-  options: ModelOptions;
-}
-
-/** A RecModel as plain typed arrays, to cross a thread boundary. */
+/** A RecModel as plain typed arrays, to cross a thread boundary (the embedded backend's load worker). */
 export interface BuiltModel extends Omit<RecModel, 'items'> {
   /** Item ids by dense index. */
   ids: Float64Array;
 }
-
-/** The build worker's messages, in order: records*, then model (or empty when there is no catalogue). */
-export type BuildMessage =
-  | { type: 'records'; records: string[] }
-  | { type: 'model'; version: string; events: number; loadMs: number; model: BuiltModel }
-  | { type: 'empty'; version: string };
 
 export function toBuiltModel(model: RecModel): BuiltModel {
   const { items, ...rest } = model;
