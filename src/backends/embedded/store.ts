@@ -82,12 +82,17 @@ export class RecsStore implements RecsDataStore {
       // a damaged file or a file of another kind fails here, not at the open
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = FULL');
-      db.exec(SCHEMA);
-      const columns = db.prepare('PRAGMA table_info(items)').all() as { name: string }[];
-      if (!columns.some((c) => c.name === 'seq')) {
-        db.exec('ALTER TABLE items ADD COLUMN seq INTEGER NOT NULL DEFAULT 0');
-      }
-      db.exec('CREATE INDEX IF NOT EXISTS items_by_seq ON items (seq)');
+      // one write transaction: two processes opening a fresh file at once (replicas starting
+      // together) would otherwise both see no seq column and the second ALTER fail
+      const open = db;
+      open.transaction(() => {
+        open.exec(SCHEMA);
+        const columns = open.prepare('PRAGMA table_info(items)').all() as { name: string }[];
+        if (!columns.some((c) => c.name === 'seq')) {
+          open.exec('ALTER TABLE items ADD COLUMN seq INTEGER NOT NULL DEFAULT 0');
+        }
+        open.exec('CREATE INDEX IF NOT EXISTS items_by_seq ON items (seq)');
+      }).immediate();
       const store = new RecsStore(db, path);
       store.deleteUnfinished();
       return store;
