@@ -29,6 +29,8 @@ export async function readiness(backend: Backend, cache: SharedCache, limiter: R
   const requiredOk = Object.values(required).every((state) => state === 'ok');
   const optionalOk = cacheState === 'ok' && limiterState === 'ok';
   const status = !requiredOk ? 'unavailable' : optionalOk ? 'ready' : 'degraded';
-  const recommender = backend.recommender?.();
+  const state = backend.recommender?.();
+  // anyone may ask: the store's kind, never its path or host, and no error text (the log has it)
+  const recommender = state && { ...state, followError: state.followError === null ? null : 'cannot read the store (the log says why)' };
   return { httpStatus: requiredOk ? 200 : 503, body: { status, checks, ...(recommender ? { recommender } : {}) } };
 }

@@ -270,7 +270,8 @@ export interface RecordEventsResultModel {
 export interface RecommenderStateModel {
   /** 'store': the stored catalogue; 'demo': the demo shop, the store having no catalogue yet. */
   mode: 'store' | 'demo';
-  store: string | null;
+  /** The kind of store it follows (never where it is: /readyz answers anyone); null without one. */
+  store: 'sqlite' | 'postgresql' | null;
   items: number;
   events: number;
   itemsWithoutRecord: number;

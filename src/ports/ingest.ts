@@ -83,6 +83,26 @@ export function checkItems(items: readonly ItemModel[]): readonly ItemModel[] {
     if (typeof item.name !== 'string' || item.name.trim() === '') {
       throw badUserInput(`items[${i}].name: must be a non-empty string`, `items[${i}].name`);
     }
+    checkAmounts(item, i);
   }
   return items;
+}
+
+/** Prices and shipping rates: at most this (a price of 1e308 is no price a shop shows). */
+const MAX_AMOUNT = 1e9;
+const AMOUNTS = ['msrp', 'salePrice', 'standardShipRate', 'twoThreeDayShippingRate', 'overnightShippingRate'] as const;
+
+/** The numbers of a record a shopper is shown: amounts from 0 to MAX_AMOUNT, a rating from 0 to 5, a count of reviews. */
+function checkAmounts(item: ItemModel, i: number): void {
+  const fail = (field: string, message: string): never => {
+    throw badUserInput(`items[${i}].${field}: ${message}`, `items[${i}].${field}`);
+  };
+  for (const field of AMOUNTS) {
+    const value = item[field];
+    if (value != null && !(value >= 0 && value <= MAX_AMOUNT)) fail(field, `must be from 0 to ${MAX_AMOUNT}`);
+  }
+  const price = item.bestMarketplacePrice?.price;
+  if (price != null && !(price >= 0 && price <= MAX_AMOUNT)) fail('bestMarketplacePrice.price', `must be from 0 to ${MAX_AMOUNT}`);
+  if (item.customerRating != null && !(item.customerRating >= 0 && item.customerRating <= 5)) fail('customerRating', 'must be from 0 to 5');
+  if (item.numReviews != null && !(Number.isSafeInteger(item.numReviews) && item.numReviews >= 0)) fail('numReviews', 'must be a whole number, 0 or more');
 }

@@ -57,6 +57,8 @@ export interface ImportSession {
 export interface RecsDataStore {
   /** For messages: a path or host:port/database, never a password. */
   readonly where: string;
+  /** What it is, for /readyz (which anyone may ask: never where it is). */
+  readonly kind: 'sqlite' | 'postgresql';
   head(): Promise<StoreHead>;
   /** Stores a whole call's events in one transaction; the rows as stored, in id order. */
   appendEvents(events: readonly RecEvent[]): Promise<EventRow[]>;

@@ -97,6 +97,7 @@ function itemColumns(items: readonly ItemModel[]): [number[], string[]] {
  */
 export class PostgresRecsStore implements RecsDataStore {
   readonly where: string;
+  readonly kind = 'postgresql';
   private readonly pool: pg.Pool;
   private readonly schema: string | undefined;
 

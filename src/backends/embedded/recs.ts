@@ -505,7 +505,7 @@ export class EmbeddedRecs implements RecsService {
       this.missingCache = { at: now, count };
     }
     return {
-      mode: this.mode, store: this.store?.where ?? null, items: this.current.size, events: this.log.length,
+      mode: this.mode, store: this.store?.kind ?? null, items: this.current.size, events: this.log.length,
       itemsWithoutRecord: this.missingCache.count, lastEventId: this.head.lastEventId, lastItemSeq: this.head.lastItemSeq,
       followError: this.followError,
     };

@@ -65,6 +65,7 @@ const isBusy = (error: unknown): boolean => /^SQLITE_BUSY/.test((error as { code
  */
 export class RecsStore implements RecsDataStore {
   readonly where: string;
+  readonly kind = 'sqlite';
   private stagingReady = false;
 
   private constructor(readonly db: SqliteDatabase, readonly path: string) {
