@@ -1,4 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientAddresses } from '../auth/clientAddress.js';
+import type { RateLimiter } from '../auth/rateLimit.js';
+import type { Config } from '../config/env.js';
+import type { Backend, PrincipalModel } from '../ports/backend.js';
 import { isJsonContentType } from '../graphql/contentType.js';
 import { MAX_JSON_DEPTH } from '../graphql/envelope.js';
 
@@ -47,6 +51,20 @@ export class LargeBodies {
   get inUse(): number {
     return this.used;
   }
+}
+
+/** What every route that reads a body needs of the front door: who asks, and how much they may send. */
+export interface BodyRouteDeps {
+  config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
+  backend: Backend;
+  limiter: RateLimiter;
+  addresses: ClientAddresses;
+  /** The most a request without credentials may send; a larger body left unread closes the connection. */
+  anonymousBodyLimit: number;
+  /** The most a signed-in caller may send (administrators more: batches of events). */
+  bodyLimitOf: (principal: PrincipalModel) => number;
+  /** Large bodies read at once, all requests together. */
+  largeBodies: LargeBodies;
 }
 
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { connect } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
@@ -9,33 +8,11 @@ import { MemoryTokenBuckets } from '../../src/auth/tokenBucket.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { embeddedWithUsers } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
+import { raw, statusOf } from '../helpers/rawHttp.js';
 
 // What a probe of the running gateway as an attacker found past the other tests (issue 18's
 // closing review): each bounded in requests, over real HTTP and raw sockets.
 
-/** Sends raw bytes and resolves with what came back before the server closed or `ms` passed. */
-function raw(url: string, bytes: string, ms = 5_000): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let received = '';
-    const done = () => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(received);
-    };
-    const timer = setTimeout(done, ms);
-    socket.on('data', (chunk) => {
-      received += chunk.toString('latin1');
-      if (received.includes('\r\n\r\n')) setTimeout(done, 50);
-    });
-    socket.on('end', done);
-    socket.on('error', reject);
-    socket.write(bytes);
-  });
-}
-
-const statusOf = (head: string): number => Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
 
 describe('what the attacker probe found', () => {
   let gateway: Gateway;

@@ -1,5 +1,4 @@
 import http from 'node:http';
-import { connect } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
@@ -13,6 +12,7 @@ import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { embeddedWithUsers } from '../helpers/gateway.js';
 import { principal } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, storeKinds, TEST_COST, tempDir, testSchema } from '../helpers/stores.js';
+import { raw, statusOf } from '../helpers/rawHttp.js';
 
 // What a probe of the running gateway found in the live recommender's API (recordEvents,
 // upsertItems, POST /v1/events, PUT /v1/items), past the other tests: each bounded in requests,
@@ -41,29 +41,6 @@ function request(url: string, method: string, path: string, headers: Record<stri
   });
 }
 
-/** Sends raw bytes and resolves with what came back before the server closed or `ms` passed. */
-function raw(url: string, bytes: string, ms = 5_000): Promise<string> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = connect(Number(port), hostname);
-    let received = '';
-    const done = () => {
-      clearTimeout(timer);
-      socket.destroy();
-      resolve(received);
-    };
-    const timer = setTimeout(done, ms);
-    socket.on('data', (chunk) => {
-      received += chunk.toString('latin1');
-      if (received.includes('\r\n\r\n')) setTimeout(done, 50);
-    });
-    socket.on('end', done);
-    socket.on('error', reject);
-    socket.write(bytes);
-  });
-}
-
-const statusOf = (head: string): number => Number(/^HTTP\/1\.1 (\d{3})/.exec(head)?.[1] ?? 0);
 
 interface LogLine {
   level: number;

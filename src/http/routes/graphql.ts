@@ -1,7 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ClientAddresses } from '../../auth/clientAddress.js';
-import type { RateLimiter } from '../../auth/rateLimit.js';
-import type { Config } from '../../config/env.js';
 import { GatewayError, httpStatusOf, rateLimited, unauthenticated } from '../../errors.js';
 import { RequestContext } from '../../graphql/context.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
@@ -9,8 +6,8 @@ import { createLoaders } from '../../graphql/loaders.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
-import type { Backend, PrincipalModel } from '../../ports/backend.js';
-import { parseBody, readBody, type LargeBodies } from '../body.js';
+import type { PrincipalModel } from '../../ports/backend.js';
+import { parseBody, readBody, type BodyRouteDeps } from '../body.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { errorHeaders, graphqlError, sendJson } from '../send.js';
 
@@ -38,17 +35,7 @@ function wantsIde(req: IncomingMessage, search: string): boolean {
 }
 
 /** What /graphql needs: GraphQL's entry point (the engine), and what sits in front of it: HTTP, authentication, the response cache. */
-export interface GraphQLRouteDeps {
-  config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
-  backend: Backend;
-  limiter: RateLimiter;
-  addresses: ClientAddresses;
-  /** The most a request without credentials may send. */
-  anonymousBodyLimit: number;
-  /** The most a signed-in caller may send (administrators more: batches of events). */
-  bodyLimitOf: (principal: PrincipalModel) => number;
-  /** Large bodies read at once, all requests together. */
-  largeBodies: LargeBodies;
+export interface GraphQLRouteDeps extends BodyRouteDeps {
   metrics: GatewayMetrics;
   engine: GraphQLEngine;
   /** The IDE's page, for a browser's GET /graphql without a query. */

@@ -1,18 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ClientAddresses } from '../../auth/clientAddress.js';
-import type { RateLimiter } from '../../auth/rateLimit.js';
-import type { Config } from '../../config/env.js';
 import { GatewayError, rateLimited } from '../../errors.js';
 import { isJsonContentType } from '../../graphql/contentType.js';
 import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
-import type { Backend, KeyService, PrincipalModel } from '../../ports/backend.js';
+import type { KeyService } from '../../ports/backend.js';
 import {
   apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
-import { HttpError, parseJson, readBody, type LargeBodies } from '../body.js';
+import { HttpError, parseJson, readBody, type BodyRouteDeps } from '../body.js';
 import { RequestDeadline } from '../requestSignal.js';
 
 /** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
@@ -42,17 +39,7 @@ class ServedRestRequest implements RestRequest {
 }
 
 /** What the served REST interfaces' route needs. */
-export interface ServedRestDeps {
-  config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
-  backend: Backend;
-  limiter: RateLimiter;
-  addresses: ClientAddresses;
-  /** The most a request without credentials may send; a larger body left unread closes the connection. */
-  anonymousBodyLimit: number;
-  /** The most a signed-in caller may send (administrators more: batches of events). */
-  bodyLimitOf: (principal: PrincipalModel) => number;
-  /** Large bodies read at once, all requests together. */
-  largeBodies: LargeBodies;
+export interface ServedRestDeps extends BodyRouteDeps {
   log: Logger;
 }
 
