@@ -3,12 +3,11 @@ import { once } from 'node:events';
 import { readFileSync, readdirSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
-import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
-import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { coViews } from '../helpers/liveEvents.js';
 import { sendEvents } from '../helpers/liveEvents.js';
 import { gql, startServe } from '../helpers/processes.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+import { storedEvents } from '../helpers/liveEvents.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const BATCH_VISITS = 250;
@@ -41,15 +40,6 @@ async function killAfterAck(env: Record<string, string>, acks: number): Promise<
   });
   await exited;
   return acked;
-}
-
-async function storedEvents(source: RecsSource): Promise<number> {
-  const store = (await openRecsData(source))!;
-  try {
-    return (await store.counts()).events;
-  } finally {
-    await store.close();
-  }
 }
 
 describe('SIGKILL right after an acknowledgement loses nothing', () => {

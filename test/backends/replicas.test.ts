@@ -1,11 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import pg from 'pg';
-import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
-import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { coViews, sendEvents } from '../helpers/liveEvents.js';
 import { gql, startServe, type ServeProcess } from '../helpers/processes.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 import { promised } from '../../src/ports/promised.js';
+import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
+import { storedEvents } from '../helpers/liveEvents.js';
 
 /**
  * Issue 20's replicas, as a shop runs them: two `recs-gateway serve` processes on one store
@@ -77,15 +77,6 @@ async function waitForTop(url: string, auth: string, anchor: number, expected: n
     await new Promise((r) => setTimeout(r, 50));
   }
   return Infinity;
-}
-
-async function storedEvents(source: RecsSource): Promise<number> {
-  const store = (await openRecsData(source))!;
-  try {
-    return (await store.counts()).events;
-  } finally {
-    await store.close();
-  }
 }
 
 describe.each(setups)('two gateway processes on one $name store', (setup) => {

@@ -1,5 +1,7 @@
 import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import type { EventInputModel, ItemModel, PrincipalModel } from '../../src/ports/backend.js';
+import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
+import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 
 /** A principal as the resolvers pass it: an administrator, or not. */
 export function principal(isAdmin: boolean): PrincipalModel {
@@ -54,4 +56,14 @@ export async function sendEvents(url: string, adminAuth: string, events: readonl
   const body = (await response.json()) as { data?: { recordEvents?: { accepted: number } } | null; errors?: unknown[] };
   if (body.data?.recordEvents === undefined) throw new Error(`recordEvents failed (${response.status}): ${JSON.stringify(body.errors)}`);
   return body.data.recordEvents;
+}
+
+/** How many events the store at `source` holds, read by a connection of its own. */
+export async function storedEvents(source: RecsSource): Promise<number> {
+  const store = (await openRecsData(source))!;
+  try {
+    return (await store.counts()).events;
+  } finally {
+    await store.close();
+  }
 }

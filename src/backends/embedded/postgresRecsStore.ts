@@ -1,10 +1,10 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { toItemRecord } from '../../ports/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
 import { StoreOpenError } from './dataFiles.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
-import { describeDatabase, postgresReason } from './keys/postgresStore.js';
+import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
 import { NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
 
@@ -102,17 +102,9 @@ export class PostgresRecsStore implements RecsDataStore {
   private readonly schema: string | undefined;
 
   constructor(options: PostgresRecsStoreOptions) {
-    if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
-      throw new Error('schema must be a lower-case SQL identifier');
-    }
+    this.pool = openPool({ connectionString: options.connectionString, schema: options.schema, max: options.max ?? 4 });
     this.schema = options.schema;
     this.where = describeDatabase(options.connectionString);
-    this.pool = new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.max ?? 4,
-      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-    });
-    this.pool.on('error', () => undefined);
   }
 
   /** Creates the tables when missing; StoreOpenError (one line, no password) when PostgreSQL cannot be used. */

@@ -161,7 +161,7 @@ export class EmbeddedRecs implements RecsService {
    * from the moment this returns, post-browse lists and popularity are those a full build over
    * the same events gives (an anchor a batch touched is re-ranked when it is looked up, or by
    * the flush); next-best-product's, rebuilt whole because of its prior, after the flush that
-   * follows within FLUSH_DELAY_MS (batches in between share it).
+   * follows within FLUSH_DELAY_MS (batches in between share it). Listeners of onChange are told.
    */
   applyEvents(events: readonly RecEvent[]): void {
     const live = this.liveModel();
@@ -324,7 +324,6 @@ export class EmbeddedRecs implements RecsService {
     if (this.reloading === null && rows[0]![0] === this.head.lastEventId + 1) {
       this.applyEvents(rows.map(rowToRecEvent));
       this.head.lastEventId = rows[rows.length - 1]![0];
-      this.changed();
       return;
     }
     await this.catchUp({ lastEventId: rows[rows.length - 1]![0] });
@@ -335,7 +334,6 @@ export class EmbeddedRecs implements RecsService {
     if (this.mode === 'store' && this.reloading === null && seq === this.head.lastItemSeq + 1) {
       this.applyItems(items);
       this.head.lastItemSeq = seq;
-      this.changed();
       return;
     }
     // demo mode: the first records switch to the stored catalogue (a reload, see pollOnce)
@@ -393,7 +391,6 @@ export class EmbeddedRecs implements RecsService {
         if (seq > this.head.lastItemSeq && !this.closed) {
           this.applyItems(records.map((r) => parseItemRecord(JSON.parse(r))));
           this.head.lastItemSeq = seq;
-          this.changed();
         }
       }
       while (head.lastEventId > this.head.lastEventId && !this.closed) {
@@ -404,7 +401,6 @@ export class EmbeddedRecs implements RecsService {
         if (from < rows.length) {
           this.applyEvents(rows.slice(from).map(rowToRecEvent));
           this.head.lastEventId = rows[rows.length - 1]![0];
-          this.changed();
         }
         if (rows.length < FOLLOW_PAGE) break;
       }

@@ -64,6 +64,24 @@ const isUniqueViolation = (error: unknown): boolean => (error as { code?: string
 const MIGRATION_LOCK = 7_311_923_001;
 
 /** host:port/database of a postgres:// URL, without its user and password. */
+/**
+ * A pool on DATABASE_URL, its tables looked up in `schema` (a lower-case SQL identifier, checked
+ * here) when one is given. An idle client's error (a restarted server) must not crash the
+ * process: the next query reconnects.
+ */
+export function openPool(options: { connectionString: string; schema?: string | undefined; max: number }): pg.Pool {
+  if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
+    throw new Error('schema must be a lower-case SQL identifier');
+  }
+  const pool = new pg.Pool({
+    connectionString: options.connectionString,
+    max: options.max,
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  });
+  pool.on('error', () => undefined);
+  return pool;
+}
+
 export function describeDatabase(connectionString: string): string {
   try {
     const url = new URL(connectionString);
@@ -111,18 +129,9 @@ export class PostgresKeyStore implements KeyStore {
   private readonly where: string;
 
   constructor(options: PostgresKeyStoreOptions) {
-    if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
-      throw new Error('schema must be a lower-case SQL identifier');
-    }
+    this.pool = openPool({ connectionString: options.connectionString, schema: options.schema, max: options.max ?? 10 });
     this.schema = options.schema;
     this.where = describeDatabase(options.connectionString);
-    this.pool = new pg.Pool({
-      connectionString: options.connectionString,
-      max: options.max ?? 10,
-      ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-    });
-    // an idle client's error (a restarted server) must not crash the process; the next query reconnects
-    this.pool.on('error', () => undefined);
   }
 
   /** Creates the tables when missing; StoreOpenError (one line, no password) when PostgreSQL cannot be used. */
