@@ -1,0 +1,115 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseIsoTime } from '../../src/ports/ingest.js';
+
+// The hand-written reader of event times (GraphQL's DateTime, POST /v1/events) against the one it
+// replaced: a regular expression, a check of days through Date.UTC, then Date.parse. It must take
+// exactly the texts that took, and give the same instant, but where the old one was wrong (its
+// comment): a time without an offset was local time off UTC; Date.parse's legacy parser, which
+// had the texts with a space and those with a month past 12, read years 0000-0099 as two-digit
+// years, or as month-day-year (0012-01-01 00:00 was 2001-12-01), or refused them.
+const ISO_8601 = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:?\d{2})?)?$/;
+
+function before(text: string): number | null {
+  const match = ISO_8601.exec(text);
+  if (match === null) return null;
+  const [, year, month, day, hour = '0', minute = '0'] = match;
+  if (new Date(Date.UTC(Number(year), Number(month) - 1, Number(day))).getUTCDate() !== Number(day) || Number(hour) > 23 || Number(minute) > 59) return null;
+  const ms = Date.parse(text);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+/** Whether local time here is UTC all year (the old reader took a time without an offset as local). */
+const utcHere = new Date(2026, 0, 1).getTimezoneOffset() === 0 && new Date(2026, 6, 1).getTimezoneOffset() === 0;
+
+function agrees(text: string): void {
+  const now = parseIsoTime(text);
+  if (ISO_8601.test(text)) {
+    const month = Number(text.slice(5, 7));
+    if (month < 1 || month > 12) {
+      expect(now, text).toBeNull();
+      return;
+    }
+    if (text[10] === ' ' && text.startsWith('00')) {
+      // the years they say: before 1970, so no event is kept with one (checkEvents)
+      if (now !== null) expect(now, text).toBeLessThan(Date.UTC(1970, 0, 1));
+      return;
+    }
+  }
+  const was = before(text);
+  expect(now === null, text).toBe(was === null);
+  if (was === null || now === null) return;
+  const local = text.length > 10 && !/(Z|[+-]\d{2}:?\d{2})$/.test(text);
+  if (utcHere || !local) expect(now, text).toBe(was);
+}
+
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+/** Two digits, mostly in range, sometimes just past it or anything. */
+const twoDigits = (low: number, high: number) =>
+  fc.oneof({ weight: 4, arbitrary: fc.integer({ min: low, max: high }) }, fc.constantFrom(0, high + 1, 60, 99), fc.integer({ min: 0, max: 99 })).map((n) => pad(n, 2));
+const year = fc.oneof(fc.integer({ min: 1900, max: 2100 }), fc.constantFrom(0, 4, 49, 50, 99, 100, 400, 1900, 2000, 9999), fc.integer({ min: 0, max: 9999 })).map((n) => pad(n, 4));
+const fraction = fc.oneof(fc.constant(''), fc.stringMatching(/^\.\d{1,10}$/), fc.constant('.'));
+const zone = fc.oneof(
+  fc.constant(''),
+  fc.constant('Z'),
+  fc.tuple(fc.constantFrom('+', '-'), twoDigits(0, 23), fc.constantFrom(':', ''), twoDigits(0, 59)).map((parts) => parts.join('')),
+  fc.constantFrom('z', '+1', '+01', '+01:', '+01:0', 'ZZ', 'Z ', '+01:000', ' '),
+);
+/** Texts of the shape the reader takes, with every part now and then wrong. */
+const isoLike = fc
+  .tuple(
+    year,
+    twoDigits(1, 12),
+    twoDigits(1, 31),
+    fc.constantFrom('T', ' ', 't', '_', ''),
+    twoDigits(0, 23),
+    twoDigits(0, 59),
+    fc.option(twoDigits(0, 59), { nil: undefined }),
+    fraction,
+    zone,
+    fc.constantFrom('date', 'minutes', 'full'),
+  )
+  .map(([y, mo, d, sep, h, mi, s, frac, z, form]) => {
+    if (form === 'date') return `${y}-${mo}-${d}`;
+    const time = `${y}-${mo}-${d}${sep}${h}:${mi}`;
+    return form === 'minutes' || s === undefined ? `${time}${z}` : `${time}:${s}${frac}${z}`;
+  });
+
+describe('parseIsoTime', () => {
+  it('takes what the regular expression and Date.parse took, giving the same instant', () => {
+    fc.assert(fc.property(isoLike, (text) => agrees(text)), { numRuns: 50_000 });
+  });
+
+  it('refuses what is not of that shape, as the old reader did', () => {
+    const mutated = fc.tuple(isoLike, fc.nat(30), fc.string({ maxLength: 3 })).map(([text, at, insert]) => text.slice(0, at) + insert + text.slice(at + 1));
+    fc.assert(fc.property(fc.oneof(mutated, fc.string({ maxLength: 40 }), fc.string({ unit: fc.constantFrom(...'0123456789-:T+Z. '), maxLength: 35 })), (text) => agrees(text)), {
+      numRuns: 50_000,
+    });
+  });
+
+  it.each([
+    ['2026-11-23', Date.UTC(2026, 10, 23)],
+    ['2026-11-23T06:40:00Z', Date.UTC(2026, 10, 23, 6, 40)],
+    ['2026-11-23 06:40:00.5+01:00', Date.UTC(2026, 10, 23, 5, 40, 0, 500)],
+    ['2026-11-23T06:40:59.123456789-0130', Date.UTC(2026, 10, 23, 8, 10, 59, 123)],
+    ['2024-02-29T00:00Z', Date.UTC(2024, 1, 29)],
+    ['0400-02-29', Date.UTC(2000, 1, 29) - 1600 * 365.2425 * 86_400_000],
+    ['2026-02-29', null],
+    ['2026-11-31', null],
+    ['2026-13-01', null],
+    ['2026-11-23T24:00', null],
+    ['2026-11-23T06:40:60Z', null],
+    ['2026-11-23T06:40:00+24:00', null],
+    ['2026-11-23T06:40:00.0000000001Z', null],
+    ['2026-11-23T06:40:00Z ', null],
+    ['March 7', null],
+    // as the day check through Date.UTC had it: the year 0000 read as 1900, not a leap year
+    ['0000-02-29', null],
+    // which Date.parse's legacy parser read as 2001-01-13 and 2001-12-01
+    ['0001-13-01', null],
+    ['0012-01-01 00:00', Date.UTC(2012, 0, 1) - 2000 * 365.2425 * 86_400_000],
+  ])('reads %s as %s', (text, expected) => {
+    expect(parseIsoTime(text)).toBe(expected);
+    if (!['0001-13-01', '0012-01-01 00:00'].includes(text)) expect(before(text)).toBe(expected);
+  });
+});
