@@ -71,7 +71,7 @@ export function graphqlExecution(parts: ExecutionParts, metrics: GatewayMetrics)
       if (tracingActive() && fast.refusal === undefined) {
         const span = trace.getActiveSpan();
         span?.setAttribute('graphql.operation.name', operation);
-        span?.setAttribute('graphql.operation.type', 'query');
+        span?.setAttribute('graphql.operation.type', fast.operation.type);
       }
       const answer = await prepared!.execute(fast, context);
       if (answer !== null) {

@@ -5,6 +5,9 @@ import {
   GraphQLError,
   getOperationAST,
   isCompositeType,
+  isInputObjectType,
+  isListType,
+  isNonNullType,
   isObjectType,
   Kind,
   parse,
@@ -18,10 +21,12 @@ import {
   type FragmentDefinitionNode,
   type GraphQLCompositeType,
   type GraphQLField,
+  type GraphQLInputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
   type ParseOptions,
   type SelectionSetNode,
+  typeFromAST,
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
@@ -72,6 +77,18 @@ export interface PreparedOperation {
   document: DocumentNode;
   /** The operation's name, or null when it has none (as Apollo's requestContext.operationName). */
   operationName: string | null;
+  /** A query or a mutation (a subscription is Apollo's). */
+  type: OperationTypeNode.QUERY | OperationTypeNode.MUTATION;
+  /**
+   * Whether graphql-jit runs it as graphql-js does; false keeps it on graphql-js's execute (still
+   * without Apollo's pipeline): see compilesAlike.
+   */
+  compilable: boolean;
+  /**
+   * Whether variables hold an array where graphql-jit would take it for an input object and
+   * graphql-js refuses it (arraysForObjects); null when they cannot (recordEvents' cannot).
+   */
+  arrayForObject: ((variables: Record<string, unknown> | undefined) => boolean) | null;
   /** The Cache-Control header Apollo's cache-control plugin gives an answer without errors. */
   cacheControl: string;
   /** Times it has run; it is compiled once this reaches COMPILE_AFTER_RUNS. */
@@ -106,6 +123,9 @@ export type PreparedAnswer = GraphQLAnswer;
 const REFUSED: PreparedOperation = Object.freeze({
   document: { kind: Kind.DOCUMENT, definitions: [] },
   operationName: 'invalid',
+  type: OperationTypeNode.QUERY,
+  compilable: false,
+  arrayForObject: null,
   cacheControl: 'no-store',
   runs: 0,
 }) as PreparedOperation;
@@ -147,10 +167,12 @@ const TEMPLATE_TEXT_CHARS = 4 * 1024 * 1024;
 type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?: boolean };
 
 /**
- * Runs repeated GraphQL queries without Apollo Server's request pipeline, giving the same answer
+ * Runs repeated GraphQL operations without Apollo Server's request pipeline, giving the same answer
  * Apollo would: the same status, headers and bytes. An uncached request spent more than half of
  * its CPU in the pipeline around graphql-js (hooks, content negotiation, hashing the query, a
- * wrapper around every field resolver for cache hints): see BENCHMARKS.md.
+ * wrapper around every field resolver for cache hints): see BENCHMARKS.md. A batch of 5,000
+ * events through recordEvents spent 44% of its CPU in graphql-js's coercion of its variables,
+ * which compiled code does in a fraction of that.
  *
  * What takes this path: a request whose Accept header Apollo has answered before (its content
  * type is learnt from Apollo's answers, so the choice is Apollo's own) and whose envelope passes
@@ -158,8 +180,9 @@ type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?
  * (with Apollo's rules, the gateway's limits first and alone: src/graphql/limits.ts) is answered here with
  * Apollo's own refusal, remembered, so a repeated bad document costs a lookup and is never
  * validated twice; so is a GET of a mutation. A POST without extensions (persisted queries stay
- * with Apollo) whose operation is a query whose cache policy can be told from the document alone
- * (below) is executed here. Everything else, and every request that fails before a resolver runs
+ * with Apollo) whose operation is a query or a mutation whose cache policy can be told from the
+ * document alone (below) is executed here; a mutation's root fields one after the other, as
+ * graphql-js runs them. Everything else, and every request that fails before a resolver runs
  * (variables that do not coerce), is handed to Apollo, which gives its usual answers.
  *
  * Operations that run again are compiled (graphql-jit: the query turned into a function that
@@ -292,7 +315,8 @@ export class PreparedOperations {
       this.stats.refused += 1;
       return request.refusal;
     }
-    const compiled = this.compiledFor(request);
+    let compiled = this.compiledFor(request);
+    if (compiled !== null && request.operation.arrayForObject?.(request.variables)) compiled = null;
     const result: ExecutionResult = compiled
       ? await compiled.query(undefined, contextValue, request.variables ?? {})
       : await execute({
@@ -377,6 +401,8 @@ export class PreparedOperations {
 
   /** The template of a valid document, validated as its own document was; a mark when there is none. */
   private templateOf(document: DocumentNode, signature: NonNullable<ReturnType<typeof signatureOf>>): Template {
+    // a templated request whose answer has errors runs again on its own document: never a mutation's
+    if (document.definitions.some((d) => d.kind === Kind.OPERATION_DEFINITION && d.operation !== OperationTypeNode.QUERY)) return { unusable: true };
     const template = makeTemplate(this.schema, document, signature);
     if (template === null) return { unusable: true };
     let errors = validate(this.schema, template.document, this.firstRules);
@@ -396,6 +422,7 @@ export class PreparedOperations {
 
   /** The operation's compiled form once it has run COMPILE_AFTER_RUNS times; null until then. */
   private compiledFor({ operation, requestedName }: PreparedRequest): CompiledQuery | null {
+    if (!operation.compilable) return null;
     if (operation.runs < COMPILE_AFTER_RUNS) {
       operation.runs += 1;
       return null;
@@ -485,11 +512,115 @@ export class PreparedOperations {
 
   private resolve(document: DocumentNode, requestedName: string | undefined): PreparedOperation | null {
     const operation = getOperationAST(document, requestedName);
-    if (!operation || operation.operation !== OperationTypeNode.QUERY) return null;
+    if (!operation || operation.operation === OperationTypeNode.SUBSCRIPTION) return null;
     const cacheControl = staticCacheControl(this.schema, document, operation);
     if (cacheControl === null) return null;
-    return { document, operationName: operation.name?.value ?? null, cacheControl, runs: 0 };
+    const type = operation.operation;
+    return {
+      document,
+      operationName: operation.name?.value ?? null,
+      type,
+      compilable: compilesAlike(this.schema, document, operation),
+      arrayForObject: arraysForObjects(this.schema, operation),
+      cacheControl,
+      runs: 0,
+    };
   }
+}
+
+/**
+ * Whether graphql-jit runs the operation as graphql-js does, which it does not in three cases
+ * (test/http/preparedOperations.test.ts has each):
+ * - a mutation of more than one root field: when one whose type is non-null fails, graphql-js
+ *   runs none of those after it (its answer is null as a whole), graphql-jit runs them all;
+ * - a variable whose type reaches a @oneOf input object: graphql-jit takes one with two fields
+ *   set, which graphql-js refuses;
+ * - a non-null variable or input field with a default: graphql-jit refuses it left out, which
+ *   graphql-js takes (the default). Apollo would answer each such request; kept off the compiled
+ *   path, they are answered here.
+ * Otherwise their coercion of variables takes and refuses the same values, and gives the same ones,
+ * but for one case checked on each request (arraysForObjects; the gateway's schema, generated
+ * variables: test/graphql/variableCoercion.test.ts).
+ */
+function compilesAlike(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): boolean {
+  if (operation.operation === OperationTypeNode.MUTATION && rootFieldCount(document, operation.selectionSet) > 1) return false;
+  const seen = new Set<GraphQLInputType>();
+  const coercesAlike = (type: GraphQLInputType): boolean => {
+    if (isNonNullType(type) || isListType(type)) return coercesAlike(type.ofType);
+    if (!isInputObjectType(type) || seen.has(type)) return true;
+    seen.add(type);
+    if (type.isOneOf) return false;
+    return Object.values(type.getFields()).every((field) => !(isNonNullType(field.type) && field.defaultValue !== undefined) && coercesAlike(field.type));
+  };
+  for (const definition of operation.variableDefinitions ?? []) {
+    const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
+    if (type === undefined || (isNonNullType(type) && definition.defaultValue !== undefined) || !coercesAlike(type)) return false;
+  }
+  return true;
+}
+
+/**
+ * graphql-jit takes an empty array for an input object none of whose fields is required (it asks
+ * `typeof value === 'object'`), where graphql-js refuses one ("to be an object"): createApiKey's
+ * input, upsertItems' bestMarketplacePrice. For an operation whose variables can hold such an
+ * object, a check of the places they would (and only those): true when one holds an array, and
+ * the request then runs on graphql-js, which refuses it as Apollo does. Null when no variable can
+ * (recordEvents'), so a batch of events is never walked for it.
+ */
+function arraysForObjects(schema: GraphQLSchema, operation: OperationDefinitionNode): ((variables: Record<string, unknown> | undefined) => boolean) | null {
+  const reaches = new Map<GraphQLInputType, boolean>();
+  const canHold = (type: GraphQLInputType): boolean => {
+    if (isNonNullType(type) || isListType(type)) return canHold(type.ofType);
+    if (!isInputObjectType(type)) return false;
+    let known = reaches.get(type);
+    if (known === undefined) {
+      reaches.set(type, false); // a type that holds itself adds nothing the first look does not find
+      const fields = Object.values(type.getFields());
+      known = fields.every((field) => !isNonNullType(field.type)) || fields.some((field) => canHold(field.type));
+      reaches.set(type, known);
+    }
+    return known;
+  };
+  const holdsArray = (type: GraphQLInputType, value: unknown): boolean => {
+    if (value === null || typeof value !== 'object') return false;
+    if (isNonNullType(type)) return holdsArray(type.ofType, value);
+    if (isListType(type)) return Array.isArray(value) ? value.some((item) => holdsArray(type.ofType, item)) : holdsArray(type.ofType, value);
+    if (!isInputObjectType(type)) return false;
+    if (Array.isArray(value)) return true;
+    for (const field of Object.values(type.getFields())) {
+      if (canHold(field.type) && Object.hasOwn(value, field.name) && holdsArray(field.type, (value as Record<string, unknown>)[field.name])) return true;
+    }
+    return false;
+  };
+  const checked: [string, GraphQLInputType][] = [];
+  for (const definition of operation.variableDefinitions ?? []) {
+    const type = typeFromAST(schema, definition.type) as GraphQLInputType | undefined;
+    if (type !== undefined && canHold(type)) checked.push([definition.variable.name.value, type]);
+  }
+  if (checked.length === 0) return null;
+  return (variables) => variables !== undefined && checked.some(([name, type]) => holdsArray(type, variables[name]));
+}
+
+/** The response keys at the root of an operation (its fragments have no @skip or @include: staticCacheControl). */
+function rootFieldCount(document: DocumentNode, selectionSet: SelectionSetNode): number {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  const keys = new Set<string>();
+  const visit = (set: SelectionSetNode, spread: Set<string>): void => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) keys.add(selection.alias?.value ?? selection.name.value);
+      else if (selection.kind === Kind.INLINE_FRAGMENT) visit(selection.selectionSet, spread);
+      else if (!spread.has(selection.name.value)) {
+        spread.add(selection.name.value);
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) visit(fragment.selectionSet, spread);
+      }
+    }
+  };
+  visit(selectionSet, new Set());
+  return keys.size;
 }
 
 /** Apollo's NoIntrospection rule (not exported by @apollo/server), for a gateway with introspection off. */
@@ -510,7 +641,7 @@ function NoIntrospection(context: ValidationContext): ASTVisitor {
 
 /**
  * The Cache-Control header Apollo's cache-control plugin (defaultMaxAge 0) gives an answer
- * without errors to this operation, when it does not depend on which fields resolve; null when it
+ * without errors to this operation (no-store for a mutation whose fields have no hint), when it does not depend on which fields resolve; null when it
  * might (a hint below the root that is lower or PRIVATE, @skip/@include, an abstract type, an
  * introspection field).
  */
@@ -519,7 +650,8 @@ export function staticCacheControl(schema: GraphQLSchema, document: DocumentNode
   for (const definition of document.definitions) {
     if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
   }
-  const root = schema.getQueryType();
+  // Apollo's plugin hints a mutation's root fields as a query's (defaultMaxAge for those without one)
+  const root = schema.getRootType(operation.operation);
   if (!root) return null;
   let rootMaxAge = Infinity;
   let rootPrivate = false;

@@ -8,6 +8,7 @@ import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { Backend } from '../../src/ports/backend.js';
 import { isJsonContentType } from '../../src/graphql/contentType.js';
 import { PreparedOperations } from '../../src/graphql/preparedOperations.js';
+import { ErrorCode, GatewayError } from '../../src/errors.js';
 import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
 import { queryLimitsRule } from '../../src/graphql/limits.js';
 import { silentLogger } from '../../src/logger.js';
@@ -140,7 +141,8 @@ describe.each([
       count: Int @cacheControl(maxAge: 120)
       fails: Int @cacheControl(maxAge: 60)
     }
-    type Mutation { touch: Int }
+    type Mutation { touch: Int add(items: [ItemIn!]!): Int! }
+    input ItemIn { sku: String! n: Int }
     type Shop @cacheControl(maxAge: 300) { name: String price: Int @cacheControl(maxAge: 10) items: [Item!]! }
     type Item @cacheControl(inheritMaxAge: true) { sku: String }
     type Me @cacheControl(maxAge: 0, scope: PRIVATE) { name: String }
@@ -155,7 +157,13 @@ describe.each([
         throw new Error('secret internals');
       },
     },
-    Mutation: { touch: () => 1 },
+    Mutation: {
+      touch: () => 1,
+      add: (_: unknown, { items }: { items: { n?: number | null }[] }) => {
+        if (items.length === 0) throw new GatewayError(ErrorCode.BAD_USER_INPUT, 'items: at least one', { field: 'items' });
+        return items.reduce((sum, item) => sum + (item.n ?? 1), 0);
+      },
+    },
   };
   const schema = makeExecutableSchema({ typeDefs, resolvers });
   const formatError = gatewayFormatError(silentLogger);
@@ -182,6 +190,8 @@ describe.each([
     '{ shop(id: 1) { price } }',
     '{ __schema { queryType { name } } }',
     'mutation Touch { touch }',
+    'mutation Add($items: [ItemIn!]!) { add(items: $items) }',
+    'mutation Both($items: [ItemIn!]!) { add(items: $items) touch }',
     '{ nope }',
     '{ shop(id: 1) { nam } }',
     '{ shop(',
@@ -190,8 +200,13 @@ describe.each([
     repeated('mine', 11).replace('}', 'nope }'),
     `{ ${'a: count '.repeat(2)} }`,
   ];
-  const variables = fc.oneof(fc.constant(undefined), fc.constant(null), fc.record({ id: fc.constantFrom(1, 0, 'one', null, 2 ** 40) }, { requiredKeys: [] }));
-  const arbitrary = envelopes(QUERIES, ['A', 'B', 'Shop', 'Touch', 'Nope', ''], variables, ACCEPTS);
+  const item = fc.oneof(fc.record({ sku: fc.constantFrom('a', '', 5), n: fc.constantFrom(1, null, 1.5, 'x') }, { requiredKeys: [] }), fc.jsonValue({ maxDepth: 1 }));
+  const variables = fc.oneof(
+    fc.constant(undefined),
+    fc.constant(null),
+    fc.record({ id: fc.constantFrom(1, 0, 'one', null, 2 ** 40), items: fc.oneof(fc.array(item, { maxLength: 3 }), item) }, { requiredKeys: [] }),
+  );
+  const arbitrary = envelopes(QUERIES, ['A', 'B', 'Shop', 'Touch', 'Add', 'Both', 'Nope', ''], variables, ACCEPTS);
 
   beforeAll(() => apollo.start());
   afterAll(() => apollo.stop());

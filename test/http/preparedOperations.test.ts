@@ -6,7 +6,7 @@ import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { Backend } from '../../src/ports/backend.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { ErrorCode} from '../../src/errors.js';
-import { GatewayError, notFound } from '../../src/errors.js';
+import { badUserInput, GatewayError, notFound } from '../../src/errors.js';
 import { COMPILE_AFTER_RUNS, MAX_COMPILED, PreparedOperations } from '../../src/graphql/preparedOperations.js';
 import { silentLogger } from '../../src/logger.js';
 import { gatewayFormatError } from '../../src/graphql/formatError.js';
@@ -38,7 +38,22 @@ const typeDefs = `
   type Stock { level: Int }
   type Item @cacheControl(inheritMaxAge: true) { sku: String }
   type Me @cacheControl(maxAge: 0, scope: PRIVATE) { name: String }
+  type Mutation {
+    add(items: [ItemIn!]!): Added!
+    touch: Int
+    hinted: Int @cacheControl(maxAge: 30)
+    later(ms: Int!): Int
+    pick(p: Pick): Int
+    withN(n: Int!): Int
+    defaulted(d: Defaulted!): Int
+  }
+  input ItemIn { sku: String! n: Int }
+  input Pick @oneOf { a: Int b: String }
+  input Defaulted { n: Int! = 5 }
+  type Added { count: Int! skus: [String!]! }
 `;
+/** What the mutations did, in order: a mutation's root fields run one after another. */
+const done: string[] = [];
 const shop = {
   name: 'Corner', price: 5, stock: { level: 3 }, owner: { name: 'ann' }, items: [{ sku: 'a' }, { sku: 'b' }], holes: [{ sku: 'c' }, null],
 };
@@ -61,6 +76,26 @@ const resolvers = {
     },
     required: () => null,
     notAnInt: () => 'seven',
+  },
+  Mutation: {
+    add: (_: unknown, { items }: { items: { sku: string; n?: number | null }[] }) => {
+      done.push(`add ${items.length}`);
+      const bad = items.findIndex((item) => item.sku === '');
+      if (items.length === 0) throw badUserInput('items: at least one', 'items');
+      if (bad >= 0) throw badUserInput(`items[${bad}].sku: must not be empty`, `items[${bad}].sku`);
+      return { count: items.reduce((sum, item) => sum + (item.n ?? 1), 0), skus: items.map((item) => item.sku) };
+    },
+    touch: () => (done.push('touch'), 1),
+    hinted: () => 2,
+    later: async (_: unknown, { ms }: { ms: number }) => {
+      done.push(`start ${ms}`);
+      await new Promise((resolve) => setTimeout(resolve, ms));
+      done.push(`end ${ms}`);
+      return ms;
+    },
+    pick: (_: unknown, { p }: { p: Record<string, unknown> | null }) => Object.keys(p ?? {}).length,
+    withN: (_: unknown, { n }: { n: number }) => n,
+    defaulted: (_: unknown, { d }: { d: { n: number } }) => d.n,
   },
 };
 
@@ -149,6 +184,78 @@ describe('prepared operations against Apollo Server on the same schema', () => {
     expect((globalThis as { injected?: unknown }).injected).toBeUndefined();
   });
 
+  const ADD = 'mutation Add($items: [ItemIn!]!) { add(items: $items) { count skus } }';
+  const TWO = 'mutation Two($items: [ItemIn!]!) { add(items: $items) { count } touch }';
+  it.each([
+    ['a mutation', { query: ADD, variables: { items: [{ sku: 'a' }, { sku: 'b', n: 2 }] } }, 'no-store', true],
+    ['a mutation given one item for its list', { query: ADD, variables: { items: { sku: 'a', n: null } } }, 'no-store', true],
+    ['a mutation whose resolver refuses its input (BAD_USER_INPUT naming the field)', { query: ADD, variables: { items: [{ sku: 'a' }, { sku: '' }] } }, 'no-store', true],
+    ['a mutation field with a cache hint', { query: 'mutation { hinted }' }, 'max-age=30, public', true],
+    ['a mutation through a fragment', { query: 'mutation { ...M } fragment M on Mutation { touch }' }, 'no-store', true],
+    // graphql-jit would run the second after the first failed; graphql-js runs it on this path
+    ['a mutation of two root fields', { query: TWO, variables: { items: [{ sku: 'a' }] } }, 'no-store', false],
+    ['a mutation of two root fields, the first failing', { query: TWO, variables: { items: [] } }, 'no-store', false],
+    ['a mutation of one field twice', { query: 'mutation { a: touch b: touch }' }, 'no-store', false],
+    // graphql-jit coerces these otherwise (compilesAlike): they stay on graphql-js
+    ['a @oneOf input with one field', { query: 'mutation P($p: Pick) { pick(p: $p) }', variables: { p: { a: 1 } } }, 'no-store', false],
+    ['a non-null variable left to its default', { query: 'mutation N($n: Int! = 3) { withN(n: $n) }', variables: {} }, 'no-store', false],
+    ['a non-null input field left to its default', { query: 'mutation D($d: Defaulted!) { defaulted(d: $d) }', variables: { d: {} } }, 'no-store', false],
+  ])('answers %s exactly as Apollo does, and does the same', async (_name, body, cacheControl, compiles) => {
+    done.length = 0;
+    const expected = await viaApollo(body);
+    const didByApollo = [...done];
+    expect(expected.headers['cache-control']).toBe(cacheControl);
+    const compiledBefore = prepared.stats.compiled;
+    for (let run = 0; run <= COMPILE_AFTER_RUNS + 1; run++) {
+      done.length = 0;
+      expect(await viaPreparedOnce(body)).toEqual(expected);
+      expect(done).toEqual(didByApollo);
+    }
+    expect(prepared.stats.compiled > compiledBefore).toBe(compiles);
+  });
+
+  it("runs a mutation's root fields one after another, as Apollo does", async () => {
+    const body = { query: 'mutation { a: later(ms: 20) b: later(ms: 1) }' };
+    done.length = 0;
+    const expected = await viaApollo(body);
+    expect(done).toEqual(['start 20', 'end 20', 'start 1', 'end 1']);
+    for (let run = 0; run <= COMPILE_AFTER_RUNS; run++) {
+      done.length = 0;
+      expect(await viaPreparedOnce(body)).toEqual(expected);
+      expect(done).toEqual(['start 20', 'end 20', 'start 1', 'end 1']);
+    }
+  });
+
+  it('hands a mutation whose variables do not coerce back before any resolver runs, compiled or not', async () => {
+    const compiledBefore = prepared.stats.compiled;
+    for (let run = 0; run <= COMPILE_AFTER_RUNS; run++) await viaPreparedOnce({ query: ADD, variables: { items: [{ sku: 'a' }] } });
+    expect(prepared.stats.compiled).toBeGreaterThan(compiledBefore);
+    for (const variables of [{}, { items: null }, { items: [{ n: 1 }] }, { items: [{ sku: 'a', extra: 1 }] }, { items: [{ sku: 5 }] }, { items: [null] }, { items: [{ sku: 'a', n: 1.5 }] }]) {
+      done.length = 0;
+      expect(await viaPreparedOnce({ query: ADD, variables }), JSON.stringify(variables)).toBe('handed over');
+      expect(done).toEqual([]);
+      expect((await viaApollo({ query: ADD, variables })).status).toBe(400);
+    }
+    // what graphql-jit would take, and graphql-js refuses: never on the compiled path
+    const twoOfOneOf = { query: 'mutation P($p: Pick) { pick(p: $p) }', variables: { p: { a: 1, b: 'x' } } };
+    for (let run = 0; run <= COMPILE_AFTER_RUNS + 1; run++) expect(await viaPreparedOnce(twoOfOneOf)).toBe('handed over');
+    expect((await viaApollo(twoOfOneOf)).status).toBe(400);
+  });
+
+  it('never runs a mutation on a template of its literals (a template runs again when its answer has errors)', async () => {
+    const templatedBefore = prepared.stats.templated;
+    for (const sku of ['x', 'y', '', 'z']) {
+      const body = { query: `mutation { add(items: [{ sku: "${sku}" }]) { count } }` };
+      done.length = 0;
+      const expected = await viaApollo(body);
+      expect(done).toEqual(['add 1']);
+      done.length = 0;
+      expect(await viaPreparedOnce(body)).toEqual(expected);
+      expect(done).toEqual(['add 1']);
+    }
+    expect(prepared.stats.templated).toBe(templatedBefore);
+  });
+
   it('keeps the content type Apollo chose for the Accept header, and leaves unknown ones to Apollo', async () => {
     const body = { query: '{ count }' };
     const accept = { accept: 'application/graphql-response+json' };
@@ -200,7 +307,7 @@ describe('prepared operations against Apollo Server on the same schema', () => {
   });
 
   it.each([
-    ['a mutation', '?query=mutation%20%7B%20count%20%7D'],
+    ['a mutation', '?query=mutation%20%7B%20touch%20%7D'],
     ['a text that does not validate', '?query=%7B%20nope%20%7D'],
     ['no query', '?operationName=A'],
   ])('answers a GET of %s exactly as Apollo does', async (_name, search) => {
@@ -276,6 +383,25 @@ describe.each(storeKinds.slice(0, 1))('the gateway with and without prepared ope
     return { status: response.status, headers: kept, body: await response.text() };
   }
 
+  /**
+   * Each case sent to both gateways in rounds, the answers compared, until the operations have run
+   * on graphql-js's execute and then compiled; the prepared path's stats, as they were before the
+   * rounds and before the last.
+   */
+  async function sameAnswersInRounds(cases: [unknown, Record<string, string>][]) {
+    const stats = withPrepared.gateway.preparedStats!;
+    const before = { ...stats };
+    const rounds = COMPILE_AFTER_RUNS + 1;
+    let lastRound = before;
+    for (let round = 0; round < rounds; round++) {
+      lastRound = { ...stats };
+      for (const [body, headers] of cases) {
+        expect(await post(withPrepared, body, headers), JSON.stringify(body)).toEqual(await post(withoutPrepared, body, headers));
+      }
+    }
+    return { stats, before, lastRound, rounds };
+  }
+
   it('gives the same status, headers and bytes, and answers repeats without Apollo', async () => {
     const cases: [unknown, Record<string, string>][] = [
       [{ query: 'query R($id: ItemId!) { productRecommendations(itemId: $id) { itemId name salePrice } }', variables: { id: anchor } }, alice],
@@ -288,17 +414,7 @@ describe.each(storeKinds.slice(0, 1))('the gateway with and without prepared ope
     ];
     // the first answer of each teaches the prepared path the content type for this Accept
     for (const [body, headers] of cases) await post(withPrepared, body, headers);
-    const stats = withPrepared.gateway.preparedStats!;
-    const before = { ...stats };
-    // the operations run on graphql-js's execute first, then compiled
-    const rounds = COMPILE_AFTER_RUNS + 1;
-    let lastRound = before;
-    for (let round = 0; round < rounds; round++) {
-      lastRound = { ...stats };
-      for (const [body, headers] of cases) {
-        expect(await post(withPrepared, body, headers), JSON.stringify(body)).toEqual(await post(withoutPrepared, body, headers));
-      }
-    }
+    const { stats, before, lastRound, rounds } = await sameAnswersInRounds(cases);
     // five answered without Apollo in each round, by compiled code in the last; the variable
     // that is no item id went back to Apollo; the field that does not exist never reached the
     // prepared path
@@ -306,6 +422,53 @@ describe.each(storeKinds.slice(0, 1))('the gateway with and without prepared ope
     expect(stats.compiled - lastRound.compiled).toBe(5);
     expect(stats.handedOver - before.handedOver).toBe(rounds);
     expect(withoutPrepared.gateway.preparedStats).toBeNull();
+  });
+
+  it('gives the same answers to recordEvents, upsertItems, createApiKey and deleteApiKey, and answers repeats without Apollo', async () => {
+    const root = { authorization: basicAuthorization('root', 'root-password') };
+    const bob = { authorization: basicAuthorization('bob@corp.example', 'bob-password') };
+    const RECORD = 'mutation Record($events: [EventInput!]!) { recordEvents(events: $events) { accepted itemsWithoutRecord } }';
+    const UPSERT = 'mutation Upsert($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }';
+    const view = { kind: 'VIEW', itemId: anchor, sessionId: 'prepared-1', time: new Date(Date.now() - 60_000).toISOString() };
+    const events = [view, { kind: 'PURCHASE', itemId: anchor, orderId: 'prepared-o-1' }];
+    const cases: [unknown, Record<string, string>][] = [
+      [{ query: RECORD, variables: { events } }, root],
+      // BAD_USER_INPUT naming the event and its field, from the resolver
+      [{ query: RECORD, variables: { events: [view, { kind: 'VIEW', itemId: anchor }] } }, root],
+      [{ query: RECORD, variables: { events } }, alice],
+      [{ query: UPSERT, variables: { items: [{ itemId: 5000000002, name: 'Prepared item', salePrice: 9.5 }] } }, root],
+      [{ query: UPSERT, variables: { items: [{ itemId: 5000000002, name: ' ' }] } }, root],
+      [{ query: 'mutation Make { createApiKey(input: {}) { ok } }' }, bob],
+      [{ query: 'mutation Drop($id: ID!) { deleteApiKey(id: $id) { ok result } }', variables: { id: '00000000-0000-4000-8000-000000000000' } }, bob],
+      // two root fields: the second never runs after the first failed (graphql-js's execute, not compiled)
+      [{ query: 'mutation Both($id: ID!) { a: deleteApiKey(id: $id) { ok } b: deleteApiKey(id: $id) { ok } }', variables: { id: '00000000-0000-4000-8000-000000000000' } }, bob],
+      // variables that do not coerce: Apollo's 400
+      [{ query: RECORD, variables: { events: [{ ...view, kind: 'LOOK' }] } }, root],
+      [{ query: RECORD, variables: { events: [{ ...view, time: '2026-13-01' }] } }, root],
+    ];
+    // the first answer of each teaches the prepared path the content type for this Accept
+    const answers: Awaited<ReturnType<typeof post>>[] = [];
+    for (const [body, headers] of cases) answers.push(await post(withPrepared, body, headers));
+    expect(answers.map((answer) => answer.status)).toEqual([200, 200, 200, 200, 200, 200, 200, 200, 400, 400]);
+    expect(answers.map((answer) => (JSON.parse(answer.body) as { errors?: { extensions: { code: string } }[] }).errors?.[0]?.extensions.code)).toEqual([
+      undefined, 'BAD_USER_INPUT', 'FORBIDDEN', undefined, 'BAD_USER_INPUT', undefined, 'NOT_FOUND', 'NOT_FOUND', 'BAD_USER_INPUT', 'BAD_USER_INPUT',
+    ]);
+    expect(answers[1]!.body).toContain('events[1].sessionId');
+    const { stats, before, lastRound, rounds } = await sameAnswersInRounds(cases);
+    // eight answered without Apollo in each round, all but the one of two root fields by compiled code in the last
+    expect(stats.answered - before.answered).toBe(8 * rounds);
+    expect(stats.compiled - lastRound.compiled).toBe(7);
+    expect(stats.handedOver - before.handedOver).toBe(2 * rounds);
+  });
+
+  it('names and counts a prepared mutation as Apollo does', async () => {
+    const body = { query: 'mutation PreparedUpsert($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }', variables: { items: [{ itemId: 5000000003, name: 'Counted' }] } };
+    const root = { authorization: basicAuthorization('root', 'root-password') };
+    const answeredBefore = withPrepared.gateway.preparedStats!.answered;
+    for (let n = 0; n < 3; n++) await post(withPrepared, body, root);
+    expect(withPrepared.gateway.preparedStats!.answered - answeredBefore).toBe(3);
+    const metrics = await (await fetch(`${withPrepared.url}/metrics`)).text();
+    expect(metrics).toMatch(/recs_gateway_graphql_requests_total\{operation="PreparedUpsert",outcome="ok"\} 3/);
   });
 
   it('counts prepared answers in /metrics under the operation name', async () => {
