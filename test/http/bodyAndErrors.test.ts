@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/errors.js';
@@ -31,6 +32,35 @@ describe('a request body', () => {
     // as deep as allowed, and brackets inside strings do not count
     expect(refusal('['.repeat(MAX_JSON_DEPTH + 8) + ']'.repeat(MAX_JSON_DEPTH + 8))).toBeNull();
     expect(refusal(JSON.stringify({ query: '['.repeat(1000) }))).toBeNull();
+  });
+
+  it('is refused for depth exactly when its values nest deeper than the limit, whatever their strings hold', () => {
+    const depthOf = (value: unknown): number =>
+      typeof value === 'object' && value !== null ? 1 + Math.max(0, ...Object.values(value).map(depthOf)) : 0;
+    // strings full of brackets, quotes and backslashes; values nested around the limit
+    const text = fc.string({ unit: fc.constantFrom('[', ']', '{', '}', '"', '\\', 'a', ':', ',') , maxLength: 6 });
+    const leaf = fc.oneof(text, fc.integer(), fc.constant(null));
+    const nested = fc.tuple(fc.integer({ min: MAX_JSON_DEPTH, max: MAX_JSON_DEPTH + 12 }), leaf, fc.array(fc.oneof(fc.constant('array'), fc.constant('object'), text), { maxLength: 3 }))
+      .map(([levels, inner, shape]) => {
+        let value: unknown = inner;
+        for (let n = 0; n < levels; n++) value = shape[n % Math.max(1, shape.length)] === 'object' ? { [String(shape[0] ?? 'k')]: value } : [value, ...shape.slice(1)];
+        return value;
+      });
+    fc.assert(
+      fc.property(nested, (value) => {
+        const refused = (() => {
+          try {
+            parseJson(JSON.stringify(value));
+            return false;
+          } catch (error) {
+            if (!(error instanceof HttpError)) throw error;
+            return true;
+          }
+        })();
+        expect(refused).toBe(depthOf(value) > MAX_JSON_DEPTH + 8);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
 
