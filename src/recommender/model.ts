@@ -1,3 +1,4 @@
+import { DEFAULT_NBP_REBUILD_SECONDS } from '../config/defaults.js';
 import type { Catalog } from './catalog.js';
 import { categoryOf, familyOf } from './catalog.js';
 import type { EventLog, ItemIndex } from './eventLog.js';
@@ -107,8 +108,8 @@ export interface ModelOptions {
  * popularity of neighbours and categories, which 5% more purchases barely move.
  */
 export const DEFAULT_NEXT_BEST_REBUILD_SHARE = 0.05;
-/** Default of ModelOptions.nextBestRebuildSeconds (RECS_NBP_REBUILD_SECONDS): a quiet shop's statistics are at most 10 minutes old. */
-export const DEFAULT_NEXT_BEST_REBUILD_SECONDS = 600;
+/** Default of ModelOptions.nextBestRebuildSeconds: RECS_NBP_REBUILD_SECONDS's. */
+export const DEFAULT_NEXT_BEST_REBUILD_SECONDS = DEFAULT_NBP_REBUILD_SECONDS;
 
 /** The newest event time of the log (-Infinity when empty). */
 export function latestTime(log: EventLog): number {
