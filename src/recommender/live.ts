@@ -23,8 +23,8 @@ import { DEFAULT_SESSION_GAP_MS } from './sessions.js';
  * positions, with the build's scoring, when a lookup reads it (refresh) or at the latest by the
  * flush the caller runs shortly after (EmbeddedRecs: 100 ms); its list replaces the built one
  * (Neighbours.overrides), folded into the arrays when they grow many. Where the marked anchors
- * hold a large share of all positions, the kind is built anew instead (EmbeddedRecs: in a worker,
- * takeRebuild; what batches mark meanwhile is marked again on adoption): the same lists, sooner. Sums agree with the build's because every term is exact in a double (ORDER_SCALE,
+ * hold a large share of all positions, the flush builds the kind anew instead: the same lists,
+ * sooner. Sums agree with the build's because every term is exact in a double (ORDER_SCALE,
  * recencyWeight), so the order in which groups come and go does not matter.
  *
  * A kind with a prior (next-best-product: the category prior depends on N and on every
@@ -426,10 +426,7 @@ class LiveNeighbours {
 
   /** Marks every anchor (a change of reference that moves scores where damping > 0). */
   markAll(nItems: number): void {
-    for (let a = 0; a < nItems; a++) {
-      this.markDirty(a);
-      this.sinceTake?.add(a);
-    }
+    for (let a = 0; a < nItems; a++) this.markDirty(a);
   }
 
   /** Whether moving the recency reference changes this kind's lists (not where d = 0: see recencyWeight). */
@@ -467,25 +464,18 @@ class LiveNeighbours {
     this.sinceTake = new Set();
   }
 
-  /** Whether a rebuild taken by beginTake is still to be adopted. */
-  get taking(): boolean {
-    return this.sinceTake !== null;
-  }
-
   /**
    * Takes the lists of the rebuild begun by beginTake, which knew the events up to then: the
-   * anchors whose groups changed since are marked again, with those near an item whose n(b)
-   * they follow (see followsNeighbourCount), as the batches since marked them.
+   * anchors whose groups changed since are marked again, to be re-ranked under its statistics.
+   * (An item those statistics do not know has all its groups from after the take: whatever
+   * stands near it is marked already.)
    */
   adoptTaken(built: Neighbours, nItems: number): void {
     const since = this.sinceTake ?? new Set<number>();
     // What was marked before the job was taken is in its lists.
     this.adopt(built);
     this.growAnchorScale(nItems);
-    for (const b of since) {
-      this.markDirty(b);
-      if (this.followsNeighbourCount(b)) this.markNear(b);
-    }
+    for (const b of since) this.markDirty(b);
   }
 
   /** Weights here are relative to ownStep; the build's to `step`: an exact power of two apart. */
@@ -968,22 +958,21 @@ export class LiveModel implements RecModel {
   /**
    * Re-ranks every marked anchor and rebuilds the kinds due for it: after it, every list is what
    * a full build gives (next-best-product's: with the prior statistics kept, see PriorStats).
-   * Lookups do not wait for it (see refresh). `offLoop`: rebuilds are another thread's (one
-   * under way): a kind due for one, or quicker to build than to re-rank, waits for its turn.
+   * Lookups do not wait for it (see refresh). `except`: a kind another thread rebuilds.
    */
-  flush(offLoop = false): ApplyStats {
+  flush(except?: Kind): ApplyStats {
     const t0 = performance.now();
     const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
     const cutoff = cutoffOf(this.latest, this.options);
     for (const kind of KINDS) {
       const live = this.live[kind];
       if (live === null) {
-        if (offLoop) continue; // another thread rebuilds it (takeRebuild); it stays stale meanwhile
+        if (kind === except) continue; // another thread rebuilds it (takeRebuild); it stays stale meanwhile
         if (this.stale.has(kind)) this.rebuildKind(kind, cutoff, stats);
-      } else if (offLoop && live.cheaperToRebuild(REBUILD_SHARE)) {
+      } else if (kind === except && live.cheaperToRebuild(REBUILD_SHARE)) {
         // The rebuild under way in another thread is the quicker way there; lookups re-rank what they read meanwhile.
         continue;
-      } else if (!offLoop && (this.rebuildDue(kind) || live.cheaperToRebuild(REBUILD_SHARE))) {
+      } else if ((kind !== except && this.rebuildDue(kind)) || live.cheaperToRebuild(REBUILD_SHARE)) {
         // The same lists either way (the build is their definition); this is only quicker.
         this.rebuildKind(kind, cutoff, stats);
         live.adopt(this[kind]);
@@ -991,7 +980,7 @@ export class LiveModel implements RecModel {
         stats.reranked += live.rerank(this.facts, this.step(kind), this.items.size);
       }
     }
-    if (!offLoop) this.stale.clear();
+    for (const kind of KINDS) if (kind !== except) this.stale.delete(kind);
     stats.ms = performance.now() - t0;
     return stats;
   }
@@ -1089,8 +1078,7 @@ export class LiveModel implements RecModel {
   takeRebuild(kind: Kind): RebuildJob | null {
     const live = this.live[kind];
     if (live !== null) {
-      // due, or (what flush would build on the loop) quicker to build than to re-rank, unless taken already
-      if (!this.rebuildDue(kind) && (live.taking || !live.cheaperToRebuild(REBUILD_SHARE))) return null;
+      if (!this.rebuildDue(kind)) return null;
       this.builtNow(kind);
       live.beginTake();
     } else {
@@ -1119,7 +1107,7 @@ export class LiveModel implements RecModel {
   requeueRebuild(job: Pick<RebuildJob, 'kind' | 'build'>): void {
     if (job.build !== this.builds[job.kind]) return;
     if (this.live[job.kind] === null) this.stale.add(job.kind);
-    else if (job.kind === 'nextBest') this.sinceBuild.owed = true;
+    else this.sinceBuild.owed = true;
   }
 
   /**

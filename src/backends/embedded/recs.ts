@@ -202,12 +202,12 @@ export class EmbeddedRecs implements RecsService {
 
   /**
    * Does now, on the event loop, what applyEvents left to its flush (tests, benchmarks; the timer
-   * runs flushSoon); null when there is no live model. `offLoop`: a rebuild is under way in the worker (see LiveModel.flush).
+   * runs flushSoon); null when there is no live model. `except`: a kind whose rebuild a worker has.
    */
-  flush(offLoop = false): ApplyStats | null {
+  flush(except?: 'nextBest'): ApplyStats | null {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    const stats = this.live?.flush(offLoop) ?? null;
+    const stats = this.live?.flush(except) ?? null;
     if (stats !== null) {
       this.lastFlushMs = stats.ms;
       this.lastFlushEnd = performance.now();
@@ -231,9 +231,8 @@ export class EmbeddedRecs implements RecsService {
 
   /**
    * What the flush timer runs: the flush, with next-best-product's full build (when due: see
-   * LiveModel.rebuildDue), or post-browse's where a batch marked so much that a build is quicker
-   * than re-ranking, in a worker thread instead of on the event loop, where on the demo shop it
-   * held every request for about 50 to 250 ms (on a million events, half a second to two). Its lists are
+   * LiveModel.rebuildDue) in a worker thread instead of on the event loop, where on the demo shop
+   * it held every request for about 50 ms (on a million events, half a second). Its lists are
    * swapped in when the worker is done, with the anchors that batches touched meanwhile marked
    * again; until then the lists kept from the last build's statistics serve. One rebuild at a time.
    */
@@ -242,20 +241,18 @@ export class EmbeddedRecs implements RecsService {
     const live = this.live;
     if (live === null || this.closed) return;
     if (!this.rebuildOnLoop && this.rebuildUnderWay === null) {
-      // next-best-product's full build when due, else post-browse's where a large batch marked so
-      // much that a build is quicker than re-ranking (half a second on the loop for a million events)
-      const job = live.takeRebuild('nextBest') ?? live.takeRebuild('postBrowse');
+      const job = live.takeRebuild('nextBest');
       if (job !== null) this.rebuildOffLoop(live, job);
     }
-    // The rest holds the event loop (re-ranking marked anchors; rebuilds too where the worker
-    // failed): at most a quarter of the time, waiting three times as long as the last one took.
-    // Answers do not wait for it (a lookup re-ranks its anchor); it keeps lookups cheap.
+    // The rest holds the event loop (post-browse's re-ranking, or its rebuild where a batch marked
+    // much): at most a quarter of the time, waiting three times as long as the last one took.
+    // Post-browse answers do not wait for it (a lookup re-ranks its anchor); it keeps lookups cheap.
     const wait = this.lastFlushEnd + FLUSH_PACE * this.lastFlushMs - performance.now();
     if (wait > 0 && (this.rebuildUnderWay !== null || !live.waitsForRebuild('nextBest'))) {
       this.scheduleFlush(wait);
       return;
     }
-    this.flush(this.rebuildUnderWay !== null);
+    this.flush(this.rebuildUnderWay === null ? undefined : 'nextBest');
   }
 
   private rebuildOffLoop(live: LiveModel, job: RebuildJob): void {
