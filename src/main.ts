@@ -294,7 +294,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
     followIntervalMs: config.recsFollowIntervalMs,
-    model: { maxAgeDays: config.recsEventsMaxAgeDays },
+    model: { maxAgeDays: config.recsEventsMaxAgeDays, nextBestRebuildSeconds: config.recsNbpRebuildSeconds },
     ...(hooks.log ? { log: hooks.log } : {}),
   }).catch(async (error: unknown) => {
     await store.close();

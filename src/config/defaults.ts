@@ -59,3 +59,11 @@ export const DEFAULT_CACHE_TTL_SECONDS = { item: 300, recs: 300, negative: 30 } 
  * it measures the model a gateway serves.
  */
 export const DEFAULT_EVENTS_MAX_AGE_DAYS = 90;
+
+/**
+ * RECS_NBP_REBUILD_SECONDS: next-best-product is kept between full builds from the prior
+ * statistics of the last one (recommender/live.ts); with purchases since, it is built whole again
+ * (in a worker) after at most this many seconds, sooner when they exceed 5% of those it counted.
+ * Ten minutes: a quiet shop's popularity and category figures barely move in that time.
+ */
+export const DEFAULT_NBP_REBUILD_SECONDS = 600;

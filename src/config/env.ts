@@ -6,6 +6,7 @@ import {
   DEFAULT_INGEST_BODY_LIMIT_BYTES,
   DEFAULT_CACHE_TTL_SECONDS,
   DEFAULT_EVENTS_MAX_AGE_DAYS,
+  DEFAULT_NBP_REBUILD_SECONDS,
   DEFAULT_LIMITS,
   DEFAULT_MAX_KEYS_PER_USER,
   DEFAULT_PREPARED_DOCUMENTS,
@@ -45,6 +46,12 @@ export interface Config {
    * counting in the embedded recommender (ModelOptions.maxAgeDays); 0: never. Default 90.
    */
   recsEventsMaxAgeDays: number;
+  /**
+   * RECS_NBP_REBUILD_SECONDS: with purchases since, next-best-product's full build is at most this
+   * many seconds old (between builds it is kept from the last one's prior statistics: see
+   * ModelOptions.nextBestRebuildSeconds); 0: rebuilt after every batch with purchases. Default 600.
+   */
+  recsNbpRebuildSeconds: number;
   /** REDIS_URL: the shared cache. Default: none (an in-process cache). */
   redisUrl: string | null;
   /** REDIS_KEY_PREFIX: prefix of every key the gateway writes in Redis. Default `recs-gateway:`. */
@@ -293,6 +300,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
     recsFollowIntervalMs: int('RECS_FOLLOW_INTERVAL_MS', 250, 0, 86_400_000),
     recsEventsMaxAgeDays: int('RECS_EVENTS_MAX_AGE_DAYS', DEFAULT_EVENTS_MAX_AGE_DAYS, 0, 36_500),
+    recsNbpRebuildSeconds: int('RECS_NBP_REBUILD_SECONDS', DEFAULT_NBP_REBUILD_SECONDS, 0, 86_400),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
     cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.item, 1, 86_400),

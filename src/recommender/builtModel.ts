@@ -20,6 +20,7 @@ export function fromBuiltModel(built: BuiltModel): RecModel {
 
 const neighbours = (n: Neighbours): ArrayBufferLike[] => [
   n.start.buffer, n.item.buffer, n.score.buffer, n.evidence.buffer, n.priorStart.buffer, n.priorItem.buffer, n.priorScore.buffer, n.anchorScale.buffer,
+  ...(n.priorStats === undefined ? [] : [n.priorStats.occurrences.buffer, n.priorStats.categoryOccurrences.buffer, n.priorStats.partnerStart.buffer, n.priorStats.partner.buffer, n.priorStats.partnerWeight.buffer]),
 ];
 
 /** One kind's buffers, to transfer rather than copy (a kind rebuilt in a worker). */

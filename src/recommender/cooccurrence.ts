@@ -96,6 +96,33 @@ export interface Neighbours {
   sameCategoryFactor: number;
   /** Anchors re-ranked since the build (live.ts): their lists replace the CSR ones. */
   overrides?: Map<number, AnchorList>;
+  /** What the prior took from the whole log (see PriorStats); absent without a prior. */
+  priorStats?: PriorStats;
+}
+
+/**
+ * What a score with a prior takes from the whole log rather than from the anchor's own groups:
+ * N, every category's n(A) and the category partners (categoryAssociation), and each item's n(b)
+ * on the neighbour's side (its popularity discount n(b)^-d and its share of its category). One
+ * new order moves all of them a little, and through them every anchor's list; the anchor's own
+ * terms, c(a,b) and n(a), move only for the items of the groups that changed. A build given these
+ * statistics (buildNeighbours' `frozen`) scores with them instead of its own, except for an item
+ * they do not know (n(b) = 0 in them: new since) whose current n(b) is taken: so a live path (see
+ * live.ts) that keeps them from its last full build re-ranks only the anchors a batch touched, and
+ * still gives that build's lists bit for bit. The prior lists (Neighbours.priorStart) come from
+ * them alone, so they are those of the build that made them.
+ */
+export interface PriorStats {
+  /** N: weighted groups. */
+  total: number;
+  /** n(b) by item index (the real one, not the build's rank). */
+  occurrences: Float64Array;
+  /** n(A) by category. */
+  categoryOccurrences: Float64Array;
+  /** Category A's partners are `partner[partnerStart[A] .. partnerStart[A+1])` with their weights. */
+  partnerStart: Int32Array;
+  partner: Int32Array;
+  partnerWeight: Float64Array;
 }
 
 /** What the build may know of items (by dense index), to spend the top-K only on usable items. */
@@ -513,7 +540,7 @@ const MAX_PARTNER_CATEGORIES = 10;
  * counts gathered in a dense scratch array: memory stays O(items + events), and every item's
  * top-K is chosen right after its counts are complete.
  */
-export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], options: NeighbourOptions, facts: ItemFacts = {}): Neighbours {
+export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], options: NeighbourOptions, facts: ItemFacts = {}, frozen?: PriorStats): Neighbours {
   const nItems = log.items.size;
   const topK = options.topK ?? 30;
   const factor = options.sameCategoryFactor ?? 1;
@@ -578,27 +605,53 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   let outScore = new Float64Array(cap);
   let outEvidence = new Int32Array(cap);
   let out = 0;
+  // The prior's statistics (see PriorStats): this build's, or those given.
+  const givenStats = prior > 0 ? frozen : undefined;
+  // (An empty log's statistics have no N: the current one serves.)
+  const priorTotal = givenStats !== undefined && givenStats.total > 0 ? givenStats.total : total;
+  const frozenCounts = givenStats === undefined ? occurrences : inRankOrder(givenStats.occurrences, orig);
+  // n(b) on the neighbour's side: the given statistics' where they know b.
+  let neighbourCounts = occurrences;
+  if (givenStats !== undefined) {
+    neighbourCounts = frozenCounts.slice();
+    for (let b = 0; b < nItems; b++) if (!(neighbourCounts[b]! > 0)) neighbourCounts[b] = occurrences[b]!;
+  }
   // n(b)^-d, computed once per build so that the pair loop does one multiplication instead of a
   // Math.pow; 0 for non-candidates, so that one read both filters and scores.
-  const term = new Float64Array(nItems);
-  for (let b = 0; b < nItems; b++) term[b] = occurrences[b]! > 0 && (candidate === undefined || candidate[b] === 1) ? Math.pow(occurrences[b]!, -damping) : 0;
+  const termOf = (counts: Float64Array): Float64Array => {
+    const out = new Float64Array(nItems);
+    for (let b = 0; b < nItems; b++) out[b] = counts[b]! > 0 && (candidate === undefined || candidate[b] === 1) ? Math.pow(counts[b]!, -damping) : 0;
+    return out;
+  };
+  const term = termOf(neighbourCounts);
 
   // The prior π_a(b): by category association where the anchor's category has partners, else by
   // popularity (see Scoring).
-  const nCategories = category === undefined ? 0 : category.reduce((m, c) => Math.max(m, c + 1), 0);
-  const association = prior > 0 && nCategories > 0
-    ? categoryAssociation(groups, category!, nCategories, options.categoryLift ?? 0, MAX_PARTNER_CATEGORIES)
+  const nCategories = givenStats !== undefined ? givenStats.partnerStart.length - 1 : category === undefined ? 0 : category.reduce((m, c) => Math.max(m, c + 1), 0);
+  const association = prior > 0 && nCategories > 0 && category !== undefined
+    ? givenStats === undefined
+      ? categoryAssociation(groups, category, nCategories, options.categoryLift ?? 0, MAX_PARTNER_CATEGORIES)
+      : { start: givenStats.partnerStart, partner: givenStats.partner, weight: givenStats.partnerWeight, occurrences: givenStats.categoryOccurrences }
     : null;
   // b's share of its category's groups.
-  const share = new Float64Array(association === null ? 0 : nItems);
-  if (association !== null) {
-    for (let b = 0; b < nItems; b++) {
-      const c = category![b]!;
-      if (c >= 0 && association.occurrences[c]! > 0) share[b] = occurrences[b]! / association.occurrences[c]!;
+  const shareOf = (counts: Float64Array): Float64Array => {
+    const out = new Float64Array(association === null ? 0 : nItems);
+    if (association !== null) {
+      for (let b = 0; b < nItems; b++) {
+        const c = category![b]!;
+        if (c >= 0 && c < nCategories && association.occurrences[c]! > 0) out[b] = counts[b]! / association.occurrences[c]!;
+      }
     }
-  }
-  const partnerWeight = new Float64Array(nCategories);
-  const priorLists = prior > 0 ? priorListsOf(prior, factor, topK, occurrences, total, term, category, association, share, orig) : null;
+    return out;
+  };
+  const share = shareOf(neighbourCounts);
+  // Sized for every category the facts number (a category newer than given statistics has no partners).
+  const partnerWeight = new Float64Array(category === undefined ? 0 : Math.max(nCategories, category.reduce((m, c) => Math.max(m, c + 1), 0)));
+  const priorLists = prior > 0
+    ? givenStats === undefined
+      ? priorListsOf(prior, factor, topK, occurrences, total, term, category, association, share, orig)
+      : priorListsOf(prior, factor, topK, frozenCounts, priorTotal, termOf(frozenCounts), category, association, shareOf(frozenCounts), orig)
+    : null;
   const anchorScale = new Float64Array(prior > 0 ? nItems : 0);
 
   for (let a0 = 0; a0 < nItems; a0++) {
@@ -618,7 +671,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     const sameCategory = catA >= 0 && factor !== 1;
     // The anchor's partner categories, spread into a dense scratch array for the pair loop.
     let partners = 0;
-    if (association !== null && catA >= 0) {
+    if (association !== null && catA >= 0 && catA < nCategories) {
       for (let j = association.start[catA]!; j < association.start[catA + 1]!; j++) partnerWeight[association.partner[j]!] = association.weight[j]!;
       partners = association.start[catA + 1]! - association.start[catA]!;
     }
@@ -648,7 +701,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
       let s: number;
       if (pairScore !== null) s = pairScore(c, na, occurrences[b]!, total);
       else {
-        const pi = prior === 0 ? 0 : partners > 0 ? (category![b]! >= 0 ? partnerWeight[category![b]!]! * share[b]! : 0) : occurrences[b]! / total;
+        const pi = prior === 0 ? 0 : partners > 0 ? (category![b]! >= 0 ? partnerWeight[category![b]!]! * share[b]! : 0) : neighbourCounts[b]! / priorTotal;
         s = (c + prior * pi) * term[b]! * anchor;
       }
       if (sameCategory && category![b] === catA) s = s >= 0 ? s * factor : s / factor;
@@ -668,6 +721,25 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     start: outStart, item: outItem.slice(0, out), score: outScore.slice(0, out), evidence: outEvidence.slice(0, out),
     priorStart: priorLists?.start ?? new Int32Array(1), priorItem: priorLists?.item ?? new Int32Array(0), priorScore: priorLists?.score ?? new Float64Array(0),
     anchorScale, sameCategoryFactor: factor,
+    ...(prior > 0 ? { priorStats: givenStats ?? statsOf(total, occurrences, orig, association) } : {}),
+  };
+}
+
+/** A by-rank copy of an array by real index (0 for items beyond it). */
+function inRankOrder(byIndex: Float64Array, orig: Int32Array): Float64Array {
+  const out = new Float64Array(orig.length);
+  for (let r = 0; r < orig.length; r++) if (orig[r]! < byIndex.length) out[r] = byIndex[orig[r]!]!;
+  return out;
+}
+
+/** This build's prior statistics (see PriorStats), by real index. */
+function statsOf(total: number, occurrences: Float64Array, orig: Int32Array, association: { start: Int32Array; partner: Int32Array; weight: Float64Array; occurrences: Float64Array } | null): PriorStats {
+  const byIndex = new Float64Array(orig.length);
+  for (let r = 0; r < orig.length; r++) byIndex[orig[r]!] = occurrences[r]!;
+  return {
+    total, occurrences: byIndex,
+    categoryOccurrences: association?.occurrences ?? new Float64Array(0),
+    partnerStart: association?.start ?? new Int32Array(1), partner: association?.partner ?? new Int32Array(0), partnerWeight: association?.weight ?? new Float64Array(0),
   };
 }
 

@@ -4,8 +4,8 @@ import { categoryOf, familyOf } from './catalog.js';
 import type { EventLog, EventLogColumns, ItemIndex, RecEvent } from './eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from './eventLog.js';
 import { DAY_MS, ORDER_SCALE, TopK, anchorFactor, buildNeighbours, orderDecay, recencyWeight, referenceStep } from './cooccurrence.js';
-import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours } from './cooccurrence.js';
-import { buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets, popularityOrder, postBrowseScoring, postBrowseSets } from './model.js';
+import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours, PriorStats } from './cooccurrence.js';
+import { DEFAULT_NEXT_BEST_REBUILD_SECONDS, DEFAULT_NEXT_BEST_REBUILD_SHARE, buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets, popularityOrder, postBrowseScoring, postBrowseSets } from './model.js';
 import type { ModelOptions, RecModel } from './model.js';
 import { DEFAULT_SESSION_GAP_MS } from './sessions.js';
 
@@ -28,9 +28,17 @@ import { DEFAULT_SESSION_GAP_MS } from './sessions.js';
  * recencyWeight), so the order in which groups come and go does not matter.
  *
  * A kind with a prior (next-best-product: the category prior depends on N and on every
- * category's counts, so that one new order moves every anchor) is rebuilt alone, from the log,
- * by the flush after batches that hold events of its kind; views leave it as it is. Item records
- * that change an item's family, category or candidacy flush at once.
+ * category's counts, and damping on every neighbour's n(b), so that one new order moves every
+ * anchor a little) is a full build plus an overlay: kept as above, but scored with the prior
+ * statistics of its last full build (N, the categories' counts and partners, each known item's
+ * n(b): see PriorStats), so that a batch marks only the anchors whose own groups changed (and
+ * those near an item that build did not know). The overlay's lists are those of a build given
+ * the same statistics, bit for bit. A full build makes them current again (in a worker: see
+ * EmbeddedRecs and takeRebuild) when purchases since exceed nextBestRebuildShare of those it
+ * counted, or nextBestRebuildSeconds passed with purchases since. With a half-life (which
+ * would scale the statistics) or an evaluation weighting, the kind is rebuilt whole by the flush
+ * after every batch that holds events of its kind instead. Item records that change an item's
+ * family, category or candidacy flush at once (with a full build of a kind with a prior).
  *
  * RECS_EVENTS_MAX_AGE_DAYS: events older than the newest event seen by that many days are taken
  * out (a heap by time), their groups computed again like those of new events.
@@ -117,6 +125,8 @@ class LiveNeighbours {
   private readonly freeGroups: number[] = [];
   /** Positions of all groups (what a build walks). */
   private positions = 0;
+  /** N: the weights of all groups (exact sums, see ORDER_SCALE). */
+  private total = 0;
   private itemGroup: number[][] = [];
   private itemPos: number[][] = [];
   private occurrences: Float64Array = new Float64Array(0);
@@ -138,6 +148,12 @@ class LiveNeighbours {
   private readonly window: number;
   private readonly damping: number;
   private readonly factor: number;
+  /** k; where > 0 the prior's statistics are those of the last full build (see PriorStats). */
+  private readonly prior: number;
+  /** The anchor's partner categories' weights, spread for a re-rank (as the build's partnerWeight). */
+  private partnerWeight = new Float64Array(0);
+  /** Items whose groups changed since a rebuild in another thread was taken (see beginTake); null when none is. */
+  private sinceTake: Set<number> | null = null;
   private readonly halfLifeMs: number;
   private readonly gapMs: number;
   /** The reference step the weights here are relative to (fixed once known: see recencyWeight). */
@@ -162,6 +178,7 @@ class LiveNeighbours {
     this.window = this.ordered ? scoring.order!.window : Infinity;
     this.damping = scoring.damping ?? 0.3;
     this.factor = scoring.sameCategoryFactor ?? 1;
+    this.prior = scoring.prior ?? 0;
     this.halfLifeMs = (scoring.halfLifeDays ?? 0) * DAY_MS;
     this.gapMs = options.sessionGapMs ?? DEFAULT_SESSION_GAP_MS;
     this.ownStep = this.halfLifeMs > 0 && latest > -Infinity ? referenceStep(latest, this.halfLifeMs) : Number.NaN;
@@ -176,6 +193,7 @@ class LiveNeighbours {
 
   /** Room for `n` items. */
   ensureItems(n: number): void {
+    this.growAnchorScale(n);
     if (this.itemGroup.length >= n) return;
     while (this.itemGroup.length < n) {
       this.itemGroup.push([]);
@@ -192,6 +210,18 @@ class LiveNeighbours {
       this.slotCount = new Int32Array(this.slots);
       this.touched = new Int32Array(this.occurrences.length);
     }
+  }
+
+  /**
+   * Room for `n` anchors' n(a)^(d-1) in the lists served (kind with a prior): 1, a build's value
+   * for an item in no group, until a re-rank sets it (every item whose n(a) changes is marked).
+   */
+  private growAnchorScale(n: number): void {
+    const scale = this.neighbours.anchorScale;
+    if (this.prior === 0 || scale.length >= n) return;
+    const grown = new Float64Array(Math.max(n, 2 * scale.length)).fill(1);
+    grown.set(scale);
+    this.neighbours.anchorScale = grown;
   }
 
   /** Files event e (of any kind) under its keys; the groups change at commit. */
@@ -231,15 +261,16 @@ class LiveNeighbours {
 
   /** Computes the touched keys' groups again (events before `cutoff` dropped) and marks what changed. */
   commit(cutoff: number, marking = true): void {
+    const total = this.total;
     for (let s = 0; s < this.sets.length; s++) {
       for (const key of this.touchedKeys[s]!) this.recompute(s, key, cutoff, marking);
       this.touchedKeys[s]!.clear();
     }
-    if (this.damping !== 0) {
-      for (const b of this.occurrenceChanged) {
-        this.occurrenceMark[b] = 0;
-        if (marking) this.markNear(b);
-      }
+    // Statistics of an empty log have no N: the current one serves (see priorOf), and moves every anchor's prior.
+    if (marking && this.prior > 0 && this.total !== total && this.neighbours.priorStats?.total === 0) this.markAll(this.itemGroup.length);
+    for (const b of this.occurrenceChanged) {
+      this.occurrenceMark[b] = 0;
+      if (marking) this.markNear(b);
     }
     this.occurrenceChanged.length = 0;
   }
@@ -313,6 +344,7 @@ class LiveNeighbours {
     this.groupSlot[g] = slot;
     this.groupWeight[g] = weight;
     this.positions += items.length;
+    this.total += weight;
     return g;
   }
 
@@ -343,6 +375,7 @@ class LiveNeighbours {
       }
     }
     this.positions -= items.length;
+    this.total -= weight;
     this.groupItems[g] = NONE;
     this.groupSlot[g] = NONE;
     this.groupWeight[g] = 0;
@@ -352,10 +385,22 @@ class LiveNeighbours {
   private changed(b: number, marking: boolean): void {
     if (!marking) return;
     this.markDirty(b);
-    if (this.damping !== 0 && this.occurrenceMark[b] === 0) {
+    this.sinceTake?.add(b);
+    if (this.followsNeighbourCount(b) && this.occurrenceMark[b] === 0) {
       this.occurrenceMark[b] = 1;
       this.occurrenceChanged.push(b);
     }
+  }
+
+  /**
+   * Whether b's n(b) enters other anchors' scores as it changes, so that they are marked with it:
+   * where damping > 0 (its discount), except under a prior, whose statistics hold n(b) as of the
+   * last full build for every item that build knew (see PriorStats).
+   */
+  private followsNeighbourCount(b: number): boolean {
+    if (this.prior === 0) return this.damping !== 0;
+    const stats = this.neighbours.priorStats;
+    return stats === undefined || !(b < stats.occurrences.length && stats.occurrences[b]! > 0);
   }
 
   markDirty(a: number): void {
@@ -411,6 +456,26 @@ class LiveNeighbours {
     built.overrides = new Map();
     for (const a of this.dirtyList) this.dirty[a] = 0;
     this.dirtyList.length = 0;
+    this.sinceTake = null;
+  }
+
+  /** A rebuild of the log as it is now was taken to another thread: what changes from here is noted for adoptTaken. */
+  beginTake(): void {
+    this.sinceTake = new Set();
+  }
+
+  /**
+   * Takes the lists of the rebuild begun by beginTake, which knew the events up to then: the
+   * anchors whose groups changed since are marked again, to be re-ranked under its statistics.
+   * (An item those statistics do not know has all its groups from after the take: whatever
+   * stands near it is marked already.)
+   */
+  adoptTaken(built: Neighbours, nItems: number): void {
+    const since = this.sinceTake ?? new Set<number>();
+    // What was marked before the job was taken is in its lists.
+    this.adopt(built);
+    this.growAnchorScale(nItems);
+    for (const b of since) this.markDirty(b);
   }
 
   /** Weights here are relative to ownStep; the build's to `step`: an exact power of two apart. */
@@ -493,6 +558,19 @@ class LiveNeighbours {
     const catA = category === undefined || a >= category.length ? -1 : category[a]!;
     const sameCategory = catA >= 0 && this.factor !== 1;
     const heap = this.heap;
+    // Under a prior (see PriorStats): the build's π_a(b) from the last full build's statistics,
+    // and the anchor's own scale for its prior list.
+    const stats = this.prior > 0 ? this.neighbours.priorStats : undefined;
+    let partners = 0;
+    if (stats !== undefined) {
+      this.growAnchorScale(a + 1);
+      this.neighbours.anchorScale[a] = anchor;
+      if (catA >= 0 && catA < stats.partnerStart.length - 1) {
+        if (this.partnerWeight.length < stats.partnerStart.length - 1) this.partnerWeight = new Float64Array(stats.partnerStart.length - 1);
+        for (let j = stats.partnerStart[catA]!; j < stats.partnerStart[catA + 1]!; j++) this.partnerWeight[stats.partner[j]!] = stats.partnerWeight[j]!;
+        partners = stats.partnerStart[catA + 1]! - stats.partnerStart[catA]!;
+      }
+    }
     for (let t = 0; t < nTouched; t++) {
       const b = touched[t]!;
       const i = b << 2;
@@ -502,15 +580,18 @@ class LiveNeighbours {
       counts[i + 2] = 0;
       counts[i + 3] = 0;
       const c = this.ordered ? raw / ORDER_SCALE : raw;
-      const nb = this.occurrences[b]! * scale;
+      const nb = stats === undefined ? this.occurrences[b]! * scale : neighbourCount(stats, b, this.occurrences[b]!);
       const term = nb > 0 && (candidate === undefined || candidate[b] === 1) ? Math.pow(nb, -damping) : 0;
       if (term === 0) continue;
       if (famA >= 0 && family![b] === famA) continue;
-      // The build's (c + prior·π) · n(b)^-d · n(a)^(d-1) with prior 0 (c + 0 is c).
-      let s = c * term * anchor;
+      let s: number;
+      // The build's (c + prior·π) · n(b)^-d · n(a)^(d-1); with prior 0, c + 0 is c.
+      if (stats === undefined) s = c * term * anchor;
+      else s = (c + this.prior * priorOf(stats, this.total, partners, this.partnerWeight, category, b, nb)) * term * anchor;
       if (sameCategory && category![b] === catA) s = s >= 0 ? s * this.factor : s / this.factor;
       heap.offer(s, ev, b);
     }
+    if (partners > 0) for (let j = stats!.partnerStart[catA]!; j < stats!.partnerStart[catA + 1]!; j++) this.partnerWeight[stats!.partner[j]!] = 0;
     const n = heap.size;
     // Views on buffers of more than 64 bytes: V8 keeps smaller typed arrays on its heap, and a
     // lookup that meets both kinds runs measurably slower (bench/live.ts: +25% a lookup).
@@ -544,6 +625,26 @@ class LiveNeighbours {
     }
     this.commit(cutoff, false);
   }
+}
+
+/** b's n(b) on the neighbour's side: the statistics', or its current `own` where they do not know it (as the build, see PriorStats). */
+function neighbourCount(stats: PriorStats, b: number, own: number): number {
+  const frozen = b < stats.occurrences.length ? stats.occurrences[b]! : 0;
+  return frozen > 0 ? frozen : own;
+}
+
+/**
+ * π_a(b) as the build computes it: b's category's partner weight for the anchor's category times
+ * b's share of its category, where the anchor's category has partners; else n(b) / N (the
+ * current N, `total`, where the statistics are an empty log's).
+ */
+function priorOf(stats: PriorStats, total: number, partners: number, partnerWeight: Float64Array, category: Int32Array | undefined, b: number, nb: number): number {
+  if (partners === 0) return nb / (stats.total > 0 ? stats.total : total);
+  const cb = category === undefined || b >= category.length ? -1 : category[b]!;
+  if (cb < 0) return 0;
+  const nCategories = stats.partnerStart.length - 1;
+  const share = cb < nCategories && stats.categoryOccurrences[cb]! > 0 ? nb / stats.categoryOccurrences[cb]! : 0;
+  return (cb < partnerWeight.length ? partnerWeight[cb]! : 0) * share;
 }
 
 /**
@@ -608,11 +709,14 @@ export interface RebuildJob {
   cutoff: number;
 }
 
-/** Builds one kind's lists from the events from `cutoff` on: what a full build gives that kind. */
-export function buildKind(kind: Kind, log: EventLog, options: ModelOptions, cutoff: number, facts: ItemFacts): Neighbours {
+/**
+ * Builds one kind's lists from the events from `cutoff` on: what a full build gives that kind;
+ * with `frozen`, scored with those prior statistics (see PriorStats), as the live model keeps it.
+ */
+export function buildKind(kind: Kind, log: EventLog, options: ModelOptions, cutoff: number, facts: ItemFacts, frozen?: PriorStats): Neighbours {
   return kind === 'postBrowse'
-    ? buildNeighbours(log, postBrowseSets(log, options, cutoff), postBrowseScoring(options), facts)
-    : buildNeighbours(log, nextBestSets(log, options, cutoff), nextBestScoring(options), facts);
+    ? buildNeighbours(log, postBrowseSets(log, options, cutoff), postBrowseScoring(options), facts, frozen)
+    : buildNeighbours(log, nextBestSets(log, options, cutoff), nextBestScoring(options), facts, frozen);
 }
 
 /**
@@ -698,6 +802,14 @@ export class LiveModel implements RecModel {
   /** Kinds with a prior whose rebuild waits for flush. */
   private readonly stale = new Set<Kind>();
   private readonly halfLifeMs: Record<Kind, number>;
+  /**
+   * Next-best-product under its prior (see PriorStats): purchases taken in or out since its last
+   * full build, the purchases that build counted, when it was made (performance.now()), and
+   * whether a rebuild is owed whatever those say (a failed one, new categories).
+   */
+  private readonly sinceBuild = { purchases: 0, base: 0, at: 0, owed: false };
+  /** Whether next-best-product is kept from its last full build's prior statistics (see PriorStats). */
+  private readonly nextBestFrozen: boolean;
 
   constructor(private readonly log: EventLog, private readonly options: ModelOptions, private readonly catalog: Catalog | null, built: RecModel = buildModel(log, options, catalog)) {
     this.items = built.items;
@@ -712,16 +824,21 @@ export class LiveModel implements RecModel {
     this.category = this.facts.category ?? null;
     this.latest = latestTime(log);
     const cutoff = cutoffOf(this.latest, options);
-    const incremental = (s: NeighbourOptions): boolean => (s.prior ?? 0) === 0 && s.pairScore === undefined;
+    // A prior is kept incrementally from its last full build's statistics (see PriorStats), which
+    // recency would scale: with a half-life it is rebuilt whole instead.
+    const incremental = (s: NeighbourOptions, n: Neighbours): boolean =>
+      s.pairScore === undefined && ((s.prior ?? 0) === 0 || ((s.halfLifeDays ?? 0) === 0 && n.priorStats !== undefined));
     const pb = postBrowseScoring(options);
     const nb = nextBestScoring(options);
     this.halfLifeMs = { postBrowse: (pb.halfLifeDays ?? 0) * DAY_MS, nextBest: (nb.halfLifeDays ?? 0) * DAY_MS };
     this.live = {
-      postBrowse: incremental(pb) ? new LiveNeighbours(log, postBrowseLiveSets(options), pb, this.postBrowse, options, this.latest) : null,
-      nextBest: incremental(nb) ? new LiveNeighbours(log, nextBestLiveSets(options), nb, this.nextBest, options, this.latest) : null,
+      postBrowse: incremental(pb, this.postBrowse) ? new LiveNeighbours(log, postBrowseLiveSets(options), pb, this.postBrowse, options, this.latest) : null,
+      nextBest: incremental(nb, this.nextBest) ? new LiveNeighbours(log, nextBestLiveSets(options), nb, this.nextBest, options, this.latest) : null,
     };
     this.live.postBrowse?.load(cutoff, this.items.size);
     this.live.nextBest?.load(cutoff, this.items.size);
+    this.nextBestFrozen = this.live.nextBest !== null && (nb.prior ?? 0) > 0;
+    this.builtNow('nextBest');
     this.expiry = (options.maxAgeDays ?? 0) > 0 ? new TimeHeap(log) : null;
     if (this.expiry !== null) for (let e = 0; e < log.length; e++) if (log.time[e]! >= cutoff) this.expiry.push(e);
   }
@@ -760,6 +877,7 @@ export class LiveModel implements RecModel {
     const changed = [false, false];
     for (let e = first; e < log.length; e++) {
       if (log.time[e]! < cutoff) continue;
+      if (log.kind[e] === KIND_PURCHASE) this.sinceBuild.purchases++;
       this.count(e, 1);
       changed[log.kind[e]!] = true;
       this.expiry?.push(e);
@@ -769,6 +887,7 @@ export class LiveModel implements RecModel {
     let expired = 0;
     while (this.expiry !== null && this.expiry.peekTime() < cutoff) {
       const e = this.expiry.pop();
+      if (log.kind[e] === KIND_PURCHASE) this.sinceBuild.purchases++;
       this.count(e, -1);
       changed[log.kind[e]!] = true;
       this.live.postBrowse?.expire(e);
@@ -786,19 +905,60 @@ export class LiveModel implements RecModel {
     return stats;
   }
 
-  /** Whether `kind` waits for a rebuild (a kind with a prior that events changed). */
+  /** Whether `kind` is kept incrementally (else rebuilt whole by the flush after batches that change it). */
+  incremental(kind: Kind): boolean {
+    return this.live[kind] !== null;
+  }
+
+  /** Whether `kind` waits for a rebuild (a kind rebuilt whole that events changed, or one kept from its statistics that is due). */
   waitsForRebuild(kind: Kind): boolean {
-    return this.stale.has(kind);
+    return this.stale.has(kind) || this.rebuildDue(kind);
   }
 
   /** Whether flush has work: anchors marked, or a kind to rebuild. */
   get pending(): boolean {
-    return this.stale.size > 0 || (this.live.postBrowse?.dirtyCount ?? 0) > 0 || (this.live.nextBest?.dirtyCount ?? 0) > 0;
+    return this.stale.size > 0 || (this.live.postBrowse?.dirtyCount ?? 0) > 0 || (this.live.nextBest?.dirtyCount ?? 0) > 0 || this.rebuildDue('nextBest');
   }
 
   /**
-   * Re-ranks every marked anchor and rebuilds the kinds with a prior that events changed: after
-   * it, every list is what a full build gives. Lookups do not wait for it (see refresh).
+   * Whether a kind kept from its last full build's prior statistics is due for a full build:
+   * purchases since it exceed ModelOptions.nextBestRebuildShare of those it counted, or it is
+   * older than nextBestRebuildSeconds with purchases since.
+   */
+  private rebuildDue(kind: Kind): boolean {
+    if (kind !== 'nextBest' || !this.nextBestFrozen) return false;
+    const since = this.sinceBuild;
+    return since.owed || (since.purchases > 0 && (since.purchases > this.rebuildShare * since.base || this.rebuildDueInMs() <= 0));
+  }
+
+  /**
+   * How long until next-best-product's time bound makes it due (see rebuildDue); Infinity where
+   * no purchase came since its last full build (nothing to catch up with).
+   */
+  rebuildDueInMs(): number {
+    if (!this.nextBestFrozen || this.sinceBuild.purchases === 0) return Infinity;
+    return this.sinceBuild.at + 1000 * (this.options.nextBestRebuildSeconds ?? DEFAULT_NEXT_BEST_REBUILD_SECONDS) - performance.now();
+  }
+
+  private get rebuildShare(): number {
+    return this.options.nextBestRebuildShare ?? DEFAULT_NEXT_BEST_REBUILD_SHARE;
+  }
+
+  /** A full build of `kind` over the log as it is now was made (or taken to another thread). */
+  private builtNow(kind: Kind): void {
+    if (kind !== 'nextBest') return;
+    let base = 0;
+    for (let i = 0; i < this.purchases.length; i++) base += this.purchases[i]!;
+    this.sinceBuild.purchases = 0;
+    this.sinceBuild.base = base;
+    this.sinceBuild.at = performance.now();
+    this.sinceBuild.owed = false;
+  }
+
+  /**
+   * Re-ranks every marked anchor and rebuilds the kinds due for it: after it, every list is what
+   * a full build gives (next-best-product's: with the prior statistics kept, see PriorStats).
+   * Lookups do not wait for it (see refresh). `except`: a kind another thread rebuilds.
    */
   flush(except?: Kind): ApplyStats {
     const t0 = performance.now();
@@ -809,7 +969,10 @@ export class LiveModel implements RecModel {
       if (live === null) {
         if (kind === except) continue; // another thread rebuilds it (takeRebuild); it stays stale meanwhile
         if (this.stale.has(kind)) this.rebuildKind(kind, cutoff, stats);
-      } else if (live.cheaperToRebuild(REBUILD_SHARE)) {
+      } else if (kind === except && live.cheaperToRebuild(REBUILD_SHARE)) {
+        // The rebuild under way in another thread is the quicker way there; lookups re-rank what they read meanwhile.
+        continue;
+      } else if ((kind !== except && this.rebuildDue(kind)) || live.cheaperToRebuild(REBUILD_SHARE)) {
         // The same lists either way (the build is their definition); this is only quicker.
         this.rebuildKind(kind, cutoff, stats);
         live.adopt(this[kind]);
@@ -824,7 +987,7 @@ export class LiveModel implements RecModel {
 
   /**
    * Called by a lookup before it reads the anchor's list: an incremental kind re-ranks the anchor
-   * if a batch marked it, so that post-browse answers follow every event at once; a rebuilt kind
+   * if a batch marked it, so that answers follow every event at once; a kind rebuilt whole
    * serves its last build until flush.
    */
   refresh(kind: Kind, anchor: number): void {
@@ -863,6 +1026,8 @@ export class LiveModel implements RecModel {
         if (live === null) this.stale.add(kind);
         else for (const b of moved) live.markNear(b);
       }
+      // The prior's statistics are by category number, which the records may have changed.
+      if (this.nextBestFrozen) this.sinceBuild.owed = true;
       // At once, records being rare: the categories are numbered anew, and the rebuilt kinds' prior lists with them.
       const flushed = this.flush();
       stats.reranked = flushed.reranked;
@@ -895,6 +1060,7 @@ export class LiveModel implements RecModel {
     const t0 = performance.now();
     this[kind] = buildKind(kind, this.log, this.options, cutoff, this.facts);
     this.builds[kind]++; // a rebuild off the loop taken before this one is older: it must not replace it
+    this.builtNow(kind);
     stats.rebuilt.push(kind);
     stats.rebuildMs += performance.now() - t0;
   }
@@ -904,15 +1070,21 @@ export class LiveModel implements RecModel {
 
   /**
    * The rebuild that flush would do of `kind` on the event loop, as a job for another thread
-   * (EmbeddedRecs: next-best-product's rebuild, which a busy stream of purchases asks for at
-   * every flush): copies of what the build reads (the log's columns, the item facts), taken now;
-   * null when the kind has nothing to rebuild or is kept incrementally. From here the kind counts
-   * as rebuilt: events that follow mark it stale again. Give the result to adoptRebuild (or, if
-   * the job failed, hand it back with requeueRebuild).
+   * (EmbeddedRecs: next-best-product's full build, when it is due): copies of what the build
+   * reads (the log's columns, the item facts), taken now; null when the kind has nothing to
+   * rebuild. From here the kind counts as rebuilt: events that follow count towards the next.
+   * Give the result to adoptRebuild (or, if the job failed, hand it back with requeueRebuild).
    */
   takeRebuild(kind: Kind): RebuildJob | null {
-    if (this.live[kind] !== null || !this.stale.has(kind)) return null;
-    this.stale.delete(kind);
+    const live = this.live[kind];
+    if (live !== null) {
+      if (!this.rebuildDue(kind)) return null;
+      this.builtNow(kind);
+      live.beginTake();
+    } else {
+      if (!this.stale.has(kind)) return null;
+      this.stale.delete(kind);
+    }
     const f = this.facts;
     const copy = <T extends Uint8Array | Int32Array>(a: T | undefined): T | undefined => (a === undefined ? undefined : (a.slice() as T));
     const facts: ItemFacts = {};
@@ -926,12 +1098,16 @@ export class LiveModel implements RecModel {
   adoptRebuild(job: Pick<RebuildJob, 'kind' | 'build'>, built: Neighbours): boolean {
     if (job.build !== this.builds[job.kind]) return false;
     this[job.kind] = built;
+    // kept from its statistics: what changed since the job was taken is re-ranked under the new ones
+    this.live[job.kind]?.adoptTaken(built, this.items.size);
     return true;
   }
 
-  /** A job that did not finish: its kind is stale again (the next flush rebuilds it). */
+  /** A job that did not finish: its kind is stale (or due) again (the next flush rebuilds it). */
   requeueRebuild(job: Pick<RebuildJob, 'kind' | 'build'>): void {
-    if (job.build === this.builds[job.kind]) this.stale.add(job.kind);
+    if (job.build !== this.builds[job.kind]) return;
+    if (this.live[job.kind] === null) this.stale.add(job.kind);
+    else this.sinceBuild.owed = true;
   }
 
   /**

@@ -1,3 +1,4 @@
+import { DEFAULT_NBP_REBUILD_SECONDS } from '../config/defaults.js';
 import type { Catalog } from './catalog.js';
 import { categoryOf, familyOf } from './catalog.js';
 import type { EventLog, ItemIndex } from './eventLog.js';
@@ -85,7 +86,30 @@ export interface ModelOptions {
    * clock: in a live shop that is now, and a public log from 2016 stays usable as it is.
    */
   maxAgeDays?: number;
+  /**
+   * A live model (live.ts) keeps next-best-product from its last full build's prior statistics
+   * (cooccurrence.ts, PriorStats) and builds it whole again, in a worker where it can, once the
+   * purchases taken in or out since exceed this share of those that build counted; default
+   * DEFAULT_NEXT_BEST_REBUILD_SHARE. 0: after every batch with purchases.
+   */
+  nextBestRebuildShare?: number;
+  /**
+   * ... or once that build is older than this many seconds with purchases since (the server
+   * passes RECS_NBP_REBUILD_SECONDS); default DEFAULT_NEXT_BEST_REBUILD_SECONDS. 0: after every
+   * batch with purchases.
+   */
+  nextBestRebuildSeconds?: number;
 }
+
+/**
+ * Default of ModelOptions.nextBestRebuildShare: one full build per 5% of new purchases costs
+ * about 20 times a build's cost per purchase, spread over them, where a build per flush cost the
+ * whole build every 100 ms under a stream of purchases; in between, scores drift only by the
+ * popularity of neighbours and categories, which 5% more purchases barely move.
+ */
+export const DEFAULT_NEXT_BEST_REBUILD_SHARE = 0.05;
+/** Default of ModelOptions.nextBestRebuildSeconds: RECS_NBP_REBUILD_SECONDS's. */
+export const DEFAULT_NEXT_BEST_REBUILD_SECONDS = DEFAULT_NBP_REBUILD_SECONDS;
 
 /** The newest event time of the log (-Infinity when empty). */
 export function latestTime(log: EventLog): number {

@@ -9,7 +9,8 @@ import { EventLog, ItemIndex } from '../../src/recommender/eventLog.js';
 import type { RecEvent } from '../../src/recommender/eventLog.js';
 import type { Neighbours } from '../../src/recommender/cooccurrence.js';
 import type { ModelOptions, RecModel } from '../../src/recommender/model.js';
-import { buildModel } from '../../src/recommender/model.js';
+import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/model.js';
+import { buildKind, LiveModel } from '../../src/recommender/live.js';
 import { Recommender } from '../../src/recommender/recommend.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 
@@ -37,23 +38,45 @@ function fullBuild(recs: EmbeddedRecs, events: readonly RecEvent[], options: Mod
 }
 
 /**
- * Post-browse lookups right after the batches (anchors re-ranked as they are looked up); then,
+ * fullBuild with next-best-product built from the prior statistics `recs` keeps (those of its
+ * last full build, see PriorStats): what its overlay must give. A plain full build where they
+ * are that build's own (just rebuilt) or where the kind has no prior.
+ */
+function frozenBuild(recs: EmbeddedRecs, events: readonly RecEvent[], options: ModelOptions): RecModel {
+  const full = fullBuild(recs, events, options);
+  const log = new EventLog(ItemIndex.fromIds(full.items.ids()));
+  for (const e of events) log.add(e);
+  const nextBest = buildKind('nextBest', log, options, cutoffOf(latestTime(log), options), itemFacts(log.items, recs.catalog), recs.model.nextBest.priorStats);
+  return { ...full, nextBest };
+}
+
+/**
+ * Lookups of both kinds right after the batches (anchors re-ranked as they are looked up); then,
  * after the flush, every list of both kinds, the popularity orders and counts, and every lookup
- * of a catalogued anchor: the same as a full build's.
+ * of a catalogued anchor: the same as a full build's (next-best-product's given the prior
+ * statistics the live model keeps, which the flush may have made anew).
  */
 function expectSame(recs: EmbeddedRecs, events: readonly RecEvent[], options: ModelOptions): void {
-  const full = fullBuild(recs, events, options);
-  const served = new Recommender(full, recs.catalog);
+  const before = new Recommender(frozenBuild(recs, events, options), recs.catalog);
+  const model = recs.model;
+  // a kind rebuilt whole (a half-life under a prior) serves its last build until the flush
+  const stale = model instanceof LiveModel && !model.incremental('nextBest') && model.waitsForRebuild('nextBest');
   for (const item of recs.catalog.values()) {
-    expect(recs.recommendNow('POST_BROWSE', item.itemId).entries, `POST_BROWSE of ${item.itemId} before the flush`).toEqual(served.recommend('POST_BROWSE', item.itemId));
+    for (const kind of stale ? ['POST_BROWSE' as const] : ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) {
+      expect(recs.recommendNow(kind, item.itemId).entries, `${kind} of ${item.itemId} before the flush`).toEqual(before.recommend(kind, item.itemId));
+    }
   }
   recs.flush();
+  const full = frozenBuild(recs, events, options);
+  const served = new Recommender(full, recs.catalog);
   const live = recs.model;
   expect(live.items.size).toBe(full.items.size);
   for (let a = 0; a < full.items.size; a++) {
     expect(listOf(live.postBrowse, a), `post-browse of item ${full.items.idAt(a)}`).toEqual(listOf(full.postBrowse, a));
     expect(listOf(live.nextBest, a), `next-best of item ${full.items.idAt(a)}`).toEqual(listOf(full.nextBest, a));
+    if (full.nextBest.anchorScale.length > 0 && live instanceof LiveModel && live.incremental('nextBest')) expect(live.nextBest.anchorScale[a], `next-best scale of item ${full.items.idAt(a)}`).toBe(full.nextBest.anchorScale[a]);
   }
+  for (const key of ['priorStart', 'priorItem', 'priorScore'] as const) expect(Array.from(live.nextBest[key]), key).toEqual(Array.from(full.nextBest[key]));
   expect(Array.from(live.views)).toEqual(Array.from(full.views));
   expect(Array.from(live.purchases)).toEqual(Array.from(full.purchases));
   expect(Array.from(live.popularViewed)).toEqual(Array.from(full.popularViewed));
@@ -89,7 +112,11 @@ const arbCase = fc.record({
     { maxAgeDays: 30 },
     { maxAgeDays: 20, nextBest: { damping: 0.3, prior: 0, sameCategoryFactor: 0.5 } },
     { postBrowse: { damping: 0.3, prior: 0, order: { window: 3, backward: 0.5, exponent: 1 }, halfLifeDays: 14, sameCategoryFactor: 3 }, maxItemsPerGroup: 4 },
-    { postBrowse: { damping: 0, prior: 0, sameCategoryFactor: 2 }, nextBest: { damping: 0.5, prior: 0, halfLifeDays: 7 }, maxItemsPerHistory: 3 },
+    { postBrowse: { damping: 0, prior: 0, sameCategoryFactor: 2 }, nextBest: { damping: 0.5, prior: 100, halfLifeDays: 7 }, maxItemsPerHistory: 3 },
+    // next-best-product's overlay never rebuilt by the share or the time (item records still rebuild it), and always
+    { nextBestRebuildShare: 1e9, nextBestRebuildSeconds: 1e9 },
+    { nextBestRebuildShare: 1e9, nextBestRebuildSeconds: 1e9, maxAgeDays: 30, nextBest: { damping: 0.3, prior: 5, sameCategoryFactor: 0.5, categoryLift: 1 } },
+    { nextBestRebuildShare: 0, maxAgeDays: 20 },
   ),
 });
 
@@ -217,7 +244,8 @@ describe('the demo shop, applied in batches onto a model built from part of it',
     };
     for (let i = 0; i < 3; i++) apply(5_000);
     expect(recs.lastApply!.reranked).toBeGreaterThan(0);
-    // Thousands of anchors marked: post-browse is rebuilt rather than re-ranked, and next-best-product always.
+    // Thousands of anchors marked: post-browse is rebuilt rather than re-ranked; next-best-product
+    // is due for a full build (15,000 events hold far more than 5% of the purchases counted).
     expect(recs.flush()!.rebuilt).toEqual(['postBrowse', 'nextBest']);
     // Not in the catalogue yet: NOT_FOUND as an anchor, and in no list, while its events count.
     expect(() => recs.recommendNow('POST_BROWSE', late[0]!.itemId)).toThrow();
@@ -225,10 +253,11 @@ describe('the demo shop, applied in batches onto a model built from part of it',
     recs.applyItems(late);
     for (let i = 0; i < 20; i++) {
       apply(50);
-      // A few anchors marked: re-ranked one by one.
-      if (i % 5 === 4) expect(recs.flush()).toMatchObject({ reranked: match.any(Number), rebuilt: ['nextBest'] });
+      // A few anchors marked: re-ranked one by one, next-best-product's too (not due yet).
+      if (i % 5 === 4) expect(recs.flush()).toMatchObject({ reranked: match.any(Number), rebuilt: [] });
     }
     expect(recs.model.postBrowse.overrides!.size).toBeGreaterThan(0);
+    expect(recs.model.nextBest.overrides!.size).toBeGreaterThan(0);
     recs.applyEvents(events.slice(at));
     expect(recs.model.views.reduce((a, b) => a + b, 0) + recs.model.purchases.reduce((a, b) => a + b, 0)).toBeLessThan(events.length);
     expectSame(recs, events, options);

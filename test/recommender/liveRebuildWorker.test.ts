@@ -4,21 +4,24 @@ import { Catalog } from '../../src/recommender/catalog.js';
 import { seededRandom } from '../../src/backends/embedded/demo.js';
 import { EventLog, ItemIndex } from '../../src/recommender/eventLog.js';
 import type { RecEvent } from '../../src/recommender/eventLog.js';
-import type { Neighbours } from '../../src/recommender/cooccurrence.js';
+import type { Neighbours, PriorStats } from '../../src/recommender/cooccurrence.js';
 import { buildKind, LiveModel } from '../../src/recommender/live.js';
-import { buildModel } from '../../src/recommender/model.js';
+import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/model.js';
+import type { ModelOptions } from '../../src/recommender/model.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 
-/** Anchor a's next-best list as served: the built arrays (next-best-product has a prior: never overridden). */
+/** Anchor a's next-best list as served: a live override, else the built arrays. */
 function listOf(n: Neighbours, a: number): number[][] {
+  const o = n.overrides?.get(a);
+  if (o !== undefined) return Array.from(o.item, (b, j) => [b, o.score[j]!, o.evidence[j]!]);
   const out: number[][] = [];
   if (a + 1 >= n.start.length) return out;
   for (let j = n.start[a]!; j < n.start[a + 1]!; j++) out.push([n.item[j]!, n.score[j]!, n.evidence[j]!]);
   return out;
 }
 
-/** Views and purchases of 60 items in 4 categories by 300 shoppers, in time order. */
-function shopping(n: number): RecEvent[] {
+/** Views and purchases of `items` items (60: in 4 categories) by 300 shoppers, in time order. */
+function shopping(n: number, items = 60): RecEvent[] {
   const random = seededRandom(20);
   let t = Date.UTC(2026, 0, 1);
   return Array.from({ length: n }, (_, i) => {
@@ -26,7 +29,7 @@ function shopping(n: number): RecEvent[] {
     const buyer = Math.floor(random() * 300);
     const purchase = random() < 0.3;
     return {
-      kind: purchase ? 'purchase' : 'view', itemId: 1 + Math.floor(random() * random() * 60), time: t,
+      kind: purchase ? 'purchase' : 'view', itemId: 1 + Math.floor(random() * random() * items), time: t,
       session: `s${Math.floor(i / 6)}`, user: `u${buyer}`, orderId: purchase ? `o${Math.floor(i / 3)}` : null,
     };
   });
@@ -74,7 +77,8 @@ describe('next-best-product rebuilt in a worker thread after a batch', () => {
 
   it('a rebuild taken before a later build on the loop is not swapped in', () => {
     const log = logOf(null, 2000);
-    const live = new LiveModel(log, {}, catalog);
+    // due after every batch with purchases: the flush below rebuilds
+    const live = new LiveModel(log, { nextBestRebuildShare: 0 }, catalog);
     live.applyEvents(events.slice(2000, 3000));
     const job = live.takeRebuild('nextBest')!;
     expect(job).not.toBeNull();
@@ -87,5 +91,76 @@ describe('next-best-product rebuilt in a worker thread after a batch', () => {
     // a failed job hands its kind back only while it is the latest
     live.requeueRebuild(job);
     expect(live.pending).toBe(false);
+  });
+});
+
+describe('next-best-product as a full build plus an overlay', () => {
+  // Enough items that a batch marks a small share of them (else the flush builds the kind whole: quicker).
+  const events = shopping(4000, 1000);
+  const catalog = new Catalog();
+  for (let id = 1; id <= 1000; id++) catalog.add({ itemId: id, name: `item ${id}`, categoryPath: `Dept/Cat${id % 7}`, stock: 'Available' } as ItemModel);
+  // Events 5 minutes apart on average: 3 days hold about 860, and every batch takes some out by age.
+  const options: ModelOptions = { maxAgeDays: 3, nextBestRebuildShare: 1, nextBestRebuildSeconds: 1e9 };
+  /** The first `n` events in a log numbered as `live` numbers its items. */
+  const logOf = (live: LiveModel, n: number): EventLog => {
+    const log = new EventLog(ItemIndex.fromIds(live.items.ids()));
+    for (const e of events.slice(0, n)) log.add(e);
+    return log;
+  };
+  const expectLists = (live: LiveModel, expected: Neighbours, what: string): void => {
+    for (let a = 0; a < live.items.size; a++) expect(listOf(live.nextBest, a), `${what}: next-best of ${live.items.idAt(a)}`).toEqual(listOf(expected, a));
+  };
+  /** A build over the first `n` events, given the prior statistics the live model keeps (none: its own). */
+  const build = (live: LiveModel, n: number, frozen?: PriorStats): Neighbours => {
+    const log = logOf(live, n);
+    return buildKind('nextBest', log, options, cutoffOf(latestTime(log), options), itemFacts(log.items, catalog), frozen);
+  };
+
+  it('re-ranks what batches touch under the last full build\'s statistics, and is rebuilt whole when purchases since exceed the share', () => {
+    const live = new LiveModel(new EventLog(), options, catalog);
+    live.applyEvents(events.slice(0, 2000));
+    expect(live.flush().rebuilt).toContain('nextBest'); // from an empty log: due at once
+    const stats = live.nextBest.priorStats!;
+    expectLists(live, build(live, 2000), 'after the rebuild');
+    // Batches of a few purchases each, in and out, fewer than the window holds: the overlay, re-ranked at lookup or flush.
+    let expired = 0;
+    for (let at = 2000; at < 2300; at += 30) {
+      const applied = live.applyEvents(events.slice(at, at + 30));
+      expired += applied.expired;
+      expect(applied.rebuilt).toEqual([]);
+      expect(live.flush().rebuilt).not.toContain('nextBest');
+    }
+    expect(expired).toBeGreaterThan(0);
+    expect(live.nextBest.priorStats).toBe(stats);
+    const overlay = build(live, 2300, stats);
+    expectLists(live, overlay, 'the overlay');
+    // The overlay is not simply a full build: the statistics it keeps have moved since.
+    const plain = build(live, 2300);
+    expect(plain.priorStats!.total).not.toBe(stats.total);
+    expect(Array.from({ length: live.items.size }, (_, a) => listOf(plain, a))).not.toEqual(Array.from({ length: live.items.size }, (_, a) => listOf(overlay, a)));
+    // Past the share, the flush builds it whole: a plain full build's lists and statistics.
+    live.applyEvents(events.slice(2300, 3000));
+    expect(live.flush().rebuilt).toContain('nextBest');
+    expectLists(live, build(live, 3000), 'after the periodic rebuild');
+    expect(live.nextBest.priorStats!.total).toBe(build(live, 3000).priorStats!.total);
+  });
+
+  it('takes a rebuild made in another thread and re-ranks, under its statistics, what batches touched meanwhile', () => {
+    const live = new LiveModel(new EventLog(), options, catalog);
+    live.applyEvents(events.slice(0, 2000));
+    live.flush();
+    live.applyEvents(events.slice(2000, 2800));
+    const job = live.takeRebuild('nextBest')!;
+    expect(job).not.toBeNull();
+    expect(live.takeRebuild('nextBest')).toBeNull(); // taken: purchases since start from 0
+    // While the worker builds: more events, with some taken out by age.
+    expect(live.applyEvents(events.slice(2800, 2900)).expired).toBeGreaterThan(0);
+    const built = buildKind('nextBest', EventLog.fromColumns(job.log), job.options, job.cutoff, job.facts);
+    expect(live.adoptRebuild(job, built)).toBe(true);
+    expect(live.nextBest.priorStats).toBe(built.priorStats);
+    // Lookups re-rank what is marked (a flush here would build the kind whole: the small log's
+    // batches mark a large share of it): the lists of a build of every event under the job's statistics.
+    for (let a = 0; a < live.items.size; a++) live.refresh('nextBest', a);
+    expectLists(live, build(live, 2900, built.priorStats), 'after the adoption');
   });
 });

@@ -65,8 +65,9 @@ export const FULL_RELOAD_EVENTS = 200_000;
  * PostgreSQL) it follows it: rows other processes wrote are read after the last applied id every
  * `followIntervalMs` and applied; the process that stores a call applies it before answering (see
  * applyOwnEvents). Batches are applied to the model in use without a rebuild (applyEvents,
- * applyItems: see recommender/live.ts): post-browse answers change when those calls return,
- * next-best-product's after the flush that follows (FLUSH_DELAY_MS). Deletions (import --replace),
+ * applyItems: see recommender/live.ts): answers of both kinds change when those calls return
+ * (next-best-product's scored with the prior statistics of its last full build, which a worker
+ * makes again now and then: ModelOptions.nextBestRebuildShare, nextBestRebuildSeconds). Deletions (import --replace),
  * a switch from the demo shop to a catalogue and a large backlog reload whole in a worker thread;
  * lookups see the old model until the new one is swapped in.
  */
@@ -159,9 +160,10 @@ export class EmbeddedRecs implements RecsService {
    * Applies events already stored (in store order) to the model in use: what the process that
    * stored them and the replicas following the store call. Incremental (recommender/live.ts):
    * from the moment this returns, post-browse lists and popularity are those a full build over
-   * the same events gives (an anchor a batch touched is re-ranked when it is looked up, or by
-   * the flush); next-best-product's, rebuilt whole because of its prior, after the flush that
-   * follows within FLUSH_DELAY_MS (batches in between share it). Listeners of onChange are told.
+   * the same events gives, next-best-product's those of a build with its last full build's prior
+   * statistics (an anchor a batch touched is re-ranked when it is looked up, or by the flush
+   * within FLUSH_DELAY_MS); a full build of next-best-product, when due, follows in a worker.
+   * Listeners of onChange are told.
    */
   applyEvents(events: readonly RecEvent[]): void {
     const live = this.liveModel();
@@ -173,11 +175,26 @@ export class EmbeddedRecs implements RecsService {
   }
 
   private scheduleFlush(delay = FLUSH_DELAY_MS): void {
-    if (this.live?.pending && this.flushTimer === null && !this.closed) {
-      this.flushTimer = setTimeout(() => this.flushSoon(), delay);
-      this.flushTimer.unref();
+    const live = this.live;
+    if (live === null || this.closed) return;
+    // Work left by a batch after `delay`; else, where purchases came since next-best-product's
+    // last full build, when its time bound makes the next one due (a timer that work comes before).
+    const due = !live.pending;
+    const wait = due ? live.rebuildDueInMs() : delay;
+    if (!Number.isFinite(wait)) return;
+    if (this.flushTimer !== null) {
+      if (!this.flushTimerDue || (due && this.flushAt <= performance.now() + wait)) return;
+      clearTimeout(this.flushTimer);
     }
+    this.flushAt = performance.now() + wait;
+    this.flushTimerDue = due;
+    this.flushTimer = setTimeout(() => this.flushSoon(), Math.max(0, wait));
+    this.flushTimer.unref();
   }
+
+  /** When the flush timer fires (performance.now()), and whether it is only the time bound's. */
+  private flushAt = Infinity;
+  private flushTimerDue = false;
 
   private lastFlushMs = 0;
   /** When the last flush on the event loop ended (performance.now()). */
@@ -194,7 +211,7 @@ export class EmbeddedRecs implements RecsService {
     if (stats !== null) {
       this.lastFlushMs = stats.ms;
       this.lastFlushEnd = performance.now();
-      this.changed(); // next-best-product's lists, rebuilt
+      this.changed(); // lists re-ranked or rebuilt
     }
     return stats;
   }
@@ -213,11 +230,11 @@ export class EmbeddedRecs implements RecsService {
   }
 
   /**
-   * What the flush timer runs: the flush, with next-best-product's whole rebuild (after purchases)
-   * in a worker thread instead of on the event loop, where on the demo shop it held every request
-   * for about 50 ms at each flush (on a million events, half a second). Its lists are swapped in
-   * when the worker is done: fresh the delay plus the rebuild after the batch. One rebuild at a
-   * time; purchases meanwhile leave the kind stale for the next.
+   * What the flush timer runs: the flush, with next-best-product's full build (when due: see
+   * LiveModel.rebuildDue) in a worker thread instead of on the event loop, where on the demo shop
+   * it held every request for about 50 ms (on a million events, half a second). Its lists are
+   * swapped in when the worker is done, with the anchors that batches touched meanwhile marked
+   * again; until then the lists kept from the last build's statistics serve. One rebuild at a time.
    */
   private flushSoon(): void {
     this.flushTimer = null;
