@@ -34,6 +34,10 @@ const { values: flags } = parseArgs({
     rounds: { type: 'string', default: '6' },
     seconds: { type: 'string', default: '4' },
     connections: { type: 'string', default: '20' },
+    // distinct anchors each build is asked for (default all): the same build twice with two
+    // counts tells whether the number of anchors cycled changes a request's cost
+    'a-anchors': { type: 'string' },
+    'b-anchors': { type: 'string' },
   },
 });
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -99,13 +103,16 @@ const cpuMs = (pid: number): number => {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 };
 
+const bodiesOf = (count: string | undefined): string[] => (count === undefined ? bodies : bodies.slice(0, Number(count)));
+const bodiesFor = new Map<string, string[]>();
 let next = 0;
 async function round(target: Gateway, seconds: number): Promise<{ rps: number; cpuUs: number; p99: number; bad: number }> {
+  const own = bodiesFor.get(target.url) ?? bodies;
   const cpu0 = cpuMs(target.pid);
   const result = await autocannon({
     url: target.url, connections: Number(flags.connections), duration: seconds, method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: key }, body: bodies[0],
-    requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: bodies[next++ % bodies.length] }) }],
+    headers: { 'content-type': 'application/json', authorization: key }, body: own[0],
+    requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: own[next++ % own.length] }) }],
   });
   const cpu = cpuMs(target.pid) - cpu0;
   return { rps: result.requests.total / result.duration, cpuUs: (cpu * 1000) / result.requests.total, p99: result.latency.p99, bad: result.non2xx + result.errors };
@@ -114,7 +121,9 @@ async function round(target: Gateway, seconds: number): Promise<{ rps: number; c
 // cold: both builds in REST mode in front of one embedded gateway (the current build)
 const upstream = scenario === 'cold' ? await start('dist') : undefined;
 const [a, b] = await Promise.all([start(flags.a, upstream), start(flags.b, upstream)]);
-console.log(`${scenario}: A ${flags.a}, B ${flags.b}; ${bodies.length} bodies; load average ${os.loadavg()[0]!.toFixed(2)}`);
+bodiesFor.set(a.url, bodiesOf(flags['a-anchors']));
+bodiesFor.set(b.url, bodiesOf(flags['b-anchors']));
+console.log(`${scenario}: A ${flags.a} (${bodiesFor.get(a.url)!.length} bodies), B ${flags.b} (${bodiesFor.get(b.url)!.length} bodies); load average ${os.loadavg()[0]!.toFixed(2)}`);
 // warm-up: the JIT's, and the prepared path's compiling
 await round(a, Number(flags.seconds));
 await round(b, Number(flags.seconds));

@@ -4,7 +4,6 @@ import type {
 import type { GatewayContext } from '../context.js';
 import { badUserInput, unauthenticated } from '../../errors.js';
 import { MAX_RECOMMENDATIONS } from '../../ports/limits.js';
-import { recommendationKey } from '../loaders.js';
 
 export function requirePrincipal(context: GatewayContext): PrincipalModel {
   if (!context.principal) throw unauthenticated();
@@ -51,15 +50,19 @@ async function recommendationsWithItems(
   first: number | null | undefined,
 ): Promise<{ list: RecommendationListModel; items: ItemModel[] }> {
   const n = checkFirst(first);
-  const list = await context.loaders.recommendations.load(recommendationKey(kind, anchorId));
-  const loaded = await context.loaders.items.loadMany(list.entries.map((e) => e.itemId));
+  const { loaders } = context;
+  const list = await loaders.recommendations.load(kind, anchorId);
+  // the records the list came with (the embedded backend's and the REST interface's), else by id
+  const loaded = loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId)));
   const entries: RecommendationEntryModel[] = [];
   const items: ItemModel[] = [];
   for (let i = 0; i < list.entries.length && entries.length < n; i++) {
     const item = loaded[i];
     if (item instanceof Error) throw item;
     if (isItem(item)) {
-      entries.push({ ...list.entries[i]!, rank: entries.length + 1 });
+      const entry = list.entries[i]!;
+      // a copy only where a dropped item moved the rank (the list's entries are not changed)
+      entries.push(entry.rank === entries.length + 1 ? entry : { ...entry, rank: entries.length + 1 });
       items.push(item);
     }
   }
