@@ -10,15 +10,18 @@
  * `inline` (7b), the anchor written into the text, no response cache; `cached` (4), one query;
  * `cold` (5), REST mode in front of an embedded gateway (the upstream, on CPU 0 with the load
  * generator), distinct anchors in turn, the shared cache's TTLs at 1 s so that an anchor asked
- * again (after 10,843 others) is cold again, no response cache (every answer cold).
+ * again (after 10,843 others) is cold again, no response cache (every answer cold); `nested` (6),
+ * the same with each item's variantItems, the items' TTL left at its default (the lists cold, the
+ * items as a running gateway has them).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { cpuMsOf } from './procCpu.js';
 import { buildDemo } from '../src/backends/embedded/demo.js';
 import { EmbeddedKeyService } from '../src/backends/embedded/keys/keyService.js';
 import { SqliteKeyStore } from '../src/backends/embedded/keys/sqliteStore.js';
@@ -42,8 +45,10 @@ const { values: flags } = parseArgs({
 });
 const ROOT = new URL('../', import.meta.url).pathname;
 const FIELDS = '{ itemId name salePrice brandName customerRating }';
+const NESTED = '{ itemId name salePrice variantItems { itemId name salePrice color size } }';
 const scenario = flags.scenario;
-if (!['lookup', 'inline', 'cached', 'cold'].includes(scenario)) throw new Error(`no scenario ${scenario}`);
+if (!['lookup', 'inline', 'cached', 'cold', 'nested'].includes(scenario)) throw new Error(`no scenario ${scenario}`);
+const rest = scenario === 'cold' || scenario === 'nested';
 
 execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
 const dataDir = mkdtempSync(path.join(os.tmpdir(), 'recs-ab-'));
@@ -67,7 +72,7 @@ const bodies =
   scenario === 'inline'
     ? anchors.map((id) => JSON.stringify({ query: `{ productRecommendations(itemId: ${id}) ${FIELDS} }` }))
     : (scenario === 'cached' ? anchors.slice(0, 1) : anchors).map((itemId) =>
-        JSON.stringify({ query: `query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId) ${FIELDS} }`, variables: { itemId } }),
+        JSON.stringify({ query: `query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId) ${scenario === 'nested' ? NESTED : FIELDS} }`, variables: { itemId } }),
       );
 
 interface Gateway {
@@ -83,11 +88,12 @@ async function start(build: string, upstream?: Gateway): Promise<Gateway> {
     ...(upstream
       ? {
           BACKEND: 'rest', APIKEY_SERVICE_URL: upstream.origin, RECS_SERVICE_URL: upstream.origin, RECS_API_KEY: recsKey,
-          CACHE_RECS_TTL_SECONDS: '1', CACHE_ITEM_TTL_SECONDS: '1',
+          // nested: the lists cold, the items (and the variants they name) as a running gateway has them
+          CACHE_RECS_TTL_SECONDS: '1', ...(scenario === 'nested' ? {} : { CACHE_ITEM_TTL_SECONDS: '1' }),
         }
       : {}),
   };
-  const child = spawn('taskset', ['-c', upstream || scenario !== 'cold' ? '1' : '0', process.execPath, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn('taskset', ['-c', upstream || !rest ? '1' : '0', process.execPath, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${build} exited with ${code}`)));
@@ -97,29 +103,23 @@ async function start(build: string, upstream?: Gateway): Promise<Gateway> {
   });
   return { url: `${url}/graphql`, origin: url, pid: child.pid! };
 }
-const cpuMs = (pid: number): number => {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-};
-
 const bodiesOf = (count: string | undefined): string[] => (count === undefined ? bodies : bodies.slice(0, Number(count)));
 const bodiesFor = new Map<string, string[]>();
 let next = 0;
 async function round(target: Gateway, seconds: number): Promise<{ rps: number; cpuUs: number; p99: number; bad: number }> {
   const own = bodiesFor.get(target.url) ?? bodies;
-  const cpu0 = cpuMs(target.pid);
+  const cpu0 = cpuMsOf(target.pid);
   const result = await autocannon({
     url: target.url, connections: Number(flags.connections), duration: seconds, method: 'POST',
     headers: { 'content-type': 'application/json', authorization: key }, body: own[0],
     requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: own[next++ % own.length] }) }],
   });
-  const cpu = cpuMs(target.pid) - cpu0;
+  const cpu = cpuMsOf(target.pid) - cpu0;
   return { rps: result.requests.total / result.duration, cpuUs: (cpu * 1000) / result.requests.total, p99: result.latency.p99, bad: result.non2xx + result.errors };
 }
 
 // cold: both builds in REST mode in front of one embedded gateway (the current build)
-const upstream = scenario === 'cold' ? await start('dist') : undefined;
+const upstream = rest ? await start('dist') : undefined;
 const [a, b] = await Promise.all([start(flags.a, upstream), start(flags.b, upstream)]);
 bodiesFor.set(a.url, bodiesOf(flags['a-anchors']));
 bodiesFor.set(b.url, bodiesOf(flags['b-anchors']));

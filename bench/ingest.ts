@@ -17,6 +17,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
+import { cpuMsOf } from './procCpu.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const SCENARIOS = [
@@ -79,13 +80,6 @@ function events(batch: number): { kind: string; itemId: number; sessionId: strin
 
 const graphqlBodies = Array.from({ length: DISTINCT_BATCHES }, (_, b) => JSON.stringify({ query: RECORD, operationName: 'Record', variables: { events: events(b) } }));
 const restBodies = Array.from({ length: DISTINCT_BATCHES }, (_, b) => JSON.stringify(events(b).map((e) => ({ ...e, kind: e.kind.toLowerCase() }))));
-
-/** utime + stime of a process from /proc, in ms (10 ms resolution). */
-function cpuMsOf(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
 
 interface Target {
   url: string;
