@@ -12,15 +12,24 @@ export interface Loaders {
 
 export const recommendationKey = (kind: RecommendationKind, anchorId: number): string => `${kind}:${anchorId}`;
 
-/** Watches the loaders' batches (metrics). */
+/** Watches the loaders' batches (metrics) and what they fetched (the response cache's AnswerSources). */
 export interface LoaderHooks {
   onBatch?: (loader: 'items', size: number) => void;
+  /** Every list fetched, as the service returned it. */
+  onList?: (list: RecommendationListModel) => void;
+  /** Every batch of items fetched: the ids asked and what came back, in the same order. */
+  onItems?: (ids: readonly number[], found: readonly (ItemModel | null | Error)[]) => void;
 }
 
 export function createLoaders(recs: RecsService, options: CallOptions = {}, hooks: LoaderHooks = {}): Loaders {
   const items = new DataLoader<number, ItemModel | null>((ids) => {
     hooks.onBatch?.('items', ids.length);
-    return recs.getItems(ids, options);
+    const { onItems } = hooks;
+    if (onItems === undefined) return recs.getItems(ids, options);
+    return recs.getItems(ids, options).then((found) => {
+      onItems(ids, found);
+      return found;
+    });
   }, {
     // RecsService.getItems' limit
     maxBatchSize: MAX_ITEM_IDS,
@@ -32,6 +41,7 @@ export function createLoaders(recs: RecsService, options: CallOptions = {}, hook
           const [kind, anchor] = key.split(':') as [RecommendationKind, string];
           try {
             const list = await recs.recommend(kind, Number(anchor), options);
+            hooks.onList?.(list);
             // the REST interface returns whole records: later item lookups need not ask again
             for (const item of list.items ?? []) items.prime(item.itemId, item);
             return list;
