@@ -653,7 +653,7 @@ async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promi
       const answer = await post(url, payload, headersOf(payload) ?? auth);
       if (answer.status !== 200 || answer.text.includes('"errors"')) throw new Error(`${id}: ${answer.status} ${answer.text.slice(0, 300)}`);
     }
-    type Stats = { responseCache: { hits: number; misses: number } };
+    type Stats = { responseCache: { hits: number; misses: number; rechecked?: number; changed?: number } };
     const stats = async (): Promise<Stats> => (await fetch(`${target.url}/__bench/stats`)).json() as Promise<Stats>;
     await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(0, MIXED_WARM), amount: MIXED_WARM }, 0, false);
     const before = await stats();
@@ -664,7 +664,10 @@ async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promi
     const misses = after.responseCache.misses - before.responseCache.misses;
     const batches = Math.round(m.requests * (bodies.slice(MIXED_WARM).filter(isEventsBody).length / (bodies.length - MIXED_WARM)));
     (extra.mixed ??= {})[id] = { hitRate: hits / (hits + misses), batches };
-    console.log(`  response cache hit rate ${fmt((hits / (hits + misses)) * 100, 1)}% (${hits} hits, ${misses} misses)${eventsShare > 0 ? `; about ${batches} batches of ${EVENTS_PER_BATCH} events` : ''}`);
+    // of the hits, those on answers kept from before a batch and checked against the data; of the misses, those a batch changed
+    const rechecked = (after.responseCache.rechecked ?? 0) - (before.responseCache.rechecked ?? 0);
+    const changed = (after.responseCache.changed ?? 0) - (before.responseCache.changed ?? 0);
+    console.log(`  response cache hit rate ${fmt((hits / (hits + misses)) * 100, 1)}% (${hits} hits, ${rechecked} of them after a check; ${misses} misses, ${changed} of them changed by events)${eventsShare > 0 ? `; about ${batches} batches of ${EVENTS_PER_BATCH} events` : ''}`);
     const what = `Zipf(1.0) anchors over the catalogue, 3 selections, ${ITEMS_SHARE * 100}% item lookups`;
     return eventsShare > 0
       ? { id, name: `(8) realistic mix: ${what}, ${eventsShare * 100}% recordEvents batches of ${EVENTS_PER_BATCH}, response cache on`, m }

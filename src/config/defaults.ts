@@ -30,13 +30,6 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
 
 /** RESPONSE_CACHE_MAX_ENTRIES: PUBLIC answers kept in process. */
 export const DEFAULT_RESPONSE_CACHE_ENTRIES = 10_000;
-/**
- * How long the response cache may go on serving answers after the recommender's data changed
- * (events or records applied): the live recommender's freshness within the process that
- * answers, at the cost of one clearing of the cache per this period under a steady stream.
- */
-export const RESPONSE_CACHE_STALE_MS = 250;
-
 /** PREPARED_OPERATIONS_MAX_DOCUMENTS: query texts kept parsed and validated for the fast path. */
 export const DEFAULT_PREPARED_DOCUMENTS = 1_000;
 

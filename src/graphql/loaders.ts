@@ -20,9 +20,13 @@ export interface RecommendationLoader {
   load(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel>;
 }
 
-/** Watches the loaders' batches (metrics). */
+/** Watches the loaders' batches (metrics) and what they fetched (the response cache's AnswerSources). */
 export interface LoaderHooks {
   onBatch?: (loader: 'items', size: number) => void;
+  /** Every list fetched, as the service returned it. */
+  onList?: (list: RecommendationListModel) => void;
+  /** Every batch of items fetched: the ids asked and what came back, in the same order. */
+  onItems?: (ids: readonly number[], found: readonly (ItemModel | null | Error)[]) => void;
 }
 
 /**
@@ -76,6 +80,7 @@ class RequestLoaders implements Loaders {
     const at = key.indexOf(':');
     try {
       const list = await this.recs.recommend(key.slice(0, at) as RecommendationKind, Number(key.slice(at + 1)), this.options);
+      this.hooks.onList?.(list);
       // the REST interface returns whole records: later item lookups need not ask again
       if (list.items !== undefined) for (const item of list.items) if (!this.known.has(item.itemId)) this.known.set(item.itemId, item);
       return list;
@@ -90,6 +95,7 @@ class RequestLoaders implements Loaders {
     if (missing.length === 0) return ids.map((id) => this.known.get(id)!);
     this.hooks.onBatch?.('items', missing.length);
     const loaded = await this.recs.getItems(missing, this.options);
+    this.hooks.onItems?.(missing, loaded);
     if (missing === ids) return loaded;
     const byId = new Map(missing.map((id, i) => [id, loaded[i] ?? null]));
     return ids.map((id) => this.known.get(id) ?? byId.get(id) ?? null);

@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { Lexer, Source, stripIgnoredCharacters, TokenKind } from 'graphql';
 import { LRUCache } from 'lru-cache';
 import { DEFAULT_LIMITS, DEFAULT_RESPONSE_CACHE_ENTRIES } from '../config/defaults.js';
+import type { ItemModel, RecommendationListModel, RecsNow } from '../ports/backend.js';
 import { isJsonContentType } from './contentType.js';
 
 /** Options of ResponseCache; every one has a default. */
@@ -29,6 +30,71 @@ function withinTokens(query: string, max: number): boolean {
   return true;
 }
 
+/**
+ * What one answer was computed from, as its request's loaders fetched it (their onList and onItems
+ * hooks): every recommendation list and item record it read, and the data version when the
+ * request began, before any of them was read. Resolvers read the data through the loaders only,
+ * and an answer is a function of what they read and of the request (its key): when every list
+ * and record is still the same now, the answer computed now would be the same too.
+ */
+export class AnswerSources {
+  private readonly lists: RecommendationListModel[] = [];
+  private readonly itemIds: number[] = [];
+  private readonly items: (ItemModel | null)[] = [];
+  /** Set when a load failed: such an answer has errors and is not kept, but never check it. */
+  private failed = false;
+
+  /**
+   * `version`: the cache's data version when the request began. `detailed`: whether the answer
+   * may show the entries' score, evidence or source; when not, a list whose items and their order
+   * are the same gives the same answer, whatever its scores (which a rebuild of next-best-product
+   * moves for many anchors whose lists it leaves as they were).
+   */
+  constructor(readonly version: number, private readonly detailed = true) {}
+
+  readonly onList = (list: RecommendationListModel): void => {
+    this.lists.push(list);
+  };
+
+  readonly onItems = (ids: readonly number[], found: readonly (ItemModel | null | Error)[]): void => {
+    for (let i = 0; i < ids.length; i++) {
+      const item = found[i];
+      if (item === undefined || item instanceof Error) this.failed = true;
+      else {
+        this.itemIds.push(ids[i]!);
+        this.items.push(item);
+      }
+    }
+  };
+
+  /**
+   * Whether every source is the same now: each record the same object (a record replaced is a new
+   * one), each list the same entries, field by field, with the same records. Throws what `now`
+   * throws (an anchor gone: NOT_FOUND).
+   */
+  unchanged(now: RecsNow): boolean {
+    if (this.failed) return false;
+    for (let i = 0; i < this.itemIds.length; i++) if (now.item(this.itemIds[i]!) !== this.items[i]) return false;
+    for (const list of this.lists) if (!sameList(list, now.recommend(list.kind, list.anchorId), this.detailed)) return false;
+    return true;
+  }
+}
+
+function sameList(was: RecommendationListModel, is: RecommendationListModel, detailed: boolean): boolean {
+  const a = was.entries;
+  const b = is.entries;
+  if (a.length !== b.length || (was.items?.length ?? -1) !== (is.items?.length ?? -1)) return false;
+  for (let i = 0; i < a.length; i++) {
+    const x = a[i]!;
+    const y = b[i]!;
+    if (x.itemId !== y.itemId || x.rank !== y.rank) return false;
+    if (detailed && (x.score !== y.score || x.evidence !== y.evidence || x.source !== y.source)) return false;
+    // the records a list came with prime the item loader: the answer may show them
+    if (was.items !== undefined && was.items[i] !== is.items![i]) return false;
+  }
+  return true;
+}
+
 interface Entry {
   /** The operation's metrics label, so a hit is counted like the miss that stored it. */
   operation: string;
@@ -37,6 +103,10 @@ interface Entry {
   headers: string[];
   storedAt: number;
   expiresAt: number;
+  /** The data version the answer is known to hold for; behind the cache's, it is checked first. */
+  version: number;
+  /** What it was computed from; null where the data is not followed (then version never changes). */
+  sources: AnswerSources | null;
 }
 
 /** The response counters since start, for tests and metrics. */
@@ -44,6 +114,10 @@ export interface ResponseCacheStats {
   hits: number;
   misses: number;
   stored: number;
+  /** Hits on an answer kept from before a data change, served after its sources were found unchanged. */
+  rechecked: number;
+  /** Answers dropped because a data change changed one of their sources. */
+  changed: number;
 }
 
 /** Bodies longer than this are not remembered as sent (their key is still cached by normalised query). */
@@ -54,6 +128,12 @@ const MAX_REMEMBERED_QUERY = 16 * 1024;
 const REMEMBERED_TEXT_CHARS = 8 * 1024 * 1024;
 /** The keyword of a mutation, wherever it stands in a query text. */
 const MUTATION_WORD = /\bmutation\b/;
+/**
+ * The fields of a RecommendationEdge that show more of an entry than its item and rank. A query
+ * can select them only by writing their names; the key holds the query text, so a key without
+ * these words (as names, variables or anything else) has an answer that cannot show them.
+ */
+const ENTRY_DETAIL = /\b(?:score|evidence|source)\b/;
 /** Apollo's own Cache-Control for an answer whose every field is PUBLIC with a maxAge. */
 const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
 
@@ -66,13 +146,24 @@ const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
  * stripped, the operation name and the variables; requests with extensions (persisted queries)
  * are not cached.
  *
+ * When the data changes (the embedded recommender's events and records, followData), nothing is
+ * dropped at once: each answer kept from before is checked against the data when next asked for
+ * (its AnswerSources: the lists and records it was computed from), served if they are unchanged,
+ * dropped if not. Under a steady stream of events, the answers of anchors the events did not
+ * touch stay cached, and an answer is never served after a change that changed it.
+ *
  * Why the key holds no credential: the caller asks only after authentication (the server hands
  * it authenticated requests only), and PUBLIC fields are the same for every authenticated caller
  * (items and recommendations do not depend on who asks; in REST mode they are fetched with the
  * gateway's own key). A request without a valid credential never reaches the cache.
  */
 export class ResponseCache {
-  readonly stats: ResponseCacheStats = { hits: 0, misses: 0, stored: 0 };
+  readonly stats: ResponseCacheStats = { hits: 0, misses: 0, stored: 0, rechecked: 0, changed: 0 };
+  /** Data changes seen (dataChanged); an answer computed before the last one is checked before it is served. */
+  private version = 0;
+  /** Whether dataChanged is called (followData): answers then record their sources. */
+  private following = false;
+  private dataNow: RecsNow | null = null;
   private readonly entries: LRUCache<string, Entry>;
   /** Query text as sent -> its normalised form; null when it does not even lex. */
   private readonly normalised: LRUCache<string, { text: string | null }>;
@@ -167,7 +258,7 @@ export class ResponseCache {
   serve(key: string, res: ServerResponse, requestId: string): string | null {
     const entry = this.entries.get(key);
     const now = this.now();
-    if (entry === undefined || entry.expiresAt <= now) {
+    if (entry === undefined || entry.expiresAt <= now || (entry.version !== this.version && !this.stillHolds(entry))) {
       if (entry !== undefined) this.entries.delete(key);
       this.stats.misses += 1;
       return null;
@@ -184,8 +275,9 @@ export class ResponseCache {
   /**
    * Offers the answer Apollo gave for key. It is kept only if it is a 200 without errors whose
    * Cache-Control Apollo computed as `max-age=N, public` with N > 0; for min(N, maxTtlSeconds).
+   * Where the data is followed (followData), only with `sources`, what it was computed from.
    */
-  offer(key: string, status: number, headers: Record<string, string>, body: string | Buffer, operation = 'anonymous'): void {
+  offer(key: string, status: number, headers: Record<string, string>, body: string | Buffer, operation = 'anonymous', sources: AnswerSources | null = null): void {
     if (status !== 200) return;
     const match = PUBLIC_MAX_AGE.exec(headers['cache-control'] ?? '');
     if (!match) return;
@@ -199,7 +291,10 @@ export class ResponseCache {
     const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
     kept.push('content-length', String(bytes.length));
     const now = this.now();
-    this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000 });
+    // followed data: an answer whose sources are unknown could never be checked, nor trusted
+    if (this.following && sources === null) return;
+    const version = sources?.version ?? this.version;
+    this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000, version, sources });
     this.stats.stored += 1;
   }
 
@@ -212,21 +307,48 @@ export class ResponseCache {
     this.bodies.clear();
   }
 
-  private dropping: NodeJS.Timeout | null = null;
+  /**
+   * From now on the data behind the answers is followed: dataChanged is called after every change
+   * of it (Backend.onDataChange), and `now` reads it as it is (Backend.recsNow; null where there is
+   * no such reader: every answer is then dropped at the first change after it was computed).
+   */
+  followData(now: RecsNow | null): void {
+    this.following = true;
+    this.dataNow = now;
+  }
 
   /**
-   * The data behind the answers changed (events or item records applied): every answer is dropped
-   * within `withinMs`. Changes that come meanwhile are dropped by the same clearing, so a steady
-   * stream of events clears the cache at most once per `withinMs` instead of at every batch, and
-   * an answer is never served more than `withinMs` after the change that made it stale.
+   * The data behind the answers changed (events or item records applied). Nothing is dropped
+   * here: an answer computed before is checked against the data when it is next asked for
+   * (stillHolds), so a batch drops only the answers whose lists or records it changed, and an
+   * answer a change made stale is never served after that change, not even for a moment.
    */
-  dropSoon(withinMs: number): void {
-    if (this.dropping !== null) return;
-    this.dropping = setTimeout(() => {
-      this.dropping = null;
-      this.clear();
-    }, withinMs);
-    this.dropping.unref();
+  dataChanged(): void {
+    this.version++;
+  }
+
+  /** A new request's recorder of its sources, for offer; null when the data is not followed. */
+  sourcesOfNewAnswer(key: string): AnswerSources | null {
+    return this.following ? new AnswerSources(this.version, ENTRY_DETAIL.test(key)) : null;
+  }
+
+  /** Whether an answer from an older data version still holds; then it is good for this one. */
+  private stillHolds(entry: Entry): boolean {
+    let holds = false;
+    if (this.dataNow !== null && entry.sources !== null) {
+      try {
+        holds = entry.sources.unchanged(this.dataNow);
+      } catch {
+        holds = false; // an anchor gone: the answer now is an error
+      }
+    }
+    if (!holds) {
+      this.stats.changed += 1;
+      return false;
+    }
+    entry.version = this.version;
+    this.stats.rechecked += 1;
+    return true;
   }
 }
 

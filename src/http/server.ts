@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ClientAddresses } from '../auth/clientAddress.js';
 import { RateLimiter } from '../auth/rateLimit.js';
 import { MemoryCache } from '../cache/memory.js';
-import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_INGEST_BODY_LIMIT_BYTES, DEFAULT_SERVER_LIMITS, LARGE_BODIES_IN_FLIGHT_BYTES, RESPONSE_CACHE_STALE_MS } from '../config/defaults.js';
+import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_INGEST_BODY_LIMIT_BYTES, DEFAULT_SERVER_LIMITS, LARGE_BODIES_IN_FLIGHT_BYTES } from '../config/defaults.js';
 import type { Config } from '../config/env.js';
 import { ErrorCode } from '../errors.js';
 import { createGraphQLEngine } from '../graphql/engine.js';
@@ -89,7 +89,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const httpServer = options.httpServer ?? createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
   const engine = await createGraphQLEngine(config, cache, metrics, log);
   const { responseCache } = engine;
-  if (responseCache !== null) backend.onDataChange?.(() => responseCache.dropSoon(RESPONSE_CACHE_STALE_MS));
+  if (responseCache !== null && backend.onDataChange) {
+    responseCache.followData(backend.recsNow ?? null);
+    backend.onDataChange(() => responseCache.dataChanged());
+  }
   const { apollo, prepared } = engine;
   const serveIde = ideRoute({ limiter, addresses });
   const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log });

@@ -243,6 +243,18 @@ export interface RecsService {
   recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel>;
 }
 
+/**
+ * The recommendation service's data as it is at this instant, read synchronously: what the response
+ * cache checks a kept answer's sources against after a change (Backend.onDataChange), so that a
+ * change drops only the answers it changed. The embedded backend's; absent in REST mode.
+ */
+export interface RecsNow {
+  /** The item's record now; null for an unknown id. The same object until its record is replaced. */
+  item(itemId: number): ItemModel | null;
+  /** The list recommend gives now (with its items); throws as recommend does (NOT_FOUND). */
+  recommend(kind: RecommendationKind, anchorId: number): RecommendationListModel;
+}
+
 /** What a shopper did, as the live-recommender API takes it (issue 20's contract). */
 export type EventKindModel = 'VIEW' | 'PURCHASE';
 
@@ -310,6 +322,8 @@ export interface Backend {
    * change elsewhere (REST mode: the upstream's, cached for their TTL).
    */
   onDataChange?(listener: () => void): void;
+  /** The data now, for checking cached answers after onDataChange; absent where onDataChange is. */
+  recsNow?: RecsNow;
   close(): Promise<void>;
   /** The circuit breakers of its upstreams, by upstream, for /metrics; absent where there are none. */
   breakerState?: () => Record<string, BreakerState>;

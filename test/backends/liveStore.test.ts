@@ -9,6 +9,8 @@ import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { RecsStore } from '../../src/backends/embedded/store.js';
+import type { RecEvent } from '../../src/recommender/eventLog.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import { runImport } from '../../src/tools/importCommand.js';
@@ -279,6 +281,31 @@ describe('appendEvents answers the rows as stored', () => {
       await store.close();
       data.remove();
       if (kind === 'postgres') await dropSchema(schema);
+    }
+  });
+});
+
+describe('SQLite group commit', () => {
+  it('commits the calls of one turn together, each answered its own rows; a failing call fails alone', async () => {
+    const data = tempDir('recs-group-');
+    const store = RecsStore.open(data.dir);
+    try {
+      const t = Date.UTC(2026, 0, 1);
+      const view = (itemId: number, session: string): RecEvent => ({ kind: 'view', itemId, session, user: null, orderId: null, time: t });
+      const calls = [[view(1, 'a'), view(2, 'a')], [view(3, 'b')], [view(4, 'a'), view(5, 'c')]];
+      const answered = await Promise.all(calls.map((events) => store.appendEvents(events)));
+      expect(store.groupCommits).toEqual({ commits: 1, calls: 3 });
+      expect(answered.map((rows) => rows.map((r) => r[2]))).toEqual([[1, 2], [3], [4, 5]]);
+      expect(answered.flat()).toEqual(await store.eventsAfter(0, 100));
+
+      // NOT NULL refuses an item id of null: that call fails, the two beside it are kept
+      const bad = { ...view(6, 'd'), itemId: null as unknown as number };
+      const results = await Promise.allSettled([store.appendEvents([view(7, 'd')]), store.appendEvents([bad]), store.appendEvents([view(8, 'e')])]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+      expect((await store.eventsAfter(0, 100)).map((r) => r[2])).toEqual([1, 2, 3, 4, 5, 7, 8]);
+    } finally {
+      await store.close();
+      data.remove();
     }
   });
 });

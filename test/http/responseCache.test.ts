@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
-import type { Backend } from '../../src/ports/backend.js';
+import type { Backend, ItemModel, RecommendationKind, RecommendationListModel } from '../../src/ports/backend.js';
 import { ResponseCache } from '../../src/graphql/responseCache.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
@@ -205,6 +205,50 @@ describe('ResponseCache on its own', () => {
     expect(answer(cache, key)).not.toBeNull();
     clock += 2;
     expect(answer(cache, key)).toBeNull();
+  });
+
+  it('after a data change, serves a kept answer only if the lists and records it was computed from are the same now', () => {
+    // the data: item records by id and lists by anchor, changed by hand between the asks
+    const record = (itemId: number, name: string): ItemModel => ({ itemId, name, attributes: [] });
+    const records = new Map([1, 2, 3, 4].map((id) => [id, record(id, `item ${id}`)]));
+    const lists = new Map<number, number[]>([[1, [2, 3]], [4, [3, 2]]]);
+    const recommend = (kind: RecommendationKind, anchorId: number): RecommendationListModel => {
+      const ids = lists.get(anchorId)!;
+      return { anchorId, kind, entries: ids.map((itemId, i) => ({ rank: i + 1, itemId, score: scores.get(itemId)!, evidence: 1, source: 'CO_PURCHASE' })), items: ids.map((id) => records.get(id)!) };
+    };
+    const scores = new Map([[2, 0.5], [3, 0.25]]);
+    const cache = new ResponseCache();
+    cache.followData({ item: (id) => records.get(id) ?? null, recommend });
+    /** What a request for `query` reads (as its loaders would tell), then offered under its key. */
+    const computed = (query: string, anchorId: number): string => {
+      const key = cache.keyOf('POST', json, { query, variables: { anchorId } })!;
+      const sources = cache.sourcesOfNewAnswer(key)!;
+      sources.onItems([anchorId], [records.get(anchorId)!]);
+      sources.onList(recommend('NEXT_BEST_PRODUCT', anchorId));
+      cache.offer(key, 200, { 'cache-control': 'max-age=300, public' }, `{"data":${JSON.stringify(lists.get(anchorId))}}`, 'Q', sources);
+      return key;
+    };
+    const NAMES = 'query Q($anchorId: ItemId!) { item(itemId: $anchorId) { name productRecommendations { name } } }';
+    const SCORES = 'query S($anchorId: ItemId!) { recommendations(itemId: $anchorId) { edges { score node { name } } } }';
+    const [one, four, oneScores] = [computed(NAMES, 1), computed(NAMES, 4), computed(SCORES, 1)];
+
+    lists.set(4, [2, 3]); // anchor 4's list changes order; anchor 1's does not
+    scores.set(2, 0.75); // and a score moves, in both
+    cache.dataChanged();
+    expect(answer(cache, one)).toBe('{"data":[2,3]}'); // same items in the same order: its names cannot have changed
+    expect(answer(cache, four)).toBeNull();
+    expect(answer(cache, oneScores)).toBeNull(); // it shows scores
+    expect(cache.stats).toMatchObject({ rechecked: 1, changed: 2 });
+    expect(answer(cache, one)).not.toBeNull(); // checked once per change
+    expect(cache.stats.rechecked).toBe(1);
+
+    records.set(3, record(3, 'renamed')); // a record replaced: every answer that read it
+    cache.dataChanged();
+    expect(answer(cache, one)).toBeNull();
+    // an answer whose sources are unknown is not kept: it could not be checked
+    const unknown = cache.keyOf('POST', json, { query: NAMES, variables: { anchorId: 9 } })!;
+    cache.offer(unknown, 200, { 'cache-control': 'max-age=300, public' }, '{"data":null}');
+    expect(answer(cache, unknown)).toBeNull();
   });
 
   it('keeps nothing private, uncacheable, failed or with errors, and answers nothing but JSON POSTs', () => {

@@ -64,7 +64,11 @@ export function createEmbeddedBackend(
     keys: new EmbeddedKeyService(store, keyOptions),
     recs,
     ingest: live !== null ? new EmbeddedIngest(live) : unsupportedIngest,
-    ...(live !== null ? { recommender: () => live.state(), onDataChange: (listener: () => void) => live.onChange(listener) } : {}),
+    ...(live !== null ? {
+      recommender: () => live.state(),
+      onDataChange: (listener: () => void) => live.onChange(listener),
+      recsNow: { item: (itemId: number) => live.catalog.get(itemId) ?? null, recommend: (kind, anchorId) => live.recommendNow(kind, anchorId) },
+    } satisfies Partial<Backend> : {}),
     async check() {
       try {
         await store.countUsers();

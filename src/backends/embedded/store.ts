@@ -271,56 +271,89 @@ export class RecsStore implements RecsDataStore {
   }
 
   private appendStatements = new Map<number, Statement>();
+  /** Calls of appendEvents waiting for the next group commit (commitAppends). */
+  private appending: { events: readonly RecEvent[]; resolve: (rows: EventRow[]) => void; reject: (error: unknown) => void }[] = [];
 
   /**
-   * A call's events, in one write transaction: each distinct key name looked up (named when new),
+   * A call's events, committed durably before the promise resolves. Group commit: the calls made
+   * in the same turn of the event loop (batches read from several connections at once) are
+   * written in ONE transaction after it (setImmediate), so they share its commit and its fsync,
+   * the cost of synchronous=FULL; each still resolves only after that commit, with its own rows.
+   */
+  appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      this.appending.push({ events, resolve, reject });
+      if (this.appending.length === 1) setImmediate(() => void this.commitAppends());
+    });
+  }
+
+  /** Group commits made, and the calls they held (tests, benchmarks). */
+  readonly groupCommits = { commits: 0, calls: 0 };
+
+  private async commitAppends(): Promise<void> {
+    const group = this.appending;
+    this.appending = [];
+    let rows: EventRow[][];
+    try {
+      rows = await this.write(() => group.map((call) => this.appendNow(call.events)));
+    } catch (error) {
+      // nothing of the group was kept: each call alone, so that one call's failure is only its own
+      if (group.length === 1) group[0]!.reject(error);
+      else for (const call of group) this.write(() => this.appendNow(call.events)).then(call.resolve, call.reject);
+      return;
+    }
+    this.groupCommits.commits++;
+    this.groupCommits.calls += group.length;
+    group.forEach((call, i) => call.resolve(rows[i]!));
+  }
+
+  /**
+   * A call's events, inside a write transaction: each distinct key name looked up (named when new),
    * then the rows inserted with integer keys, many a statement. No staging and no reading back
    * (as an import does): under the write lock the rows take the ids after the largest, in order,
    * which is checked, and the rows are answered from what was written.
    */
-  async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
-    if (events.length === 0) return [];
-    return this.write(() => {
-      const before = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
-      const find = this.db.prepare('SELECT id FROM keys WHERE ns = ? AND name = ?').pluck();
-      const name = this.db.prepare('INSERT INTO keys (ns, name) VALUES (?, ?)');
-      const keys = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
-      const keyOf = (ns: number, key: string | null): number => {
-        if (key === null) return -1;
-        const map = keys[ns]!;
-        let id = map.get(key);
-        if (id === undefined) {
-          id = (find.get(ns, key) as number | undefined) ?? Number(name.run(ns, key).lastInsertRowid);
-          map.set(key, id);
-        }
-        return id;
-      };
-      const rows: EventRow[] = events.map((e, i) => [
-        before + 1 + i, e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW, e.itemId,
-        keyOf(NS_SESSION, e.session), keyOf(NS_USER, e.user), keyOf(NS_ORDER, e.orderId), Math.round(e.time),
-      ]);
-      const statement = (n: number): Statement => {
-        let st = this.appendStatements.get(n);
-        if (st === undefined) {
-          st = this.db.prepare(`INSERT INTO events (import_id, kind, item_id, session, user, order_id, time) VALUES ${Array(n).fill(`(${API_IMPORT_ID}, ?, ?, ?, ?, ?, ?)`).join(', ')}`);
-          this.appendStatements.set(n, st);
-        }
-        return st;
-      };
-      const values: (number | null)[] = [];
-      let last = before;
-      for (let from = 0; from < rows.length; from += ROWS_PER_INSERT) {
-        const n = Math.min(ROWS_PER_INSERT, rows.length - from);
-        values.length = 0;
-        for (let i = from; i < from + n; i++) {
-          const [, kind, itemId, session, user, order, time] = rows[i]!;
-          values.push(kind, itemId, session < 0 ? null : session, user < 0 ? null : user, order < 0 ? null : order, time);
-        }
-        last = Number(statement(n).run(values).lastInsertRowid);
+  private appendNow(events: readonly RecEvent[]): EventRow[] {
+    const before = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
+    const find = this.db.prepare('SELECT id FROM keys WHERE ns = ? AND name = ?').pluck();
+    const name = this.db.prepare('INSERT INTO keys (ns, name) VALUES (?, ?)');
+    const keys = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
+    const keyOf = (ns: number, key: string | null): number => {
+      if (key === null) return -1;
+      const map = keys[ns]!;
+      let id = map.get(key);
+      if (id === undefined) {
+        id = (find.get(ns, key) as number | undefined) ?? Number(name.run(ns, key).lastInsertRowid);
+        map.set(key, id);
       }
-      // rowids are max + 1 while the table's largest is below 2^63 - 1: never otherwise here, but then read them
-      return last === before + rows.length ? rows : this.readEventsAfter(before, events.length);
-    });
+      return id;
+    };
+    const rows: EventRow[] = events.map((e, i) => [
+      before + 1 + i, e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW, e.itemId,
+      keyOf(NS_SESSION, e.session), keyOf(NS_USER, e.user), keyOf(NS_ORDER, e.orderId), Math.round(e.time),
+    ]);
+    const statement = (n: number): Statement => {
+      let st = this.appendStatements.get(n);
+      if (st === undefined) {
+        st = this.db.prepare(`INSERT INTO events (import_id, kind, item_id, session, user, order_id, time) VALUES ${Array(n).fill(`(${API_IMPORT_ID}, ?, ?, ?, ?, ?, ?)`).join(', ')}`);
+        this.appendStatements.set(n, st);
+      }
+      return st;
+    };
+    const values: (number | null)[] = [];
+    let last = before;
+    for (let from = 0; from < rows.length; from += ROWS_PER_INSERT) {
+      const n = Math.min(ROWS_PER_INSERT, rows.length - from);
+      values.length = 0;
+      for (let i = from; i < from + n; i++) {
+        const [, kind, itemId, session, user, order, time] = rows[i]!;
+        values.push(kind, itemId, session < 0 ? null : session, user < 0 ? null : user, order < 0 ? null : order, time);
+      }
+      last = Number(statement(n).run(values).lastInsertRowid);
+    }
+    // rowids are max + 1 while the table's largest is below 2^63 - 1: never otherwise here, but then read them
+    return last === before + rows.length ? rows : this.readEventsAfter(before, events.length);
   }
 
   /** Writes records under a new item sequence number (inside a write transaction). */

@@ -3,6 +3,7 @@ import { GatewayError, httpStatusOf, rateLimited, unauthenticated } from '../../
 import { RequestContext } from '../../graphql/context.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
 import { createLoaders } from '../../graphql/loaders.js';
+import type { AnswerSources } from '../../graphql/responseCache.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
@@ -131,9 +132,12 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     }
     // GraphQL from here (src/graphql/execute.ts): the envelope checked once, then the fast path or Apollo
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
-    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, { onBatch: metrics.onBatch }), deadline, record, address);
+    // what a cacheable answer reads is recorded, so that a data change drops it only if it changed it
+    const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;
+    const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks), deadline, record, address);
     const answer = await execute({ method, headers: req.headers, search, body }, context, record);
-    if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record);
+    if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources);
     res.setHeader('x-request-id', record.id);
     res.writeHead(answer.status, answer.headers);
     for await (const chunk of answer.chunks) res.write(chunk);
@@ -157,7 +161,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
    * setHeader (and its checks) a header. Without the cache the body goes as the string it is,
    * which node writes with the head in one write rather than a writev of two buffers.
    */
-  function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord): void {
+  function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord, sources: AnswerSources | null): void {
     // a shared cache may keep a public answer, but only for callers with the same credential
     if (headers['cache-control']?.includes('public')) headers.vary = 'authorization';
     const bytes = cacheKey !== null && cacheKey !== undefined ? Buffer.from(body, 'utf8') : null;
@@ -170,7 +174,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       return;
     }
     res.end(bytes);
-    responseCache!.offer(cacheKey!, status, headers, bytes, record.operation);
+    responseCache!.offer(cacheKey!, status, headers, bytes, record.operation, sources);
   }
 
   function graphql(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
