@@ -62,16 +62,22 @@ interface Measure {
   landing: Map<string, number>;
 }
 
+/** A document's fragment definitions by name. */
+export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
+  const fragments = new Map<string, FragmentDefinitionNode>();
+  for (const definition of document.definitions) {
+    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
+  }
+  return fragments;
+}
+
 /**
  * The measures of every operation in a document. Linear in the document: a fragment is measured
  * once however often it is spread (spreads that double at every level would take exponential
  * time to walk), and a cycle counts as empty (graphql-js's NoFragmentCycles reports it).
  */
 export function measureOperations(document: DocumentNode): { operation: OperationDefinitionNode; measure: Measure }[] {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
+  const fragments = fragmentsOf(document);
   const measured = new Map<string, Measure>();
   const inProgress = new Set<string>();
 

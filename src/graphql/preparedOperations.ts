@@ -18,7 +18,6 @@ import {
   type ConstDirectiveNode,
   type DocumentNode,
   type ExecutionResult,
-  type FragmentDefinitionNode,
   type GraphQLCompositeType,
   type GraphQLField,
   type GraphQLInputType,
@@ -46,6 +45,7 @@ import {
   type GraphQLAnswer,
 } from './envelope.js';
 import { DEFAULT_PREPARED_DOCUMENTS } from '../config/defaults.js';
+import { fragmentsOf } from './limits.js';
 
 /**
  * Query texts longer than this are checked (and answered) each time rather than remembered: a
@@ -603,10 +603,7 @@ function arraysForObjects(schema: GraphQLSchema, operation: OperationDefinitionN
 
 /** The response keys at the root of an operation (its fragments have no @skip or @include: staticCacheControl). */
 function rootFieldCount(document: DocumentNode, selectionSet: SelectionSetNode): number {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
+  const fragments = fragmentsOf(document);
   const keys = new Set<string>();
   const visit = (set: SelectionSetNode, spread: Set<string>): void => {
     for (const selection of set.selections) {
@@ -646,10 +643,7 @@ function NoIntrospection(context: ValidationContext): ASTVisitor {
  * introspection field).
  */
 export function staticCacheControl(schema: GraphQLSchema, document: DocumentNode, operation: OperationDefinitionNode): string | null {
-  const fragments = new Map<string, FragmentDefinitionNode>();
-  for (const definition of document.definitions) {
-    if (definition.kind === Kind.FRAGMENT_DEFINITION) fragments.set(definition.name.value, definition);
-  }
+  const fragments = fragmentsOf(document);
   // Apollo's plugin hints a mutation's root fields as a query's (defaultMaxAge for those without one)
   const root = schema.getRootType(operation.operation);
   if (!root) return null;

@@ -89,7 +89,7 @@ function sameList(was: RecommendationListModel, is: RecommendationListModel, det
     const y = b[i]!;
     if (x.itemId !== y.itemId || x.rank !== y.rank) return false;
     if (detailed && (x.score !== y.score || x.evidence !== y.evidence || x.source !== y.source)) return false;
-    // the records a list came with prime the item loader: the answer may show them
+    // the records a list came with are the ones its items resolve to (Loaders.itemsOf): the answer may show them
     if (was.items !== undefined && was.items[i] !== is.items![i]) return false;
   }
   return true;

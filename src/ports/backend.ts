@@ -322,7 +322,7 @@ export interface Backend {
    * change elsewhere (REST mode: the upstream's, cached for their TTL).
    */
   onDataChange?(listener: () => void): void;
-  /** The data now, for checking cached answers after onDataChange; absent where onDataChange is. */
+  /** The data now, for checking cached answers after onDataChange; absent where onDataChange is absent. */
   recsNow?: RecsNow;
   close(): Promise<void>;
   /** The circuit breakers of its upstreams, by upstream, for /metrics; absent where there are none. */
