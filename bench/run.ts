@@ -635,11 +635,28 @@ function mixedBodies(eventsShare: number): string[] {
   return bodies;
 }
 
+/**
+ * A batch as a shop's collector sends one: the events of several shoppers' visits, each of 2 to 8
+ * Zipf-drawn views (the demo shop's visits; Diginetica's average about 5), three in ten ending
+ * with a purchase of one of the items viewed, until EVENTS_PER_BATCH events (about one purchase
+ * in twenty events). Until 2026-11-23 a batch was one visit of 45 views and 5 purchases: no
+ * shop's traffic, and every batch one group of 30 distinct popular items.
+ */
 function batchOf(random: () => number, zipf: () => number, n: number): Record<string, unknown>[] {
-  const sessionId = `bench-session-${n}`;
-  return Array.from({ length: EVENTS_PER_BATCH }, () =>
-    random() < 0.1 ? { kind: 'PURCHASE', itemId: zipf(), userId: `bench-user-${n % 5000}`, orderId: `bench-order-${n}` } : { kind: 'VIEW', itemId: zipf(), sessionId },
-  );
+  const batch: Record<string, unknown>[] = [];
+  for (let visit = 0; batch.length < EVENTS_PER_BATCH; visit++) {
+    const sessionId = `bench-session-${n}-${visit}`;
+    const viewed: number[] = [];
+    for (let v = 2 + Math.floor(random() * 7); v > 0 && batch.length < EVENTS_PER_BATCH; v--) {
+      const itemId = zipf();
+      viewed.push(itemId);
+      batch.push({ kind: 'VIEW', itemId, sessionId });
+    }
+    if (random() < 0.3 && batch.length < EVENTS_PER_BATCH) {
+      batch.push({ kind: 'PURCHASE', itemId: viewed[Math.floor(random() * viewed.length)], sessionId, userId: `bench-user-${(n * 7 + visit) % 5000}`, orderId: `bench-order-${n}-${visit}` });
+    }
+  }
+  return batch;
 }
 /** The mix against a new embedded gateway; the hit rate and the batches sent go to extra.mixed. */
 async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promise<Row> {

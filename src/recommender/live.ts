@@ -441,13 +441,14 @@ class LiveNeighbours {
 
   /**
    * Whether re-ranking the marked anchors would cost more than building the kind anew: their
-   * positions against `share` of all positions (the build walks every position once, in a tighter
-   * loop than a re-rank's).
+   * positions against `share` of what the build walks: every position once, in a tighter loop
+   * than a re-rank's, and every event of the log and every item, however few positions they hold
+   * (see buildCostOf).
    */
   cheaperToRebuild(share: number): boolean {
     let work = 0;
     for (const a of this.dirtyList) if (this.dirty[a] === 1) work += this.itemGroup[a]!.length;
-    return work > share * this.positions;
+    return work > share * (this.positions + buildCostOf(this.log.length, this.itemGroup.length));
   }
 
   /** Takes a fresh build of the kind as the lists served: nothing is marked any more. */
@@ -625,6 +626,21 @@ class LiveNeighbours {
     }
     this.commit(cutoff, false);
   }
+}
+
+/**
+ * A build's cost beyond its positions, in positions: it walks the whole log to group it, expired
+ * events included, and every item. Without it a log whose events had mostly expired (a shop's
+ * first live event 90 days after its history, RECS_EVENTS_MAX_AGE_DAYS) held few positions, so a
+ * batch that marked its popular anchors made the flush rebuild after nearly every batch, each
+ * build walking the whole log (bench/run.ts --only mixed: a rebuild every 25 ms, a fifth of the
+ * gateway's CPU). Measured on the demo shop (200k events, 10.8k items): post-browse's build
+ * with every event expired 2.5 ms, with none 131 ms for 180k positions: an event walked costs
+ * about a sixtieth of a position. Counted here at a sixteenth, and an item at one: on the side
+ * of re-ranking, whose cost the marked positions bound.
+ */
+function buildCostOf(events: number, items: number): number {
+  return events / 16 + items;
 }
 
 /** b's n(b) on the neighbour's side: the statistics', or its current `own` where they do not know it (as the build, see PriorStats). */

@@ -79,6 +79,27 @@ describe('demo shop', () => {
   });
 });
 
+describe('a served demo shop and events sent today', () => {
+  it('keeps its history: its last event is today, so RECS_EVENTS_MAX_AGE_DAYS does not expire it at the first event', async () => {
+    const recs = await openEmbeddedRecs({ dataDir: null, model: { maxAgeDays: 90 } });
+    try {
+      const phone = [...recs.catalog.values()].find((i) => i.categoryPath === 'Gadgets & Devices/Mobile/Smartphones' && i.parentItemId === i.itemId)!;
+      const before = recs.recommendNow('POST_BROWSE', phone.itemId).entries.map((e) => e.itemId);
+      const nbpBefore = recs.recommendNow('NEXT_BEST_PRODUCT', phone.itemId).entries.length;
+      expect(before).toHaveLength(10);
+      // a shopper's visit today, of two items unrelated to the phone
+      const [x, y] = [...recs.catalog.values()].filter((i) => i.categoryPath !== phone.categoryPath).map((i) => i.itemId);
+      const now = Date.now();
+      recs.applyEvents([x!, y!].map((itemId, i) => ({ kind: 'view' as const, session: 'today', user: null, orderId: null, itemId, time: now + i })));
+      recs.flush();
+      expect(recs.recommendNow('POST_BROWSE', phone.itemId).entries.map((e) => e.itemId)).toEqual(before);
+      expect(recs.recommendNow('NEXT_BEST_PRODUCT', phone.itemId).entries).toHaveLength(nbpBefore);
+    } finally {
+      await recs.close();
+    }
+  });
+});
+
 describe('persistence through DATA_DIR', () => {
   it('imports a catalogue and events, skips a second import of the same file, and serves them', async () => {
     const items = join(dir, 'items.jsonl');

@@ -263,3 +263,32 @@ describe('the demo shop, applied in batches onto a model built from part of it',
     expectSame(recs, events, options);
   }, 120_000);
 });
+
+describe('a log whose history has expired', () => {
+  it('re-ranks what small batches mark rather than rebuilding over the whole log after each, and keeps the lists of a full build', () => {
+    const { records, events } = generateDemo();
+    const catalog = new Catalog();
+    catalog.addRecords(records);
+    const log = new EventLog();
+    for (const e of events) log.add(e);
+    const options: ModelOptions = { maxAgeDays: 90 };
+    const recs = new EmbeddedRecs(catalog, log, options);
+    // Shoppers a year after the history: every stored event is out of the window at the first batch.
+    const ids = records.map((r) => r['itemId'] as number);
+    const popular = ids.slice(0, 40);
+    let time = events[events.length - 1]!.time + 365 * DAY;
+    const sent: RecEvent[] = [];
+    const rebuilt: string[] = [];
+    for (let n = 0; n < 40; n++) {
+      // visits of the same popular items: every batch marks anchors that hold most of the few positions left
+      const batch: RecEvent[] = popular.slice(n % 10, (n % 10) + 25).map((itemId) => ({ kind: 'view', session: `today-${n}`, user: null, orderId: null, itemId, time: (time += 1000) }));
+      recs.applyEvents(batch);
+      sent.push(...batch);
+      rebuilt.push(...recs.flush()!.rebuilt);
+    }
+    expect(recs.model.views.reduce((a, b) => a + b, 0)).toBe(sent.length);
+    // one build at most (the first batch's, which expired everything), not one a batch
+    expect(rebuilt.filter((k) => k === 'postBrowse').length).toBeLessThanOrEqual(1);
+    expectSame(recs, [...events, ...sent], options);
+  }, 60_000);
+});

@@ -1,6 +1,7 @@
 import { Catalog } from '../../recommender/catalog.js';
 import { EventLog } from '../../recommender/eventLog.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
+import { DAY_MS } from '../../recommender/cooccurrence.js';
 
 /**
  * A deterministic demo shop: an invented taxonomy (8 departments, 48 leaf categories), products
@@ -134,6 +135,12 @@ export interface DemoOptions {
   productsPerLeaf?: number;
   /** Events to generate at least; default 200,000. */
   events?: number;
+  /**
+   * The last event's time (ms since the epoch), the others as far before it as generated; default
+   * as generated (the first on 2024-03-01). A served demo ends now (demoEndsAt): events sent to it
+   * today must not make its whole history older than RECS_EVENTS_MAX_AGE_DAYS at once.
+   */
+  endsAt?: number;
 }
 
 /** The demo data: item records in the recommendations.md shape, and events in time order. */
@@ -298,7 +305,16 @@ export function generateDemo(options: DemoOptions = {}): DemoData {
       }
     }
   }
+  if (options.endsAt !== undefined) {
+    const shift = options.endsAt - events[events.length - 1]!.time;
+    for (const event of events) event.time += shift;
+  }
   return { records, events, complements };
+}
+
+/** When a served demo shop's history ends: the start of the current UTC day (so that replicas started the same day agree). */
+export function demoEndsAt(now = Date.now()): number {
+  return now - (now % DAY_MS);
 }
 
 /** The demo as a catalogue and an event log, ready for buildModel. */

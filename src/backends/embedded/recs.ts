@@ -2,7 +2,7 @@ import type { Worker } from 'node:worker_threads';
 import { badUserInput } from '../../errors.js';
 import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
 import type { Catalog } from '../../recommender/catalog.js';
-import { buildDemo } from './demo.js';
+import { buildDemo, demoEndsAt } from './demo.js';
 import type { EventLog } from '../../recommender/eventLog.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { buildModel } from '../../recommender/model.js';
@@ -540,7 +540,7 @@ export class EmbeddedRecs implements RecsService {
 
 /** The demo shop's catalogue and log with every stored event added (a store without a catalogue). */
 async function demoWithStored(store: RecsDataStore): Promise<{ catalog: Catalog; log: EventLog; head: StoreHead }> {
-  const { catalog, log } = buildDemo();
+  const { catalog, log } = buildDemo({ endsAt: demoEndsAt() });
   const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) });
   return { catalog, log, head };
 }
@@ -585,7 +585,7 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
   const interval = options.followIntervalMs ?? FOLLOW_INTERVAL_MS;
   const source = recsSource(options);
   if (source === null) {
-    const { catalog, log } = buildDemo();
+    const { catalog, log } = buildDemo({ endsAt: demoEndsAt() });
     const recs = new EmbeddedRecs(catalog, log, options.model);
     say(`recommender: demo shop of ${catalog.size} items and ${log.length} events ready in ${Math.round(performance.now() - t0)} ms`);
     return recs;
