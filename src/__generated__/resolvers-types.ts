@@ -16,7 +16,12 @@ export type Scalars = {
   Boolean: { input: boolean; output: boolean; }
   Int: { input: number; output: number; }
   Float: { input: number; output: number; }
-  /** A point in time, as an ISO 8601 string in UTC (2026-11-22T02:24:48.000Z). */
+  /**
+   * A point in time, as an ISO 8601 string in UTC (2026-11-22T02:24:48.000Z). As input (an event's
+   * time): ISO 8601 with an offset, Z or ±hh:mm (2026-11-23T06:40:00Z, 2026-11-23T07:40:00+01:00); a
+   * time without one is refused, as RFC 3339 refuses it; and from 1970 to a day ahead of the gateway's
+   * clock. Any other value is refused as the variable's value (HTTP 400, BAD_USER_INPUT).
+   */
   DateTime: { input: Date; output: Date | string; }
   /**
    * An item identifier: a positive integer of up to 16 digits (Walmart item ids reach ten digits,
@@ -109,7 +114,7 @@ export type EventInput = {
   orderId?: InputMaybe<Scalars['String']['input']>;
   /** The shopper's browsing session: views of one session make items viewed together. */
   sessionId?: InputMaybe<Scalars['String']['input']>;
-  /** When it happened (at most a day ahead of the gateway's clock); now when omitted. */
+  /** When it happened, with an offset (see DateTime), from 1970 to a day ahead of the gateway's clock; now when omitted. */
   time?: InputMaybe<Scalars['DateTime']['input']>;
   /** The shopper, across sessions: purchases of one user make items bought together. */
   userId?: InputMaybe<Scalars['String']['input']>;
@@ -286,6 +291,10 @@ export type ItemAttributeInput = {
 /**
  * An item record (the item record of recommendations.md, as the Item type shows it): itemId and name
  * are required, every other field is optional. A record replaces the item's previous record whole.
+ * Texts are capped: shortDescription and longDescription at 10,000 characters; URLs (the images,
+ * imageEntities' images, productTrackingUrl, productUrl, addToCartUrl, affiliateAddToCartUrl,
+ * customerRatingImage) at 2,000; every other text (name, brandName, an attribute's name and value,
+ * ...) at 1,000; attributes at 200 entries, imageEntities at 100, variants at 1,000.
  */
 export type ItemInput = {
   /** URL that adds the item to the cart. */
@@ -300,7 +309,7 @@ export type ItemInput = {
   availableOnline?: InputMaybe<Scalars['Boolean']['input']>;
   /** The best marketplace offer. */
   bestMarketplacePrice?: InputMaybe<MarketplacePriceInput>;
-  /** The brand. */
+  /** The brand; at most 1,000 characters. */
   brandName?: InputMaybe<Scalars['String']['input']>;
   /** Whether it is a bundle. */
   bundle?: InputMaybe<Scalars['Boolean']['input']>;
@@ -334,7 +343,7 @@ export type ItemInput = {
   itemId: Scalars['ItemId']['input'];
   /** URL of the large image. */
   largeImage?: InputMaybe<Scalars['String']['input']>;
-  /** A long description; may contain HTML markup. */
+  /** A long description; may contain HTML markup; at most 10,000 characters. */
   longDescription?: InputMaybe<Scalars['String']['input']>;
   /** Whether it is sold on the marketplace. */
   marketplace?: InputMaybe<Scalars['Boolean']['input']>;
@@ -344,7 +353,7 @@ export type ItemInput = {
   modelNumber?: InputMaybe<Scalars['String']['input']>;
   /** Manufacturer's suggested retail price. */
   msrp?: InputMaybe<Scalars['Float']['input']>;
-  /** The item's name, not empty. */
+  /** The item's name, not empty; at most 1,000 characters. */
   name: Scalars['String']['input'];
   /** Whether 97-cent shipping applies. */
   ninetySevenCentShipping?: InputMaybe<Scalars['Boolean']['input']>;
@@ -372,7 +381,7 @@ export type ItemInput = {
   sellerInfo?: InputMaybe<Scalars['String']['input']>;
   /** Whether it can be shipped to a store. */
   shipToStore?: InputMaybe<Scalars['Boolean']['input']>;
-  /** A short description. */
+  /** A short description; at most 10,000 characters. */
   shortDescription?: InputMaybe<Scalars['String']['input']>;
   /** Size, as text. */
   size?: InputMaybe<Scalars['String']['input']>;
@@ -430,14 +439,18 @@ export type Mutation = {
   deleteApiKey: DeleteApiKeyPayload;
   /**
    * Records what shoppers did, for the recommender: at most 10,000 events a call, all kept or none
-   * (BAD_USER_INPUT naming the first bad event's index and field). Administrators only (FORBIDDEN
+   * (BAD_USER_INPUT naming the first bad event's index and field). A call whose item ids would take
+   * the recommender past RECS_MAX_ITEMS distinct items is refused whole (BAD_USER_INPUT). A bad time
+   * is refused by DateTime, as the variable's value. Administrators only (FORBIDDEN
    * otherwise). Send the events as a variable: a literal list of thousands of events is over the
    * token limit. Answered once the events are kept.
    */
   recordEvents: RecordEventsPayload;
   /**
    * Adds or replaces item records: at most 1,000 a call, all stored or none (BAD_USER_INPUT naming
-   * the first bad record's index and field). Administrators only (FORBIDDEN otherwise).
+   * the first bad record's index and field: a text over its cap, see ItemInput). A call that would
+   * take the recommender past RECS_MAX_ITEMS distinct items is refused whole (BAD_USER_INPUT), as
+   * recordEvents is. Administrators only (FORBIDDEN otherwise).
    */
   upsertItems: UpsertItemsPayload;
 };

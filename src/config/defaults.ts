@@ -43,6 +43,15 @@ export const LARGE_BODIES_IN_FLIGHT_BYTES = 64 * 1024 * 1024;
 /** MAX_KEYS_PER_USER: API keys one user may have in the embedded backend. */
 export const DEFAULT_MAX_KEYS_PER_USER = 100;
 
+/**
+ * RECS_MAX_ITEMS: distinct items (named by events or records) the embedded recommender may hold;
+ * a batch that would add items past it is refused. Each costs about 1.1 KB for as long as the
+ * process runs, whether a record ever comes; the 10-million-event build (README) held 881,642
+ * items in 1,061 MB of RSS. Two million is over twice the largest log measured, and about 2.2 GB
+ * of items alone: a bound on a runaway client's ids, not on a real catalogue.
+ */
+export const DEFAULT_MAX_ITEMS = 2_000_000;
+
 /** CACHE_ITEM_TTL_SECONDS, CACHE_RECS_TTL_SECONDS, CACHE_NEGATIVE_TTL_SECONDS: how long the REST backend's answers are cached. */
 export const DEFAULT_CACHE_TTL_SECONDS = { item: 300, recs: 300, negative: 30 } as const;
 

@@ -8,6 +8,7 @@ import {
   DEFAULT_EVENTS_MAX_AGE_DAYS,
   DEFAULT_NBP_REBUILD_SECONDS,
   DEFAULT_LIMITS,
+  DEFAULT_MAX_ITEMS,
   DEFAULT_MAX_KEYS_PER_USER,
   DEFAULT_PREPARED_DOCUMENTS,
   DEFAULT_RATE_LIMITS,
@@ -52,6 +53,11 @@ export interface Config {
    * ModelOptions.nextBestRebuildSeconds); 0: rebuilt after every batch with purchases. Default 600.
    */
   recsNbpRebuildSeconds: number;
+  /**
+   * RECS_MAX_ITEMS: distinct items the embedded recommender may hold (named by events or records);
+   * a call that would add items past it is refused with BAD_USER_INPUT, nothing of it kept. Default 2000000.
+   */
+  recsMaxItems: number;
   /** REDIS_URL: the shared cache. Default: none (an in-process cache). */
   redisUrl: string | null;
   /** REDIS_KEY_PREFIX: prefix of every key the gateway writes in Redis. Default `recs-gateway:`. */
@@ -301,6 +307,7 @@ export function loadConfig(env: Env = process.env): Config {
     recsFollowIntervalMs: int('RECS_FOLLOW_INTERVAL_MS', 250, 0, 86_400_000),
     recsEventsMaxAgeDays: int('RECS_EVENTS_MAX_AGE_DAYS', DEFAULT_EVENTS_MAX_AGE_DAYS, 0, 36_500),
     recsNbpRebuildSeconds: int('RECS_NBP_REBUILD_SECONDS', DEFAULT_NBP_REBUILD_SECONDS, 0, 86_400),
+    recsMaxItems: int('RECS_MAX_ITEMS', DEFAULT_MAX_ITEMS, 1, 1_000_000_000),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
     cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.item, 1, 86_400),

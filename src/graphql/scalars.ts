@@ -1,6 +1,6 @@
 import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
 import { toItemId } from '../ports/itemRecord.js';
-import { parseIsoTime } from '../ports/ingest.js';
+import { eventTimeProblem, parseIsoTime } from '../ports/ingest.js';
 
 const invalidItemId = (value: unknown): GraphQLError =>
   new GraphQLError(`ItemId must be a positive integer of at most 16 digits, got ${JSON.stringify(value)?.slice(0, 40)}`);
@@ -28,10 +28,16 @@ export const ItemIdScalar = new GraphQLScalarType<number, number>({
   },
 });
 
-/** An input DateTime: ISO 8601 as the REST twin reads it (parseIsoTime), not whatever Date takes. */
+/**
+ * An input DateTime: ISO 8601 with an offset, as the REST twin reads it (parseIsoTime), not
+ * whatever Date takes; and in the range an event may have (eventTimeProblem), so that every bad
+ * time is refused here, one kind of answer (the only DateTime input is an event's time).
+ */
 function isoDate(text: string | null): Date {
   const ms = text === null ? null : parseIsoTime(text);
-  if (ms === null) throw new GraphQLError('DateTime must be an ISO 8601 string');
+  if (ms === null) throw new GraphQLError('DateTime must be an ISO 8601 string with an offset (2026-11-23T06:40:00Z or +01:00)');
+  const problem = eventTimeProblem(ms, Date.now());
+  if (problem !== null) throw new GraphQLError(`DateTime ${problem}`);
   return new Date(ms);
 }
 

@@ -45,22 +45,24 @@ function daysSinceEpoch(year: number, month: number, day: number): number {
 
 /**
  * An event's time as ISO 8601 text, in ms since 1970; null for anything else. The forms:
- * YYYY-MM-DD, then optionally T (or a space) and hh:mm, then optionally :ss and a fraction of 1
- * to 9 digits (ms are its first three), then optionally Z or an offset ±hh:mm or ±hhmm. A time
- * without an offset is UTC. Stricter than Date.parse, which takes "1" or "March 7" for dates in
- * 2001 and rolls 2026-02-31 over into March: such a time would be kept as another than the one
- * meant. GraphQL's DateTime and POST /v1/events both read it, once per event: a batch of 5,000
- * spent a tenth of its GraphQL CPU in the regular expression, the check of days and Date.parse
- * this replaces (BENCHMARKS.md).
+ * YYYY-MM-DD, then T (or a space) and hh:mm, then optionally :ss and a fraction of 1 to 9 digits
+ * (ms are its first three), then Z or an offset ±hh:mm or ±hhmm. The offset is required, as RFC
+ * 3339 and graphql-scalars' DateTime require it: a time without one (a date alone, or
+ * 2026-11-23T10:00:00) was read as UTC, an hour or more off for a shop that meant its local time,
+ * and silently so. Stricter than Date.parse, which takes "1" or "March 7" for dates in 2001 and
+ * rolls 2026-02-31 over into March: such a time would be kept as another than the one meant.
+ * GraphQL's DateTime and POST /v1/events both read it, once per event: a batch of 5,000 spent a
+ * tenth of its GraphQL CPU in the regular expression, the check of days and Date.parse this
+ * replaces (BENCHMARKS.md).
  *
- * It takes exactly what that did (test/graphql/isoTime.test.ts compares the two on generated texts),
- * quirks included: with a space instead of T, Date.parse's legacy parser took any offset without
- * a colon (+9999) and one with a colon whose minutes are below 60 (+99:59); with T, hours to 23
- * and minutes to 59. It differs where that was wrong: a time without an offset was local time
- * on a machine not on UTC; and Date.parse's legacy parser, which had the texts with a space and
- * those with a month past 12, read the years 0000-0099 as two-digit years, or as month-day-year
- * (0001-13-01 was 2001-01-13, 0012-01-01 00:00 2001-12-01), or refused them. Such a year is now
- * the year it says, and a month past 12 is refused.
+ * Of the texts with an offset, it takes exactly what that did (test/graphql/isoTime.test.ts
+ * compares the two on generated texts), quirks included: with a space instead of T, Date.parse's
+ * legacy parser took any offset without a colon (+9999) and one with a colon whose minutes are
+ * below 60 (+99:59); with T, hours to 23 and minutes to 59. It differs where that was wrong:
+ * Date.parse's legacy parser, which had the texts with a space and those with a month past 12,
+ * read the years 0000-0099 as two-digit years, or as month-day-year (0001-13-01 was 2001-01-13,
+ * 0012-01-01 00:00 2001-12-01), or refused them. Such a year is now the year it says, and a month
+ * past 12 is refused. Whether the instant is one an event may have is eventTimeProblem's question.
  */
 export function parseIsoTime(text: string): number | null {
   const length = text.length;
@@ -73,7 +75,6 @@ export function parseIsoTime(text: string): number | null {
   const year = century * 100 + yearOfCentury;
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
   const midnight = daysSinceEpoch(year, month, day) * MS_PER_DAY;
-  if (length === 10) return midnight;
 
   const separator = text.charCodeAt(10);
   if ((separator !== LETTER_T && separator !== SPACE) || text.charCodeAt(13) !== COLON) return null;
@@ -98,7 +99,7 @@ export function parseIsoTime(text: string): number | null {
       time += digits === 1 ? ms * 100 : digits === 2 ? ms * 10 : ms;
     }
   }
-  if (i === length) return time;
+  if (i === length) return null;
   const zone = text.charCodeAt(i);
   if (zone === LETTER_Z) return i + 1 === length ? time : null;
   if (zone !== PLUS && zone !== MINUS) return null;
@@ -109,6 +110,19 @@ export function parseIsoTime(text: string): number | null {
   if (separator === LETTER_T ? offsetHours > 23 || offsetMinutes > 59 : colon && offsetMinutes > 59) return null;
   const offset = (offsetHours * 60 + offsetMinutes) * 60_000;
   return zone === PLUS ? time - offset : time + offset;
+}
+
+/**
+ * Why an event may not have this time (ms since 1970), or null when it may: the range the store
+ * keeps, from 1970 (the stores' integer ms, the model's recency, are counted from it) to a day
+ * ahead of `now`. checkEvents asks it of every event, and GraphQL's DateTime of every input, so
+ * that a time out of range is refused like a malformed one: by the scalar, a 400 before any
+ * resolver runs (the year 0001 and the year 9999 were a 200 from the resolver).
+ */
+export function eventTimeProblem(time: number, now: number): string | null {
+  if (!Number.isFinite(time) || time < 0) return 'must be a date after 1970';
+  if (time > now + MAX_FUTURE_SKEW_MS) return 'must not be more than a day in the future';
+  return null;
 }
 
 /** What a caller who is no administrator gets from recordEvents, upsertItems and their REST twins. */
@@ -148,13 +162,28 @@ export function checkEvents(events: readonly EventInputModel[], now: number = Da
     if (e.kind === 'PURCHASE' && e.orderId === null && e.sessionId === null && e.userId === null) {
       fail(i, 'orderId', 'a purchase needs an orderId, a sessionId or a userId');
     }
-    if (!Number.isFinite(e.time) || e.time < 0) fail(i, 'time', 'must be a date after 1970');
-    if (e.time > now + MAX_FUTURE_SKEW_MS) fail(i, 'time', 'must not be more than a day in the future');
+    const timeProblem = eventTimeProblem(e.time, now);
+    if (timeProblem !== null) fail(i, 'time', timeProblem);
   }
   return events;
 }
 
-/** Checks a whole call's item records (count, ids, names) before any is kept. */
+/**
+ * The longest text an item record's fields may hold, in characters: what real catalogues need,
+ * with room to spare (Google Merchant Center takes titles to 150, descriptions to 5,000, links to
+ * 2,000 and product types to 750), so that a client's bug cannot keep megabytes an item in every
+ * process's memory and the store. Descriptions may carry HTML markup, hence twice Google's 5,000.
+ */
+export const MAX_ITEM_TEXT_LENGTH = { description: 10_000, url: 2_000, other: 1_000 } as const;
+/** At most this many attributes, images and variants a record (a catalogue has tens). */
+export const MAX_ITEM_LIST_LENGTH = { attributes: 200, imageEntities: 100, variants: 1_000 } as const;
+
+const DESCRIPTIONS = ['shortDescription', 'longDescription'] as const;
+const URLS = ['thumbnailImage', 'mediumImage', 'largeImage', 'productTrackingUrl', 'productUrl', 'addToCartUrl', 'affiliateAddToCartUrl', 'customerRatingImage'] as const;
+const SHORT_TEXTS = ['name', 'upc', 'categoryPath', 'categoryNode', 'brandName', 'color', 'size', 'gender', 'age', 'modelNumber', 'sellerInfo', 'rhid', 'stock', 'offerType'] as const;
+const IMAGE_URLS = ['thumbnailImage', 'mediumImage', 'largeImage'] as const;
+
+/** Checks a whole call's item records (count, ids, names, amounts, lengths) before any is kept. */
 export function checkItems(items: readonly ItemModel[]): readonly ItemModel[] {
   if (items.length > MAX_ITEMS_PER_CALL) {
     throw badUserInput(`At most ${MAX_ITEMS_PER_CALL} items a call, got ${items.length}`, 'items');
@@ -168,6 +197,7 @@ export function checkItems(items: readonly ItemModel[]): readonly ItemModel[] {
       throw badUserInput(`items[${i}].name: must be a non-empty string`, `items[${i}].name`);
     }
     checkAmounts(item, i);
+    checkLengths(item, i);
   }
   return items;
 }
@@ -189,4 +219,32 @@ function checkAmounts(item: ItemModel, i: number): void {
   if (price != null && !(price >= 0 && price <= MAX_AMOUNT)) fail('bestMarketplacePrice.price', `must be from 0 to ${MAX_AMOUNT}`);
   if (item.customerRating != null && !(item.customerRating >= 0 && item.customerRating <= 5)) fail('customerRating', 'must be from 0 to 5');
   if (item.numReviews != null && !(Number.isSafeInteger(item.numReviews) && item.numReviews >= 0)) fail('numReviews', 'must be a whole number, 0 or more');
+}
+
+/** The texts and lists of a record, within MAX_ITEM_TEXT_LENGTH and MAX_ITEM_LIST_LENGTH. */
+function checkLengths(item: ItemModel, i: number): void {
+  const text = (value: string | null | undefined, field: string, max: number): void => {
+    if (value != null && value.length > max) throw badUserInput(`items[${i}].${field}: at most ${max} characters`, `items[${i}].${field}`);
+  };
+  const list = (value: readonly unknown[] | null | undefined, field: keyof typeof MAX_ITEM_LIST_LENGTH): void => {
+    const max = MAX_ITEM_LIST_LENGTH[field];
+    if (value != null && value.length > max) throw badUserInput(`items[${i}].${field}: at most ${max} entries`, `items[${i}].${field}`);
+  };
+  for (const field of DESCRIPTIONS) text(item[field], field, MAX_ITEM_TEXT_LENGTH.description);
+  for (const field of URLS) text(item[field], field, MAX_ITEM_TEXT_LENGTH.url);
+  for (const field of SHORT_TEXTS) text(item[field], field, MAX_ITEM_TEXT_LENGTH.other);
+  const offer = item.bestMarketplacePrice;
+  text(offer?.sellerInfo, 'bestMarketplacePrice.sellerInfo', MAX_ITEM_TEXT_LENGTH.other);
+  text(offer?.offerType, 'bestMarketplacePrice.offerType', MAX_ITEM_TEXT_LENGTH.other);
+  list(item.attributes, 'attributes');
+  item.attributes.forEach((attribute, a) => {
+    text(attribute.name, `attributes[${a}].name`, MAX_ITEM_TEXT_LENGTH.other);
+    text(attribute.value, `attributes[${a}].value`, MAX_ITEM_TEXT_LENGTH.other);
+  });
+  list(item.imageEntities, 'imageEntities');
+  item.imageEntities?.forEach((image, m) => {
+    for (const field of IMAGE_URLS) text(image[field], `imageEntities[${m}].${field}`, MAX_ITEM_TEXT_LENGTH.url);
+    text(image.entityType, `imageEntities[${m}].entityType`, MAX_ITEM_TEXT_LENGTH.other);
+  });
+  list(item.variants, 'variants');
 }

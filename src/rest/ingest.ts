@@ -91,14 +91,14 @@ function timeOf(value: unknown, index: number, now: number): number {
   if (typeof value === 'number' && Number.isFinite(value)) return value;
   const ms = typeof value === 'string' ? parseIsoTime(value) : null;
   if (ms !== null) return ms;
-  return fail('events', index, 'time', 'must be an ISO 8601 date (2026-11-23T06:40:00Z) or milliseconds since 1970');
+  return fail('events', index, 'time', 'must be an ISO 8601 date with an offset (2026-11-23T06:40:00Z or +01:00) or milliseconds since 1970');
 }
 
 const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHASE' };
 
 /**
  * The events of a POST /v1/events body: a JSON array of `{"kind":"view"|"purchase","itemId",
- * "sessionId"?,"userId"?,"orderId"?,"time"?}` (time as ISO 8601 or ms; now when absent). Checks
+ * "sessionId"?,"userId"?,"orderId"?,"time"?}` (time as ISO 8601 with an offset, or ms; now when absent). Checks
  * their form; checkEvents (src/ports/ingest.ts), in the backend, checks the rest.
  */
 export function parseEvents(body: unknown, now: number = Date.now()): EventInputModel[] {

@@ -1,4 +1,5 @@
-import { forbidden } from '../../errors.js';
+import { DEFAULT_MAX_ITEMS } from '../../config/defaults.js';
+import { badUserInput, forbidden } from '../../errors.js';
 import { checkEvents, checkItems, ingestForbidden } from '../../ports/ingest.js';
 import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsService } from '../../ports/backend.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
@@ -19,7 +20,14 @@ export function toRecEvent(e: EventInputModel): RecEvent {
  * What EmbeddedIngest needs of the recommender: an EmbeddedRecs, or (benchmarks of the API alone)
  * anything that applies events and records in memory, without a store.
  */
-export type LiveRecs = Pick<EmbeddedRecs, 'applyEvents' | 'applyItems' | 'catalog'> & Partial<Pick<EmbeddedRecs, 'store' | 'applyOwnEvents' | 'applyOwnItems'>>;
+export type LiveRecs = Pick<EmbeddedRecs, 'applyEvents' | 'applyItems' | 'catalog'> &
+  Partial<Pick<EmbeddedRecs, 'store' | 'applyOwnEvents' | 'applyOwnItems' | 'itemCount' | 'newItemCount'>>;
+
+/** What EmbeddedIngest is told at start-up. */
+export interface EmbeddedIngestOptions {
+  /** RECS_MAX_ITEMS: distinct items the recommender may hold; a call that would add more is refused. Default DEFAULT_MAX_ITEMS. */
+  maxItems?: number;
+}
 
 /**
  * Events and records into the embedded recommender: the whole call is checked, committed in one
@@ -28,11 +36,35 @@ export type LiveRecs = Pick<EmbeddedRecs, 'applyEvents' | 'applyItems' | 'catalo
  * the rows up by following the store. Without a store (tests, benchmarks) it is applied in memory only.
  */
 export class EmbeddedIngest implements IngestService {
-  constructor(private readonly recs: LiveRecs) {}
+  private readonly maxItems: number;
+
+  constructor(private readonly recs: LiveRecs, options: EmbeddedIngestOptions = {}) {
+    this.maxItems = options.maxItems ?? DEFAULT_MAX_ITEMS;
+  }
+
+  /**
+   * Refuses a call whose new item ids would take the recommender past maxItems: an id once named
+   * is kept (about 1.1 KB) for as long as the process runs, so a client inventing ids would grow
+   * it without end. Checked before anything is stored; calls running at once may each pass and
+   * together go past it by at most their own new ids.
+   */
+  private checkRoom(field: 'events' | 'items', ids: readonly number[]): void {
+    const { itemCount, newItemCount } = this.recs;
+    if (itemCount === undefined || newItemCount === undefined) return;
+    if (itemCount + ids.length <= this.maxItems) return;
+    const added = newItemCount.call(this.recs, ids);
+    if (added > 0 && itemCount + added > this.maxItems) {
+      throw badUserInput(
+        `${field}: the call names ${added} items the recommender does not hold yet, and it holds ${itemCount} of at most ${this.maxItems} (RECS_MAX_ITEMS): nothing was kept`,
+        field,
+      );
+    }
+  }
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[]): Promise<{ accepted: number; itemsWithoutRecord: number | null }> {
     requireAdmin(principal);
     checkEvents(events);
+    this.checkRoom('events', events.map((e) => e.itemId));
     const recEvents = events.map(toRecEvent);
     const { store, applyOwnEvents } = this.recs;
     if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
@@ -46,6 +78,7 @@ export class EmbeddedIngest implements IngestService {
   async upsertItems(principal: PrincipalModel, items: Parameters<IngestService['upsertItems']>[1]): Promise<{ upserted: number }> {
     requireAdmin(principal);
     checkItems(items);
+    this.checkRoom('items', items.map((item) => item.itemId));
     const { store, applyOwnItems } = this.recs;
     if (!store || !applyOwnItems) this.recs.applyItems(items);
     else await applyOwnItems.call(this.recs, items, await store.upsertItems(items));
@@ -58,12 +91,13 @@ export function createEmbeddedBackend(
   store: KeyStore,
   recs: RecsService & { close(): Promise<void> },
   keyOptions: EmbeddedKeyServiceOptions = {},
+  ingestOptions: EmbeddedIngestOptions = {},
 ): Backend {
   const live = recs instanceof EmbeddedRecs ? recs : null;
   return {
     keys: new EmbeddedKeyService(store, keyOptions),
     recs,
-    ingest: live !== null ? new EmbeddedIngest(live) : unsupportedIngest,
+    ingest: live !== null ? new EmbeddedIngest(live, ingestOptions) : unsupportedIngest,
     ...(live !== null ? {
       recommender: () => live.state(),
       onDataChange: (listener: () => void) => live.onChange(listener),

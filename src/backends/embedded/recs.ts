@@ -117,6 +117,19 @@ export class EmbeddedRecs implements RecsService {
     return this.recommender.model;
   }
 
+  /** How many distinct items the model holds: those named by an event or a record (its ItemIndex). */
+  get itemCount(): number {
+    return this.log.items.size;
+  }
+
+  /** How many distinct ids of `ids` the model does not hold yet: the items a batch of them would add. */
+  newItemCount(ids: Iterable<number>): number {
+    const items = this.log.items;
+    const fresh = new Set<number>();
+    for (const id of ids) if (items.indexOf(id) < 0) fresh.add(id);
+    return fresh.size;
+  }
+
   /**
    * Calls `listener` after every change of the model or catalogue this recommender makes from its
    * store (applied rows, reloads): what a cache of its answers (the response cache) needs to drop them.

@@ -1,0 +1,149 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { COMPILE_AFTER_RUNS } from '../../src/graphql/preparedOperations.js';
+import type { Backend } from '../../src/ports/backend.js';
+import { codeOf, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
+import { storeKinds, TEST_COST } from '../helpers/stores.js';
+
+// What the probe of the ingestion API found (event times without an offset or out of range, item
+// texts without a cap, item ids without a bound), checked alike on every path a call can take:
+// graphql-jit's compiled code, Apollo Server (PREPARED_OPERATIONS_MAX_DOCUMENTS=0), and the REST
+// twins, over real HTTP.
+
+const root = basicAuthorization('root', 'root-password');
+const RECORD = 'mutation Record($events: [EventInput!]!) { recordEvents(events: $events) { accepted } }';
+const UPSERT = 'mutation Upsert($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }';
+const KNOWN = 31000005;
+/** Room for this many new items past the demo shop's (RECS_MAX_ITEMS for the test). */
+const ROOM = 4;
+
+describe('the ingestion API\'s checks on every path', () => {
+  let prepared: TestGateway;
+  let apollo: TestGateway;
+  let recs: EmbeddedRecs;
+  let dispose: () => Promise<void>;
+
+  beforeAll(async () => {
+    const opened = await storeKinds[0]!.open();
+    dispose = opened.dispose;
+    await addUser(opened.store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
+    recs = await openEmbeddedRecs({ dataDir: null });
+    const backend = createEmbeddedBackend(opened.store, recs, {}, { maxItems: recs.itemCount + ROOM });
+    const shared = Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() });
+    prepared = await startTestGateway(backend, { RESPONSE_CACHE_MAX_ENTRIES: '0' });
+    apollo = await startTestGateway(shared, { RESPONSE_CACHE_MAX_ENTRIES: '0', PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' });
+    // compile both mutations on the prepared path: the answers below come from compiled code
+    const before = prepared.gateway.preparedStats!.compiled;
+    for (let i = 0; i <= COMPILE_AFTER_RUNS + 1; i++) {
+      expect(codeOf(await prepared.gql(RECORD, { events: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 'warm' }] }, { authorization: root }))).toBeUndefined();
+      expect(codeOf(await prepared.gql(UPSERT, { items: [{ itemId: KNOWN, name: 'Warm' }] }, { authorization: root }))).toBeUndefined();
+    }
+    expect(prepared.gateway.preparedStats!.compiled - before).toBeGreaterThanOrEqual(2);
+  }, 30_000);
+  afterAll(async () => {
+    await apollo?.stop().catch(() => undefined);
+    await prepared?.stop().catch(() => undefined);
+    await dispose?.();
+  });
+
+  /** The same call on both GraphQL paths: the same status and body, returned once. */
+  async function bothPaths(query: string, variables: Record<string, unknown>): Promise<GraphQLResponse> {
+    const a = await prepared.gql(query, variables, { authorization: root });
+    const b = await apollo.gql(query, variables, { authorization: root });
+    expect([a.status, a.body], JSON.stringify(variables).slice(0, 80)).toEqual([b.status, b.body]);
+    return a;
+  }
+
+  async function twin(method: 'POST' | 'PUT', path: string, body: unknown): Promise<{ status: number; message: string | undefined }> {
+    const response = await fetch(`${prepared.url}${path}`, {
+      method,
+      headers: { authorization: root, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(10_000),
+    });
+    const answer = (await response.json()) as { errors?: { message: string }[] };
+    return { status: response.status, message: answer.errors?.[0]?.message };
+  }
+
+  it('refuses every bad time one way: without an offset, before 1970 or a day ahead, as DateTime does malformed ones (400 BAD_USER_INPUT)', async () => {
+    const twoDaysAhead = new Date(Date.now() + 2 * 86_400_000).toISOString();
+    const cases: [string, string][] = [
+      ['2026-11-23T10:00:00', 'must be an ISO 8601 string with an offset'],
+      ['2026-11-23', 'must be an ISO 8601 string with an offset'],
+      ['March 7', 'must be an ISO 8601 string with an offset'],
+      ['0001-01-01T00:00:00Z', 'must be a date after 1970'],
+      ['1969-12-31T23:59:59.999Z', 'must be a date after 1970'],
+      ['9999-12-31T23:59:59Z', 'must not be more than a day in the future'],
+      [twoDaysAhead, 'must not be more than a day in the future'],
+    ];
+    const before = recs.itemCount;
+    for (const [time, reason] of cases) {
+      const answer = await bothPaths(RECORD, { events: [{ kind: 'VIEW', itemId: 99100001, sessionId: 's', time }] });
+      expect([answer.status, codeOf(answer), answer.body.data], time).toEqual([400, 'BAD_USER_INPUT', undefined]);
+      expect(answer.body.errors![0]!.message, time).toContain(`at "events[0].time"; DateTime ${reason}`);
+      const rest = await twin('POST', '/v1/events', [{ kind: 'view', itemId: 99100001, sessionId: 's', time }]);
+      expect(rest.status, time).toBe(400);
+      expect(rest.message, time).toMatch(/^events\[0\]\.time: must/);
+    }
+    // in the document's text too: refused before it runs, on both paths alike
+    const literal = await bothPaths('mutation { recordEvents(events: [{ kind: VIEW, itemId: 99100001, sessionId: "s", time: "9999-01-01T00:00:00Z" }]) { accepted } }', {});
+    expect([literal.status, literal.body.errors![0]!.message]).toEqual([400, expect.stringContaining('DateTime must not be more than a day in the future') as string]);
+    expect(recs.itemCount).toBe(before);
+    for (const time of ['2026-11-23T07:40:00+01:00', '2026-11-23T06:40:00Z', '1970-01-01T00:00:00Z']) {
+      expect((await bothPaths(RECORD, { events: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 's', time }] })).body, time).toEqual({ data: { recordEvents: { accepted: 1 } } });
+      expect((await twin('POST', '/v1/events', [{ kind: 'view', itemId: KNOWN, sessionId: 's', time }])).status, time).toBe(200);
+    }
+  }, 30_000);
+
+  it('refuses an item text over its cap naming the record and field, and stores nothing of the call', async () => {
+    const ok = { itemId: 99200001, name: 'Fine' };
+    const cases: [Record<string, unknown>, Record<string, unknown>, string][] = [
+      [{ name: 'n'.repeat(1_001) }, { name: 'n'.repeat(1_001) }, 'items[1].name: at most 1000 characters'],
+      [{ brandName: 'b'.repeat(1_001) }, { brandName: 'b'.repeat(1_001) }, 'items[1].brandName: at most 1000 characters'],
+      [{ longDescription: 'd'.repeat(10_001) }, { longDescription: 'd'.repeat(10_001) }, 'items[1].longDescription: at most 10000 characters'],
+      [{ productUrl: `https://shop.example/${'p'.repeat(2_000)}` }, { productUrl: `https://shop.example/${'p'.repeat(2_000)}` }, 'items[1].productUrl: at most 2000 characters'],
+      [{ attributes: [{ name: 'color', value: 'v'.repeat(1_001) }] }, { attributes: { color: 'v'.repeat(1_001) } }, 'items[1].attributes[0].value: at most 1000 characters'],
+      [{ imageEntities: [{ largeImage: 'i'.repeat(2_001) }] }, { imageEntities: [{ largeImage: 'i'.repeat(2_001) }] }, 'items[1].imageEntities[0].largeImage: at most 2000 characters'],
+    ];
+    for (const [graphqlFields, restFields, message] of cases) {
+      const answer = await bothPaths(UPSERT, { items: [ok, { itemId: 99200002, name: 'Long', ...graphqlFields }] });
+      expect([answer.status, codeOf(answer), answer.body.data, answer.body.errors![0]!.message]).toEqual([200, 'BAD_USER_INPUT', null, message]);
+      expect(await twin('PUT', '/v1/items', [ok, { itemId: 99200002, name: 'Long', ...restFields }])).toEqual({ status: 400, message });
+      expect([recs.catalog.get(99200001), recs.catalog.get(99200002)]).toEqual([undefined, undefined]);
+    }
+    // at the caps exactly: kept (on an item already held, which takes no room)
+    const atCaps = { itemId: KNOWN, name: 'n'.repeat(1_000), longDescription: 'd'.repeat(10_000), productUrl: `https://shop.example/${'p'.repeat(1_979)}` };
+    expect((await bothPaths(UPSERT, { items: [atCaps] })).body).toEqual({ data: { upsertItems: { upserted: 1 } } });
+    expect(recs.catalog.get(KNOWN)!.longDescription).toHaveLength(10_000);
+  }, 30_000);
+
+  it('refuses a call that would take the recommender past RECS_MAX_ITEMS, whole, and keeps taking calls on items it holds', async () => {
+    const held = recs.itemCount;
+    const newEvents = (from: number, n: number) =>
+      Array.from({ length: 2 * n }, (_, i) => ({ kind: 'VIEW', itemId: from + (i % n), sessionId: `cap-${i}` }));
+    // ROOM + 1 new items (each named twice): one too many, on every path
+    const tooMany = newEvents(99300001, ROOM + 1);
+    const answer = await bothPaths(RECORD, { events: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 'cap' }, ...tooMany] });
+    expect([answer.status, codeOf(answer), answer.body.data]).toEqual([200, 'BAD_USER_INPUT', null]);
+    expect(answer.body.errors![0]!.message).toMatch(new RegExp(`^events: the call names ${ROOM + 1} items the recommender does not hold yet, and it holds ${held} of at most ${held + ROOM} \\(RECS_MAX_ITEMS\\)`));
+    const rest = await twin('POST', '/v1/events', tooMany.map((e) => ({ ...e, kind: 'view' })));
+    expect([rest.status, rest.message?.startsWith(`events: the call names ${ROOM + 1} items`)]).toEqual([400, true]);
+    const records = Array.from({ length: ROOM + 1 }, (_, i) => ({ itemId: 99400001 + i, name: `New ${i}` }));
+    expect(codeOf(await bothPaths(UPSERT, { items: records }))).toBe('BAD_USER_INPUT');
+    expect((await twin('PUT', '/v1/items', records)).status).toBe(400);
+    expect(recs.itemCount).toBe(held);
+    expect(recs.newItemCount([99300001, 99400001])).toBe(2);
+
+    // up to the cap: kept; then one more new item is refused, while the items held still take events and records
+    expect((await bothPaths(RECORD, { events: newEvents(99300001, ROOM) })).body).toEqual({ data: { recordEvents: { accepted: 2 * ROOM } } });
+    expect(recs.itemCount).toBe(held + ROOM);
+    expect(codeOf(await bothPaths(RECORD, { events: newEvents(99500001, 1) }))).toBe('BAD_USER_INPUT');
+    expect((await twin('PUT', '/v1/items', [{ itemId: 99500001, name: 'One more' }])).status).toBe(400);
+    expect((await bothPaths(RECORD, { events: newEvents(99300001, ROOM) })).body).toEqual({ data: { recordEvents: { accepted: 2 * ROOM } } });
+    expect(await twin('PUT', '/v1/items', [{ itemId: 99300001, name: 'Now with a record' }])).toEqual({ status: 200, message: undefined });
+    expect(recs.itemCount).toBe(held + ROOM);
+  }, 30_000);
+});
