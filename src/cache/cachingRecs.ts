@@ -24,6 +24,8 @@ export interface CachingOptions {
 
 /** Items remembered as stored lately, at most; past it the memory starts over (a few MB). */
 const STORED_AT_MAX = 100_000;
+/** Parsed items kept for their cached text (see CachingRecsService.parsed), at most (tens of MB). */
+const PARSED_MAX = 10_000;
 
 /** What is kept for a list: ids and reasons only; items are kept once each, shared by every list. */
 type StoredList = Omit<RecommendationListModel, 'items'> | { notFound: true };
@@ -66,6 +68,14 @@ export class CachingRecsService implements RecsService {
    * waits for the next store. Lookups (getItems) store what they fetched always: they were misses.
    */
   private readonly storedAt = new Map<number, number>();
+  /**
+   * The item each id's cached text was last parsed from or serialised to. A hit whose text is
+   * that same text (the memory cache hands back the very string stored) is answered with the
+   * item instead of parsing it again: a nested query's variants are mostly items other lists
+   * stored moments before. The cache still decides what is there (expiry, newer copies, deletes);
+   * this only skips the parse of a text already parsed. Items are shared, as lists' items are.
+   */
+  private readonly parsed = new Map<number, { text: string; item: ItemModel }>();
   private readonly now: () => number;
 
   constructor(
@@ -89,8 +99,24 @@ export class CachingRecsService implements RecsService {
     if (this.storedAt.size + items.length > STORED_AT_MAX) this.storedAt.clear();
     return items.map((item) => {
       this.storedAt.set(item.itemId, now);
-      return { key: itemKey(item.itemId), value: JSON.stringify(item), ttlSeconds: this.ttl(this.itemTtl) };
+      const value = JSON.stringify(item);
+      this.remember(item.itemId, value, item);
+      return { key: itemKey(item.itemId), value, ttlSeconds: this.ttl(this.itemTtl) };
     });
+  }
+
+  private remember(id: number, text: string, item: ItemModel): void {
+    if (this.parsed.size >= PARSED_MAX) this.parsed.clear();
+    this.parsed.set(id, { text, item });
+  }
+
+  /** The item a cached text holds, parsed once per text. */
+  private itemOf(id: number, text: string): ItemModel {
+    const known = this.parsed.get(id);
+    if (known !== undefined && known.text === text) return known.item;
+    const item = JSON.parse(text) as ItemModel;
+    this.remember(id, text, item);
+    return item;
   }
 
   /** A list's items this process has not stored within half their TTL. */
@@ -133,7 +159,7 @@ export class CachingRecsService implements RecsService {
     const items = ids.map((id, i) => {
       const hit = cached[i];
       if (hit === null || hit === undefined) return byId.get(id) ?? null;
-      return hit === NOT_FOUND ? null : (JSON.parse(hit) as ItemModel);
+      return hit === NOT_FOUND ? null : this.itemOf(id, hit);
     });
     return { items, written: fetched?.written };
   }

@@ -243,3 +243,28 @@ describe("a list's items, stored once per half their TTL", () => {
     await cache.close();
   });
 });
+
+describe('items parsed once per cached text', () => {
+  it('answers a hit with the item its text was parsed to, and a changed or removed entry as the cache has it', async () => {
+    const cache = new MemoryCache();
+    const upstream = new CountingRecs(known);
+    const recs = new CachingRecsService(upstream, cache);
+    await recs.recommend('POST_BROWSE', 10); // stores items 11 and 12
+    await recs.flushed();
+    const [first] = await recs.getItems([11]);
+    const [again] = await recs.getItems([11]);
+    expect(again).toBe(first);
+    expect(again).toEqual(expect.objectContaining({ itemId: 11, name: 'Item 11' }));
+
+    // another writer's newer copy is what is answered, not the one parsed before
+    await cache.setMany([{ key: 'item:11', value: JSON.stringify({ itemId: 11, name: 'Renamed', attributes: [] }), ttlSeconds: 60 }]);
+    expect(await recs.getItems([11])).toEqual([expect.objectContaining({ name: 'Renamed' })]);
+    // a removed entry is a miss again, whatever was parsed before
+    expect(await recs.getItems([12])).toEqual([expect.objectContaining({ itemId: 12 })]);
+    expect(upstream.itemCalls).toEqual([]);
+    await cache.delete(['item:12']);
+    expect(await recs.getItems([12])).toEqual([expect.objectContaining({ itemId: 12 })]);
+    expect(upstream.itemCalls).toEqual([[12]]);
+    await cache.close();
+  });
+});
