@@ -108,9 +108,11 @@ function toGraphQLError(thrown: unknown): GraphQLError {
  * the method, the body's or the query string's shape, then the persisted-query extension and
  * the presence of a query. `headers` as node gives them; `search` the URL's query string ('' or
  * '?...'); `body` the parsed JSON body of a POST (a string for a body of another content type,
- * undefined for none). A request it passes is one Apollo would parse and validate.
+ * undefined for none). A request it passes is one Apollo would parse and validate. `bodyDepth`
+ * bounds how deep the body nests, when known: variables and extensions, one level below it, are
+ * then walked for their depth only when they could pass MAX_JSON_DEPTH (a batch of events never).
  */
-export function checkEnvelope(method: string, headers: IncomingHttpHeaders, search: string, body: unknown): Envelope {
+export function checkEnvelope(method: string, headers: IncomingHttpHeaders, search: string, body: unknown, bodyDepth = Infinity): Envelope {
   const refuse = (stage: RefusalStage, error: GraphQLError): Envelope => ({ ok: false, stage, error });
   const contentType = headerValue(headers, 'content-type');
   if (blockedAsCsrf(headers, contentType)) {
@@ -151,8 +153,9 @@ export function checkEnvelope(method: string, headers: IncomingHttpHeaders, sear
     return refuse('http', badRequestError('Apollo Server supports only GET/POST requests.', head(405, [['allow', 'GET, POST']])));
   }
 
+  const mayNestTooDeep = method !== 'POST' || bodyDepth - 1 > MAX_JSON_DEPTH;
   for (const name of ['variables', 'extensions'] as const) {
-    if (request[name] !== undefined && nestedDeeperThan(request[name], MAX_JSON_DEPTH)) {
+    if (mayNestTooDeep && request[name] !== undefined && nestedDeeperThan(request[name], MAX_JSON_DEPTH)) {
       return refuse('gateway', badRequestError(`\`${name}\` nests deeper than ${MAX_JSON_DEPTH} levels.`));
     }
   }

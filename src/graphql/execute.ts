@@ -16,6 +16,8 @@ export interface GraphQLHttpRequest {
   /** The URL's query string as sent, with its `?` (a GET's query, variables and extensions). */
   search: string;
   body: unknown;
+  /** How deep the body's JSON text nests at most (src/http/body.ts parseBody); undefined when not known. */
+  bodyDepth?: number;
 }
 
 /** GraphQL's answer, for the route to write: whole (`body`), or in parts (`chunks`, incremental delivery). */
@@ -56,8 +58,8 @@ export function graphqlExecution(parts: ExecutionParts, metrics: GatewayMetrics)
   const { apollo, prepared, formatError } = parts;
 
   return async function executeGraphQL(request, context, record) {
-    const { method, headers, search, body } = request;
-    const envelope = checkEnvelope(method, headers, search, body);
+    const { method, headers, search, body, bodyDepth } = request;
+    const envelope = checkEnvelope(method, headers, search, body, bodyDepth);
     // without the fast path, a rule of the gateway's own still refuses before Apollo (which would answer)
     if (prepared === null && !envelope.ok && envelope.stage === 'gateway') {
       return refusalAnswer(envelope.stage, [envelope.error], 'application/json; charset=utf-8', formatError);

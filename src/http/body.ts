@@ -94,10 +94,15 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
  */
 const MAX_BODY_DEPTH = MAX_JSON_DEPTH + 8;
 
-/** Whether JSON text nests deeper than `max` (strings skipped); linear, and stops at the limit. */
-function nestsDeeper(text: string, max: number): boolean {
-  if (text.length <= 2 * max) return false;
+/**
+ * How deep JSON text nests (strings skipped), exactly up to `max + 1`, where the scan stops: linear.
+ * For a text JSON.parse takes it is a bound of how deep the value nests (a duplicate key can only
+ * drop a value); a text too short to nest past `max` is not scanned (half its length bounds it).
+ */
+function depthOf(text: string, max: number): number {
+  if (text.length <= 2 * max) return text.length >> 1;
   let depth = 0;
+  let deepest = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     // the quote and the brackets are 0x22, 0x5b, 0x5d, 0x7b, 0x7d: one test passes over digits,
@@ -108,35 +113,50 @@ function nestsDeeper(text: string, max: number): boolean {
       // indexOf rather than a loop over characters: most of an events batch is strings
       for (;;) {
         const q = text.indexOf('"', i + 1);
-        if (q < 0) return false; // unterminated: JSON.parse refuses it
+        if (q < 0) return deepest; // unterminated: JSON.parse refuses it
         i = q;
         let k = q - 1;
         while (text.charCodeAt(k) === 0x5c) k--;
         if ((q - 1 - k) % 2 === 0) break;
       }
     } else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max) return true;
+      if (++depth > deepest && (deepest = depth) > max) return deepest;
     } else if (c === 0x5d || c === 0x7d) {
       depth--;
     }
   }
-  return false;
+  return deepest;
 }
 
-/** A body's JSON, refused with 400 when it is not JSON or nests too deeply; undefined for none. */
-export function parseJson(text: string): unknown {
-  if (nestsDeeper(text, MAX_BODY_DEPTH)) throw new HttpError(400, `The request body nests deeper than ${MAX_BODY_DEPTH} levels`);
+/**
+ * A body's JSON, refused with 400 when it is not JSON or nests too deeply; with how deep its text
+ * nests at most (which spares the envelope a walk of the variables for their depth).
+ */
+export function parseJsonWithDepth(text: string): { value: unknown; depth: number } {
+  const depth = depthOf(text, MAX_BODY_DEPTH);
+  if (depth > MAX_BODY_DEPTH) throw new HttpError(400, `The request body nests deeper than ${MAX_BODY_DEPTH} levels`);
   try {
-    return JSON.parse(text);
+    return { value: JSON.parse(text), depth };
   } catch {
     throw new HttpError(400, 'The request body is not valid JSON');
   }
 }
 
-/** A body as the GraphQL paths take it: JSON for a JSON content type, else the text (Apollo refuses it). */
-export function parseBody(text: string, contentType: string | undefined): unknown {
-  if (text.length === 0) return undefined;
-  if (isJsonContentType(contentType)) return parseJson(text);
+/** A body's JSON, refused with 400 when it is not JSON or nests too deeply. */
+export function parseJson(text: string): unknown {
+  return parseJsonWithDepth(text).value;
+}
+
+/**
+ * A body as the GraphQL paths take it: JSON for a JSON content type, else the text (Apollo refuses
+ * it); with how deep it nests at most (parseJsonWithDepth; 0 for a body that is not JSON).
+ */
+export function parseBody(text: string, contentType: string | undefined): { body: unknown; depth: number } {
+  if (text.length === 0) return { body: undefined, depth: 0 };
+  if (isJsonContentType(contentType)) {
+    const { value, depth } = parseJsonWithDepth(text);
+    return { body: value, depth };
+  }
   // Apollo answers a body of another type with its own 400 (and CSRF prevention relies on that)
-  return text;
+  return { body: text, depth: 0 };
 }

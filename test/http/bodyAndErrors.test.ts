@@ -3,8 +3,8 @@ import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/errors.js';
 import { gatewayFormatError } from '../../src/graphql/formatError.js';
-import { MAX_JSON_DEPTH } from '../../src/graphql/envelope.js';
-import { HttpError, parseBody, parseJson } from '../../src/http/body.js';
+import { checkEnvelope, MAX_JSON_DEPTH } from '../../src/graphql/envelope.js';
+import { HttpError, parseBody, parseJson, parseJsonWithDepth } from '../../src/http/body.js';
 import { createLogger } from '../../src/logger.js';
 
 // Parts of the request path that need no HTTP to be tried: how a body is read as JSON, and what
@@ -12,9 +12,9 @@ import { createLogger } from '../../src/logger.js';
 
 describe('a request body', () => {
   it('is parsed as JSON for a JSON content type, kept as text for another, undefined when empty', () => {
-    expect(parseBody('{"query":"{ viewer { username } }"}', 'application/json; charset=utf-8')).toEqual({ query: '{ viewer { username } }' });
-    expect(parseBody('query=x', 'application/x-www-form-urlencoded')).toBe('query=x');
-    expect(parseBody('', 'application/json')).toBeUndefined();
+    expect(parseBody('{"query":"{ viewer { username } }"}', 'application/json; charset=utf-8')).toMatchObject({ body: { query: '{ viewer { username } }' } });
+    expect(parseBody('query=x', 'application/x-www-form-urlencoded')).toEqual({ body: 'query=x', depth: 0 });
+    expect(parseBody('', 'application/json')).toEqual({ body: undefined, depth: 0 });
   });
 
   it('is refused with 400 when it is not JSON, or nests deeper than the envelope allows, before JSON.parse', () => {
@@ -50,7 +50,8 @@ describe('a request body', () => {
       fc.property(nested, (value) => {
         const refused = (() => {
           try {
-            parseJson(JSON.stringify(value));
+            // what the envelope is told of the body's depth bounds it
+            expect(parseJsonWithDepth(JSON.stringify(value)).depth).toBeGreaterThanOrEqual(depthOf(value));
             return false;
           } catch (error) {
             if (!(error instanceof HttpError)) throw error;
@@ -61,6 +62,19 @@ describe('a request body', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('the envelope of a POST body', () => {
+  it('refuses variables nested past MAX_JSON_DEPTH within a body the text check lets through, told the body\'s depth', () => {
+    for (let levels = MAX_JSON_DEPTH - 4; levels <= MAX_JSON_DEPTH + 6; levels++) {
+      const text = `{"query":"{ viewer { id } }","variables":{"v":${'['.repeat(levels)}${']'.repeat(levels)}}}`;
+      const { body, depth } = parseBody(text, 'application/json');
+      const envelope = checkEnvelope('POST', { 'content-type': 'application/json' }, '', body, depth);
+      // the variables object is one level, its arrays the others
+      expect(envelope.ok, `${levels} levels`).toBe(1 + levels <= MAX_JSON_DEPTH);
+      if (!envelope.ok) expect(envelope.error.message).toBe(`\`variables\` nests deeper than ${MAX_JSON_DEPTH} levels.`);
+    }
   });
 });
 

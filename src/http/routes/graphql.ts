@@ -92,6 +92,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
 
     let text: string | undefined;
     let body: unknown;
+    let bodyDepth: number | undefined;
     let cacheKey: string | null = null;
     // The hot path (src/graphql/responseCache.ts): authenticated callers only, PUBLIC answers only.
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
@@ -109,7 +110,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
       cacheKey = cached?.knownKey(req.headers, text) ?? null;
       if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
-      body = parseBody(text, req.headers['content-type']);
+      ({ body, depth: bodyDepth } = parseBody(text, req.headers['content-type']));
     }
     // a listed hash becomes its body; with TRUSTED_DOCUMENTS_ONLY nothing else runs (before any
     // parsing as GraphQL, and before the response cache, which would answer a text's variants)
@@ -118,7 +119,10 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       res.setHeader('x-request-id', record.id);
       return sendJson(res, httpStatusOf[trusted.code], graphqlError(trusted.message, trusted.code));
     }
-    if (trusted !== null) ({ body, search } = trusted);
+    if (trusted !== null) {
+      ({ body, search } = trusted);
+      bodyDepth = undefined; // another body, which may hold the variables as sent
+    }
     if (cached !== null && cacheKey === null) {
       cacheKey = cached.keyOf(method, req.headers, body, text);
       if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
@@ -136,7 +140,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks), deadline, record, address);
-    const answer = await execute({ method, headers: req.headers, search, body }, context, record);
+    const answer = await execute({ method, headers: req.headers, search, body, bodyDepth }, context, record);
     if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources);
     res.setHeader('x-request-id', record.id);
     res.writeHead(answer.status, answer.headers);
