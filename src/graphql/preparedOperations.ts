@@ -46,6 +46,7 @@ import {
 } from './envelope.js';
 import { DEFAULT_PREPARED_DOCUMENTS } from '../config/defaults.js';
 import { fragmentsOf } from './limits.js';
+import { ClockDependentError } from './scalars.js';
 
 /**
  * Query texts longer than this are checked (and answered) each time rather than remembered: a
@@ -133,7 +134,7 @@ const REFUSED: PreparedOperation = Object.freeze({
 /** A query text once checked: its document and operations, or Apollo's answer to it (without a content type), or a text to leave to Apollo. */
 type Known =
   | { document: DocumentNode; operations: Map<string | undefined, PreparedOperation | null> }
-  | { refused: Omit<PreparedAnswer, 'headers'> & { headers: Record<string, string> } }
+  | { refused: Omit<PreparedAnswer, 'headers'> & { headers: Record<string, string> }; clockDependent?: true }
   | { handOver: true };
 
 export interface PreparedOperationsOptions {
@@ -381,7 +382,7 @@ export class PreparedOperations {
       const own = this.check(query);
       if (!('document' in own)) {
         // a text of the signature that fails says nothing of the others
-        this.documents.set(query, own);
+        if (!('clockDependent' in own)) this.documents.set(query, own);
         return undefined;
       }
       template = this.templateOf(own.document, signature);
@@ -461,7 +462,7 @@ export class PreparedOperations {
     let known = this.documents.get(query);
     if (known === undefined) {
       known = this.check(query);
-      if (query.length <= MAX_PREPARED_QUERY) this.documents.set(query, known);
+      if (query.length <= MAX_PREPARED_QUERY && !('clockDependent' in known)) this.documents.set(query, known);
     }
     return known;
   }
@@ -501,10 +502,11 @@ export class PreparedOperations {
     if (this.hideSuggestions) {
       for (const error of errors) error.message = error.message.replace(/ ?Did you mean(.+?)\?$/, '');
     }
-    return this.refusal(errors.map(validationError));
+    const refusal = this.refusal(errors.map(validationError));
+    return errors.some((error) => error instanceof ClockDependentError) ? { ...refusal, clockDependent: true } : refusal;
   }
 
-  private refusal(errors: GraphQLError[]): Known {
+  private refusal(errors: GraphQLError[]): Known & { refused: unknown } {
     // the content type is the request's, added when it is answered
     const { headers: { 'content-type': _contentType, ...headers }, ...rest } = refusalAnswer('pipeline', errors, '', this.formatError);
     return { refused: { ...rest, headers } };

@@ -29,6 +29,13 @@ export const ItemIdScalar = new GraphQLScalarType<number, number>({
 });
 
 /**
+ * A refusal that depends on the clock (a time a day ahead now is not a day ahead in an hour): a
+ * document refused with one, for a time written in its text, is refused again only by checking
+ * it again, never from a remembered refusal.
+ */
+export class ClockDependentError extends GraphQLError {}
+
+/**
  * An input DateTime: ISO 8601 with an offset, as the REST twin reads it (parseIsoTime), not
  * whatever Date takes; and in the range an event may have (eventTimeProblem), so that every bad
  * time is refused here, one kind of answer (the only DateTime input is an event's time).
@@ -36,8 +43,9 @@ export const ItemIdScalar = new GraphQLScalarType<number, number>({
 function isoDate(text: string | null): Date {
   const ms = text === null ? null : parseIsoTime(text);
   if (ms === null) throw new GraphQLError('DateTime must be an ISO 8601 string with an offset (2026-11-23T06:40:00Z or +01:00)');
-  const problem = eventTimeProblem(ms, Date.now());
-  if (problem !== null) throw new GraphQLError(`DateTime ${problem}`);
+  const now = Date.now();
+  const problem = eventTimeProblem(ms, now);
+  if (problem !== null) throw ms > now ? new ClockDependentError(`DateTime ${problem}`) : new GraphQLError(`DateTime ${problem}`);
   return new Date(ms);
 }
 

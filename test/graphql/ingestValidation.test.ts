@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
@@ -95,6 +95,24 @@ describe('the ingestion API\'s checks on every path', () => {
     for (const time of ['2026-11-23T07:40:00+01:00', '2026-11-23T06:40:00Z', '1970-01-01T00:00:00Z']) {
       expect((await bothPaths(RECORD, { events: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 's', time }] })).body, time).toEqual({ data: { recordEvents: { accepted: 1 } } });
       expect((await twin('POST', '/v1/events', [{ kind: 'view', itemId: KNOWN, sessionId: 's', time }])).status, time).toBe(200);
+    }
+  }, 30_000);
+
+  it('refuses a time written in the text a day ahead only while it is: the refusal is not remembered', async () => {
+    // a probe found the same text refused from memory after its time had come within a day
+    const real = Date.now();
+    const ahead = new Date(real + 86_400_000 + 3_600_000).toISOString();
+    const text = `mutation { recordEvents(events: [{ kind: VIEW, itemId: ${KNOWN}, sessionId: "ahead", time: "${ahead}" }]) { accepted } }`;
+    for (let i = 0; i < 2; i++) {
+      const refused = await bothPaths(text, {});
+      expect([refused.status, refused.body.errors![0]!.message]).toEqual([400, 'DateTime must not be more than a day in the future']);
+    }
+    // two hours on, the same text's time is within a day: taken on both paths (only Date is faked)
+    vi.useFakeTimers({ toFake: ['Date'], now: real + 2 * 3_600_000 });
+    try {
+      expect((await bothPaths(text, {})).body).toEqual({ data: { recordEvents: { accepted: 1 } } });
+    } finally {
+      vi.useRealTimers();
     }
   }, 30_000);
 
