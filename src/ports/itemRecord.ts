@@ -176,6 +176,64 @@ export function parseItemRecord(raw: unknown): ItemModel {
   return new ParsedItem(itemId, raw);
 }
 
+/**
+ * For a record sent to be stored (PUT /v1/items), where a field dropped is data lost: the first
+ * field (a path: `attributes.color`, `variants[2]`, `imageEntities[0].largeImage`) that `item`,
+ * parsed from `raw`, left out for its type, or null. Null values count as absent; fields the
+ * interface does not know are not looked at.
+ */
+export function droppedField(raw: Raw, item: ItemModel): string | null {
+  const parsed = item as unknown as Raw;
+  for (const [field, value] of Object.entries(raw)) {
+    if (value === null || value === undefined || !(field in parsed)) continue;
+    switch (field) {
+      case 'attributes': {
+        if (!isObject(value)) return field;
+        for (const [name, v] of Object.entries(value)) if (!['string', 'number', 'boolean'].includes(typeof v)) return `attributes.${name}`;
+        break;
+      }
+      case 'variants': {
+        if (!Array.isArray(value)) return field;
+        const bad = value.findIndex((v) => toItemId(v) === null);
+        if (bad >= 0) return `variants[${bad}]`;
+        break;
+      }
+      case 'imageEntities': {
+        if (!Array.isArray(value)) return field;
+        for (let j = 0; j < value.length; j++) {
+          const inner = droppedIn(value[j], `imageEntities[${j}]`, IMAGE_FIELDS);
+          if (inner !== null) return inner;
+        }
+        break;
+      }
+      case 'bestMarketplacePrice':
+      case 'giftOptions': {
+        const inner = droppedIn(value, field, field === 'giftOptions' ? GIFT_FIELDS : MARKETPLACE_FIELDS);
+        if (inner !== null) return inner;
+        break;
+      }
+      default:
+        if (parsed[field] === undefined) return field;
+    }
+  }
+  return null;
+}
+
+const IMAGE_FIELDS: Record<string, (v: unknown) => unknown> = { thumbnailImage: str, mediumImage: str, largeImage: str, entityType: str };
+const GIFT_FIELDS: Record<string, (v: unknown) => unknown> = { allowGiftWrap: bool, allowGiftMessage: bool, allowGiftReceipt: bool };
+const MARKETPLACE_FIELDS: Record<string, (v: unknown) => unknown> = {
+  price: num, standardShipRate: num, twoThreeDayShippingRate: num, sellerInfo: str, offerType: str, availableOnline: bool, clearance: bool,
+};
+
+function droppedIn(value: unknown, path: string, fields: Record<string, (v: unknown) => unknown>): string | null {
+  if (!isObject(value)) return path;
+  for (const [field, convert] of Object.entries(fields)) {
+    const v = value[field];
+    if (v !== null && v !== undefined && convert(v) === undefined) return `${path}.${field}`;
+  }
+  return null;
+}
+
 function attributesOf(raw: Raw): ItemAttributeModel[] {
   const attributes: ItemAttributeModel[] = [];
   for (const [name, value] of Object.entries(raw)) {

@@ -1,6 +1,6 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
 import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, parseIsoTime } from '../ports/ingest.js';
-import { ItemRecordError, parseItemRecord, toItemId } from '../ports/itemRecord.js';
+import { ItemRecordError, droppedField, parseItemRecord, toItemId } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -130,12 +130,17 @@ export function parseItems(body: unknown): ItemModel[] {
   if (body.length > MAX_ITEMS_PER_CALL) throw badUserInput(`At most ${MAX_ITEMS_PER_CALL} items a call, got ${body.length}`, 'items');
   return body.map((raw: unknown, i) => {
     if (!isObject(raw)) throw badUserInput(`items[${i}]: must be a JSON object`, `items[${i}]`);
+    let item: ItemModel;
     try {
-      return parseItemRecord(raw);
+      item = parseItemRecord(raw);
     } catch (error) {
       if (error instanceof ItemRecordError) return fail('items', i, 'itemId', 'must be a positive integer');
       throw error;
     }
+    // Upstream records are read loosely (a field of the wrong type dropped); one sent to be stored is refused instead.
+    const dropped = droppedField(raw, item);
+    if (dropped !== null) return fail('items', i, dropped, 'has the wrong type for an item record (recommendations.md)');
+    return item;
   });
 }
 

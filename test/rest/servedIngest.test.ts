@@ -84,6 +84,22 @@ describe('the REST twins, embedded backend', () => {
     expect(bad).toMatchObject(refusal(400, 4000, 'items[1].name: must be a non-empty string'));
     const lookup = () => call('GET', `/v1/items/${NEW}?apiKey=${encodeURIComponent(apiKey)}`);
     expect((await lookup()).status).toBe(400);
+    // a field of the wrong type is refused, not dropped (an upstream's records are read loosely; these are stored)
+    const wrongType = 'has the wrong type for an item record (recommendations.md)';
+    for (const [field, value, path] of [
+      ['attributes', { color: 'Blue', size: { eu: 42 } }, 'attributes.size'],
+      ['attributes', ['Blue'], 'attributes'],
+      ['salePrice', 'cheap', 'salePrice'],
+      ['numReviews', 2.5, 'numReviews'],
+      ['clearance', 'yes', 'clearance'],
+      ['variants', [NEW, 'x'], 'variants[1]'],
+      ['imageEntities', [{ largeImage: 'https://img.example/1.jpg' }, { largeImage: true }], 'imageEntities[1].largeImage'],
+      ['bestMarketplacePrice', { price: '12.5', availableOnline: 'yes' }, 'bestMarketplacePrice.availableOnline'],
+      ['giftOptions', 'wrap', 'giftOptions'],
+    ] as const) {
+      expect(await call('PUT', '/v1/items', root, [record, { ...record, itemId: NEW + 1, [field]: value }])).toMatchObject(refusal(400, 4000, `items[1].${path}: ${wrongType}`));
+    }
+    expect((await lookup()).status).toBe(400);
     const good = await call('PUT', '/v1/items', root, [record]);
     expect([good.status, good.body]).toEqual([200, { upserted: 1 }]);
     expect((await lookup()).body).toMatchObject(record);
