@@ -129,7 +129,8 @@ describe('the REST twins, embedded backend', () => {
   it('malformed bodies and events: 400 in the interface\'s body, naming the place; never a 500', async () => {
     const cases: [unknown, string | RegExp][] = [
       [{ events: [] }, 'The request body must be a JSON array of events'],
-      ['{"kind":', 'The request body must be a JSON array of events'],
+      ['{"kind":', 'The request body is not valid JSON'],
+      ['['.repeat(50) + ']'.repeat(50), /^The request body nests deeper than/],
       [undefined, 'The request body must be a JSON array of events'],
       [['view'], 'events[0]: must be a JSON object'],
       [[{ kind: 'click', itemId: A, sessionId: 's' }], 'events[0].kind: must be "view" or "purchase"'],
@@ -147,6 +148,7 @@ describe('the REST twins, embedded backend', () => {
     expect(await call('PUT', '/v1/items', root, { itemId: A })).toMatchObject(refusal(400, 4000, 'The request body must be a JSON array of item records'));
     expect(await call('PUT', '/v1/items', root, [{ itemId: 'x', name: 'n' }])).toMatchObject(refusal(400, 4000, 'items[0].itemId: must be a positive integer'));
     expect(await call('PUT', '/v1/items', root, [null])).toMatchObject(refusal(400, 4000, 'items[0]: must be a JSON object'));
+    expect(await call('PUT', '/v1/items', root, '[{"itemId":')).toMatchObject(refusal(400, 4000, 'The request body is not valid JSON'));
   }, 30_000);
 
   it('other methods: 405 with Allow', async () => {

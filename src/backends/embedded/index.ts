@@ -55,7 +55,7 @@ export class EmbeddedIngest implements IngestService {
     const added = newItemCount.call(this.recs, ids);
     if (added > 0 && itemCount + added > this.maxItems) {
       throw badUserInput(
-        `${field}: the call names ${added} items the recommender does not hold yet, and it holds ${itemCount} of at most ${this.maxItems} (RECS_MAX_ITEMS): nothing was kept`,
+        `${field}: the call names ${added} ${added === 1 ? 'item' : 'items'} the recommender does not hold yet, and it holds ${itemCount} of at most ${this.maxItems} (RECS_MAX_ITEMS): nothing was kept`,
         field,
       );
     }

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { GatewayError, rateLimited } from '../../errors.js';
+import { GatewayError, badUserInput, rateLimited } from '../../errors.js';
 import { isJsonContentType } from '../../graphql/contentType.js';
 import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
@@ -116,7 +116,9 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     let body: unknown;
     try {
       body = raw.length > 0 ? parseJson(raw.toString('utf8')) : undefined;
-    } catch {
+    } catch (error) {
+      // an administrator's batch that is not JSON, or nests too deep, is told which (the twins' 400)
+      if (read && ingest !== null && error instanceof HttpError) return writeRest(req, res, refusal(badUserInput(error.message, ingest)), true);
       body = undefined; // the handlers answer a missing, broken or too deep body with the interface's 400
     }
     const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log, address);
