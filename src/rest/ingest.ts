@@ -88,10 +88,10 @@ function identifier(raw: Record<string, unknown>, index: number, field: 'session
 
 function timeOf(value: unknown, index: number, now: number): number {
   if (value === undefined || value === null) return now;
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
+  if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
   const ms = typeof value === 'string' ? parseIsoTime(value) : null;
   if (ms !== null) return ms;
-  return fail('events', index, 'time', 'must be an ISO 8601 date with an offset (2026-11-23T06:40:00Z or +01:00) or milliseconds since 1970');
+  return fail('events', index, 'time', 'must be an ISO 8601 date with an offset (2026-11-23T06:40:00Z or +01:00) or whole milliseconds since 1970');
 }
 
 const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHASE' };

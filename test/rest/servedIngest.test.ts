@@ -140,6 +140,7 @@ describe('the REST twins, embedded backend', () => {
       [[{ kind: 'view', itemId: A, sessionId: 's'.repeat(300_000) }], 'events[0].sessionId: at most 200 characters'],
       [[{ kind: 'view', itemId: A, userId: 'u', time: 'yesterday' }], /^events\[0\]\.time: must be an ISO 8601 date/],
       [[{ kind: 'view', itemId: A, userId: 'u', time: -5 }], 'events[0].time: must be a date after 1970'],
+      [[{ kind: 'view', itemId: A, userId: 'u', time: Date.now() + 0.5 }], /^events\[0\]\.time: must be an ISO 8601 date .* or whole milliseconds since 1970$/],
       [[{ kind: 'view', itemId: A, userId: 'u', time: Date.now() + 3 * 86_400_000 }], 'events[0].time: must not be more than a day in the future'],
     ];
     for (const [body, message] of cases) {
