@@ -1,5 +1,5 @@
 import { hash } from 'node:crypto';
-import { MAX_EVENTS_PER_CALL, MAX_IDENTIFIER_LENGTH, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
+import { MAX_EVENTS_PER_CALL, MAX_IDENTIFIER_LENGTH, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../ports/ingest.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 import type { RestResponse } from './types.js';
 
@@ -410,6 +410,9 @@ export const openApiDocument: OpenApiDocument = {
         operationId: 'upsertItems',
         summary: `Adds or replaces item records: at most ${MAX_ITEMS_PER_CALL} a call, all stored or none.`,
         description: 'Administrators only. Each record replaces the item\'s previous record whole; itemId and a non-empty name are required. ' +
+          `Texts are capped (UTF-16 code units): shortDescription and longDescription ${MAX_ITEM_TEXT_LENGTH.description}, URLs ${MAX_ITEM_TEXT_LENGTH.url}, ` +
+          `every other text ${MAX_ITEM_TEXT_LENGTH.other}; attributes, imageEntities and variants at most ${MAX_ITEM_LIST_LENGTH.attributes}, ` +
+          `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it). ` +
           'The same as GraphQL\'s upsertItems mutation.',
         tags: ['ingestion'],
         security: keySecurity,
