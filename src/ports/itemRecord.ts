@@ -39,15 +39,25 @@ function isObject(value: unknown): value is Raw {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function pick<T>(raw: unknown, fields: readonly string[], convert: (v: unknown) => T | undefined): Record<string, T> {
-  const out: Record<string, T> = {};
-  if (!isObject(raw)) return out;
-  for (const field of fields) {
+/** A nested object's fields, each converted by its own reader; those it drops (wrong type) left out. */
+type Fields = Readonly<Record<string, (value: unknown) => unknown>>;
+
+function pick(raw: Raw, fields: Fields): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [field, convert] of Object.entries(fields)) {
     const value = convert(raw[field]);
     if (value !== undefined) out[field] = value;
   }
   return out;
 }
+
+// The nested objects' fields, in the order they are written: what the parser keeps and what
+// droppedField checks a record sent to be stored against.
+const IMAGE_FIELDS: Fields = { thumbnailImage: str, mediumImage: str, largeImage: str, entityType: str };
+const GIFT_FIELDS: Fields = { allowGiftWrap: bool, allowGiftMessage: bool, allowGiftReceipt: bool };
+const MARKETPLACE_FIELDS: Fields = {
+  price: num, standardShipRate: num, twoThreeDayShippingRate: num, sellerInfo: str, offerType: str, availableOnline: bool, clearance: bool,
+};
 
 /**
  * An item as parsed from a record. Every field is assigned in the constructor, in one order,
@@ -162,7 +172,7 @@ class ParsedItem implements ItemModel {
     this.variants = Array.isArray(raw.variants) ? variantsOf(raw.variants as unknown[]) : undefined;
     this.bestMarketplacePrice = isObject(raw.bestMarketplacePrice) ? marketplacePriceOf(raw.bestMarketplacePrice) : undefined;
     // upstream sends {} for "no gift options"
-    const gifts = isObject(raw.giftOptions) ? pick(raw.giftOptions, ['allowGiftWrap', 'allowGiftMessage', 'allowGiftReceipt'], bool) : {};
+    const gifts = isObject(raw.giftOptions) ? (pick(raw.giftOptions, GIFT_FIELDS) as GiftOptionsModel) : {};
     this.giftOptions = Object.keys(gifts).length > 0 ? gifts : undefined;
     this.imageEntities = Array.isArray(raw.imageEntities) ? imagesOf(raw.imageEntities as unknown[]) : undefined;
   }
@@ -219,13 +229,7 @@ export function droppedField(raw: Raw, item: ItemModel): string | null {
   return null;
 }
 
-const IMAGE_FIELDS: Record<string, (v: unknown) => unknown> = { thumbnailImage: str, mediumImage: str, largeImage: str, entityType: str };
-const GIFT_FIELDS: Record<string, (v: unknown) => unknown> = { allowGiftWrap: bool, allowGiftMessage: bool, allowGiftReceipt: bool };
-const MARKETPLACE_FIELDS: Record<string, (v: unknown) => unknown> = {
-  price: num, standardShipRate: num, twoThreeDayShippingRate: num, sellerInfo: str, offerType: str, availableOnline: bool, clearance: bool,
-};
-
-function droppedIn(value: unknown, path: string, fields: Record<string, (v: unknown) => unknown>): string | null {
+function droppedIn(value: unknown, path: string, fields: Fields): string | null {
   if (!isObject(value)) return path;
   for (const [field, convert] of Object.entries(fields)) {
     const v = value[field];
@@ -252,16 +256,9 @@ function variantsOf(raw: unknown[]): number[] {
   return ids;
 }
 
-function marketplacePriceOf(raw: Raw): MarketplacePriceModel {
-  return {
-    ...pick(raw, ['price', 'standardShipRate', 'twoThreeDayShippingRate'], num),
-    ...pick(raw, ['sellerInfo', 'offerType'], str),
-    ...pick(raw, ['availableOnline', 'clearance'], bool),
-  };
-}
+const marketplacePriceOf = (raw: Raw): MarketplacePriceModel => pick(raw, MARKETPLACE_FIELDS);
 
-const imagesOf = (raw: unknown[]): ImageEntityModel[] =>
-  raw.filter(isObject).map((e) => pick(e, ['thumbnailImage', 'mediumImage', 'largeImage', 'entityType'], str));
+const imagesOf = (raw: unknown[]): ImageEntityModel[] => raw.filter(isObject).map((e) => pick(e, IMAGE_FIELDS) as ImageEntityModel);
 
 /** The record as the REST interface serves it: customerRating as text, attributes as an object. */
 export function toItemRecord(item: ItemModel): Record<string, unknown> {
