@@ -23,8 +23,10 @@ import { DEFAULT_SESSION_GAP_MS } from './sessions.js';
  * positions, with the build's scoring, when a lookup reads it (refresh) or at the latest by the
  * flush the caller runs shortly after (EmbeddedRecs: 100 ms); its list replaces the built one
  * (Neighbours.overrides), folded into the arrays when they grow many. Where the marked anchors
- * hold a large share of all positions, the flush builds the kind anew instead: the same lists,
- * sooner. Sums agree with the build's because every term is exact in a double (ORDER_SCALE,
+ * hold a large share of all positions (a batch of thousands), a build of the kind is the quicker
+ * way to the same lists: the caller takes it to another thread (takeRebuild: the log's events so
+ * far, in shared memory, and the anchors marked since noted), and lookups re-rank what they read
+ * meanwhile; the flush builds it on the event loop only where no thread is at hand. Sums agree with the build's because every term is exact in a double (ORDER_SCALE,
  * recencyWeight), so the order in which groups come and go does not matter.
  *
  * A kind with a prior (next-best-product: the category prior depends on N and on every
@@ -154,6 +156,8 @@ class LiveNeighbours {
   private partnerWeight = new Float64Array(0);
   /** Items whose groups changed since a rebuild in another thread was taken (see beginTake); null when none is. */
   private sinceTake: Set<number> | null = null;
+  /** Whether every anchor was marked since the take (markAll: a moved recency reference, a prior's N). */
+  private allSinceTake = false;
   private readonly halfLifeMs: number;
   private readonly gapMs: number;
   /** The reference step the weights here are relative to (fixed once known: see recencyWeight). */
@@ -426,6 +430,7 @@ class LiveNeighbours {
 
   /** Marks every anchor (a change of reference that moves scores where damping > 0). */
   markAll(nItems: number): void {
+    if (this.sinceTake !== null) this.allSinceTake = true;
     for (let a = 0; a < nItems; a++) this.markDirty(a);
   }
 
@@ -458,25 +463,45 @@ class LiveNeighbours {
     for (const a of this.dirtyList) this.dirty[a] = 0;
     this.dirtyList.length = 0;
     this.sinceTake = null;
+    this.allSinceTake = false;
+  }
+
+  /** Whether a rebuild taken to another thread is under way (beginTake, not adopted or dropped yet). */
+  get taken(): boolean {
+    return this.sinceTake !== null;
+  }
+
+  /** The rebuild taken did not finish: nothing is noted for it any more (what it would have covered stays marked). */
+  dropTake(): void {
+    this.sinceTake = null;
+    this.allSinceTake = false;
   }
 
   /** A rebuild of the log as it is now was taken to another thread: what changes from here is noted for adoptTaken. */
   beginTake(): void {
     this.sinceTake = new Set();
+    this.allSinceTake = false;
   }
 
   /**
    * Takes the lists of the rebuild begun by beginTake, which knew the events up to then: the
-   * anchors whose groups changed since are marked again, to be re-ranked under its statistics.
-   * (An item those statistics do not know has all its groups from after the take: whatever
-   * stands near it is marked already.)
+   * anchors whose groups changed since are marked again, to be re-ranked under its statistics,
+   * and, where n(b) enters its neighbours' scores (damping without a prior: post-browse), the
+   * anchors near them, as commit marks them. (Under a prior, an item its statistics do not know
+   * has all its groups from after the take: whatever stands near it is marked already.)
    */
   adoptTaken(built: Neighbours, nItems: number): void {
     const since = this.sinceTake ?? new Set<number>();
+    const all = this.allSinceTake;
     // What was marked before the job was taken is in its lists.
     this.adopt(built);
     this.growAnchorScale(nItems);
-    for (const b of since) this.markDirty(b);
+    if (all) return this.markAll(nItems);
+    const near = this.prior === 0 && this.damping !== 0;
+    for (const b of since) {
+      if (near) this.markNear(b);
+      else this.markDirty(b);
+    }
   }
 
   /** Weights here are relative to ownStep; the build's to `step`: an exact power of two apart. */
@@ -730,7 +755,8 @@ export function foldOverrides(n: Neighbours, nItems: number): void {
   overrides.clear();
 }
 
-type Kind = 'postBrowse' | 'nextBest';
+/** The two lists a model keeps. */
+export type Kind = 'postBrowse' | 'nextBest';
 
 /** A kind's rebuild, to run in another thread (LiveModel.takeRebuild; buildKind runs it). */
 export interface RebuildJob {
@@ -759,7 +785,7 @@ export function buildKind(kind: Kind, log: EventLog, options: ModelOptions, cuto
  * slower than the build, which renumbers items for locality).
  */
 const REBUILD_SHARE = 0.3;
-const KINDS: readonly Kind[] = ['postBrowse', 'nextBest'];
+export const KINDS: readonly Kind[] = ['postBrowse', 'nextBest'];
 
 /** What applying a batch (or a flush) did (for logs and benchmarks). */
 export interface ApplyStats {
@@ -992,21 +1018,22 @@ export class LiveModel implements RecModel {
   /**
    * Re-ranks every marked anchor and rebuilds the kinds due for it: after it, every list is what
    * a full build gives (next-best-product's: with the prior statistics kept, see PriorStats).
-   * Lookups do not wait for it (see refresh). `except`: a kind another thread rebuilds.
+   * Lookups do not wait for it (see refresh). `except`: kinds another thread rebuilds.
    */
-  flush(except?: Kind): ApplyStats {
+  flush(except: readonly Kind[] = []): ApplyStats {
     const t0 = performance.now();
     const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
     const cutoff = cutoffOf(this.latest, this.options);
     for (const kind of KINDS) {
       const live = this.live[kind];
+      const elsewhere = except.includes(kind);
       if (live === null) {
-        if (kind === except) continue; // another thread rebuilds it (takeRebuild); it stays stale meanwhile
+        if (elsewhere) continue; // another thread rebuilds it (takeRebuild); it stays stale meanwhile
         if (this.stale.has(kind)) this.rebuildKind(kind, cutoff, stats);
-      } else if (kind === except && live.cheaperToRebuild(REBUILD_SHARE)) {
+      } else if (elsewhere && live.cheaperToRebuild(REBUILD_SHARE)) {
         // The rebuild under way in another thread is the quicker way there; lookups re-rank what they read meanwhile.
         continue;
-      } else if ((kind !== except && this.rebuildDue(kind)) || live.cheaperToRebuild(REBUILD_SHARE)) {
+      } else if ((!elsewhere && this.rebuildDue(kind)) || live.cheaperToRebuild(REBUILD_SHARE)) {
         // The same lists either way (the build is their definition); this is only quicker.
         this.rebuildKind(kind, cutoff, stats);
         live.adopt(this[kind]);
@@ -1014,7 +1041,7 @@ export class LiveModel implements RecModel {
         stats.reranked += live.rerank(this.facts, this.step(kind), this.items.size);
       }
     }
-    for (const kind of KINDS) if (kind !== except) this.stale.delete(kind);
+    for (const kind of KINDS) if (!except.includes(kind)) this.stale.delete(kind);
     stats.ms = performance.now() - t0;
     return stats;
   }
@@ -1104,15 +1131,18 @@ export class LiveModel implements RecModel {
 
   /**
    * The rebuild that flush would do of `kind` on the event loop, as a job for another thread
-   * (EmbeddedRecs: next-best-product's full build, when it is due): copies of what the build
-   * reads (the log's columns, the item facts), taken now; null when the kind has nothing to
-   * rebuild. From here the kind counts as rebuilt: events that follow count towards the next.
+   * (EmbeddedRecs: next-best-product's full build when it is due, either kind's where a batch
+   * marked so much that the flush would build it anew): the log's columns as views of its shared
+   * memory (the events so far never change) and copies of the item facts, taken now; null when
+   * the kind has nothing to rebuild. From here the kind counts as rebuilt: events that follow
+   * count towards the next.
    * Give the result to adoptRebuild (or, if the job failed, hand it back with requeueRebuild).
    */
   takeRebuild(kind: Kind): RebuildJob | null {
     const live = this.live[kind];
     if (live !== null) {
-      if (!this.rebuildDue(kind)) return null;
+      // One at a time; due (next-best-product's statistics), or what the flush would rebuild on the loop (a batch marked much).
+      if (live.taken || (!this.rebuildDue(kind) && !live.cheaperToRebuild(REBUILD_SHARE))) return null;
       this.builtNow(kind);
       live.beginTake();
     } else {
@@ -1125,7 +1155,7 @@ export class LiveModel implements RecModel {
     if (f.candidate !== undefined) facts.candidate = copy(f.candidate)!;
     if (f.family !== undefined) facts.family = copy(f.family)!;
     if (f.category !== undefined) facts.category = copy(f.category)!;
-    return { kind, build: ++this.builds[kind], log: this.log.columns(false), facts, options: this.options, cutoff: cutoffOf(this.latest, this.options) };
+    return { kind, build: ++this.builds[kind], log: this.log.sharedColumns(), facts, options: this.options, cutoff: cutoffOf(this.latest, this.options) };
   }
 
   /** Serves a job's rebuilt lists, unless a build taken later replaced the kind meanwhile; whether it did. */
@@ -1140,8 +1170,12 @@ export class LiveModel implements RecModel {
   /** A job that did not finish: its kind is stale (or due) again (the next flush rebuilds it). */
   requeueRebuild(job: Pick<RebuildJob, 'kind' | 'build'>): void {
     if (job.build !== this.builds[job.kind]) return;
-    if (this.live[job.kind] === null) this.stale.add(job.kind);
-    else this.sinceBuild.owed = true;
+    const live = this.live[job.kind];
+    if (live === null) this.stale.add(job.kind);
+    else {
+      live.dropTake();
+      if (job.kind === 'nextBest') this.sinceBuild.owed = true;
+    }
   }
 
   /**

@@ -5,9 +5,10 @@ import { seededRandom } from '../../src/backends/embedded/demo.js';
 import { EventLog, ItemIndex } from '../../src/recommender/eventLog.js';
 import type { RecEvent } from '../../src/recommender/eventLog.js';
 import type { Neighbours, PriorStats } from '../../src/recommender/cooccurrence.js';
+import { Recommender } from '../../src/recommender/recommend.js';
 import { buildKind, LiveModel } from '../../src/recommender/live.js';
 import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/model.js';
-import type { ModelOptions } from '../../src/recommender/model.js';
+import type { ModelOptions, RecModel } from '../../src/recommender/model.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 
 /** Anchor a's next-best list as served: a live override, else the built arrays. */
@@ -163,4 +164,121 @@ describe('next-best-product as a full build plus an overlay', () => {
     for (let a = 0; a < live.items.size; a++) live.refresh('nextBest', a);
     expectLists(live, build(live, 2900, built.priorStats), 'after the adoption');
   });
+});
+
+const DAY = 86_400_000;
+
+describe('post-browse rebuilt in a worker thread where a batch marks much of it', () => {
+  // 1,000 items: a batch of 600 views marks a large share (the flush would build anew), one of 20 does not.
+  const events = shopping(4000, 1000).map((e) => ({ ...e, kind: 'view' as const, orderId: null }));
+  const catalog = new Catalog();
+  for (let id = 1; id <= 1000; id++) catalog.add({ itemId: id, name: `item ${id}`, categoryPath: `Dept/Cat${id % 7}`, stock: 'Available' } as ItemModel);
+  const logOf = (live: LiveModel, n: number): EventLog => {
+    const log = new EventLog(ItemIndex.fromIds(live.items.ids()));
+    for (const e of events.slice(0, n)) log.add(e);
+    return log;
+  };
+  const build = (live: LiveModel, n: number, options: ModelOptions): Neighbours => {
+    const log = logOf(live, n);
+    return buildKind('postBrowse', log, options, cutoffOf(latestTime(log), options), itemFacts(log.items, catalog));
+  };
+  const expectLists = (live: LiveModel, expected: Neighbours, what: string): void => {
+    for (let a = 0; a < live.items.size; a++) expect(listOf(live.postBrowse, a), `${what}: post-browse of ${live.items.idAt(a)}`).toEqual(listOf(expected, a));
+  };
+
+  // The default (no popularity discount), and a discount with a half-life: n(b) then enters the
+  // neighbours' scores, and a later reference time moves every one (both re-marked at adoption).
+  const cases: [string, ModelOptions][] = [
+    ['the default scoring', { maxAgeDays: 3 }],
+    ['a popularity discount', { maxAgeDays: 3, postBrowse: { damping: 0.3, prior: 0, order: { window: 10, backward: 0.5, exponent: 1 } } }],
+    ['a popularity discount and a half-life', { maxAgeDays: 3, postBrowse: { damping: 0.3, prior: 0, order: { window: 10, backward: 0.5, exponent: 1 }, halfLifeDays: 1 } }],
+  ];
+  for (const [name, options] of cases) {
+    it(`takes the job instead of building on the loop, and the lists equal a build of every event (${name})`, () => {
+      const live = new LiveModel(new EventLog(), options, catalog);
+      live.applyEvents(events.slice(0, 2000));
+      live.flush();
+      // A small batch: re-ranked, no job.
+      live.applyEvents(events.slice(2000, 2020));
+      expect(live.takeRebuild('postBrowse')).toBeNull();
+      // A large one: a job, taken from the log's shared memory (no copy on the loop).
+      live.applyEvents(events.slice(2020, 2620));
+      const before = live.postBrowse;
+      const job = live.takeRebuild('postBrowse')!;
+      expect(job).not.toBeNull();
+      expect(job.log.item.buffer).toBeInstanceOf(SharedArrayBuffer);
+      expect(live.takeRebuild('postBrowse')).toBeNull(); // one at a time
+      // The flush leaves the kind to the worker; lookups still re-rank what they read.
+      expect(live.flush(['postBrowse']).rebuilt).toEqual([]);
+      expect(live.postBrowse).toBe(before);
+      // While the worker builds: more events (the log grows past its buffers), some taken out by age.
+      let expired = 0;
+      for (let at = 2620; at < 3400; at += 60) expired += live.applyEvents(events.slice(at, at + 60)).expired;
+      expect(expired).toBeGreaterThan(0);
+      const built = buildKind('postBrowse', EventLog.fromColumns(job.log), job.options, job.cutoff, job.facts);
+      expect(live.adoptRebuild(job, built)).toBe(true);
+      expect(live.postBrowse).toBe(built);
+      // Lookups re-rank what changed since the take; the rest is the job's build.
+      for (let a = 0; a < live.items.size; a++) live.refresh('postBrowse', a);
+      expectLists(live, build(live, 3400, options), 'after the adoption');
+    });
+  }
+
+  it('re-ranks every anchor at adoption where the recency reference moved since the take (a discount moves every score)', () => {
+    const options: ModelOptions = { postBrowse: { damping: 0.3, prior: 0, order: { window: 10, backward: 0.5, exponent: 1 }, halfLifeDays: 1 } };
+    const live = new LiveModel(new EventLog(), options, catalog);
+    live.applyEvents(events.slice(0, 2000));
+    live.flush();
+    live.applyEvents(events.slice(2000, 2600));
+    const job = live.takeRebuild('postBrowse')!;
+    expect(job).not.toBeNull();
+    // Three views a day and a half later, of items few others viewed: few anchors stand near them.
+    const later = events[2599]!.time + 1.5 * DAY;
+    const visit = [990, 995, 999].map((itemId, i) => ({ kind: 'view' as const, itemId, time: later + i, session: 'late', user: null, orderId: null }));
+    live.applyEvents(visit);
+    expect(live.adoptRebuild(job, buildKind('postBrowse', EventLog.fromColumns(job.log), job.options, job.cutoff, job.facts))).toBe(true);
+    for (let a = 0; a < live.items.size; a++) live.refresh('postBrowse', a);
+    const log = logOf(live, 2600);
+    for (const e of visit) log.add(e);
+    expectLists(live, buildKind('postBrowse', log, options, cutoffOf(latestTime(log), options), itemFacts(log.items, catalog)), 'after the adoption');
+  });
+
+  it('a job that failed leaves its anchors marked, and the next flush makes the lists current', () => {
+    const options: ModelOptions = { maxAgeDays: 3 };
+    const live = new LiveModel(new EventLog(), options, catalog);
+    live.applyEvents(events.slice(0, 2000));
+    live.flush();
+    live.applyEvents(events.slice(2000, 2600));
+    const job = live.takeRebuild('postBrowse')!;
+    live.applyEvents(events.slice(2600, 2700));
+    live.requeueRebuild(job);
+    expect(live.pending).toBe(true);
+    live.flush();
+    expectLists(live, build(live, 2700, options), 'after the flush');
+    expect(live.takeRebuild('postBrowse')).toBeNull(); // nothing left to rebuild
+  });
+
+  it('serves, through EmbeddedRecs, every lookup fresh while the worker builds and the full build\'s lists after', async () => {
+    const log = new EventLog();
+    for (const e of events.slice(0, 2000)) log.add(e);
+    const recs = new EmbeddedRecs(catalog, log, { maxAgeDays: 3 });
+    try {
+      recs.applyEvents(events.slice(2000, 2020)); // the live model is made at the first batch
+      recs.flush();
+      const before = recs.model.postBrowse;
+      recs.applyEvents(events.slice(2020, 2800));
+      const live = recs.model as LiveModel;
+      // Answers follow the batch at once (the anchors a lookup reads are re-ranked), not after the worker.
+      const now = (): RecModel => buildModel(logOf(live, 2800), { maxAgeDays: 3 }, catalog);
+      const expected = new Recommender(now(), catalog);
+      for (let id = 1; id <= 1000; id += 7) expect(recs.recommendNow('POST_BROWSE', id).entries, `post-browse of ${id}`).toEqual(expected.recommend('POST_BROWSE', id));
+      await settled(recs);
+      expect(recs.offLoop.adopted).toBeGreaterThanOrEqual(1);
+      expect(recs.model.postBrowse).not.toBe(before);
+      recs.flush();
+      expectLists(recs.model as LiveModel, build(live, 2800, { maxAgeDays: 3 }), 'after the worker');
+    } finally {
+      await recs.close();
+    }
+  }, 120_000);
 });

@@ -8,8 +8,8 @@ import type { RecEvent } from '../../recommender/eventLog.js';
 import { buildModel } from '../../recommender/model.js';
 import type { ModelOptions, RecModel } from '../../recommender/model.js';
 import { parseItemRecord } from '../../ports/itemRecord.js';
-import { LiveModel } from '../../recommender/live.js';
-import type { ApplyStats, RebuildJob } from '../../recommender/live.js';
+import { KINDS, LiveModel } from '../../recommender/live.js';
+import type { ApplyStats, Kind, RebuildJob } from '../../recommender/live.js';
 import type { RebuildAnswer } from './rebuildWorker.js';
 import { Recommender } from '../../recommender/recommend.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
@@ -215,9 +215,9 @@ export class EmbeddedRecs implements RecsService {
 
   /**
    * Does now, on the event loop, what applyEvents left to its flush (tests, benchmarks; the timer
-   * runs flushSoon); null when there is no live model. `except`: a kind whose rebuild a worker has.
+   * runs flushSoon); null when there is no live model. `except`: kinds whose rebuild a worker has.
    */
-  flush(except?: 'nextBest'): ApplyStats | null {
+  flush(except: readonly Kind[] = []): ApplyStats | null {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
     const stats = this.live?.flush(except) ?? null;
@@ -229,74 +229,104 @@ export class EmbeddedRecs implements RecsService {
     return stats;
   }
 
-  /** The worker that rebuilds next-best-product (made at the first rebuild); its job under way. */
-  private rebuilder: Worker | null = null;
-  private rebuildUnderWay: { live: LiveModel; job: Pick<RebuildJob, 'kind' | 'build'> } | null = null;
-  /** Set when the worker failed: rebuilds stay on the event loop from then on. */
+  /** Per kind, the worker that rebuilds it (made at its first rebuild) and its job under way. */
+  private readonly rebuilders: Record<Kind, Worker | null> = { postBrowse: null, nextBest: null };
+  private readonly rebuildUnderWay: Record<Kind, { live: LiveModel; job: Pick<RebuildJob, 'kind' | 'build'> } | null> = { postBrowse: null, nextBest: null };
+  /** Set when a worker failed: rebuilds stay on the event loop from then on. */
   private rebuildOnLoop = false;
-  /** Rebuilds made in the worker: swapped in, or dropped because a later build came first (tests, benchmarks). */
+  /** Rebuilds made in a worker: swapped in, or dropped because a later build came first (tests, benchmarks). */
   readonly offLoop = { adopted: 0, discarded: 0 };
 
-  /** Whether work of a batch is still to come: a flush, or a rebuild under way in the worker. */
+  /**
+   * Per kind, until when (performance.now()) its next rebuild in a worker waits: FLUSH_PACE
+   * times as long as its last one took, as the flush on the loop waits, so that under a stream of
+   * large batches a worker builds at most a quarter of the time rather than back to back (the
+   * worker's core is often the gateway's own: bench/ingest.ts pins the process to one).
+   */
+  private readonly restUntil: Record<Kind, number> = { postBrowse: -Infinity, nextBest: -Infinity };
+
+  /** The kinds a worker is rebuilding now. */
+  private kindsUnderWay(): Kind[] {
+    return KINDS.filter((kind) => this.rebuildUnderWay[kind] !== null);
+  }
+
+  /** The kinds the flush leaves to a worker: under way there, or waiting for their next rebuild there. */
+  private kindsLeftToWorkers(now: number): Kind[] {
+    if (this.rebuildOnLoop) return this.kindsUnderWay();
+    return KINDS.filter((kind) => this.rebuildUnderWay[kind] !== null || now < this.restUntil[kind]);
+  }
+
+  /** Whether work of a batch is still to come: a flush, or a rebuild under way in a worker. */
   get settling(): boolean {
-    return this.rebuildUnderWay !== null || (this.live?.pending ?? false);
+    return this.kindsUnderWay().length > 0 || (this.live?.pending ?? false);
   }
 
   /**
-   * What the flush timer runs: the flush, with next-best-product's full build (when due: see
-   * LiveModel.rebuildDue) in a worker thread instead of on the event loop, where on the demo shop
-   * it held every request for about 50 ms (on a million events, half a second). Its lists are
-   * swapped in when the worker is done, with the anchors that batches touched meanwhile marked
-   * again; until then the lists kept from the last build's statistics serve. One rebuild at a time.
+   * What the flush timer runs: the flush, with the full builds it would make on the event loop in
+   * worker threads instead (LiveModel.takeRebuild: next-best-product's when due, either kind's
+   * where a batch marked so much that a build is quicker than re-ranking: a batch of 5,000 on the
+   * demo shop), where each held every request for 50 to 130 ms (on a million events, half a
+   * second). A kind's lists are swapped in when its worker is done, with the anchors that batches
+   * touched meanwhile marked again; until then lookups re-rank the marked anchors they read, so
+   * answers follow every event at once. One rebuild of a kind at a time.
    */
   private flushSoon(): void {
     this.flushTimer = null;
     const live = this.live;
     if (live === null || this.closed) return;
-    if (!this.rebuildOnLoop && this.rebuildUnderWay === null) {
-      const job = live.takeRebuild('nextBest');
-      if (job !== null) this.rebuildOffLoop(live, job);
+    const now = performance.now();
+    if (!this.rebuildOnLoop) {
+      for (const kind of KINDS) {
+        if (this.rebuildUnderWay[kind] !== null || now < this.restUntil[kind]) continue;
+        const job = live.takeRebuild(kind);
+        if (job !== null) this.rebuildOffLoop(live, job);
+      }
     }
-    // The rest holds the event loop (post-browse's re-ranking, or its rebuild where a batch marked
-    // much): at most a quarter of the time, waiting three times as long as the last one took.
-    // Post-browse answers do not wait for it (a lookup re-ranks its anchor); it keeps lookups cheap.
-    const wait = this.lastFlushEnd + FLUSH_PACE * this.lastFlushMs - performance.now();
-    if (wait > 0 && (this.rebuildUnderWay !== null || !live.waitsForRebuild('nextBest'))) {
+    // The rest holds the event loop (re-ranking what batches marked): at most a quarter of the
+    // time, waiting three times as long as the last one took. Answers do not wait for it (a lookup
+    // re-ranks its anchor); it keeps lookups cheap.
+    const elsewhere = this.kindsLeftToWorkers(now);
+    const wait = this.lastFlushEnd + FLUSH_PACE * this.lastFlushMs - now;
+    if (wait > 0 && (elsewhere.length > 0 || !live.waitsForRebuild('nextBest'))) {
       this.scheduleFlush(wait);
       return;
     }
-    this.flush(this.rebuildUnderWay === null ? undefined : 'nextBest');
+    this.flush(elsewhere);
+    // A kind left marked for a worker that rests: taken when the rest ends (one under way reschedules when done).
+    const rests = KINDS.filter((kind) => this.rebuildUnderWay[kind] === null && now < this.restUntil[kind]).map((kind) => this.restUntil[kind] - now);
+    if (live.pending && rests.length > 0) this.scheduleFlush(Math.min(...rests));
   }
 
   private rebuildOffLoop(live: LiveModel, job: RebuildJob): void {
-    const { log, facts } = job;
-    const buffers = [log.kind, log.item, log.session, log.user, log.order, log.time, log.itemIds, facts.candidate, facts.family, facts.category]
-      .map((a) => a?.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
+    // The log's columns are shared memory (posted, not copied); the facts' copies are transferred.
+    const { facts } = job;
+    const buffers = [facts.candidate, facts.family, facts.category].map((a) => a?.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
     try {
-      this.rebuilder ??= this.startRebuilder();
-      this.rebuildUnderWay = { live, job: { kind: job.kind, build: job.build } };
-      this.rebuilder.postMessage(job, [...new Set(buffers)]);
+      const worker = (this.rebuilders[job.kind] ??= this.startRebuilder(job.kind));
+      this.rebuildUnderWay[job.kind] = { live, job: { kind: job.kind, build: job.build } };
+      worker.postMessage(job, [...new Set(buffers)]);
     } catch (error) {
-      this.rebuildFailed((error as Error).message);
+      this.rebuildFailed(job.kind, (error as Error).message);
     }
   }
 
-  private startRebuilder(): Worker {
+  private startRebuilder(kind: Kind): Worker {
     const worker = startWorker('rebuildWorker');
     worker.unref();
-    worker.on('message', (answer: RebuildAnswer) => this.rebuilt(answer));
-    worker.on('error', (error: Error) => this.rebuildFailed(error.message));
+    worker.on('message', (answer: RebuildAnswer) => this.rebuilt(kind, answer));
+    worker.on('error', (error: Error) => this.rebuildFailed(kind, error.message));
     worker.on('exit', () => {
-      if (!this.closed) this.rebuildFailed('the worker exited');
+      if (!this.closed) this.rebuildFailed(kind, 'the worker exited');
     });
     return worker;
   }
 
-  private rebuilt(answer: RebuildAnswer): void {
-    const underWay = this.rebuildUnderWay;
-    this.rebuildUnderWay = null;
+  private rebuilt(kind: Kind, answer: RebuildAnswer): void {
+    const underWay = this.rebuildUnderWay[kind];
+    this.rebuildUnderWay[kind] = null;
     if (underWay === null || this.closed) return;
-    if ('error' in answer) return this.rebuildFailed(answer.error, underWay);
+    if ('error' in answer) return this.rebuildFailed(kind, answer.error, underWay);
+    this.restUntil[kind] = performance.now() + FLUSH_PACE * answer.ms;
     // not when a reload swapped the model, nor when a rebuild on the loop (applyItems, flush) came later
     if (this.live === underWay.live && underWay.live.adoptRebuild(underWay.job, answer.built)) {
       this.offLoop.adopted++;
@@ -307,15 +337,20 @@ export class EmbeddedRecs implements RecsService {
     this.scheduleFlush();
   }
 
-  private rebuildFailed(message: string, underWay = this.rebuildUnderWay): void {
-    this.rebuildUnderWay = null;
+  private rebuildFailed(kind: Kind, message: string, underWay = this.rebuildUnderWay[kind]): void {
+    this.rebuildUnderWay[kind] = null;
     if (underWay !== null) underWay.live.requeueRebuild(underWay.job);
     if (this.rebuildOnLoop) return;
     this.rebuildOnLoop = true;
-    const worker = this.rebuilder;
-    this.rebuilder = null;
-    void worker?.terminate();
-    this.say(`recommender: next-best-product's rebuild in a worker failed (${message}); it is rebuilt on the event loop from now on`);
+    for (const k of KINDS) {
+      const worker = this.rebuilders[k];
+      this.rebuilders[k] = null;
+      void worker?.terminate();
+      const other = this.rebuildUnderWay[k];
+      this.rebuildUnderWay[k] = null;
+      other?.live.requeueRebuild(other.job); // terminated: the next flush rebuilds it here
+    }
+    this.say(`recommender: a rebuild in a worker failed (${message}); rebuilds run on the event loop from now on`);
     this.scheduleFlush();
   }
 
@@ -544,7 +579,7 @@ export class EmbeddedRecs implements RecsService {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     await this.worker?.terminate();
-    await this.rebuilder?.terminate();
+    for (const kind of KINDS) await this.rebuilders[kind]?.terminate();
     await this.reloading?.catch(() => undefined);
     await this.polling;
     await this.store?.close();
