@@ -141,6 +141,15 @@ function checkIdentifier(value: string | null, index: number, field: string): vo
 }
 
 /**
+ * The one check of a call's size (MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL), on every path: the
+ * backends' checks, the REST twins' parsers, and REST mode before it forwards a call upstream.
+ */
+export function checkCallSize(what: 'events' | 'items', n: number): void {
+  const max = what === 'events' ? MAX_EVENTS_PER_CALL : MAX_ITEMS_PER_CALL;
+  if (n > max) throw badUserInput(`At most ${max} ${what} a call, got ${n}`, what);
+}
+
+/**
  * Checks a whole call's events before any is kept (a call is atomic): the count, each item id, the
  * identifiers a kind needs (a view a sessionId or userId; a purchase an orderId, sessionId or
  * userId), their lengths, and the time (not before the epoch, at most a day ahead of `now`).
@@ -148,9 +157,7 @@ function checkIdentifier(value: string | null, index: number, field: string): vo
  * The GraphQL resolvers, the served REST route and the import command all go through it.
  */
 export function checkEvents(events: readonly EventInputModel[], now: number = Date.now()): readonly EventInputModel[] {
-  if (events.length > MAX_EVENTS_PER_CALL) {
-    throw badUserInput(`At most ${MAX_EVENTS_PER_CALL} events a call, got ${events.length}`, 'events');
-  }
+  checkCallSize('events', events.length);
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
     if (e.kind !== 'VIEW' && e.kind !== 'PURCHASE') fail(i, 'kind', 'must be VIEW or PURCHASE');
@@ -185,9 +192,7 @@ const IMAGE_URLS = ['thumbnailImage', 'mediumImage', 'largeImage'] as const;
 
 /** Checks a whole call's item records (count, ids, names, amounts, lengths) before any is kept. */
 export function checkItems(items: readonly ItemModel[]): readonly ItemModel[] {
-  if (items.length > MAX_ITEMS_PER_CALL) {
-    throw badUserInput(`At most ${MAX_ITEMS_PER_CALL} items a call, got ${items.length}`, 'items');
-  }
+  checkCallSize('items', items.length);
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
     if (!Number.isSafeInteger(item.itemId) || item.itemId < 1) {

@@ -1,5 +1,5 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
-import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, parseIsoTime } from '../ports/ingest.js';
+import { checkCallSize, parseIsoTime } from '../ports/ingest.js';
 import { ItemRecordError, droppedField, parseItemRecord, toItemId } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
@@ -103,7 +103,7 @@ const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHAS
  */
 export function parseEvents(body: unknown, now: number = Date.now()): EventInputModel[] {
   if (!Array.isArray(body)) throw badUserInput('The request body must be a JSON array of events', 'events');
-  if (body.length > MAX_EVENTS_PER_CALL) throw badUserInput(`At most ${MAX_EVENTS_PER_CALL} events a call, got ${body.length}`, 'events');
+  checkCallSize('events', body.length);
   const events: EventInputModel[] = new Array<EventInputModel>(body.length);
   for (let i = 0; i < body.length; i++) {
     const raw: unknown = body[i];
@@ -127,7 +127,7 @@ export function parseEvents(body: unknown, now: number = Date.now()): EventInput
 /** The records of a PUT /v1/items body: a JSON array of item records (recommendations.md). */
 export function parseItems(body: unknown): ItemModel[] {
   if (!Array.isArray(body)) throw badUserInput('The request body must be a JSON array of item records', 'items');
-  if (body.length > MAX_ITEMS_PER_CALL) throw badUserInput(`At most ${MAX_ITEMS_PER_CALL} items a call, got ${body.length}`, 'items');
+  checkCallSize('items', body.length);
   return body.map((raw: unknown, i) => {
     if (!isObject(raw)) throw badUserInput(`items[${i}]: must be a JSON object`, `items[${i}]`);
     let item: ItemModel;

@@ -1,10 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEmbeddedBackend, EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { COMPILE_AFTER_RUNS } from '../../src/graphql/preparedOperations.js';
-import type { Backend } from '../../src/ports/backend.js';
+import type { Backend, EventInputModel, PrincipalModel } from '../../src/ports/backend.js';
 import { codeOf, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds, TEST_COST } from '../helpers/stores.js';
 
@@ -163,5 +166,34 @@ describe('the ingestion API\'s checks on every path', () => {
     expect((await bothPaths(RECORD, { events: newEvents(99300001, ROOM) })).body).toEqual({ data: { recordEvents: { accepted: 2 * ROOM } } });
     expect(await twin('PUT', '/v1/items', [{ itemId: 99300001, name: 'Now with a record' }])).toEqual({ status: 200, message: undefined });
     expect(recs.itemCount).toBe(held + ROOM);
+  }, 30_000);
+});
+
+describe('RECS_MAX_ITEMS with calls running at once', () => {
+  it('holds for calls that each fit but together would pass it: one is refused whole, the other kept', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'recs-cap-'));
+    // SQLite: a call awaits its commit before it applies its events, so the next call is checked meanwhile
+    const recs = await openEmbeddedRecs({ dataDir });
+    try {
+      const held = recs.itemCount;
+      const ingest = new EmbeddedIngest(recs, { maxItems: held + ROOM });
+      const admin = { user: { isAdmin: true } } as PrincipalModel;
+      const now = Date.now();
+      const call = (from: number): EventInputModel[] =>
+        Array.from({ length: 3 }, (_, i) => ({ kind: 'VIEW', itemId: from + i, sessionId: `race-${from}`, userId: null, orderId: null, time: now }));
+      // 3 + 3 new items against room for 4, started together
+      const answers = await Promise.allSettled([ingest.recordEvents(admin, call(99600001)), ingest.recordEvents(admin, call(99700001))]);
+      expect(answers.map((a) => a.status)).toEqual(['fulfilled', 'rejected']);
+      expect((answers[1] as PromiseRejectedResult).reason).toMatchObject({ extensions: { code: 'BAD_USER_INPUT' } });
+      expect(((answers[1] as PromiseRejectedResult).reason as Error).message).toMatch(/calls under way may add 3: nothing was kept$/);
+      expect(recs.itemCount).toBe(held + 3);
+      expect(recs.newItemCount([99700001, 99700002, 99700003])).toBe(3);
+      // the reservation ends with the call: the one new item left room for is taken
+      await expect(ingest.recordEvents(admin, call(99700001).slice(0, 1))).resolves.toMatchObject({ accepted: 1 });
+      expect(recs.itemCount).toBe(held + ROOM);
+    } finally {
+      await recs.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   }, 30_000);
 });

@@ -157,4 +157,17 @@ describe('REST mode in front of an upstream without the twins', () => {
     ]);
     expect(JSON.parse(seen[1]!.body)).toEqual([{ itemId: A, name: 'x' }]);
   });
+
+  it('refuses a call over the caps (10,000 events, 1,000 records) itself, without sending it upstream', async () => {
+    const before = seen.length;
+    const events = Array.from({ length: 10_001 }, (_, i) => ({ kind: 'VIEW', itemId: A, sessionId: `s${i % 50}` }));
+    const answer = await gw.gql(RECORD, { events }, { authorization: root });
+    expect([codeOf(answer), answer.body.errors![0]!.message]).toEqual(['BAD_USER_INPUT', 'At most 10000 events a call, got 10001']);
+    const items = Array.from({ length: 1_001 }, (_, i) => ({ itemId: A + i, name: 'x' }));
+    expect(codeOf(await gw.gql(UPSERT, { items }, { authorization: root }))).toBe('BAD_USER_INPUT');
+    const twin = await post(gw.url, 'PUT', '/v1/items', root, items);
+    expect(twin.status).toBe(400);
+    expect(JSON.stringify(twin.body)).toMatch(/At most 1000 items a call, got 1001/);
+    expect(seen.length).toBe(before);
+  }, 30_000);
 });

@@ -42,47 +42,62 @@ export class EmbeddedIngest implements IngestService {
     this.maxItems = options.maxItems ?? DEFAULT_MAX_ITEMS;
   }
 
+  /** New items that calls under way may add (reserve): counted against maxItems until they end. */
+  private reserved = 0;
+
   /**
    * Refuses a call whose new item ids would take the recommender past maxItems: an id once named
    * is kept (about 1.1 KB) for as long as the process runs, so a client inventing ids would grow
-   * it without end. Checked before anything is stored; calls running at once may each pass and
-   * together go past it by at most their own new ids.
+   * it without end. Checked before anything is stored, against what calls under way may add too
+   * (their ids' count, or where that comes near the cap the ids new to the recommender), so that
+   * calls running at once cannot pass it together; the reservation is held until `call` ends.
    */
-  private checkRoom(field: 'events' | 'items', ids: readonly number[]): void {
+  private async withRoom<T>(field: 'events' | 'items', ids: readonly number[], call: () => Promise<T>): Promise<T> {
     const { itemCount, newItemCount } = this.recs;
-    if (itemCount === undefined || newItemCount === undefined) return;
-    if (itemCount + ids.length <= this.maxItems) return;
-    const added = newItemCount.call(this.recs, ids);
-    if (added > 0 && itemCount + added > this.maxItems) {
-      throw badUserInput(
-        `${field}: the call names ${added} ${added === 1 ? 'item' : 'items'} the recommender does not hold yet, and it holds ${itemCount} of at most ${this.maxItems} (RECS_MAX_ITEMS): nothing was kept`,
-        field,
-      );
+    if (itemCount === undefined || newItemCount === undefined) return call();
+    let held = ids.length;
+    if (itemCount + this.reserved + held > this.maxItems) {
+      held = newItemCount.call(this.recs, ids);
+      if (held > 0 && itemCount + this.reserved + held > this.maxItems) {
+        const pending = this.reserved > 0 ? `, and calls under way may add ${this.reserved}` : '';
+        throw badUserInput(
+          `${field}: the call names ${held} ${held === 1 ? 'item' : 'items'} the recommender does not hold yet, and it holds ${itemCount} of at most ${this.maxItems} (RECS_MAX_ITEMS)${pending}: nothing was kept`,
+          field,
+        );
+      }
+    }
+    this.reserved += held;
+    try {
+      return await call();
+    } finally {
+      this.reserved -= held;
     }
   }
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[]): Promise<{ accepted: number; itemsWithoutRecord: number | null }> {
     requireAdmin(principal);
     checkEvents(events);
-    this.checkRoom('events', events.map((e) => e.itemId));
-    const recEvents = events.map(toRecEvent);
-    const { store, applyOwnEvents } = this.recs;
-    if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
-    else await applyOwnEvents.call(this.recs, await store.appendEvents(recEvents));
-    const catalog = this.recs.catalog;
-    const missing = new Set<number>();
-    for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
-    return { accepted: events.length, itemsWithoutRecord: missing.size };
+    return this.withRoom('events', events.map((e) => e.itemId), async () => {
+      const recEvents = events.map(toRecEvent);
+      const { store, applyOwnEvents } = this.recs;
+      if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
+      else await applyOwnEvents.call(this.recs, await store.appendEvents(recEvents));
+      const catalog = this.recs.catalog;
+      const missing = new Set<number>();
+      for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
+      return { accepted: events.length, itemsWithoutRecord: missing.size };
+    });
   }
 
   async upsertItems(principal: PrincipalModel, items: Parameters<IngestService['upsertItems']>[1]): Promise<{ upserted: number }> {
     requireAdmin(principal);
     checkItems(items);
-    this.checkRoom('items', items.map((item) => item.itemId));
-    const { store, applyOwnItems } = this.recs;
-    if (!store || !applyOwnItems) this.recs.applyItems(items);
-    else await applyOwnItems.call(this.recs, items, await store.upsertItems(items));
-    return { upserted: items.length };
+    return this.withRoom('items', items.map((item) => item.itemId), async () => {
+      const { store, applyOwnItems } = this.recs;
+      if (!store || !applyOwnItems) this.recs.applyItems(items);
+      else await applyOwnItems.call(this.recs, items, await store.upsertItems(items));
+      return { upserted: items.length };
+    });
   }
 }
 

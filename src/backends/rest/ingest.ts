@@ -1,6 +1,7 @@
 import {
   badUserInput, forbidden, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable, type GatewayError,
 } from '../../errors.js';
+import { checkCallSize } from '../../ports/ingest.js';
 import { toItemRecord } from '../../ports/itemRecord.js';
 import type {
   CallOptions, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel, UpsertItemsResultModel,
@@ -17,13 +18,15 @@ const FIELD_PREFIX = /^((?:events|items)(?:\[\d+\])?(?:\.[A-Za-z]+)?):/;
 /**
  * The live recommender in REST mode: events and item records forwarded to the upstream's own
  * twins (POST /v1/events, PUT /v1/items, as a recs-gateway serves them) with the caller's
- * Authorization, so the upstream decides who is an administrator and what is valid. Neither is
- * retried: a batch that timed out may well have been kept.
+ * Authorization, so the upstream decides who is an administrator and what is valid; only a
+ * call's size (at most 10,000 events or 1,000 records, the API's contract) is checked here, so
+ * that an oversized call is refused before it is sent. Neither is retried: a batch that timed out may well have been kept.
  */
 export class RestIngestService implements IngestService {
   constructor(private readonly upstream: Upstream) {}
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options: CallOptions = {}): Promise<RecordEventsResultModel> {
+    checkCallSize('events', events.length);
     const body = events.map((e) => {
       const event: Record<string, unknown> = { kind: e.kind === 'PURCHASE' ? 'purchase' : 'view', itemId: e.itemId };
       if (e.sessionId !== null) event.sessionId = e.sessionId;
@@ -43,6 +46,7 @@ export class RestIngestService implements IngestService {
   }
 
   async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options: CallOptions = {}): Promise<UpsertItemsResultModel> {
+    checkCallSize('items', items.length);
     const response = await this.send('PUT', '/v1/items', principal, items.map(toItemRecord), options);
     if (response.status !== 200) throw this.error(response, 'items');
     const answer = parseJson(response.text) as { upserted?: unknown } | undefined;
