@@ -260,3 +260,33 @@ describe('a newcomer\'s first item record', () => {
     }
   }, 30_000);
 });
+
+describe('an empty upsertItems on a store still serving the demo shop', () => {
+  it('answers {upserted: 0} on GraphQL and the twin and leaves the store and the model as they were (each took a whole reload of the demo shop, on the event loop of every process following the store)', async () => {
+    const { dir, remove } = tempDir('recs-probe-empty-');
+    const keys = await storeKinds[0]!.open();
+    const said: string[] = [];
+    const recs = await openEmbeddedRecs({ dataDir: dir, followIntervalMs: 0, log: (line) => said.push(line) });
+    await addUser(keys.store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
+    const gateway = await createGateway({
+      config: loadConfig({ DATA_DIR: '/nonexistent', RATE_LIMIT_RPS: '0', AUTH_FAILURES_PER_MINUTE: '0' }),
+      backend: createEmbeddedBackend(keys.store, recs),
+      log: createLogger({ level: 'silent' }),
+    });
+    try {
+      const url = await gateway.listen(0, '127.0.0.1');
+      const before = recs.state();
+      const json = { authorization: root, 'content-type': 'application/json' };
+      const twin = await request(url, 'PUT', '/v1/items', json, '[]');
+      expect([twin.status, JSON.parse(twin.body)]).toEqual([200, { upserted: 0 }]);
+      const graphql = await request(url, 'POST', '/graphql', json, JSON.stringify({ query: 'mutation { upsertItems(items: []) { upserted } }' }));
+      expect(JSON.parse(graphql.body)).toEqual({ data: { upsertItems: { upserted: 0 } } });
+      expect(recs.state()).toMatchObject({ mode: 'demo', lastItemSeq: before.lastItemSeq, items: before.items });
+      expect(said.filter((line) => /serving the demo shop with/.test(line))).toEqual([]);
+    } finally {
+      await gateway.stop();
+      await keys.dispose();
+      remove();
+    }
+  }, 30_000);
+});
