@@ -163,6 +163,8 @@ class LiveNeighbours {
   /** The reference step the weights here are relative to (fixed once known: see recencyWeight). */
   private ownStep: number;
   private readonly collapseRepeats: boolean;
+  /** ModelOptions.hotPositions: from how many positions an anchor keeps its neighbours' sums. */
+  private readonly hot: number;
 
   constructor(
     private readonly log: EventLog,
@@ -187,6 +189,7 @@ class LiveNeighbours {
     this.gapMs = options.sessionGapMs ?? DEFAULT_SESSION_GAP_MS;
     this.ownStep = this.halfLifeMs > 0 && latest > -Infinity ? referenceStep(latest, this.halfLifeMs) : Number.NaN;
     this.collapseRepeats = scoring.collapseRepeats === true;
+    this.hot = Math.max(1, options.hotPositions ?? HOT_POSITIONS);
     neighbours.overrides ??= new Map();
   }
 
@@ -349,10 +352,12 @@ class LiveNeighbours {
     this.groupWeight[g] = weight;
     this.positions += items.length;
     this.total += weight;
+    this.keepSums(g, 1);
     return g;
   }
 
   private removeGroup(g: number, marking: boolean): void {
+    this.keepSums(g, -1);
     const items = this.groupItems[g]!;
     const slot = this.groupSlot[g]!;
     const weight = this.groupWeight[g]!;
@@ -555,8 +560,35 @@ class LiveNeighbours {
 
   private groupMark = new Int32Array(0);
 
-  /** Anchor a's list as buildNeighbours computes it (the same terms, the same scoring and ties). */
+  /** Per anchor with at least HOT_POSITIONS positions, once re-ranked: its neighbours' sums, kept as groups come and go. */
+  private readonly sums = new Map<number, NeighbourSums>();
+  /** Marks a neighbour seen in the group being summed (evidence counts a group once). */
+  private neighbourStamp = new Int32Array(0);
+
+  /**
+   * Anchor a's list as buildNeighbours computes it (the same terms, the same scoring and ties):
+   * its neighbours' weights and evidence gathered from its positions, or, for an anchor with many
+   * (a popular item: every batch touches it, and each re-rank walked all its positions times the
+   * window), from the sums kept for it as its groups come and go (NeighbourSums), then scored.
+   */
   private rank(a: number, facts: ItemFacts, scale: number): AnchorList {
+    const positionsOfA = this.itemGroup[a]?.length ?? 0;
+    let kept = this.sums.get(a);
+    if (kept !== undefined && (positionsOfA < this.hot >> 1 || kept.changes > positionsOfA + this.hot)) {
+      // Few positions left, or more changes taken in than it holds: summed afresh (or not at all).
+      this.sums.delete(a);
+      kept = undefined;
+    }
+    if (kept === undefined && positionsOfA >= this.hot) {
+      kept = this.sumsOf(a);
+      this.sums.set(a, kept);
+    }
+    const nTouched = kept !== undefined ? this.gatherKept(kept, scale) : this.gather(a, scale);
+    return this.score(a, facts, scale, nTouched);
+  }
+
+  /** Anchor a's neighbours from its positions into the scratch (weight at 2b, evidence at 4b + 2); how many. */
+  private gather(a: number, scale: number): number {
     let groups = this.itemGroup[a] ?? [];
     let positions = this.itemPos[a] ?? [];
     if (this.ordered && groups.length > 1 && this.repeatsGroup(groups)) ({ groups, positions } = byGroup(groups, positions));
@@ -595,6 +627,28 @@ class LiveNeighbours {
         }
       }
     }
+    return nTouched;
+  }
+
+  /** The kept sums into the scratch, scaled as gather's (an exact power of two: see scaleFor); how many. */
+  private gatherKept(kept: NeighbourSums, scale: number): number {
+    const weight = this.slotWeight;
+    const counts = this.slotCount;
+    const touched = this.touched;
+    for (let j = 0; j < kept.item.length; j++) {
+      const b = kept.item[j]!;
+      touched[j] = b;
+      weight[b << 1] = kept.weight[j]! * scale;
+      counts[(b << 2) + 2] = kept.evidence[j]!;
+    }
+    return kept.item.length;
+  }
+
+  /** Scores the gathered neighbours of a and takes the top k (the scratch is left cleared). */
+  private score(a: number, facts: ItemFacts, scale: number, nTouched: number): AnchorList {
+    const weight = this.slotWeight;
+    const counts = this.slotCount;
+    const touched = this.touched;
     const { candidate, family, category } = facts;
     const damping = this.damping;
     const anchor = anchorFactor(this.occurrences[a]! * scale, damping);
@@ -644,6 +698,66 @@ class LiveNeighbours {
     return list;
   }
 
+  /** Anchor a's neighbour sums from its groups now (each group once, as rank counts evidence). */
+  private sumsOf(a: number): NeighbourSums {
+    const kept = new NeighbourSums();
+    const groups = this.itemGroup[a]!;
+    if (this.groupMark.length < this.groupItems.length) this.groupMark = new Int32Array(Math.max(this.groupItems.length, 2 * this.groupMark.length));
+    const mark = ++this.stampCounter;
+    for (const g of groups) {
+      if (this.groupMark[g] === mark) continue;
+      this.groupMark[g] = mark;
+      this.sumGroup(kept, a, g, 1);
+    }
+    kept.changes = 0;
+    return kept;
+  }
+
+  /**
+   * Adds (sign 1) or takes out (-1) group g's terms for anchor a: the same terms gather adds,
+   * unscaled, and one of evidence per neighbour the group holds near a. Every term is exact in a
+   * double, so sums kept over time equal sums gathered at once, bit for bit.
+   */
+  private sumGroup(kept: NeighbourSums, a: number, g: number, sign: number): void {
+    const items = this.groupItems[g]!;
+    const w = this.groupWeight[g]!;
+    if (this.neighbourStamp.length < this.occurrences.length) this.neighbourStamp = new Int32Array(this.occurrences.length);
+    const seen = this.neighbourStamp;
+    const mark = ++this.stampCounter;
+    kept.changes++;
+    for (let k = 0; k < items.length; k++) {
+      if (items[k] !== a) continue;
+      if (this.ordered) {
+        const wb = w * this.backward;
+        const hi = Math.min(items.length, k + this.window + 1);
+        for (let p = this.backward === 0 ? k + 1 : Math.max(0, k - this.window); p < hi; p++) {
+          const b = items[p]!;
+          if (b === a) continue;
+          const first = seen[b] !== mark;
+          seen[b] = mark;
+          kept.add(b, sign * (p > k ? w * this.decay[p - k]! : wb * this.decay[k - p]!), first ? sign : 0);
+        }
+      } else {
+        for (let p = 0; p < items.length; p++) {
+          const b = items[p]!;
+          if (b !== a) kept.add(b, sign * w, sign);
+        }
+      }
+    }
+  }
+
+  /** Group g came (sign 1) or goes (-1): the sums kept for the anchors it holds follow. */
+  private keepSums(g: number, sign: number): void {
+    if (this.sums.size === 0) return;
+    const items = this.groupItems[g]!;
+    if (this.groupMark.length < this.groupItems.length) this.groupMark = new Int32Array(Math.max(this.groupItems.length, 2 * this.groupMark.length));
+    for (let p = 0; p < items.length; p++) {
+      const kept = this.sums.get(items[p]!);
+      // an anchor twice in the group: summed once, over both its positions
+      if (kept !== undefined && items.indexOf(items[p]!) === p) this.sumGroup(kept, items[p]!, g, sign);
+    }
+  }
+
   /** Files every event of the log from `cutoff` and builds the groups, marking nothing (the built lists are current). */
   load(cutoff: number, nItems: number): void {
     this.ensureItems(nItems);
@@ -668,6 +782,56 @@ class LiveNeighbours {
       }
     }
     this.commit(cutoff, false);
+  }
+}
+
+/**
+ * Default of ModelOptions.hotPositions: an anchor with at least this many positions keeps its
+ * neighbours' sums (NeighbourSums) once re-ranked, instead of gathering them from every position
+ * at each re-rank; dropped below half.
+ * Keeping costs a window's worth of updates each time one of its groups comes or goes; a re-rank
+ * then costs its distinct neighbours rather than its positions times the window.
+ */
+const HOT_POSITIONS = 128;
+
+/**
+ * One anchor's neighbours: per item b near it in some group, the summed weight of the pairs
+ * (unscaled: see scaleFor) and the number of groups holding b near it; b leaves with its last
+ * group. `changes`: groups taken in or out since it was summed from scratch (rank sums it afresh
+ * past its positions' count, which bounds how far back its terms reach).
+ */
+class NeighbourSums {
+  private readonly at = new Map<number, number>();
+  readonly item: number[] = [];
+  readonly weight: number[] = [];
+  readonly evidence: number[] = [];
+  changes = 0;
+
+  add(b: number, weight: number, evidence: number): void {
+    let j = this.at.get(b);
+    if (j === undefined) {
+      j = this.item.length;
+      this.at.set(b, j);
+      this.item.push(b);
+      this.weight.push(0);
+      this.evidence.push(0);
+    }
+    this.weight[j]! += weight;
+    this.evidence[j]! += evidence;
+    if (this.evidence[j] === 0) {
+      // its last group went (its weight is back to exactly 0): swap the last entry in
+      const last = this.item.length - 1;
+      if (j !== last) {
+        this.item[j] = this.item[last]!;
+        this.weight[j] = this.weight[last]!;
+        this.evidence[j] = this.evidence[last]!;
+        this.at.set(this.item[j]!, j);
+      }
+      this.item.pop();
+      this.weight.pop();
+      this.evidence.pop();
+      this.at.delete(b);
+    }
   }
 }
 
