@@ -758,11 +758,16 @@ class LiveNeighbours {
     }
   }
 
-  /** Files every event of the log from `cutoff` and builds the groups, marking nothing (the built lists are current). */
-  load(cutoff: number, nItems: number): void {
+  /**
+   * Files every event of the log from `cutoff` and builds the groups, marking nothing (the built
+   * lists are current); yields every LOAD_STEP events or keys, so that a caller can spread it
+   * over turns of the event loop (LiveModel.loadFor).
+   */
+  *load(cutoff: number, nItems: number): Generator<void, void, void> {
     this.ensureItems(nItems);
     const log = this.log;
     for (let e = 0; e < log.length; e++) {
+      if (e % LOAD_STEP === LOAD_STEP - 1) yield;
       if (log.time[e]! < cutoff) continue;
       for (let s = 0; s < this.sets.length; s++) {
         const set = this.sets[s]!;
@@ -775,13 +780,14 @@ class LiveNeighbours {
       }
     }
     for (let s = 0; s < this.sets.length; s++) {
+      let n = 0;
       for (const [key, list] of this.keys[s]!) {
         // Stable: equal times keep the log's order, as in the build.
         list.sort((x, y) => log.time[x]! - log.time[y]!);
-        this.touchedKeys[s]!.add(key);
+        this.recompute(s, key, cutoff, false);
+        if (++n % (LOAD_STEP >> 4) === 0) yield;
       }
     }
-    this.commit(cutoff, false);
   }
 }
 
@@ -950,6 +956,8 @@ export function buildKind(kind: Kind, log: EventLog, options: ModelOptions, cuto
  */
 const REBUILD_SHARE = 0.3;
 export const KINDS: readonly Kind[] = ['postBrowse', 'nextBest'];
+/** Events (or a sixteenth as many keys) a live index files between the points where its loading may pause. */
+const LOAD_STEP = 16_384;
 
 /** What applying a batch (or a flush) did (for logs and benchmarks). */
 export interface ApplyStats {
@@ -1035,7 +1043,13 @@ export class LiveModel implements RecModel {
   /** Whether next-best-product is kept from its last full build's prior statistics (see PriorStats). */
   private readonly nextBestFrozen: boolean;
 
-  constructor(private readonly log: EventLog, private readonly options: ModelOptions, private readonly catalog: Catalog | null, built: RecModel = buildModel(log, options, catalog)) {
+  constructor(
+    private readonly log: EventLog,
+    private readonly options: ModelOptions,
+    private readonly catalog: Catalog | null,
+    built: RecModel = buildModel(log, options, catalog),
+    deferred = false,
+  ) {
     this.items = built.items;
     this.postBrowse = built.postBrowse;
     this.nextBest = built.nextBest;
@@ -1059,12 +1073,51 @@ export class LiveModel implements RecModel {
       postBrowse: incremental(pb, this.postBrowse) ? new LiveNeighbours(log, postBrowseLiveSets(options), pb, this.postBrowse, options, this.latest) : null,
       nextBest: incremental(nb, this.nextBest) ? new LiveNeighbours(log, nextBestLiveSets(options), nb, this.nextBest, options, this.latest) : null,
     };
-    this.live.postBrowse?.load(cutoff, this.items.size);
-    this.live.nextBest?.load(cutoff, this.items.size);
     this.nextBestFrozen = this.live.nextBest !== null && (nb.prior ?? 0) > 0;
     this.builtNow('nextBest');
     this.expiry = (options.maxAgeDays ?? 0) > 0 ? new TimeHeap(log) : null;
-    if (this.expiry !== null) for (let e = 0; e < log.length; e++) if (log.time[e]! >= cutoff) this.expiry.push(e);
+    this.loading = this.load(cutoff);
+    if (!deferred) this.loadFor(Infinity);
+  }
+
+  /** The rest of what the constructor files (see loadFor); done when it returns done. */
+  private loading: Generator<void, void, void>;
+
+  private *load(cutoff: number): Generator<void, void, void> {
+    if (this.live.postBrowse !== null) yield* this.live.postBrowse.load(cutoff, this.items.size);
+    if (this.live.nextBest !== null) yield* this.live.nextBest.load(cutoff, this.items.size);
+    const log = this.log;
+    if (this.expiry !== null) {
+      for (let e = 0; e < log.length; e++) {
+        if (log.time[e]! >= cutoff) this.expiry.push(e);
+        if (e % LOAD_STEP === LOAD_STEP - 1) yield;
+      }
+    }
+  }
+
+  /** Whether the events of the log it was made from are filed (a model made deferred: see loadFor). */
+  get loaded(): boolean {
+    return this.loadingDone;
+  }
+
+  private loadingDone = false;
+
+  /**
+   * Files the log's events into the live index for at most `ms` (Infinity: to the end); whether
+   * it is done. A model made with `deferred` must be loaded before anything else is asked of it:
+   * EmbeddedRecs loads it in slices between requests, since filing a log takes about 1.2 s a
+   * million events, which a batch arriving after start-up used to wait for with every request.
+   */
+  loadFor(ms: number): boolean {
+    if (this.loadingDone) return true;
+    const end = performance.now() + ms;
+    do {
+      if (this.loading.next().done === true) {
+        this.loadingDone = true;
+        return true;
+      }
+    } while (performance.now() < end);
+    return false;
   }
 
   get popularViewed(): Int32Array {

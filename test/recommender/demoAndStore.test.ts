@@ -8,6 +8,8 @@ import { buildDemo, generateDemo } from '../../src/backends/embedded/demo.js';
 import { EmbeddedRecs, openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { RecsStore } from '../../src/backends/embedded/store.js';
 import { runImport } from '../../src/tools/importCommand.js';
+import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
+import { coViews, principal } from '../helpers/liveEvents.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'recs-data-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -154,4 +156,34 @@ describe('persistence through DATA_DIR', () => {
     expect(await runImport(['--help'], { dataDir: dir, stdout: out.stream, stderr: err.stream })).toBe(0);
     expect(out.text()).toContain('import events <file>');
   });
+});
+
+describe('the live model of a store, made in slices', () => {
+  it('is filed between requests after start-up: the first batch waits for it without holding the event loop, and its answer follows', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'recs-slices-'));
+    // a store without a catalogue: the demo shop's 200k events, whose filing takes many slices of 10 ms
+    const recs = await openEmbeddedRecs({ dataDir });
+    try {
+      const ingest = new EmbeddedIngest(recs);
+      const before = recs.recommendNow('POST_BROWSE', 31000124).entries.map((e) => e.itemId);
+      expect(before).not.toContain(31001651);
+      let turns = 0;
+      let acknowledged = false;
+      const call = ingest.recordEvents(principal(true), coViews(31000124, 31001651, 30, 0)).then((r) => {
+        acknowledged = true;
+        return r;
+      });
+      // Other work runs while the first batch waits (before, the model was filed in one piece, within the call)
+      while (!acknowledged && turns < 100_000) {
+        await new Promise((resolve) => setImmediate(resolve));
+        turns++;
+      }
+      expect(await call).toMatchObject({ accepted: 60 });
+      expect(turns).toBeGreaterThanOrEqual(2);
+      expect(recs.recommendNow('POST_BROWSE', 31000124).entries[0]!.itemId).toBe(31001651);
+    } finally {
+      await recs.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

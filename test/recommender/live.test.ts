@@ -296,3 +296,30 @@ describe('a log whose history has expired', () => {
     expectSame(recs, [...events, ...sent], options);
   }, 60_000);
 });
+
+describe('a live model made deferred', () => {
+  it('files the log one step a call of loadFor(0), and gives the lists of one filed at once', () => {
+    const data = generateDemo({ events: 60_000, productsPerLeaf: 20 });
+    const log = new EventLog();
+    for (const e of data.events) log.add(e);
+    const catalog = new Catalog();
+    for (const r of data.records) catalog.add(parseItemRecord(r));
+    expect(log.length).toBeGreaterThan(3 * 16_384);
+    const built = buildModel(log, {}, catalog);
+    const deferred = new LiveModel(log, {}, catalog, built, true);
+    let steps = 0;
+    while (!deferred.loadFor(0)) steps++;
+    expect(deferred.loaded).toBe(true);
+    expect(steps).toBeGreaterThanOrEqual(3); // paused at least every 16,384 events
+    const whole = new LiveModel(log, {}, catalog, built);
+    const later = data.events.slice(0, 400).map((e) => ({ ...e, time: e.time + DAY, session: `again-${e.session ?? ''}` }));
+    deferred.applyEvents(later);
+    whole.applyEvents(later);
+    deferred.flush();
+    whole.flush();
+    for (let a = 0; a < log.items.size; a++) {
+      expect(listOf(deferred.postBrowse, a)).toEqual(listOf(whole.postBrowse, a));
+      expect(listOf(deferred.nextBest, a)).toEqual(listOf(whole.nextBest, a));
+    }
+  });
+});

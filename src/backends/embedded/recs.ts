@@ -27,6 +27,8 @@ const MAX_IDS = 100;
  * rebuild of next-best-product.
  */
 export const FLUSH_DELAY_MS = 100;
+/** How long a slice of filing the log into a new live model holds the event loop (prepareLive). */
+const LOAD_SLICE_MS = 10;
 /** A flush on the event loop waits this many times as long as the last one took after it ended. */
 const FLUSH_PACE = 3;
 
@@ -107,6 +109,7 @@ export class EmbeddedRecs implements RecsService {
     this.mode = init.mode ?? (store === null ? 'demo' : 'store');
     if (init.head) this.head = { ...init.head };
     this.recommender = new Recommender(init.model ?? buildModel(log, options, catalog), catalog);
+    if (store !== null) this.prepareLive();
   }
 
   get catalog(): Catalog {
@@ -366,15 +369,60 @@ export class EmbeddedRecs implements RecsService {
   lastApply: ApplyStats | null = null;
 
   private liveModel(): LiveModel {
+    if (this.live === null && this.preparing !== null) {
+      // a batch before the slices are done: the rest now
+      this.preparing.model.loadFor(Infinity);
+      this.prepared();
+    }
     // the log the model in use was built from (a reload swaps both in together)
     this.live ??= new LiveModel(this.log, this.options, this.current, this.recommender.model);
     return this.live;
+  }
+
+  /** The live model being filed in slices between requests (prepareLive), and who waits for it. */
+  private preparing: { model: LiveModel; done: Promise<void>; resolve: () => void } | null = null;
+
+  /**
+   * Makes the live model of the model in use in the background, in slices of LOAD_SLICE_MS
+   * between requests, where a store is followed: filing the log takes about 1.2 s a million
+   * events, which the first batch after start-up or a reload made every request wait for (2.6 s
+   * on a store of 2M events). Batches from the store wait for it without holding the loop (liveReady).
+   */
+  private prepareLive(): void {
+    if (this.live !== null || this.preparing !== null || this.closed) return;
+    const model = new LiveModel(this.log, this.options, this.current, this.recommender.model, true);
+    let resolve!: () => void;
+    const done = new Promise<void>((r) => (resolve = r));
+    const preparing = { model, done, resolve };
+    this.preparing = preparing;
+    const slice = (): void => {
+      if (this.preparing !== preparing || this.closed) return resolve(); // swapped meanwhile, taken whole by a batch, or closed
+      if (model.loadFor(LOAD_SLICE_MS)) this.prepared();
+      else setImmediate(slice);
+    };
+    setImmediate(slice);
+  }
+
+  /** The model being prepared is loaded: it is the live model now. */
+  private prepared(): void {
+    const preparing = this.preparing!;
+    this.preparing = null;
+    this.live = preparing.model;
+    preparing.resolve();
+  }
+
+  /** Resolves once the live model of the model in use is made (at once where it is; else in slices). */
+  private liveReady(): Promise<void> {
+    if (this.live !== null || this.store === null) return Promise.resolve();
+    this.prepareLive();
+    return this.preparing?.done ?? Promise.resolve();
   }
 
   /** Swaps in a model built here, synchronously, from a new in-memory log (demo, benchmarks). */
   rebuild(log: EventLog = this.log): void {
     this.log = log;
     this.live = null;
+    this.preparing = null;
     this.recommender = new Recommender(buildModel(log, this.options, this.current), this.current);
   }
 
@@ -386,6 +434,7 @@ export class EmbeddedRecs implements RecsService {
    */
   async applyOwnEvents(rows: readonly EventRow[]): Promise<void> {
     if (rows.length === 0) return;
+    if (this.live === null) await this.liveReady();
     if (this.reloading === null && rows[0]![0] === this.head.lastEventId + 1) {
       this.applyEvents(rows.map(rowToRecEvent));
       this.head.lastEventId = rows[rows.length - 1]![0];
@@ -396,6 +445,7 @@ export class EmbeddedRecs implements RecsService {
 
   /** Applies item records this process has just committed under `seq` (see applyOwnEvents). */
   async applyOwnItems(items: readonly ItemModel[], seq: number): Promise<void> {
+    if (this.live === null && this.mode === 'store') await this.liveReady();
     if (this.mode === 'store' && this.reloading === null && seq === this.head.lastItemSeq + 1) {
       this.applyItems(items);
       this.head.lastItemSeq = seq;
@@ -451,6 +501,7 @@ export class EmbeddedRecs implements RecsService {
         this.followError = null;
         return;
       }
+      if (this.live === null && (head.lastItemSeq > this.head.lastItemSeq || head.lastEventId > this.head.lastEventId)) await this.liveReady();
       if (head.lastItemSeq > this.head.lastItemSeq) {
         const { seq, records } = await store.itemsAfter(this.head.lastItemSeq);
         if (seq > this.head.lastItemSeq && !this.closed) {
@@ -524,9 +575,11 @@ export class EmbeddedRecs implements RecsService {
     this.current = catalog;
     this.log = log;
     this.live = null;
+    this.preparing = null;
     this.mode = mode;
     this.head = { ...head };
     this.changed();
+    this.prepareLive();
   }
 
   /**
