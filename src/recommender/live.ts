@@ -515,17 +515,23 @@ class LiveNeighbours {
   }
 
   /** Re-ranks every marked anchor into Neighbours.overrides (recency reference step `step`); returns how many. */
-  rerank(facts: ItemFacts, step: number, nItems: number): number {
+  rerank(facts: ItemFacts, step: number, nItems: number, until = Infinity): number {
     const scale = this.scaleFor(step);
     const overrides = this.neighbours.overrides!;
     let n = 0;
-    for (const a of this.dirtyList) {
+    let done = 0;
+    const list = this.dirtyList;
+    while (done < list.length) {
+      // the deadline looked at every 16 re-ranked: the rest stays marked for the next slice
+      if ((n & 15) === 15 && performance.now() > until) break;
+      const a = list[done++]!;
       if (this.dirty[a] === 0) continue;
       this.dirty[a] = 0;
       overrides.set(a, this.rank(a, facts, scale));
       n++;
     }
-    this.dirtyList.length = 0;
+    if (done === list.length) list.length = 0;
+    else list.splice(0, done);
     if (overrides.size > Math.max(1024, nItems >> 2)) foldOverrides(this.neighbours, nItems);
     return n;
   }
@@ -1235,9 +1241,10 @@ export class LiveModel implements RecModel {
   /**
    * Re-ranks every marked anchor and rebuilds the kinds due for it: after it, every list is what
    * a full build gives (next-best-product's: with the prior statistics kept, see PriorStats).
-   * Lookups do not wait for it (see refresh). `except`: kinds another thread rebuilds.
+   * Lookups do not wait for it (see refresh). `except`: kinds another thread rebuilds. `ms`: at
+   * most about that long re-ranking (a slice: what is left stays marked, and `pending`).
    */
-  flush(except: readonly Kind[] = []): ApplyStats {
+  flush(except: readonly Kind[] = [], ms = Infinity): ApplyStats {
     const t0 = performance.now();
     const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
     const cutoff = cutoffOf(this.latest, this.options);
@@ -1255,7 +1262,7 @@ export class LiveModel implements RecModel {
         this.rebuildKind(kind, cutoff, stats);
         live.adopt(this[kind]);
       } else {
-        stats.reranked += live.rerank(this.facts, this.step(kind), this.items.size);
+        stats.reranked += live.rerank(this.facts, this.step(kind), this.items.size, t0 + ms);
       }
     }
     for (const kind of KINDS) if (!except.includes(kind)) this.stale.delete(kind);

@@ -214,6 +214,29 @@ for (const kind of kinds) {
       expect(first(follower, 700)).toEqual({ itemId: 709, evidence: 3 });
     });
 
+    it('a store without a catalogue, behind by more than the bound, reloads whole in the worker: the demo shop with the stored events', async () => {
+      const f = fresh();
+      const writer = await f.open(0);
+      disposals.push(() => writer.close());
+      const lines: string[] = [];
+      const follower = await openEmbeddedRecs({ ...f.options, followIntervalMs: 50, fullReloadEvents: 10, log: (l) => lines.push(l) });
+      disposals.push(() => follower.close());
+      expect(follower.state().mode).toBe('demo');
+      const all = [...follower.catalog.values()];
+      const anchor = all[0]!.itemId;
+      const other = all.find((i) => i.parentItemId !== all[0]!.parentItemId && i.categoryPath === all[0]!.categoryPath)!.itemId;
+      const before = follower.recommendNow('POST_BROWSE', anchor).entries.find((e) => e.itemId === other)?.evidence ?? 0;
+      await new EmbeddedIngest(writer).recordEvents(ADMIN, coViews(anchor, other, 30, 1)); // 60 events: past the bound of 10
+      await until(() => follower.wholeReloads.inWorker + follower.wholeReloads.onLoop > 0 && follower.state().lastEventId === writer.state().lastEventId, 20_000);
+      // built in the worker (before, the demo shop and its stored events were built on the event loop)
+      expect(follower.wholeReloads).toEqual({ inWorker: 1, onLoop: 0 });
+      expect(lines.join('\n')).toMatch(/the store has no catalogue; serving the demo shop with the stored events/);
+      expect(follower.state()).toMatchObject({ mode: 'demo', events: writer.state().events });
+      expect(follower.recommendNow('POST_BROWSE', anchor).entries.find((e) => e.itemId === other)?.evidence).toBeGreaterThanOrEqual(before + 30);
+      // the same lists as the writer, which applied the events to its own demo model
+      expect(follower.recommendNow('POST_BROWSE', anchor).entries).toEqual(writer.recommendNow('POST_BROWSE', anchor).entries);
+    }, 60_000);
+
     it('a demo shop takes events for its items', async () => {
       const f = fresh();
       const recs = await f.open(0);

@@ -323,3 +323,32 @@ describe('a live model made deferred', () => {
     }
   });
 });
+
+describe('a flush in slices', () => {
+  it('re-ranks at most 16 anchors of each kind a slice of 0 ms, leaves the rest marked, and ends with the lists of a whole flush', () => {
+    const data = generateDemo({ events: 60_000, productsPerLeaf: 20 });
+    const catalog = new Catalog();
+    for (const r of data.records) catalog.add(parseItemRecord(r));
+    const logOf = (): EventLog => {
+      const log = new EventLog();
+      for (const e of data.events) log.add(e);
+      return log;
+    };
+    const later = data.events.slice(0, 300).map((e) => ({ ...e, time: e.time + DAY, session: `again-${e.session ?? ''}` }));
+    const sliced = new LiveModel(logOf(), {}, catalog);
+    const whole = new LiveModel(logOf(), {}, catalog);
+    sliced.applyEvents(later);
+    whole.applyEvents(later);
+    expect(whole.flush().rebuilt).toEqual([]); // re-ranked, not rebuilt: what slices apply to
+    let slices = 0;
+    while (sliced.pending) {
+      expect(sliced.flush([], 0).reranked).toBeLessThanOrEqual(32);
+      slices++;
+    }
+    expect(slices).toBeGreaterThan(3);
+    for (let a = 0; a < sliced.items.size; a++) {
+      expect(listOf(sliced.postBrowse, a)).toEqual(listOf(whole.postBrowse, a));
+      expect(listOf(sliced.nextBest, a)).toEqual(listOf(whole.nextBest, a));
+    }
+  });
+});

@@ -18,10 +18,10 @@ export interface LoadRequest {
   options: ModelOptions;
 }
 
-/** The load worker's messages, in order: records*, then model (or empty when there is no catalogue). */
+/** The load worker's messages, in order: records*, then model (or empty when there is no store yet). */
 export type LoadMessage =
   | { type: 'records'; records: string[] }
-  | { type: 'model'; head: StoreHead; events: number; loadMs: number; model: BuiltModel; log: EventLogColumns }
+  | { type: 'model'; head: StoreHead; events: number; loadMs: number; model: BuiltModel; log: EventLogColumns; demo: boolean }
   | { type: 'empty'; head: StoreHead };
 
 /** A store opened from a source. Read-only on SQLite opens no file that does not exist (null then). */
@@ -40,9 +40,12 @@ export function sourceExists(source: RecsSource): boolean {
   return source.kind === 'postgres' || existsSync(join(source.dataDir, DB_FILE));
 }
 
-/** What a load produced: a catalogue, its log and model; or only the head when there is no catalogue. */
+/**
+ * What a load produced: a catalogue, its log and model (`demo`: the store has no catalogue, so
+ * the demo shop with the stored events); or only the head when there is no store yet.
+ */
 export type Loaded =
-  | { empty: false; head: StoreHead; catalog: Catalog; log: EventLog; model: RecModel; events: number; loadMs: number }
+  | { empty: false; head: StoreHead; catalog: Catalog; log: EventLog; model: RecModel; events: number; loadMs: number; demo: boolean }
   | { empty: true; head: StoreHead };
 
 const here = import.meta.url;
@@ -92,7 +95,7 @@ export function loadInWorker(request: LoadRequest, onWorker: (worker: Worker | n
         const model = fromBuiltModel(message.model);
         settle(null, {
           empty: false, head: message.head, catalog, log: EventLog.fromColumns(message.log, model.items), model,
-          events: message.events, loadMs: message.loadMs,
+          events: message.events, loadMs: message.loadMs, demo: message.demo,
         });
       } catch (error) {
         settle(error as Error);

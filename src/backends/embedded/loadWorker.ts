@@ -8,6 +8,11 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { parseItemRecord } from '../../ports/itemRecord.js';
 import { Catalog } from '../../recommender/catalog.js';
 import { EventLog } from '../../recommender/eventLog.js';
+import type { EventLogColumns } from '../../recommender/eventLog.js';
+import type { ModelOptions, RecModel } from '../../recommender/model.js';
+import { buildDemo, demoEndsAt } from './demo.js';
+import type { RecsDataStore, StoreHead } from './liveStore.js';
+import { rowToRecEvent } from './liveStore.js';
 import { buildModel } from '../../recommender/model.js';
 import { toBuiltModel, transferList } from '../../recommender/builtModel.js';
 import type { LoadMessage, LoadRequest } from './loadFromStore.js';
@@ -63,18 +68,37 @@ async function run({ source, options }: LoadRequest): Promise<void> {
       },
     });
     if (catalog.size === 0) {
-      post({ type: 'empty', head });
+      await demoWithStored(store, options, t0);
       return;
     }
     if (chunk.length > 0) post({ type: 'records', records: chunk });
-    const loadMs = performance.now() - t0;
-    const model = toBuiltModel(buildModel(log, options, catalog));
-    const columns = { ...log.columns(), names };
-    const logBuffers = [columns.kind, columns.item, columns.session, columns.user, columns.order, columns.time, columns.itemIds].map((a) => a.buffer as ArrayBuffer);
-    post({ type: 'model', head, events: log.length, loadMs, model, log: columns }, [...transferList(model), ...logBuffers]);
+    postModel(head, log, { ...log.columns(), names }, buildModel(log, options, catalog), performance.now() - t0, false);
   } finally {
     await store.close();
   }
+}
+
+/** The model and the log's columns, transferred. */
+function postModel(head: StoreHead, log: EventLog, columns: EventLogColumns, built: RecModel, loadMs: number, demo: boolean): void {
+  const model = toBuiltModel(built);
+  const logBuffers = [columns.kind, columns.item, columns.session, columns.user, columns.order, columns.time, columns.itemIds].map((a) => a.buffer as ArrayBuffer);
+  post({ type: 'model', head, events: log.length, loadMs, model, log: columns, demo }, [...transferList(model), ...logBuffers]);
+}
+
+/**
+ * A store without a catalogue: the demo shop with the stored events, built here too (on the
+ * event loop it held every request for seconds: 5.1 s after an import of 250k events, found by
+ * the probe); its records go over in chunks like a store's.
+ */
+async function demoWithStored(store: RecsDataStore, options: ModelOptions, t0: number): Promise<void> {
+  const { log, data } = buildDemo({ endsAt: demoEndsAt() });
+  const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) });
+  for (let i = 0; i < data.records.length; i += RECORDS_PER_MESSAGE) {
+    post({ type: 'records', records: data.records.slice(i, i + RECORDS_PER_MESSAGE).map((r) => JSON.stringify(r)) });
+  }
+  const catalog = new Catalog();
+  catalog.addRecords(data.records);
+  postModel(head, log, log.columns(), buildModel(log, options, catalog), performance.now() - t0, true);
 }
 
 await run(workerData as LoadRequest);

@@ -29,6 +29,8 @@ const MAX_IDS = 100;
 export const FLUSH_DELAY_MS = 100;
 /** How long a slice of filing the log into a new live model holds the event loop (prepareLive). */
 const LOAD_SLICE_MS = 10;
+/** How long one flush by the timer re-ranks at most (what is left follows in later slices). */
+const FLUSH_SLICE_MS = 10;
 /** A flush on the event loop waits this many times as long as the last one took after it ended. */
 const FLUSH_PACE = 3;
 
@@ -220,10 +222,10 @@ export class EmbeddedRecs implements RecsService {
    * Does now, on the event loop, what applyEvents left to its flush (tests, benchmarks; the timer
    * runs flushSoon); null when there is no live model. `except`: kinds whose rebuild a worker has.
    */
-  flush(except: readonly Kind[] = []): ApplyStats | null {
+  flush(except: readonly Kind[] = [], ms = Infinity): ApplyStats | null {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
-    const stats = this.live?.flush(except) ?? null;
+    const stats = this.live?.flush(except, ms) ?? null;
     if (stats !== null) {
       this.lastFlushMs = stats.ms;
       this.lastFlushEnd = performance.now();
@@ -294,10 +296,12 @@ export class EmbeddedRecs implements RecsService {
       this.scheduleFlush(wait);
       return;
     }
-    this.flush(elsewhere);
-    // A kind left marked for a worker that rests: taken when the rest ends (one under way reschedules when done).
+    this.flush(elsewhere, FLUSH_SLICE_MS);
+    if (!live.pending) return;
+    // Anchors left by the slice: the next one paced as the flush is. A kind left marked for a
+    // worker that rests: taken when the rest ends (one under way reschedules when done).
     const rests = KINDS.filter((kind) => this.rebuildUnderWay[kind] === null && now < this.restUntil[kind]).map((kind) => this.restUntil[kind] - now);
-    if (live.pending && rests.length > 0) this.scheduleFlush(Math.min(...rests));
+    this.scheduleFlush(Math.max(0, Math.min(FLUSH_PACE * this.lastFlushMs, ...rests)));
   }
 
   private rebuildOffLoop(live: LiveModel, job: RebuildJob): void {
@@ -550,6 +554,12 @@ export class EmbeddedRecs implements RecsService {
     return this.reloading;
   }
 
+  /**
+   * Whole reloads whose model was built in the worker, and on the event loop (only where the store
+   * does not exist yet: its demo shop has no stored events); tests.
+   */
+  readonly wholeReloads = { inWorker: 0, onLoop: 0 };
+
   private async reloadNow(source: RecsSource, store: RecsDataStore): Promise<ReloadResult> {
     const t0 = performance.now();
     const loaded = await loadInWorker({ source, options: this.options }, (worker) => {
@@ -557,15 +567,17 @@ export class EmbeddedRecs implements RecsService {
     });
     const t1 = performance.now();
     if (loaded.empty) {
+      this.wholeReloads.onLoop++;
       const demo = await demoWithStored(store);
       if (!this.closed) this.swap(demo.catalog, demo.log, buildModel(demo.log, this.options, demo.catalog), 'demo', demo.head);
       const t2 = performance.now();
       return { reloaded: false, head: demo.head, items: demo.catalog.size, events: demo.log.length, loadMs: t1 - t0, buildMs: t2 - t1, swapMs: 0, totalMs: t2 - t0 };
     }
-    if (!this.closed) this.swap(loaded.catalog, loaded.log, loaded.model, 'store', loaded.head);
+    this.wholeReloads.inWorker++;
+    if (!this.closed) this.swap(loaded.catalog, loaded.log, loaded.model, loaded.demo ? 'demo' : 'store', loaded.head);
     const t2 = performance.now();
     return {
-      reloaded: true, head: loaded.head, items: loaded.catalog.size, events: loaded.events,
+      reloaded: !loaded.demo, head: loaded.head, items: loaded.catalog.size, events: loaded.events,
       loadMs: loaded.loadMs, buildMs: loaded.model.buildMs, swapMs: t2 - t1, totalMs: t2 - t0,
     };
   }
@@ -696,9 +708,11 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
   let recs: EmbeddedRecs;
   try {
     const loaded: Loaded = await loadInWorker({ source, options: options.model ?? {} });
-    if (loaded.empty) {
-      const demo = await demoWithStored(store);
-      recs = new EmbeddedRecs(demo.catalog, demo.log, options.model, store, source, { mode: 'demo', head: demo.head, ...reloadAt });
+    if (loaded.empty || loaded.demo) {
+      // no catalogue: the demo shop with the stored events (built by the worker where the store exists)
+      const demo = loaded.empty ? await demoWithStored(store) : loaded;
+      const model = loaded.empty ? {} : { model: loaded.model };
+      recs = new EmbeddedRecs(demo.catalog, demo.log, options.model, store, source, { mode: 'demo', head: demo.head, ...model, ...reloadAt });
       const stored = demo.head.lastEventId > 0 ? `, with the events stored there (${recs.state().itemsWithoutRecord} items without a record)` : '';
       say(`recommender: ${store.where} has no catalogue; serving the demo shop of ${demo.catalog.size} items${stored}, ready in ${Math.round(performance.now() - t0)} ms`);
     } else {
