@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createEmbeddedBackend, EmbeddedIngest } from '../../src/backends/embedded/index.js';
@@ -27,6 +28,7 @@ describe('the ingestion API\'s checks on every path', () => {
   let prepared: TestGateway;
   let apollo: TestGateway;
   let recs: EmbeddedRecs;
+  let backend: Backend;
   let dispose: () => Promise<void>;
 
   beforeAll(async () => {
@@ -34,7 +36,7 @@ describe('the ingestion API\'s checks on every path', () => {
     dispose = opened.dispose;
     await addUser(opened.store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
     recs = await openEmbeddedRecs({ dataDir: null });
-    const backend = createEmbeddedBackend(opened.store, recs, {}, { maxItems: recs.itemCount + ROOM });
+    backend = createEmbeddedBackend(opened.store, recs, {}, { maxItems: recs.itemCount + ROOM });
     const shared = Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() });
     prepared = await startTestGateway(backend, { RESPONSE_CACHE_MAX_ENTRIES: '0' });
     apollo = await startTestGateway(shared, { RESPONSE_CACHE_MAX_ENTRIES: '0', PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' });
@@ -70,6 +72,67 @@ describe('the ingestion API\'s checks on every path', () => {
     const answer = (await response.json()) as { errors?: { message: string }[] };
     return { status: response.status, message: answer.errors?.[0]?.message };
   }
+
+  it('refuses an operation holding recordEvents or upsertItems more than once, before anything runs, on every path', async () => {
+    // the probe's request: aliases of recordEvents sharing one variable multiplied the per-call cap
+    const events = Array.from({ length: 4 }, (_, i) => ({ kind: 'VIEW', itemId: 99800001 + (i % 2), sessionId: `alias-${i >> 1}` }));
+    const items = [{ itemId: 99800003, name: 'Aliased' }];
+    const aliased = 'mutation Twice($e: [EventInput!]!) { a: recordEvents(events: $e) { accepted } b: recordEvents(events: $e) { accepted } }';
+    const viaFragment = 'mutation Twice($e: [EventInput!]!) { recordEvents(events: $e) { accepted } ...More } fragment More on Mutation { more: recordEvents(events: $e) { accepted } }';
+    const upserts = 'mutation Twice($i: [ItemInput!]!) { a: upsertItems(items: $i) { upserted } b: upsertItems(items: $i) { upserted } }';
+    const cases: [string, Record<string, unknown>, string][] = [
+      [aliased, { e: events }, 'recordEvents'],
+      [viaFragment, { e: events }, 'recordEvents'],
+      [upserts, { i: items }, 'upsertItems'],
+    ];
+    const held = recs.itemCount;
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    const manifestDir = mkdtempSync(join(tmpdir(), 'recs-trusted-'));
+    const manifest = join(manifestDir, 'manifest.json');
+    writeFileSync(manifest, JSON.stringify(Object.fromEntries(cases.map(([query]) => [sha256(query), query]))));
+    const trusted = await startTestGateway(Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() }), {
+      RESPONSE_CACHE_MAX_ENTRIES: '0',
+      TRUSTED_DOCUMENTS: manifest,
+      TRUSTED_DOCUMENTS_ONLY: 'true',
+    });
+    try {
+      const post = async (url: string, body: unknown) => {
+        const response = await fetch(`${url}/graphql`, {
+          method: 'POST',
+          headers: { authorization: root, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(10_000),
+        });
+        return { status: response.status, body: (await response.json()) as GraphQLResponse['body'] };
+      };
+      for (const [query, variables, field] of cases) {
+        const refused = await bothPaths(query, variables);
+        expect([refused.status, codeOf(refused), refused.body.data], query).toEqual([400, 'QUERY_TOO_COMPLEX', undefined]);
+        expect(refused.body.errors![0]!.message).toMatch(new RegExp(`^Query too complex: an operation may hold one ${field} field, and this one holds 2 \\(`));
+        expect(refused.body.errors![0]!.extensions).toMatchObject({ limit: `${field}Fields`, max: 1, actual: 2 });
+        // an automatic persisted query registers its text on both paths, and a trusted document is listed by hash: refused alike
+        const persistedQuery = { version: 1, sha256Hash: sha256(query) };
+        for (const url of [prepared.url, apollo.url]) {
+          const apq = await post(url, { query, variables, extensions: { persistedQuery } });
+          expect([apq.status, apq.body.errors?.[0]?.message], url).toEqual([400, refused.body.errors![0]!.message]);
+        }
+        const listed = await post(trusted.url, { variables, extensions: { persistedQuery } });
+        expect([listed.status, listed.body.errors?.[0]?.message]).toEqual([400, refused.body.errors![0]!.message]);
+      }
+      expect(recs.itemCount).toBe(held);
+      expect([recs.catalog.get(99800003), recs.newItemCount([99800001, 99800002])]).toEqual([undefined, 2]);
+    } finally {
+      await trusted.stop();
+      rmSync(manifestDir, { recursive: true, force: true });
+    }
+    // one of each in one operation is two calls of one kind each: taken, as are fields merged under one name
+    const both = 'mutation Both($e: [EventInput!]!, $i: [ItemInput!]!) { recordEvents(events: $e) { accepted } upsertItems(items: $i) { upserted } }';
+    expect((await bothPaths(both, { e: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 'both' }], i: [{ itemId: KNOWN, name: 'Both' }] })).body).toEqual({
+      data: { recordEvents: { accepted: 1 }, upsertItems: { upserted: 1 } },
+    });
+    const merged = 'mutation Merged($e: [EventInput!]!) { recordEvents(events: $e) { accepted } recordEvents(events: $e) { accepted } }';
+    expect((await bothPaths(merged, { e: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 'merged' }] })).body).toEqual({ data: { recordEvents: { accepted: 1 } } });
+  }, 30_000);
 
   it('refuses every bad time one way: without an offset, before 1970 or a day ahead, as DateTime does malformed ones (400 BAD_USER_INPUT)', async () => {
     const twoDaysAhead = new Date(Date.now() + 2 * 86_400_000).toISOString();
