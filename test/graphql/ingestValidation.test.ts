@@ -204,6 +204,30 @@ describe('the ingestion API\'s checks on every path', () => {
     expect(recs.catalog.get(KNOWN)!.longDescription).toHaveLength(10_000);
   }, 30_000);
 
+  it('refuses a text field sent as a number (only upc and modelNumber may be), naming it, and stores nothing of the call', async () => {
+    // the probe stored `"name": 5` as "5" through PUT /v1/items
+    const ok = { itemId: 99900001, name: 'Fine' };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ name: 5 }, 'items[1].name'],
+      [{ brandName: 7 }, 'items[1].brandName'],
+      [{ stock: 0 }, 'items[1].stock'],
+      [{ imageEntities: [{ largeImage: 3 }] }, 'items[1].imageEntities[0].largeImage'],
+      [{ bestMarketplacePrice: { price: 5, sellerInfo: 1 } }, 'items[1].bestMarketplacePrice.sellerInfo'],
+    ];
+    for (const [fields, field] of cases) {
+      const record = { itemId: 99900002, name: 'Typed', ...fields };
+      expect(await twin('PUT', '/v1/items', [ok, record]), field).toEqual({ status: 400, message: `${field}: has the wrong type for an item record (recommendations.md)` });
+      // GraphQL's String takes no number either, on both paths: the variable's value is refused
+      const answer = await bothPaths(UPSERT, { items: [ok, record] });
+      expect([answer.status, codeOf(answer)], field).toEqual([400, 'BAD_USER_INPUT']);
+      expect(answer.body.errors![0]!.message, field).toContain(`at "${field}"; String cannot represent a non string value`);
+      expect([recs.catalog.get(99900001), recs.catalog.get(99900002)], field).toEqual([undefined, undefined]);
+    }
+    // the codes proxies send unquoted keep their digits as text
+    expect(await twin('PUT', '/v1/items', [{ itemId: KNOWN, name: 'Coded', upc: 12345, modelNumber: 678 }])).toEqual({ status: 200, message: undefined });
+    expect(recs.catalog.get(KNOWN)).toMatchObject({ name: 'Coded', upc: '12345', modelNumber: '678' });
+  }, 30_000);
+
   it('refuses a call that would take the recommender past RECS_MAX_ITEMS, whole, and keeps taking calls on items it holds', async () => {
     const held = recs.itemCount;
     const newEvents = (from: number, n: number) =>
