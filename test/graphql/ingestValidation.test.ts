@@ -138,6 +138,7 @@ describe('the ingestion API\'s checks on every path', () => {
     const twoDaysAhead = new Date(Date.now() + 2 * 86_400_000).toISOString();
     const cases: [string, string][] = [
       ['2026-11-23T10:00:00', 'must be an ISO 8601 string with an offset'],
+      ['2026-11-23t10:00:00', 'must be an ISO 8601 string with an offset'],
       ['2026-11-23', 'must be an ISO 8601 string with an offset'],
       ['March 7', 'must be an ISO 8601 string with an offset'],
       ['0001-01-01T00:00:00Z', 'must be a date after 1970'],
@@ -158,8 +159,11 @@ describe('the ingestion API\'s checks on every path', () => {
     const literal = await bothPaths('mutation { recordEvents(events: [{ kind: VIEW, itemId: 99100001, sessionId: "s", time: "9999-01-01T00:00:00Z" }]) { accepted } }', {});
     expect([literal.status, literal.body.errors![0]!.message]).toEqual([400, expect.stringContaining('DateTime must not be more than a day in the future') as string]);
     expect(recs.itemCount).toBe(before);
-    for (const time of ['2026-11-23T07:40:00+01:00', '2026-11-23T06:40:00Z', '1970-01-01T00:00:00Z']) {
+    // RFC 3339's t and z as well as T and Z (the probe found them refused), in variables, in the text, and on REST
+    for (const time of ['2026-11-23T07:40:00+01:00', '2026-11-23T06:40:00Z', '1970-01-01T00:00:00Z', '2026-11-23t06:40:00z', '2026-11-23t07:40:00+01:00']) {
       expect((await bothPaths(RECORD, { events: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 's', time }] })).body, time).toEqual({ data: { recordEvents: { accepted: 1 } } });
+      const literal = `mutation { recordEvents(events: [{ kind: VIEW, itemId: ${KNOWN}, sessionId: "s", time: "${time}" }]) { accepted } }`;
+      expect((await bothPaths(literal, {})).body, time).toEqual({ data: { recordEvents: { accepted: 1 } } });
       expect((await twin('POST', '/v1/events', [{ kind: 'view', itemId: KNOWN, sessionId: 's', time }])).status, time).toBe(200);
     }
   }, 30_000);
