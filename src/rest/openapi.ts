@@ -245,7 +245,7 @@ const ingestFailures = {
   ),
   '403': recsResponse('The caller is no administrator.', 403, 'Only administrators may send events and item records'),
   '413': recsResponse('A body over INGEST_BODY_LIMIT_BYTES (8 MiB by default) for an administrator.', 413, 'Request body larger than 8388608 bytes: send fewer events or records a call'),
-  '415': recsResponse('A body sent as anything but JSON (Content-Type: application/json), left unread.', 415, 'Send the batch as JSON: Content-Type: application/json'),
+  '415': recsResponse('A body sent as anything but JSON (Content-Type: application/json), or compressed (Content-Encoding), left unread.', 415, 'Send the batch as JSON: Content-Type: application/json'),
   '429': recsResponse('Too many requests.', 429, 'Too many requests: retry in 1 s', { 'Retry-After': ref('headers', 'Retry-After') }),
   '502': recsResponse(
     'In REST mode: the upstream refused the gateway, or takes no events or item records.',

@@ -4,6 +4,7 @@ import { createHash } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { createEmbeddedBackend, EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
@@ -230,6 +231,34 @@ describe('the ingestion API\'s checks on every path', () => {
     // the codes proxies send unquoted keep their digits as text
     expect(await twin('PUT', '/v1/items', [{ itemId: KNOWN, name: 'Coded', upc: 12345, modelNumber: 678 }])).toEqual({ status: 200, message: undefined });
     expect(recs.catalog.get(KNOWN)).toMatchObject({ name: 'Coded', upc: '12345', modelNumber: '678' });
+  }, 30_000);
+
+  it('refuses a compressed body (Content-Encoding) with 415 saying so, on /graphql and the twins, and stores nothing', async () => {
+    // the probe's gzip body was read as text and answered 400 "not valid JSON"
+    const held = recs.itemCount;
+    const events = [{ kind: 'VIEW', itemId: 99950001, sessionId: 'gz' }];
+    const send = async (url: string, method: string, body: unknown, encoding: string) => {
+      const response = await fetch(url, {
+        method,
+        headers: { authorization: root, 'content-type': 'application/json', 'content-encoding': encoding },
+        body: encoding === 'identity' ? JSON.stringify(body) : gzipSync(JSON.stringify(body)),
+        signal: AbortSignal.timeout(10_000),
+      });
+      return { status: response.status, acceptEncoding: response.headers.get('accept-encoding'), body: (await response.json()) as Record<string, unknown> };
+    };
+    const message = expect.stringMatching(/^Content encodings \(Content-Encoding: gzip, br, deflate\) are not supported: send the body uncompressed/) as string;
+    for (const gateway of [prepared, apollo]) {
+      const answer = await send(`${gateway.url}/graphql`, 'POST', { query: RECORD, variables: { events } }, 'gzip');
+      expect(answer).toEqual({ status: 415, acceptEncoding: 'identity', body: { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] } });
+    }
+    for (const [method, path, body] of [['POST', '/v1/events', events.map((e) => ({ ...e, kind: 'view' }))], ['PUT', '/v1/items', [{ itemId: 99950002, name: 'Zipped' }]]] as const) {
+      const answer = await send(`${prepared.url}${path}`, method, body, 'GZIP');
+      expect(answer, path).toEqual({ status: 415, acceptEncoding: 'identity', body: { errors: [{ code: 415, message }] } });
+    }
+    expect([recs.itemCount, recs.catalog.get(99950002)]).toEqual([held, undefined]);
+    // identity is no encoding: taken
+    expect((await send(`${apollo.url}/graphql`, 'POST', { query: RECORD, variables: { events: [{ ...events[0], itemId: KNOWN }] } }, 'identity')).body).toEqual({ data: { recordEvents: { accepted: 1 } } });
+    expect((await send(`${prepared.url}/v1/events`, 'POST', [{ kind: 'view', itemId: KNOWN, sessionId: 'gz' }], 'identity')).body).toMatchObject({ accepted: 1 });
   }, 30_000);
 
   it('refuses a call that would take the recommender past RECS_MAX_ITEMS, whole, and keeps taking calls on items it holds', async () => {
