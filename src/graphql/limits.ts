@@ -12,6 +12,7 @@ import {
   type ValidationRule,
 } from 'graphql';
 import { DEFAULT_LIMITS } from '../config/defaults.js';
+import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
 import { MAX_ITEM_IDS, MAX_RECOMMENDATIONS, type QueryLimits } from '../ports/limits.js';
 
 /** How many times a field's selection runs when its size argument is a variable or left out. */
@@ -144,10 +145,66 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
   return operations;
 }
 
+/**
+ * The mutations whose one call is capped (src/ports/ingest.ts), with what a call may hold. An
+ * operation may hold each at most once: 30 aliases of recordEvents sharing one variable of 10,000
+ * events were 300,000 events in one request, each field its own all-or-nothing call, so the
+ * per-call cap and "one bad event keeps nothing" both failed for the request a client sent.
+ */
+const ONCE_PER_OPERATION: Readonly<Record<string, string>> = {
+  recordEvents: `${MAX_EVENTS_PER_CALL} events`,
+  upsertItems: `${MAX_ITEMS_PER_CALL} item records`,
+};
+
+/**
+ * The response names under which each field of ONCE_PER_OPERATION runs in an operation's root
+ * selection set, fragments followed (a cycle counts as empty). Fields of one response name are
+ * merged by graphql-js and run once; a field under @skip or @include counts all the same (the
+ * document is refused before its variables are looked at).
+ */
+function onceFieldsOf(operation: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>): Map<string, Set<string>> {
+  const found = new Map<string, Set<string>>();
+  const visited = new Set<string>();
+  const walk = (set: SelectionSetNode): void => {
+    for (const selection of set.selections) {
+      if (selection.kind === Kind.FIELD) {
+        const name = selection.name.value;
+        if (ONCE_PER_OPERATION[name] === undefined) continue;
+        const names = found.get(name) ?? new Set<string>();
+        names.add(selection.alias?.value ?? name);
+        found.set(name, names);
+      } else if (selection.kind === Kind.INLINE_FRAGMENT) {
+        walk(selection.selectionSet);
+      } else if (!visited.has(selection.name.value)) {
+        visited.add(selection.name.value);
+        const fragment = fragments.get(selection.name.value);
+        if (fragment) walk(fragment.selectionSet);
+      }
+    }
+  };
+  walk(operation.selectionSet);
+  return found;
+}
+
 /** The limit errors of a document, in the order of its operations and of the limits. */
 export function limitErrors(document: DocumentNode, limits: QueryLimits): GraphQLError[] {
   const errors: GraphQLError[] = [];
+  let fragments: Map<string, FragmentDefinitionNode> | undefined;
   for (const { operation, measure } of measureOperations(document)) {
+    // only a mutation can hold them: no field of the schema returns Mutation
+    if (operation.operation === OperationTypeNode.MUTATION) {
+      fragments ??= fragmentsOf(document);
+      for (const [field, names] of onceFieldsOf(operation, fragments)) {
+        if (names.size <= 1) continue;
+        errors.push(
+          new GraphQLError(
+            `Query too complex: an operation may hold one ${field} field, and this one holds ${names.size} (${[...names].slice(0, 3).map((name) => name.slice(0, 40)).join(', ')}${names.size > 3 ? ', …' : ''}): ` +
+              `send at most ${ONCE_PER_OPERATION[field]} in one ${field} a request`,
+            { nodes: operation, extensions: { limit: `${field}Fields`, max: 1, actual: names.size } },
+          ),
+        );
+      }
+    }
     const checks: [string, number, number][] = [
       ['depth', limits.maxDepth, measure.depth],
       ['aliases', limits.maxAliases, measure.aliases],

@@ -67,6 +67,22 @@ export interface BodyRouteDeps {
   largeBodies: LargeBodies;
 }
 
+/**
+ * The refusal of a body sent with a content coding (Content-Encoding: gzip, br, ...), or null for
+ * none (or `identity`). Bodies are read as they come: a compressed one was read as text and
+ * answered 400 "not valid JSON", which sends a client looking at its JSON. 415 as RFC 9110 15.5.16
+ * says, with Accept-Encoding naming what is taken (RFC 7694).
+ */
+export function encodingRefusal(req: IncomingMessage): { message: string; headers: Record<string, string> } | null {
+  const encoding = req.headers['content-encoding'];
+  if (encoding === undefined || encoding.trim() === '' || encoding.trim().toLowerCase() === 'identity') return null;
+  return {
+    message: 'Content encodings (Content-Encoding: gzip, br, deflate) are not supported: send the body uncompressed, without Content-Encoding',
+    // the body is left unread: the connection goes with it
+    headers: { 'accept-encoding': 'identity', connection: 'close' },
+  };
+}
+
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
   const tooLarge = () => new HttpError(413, `Request body larger than ${limit} bytes`);
   if (Number(req.headers['content-length']) > limit) return Promise.reject(tooLarge());

@@ -18,6 +18,8 @@ const MINUS = 0x2d;
 const SPACE = 0x20;
 const LETTER_T = 0x54;
 const LETTER_Z = 0x5a;
+/** Setting this bit turns an ASCII capital into its small letter: T and t, Z and z read alike. */
+const LOWER_CASE_BIT = 0x20;
 const MS_PER_DAY = 86_400_000;
 
 /** Two decimal digits at `i` as a number, -1 when either is not a digit (or is past the end). */
@@ -46,7 +48,7 @@ function daysSinceEpoch(year: number, month: number, day: number): number {
 /**
  * An event's time as ISO 8601 text, in ms since 1970; null for anything else. The forms:
  * YYYY-MM-DD, then T (or a space) and hh:mm, then optionally :ss and a fraction of 1 to 9 digits
- * (ms are its first three), then Z or an offset ±hh:mm or ±hhmm. The offset is required, as RFC
+ * (ms are its first three), then Z or an offset ±hh:mm or ±hhmm; T and Z may be t and z. The offset is required, as RFC
  * 3339 and graphql-scalars' DateTime require it: a time without one (a date alone, or
  * 2026-11-23T10:00:00) was read as UTC, an hour or more off for a shop that meant its local time,
  * and silently so. Stricter than Date.parse, which takes "1" or "March 7" for dates in 2001 and
@@ -76,7 +78,8 @@ export function parseIsoTime(text: string): number | null {
   if (month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return null;
   const midnight = daysSinceEpoch(year, month, day) * MS_PER_DAY;
 
-  const separator = text.charCodeAt(10);
+  // RFC 3339 (5.6) allows t and z in lower case; graphql-scalars' DateTime and Date.parse take them
+  const separator = text.charCodeAt(10) === SPACE ? SPACE : text.charCodeAt(10) & ~LOWER_CASE_BIT;
   if ((separator !== LETTER_T && separator !== SPACE) || text.charCodeAt(13) !== COLON) return null;
   const hour = twoDigits(text, 11);
   const minute = twoDigits(text, 14);
@@ -101,7 +104,7 @@ export function parseIsoTime(text: string): number | null {
   }
   if (i === length) return null;
   const zone = text.charCodeAt(i);
-  if (zone === LETTER_Z) return i + 1 === length ? time : null;
+  if ((zone & ~LOWER_CASE_BIT) === LETTER_Z) return i + 1 === length ? time : null;
   if (zone !== PLUS && zone !== MINUS) return null;
   const offsetHours = twoDigits(text, i + 1);
   const colon = text.charCodeAt(i + 3) === COLON;

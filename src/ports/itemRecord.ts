@@ -35,6 +35,13 @@ function str(value: unknown): string | undefined {
 
 const bool = (value: unknown): boolean | undefined => (typeof value === 'boolean' ? value : undefined);
 
+/**
+ * The texts whose number a record sent to be stored may carry as a number (str keeps its digits):
+ * codes that proxies send unquoted. Any other text sent as a number (`"name": 5`) is refused by
+ * droppedField rather than stored as "5": a client's bug, not a product's name.
+ */
+const NUMBERS_AS_TEXT = new Set(['upc', 'modelNumber']);
+
 function isObject(value: unknown): value is Raw {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -189,7 +196,8 @@ export function parseItemRecord(raw: unknown): ItemModel {
 /**
  * For a record sent to be stored (PUT /v1/items), where a field dropped is data lost: the first
  * field (a path: `attributes.color`, `variants[2]`, `imageEntities[0].largeImage`) that `item`,
- * parsed from `raw`, left out for its type, or null. Null values count as absent; fields the
+ * parsed from `raw`, left out for its type, or a text it kept from a number where only
+ * NUMBERS_AS_TEXT may be one; or null. Null values count as absent; fields the
  * interface does not know are not looked at.
  */
 export function droppedField(raw: Raw, item: ItemModel): string | null {
@@ -224,6 +232,7 @@ export function droppedField(raw: Raw, item: ItemModel): string | null {
       }
       default:
         if (parsed[field] === undefined) return field;
+        if (typeof parsed[field] === 'string' && typeof value !== 'string' && !NUMBERS_AS_TEXT.has(field)) return field;
     }
   }
   return null;
@@ -233,7 +242,9 @@ function droppedIn(value: unknown, path: string, fields: Fields): string | null 
   if (!isObject(value)) return path;
   for (const [field, convert] of Object.entries(fields)) {
     const v = value[field];
-    if (v !== null && v !== undefined && convert(v) === undefined) return `${path}.${field}`;
+    if (v === null || v === undefined) continue;
+    // str takes a number too (NUMBERS_AS_TEXT): no nested text is one of those
+    if (convert(v) === undefined || (convert === str && typeof v !== 'string')) return `${path}.${field}`;
   }
   return null;
 }

@@ -70,6 +70,11 @@ export function ingestNotJson(): RestResponse {
   return json(415, errorBody(415, 'Send the batch as JSON: Content-Type: application/json'), { connection: 'close' });
 }
 
+/** A batch sent compressed (Content-Encoding), unread: the twins' error body, with the headers given (src/http/body.ts encodingRefusal). */
+export function ingestUnsupportedEncoding(message: string, headers: Record<string, string>): RestResponse {
+  return json(415, errorBody(415, message), headers);
+}
+
 const fail = (what: string, index: number, field: string, message: string): never => {
   throw badUserInput(`${what}[${index}].${field}: ${message}`, `${what}[${index}].${field}`);
 };

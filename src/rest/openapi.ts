@@ -245,7 +245,7 @@ const ingestFailures = {
   ),
   '403': recsResponse('The caller is no administrator.', 403, 'Only administrators may send events and item records'),
   '413': recsResponse('A body over INGEST_BODY_LIMIT_BYTES (8 MiB by default) for an administrator.', 413, 'Request body larger than 8388608 bytes: send fewer events or records a call'),
-  '415': recsResponse('A body sent as anything but JSON (Content-Type: application/json), left unread.', 415, 'Send the batch as JSON: Content-Type: application/json'),
+  '415': recsResponse('A body sent as anything but JSON (Content-Type: application/json), or compressed (Content-Encoding), left unread.', 415, 'Send the batch as JSON: Content-Type: application/json'),
   '429': recsResponse('Too many requests.', 429, 'Too many requests: retry in 1 s', { 'Retry-After': ref('headers', 'Retry-After') }),
   '502': recsResponse(
     'In REST mode: the upstream refused the gateway, or takes no events or item records.',
@@ -412,7 +412,7 @@ export const openApiDocument: OpenApiDocument = {
         description: 'Administrators only. Each record replaces the item\'s previous record whole; itemId and a non-empty name are required. ' +
           `Texts are capped (UTF-16 code units): shortDescription and longDescription ${MAX_ITEM_TEXT_LENGTH.description}, URLs ${MAX_ITEM_TEXT_LENGTH.url}, ` +
           `every other text ${MAX_ITEM_TEXT_LENGTH.other}; attributes, imageEntities and variants at most ${MAX_ITEM_LIST_LENGTH.attributes}, ` +
-          `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it). ` +
+          `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it); of the texts only upc and modelNumber may be sent as numbers. ` +
           'The same as GraphQL\'s upsertItems mutation.',
         tags: ['ingestion'],
         security: keySecurity,

@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { createEmbeddedBackend, EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
@@ -27,6 +29,7 @@ describe('the ingestion API\'s checks on every path', () => {
   let prepared: TestGateway;
   let apollo: TestGateway;
   let recs: EmbeddedRecs;
+  let backend: Backend;
   let dispose: () => Promise<void>;
 
   beforeAll(async () => {
@@ -34,7 +37,7 @@ describe('the ingestion API\'s checks on every path', () => {
     dispose = opened.dispose;
     await addUser(opened.store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
     recs = await openEmbeddedRecs({ dataDir: null });
-    const backend = createEmbeddedBackend(opened.store, recs, {}, { maxItems: recs.itemCount + ROOM });
+    backend = createEmbeddedBackend(opened.store, recs, {}, { maxItems: recs.itemCount + ROOM });
     const shared = Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() });
     prepared = await startTestGateway(backend, { RESPONSE_CACHE_MAX_ENTRIES: '0' });
     apollo = await startTestGateway(shared, { RESPONSE_CACHE_MAX_ENTRIES: '0', PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' });
@@ -71,10 +74,72 @@ describe('the ingestion API\'s checks on every path', () => {
     return { status: response.status, message: answer.errors?.[0]?.message };
   }
 
+  it('refuses an operation holding recordEvents or upsertItems more than once, before anything runs, on every path', async () => {
+    // the probe's request: aliases of recordEvents sharing one variable multiplied the per-call cap
+    const events = Array.from({ length: 4 }, (_, i) => ({ kind: 'VIEW', itemId: 99800001 + (i % 2), sessionId: `alias-${i >> 1}` }));
+    const items = [{ itemId: 99800003, name: 'Aliased' }];
+    const aliased = 'mutation Twice($e: [EventInput!]!) { a: recordEvents(events: $e) { accepted } b: recordEvents(events: $e) { accepted } }';
+    const viaFragment = 'mutation Twice($e: [EventInput!]!) { recordEvents(events: $e) { accepted } ...More } fragment More on Mutation { more: recordEvents(events: $e) { accepted } }';
+    const upserts = 'mutation Twice($i: [ItemInput!]!) { a: upsertItems(items: $i) { upserted } b: upsertItems(items: $i) { upserted } }';
+    const cases: [string, Record<string, unknown>, string][] = [
+      [aliased, { e: events }, 'recordEvents'],
+      [viaFragment, { e: events }, 'recordEvents'],
+      [upserts, { i: items }, 'upsertItems'],
+    ];
+    const held = recs.itemCount;
+    const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
+    const manifestDir = mkdtempSync(join(tmpdir(), 'recs-trusted-'));
+    const manifest = join(manifestDir, 'manifest.json');
+    writeFileSync(manifest, JSON.stringify(Object.fromEntries(cases.map(([query]) => [sha256(query), query]))));
+    const trusted = await startTestGateway(Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() }), {
+      RESPONSE_CACHE_MAX_ENTRIES: '0',
+      TRUSTED_DOCUMENTS: manifest,
+      TRUSTED_DOCUMENTS_ONLY: 'true',
+    });
+    try {
+      const post = async (url: string, body: unknown) => {
+        const response = await fetch(`${url}/graphql`, {
+          method: 'POST',
+          headers: { authorization: root, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+          signal: AbortSignal.timeout(10_000),
+        });
+        return { status: response.status, body: (await response.json()) as GraphQLResponse['body'] };
+      };
+      for (const [query, variables, field] of cases) {
+        const refused = await bothPaths(query, variables);
+        expect([refused.status, codeOf(refused), refused.body.data], query).toEqual([400, 'QUERY_TOO_COMPLEX', undefined]);
+        expect(refused.body.errors![0]!.message).toMatch(new RegExp(`^Query too complex: an operation may hold one ${field} field, and this one holds 2 \\(`));
+        expect(refused.body.errors![0]!.extensions).toMatchObject({ limit: `${field}Fields`, max: 1, actual: 2 });
+        // an automatic persisted query registers its text on both paths, and a trusted document is listed by hash: refused alike
+        const persistedQuery = { version: 1, sha256Hash: sha256(query) };
+        for (const url of [prepared.url, apollo.url]) {
+          const apq = await post(url, { query, variables, extensions: { persistedQuery } });
+          expect([apq.status, apq.body.errors?.[0]?.message], url).toEqual([400, refused.body.errors![0]!.message]);
+        }
+        const listed = await post(trusted.url, { variables, extensions: { persistedQuery } });
+        expect([listed.status, listed.body.errors?.[0]?.message]).toEqual([400, refused.body.errors![0]!.message]);
+      }
+      expect(recs.itemCount).toBe(held);
+      expect([recs.catalog.get(99800003), recs.newItemCount([99800001, 99800002])]).toEqual([undefined, 2]);
+    } finally {
+      await trusted.stop();
+      rmSync(manifestDir, { recursive: true, force: true });
+    }
+    // one of each in one operation is two calls of one kind each: taken, as are fields merged under one name
+    const both = 'mutation Both($e: [EventInput!]!, $i: [ItemInput!]!) { recordEvents(events: $e) { accepted } upsertItems(items: $i) { upserted } }';
+    expect((await bothPaths(both, { e: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 'both' }], i: [{ itemId: KNOWN, name: 'Both' }] })).body).toEqual({
+      data: { recordEvents: { accepted: 1 }, upsertItems: { upserted: 1 } },
+    });
+    const merged = 'mutation Merged($e: [EventInput!]!) { recordEvents(events: $e) { accepted } recordEvents(events: $e) { accepted } }';
+    expect((await bothPaths(merged, { e: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 'merged' }] })).body).toEqual({ data: { recordEvents: { accepted: 1 } } });
+  }, 30_000);
+
   it('refuses every bad time one way: without an offset, before 1970 or a day ahead, as DateTime does malformed ones (400 BAD_USER_INPUT)', async () => {
     const twoDaysAhead = new Date(Date.now() + 2 * 86_400_000).toISOString();
     const cases: [string, string][] = [
       ['2026-11-23T10:00:00', 'must be an ISO 8601 string with an offset'],
+      ['2026-11-23t10:00:00', 'must be an ISO 8601 string with an offset'],
       ['2026-11-23', 'must be an ISO 8601 string with an offset'],
       ['March 7', 'must be an ISO 8601 string with an offset'],
       ['0001-01-01T00:00:00Z', 'must be a date after 1970'],
@@ -95,8 +160,11 @@ describe('the ingestion API\'s checks on every path', () => {
     const literal = await bothPaths('mutation { recordEvents(events: [{ kind: VIEW, itemId: 99100001, sessionId: "s", time: "9999-01-01T00:00:00Z" }]) { accepted } }', {});
     expect([literal.status, literal.body.errors![0]!.message]).toEqual([400, expect.stringContaining('DateTime must not be more than a day in the future') as string]);
     expect(recs.itemCount).toBe(before);
-    for (const time of ['2026-11-23T07:40:00+01:00', '2026-11-23T06:40:00Z', '1970-01-01T00:00:00Z']) {
+    // RFC 3339's t and z as well as T and Z (the probe found them refused), in variables, in the text, and on REST
+    for (const time of ['2026-11-23T07:40:00+01:00', '2026-11-23T06:40:00Z', '1970-01-01T00:00:00Z', '2026-11-23t06:40:00z', '2026-11-23t07:40:00+01:00']) {
       expect((await bothPaths(RECORD, { events: [{ kind: 'VIEW', itemId: KNOWN, sessionId: 's', time }] })).body, time).toEqual({ data: { recordEvents: { accepted: 1 } } });
+      const literal = `mutation { recordEvents(events: [{ kind: VIEW, itemId: ${KNOWN}, sessionId: "s", time: "${time}" }]) { accepted } }`;
+      expect((await bothPaths(literal, {})).body, time).toEqual({ data: { recordEvents: { accepted: 1 } } });
       expect((await twin('POST', '/v1/events', [{ kind: 'view', itemId: KNOWN, sessionId: 's', time }])).status, time).toBe(200);
     }
   }, 30_000);
@@ -139,6 +207,58 @@ describe('the ingestion API\'s checks on every path', () => {
     const atCaps = { itemId: KNOWN, name: 'n'.repeat(1_000), longDescription: 'd'.repeat(10_000), productUrl: `https://shop.example/${'p'.repeat(1_979)}` };
     expect((await bothPaths(UPSERT, { items: [atCaps] })).body).toEqual({ data: { upsertItems: { upserted: 1 } } });
     expect(recs.catalog.get(KNOWN)!.longDescription).toHaveLength(10_000);
+  }, 30_000);
+
+  it('refuses a text field sent as a number (only upc and modelNumber may be), naming it, and stores nothing of the call', async () => {
+    // the probe stored `"name": 5` as "5" through PUT /v1/items
+    const ok = { itemId: 99900001, name: 'Fine' };
+    const cases: [Record<string, unknown>, string][] = [
+      [{ name: 5 }, 'items[1].name'],
+      [{ brandName: 7 }, 'items[1].brandName'],
+      [{ stock: 0 }, 'items[1].stock'],
+      [{ imageEntities: [{ largeImage: 3 }] }, 'items[1].imageEntities[0].largeImage'],
+      [{ bestMarketplacePrice: { price: 5, sellerInfo: 1 } }, 'items[1].bestMarketplacePrice.sellerInfo'],
+    ];
+    for (const [fields, field] of cases) {
+      const record = { itemId: 99900002, name: 'Typed', ...fields };
+      expect(await twin('PUT', '/v1/items', [ok, record]), field).toEqual({ status: 400, message: `${field}: has the wrong type for an item record (recommendations.md)` });
+      // GraphQL's String takes no number either, on both paths: the variable's value is refused
+      const answer = await bothPaths(UPSERT, { items: [ok, record] });
+      expect([answer.status, codeOf(answer)], field).toEqual([400, 'BAD_USER_INPUT']);
+      expect(answer.body.errors![0]!.message, field).toContain(`at "${field}"; String cannot represent a non string value`);
+      expect([recs.catalog.get(99900001), recs.catalog.get(99900002)], field).toEqual([undefined, undefined]);
+    }
+    // the codes proxies send unquoted keep their digits as text
+    expect(await twin('PUT', '/v1/items', [{ itemId: KNOWN, name: 'Coded', upc: 12345, modelNumber: 678 }])).toEqual({ status: 200, message: undefined });
+    expect(recs.catalog.get(KNOWN)).toMatchObject({ name: 'Coded', upc: '12345', modelNumber: '678' });
+  }, 30_000);
+
+  it('refuses a compressed body (Content-Encoding) with 415 saying so, on /graphql and the twins, and stores nothing', async () => {
+    // the probe's gzip body was read as text and answered 400 "not valid JSON"
+    const held = recs.itemCount;
+    const events = [{ kind: 'VIEW', itemId: 99950001, sessionId: 'gz' }];
+    const send = async (url: string, method: string, body: unknown, encoding: string) => {
+      const response = await fetch(url, {
+        method,
+        headers: { authorization: root, 'content-type': 'application/json', 'content-encoding': encoding },
+        body: encoding === 'identity' ? JSON.stringify(body) : gzipSync(JSON.stringify(body)),
+        signal: AbortSignal.timeout(10_000),
+      });
+      return { status: response.status, acceptEncoding: response.headers.get('accept-encoding'), body: (await response.json()) as Record<string, unknown> };
+    };
+    const message = expect.stringMatching(/^Content encodings \(Content-Encoding: gzip, br, deflate\) are not supported: send the body uncompressed/) as string;
+    for (const gateway of [prepared, apollo]) {
+      const answer = await send(`${gateway.url}/graphql`, 'POST', { query: RECORD, variables: { events } }, 'gzip');
+      expect(answer).toEqual({ status: 415, acceptEncoding: 'identity', body: { errors: [{ message, extensions: { code: 'BAD_REQUEST' } }] } });
+    }
+    for (const [method, path, body] of [['POST', '/v1/events', events.map((e) => ({ ...e, kind: 'view' }))], ['PUT', '/v1/items', [{ itemId: 99950002, name: 'Zipped' }]]] as const) {
+      const answer = await send(`${prepared.url}${path}`, method, body, 'GZIP');
+      expect(answer, path).toEqual({ status: 415, acceptEncoding: 'identity', body: { errors: [{ code: 415, message }] } });
+    }
+    expect([recs.itemCount, recs.catalog.get(99950002)]).toEqual([held, undefined]);
+    // identity is no encoding: taken
+    expect((await send(`${apollo.url}/graphql`, 'POST', { query: RECORD, variables: { events: [{ ...events[0], itemId: KNOWN }] } }, 'identity')).body).toEqual({ data: { recordEvents: { accepted: 1 } } });
+    expect((await send(`${prepared.url}/v1/events`, 'POST', [{ kind: 'view', itemId: KNOWN, sessionId: 'gz' }], 'identity')).body).toMatchObject({ accepted: 1 });
   }, 30_000);
 
   it('refuses a call that would take the recommender past RECS_MAX_ITEMS, whole, and keeps taking calls on items it holds', async () => {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { GatewayError, httpStatusOf, rateLimited, unauthenticated } from '../../errors.js';
+import { ErrorCode, GatewayError, httpStatusOf, rateLimited, unauthenticated } from '../../errors.js';
 import { RequestContext } from '../../graphql/context.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
 import { createLoaders } from '../../graphql/loaders.js';
@@ -8,7 +8,7 @@ import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
-import { parseBody, readBody, type BodyRouteDeps } from '../body.js';
+import { encodingRefusal, parseBody, readBody, type BodyRouteDeps } from '../body.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { errorHeaders, graphqlError, sendJson } from '../send.js';
 
@@ -97,6 +97,12 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     // The hot path (src/graphql/responseCache.ts): authenticated callers only, PUBLIC answers only.
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
+      const encoded = encodingRefusal(req);
+      if (encoded !== null) {
+        res.setHeader('x-request-id', record.id);
+        // the GraphQL path's 415 shape (a GET's content type): BAD_REQUEST, Apollo's code for the envelope
+        return sendJson(res, 415, graphqlError(encoded.message, ErrorCode.BAD_REQUEST), encoded.headers);
+      }
       const limit = principal === null ? anonymousBodyLimit : bodyLimitOf(principal);
       if (!largeBodies.admit(req, res, limit)) {
         const busy = rateLimited(1);

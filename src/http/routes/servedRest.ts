@@ -5,11 +5,11 @@ import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
 import type { KeyService } from '../../ports/backend.js';
 import {
-  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  apiKeyErrorResponse, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, ingestUnsupportedEncoding, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
-import { HttpError, parseJson, readBody, type BodyRouteDeps } from '../body.js';
+import { encodingRefusal, HttpError, parseJson, readBody, type BodyRouteDeps } from '../body.js';
 import { RequestDeadline } from '../requestSignal.js';
 
 /** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
@@ -100,6 +100,8 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
           // JSON only: a form or text/plain POST is what a browser sends cross-site, with the Basic
           // credentials it remembers, and no preflight (Apollo's CSRF prevention, for the twins)
           if (!isJsonContentType(req.headers['content-type'])) return writeRest(req, res, ingestNotJson(), false);
+          const encoded = encodingRefusal(req);
+          if (encoded !== null) return writeRest(req, res, ingestUnsupportedEncoding(encoded.message, encoded.headers), false);
         }
       }
       if (limit > 0) {

@@ -16,8 +16,8 @@ export type Scalars = {
   Float: { input: number; output: number; }
   /**
    * A point in time, as an ISO 8601 string in UTC (2026-11-22T02:24:48.000Z). As input (an event's
-   * time): ISO 8601 with an offset, Z or ±hh:mm (2026-11-23T06:40:00Z, 2026-11-23T07:40:00+01:00); a
-   * time without one is refused, as RFC 3339 refuses it; and from 1970 to a day ahead of the gateway's
+   * time): ISO 8601 with an offset, Z or ±hh:mm (2026-11-23T06:40:00Z, 2026-11-23T07:40:00+01:00), T
+   * and Z in either case as RFC 3339 allows; a time without an offset is refused, as RFC 3339 refuses it; and from 1970 to a day ahead of the gateway's
    * clock. Any other value is refused as the variable's value (HTTP 400, BAD_USER_INPUT).
    */
   DateTime: { input: string; output: string; }
