@@ -13,6 +13,11 @@
  * again (after 10,843 others) is cold again, no response cache (every answer cold); `nested` (6),
  * the same with each item's variantItems, the items' TTL left at its default (the lists cold, the
  * items as a running gateway has them).
+ *
+ * `--cpu-prof <dir>` runs A and B under node's --cpu-prof (a sample every 100 µs; profiles in
+ * <dir>/a and <dir>/b, written when they stop at the end): the shares of one step in two profiles
+ * taken in the same rounds are steadier than the CPU a request on a busy machine
+ * (`npx tsx bench/cpuprofile.ts <file>` summarises one).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -41,6 +46,7 @@ const { values: flags } = parseArgs({
     // counts tells whether the number of anchors cycled changes a request's cost
     'a-anchors': { type: 'string' },
     'b-anchors': { type: 'string' },
+    'cpu-prof': { type: 'string' },
   },
 });
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -80,7 +86,8 @@ interface Gateway {
   origin: string;
   pid: number;
 }
-async function start(build: string, upstream?: Gateway): Promise<Gateway> {
+/** Starts a build; `profile` names its profile's directory under --cpu-prof (the builds compared, not the upstream). */
+async function start(build: string, upstream?: Gateway, profile?: 'a' | 'b'): Promise<Gateway> {
   const env = {
     ...process.env, REDIS_URL: undefined, LOG_LEVEL: 'warn', NODE_ENV: 'production', BACKEND: 'embedded', DATA_DIR: dataDir, BENCH_DIST: build,
     RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0',
@@ -93,7 +100,10 @@ async function start(build: string, upstream?: Gateway): Promise<Gateway> {
         }
       : {}),
   };
-  const child = spawn('taskset', ['-c', upstream || !rest ? '1' : '0', process.execPath, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const profiling = flags['cpu-prof'] !== undefined && profile !== undefined
+    ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'], profile)}`]
+    : [];
+  const child = spawn('taskset', ['-c', upstream || !rest ? '1' : '0', process.execPath, ...profiling, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${build} exited with ${code}`)));
@@ -120,7 +130,7 @@ async function round(target: Gateway, seconds: number): Promise<{ rps: number; c
 
 // cold: both builds in REST mode in front of one embedded gateway (the current build)
 const upstream = rest ? await start('dist') : undefined;
-const [a, b] = await Promise.all([start(flags.a, upstream), start(flags.b, upstream)]);
+const [a, b] = await Promise.all([start(flags.a, upstream, 'a'), start(flags.b, upstream, 'b')]);
 bodiesFor.set(a.url, bodiesOf(flags['a-anchors']));
 bodiesFor.set(b.url, bodiesOf(flags['b-anchors']));
 console.log(`${scenario}: A ${flags.a} (${bodiesFor.get(a.url)!.length} bodies), B ${flags.b} (${bodiesFor.get(b.url)!.length} bodies); load average ${os.loadavg()[0]!.toFixed(2)}`);
@@ -141,4 +151,11 @@ for (let i = 0; i < Number(flags.rounds); i++) {
 }
 ratios.sort((x, y) => x - y);
 console.log(`B/A server CPU a request: median ${ratios[Math.floor(ratios.length / 2)]!.toFixed(3)} (${ratios[0]!.toFixed(3)} to ${ratios.at(-1)!.toFixed(3)}); load average ${os.loadavg()[0]!.toFixed(2)}`);
+if (flags['cpu-prof'] !== undefined) {
+  // a profile is written when its process exits of itself: stop the gateways rather than kill them
+  const stopped = children.map((child) => new Promise((resolve) => child.once('exit', resolve)));
+  for (const child of children) child.kill('SIGTERM');
+  await Promise.race([Promise.all(stopped), new Promise((resolve) => setTimeout(resolve, 10_000))]);
+  console.log(`profiles: ${path.resolve(flags['cpu-prof'], 'a')}, ${path.resolve(flags['cpu-prof'], 'b')}`);
+}
 process.exit(0);

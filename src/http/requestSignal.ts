@@ -1,4 +1,6 @@
+import { getEventListeners } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import { abandon } from '../ports/callSignal.js';
 
 /**
  * The deadline of one request, counted from when it is made. Its `signal` is made on first use,
@@ -41,7 +43,8 @@ export class RequestDeadline {
   /**
    * Aborted when the deadline passes (reason: a TimeoutError DOMException, as AbortSignal.timeout
    * gives, which the REST backend counts as an upstream failure) or when the connection closes
-   * (which it also does after the answer is sent).
+   * (which it also does after the answer is sent; then, with no call waiting on it, it is marked
+   * abandoned rather than aborted: see src/ports/callSignal.ts).
    */
   get signal(): AbortSignal {
     if (this.controller === undefined) {
@@ -54,7 +57,10 @@ export class RequestDeadline {
         const timer = setTimeout(() => made.abort(new DOMException('The request deadline passed', 'TimeoutError')), left);
         this.res.once('close', () => {
           clearTimeout(timer);
-          made.abort(CLIENT_GONE);
+          // a call waiting on the signal is stopped; with none waiting (every answer's end) the
+          // signal is only marked, which later calls heed (src/ports/callSignal.ts)
+          if (getEventListeners(made.signal, 'abort').length > 0) made.abort(CLIENT_GONE);
+          else abandon(made.signal);
         });
       }
     }

@@ -47,11 +47,12 @@ function isObject(value: unknown): value is Raw {
 }
 
 /** A nested object's fields, each converted by its own reader; those it drops (wrong type) left out. */
-type Fields = Readonly<Record<string, (value: unknown) => unknown>>;
+type Fields = readonly (readonly [field: string, convert: (value: unknown) => unknown])[];
 
 function pick(raw: Raw, fields: Fields): Record<string, unknown> {
   const out: Record<string, unknown> = {};
-  for (const [field, convert] of Object.entries(fields)) {
+  for (let i = 0; i < fields.length; i++) {
+    const [field, convert] = fields[i]!;
     const value = convert(raw[field]);
     if (value !== undefined) out[field] = value;
   }
@@ -60,11 +61,13 @@ function pick(raw: Raw, fields: Fields): Record<string, unknown> {
 
 // The nested objects' fields, in the order they are written: what the parser keeps and what
 // droppedField checks a record sent to be stored against.
-const IMAGE_FIELDS: Fields = { thumbnailImage: str, mediumImage: str, largeImage: str, entityType: str };
-const GIFT_FIELDS: Fields = { allowGiftWrap: bool, allowGiftMessage: bool, allowGiftReceipt: bool };
-const MARKETPLACE_FIELDS: Fields = {
+// Pairs rather than an object walked with Object.entries: the parser runs for every record of
+// every upstream answer, and each walk made an array of pairs anew.
+const IMAGE_FIELDS: Fields = Object.entries({ thumbnailImage: str, mediumImage: str, largeImage: str, entityType: str });
+const GIFT_FIELDS: Fields = Object.entries({ allowGiftWrap: bool, allowGiftMessage: bool, allowGiftReceipt: bool });
+const MARKETPLACE_FIELDS: Fields = Object.entries({
   price: num, standardShipRate: num, twoThreeDayShippingRate: num, sellerInfo: str, offerType: str, availableOnline: bool, clearance: bool,
-};
+});
 
 /**
  * An item as parsed from a record. Every field is assigned in the constructor, in one order,
@@ -240,7 +243,7 @@ export function droppedField(raw: Raw, item: ItemModel): string | null {
 
 function droppedIn(value: unknown, path: string, fields: Fields): string | null {
   if (!isObject(value)) return path;
-  for (const [field, convert] of Object.entries(fields)) {
+  for (const [field, convert] of fields) {
     const v = value[field];
     if (v === null || v === undefined) continue;
     // str takes a number too (NUMBERS_AS_TEXT): no nested text is one of those
@@ -251,7 +254,10 @@ function droppedIn(value: unknown, path: string, fields: Fields): string | null 
 
 function attributesOf(raw: Raw): ItemAttributeModel[] {
   const attributes: ItemAttributeModel[] = [];
-  for (const [name, value] of Object.entries(raw)) {
+  const names = Object.keys(raw);
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i]!;
+    const value = raw[name];
     const type = typeof value;
     if (type === 'string' || type === 'number' || type === 'boolean') attributes.push({ name, value: String(value) });
   }
@@ -269,7 +275,14 @@ function variantsOf(raw: unknown[]): number[] {
 
 const marketplacePriceOf = (raw: Raw): MarketplacePriceModel => pick(raw, MARKETPLACE_FIELDS);
 
-const imagesOf = (raw: unknown[]): ImageEntityModel[] => raw.filter(isObject).map((e) => pick(e, IMAGE_FIELDS) as ImageEntityModel);
+function imagesOf(raw: unknown[]): ImageEntityModel[] {
+  const images: ImageEntityModel[] = [];
+  for (let i = 0; i < raw.length; i++) {
+    const entity = raw[i];
+    if (isObject(entity)) images.push(pick(entity, IMAGE_FIELDS));
+  }
+  return images;
+}
 
 /** The record as the REST interface serves it: customerRating as text, attributes as an object. */
 export function toItemRecord(item: ItemModel): Record<string, unknown> {

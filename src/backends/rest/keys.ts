@@ -14,6 +14,7 @@ import { errorEntries, parseJson } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
 import { isUuid } from '../../ports/keyIds.js';
+import { isCancelled } from '../../ports/callSignal.js';
 
 const SERVICE = 'apikeys';
 const PATH = '/api/v1/apikey';
@@ -197,7 +198,7 @@ export class RestKeyService implements KeyService {
         if (--shared.waiters === 0) shared.controller.abort(signal.reason);
         reject(upstreamUnavailable(SERVICE, 'no answer before the request deadline'));
       };
-      if (signal.aborted) return onAbort();
+      if (isCancelled(signal)) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });
       shared.promise.then(
         (value) => { signal.removeEventListener('abort', onAbort); shared.waiters--; resolve(value); },

@@ -6,6 +6,7 @@ import { ErrorCode, GatewayError, upstreamUnavailable } from '../../errors.js';
 import { CircuitBreaker } from './breaker.js';
 import type { AttemptOutcome, BreakerState } from './breaker.js';
 import type { UpstreamObserver } from '../../ports/observers.js';
+import { isCancelled } from '../../ports/callSignal.js';
 import { RetryBudget } from './retryBudget.js';
 
 /** How one upstream is called; every field is set (createRestBackend fills in the defaults). */
@@ -87,7 +88,7 @@ function describe(error: unknown): string {
   return (code && DESCRIPTIONS[code]) ?? (code ? `request failed (${code})` : 'request failed');
 }
 
-/** The deadline passing counts against the upstream; the client going away does not. */
+/** The deadline passing counts against the upstream; the client going away (or an abandoned signal) does not. */
 function abortOutcome(signal: AbortSignal): AttemptOutcome {
   const reason: unknown = signal.reason;
   return reason instanceof Error && reason.name === 'TimeoutError' ? 'failure' : 'neutral';
@@ -238,7 +239,7 @@ export class Upstream {
     const retriesAllowed = req.method === 'GET' ? this.settings.retries : 0;
     this.budget.deposit();
     for (let attempt = 0; ; attempt++) {
-      if (signal?.aborted) throw this.deadline();
+      if (isCancelled(signal)) throw this.deadline();
       if (!this.breaker.tryAcquire()) {
         throw new GatewayError(
           ErrorCode.UPSTREAM_UNAVAILABLE,
@@ -250,8 +251,8 @@ export class Upstream {
       try {
         response = await this.once(req);
       } catch (error) {
-        if (signal?.aborted) {
-          this.breaker.record(abortOutcome(signal));
+        if (isCancelled(signal)) {
+          this.breaker.record(abortOutcome(signal!));
           throw this.deadline(error);
         }
         const code = errorCode(error);
