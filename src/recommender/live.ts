@@ -555,7 +555,7 @@ class LiveNeighbours {
   refresh(a: number, facts: ItemFacts, step: number): void {
     if (!this.marked(a)) return;
     this.dirty[a] = 0;
-    this.neighbours.overrides!.set(a, this.rank(a, facts, this.scaleFor(step)));
+    this.neighbours.overrides!.set(a, this.rank(a, facts, this.scaleFor(step), true));
   }
 
   /**
@@ -587,18 +587,25 @@ class LiveNeighbours {
    * (a popular item: every batch touches it, and each re-rank walked all its positions times the
    * window), from the sums kept for it as its groups come and go (NeighbourSums), then scored.
    */
-  private rank(a: number, facts: ItemFacts, scale: number): AnchorList {
+  private rank(a: number, facts: ItemFacts, scale: number, lookup = false): AnchorList {
     const positionsOfA = this.itemGroup[a]?.length ?? 0;
     let kept = this.sums.get(a);
-    if (kept !== undefined && (positionsOfA < this.hot >> 1 || kept.changes > positionsOfA + this.hot)) {
-      // Few positions left, or more changes taken in than it holds: summed afresh (or not at all).
+    let wanted = lookup;
+    if (kept !== undefined && (positionsOfA < this.hot >> 1 || kept.changes > positionsOfA + HOT_POSITIONS)) {
+      // Few positions left, or more changes taken in than it holds: summed afresh if lookups
+      // read it since it was summed, else dropped (its upkeep then costs nothing).
+      wanted ||= kept.read;
       this.sums.delete(a);
       kept = undefined;
     }
-    if (kept === undefined && positionsOfA >= this.hot) {
+    // Kept for anchors that lookups read (a popular anchor under a stream of small batches): an
+    // anchor only the flush re-ranks changes far more often than it is read (bench/ingest.ts:
+    // 200 items in every batch, their upkeep a third more CPU an event than their re-ranking).
+    if (kept === undefined && wanted && positionsOfA >= this.hot) {
       kept = this.sumsOf(a);
       this.sums.set(a, kept);
     }
+    if (kept !== undefined && lookup) kept.read = true;
     const nTouched = kept !== undefined ? this.gatherKept(kept, scale) : this.gather(a, scale);
     return this.score(a, facts, scale, nTouched);
   }
@@ -809,8 +816,9 @@ class LiveNeighbours {
 
 /**
  * Default of ModelOptions.hotPositions: an anchor with at least this many positions keeps its
- * neighbours' sums (NeighbourSums) once re-ranked, instead of gathering them from every position
- * at each re-rank; dropped below half.
+ * neighbours' sums (NeighbourSums) once a lookup re-ranked it, instead of gathering them from
+ * every position at each re-rank; dropped below half, or when no lookup read it for as many
+ * changes as it holds positions.
  * Keeping costs a window's worth of updates each time one of its groups comes or goes; a re-rank
  * then costs its distinct neighbours rather than its positions times the window.
  */
@@ -828,6 +836,8 @@ class NeighbourSums {
   readonly weight: number[] = [];
   readonly evidence: number[] = [];
   changes = 0;
+  /** Whether a lookup re-ranked the anchor since it was summed (else it is dropped when due to be summed afresh). */
+  read = false;
 
   add(b: number, weight: number, evidence: number): void {
     let j = this.at.get(b);
