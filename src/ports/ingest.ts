@@ -229,17 +229,34 @@ function checkAmounts(item: ItemModel, i: number): void {
   if (item.numReviews != null && !(Number.isSafeInteger(item.numReviews) && item.numReviews >= 0)) fail('numReviews', 'must be a whole number, 0 or more');
 }
 
-/** The texts and lists of a record, within MAX_ITEM_TEXT_LENGTH and MAX_ITEM_LIST_LENGTH. */
+const SCHEME = /^([a-z][a-z0-9+.-]*):/i;
+
+/**
+ * Whether a URL names a scheme other than http and https (javascript:, data:, vbscript:, ...), as
+ * a browser reads it: tabs and newlines anywhere dropped, leading spaces and controls trimmed.
+ */
+function unsafeScheme(value: string): boolean {
+  const cleaned = value.replace(/[\t\n\r]/g, '').replace(/^[\x00-\x20]+/, '');
+  const scheme = SCHEME.exec(cleaned)?.[1];
+  return scheme !== undefined && !/^https?$/i.test(scheme);
+}
+
+/** The texts and lists of a record, within MAX_ITEM_TEXT_LENGTH and MAX_ITEM_LIST_LENGTH; URLs of http, https or none. */
 function checkLengths(item: ItemModel, i: number): void {
   const text = (value: string | null | undefined, field: string, max: number): void => {
     if (value != null && value.length > max) throw badUserInput(`items[${i}].${field}: at most ${max} characters`, `items[${i}].${field}`);
+  };
+  // A link a frontend renders: http, https or relative; a script or data URL in a shop's feed would run in shoppers' browsers.
+  const url = (value: string | null | undefined, field: string): void => {
+    text(value, field, MAX_ITEM_TEXT_LENGTH.url);
+    if (value != null && unsafeScheme(value)) throw badUserInput(`items[${i}].${field}: must be an http or https URL, or a relative one`, `items[${i}].${field}`);
   };
   const list = (value: readonly unknown[] | null | undefined, field: keyof typeof MAX_ITEM_LIST_LENGTH): void => {
     const max = MAX_ITEM_LIST_LENGTH[field];
     if (value != null && value.length > max) throw badUserInput(`items[${i}].${field}: at most ${max} entries`, `items[${i}].${field}`);
   };
   for (const field of DESCRIPTIONS) text(item[field], field, MAX_ITEM_TEXT_LENGTH.description);
-  for (const field of URLS) text(item[field], field, MAX_ITEM_TEXT_LENGTH.url);
+  for (const field of URLS) url(item[field], field);
   for (const field of SHORT_TEXTS) text(item[field], field, MAX_ITEM_TEXT_LENGTH.other);
   const offer = item.bestMarketplacePrice;
   text(offer?.sellerInfo, 'bestMarketplacePrice.sellerInfo', MAX_ITEM_TEXT_LENGTH.other);
@@ -251,7 +268,7 @@ function checkLengths(item: ItemModel, i: number): void {
   });
   list(item.imageEntities, 'imageEntities');
   item.imageEntities?.forEach((image, m) => {
-    for (const field of IMAGE_URLS) text(image[field], `imageEntities[${m}].${field}`, MAX_ITEM_TEXT_LENGTH.url);
+    for (const field of IMAGE_URLS) url(image[field], `imageEntities[${m}].${field}`);
     text(image.entityType, `imageEntities[${m}].entityType`, MAX_ITEM_TEXT_LENGTH.other);
   });
   list(item.variants, 'variants');

@@ -209,6 +209,24 @@ describe('the ingestion API\'s checks on every path', () => {
     expect(recs.catalog.get(KNOWN)!.longDescription).toHaveLength(10_000);
   }, 30_000);
 
+  it('refuses a link with a scheme other than http or https (a script in shoppers\' browsers), as browsers read it; keeps relative and http(s) ones', async () => {
+    const ok = { itemId: 99200001, name: 'Fine' };
+    const cases: [Record<string, unknown>, Record<string, unknown>, string][] = [
+      [{ productUrl: 'javascript:alert(1)' }, { productUrl: 'javascript:alert(1)' }, 'items[1].productUrl: must be an http or https URL, or a relative one'],
+      [{ addToCartUrl: ' JaVa\tScRiPt:alert(1)' }, { addToCartUrl: ' JaVa\tScRiPt:alert(1)' }, 'items[1].addToCartUrl: must be an http or https URL, or a relative one'],
+      [{ imageEntities: [{ largeImage: 'data:text/html,<script>alert(1)</script>' }] }, { imageEntities: [{ largeImage: 'data:text/html,<script>alert(1)</script>' }] }, 'items[1].imageEntities[0].largeImage: must be an http or https URL, or a relative one'],
+    ];
+    for (const [graphqlFields, restFields, message] of cases) {
+      const answer = await bothPaths(UPSERT, { items: [ok, { itemId: 99200002, name: 'Linked', ...graphqlFields }] });
+      expect([answer.status, codeOf(answer), answer.body.data, answer.body.errors![0]!.message]).toEqual([200, 'BAD_USER_INPUT', null, message]);
+      expect(await twin('PUT', '/v1/items', [ok, { itemId: 99200002, name: 'Linked', ...restFields }])).toEqual({ status: 400, message });
+      expect([recs.catalog.get(99200001), recs.catalog.get(99200002)]).toEqual([undefined, undefined]);
+    }
+    const fine = { itemId: KNOWN, name: 'Linked', productUrl: 'HTTPS://shop.example/p', thumbnailImage: '//cdn.example/t.jpg', mediumImage: '/img/m.jpg', largeImage: 'http://cdn.example/l.jpg?a=b:c' };
+    expect((await bothPaths(UPSERT, { items: [fine] })).body).toEqual({ data: { upsertItems: { upserted: 1 } } });
+    expect(recs.catalog.get(KNOWN)!.thumbnailImage).toBe('//cdn.example/t.jpg');
+  }, 30_000);
+
   it('refuses a text field sent as a number (only upc and modelNumber may be), naming it, and stores nothing of the call', async () => {
     // the probe stored `"name": 5` as "5" through PUT /v1/items
     const ok = { itemId: 99900001, name: 'Fine' };
