@@ -565,16 +565,22 @@ class LiveNeighbours {
    * re-ranking's samples in the bench mix's profile.
    */
   private repeatsGroup(groups: number[]): boolean {
-    if (this.groupMark.length < this.groupItems.length) this.groupMark = new Int32Array(Math.max(this.groupItems.length, 2 * this.groupMark.length));
+    const marks = this.groupMarks();
     const mark = ++this.stampCounter;
     for (let j = 0; j < groups.length; j++) {
-      if (this.groupMark[groups[j]!] === mark) return true;
-      this.groupMark[groups[j]!] = mark;
+      if (marks[groups[j]!] === mark) return true;
+      marks[groups[j]!] = mark;
     }
     return false;
   }
 
   private groupMark = new Int32Array(0);
+
+  /** A mark per group slot (stamped with stampCounter), grown with the slots. */
+  private groupMarks(): Int32Array {
+    if (this.groupMark.length < this.groupItems.length) this.groupMark = new Int32Array(Math.max(this.groupItems.length, 2 * this.groupMark.length));
+    return this.groupMark;
+  }
 
   /** Per anchor with at least HOT_POSITIONS positions, once re-ranked: its neighbours' sums, kept as groups come and go. */
   private readonly sums = new Map<number, NeighbourSums>();
@@ -725,11 +731,11 @@ class LiveNeighbours {
   private sumsOf(a: number): NeighbourSums {
     const kept = new NeighbourSums();
     const groups = this.itemGroup[a]!;
-    if (this.groupMark.length < this.groupItems.length) this.groupMark = new Int32Array(Math.max(this.groupItems.length, 2 * this.groupMark.length));
+    const marks = this.groupMarks();
     const mark = ++this.stampCounter;
     for (const g of groups) {
-      if (this.groupMark[g] === mark) continue;
-      this.groupMark[g] = mark;
+      if (marks[g] === mark) continue;
+      marks[g] = mark;
       this.sumGroup(kept, a, g, 1);
     }
     kept.changes = 0;
@@ -773,7 +779,6 @@ class LiveNeighbours {
   private keepSums(g: number, sign: number): void {
     if (this.sums.size === 0) return;
     const items = this.groupItems[g]!;
-    if (this.groupMark.length < this.groupItems.length) this.groupMark = new Int32Array(Math.max(this.groupItems.length, 2 * this.groupMark.length));
     for (let p = 0; p < items.length; p++) {
       const kept = this.sums.get(items[p]!);
       // an anchor twice in the group: summed once, over both its positions

@@ -6,6 +6,9 @@ import { Catalog } from '../../recommender/catalog.js';
 import { EventLog } from '../../recommender/eventLog.js';
 import type { EventLogColumns } from '../../recommender/eventLog.js';
 import type { RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
+import { rowToRecEvent } from './liveStore.js';
+import { buildDemo, demoEndsAt } from './demo.js';
+import type { DemoData } from './demo.js';
 import { PostgresRecsStore } from './postgresRecsStore.js';
 import type { BuiltModel } from '../../recommender/builtModel.js';
 import { fromBuiltModel } from '../../recommender/builtModel.js';
@@ -33,6 +36,16 @@ export async function openRecsData(source: RecsSource, options: { readOnly?: boo
   const store = new PostgresRecsStore({ connectionString: source.connectionString, ...(source.schema ? { schema: source.schema } : {}), max: options.readOnly === true ? 1 : 4 });
   if (options.readOnly !== true) await store.migrate();
   return store;
+}
+
+/**
+ * The demo shop's catalogue and log with every stored event added (a store without a
+ * catalogue); its generated data too (the load worker sends the records over).
+ */
+export async function demoWithStored(store: RecsDataStore): Promise<{ catalog: Catalog; log: EventLog; data: DemoData; head: StoreHead }> {
+  const { catalog, log, data } = buildDemo({ endsAt: demoEndsAt() });
+  const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) });
+  return { catalog, log, data, head };
 }
 
 /** Whether there is anything to read yet (SQLite: the file). */

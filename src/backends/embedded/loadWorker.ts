@@ -10,13 +10,11 @@ import { Catalog } from '../../recommender/catalog.js';
 import { EventLog } from '../../recommender/eventLog.js';
 import type { EventLogColumns } from '../../recommender/eventLog.js';
 import type { ModelOptions, RecModel } from '../../recommender/model.js';
-import { buildDemo, demoEndsAt } from './demo.js';
 import type { RecsDataStore, StoreHead } from './liveStore.js';
-import { rowToRecEvent } from './liveStore.js';
 import { buildModel } from '../../recommender/model.js';
 import { toBuiltModel, transferList } from '../../recommender/builtModel.js';
 import type { LoadMessage, LoadRequest } from './loadFromStore.js';
-import { openRecsData } from './loadFromStore.js';
+import { demoWithStored, openRecsData } from './loadFromStore.js';
 
 const RECORDS_PER_MESSAGE = 2_000;
 
@@ -68,7 +66,7 @@ async function run({ source, options }: LoadRequest): Promise<void> {
       },
     });
     if (catalog.size === 0) {
-      await demoWithStored(store, options, t0);
+      await demoInWorker(store, options, t0);
       return;
     }
     if (chunk.length > 0) post({ type: 'records', records: chunk });
@@ -90,14 +88,11 @@ function postModel(head: StoreHead, log: EventLog, columns: EventLogColumns, bui
  * event loop it held every request for seconds: 5.1 s after an import of 250k events, found by
  * the probe); its records go over in chunks like a store's.
  */
-async function demoWithStored(store: RecsDataStore, options: ModelOptions, t0: number): Promise<void> {
-  const { log, data } = buildDemo({ endsAt: demoEndsAt() });
-  const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) });
+async function demoInWorker(store: RecsDataStore, options: ModelOptions, t0: number): Promise<void> {
+  const { catalog, log, data, head } = await demoWithStored(store);
   for (let i = 0; i < data.records.length; i += RECORDS_PER_MESSAGE) {
     post({ type: 'records', records: data.records.slice(i, i + RECORDS_PER_MESSAGE).map((r) => JSON.stringify(r)) });
   }
-  const catalog = new Catalog();
-  catalog.addRecords(data.records);
   postModel(head, log, log.columns(), buildModel(log, options, catalog), performance.now() - t0, true);
 }
 

@@ -14,7 +14,7 @@ import type { RebuildAnswer } from './rebuildWorker.js';
 import { Recommender } from '../../recommender/recommend.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { rowToRecEvent } from './liveStore.js';
-import { loadInWorker, openRecsData, startWorker } from './loadFromStore.js';
+import { demoWithStored, loadInWorker, openRecsData, startWorker } from './loadFromStore.js';
 import type { Loaded } from './loadFromStore.js';
 import { promised } from '../../ports/promised.js';
 
@@ -651,12 +651,6 @@ export class EmbeddedRecs implements RecsService {
   }
 }
 
-/** The demo shop's catalogue and log with every stored event added (a store without a catalogue). */
-async function demoWithStored(store: RecsDataStore): Promise<{ catalog: Catalog; log: EventLog; head: StoreHead }> {
-  const { catalog, log } = buildDemo({ endsAt: demoEndsAt() });
-  const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) });
-  return { catalog, log, head };
-}
 
 /** Options of openEmbeddedRecs. */
 export interface OpenEmbeddedRecsOptions {
