@@ -1,5 +1,5 @@
 import DataLoader from 'dataloader';
-import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../ports/backend.js';
+import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService } from '../ports/backend.js';
 import { MAX_ITEM_IDS } from '../ports/limits.js';
 
 /** The per-request loaders: built by createLoaders for each request, never shared. */
@@ -13,6 +13,13 @@ export interface Loaders {
    * entries, when it came with one for each; null when it did not (then load them by id).
    */
   itemsOf(list: RecommendationListModel): readonly ItemModel[] | null;
+  /**
+   * The list as the backend has it at this instant, read synchronously where the backend can (the
+   * embedded one, through RecsNow), so that a resolver answers it without a promise; undefined
+   * where it cannot, or where the lookup fails: the resolver then takes the loader's path, which
+   * asks again and fails as it always did (in the same order among a request's errors).
+   */
+  listNow(kind: RecommendationKind, anchorId: number): RecommendationListModel | undefined;
 }
 
 /** One backend call per list a request, however often it is asked for. */
@@ -41,6 +48,8 @@ class RequestLoaders implements Loaders {
   private itemLoader: DataLoader<number, ItemModel | null> | undefined;
   /** Records that came with lists: the items loader answers them without asking the backend. */
   private readonly known = new Map<number, ItemModel>();
+  /** Lists read synchronously (listNow), by the listLoader's key: a request sees one list a key. */
+  private nowLists: Map<string, RecommendationListModel> | undefined;
 
   /**
    * A DataLoader, batching off, for its timing: a list is asked for a turn after its resolver
@@ -59,7 +68,23 @@ class RequestLoaders implements Loaders {
     private readonly recs: RecsService,
     private readonly options: CallOptions,
     private readonly hooks: LoaderHooks,
+    private readonly now: RecsNow | null,
   ) {}
+
+  listNow(kind: RecommendationKind, anchorId: number): RecommendationListModel | undefined {
+    if (this.now === null) return undefined;
+    const key = `${kind}:${anchorId}`;
+    let list = this.nowLists?.get(key);
+    if (list !== undefined) return list;
+    try {
+      list = this.now.recommend(kind, anchorId);
+    } catch {
+      return undefined;
+    }
+    this.hooks.onList?.(list);
+    (this.nowLists ??= new Map()).set(key, list);
+    return list;
+  }
 
   get items(): DataLoader<number, ItemModel | null> {
     this.itemLoader ??= new DataLoader<number, ItemModel | null>((ids) => this.loadItems(ids), {
@@ -77,6 +102,8 @@ class RequestLoaders implements Loaders {
   }
 
   private async loadList(key: string): Promise<RecommendationListModel | Error> {
+    const read = this.nowLists?.get(key);
+    if (read !== undefined) return read;
     const at = key.indexOf(':');
     try {
       const list = await this.recs.recommend(key.slice(0, at) as RecommendationKind, Number(key.slice(at + 1)), this.options);
@@ -102,6 +129,7 @@ class RequestLoaders implements Loaders {
   }
 }
 
-export function createLoaders(recs: RecsService, options: CallOptions = {}, hooks: LoaderHooks = {}): Loaders {
-  return new RequestLoaders(recs, options, hooks);
+/** A request's loaders; with `now` (Backend.recsNow), lists are read synchronously where they can be (listNow). */
+export function createLoaders(recs: RecsService, options: CallOptions = {}, hooks: LoaderHooks = {}, now: RecsNow | null = null): Loaders {
+  return new RequestLoaders(recs, options, hooks, now);
 }

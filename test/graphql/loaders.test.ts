@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createLoaders } from '../../src/graphql/loaders.js';
-import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
+import type { ItemModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService } from '../../src/ports/backend.js';
 
 const item = (itemId: number): ItemModel => ({ itemId, name: `item ${itemId}` }) as ItemModel;
 
@@ -58,5 +58,34 @@ describe('per-request loaders', () => {
     const { recs } = countingRecs(true);
     const failing: RecsService = { ...recs, recommend: () => Promise.reject(new Error('upstream down')) };
     await expect(createLoaders(failing).recommendations.load('POST_BROWSE', 1)).rejects.toThrow('upstream down');
+  });
+
+  it('read a list synchronously where the backend can, once a request, and leave a failing read to the loader', async () => {
+    const { recs, calls } = countingRecs(true);
+    let reads = 0;
+    const now: RecsNow = {
+      item,
+      recommend: (kind, anchorId) => {
+        reads += 1;
+        if (anchorId === 404) throw new Error('No item with itemId 404');
+        return { anchorId, kind, entries: [{ rank: 1, itemId: anchorId + 1, score: 1, evidence: 1, source: 'CO_VIEW' }], items: [item(anchorId + 1)] };
+      },
+    };
+    const seen: RecommendationListModel[] = [];
+    const loaders = createLoaders(recs, {}, { onList: (list) => seen.push(list) }, now);
+    const list = loaders.listNow('POST_BROWSE', 10);
+    expect(list?.entries.map((e) => e.itemId)).toEqual([11]);
+    // the same key again, synchronously or through the loader: the same list, read once, reported once
+    expect(loaders.listNow('POST_BROWSE', 10)).toBe(list);
+    expect(await loaders.recommendations.load('POST_BROWSE', 10)).toBe(list);
+    expect([reads, calls.recommend, seen.length]).toEqual([1, 0, 1]);
+    // another kind is another list
+    expect(loaders.listNow('NEXT_BEST_PRODUCT', 10)).not.toBe(list);
+    // a read that throws is not answered here: the loader asks the backend, which answers (or fails) as before
+    expect(loaders.listNow('POST_BROWSE', 404)).toBeUndefined();
+    expect((await loaders.recommendations.load('POST_BROWSE', 404)).anchorId).toBe(404);
+    expect(calls.recommend).toBe(1);
+    // without a synchronous view (REST mode) there is nothing to read
+    expect(createLoaders(recs).listNow('POST_BROWSE', 10)).toBeUndefined();
   });
 });

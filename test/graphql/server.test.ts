@@ -131,6 +131,8 @@ describe('internal errors', () => {
         getItems: () => Promise.reject(new Error('connection string postgres://u:hunter2@db failed at line 42')),
         recommend: () => Promise.reject(new TypeError('cannot read properties of undefined')),
       },
+      // the same service read synchronously would not fail: it goes with the failing one
+      recsNow: undefined,
     };
     const gw = await startTestGateway(broken);
     try {
@@ -148,6 +150,48 @@ describe('internal errors', () => {
       expect(JSON.stringify(response.body)).not.toMatch(/hunter2|line 42|undefined|stack/);
     } finally {
       await gw.stop();
+      await dispose();
+    }
+  });
+});
+
+describe('embedded lists', () => {
+  it('are read synchronously, the same lists the promise path gives; a bad first or anchor still fails on that path', async () => {
+    const { store, dispose } = await storeKinds[0]!.open();
+    const real = await embeddedWithUsers(store);
+    let asked = 0;
+    const counting: Backend = {
+      ...real,
+      recs: {
+        getItems: (ids, options) => real.recs.getItems(ids, options),
+        recommend: (kind, anchorId, options) => {
+          asked += 1;
+          return real.recs.recommend(kind, anchorId, options);
+        },
+      },
+    };
+    const gw = await startTestGateway(counting);
+    const withoutNow = await startTestGateway({ ...counting, recsNow: undefined });
+    try {
+      const authorization = basicAuthorization('alice', 'alice-password');
+      const query = `{ productRecommendations(itemId: 31000005) { itemId name } postBrowsedProducts(itemId: 31000005, first: 3) { itemId }
+        item(itemId: 31000005) { recommendations(kind: POST_BROWSE, first: 2) { edges { rank node { itemId } } } } }`;
+      const fast = await gw.gql<{ productRecommendations: unknown[] }>(query, {}, { authorization });
+      expect(fast.body.errors).toBeUndefined();
+      expect(fast.body.data!.productRecommendations).toHaveLength(10);
+      expect(asked).toBe(0);
+      const slow = await withoutNow.gql(query, {}, { authorization });
+      expect(asked).toBe(2); // post-browse's list is asked once for both fields
+      expect(slow.body).toEqual(fast.body);
+      // the refusals come from the loader's path, as before
+      const badFirst = await gw.gql(`{ productRecommendations(itemId: 31000005, first: 0) { itemId } }`, {}, { authorization });
+      expect(badFirst.body.errors?.map((e) => e.extensions.code)).toEqual(['BAD_USER_INPUT']);
+      const unknown = await gw.gql(`{ postBrowsedProducts(itemId: 39999999) { itemId } }`, {}, { authorization });
+      expect(unknown.body.errors?.map((e) => e.extensions.code)).toEqual(['NOT_FOUND']);
+      expect(asked).toBe(3);
+    } finally {
+      await gw.stop();
+      await withoutNow.stop();
       await dispose();
     }
   });

@@ -1,5 +1,5 @@
 import type { ItemResolvers } from '../../__generated__/resolvers-types.js';
-import { existingItems, loadRecommendations, loadRecommendedItems } from './helpers.js';
+import { existingItems, loadRecommendations, loadRecommendedItems, recommendationListNow, recommendedItemsNow } from './helpers.js';
 
 export const Item: ItemResolvers = {
   parent: async (item, _, context) => {
@@ -13,10 +13,12 @@ export const Item: ItemResolvers = {
     return existingItems(await context.loaders.items.loadMany(ids));
   },
 
-  postBrowsedProducts: (item, { first }, context) => loadRecommendedItems(context, 'POST_BROWSE', item.itemId, first),
+  postBrowsedProducts: (item, { first }, context) =>
+    recommendedItemsNow(context, 'POST_BROWSE', item.itemId, first) ?? loadRecommendedItems(context, 'POST_BROWSE', item.itemId, first),
 
   productRecommendations: (item, { first }, context) =>
-    loadRecommendedItems(context, 'NEXT_BEST_PRODUCT', item.itemId, first),
+    recommendedItemsNow(context, 'NEXT_BEST_PRODUCT', item.itemId, first) ?? loadRecommendedItems(context, 'NEXT_BEST_PRODUCT', item.itemId, first),
 
-  recommendations: (item, { kind, first }, context) => loadRecommendations(context, kind, item.itemId, first),
+  recommendations: (item, { kind, first }, context) =>
+    recommendationListNow(context, kind, item.itemId, first) ?? loadRecommendations(context, kind, item.itemId, first),
 };

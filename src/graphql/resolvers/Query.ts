@@ -2,7 +2,7 @@ import type { QueryResolvers } from '../../__generated__/resolvers-types.js';
 import type { ItemModel } from '../../ports/backend.js';
 import { badUserInput, notFound } from '../../errors.js';
 import { MAX_ITEM_IDS } from '../../ports/limits.js';
-import { loadRecommendations, loadRecommendedItems, requirePrincipal } from './helpers.js';
+import { loadRecommendations, loadRecommendedItems, recommendationListNow, recommendedItemsNow, requirePrincipal } from './helpers.js';
 
 export const Query: QueryResolvers = {
   viewer: (_, __, context) => context.principal,
@@ -31,16 +31,16 @@ export const Query: QueryResolvers = {
 
   postBrowsedProducts: (_, { itemId, first }, context) => {
     requirePrincipal(context);
-    return loadRecommendedItems(context, 'POST_BROWSE', itemId, first);
+    return recommendedItemsNow(context, 'POST_BROWSE', itemId, first) ?? loadRecommendedItems(context, 'POST_BROWSE', itemId, first);
   },
 
   productRecommendations: (_, { itemId, first }, context) => {
     requirePrincipal(context);
-    return loadRecommendedItems(context, 'NEXT_BEST_PRODUCT', itemId, first);
+    return recommendedItemsNow(context, 'NEXT_BEST_PRODUCT', itemId, first) ?? loadRecommendedItems(context, 'NEXT_BEST_PRODUCT', itemId, first);
   },
 
   recommendations: (_, { itemId, kind, first }, context) => {
     requirePrincipal(context);
-    return loadRecommendations(context, kind, itemId, first);
+    return recommendationListNow(context, kind, itemId, first) ?? loadRecommendations(context, kind, itemId, first);
   },
 };

@@ -10,11 +10,15 @@ export function requirePrincipal(context: GatewayContext): PrincipalModel {
   return context.principal;
 }
 
-export function checkFirst(first: number | null | undefined): number {
+/** `first` as a list's length (10 when not given), or null where checkFirst refuses it. */
+function lengthOf(first: number | null | undefined): number | null {
   const n = first ?? MAX_RECOMMENDATIONS;
-  if (!Number.isInteger(n) || n < 1 || n > MAX_RECOMMENDATIONS) {
-    throw badUserInput(`first must be from 1 to ${MAX_RECOMMENDATIONS}`, 'first');
-  }
+  return Number.isInteger(n) && n >= 1 && n <= MAX_RECOMMENDATIONS ? n : null;
+}
+
+export function checkFirst(first: number | null | undefined): number {
+  const n = lengthOf(first);
+  if (n === null) throw badUserInput(`first must be from 1 to ${MAX_RECOMMENDATIONS}`, 'first');
   return n;
 }
 
@@ -53,7 +57,53 @@ async function recommendationsWithItems(
   const { loaders } = context;
   const list = await loaders.recommendations.load(kind, anchorId);
   // the records the list came with (the embedded backend's and the REST interface's), else by id
-  const loaded = loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId)));
+  return cut(list, loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId))), n);
+}
+
+/**
+ * loadRecommendedItems' answer at once, with no promise, where the backend has the list and its
+ * records at hand (the embedded backend: Loaders.listNow); undefined where not, or where anything
+ * would fail (a bad `first`, an unknown anchor): then loadRecommendedItems answers, and fails, as
+ * before. A resolver returns this ?? that, so that graphql-jit runs a query of such fields
+ * without a promise job (issue 22: the uncached lookup).
+ */
+export function recommendedItemsNow(
+  context: GatewayContext,
+  kind: RecommendationKind,
+  anchorId: number,
+  first: number | null | undefined,
+): ItemModel[] | undefined {
+  return recommendationsNow(context, kind, anchorId, first)?.items;
+}
+
+/** loadRecommendations' answer at once where it can be (as recommendedItemsNow). */
+export function recommendationListNow(
+  context: GatewayContext,
+  kind: RecommendationKind,
+  anchorId: number,
+  first: number | null | undefined,
+): RecommendationListModel | undefined {
+  return recommendationsNow(context, kind, anchorId, first)?.list;
+}
+
+function recommendationsNow(
+  context: GatewayContext,
+  kind: RecommendationKind,
+  anchorId: number,
+  first: number | null | undefined,
+): { list: RecommendationListModel; items: ItemModel[] } | undefined {
+  const n = lengthOf(first);
+  if (n === null) return undefined; // checkFirst's refusal, on the loader's path
+  const list = context.loaders.listNow(kind, anchorId);
+  const items = list === undefined ? null : context.loaders.itemsOf(list);
+  return items === null ? undefined : cut(list!, items, n);
+}
+
+/**
+ * A list cut to its first `n` entries whose items exist, the ranks closed up over any dropped;
+ * `loaded` its items in the order of its entries. An item that failed to load is thrown.
+ */
+function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null | Error)[], n: number): { list: RecommendationListModel; items: ItemModel[] } {
   const entries: RecommendationEntryModel[] = [];
   const items: ItemModel[] = [];
   for (let i = 0; i < list.entries.length && entries.length < n; i++) {

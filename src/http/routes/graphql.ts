@@ -145,7 +145,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     // what a cacheable answer reads is recorded, so that a data change drops it only if it changed it
     const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
-    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks), deadline, record, address);
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address);
     const answer = await execute({ method, headers: req.headers, search, body, bodyDepth }, context, record);
     if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources);
     res.setHeader('x-request-id', record.id);
