@@ -146,6 +146,41 @@ for (const kind of kinds) {
       await until(() => b.catalog.get(300) !== undefined, 5_000);
     });
 
+    it('a head the follower read before a batch of its own was stored is no reason to reload whole', async () => {
+      const f = fresh();
+      const recs = await f.open(0);
+      disposals.push(() => recs.close());
+      const ingest = new EmbeddedIngest(recs);
+      await ingest.upsertItems(ADMIN, itemsFrom(400, 12));
+      await ingest.recordEvents(ADMIN, coViews(400, 401, 2, 1));
+      const reloads = { ...recs.wholeReloads };
+      const applied = recs.applied.lastEventId;
+
+      // the follower's head is read, then answered only once the next batch is stored and applied
+      const store = recs.store!;
+      const head = store.head.bind(store);
+      let read!: () => void;
+      let release!: () => void;
+      const headRead = new Promise<void>((resolve) => (read = resolve));
+      const held = new Promise<void>((resolve) => (release = resolve));
+      store.head = async () => {
+        const h = await head();
+        read();
+        await held;
+        return h;
+      };
+      const following = recs.poll();
+      await headRead;
+      await ingest.recordEvents(ADMIN, coViews(400, 402, 3, 10));
+      expect(recs.applied.lastEventId).toBe(applied + 6);
+      release();
+      await following;
+
+      expect(recs.wholeReloads).toEqual(reloads);
+      expect(recs.applied.lastEventId).toBe(applied + 6);
+      expect(first(recs, 400)).toEqual({ itemId: 402, evidence: 3 });
+    });
+
     it('import writes through the same store and a running process follows it; events-only says what lacks a record', async () => {
       const f = fresh();
       const recs = await f.open(100);

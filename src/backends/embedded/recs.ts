@@ -495,11 +495,15 @@ export class EmbeddedRecs implements RecsService {
     if (this.closed) return;
     if (this.reloading !== null) await this.reloading.catch(() => undefined);
     try {
+      // A batch of this process's may be applied while the head is read (applyOwnEvents): a head
+      // read before its commit is then below the applied id without the store having gone back.
+      // Only a head below what was applied before asking means the store lost events.
+      const appliedBefore = this.head.lastEventId;
       const head = await store.head();
       const wholeReload = head.generation !== this.head.generation
         || (this.mode === 'demo' && head.lastItemSeq > this.head.lastItemSeq)
         || head.lastEventId - this.head.lastEventId > this.fullReloadEvents
-        || head.lastEventId < this.head.lastEventId;
+        || head.lastEventId < appliedBefore;
       if (wholeReload) {
         await this.reload();
         this.followError = null;
