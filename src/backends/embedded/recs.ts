@@ -675,6 +675,8 @@ export interface OpenEmbeddedRecsOptions {
   followIntervalMs?: number;
   /** Behind by more events than this, reload whole rather than apply them; default FULL_RELOAD_EVENTS. */
   fullReloadEvents?: number;
+  /** SQLite: how long a write waits for another process's write lock (tests); default LOCK_RETRY_MS (store.ts). */
+  storeLockRetryMs?: number;
 }
 
 /**
@@ -701,7 +703,7 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
     say(`recommender: demo shop of ${catalog.size} items and ${log.length} events ready in ${Math.round(performance.now() - t0)} ms`);
     return recs;
   }
-  const store = (await openRecsData(source))!;
+  const store = (await openRecsData(source, options.storeLockRetryMs === undefined ? {} : { lockRetryMs: options.storeLockRetryMs }))!;
   const reloadAt = options.fullReloadEvents === undefined ? {} : { fullReloadEvents: options.fullReloadEvents };
   let recs: EmbeddedRecs;
   try {
