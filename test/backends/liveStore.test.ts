@@ -146,6 +146,41 @@ for (const kind of kinds) {
       await until(() => b.catalog.get(300) !== undefined, 5_000);
     });
 
+    it('a head the follower read before a batch of its own was stored is no reason to reload whole', async () => {
+      const f = fresh();
+      const recs = await f.open(0);
+      disposals.push(() => recs.close());
+      const ingest = new EmbeddedIngest(recs);
+      await ingest.upsertItems(ADMIN, itemsFrom(400, 12));
+      await ingest.recordEvents(ADMIN, coViews(400, 401, 2, 1));
+      const reloads = { ...recs.wholeReloads };
+      const applied = recs.applied.lastEventId;
+
+      // the follower's head is read, then answered only once the next batch is stored and applied
+      const store = recs.store!;
+      const head = store.head.bind(store);
+      let read!: () => void;
+      let release!: () => void;
+      const headRead = new Promise<void>((resolve) => (read = resolve));
+      const held = new Promise<void>((resolve) => (release = resolve));
+      store.head = async () => {
+        const h = await head();
+        read();
+        await held;
+        return h;
+      };
+      const following = recs.poll();
+      await headRead;
+      await ingest.recordEvents(ADMIN, coViews(400, 402, 3, 10));
+      expect(recs.applied.lastEventId).toBe(applied + 6);
+      release();
+      await following;
+
+      expect(recs.wholeReloads).toEqual(reloads);
+      expect(recs.applied.lastEventId).toBe(applied + 6);
+      expect(first(recs, 400)).toEqual({ itemId: 402, evidence: 3 });
+    });
+
     it('import writes through the same store and a running process follows it; events-only says what lacks a record', async () => {
       const f = fresh();
       const recs = await f.open(100);
@@ -272,6 +307,71 @@ describe('the PostgreSQL store', () => {
       }
     } finally {
       await recs.close();
+      await dropSchema(schema);
+    }
+  });
+});
+
+describe('PostgreSQL appends from several processes', () => {
+  const t = Date.UTC(2026, 0, 1);
+  // the writers' calls of the same number name the same new sessions at the same time
+  const batch = (writer: number, call: number, size: number): RecEvent[] => Array.from({ length: size }, (_, i) => (
+    { kind: i % 10 === 9 ? 'purchase' : 'view', itemId: 1 + (i % 50), session: `s${call}-${i >> 2}`, user: null, orderId: i % 10 === 9 ? `o${writer}-${call}-${i}` : null, time: t + i }));
+
+  it('a follower reading meanwhile never misses a row: ids become visible in order', async () => {
+    const schema = testSchema();
+    const source: RecsSource = { kind: 'postgres', connectionString: DATABASE_URL, schema };
+    const writers = [(await openRecsData(source))!, (await openRecsData(source))!];
+    const follower = (await openRecsData(source))!;
+    try {
+      let writing = true;
+      const seen: number[] = [];
+      const follow = (async () => {
+        for (let after = 0, last = false; !last;) {
+          last = !writing; // one more read once every writer is done
+          const rows = await follower.eventsAfter(after, 1_000_000);
+          for (const r of rows) seen.push(r[0]);
+          if (rows.length > 0) after = rows[rows.length - 1]![0];
+        }
+      })();
+      // two calls in flight a writer, each its own pool: four transactions race for ids
+      const sessionKeys = new Map<string, Set<number>>();
+      const calls = writers.flatMap((store, w) => [0, 1].map(async (lane) => {
+        for (let c = lane; c < 16; c += 2) {
+          const events = batch(w, c, 300);
+          const rows = await store.appendEvents(events);
+          rows.forEach((r, i) => sessionKeys.set(events[i]!.session!, (sessionKeys.get(events[i]!.session!) ?? new Set()).add(r[3])));
+        }
+      }));
+      await Promise.all(calls).finally(() => (writing = false));
+      await follow;
+      const stored = (await follower.eventsAfter(0, 1_000_000)).map((r) => r[0]);
+      expect(stored).toHaveLength(2 * 16 * 300);
+      expect(seen).toEqual(stored);
+      // a name both writers added at once has one key id, in the answers of both
+      const keyIds = [...sessionKeys.values()].map((ids) => [...ids]);
+      expect(keyIds.filter((ids) => ids.length !== 1 || ids[0]! < 1)).toEqual([]);
+      expect(new Set(keyIds.flat()).size).toBe(16 * 75);
+    } finally {
+      for (const store of [...writers, follower]) await store.close();
+      await dropSchema(schema);
+    }
+  });
+
+  it('a batch that fails stores none of its events; the next is stored whole', async () => {
+    const schema = testSchema();
+    const store = (await openRecsData({ kind: 'postgres', connectionString: DATABASE_URL, schema }))!;
+    try {
+      const good = batch(0, 0, 20);
+      // NOT NULL refuses an item id of null, in the batch's last row
+      const bad = [...batch(0, 1, 20), { ...good[0]!, itemId: null as unknown as number }];
+      await expect(store.appendEvents(bad)).rejects.toThrow(/item_id/);
+      expect(await store.counts()).toEqual({ items: 0, events: 0 });
+      const rows = await store.appendEvents(good);
+      expect(rows).toEqual(await store.eventsAfter(0, 100));
+      expect(rows.map((r) => r[2])).toEqual(good.map((e) => e.itemId));
+    } finally {
+      await store.close();
       await dropSchema(schema);
     }
   });

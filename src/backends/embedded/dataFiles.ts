@@ -11,6 +11,17 @@ export class StoreOpenError extends Error {
   }
 }
 
+/**
+ * A write that another process kept waiting on the store's write lock (an import's final move,
+ * say) for longer than a write waits: nothing of it was written, and it may be sent again.
+ */
+export class StoreBusyError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'StoreBusyError';
+  }
+}
+
 /** DATA_DIR's files hold password hashes and key hashes: the owner's alone. */
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;

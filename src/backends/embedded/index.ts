@@ -1,11 +1,31 @@
 import { DEFAULT_MAX_ITEMS } from '../../config/defaults.js';
-import { badUserInput, forbidden } from '../../errors.js';
+import { badUserInput, ErrorCode, forbidden, GatewayError } from '../../errors.js';
 import { checkEvents, checkItems, ingestForbidden } from '../../ports/ingest.js';
 import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsService } from '../../ports/backend.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
+import { StoreBusyError } from './dataFiles.js';
 import { EmbeddedRecs } from './recs.js';
+
+/** Seconds a client is asked to wait before sending again a call the store was too busy to take. */
+export const STORE_BUSY_RETRY_AFTER_S = 1;
+
+/**
+ * A write the store refused as busy (another process held its write lock too long): nothing of
+ * the call was kept, so the client is told to send it again (UPSTREAM_UNAVAILABLE with
+ * retryAfter; REST: 503 and Retry-After) rather than given a masked INTERNAL_SERVER_ERROR.
+ */
+async function storing<T>(write: () => Promise<T>): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (!(error instanceof StoreBusyError)) throw error;
+    throw new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, `The recommendation store is busy: another process holds its write lock; nothing of the call was kept, retry in ${STORE_BUSY_RETRY_AFTER_S} s`, {
+      service: 'recommendations', retryAfter: STORE_BUSY_RETRY_AFTER_S, cause: error,
+    });
+  }
+}
 
 function requireAdmin(principal: PrincipalModel): void {
   if (!principal.user.isAdmin) throw ingestForbidden();
@@ -81,7 +101,7 @@ export class EmbeddedIngest implements IngestService {
       const recEvents = events.map(toRecEvent);
       const { store, applyOwnEvents } = this.recs;
       if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
-      else await applyOwnEvents.call(this.recs, await store.appendEvents(recEvents));
+      else await applyOwnEvents.call(this.recs, await storing(() => store.appendEvents(recEvents)));
       const catalog = this.recs.catalog;
       const missing = new Set<number>();
       for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
@@ -98,7 +118,7 @@ export class EmbeddedIngest implements IngestService {
     return this.withRoom('items', items.map((item) => item.itemId), async () => {
       const { store, applyOwnItems } = this.recs;
       if (!store || !applyOwnItems) this.recs.applyItems(items);
-      else await applyOwnItems.call(this.recs, items, await store.upsertItems(items));
+      else await applyOwnItems.call(this.recs, items, await storing(() => store.upsertItems(items)));
       return { upserted: items.length };
     });
   }

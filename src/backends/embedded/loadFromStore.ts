@@ -13,7 +13,7 @@ import { PostgresRecsStore } from './postgresRecsStore.js';
 import type { BuiltModel } from '../../recommender/builtModel.js';
 import { fromBuiltModel } from '../../recommender/builtModel.js';
 import type { ModelOptions, RecModel } from '../../recommender/model.js';
-import { DB_FILE, RecsStore } from './store.js';
+import { DB_FILE, RecsStore, type RecsStoreOptions } from './store.js';
 
 /** What the load worker is asked to do. */
 export interface LoadRequest {
@@ -27,11 +27,14 @@ export type LoadMessage =
   | { type: 'model'; head: StoreHead; events: number; loadMs: number; model: BuiltModel; log: EventLogColumns; demo: boolean }
   | { type: 'empty'; head: StoreHead };
 
-/** A store opened from a source. Read-only on SQLite opens no file that does not exist (null then). */
-export async function openRecsData(source: RecsSource, options: { readOnly?: boolean } = {}): Promise<RecsDataStore | null> {
+/**
+ * A store opened from a source. Read-only on SQLite opens no file that does not exist (null then);
+ * `lockRetryMs` is SQLite's (RecsStoreOptions).
+ */
+export async function openRecsData(source: RecsSource, options: { readOnly?: boolean } & RecsStoreOptions = {}): Promise<RecsDataStore | null> {
   if (source.kind === 'sqlite') {
     if (options.readOnly === true) return RecsStore.openReadOnly(source.dataDir);
-    return RecsStore.open(source.dataDir);
+    return RecsStore.open(source.dataDir, options.lockRetryMs === undefined ? {} : { lockRetryMs: options.lockRetryMs });
   }
   const store = new PostgresRecsStore({ connectionString: source.connectionString, ...(source.schema ? { schema: source.schema } : {}), max: options.readOnly === true ? 1 : 4 });
   if (options.readOnly !== true) await store.migrate();

@@ -82,6 +82,20 @@ function insertEventsSql(source: string, importIdParam: string): string[] {
 
 const toRow = (r: unknown[]): EventRow => r.map(Number) as EventRow;
 
+/** The names of each namespace without an id yet (-1), as the columns of unnest(ns, name). */
+function unnamed(ids: readonly Map<string, number>[]): [number[], string[]] {
+  const ns: number[] = [];
+  const names: string[] = [];
+  ids.forEach((m, n) => {
+    for (const [name, id] of m) {
+      if (id >= 0) continue;
+      ns.push(n);
+      names.push(name);
+    }
+  });
+  return [ns, names];
+}
+
 /** Ids and records for unnest; the last record of an id sent twice wins (ON CONFLICT cannot touch a row twice). */
 function itemColumns(items: readonly ItemModel[]): [number[], string[]] {
   const byId = new Map<number, string>();
@@ -153,58 +167,78 @@ export class PostgresRecsStore implements RecsDataStore {
     return { generation: Number(row.g ?? 0), lastEventId: Number(row.e ?? 0), lastItemSeq: Number(row.s ?? 0) };
   }
 
+  /**
+   * Two round trips, neither inside a transaction of its own making: the batch's keys are named
+   * first, without the write lock; then one statement takes the lock, inserts the events and
+   * commits (its own transaction: the lock is held for that statement and its commit only, never
+   * across a round trip while this process builds the next statement's arrays).
+   */
   async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
     if (events.length === 0) return [];
-    // the batch's distinct keys, named first; then the events with integer keys (no join)
+    const ids = await this.nameKeys(events);
+    const key = (n: number, name: string | null): number => (name === null ? -1 : ids[n]!.get(name)!);
+    const kinds = events.map((e) => (e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW));
+    const sessions = events.map((e) => key(NS_SESSION, e.session));
+    const users = events.map((e) => key(NS_USER, e.user));
+    const orders = events.map((e) => key(NS_ORDER, e.orderId));
+    const times = events.map((e) => Math.round(e.time));
+    const orNull = (id: number): number | null => (id < 0 ? null : id);
+    // Every row is joined with `lock`'s one row before it takes its id (the column default is
+    // evaluated above the join, whatever its plan), so the ids are taken under WRITE_LOCK, in the
+    // order of n. Only the ids come back: the rest is what was sent (read back whole, 5,000 rows of
+    // seven columns cost more CPU than writing them).
+    const result = await this.pool.query({
+      text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7))
+             INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
+             SELECT 0, kind, item, s, u, o, t FROM lock, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+               WITH ORDINALITY AS e(kind, item, s, u, o, t, n) ORDER BY n
+             RETURNING id`,
+      values: [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, WRITE_LOCK],
+      rowMode: 'array',
+    });
+    const inserted = (result.rows as [string][]).map((r) => Number(r[0])).sort((a, b) => a - b);
+    return events.map((e, i): EventRow => [inserted[i]!, kinds[i]!, e.itemId, sessions[i]!, users[i]!, orders[i]!, times[i]!]);
+  }
+
+  /**
+   * The key ids of the batch's session, user and order names, per namespace; names not seen
+   * before are added. Committed on their own, outside the events' transaction: a key is a name,
+   * which no follower reads, so one named for a batch that then fails is harmless (the next batch
+   * with that name finds it). Each name is one index probe, whatever the size of recs_keys.
+   */
+  private async nameKeys(events: readonly RecEvent[]): Promise<Map<string, number>[]> {
     const ids = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
     for (const e of events) {
       if (e.session !== null) ids[NS_SESSION]!.set(e.session, -1);
       if (e.user !== null) ids[NS_USER]!.set(e.user, -1);
       if (e.orderId !== null) ids[NS_ORDER]!.set(e.orderId, -1);
     }
-    const ns: number[] = [];
-    const names: string[] = [];
-    ids.forEach((m, n) => {
-      for (const name of m.keys()) {
-        ns.push(n);
-        names.push(name);
-      }
+    const [ns, names] = unnamed(ids);
+    if (names.length === 0) return ids;
+    // The lookup's snapshot is the statement's: a name another writer commits while it runs is
+    // neither inserted (a conflict) nor seen, and is read again by the statement after.
+    const named = await this.pool.query({
+      text: `WITH names AS (SELECT * FROM unnest($1::smallint[], $2::text[]) AS n(ns, name)),
+               ins AS (INSERT INTO recs_keys (ns, name) SELECT ns, name FROM names ORDER BY ns, name ON CONFLICT DO NOTHING RETURNING id, ns, name)
+             SELECT id, ns, name FROM ins
+             UNION ALL SELECT (SELECT k.id FROM recs_keys k WHERE k.ns = n.ns AND k.name = n.name), n.ns, n.name FROM names n`,
+      values: [ns, names],
+      rowMode: 'array',
     });
-    return this.transaction(async (client) => {
-      if (names.length > 0) {
-        // the lock, and one index probe a name whatever the size of recs_keys (a hash join would read it all): one round trip
-        await client.query("SELECT pg_advisory_xact_lock($1), set_config('enable_hashjoin', 'off', true), set_config('enable_mergejoin', 'off', true)", [WRITE_LOCK]);
-        const named = await client.query({
-          text: `WITH names AS (SELECT * FROM unnest($1::smallint[], $2::text[]) AS n(ns, name)),
-                   ins AS (INSERT INTO recs_keys (ns, name) SELECT ns, name FROM names ORDER BY ns, name ON CONFLICT DO NOTHING RETURNING id, ns, name)
-                 SELECT id, ns, name FROM ins UNION ALL SELECT k.id, k.ns, k.name FROM names JOIN recs_keys k ON k.ns = names.ns AND k.name = names.name`,
-          values: [ns, names],
-          rowMode: 'array',
-        });
-        for (const [id, n, name] of named.rows as [string, number, string][]) ids[n]!.set(name, Number(id));
-      } else {
-        await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
-      }
-      const key = (n: number, name: string | null): number => (name === null ? -1 : ids[n]!.get(name)!);
-      const kinds = events.map((e) => (e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW));
-      const sessions = events.map((e) => key(NS_SESSION, e.session));
-      const users = events.map((e) => key(NS_USER, e.user));
-      const orders = events.map((e) => key(NS_ORDER, e.orderId));
-      const times = events.map((e) => Math.round(e.time));
-      const orNull = (id: number): number | null => (id < 0 ? null : id);
-      // only the ids come back: the ids are taken in the order of n, and the rest is what was sent
-      // (read back whole, 5,000 rows of seven columns cost more CPU than writing them)
-      const result = await client.query({
-        text: `INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
-               SELECT 0, kind, item, s, u, o, t FROM unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
-                 WITH ORDINALITY AS e(kind, item, s, u, o, t, n) ORDER BY n
-               RETURNING id`,
-        values: [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times],
+    for (const [id, n, name] of named.rows as [string | null, number, string][]) if (id !== null) ids[n]!.set(name, Number(id));
+    const left = unnamed(ids);
+    if (left[1].length > 0) {
+      const again = await this.pool.query({
+        text: 'SELECT (SELECT k.id FROM recs_keys k WHERE k.ns = n.ns AND k.name = n.name), n.ns, n.name FROM unnest($1::smallint[], $2::text[]) AS n(ns, name)',
+        values: left,
         rowMode: 'array',
       });
-      const inserted = (result.rows as [string][]).map((r) => Number(r[0])).sort((a, b) => a - b);
-      return events.map((e, i): EventRow => [inserted[i]!, kinds[i]!, e.itemId, sessions[i]!, users[i]!, orders[i]!, times[i]!]);
-    });
+      for (const [id, n, name] of again.rows as [string | null, number, string][]) {
+        if (id === null) throw new Error(`recs_keys has no row for a name just added (namespace ${n})`);
+        ids[n]!.set(name, Number(id));
+      }
+    }
+    return ids;
   }
 
   async upsertItems(items: readonly ItemModel[]): Promise<number> {

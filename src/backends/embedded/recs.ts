@@ -495,11 +495,15 @@ export class EmbeddedRecs implements RecsService {
     if (this.closed) return;
     if (this.reloading !== null) await this.reloading.catch(() => undefined);
     try {
+      // A batch of this process's may be applied while the head is read (applyOwnEvents): a head
+      // read before its commit is then below the applied id without the store having gone back.
+      // Only a head below what was applied before asking means the store lost events.
+      const appliedBefore = this.head.lastEventId;
       const head = await store.head();
       const wholeReload = head.generation !== this.head.generation
         || (this.mode === 'demo' && head.lastItemSeq > this.head.lastItemSeq)
         || head.lastEventId - this.head.lastEventId > this.fullReloadEvents
-        || head.lastEventId < this.head.lastEventId;
+        || head.lastEventId < appliedBefore;
       if (wholeReload) {
         await this.reload();
         this.followError = null;
@@ -671,6 +675,8 @@ export interface OpenEmbeddedRecsOptions {
   followIntervalMs?: number;
   /** Behind by more events than this, reload whole rather than apply them; default FULL_RELOAD_EVENTS. */
   fullReloadEvents?: number;
+  /** SQLite: how long a write waits for another process's write lock (tests); default LOCK_RETRY_MS (store.ts). */
+  storeLockRetryMs?: number;
 }
 
 /**
@@ -697,7 +703,7 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
     say(`recommender: demo shop of ${catalog.size} items and ${log.length} events ready in ${Math.round(performance.now() - t0)} ms`);
     return recs;
   }
-  const store = (await openRecsData(source))!;
+  const store = (await openRecsData(source, options.storeLockRetryMs === undefined ? {} : { lockRetryMs: options.storeLockRetryMs }))!;
   const reloadAt = options.fullReloadEvents === undefined ? {} : { fullReloadEvents: options.fullReloadEvents };
   let recs: EmbeddedRecs;
   try {

@@ -6,7 +6,7 @@ import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { parseItemRecord, toItemRecord } from '../../ports/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
 import { Catalog } from '../../recommender/catalog.js';
-import { makeDataDir, preparePrivateFile, storeOpenError } from './dataFiles.js';
+import { makeDataDir, preparePrivateFile, StoreBusyError, storeOpenError } from './dataFiles.js';
 import type { EventLog, RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
@@ -41,8 +41,16 @@ export const API_IMPORT_ID = 0;
 const ROWS_PER_INSERT = 100;
 /** How long one attempt waits on another process's write lock; the event loop is blocked meanwhile. */
 const LOCK_WAIT_MS = 50;
-/** How long a write keeps retrying (asynchronously) while another process writes, e.g. an import's final move. */
-const LOCK_RETRY_MS = 60_000;
+/**
+ * Default of RecsStoreOptions.lockRetryMs: how long a write keeps retrying (asynchronously) while
+ * another process writes, e.g. an import's final move.
+ */
+export const LOCK_RETRY_MS = 60_000;
+
+export interface RecsStoreOptions {
+  /** How long a write waits for another process's write lock before it fails with StoreBusyError; default LOCK_RETRY_MS. */
+  lockRetryMs?: number;
+}
 
 const isBusy = (error: unknown): boolean => /^SQLITE_BUSY/.test((error as { code?: string } | null)?.code ?? '');
 
@@ -68,12 +76,12 @@ export class RecsStore implements RecsDataStore {
   readonly kind = 'sqlite';
   private stagingReady = false;
 
-  private constructor(readonly db: SqliteDatabase, readonly path: string) {
+  private constructor(readonly db: SqliteDatabase, readonly path: string, private readonly lockRetryMs = LOCK_RETRY_MS) {
     this.where = path;
   }
 
   /** Opens (creating DATA_DIR 0700 and the file 0600 when missing); StoreOpenError when it cannot. */
-  static open(dataDir: string): RecsStore {
+  static open(dataDir: string, options: RecsStoreOptions = {}): RecsStore {
     makeDataDir(dataDir);
     const path = join(dataDir, DB_FILE);
     let db: SqliteDatabase | undefined;
@@ -94,7 +102,7 @@ export class RecsStore implements RecsDataStore {
         }
         open.exec('CREATE INDEX IF NOT EXISTS items_by_seq ON items (seq)');
       }).immediate();
-      const store = new RecsStore(db, path);
+      const store = new RecsStore(db, path, options.lockRetryMs);
       store.deleteUnfinished();
       return store;
     } catch (error) {
@@ -193,15 +201,18 @@ export class RecsStore implements RecsDataStore {
   /**
    * Runs `body` in one write transaction (BEGIN IMMEDIATE). While another process holds the write
    * lock, waits a little (blocking) and then retries asynchronously, so a long import elsewhere
-   * does not freeze this process's event loop.
+   * does not freeze this process's event loop; StoreBusyError once lockRetryMs have passed.
    */
   private async write<T>(body: () => T): Promise<T> {
-    const deadline = Date.now() + LOCK_RETRY_MS;
+    const deadline = Date.now() + this.lockRetryMs;
     for (let attempt = 0; ; attempt++) {
       try {
         this.db.exec('BEGIN IMMEDIATE');
       } catch (error) {
-        if (!isBusy(error) || Date.now() > deadline) throw error;
+        if (!isBusy(error)) throw error;
+        if (Date.now() > deadline) {
+          throw new StoreBusyError(`another process has held the write lock of ${this.path} for over ${Math.round(this.lockRetryMs / 1000)} s`, { cause: error });
+        }
         await sleep(Math.min(100, 5 * 2 ** Math.min(attempt, 5)));
         continue;
       }
@@ -299,7 +310,8 @@ export class RecsStore implements RecsDataStore {
       rows = await this.write(() => group.map((call) => this.appendNow(call.events)));
     } catch (error) {
       // nothing of the group was kept: each call alone, so that one call's failure is only its own
-      if (group.length === 1) group[0]!.reject(error);
+      // (a lock held elsewhere is every call's: they are not kept waiting once more)
+      if (group.length === 1 || error instanceof StoreBusyError) for (const call of group) call.reject(error);
       else for (const call of group) this.write(() => this.appendNow(call.events)).then(call.resolve, call.reject);
       return;
     }
