@@ -32,6 +32,14 @@ type StoredList = Omit<RecommendationListModel, 'items'> | { notFound: true };
 
 const NOT_FOUND = 'null';
 
+/** The cache writes asked for in one turn (see CachingRecsService.writeBehind). */
+interface WriteBatch {
+  makers: (() => CacheEntry[])[];
+  /** Called once the batch is stored (or failed to be), before `written` settles. */
+  stored: (() => void)[];
+  written: Promise<void>;
+}
+
 /** What a load gave, and the cache write it started (settled once the data is stored). */
 interface Loaded<T> {
   items: T;
@@ -58,8 +66,16 @@ export class CachingRecsService implements RecsService {
   private readonly negativeTtl: number;
   private readonly jitter: number;
   private readonly itemsInFlight = new Map<number, Promise<ItemModel | null>>();
+  /**
+   * The items of lists fetched and not yet stored: answered from here, as if in flight. Kept as
+   * they are, not as settled promises in itemsInFlight: a promise each for ten items a cold list,
+   * nearly all of which nobody asks for before they are stored.
+   */
+  private readonly listedItems = new Map<number, ItemModel>();
   private readonly listsInFlight = new Map<string, Promise<RecommendationListModel>>();
   private readonly pendingWrites = new Set<Promise<void>>();
+  /** The writes of this turn, stored together once it is over (see writeBehind). */
+  private writing: WriteBatch | undefined;
   /**
    * When this process last stored each item (ms). A list's items are not stored again within half
    * their TTL of that: a cold list's items are mostly popular ones already cached (97% of them in
@@ -132,7 +148,9 @@ export class CachingRecsService implements RecsService {
     const toLoad: number[] = [];
     for (const id of new Set(ids)) {
       const inFlight = this.itemsInFlight.get(id);
+      const listed = inFlight === undefined ? this.listedItems.get(id) : undefined;
       if (inFlight) result.set(id, inFlight);
+      else if (listed) result.set(id, Promise.resolve(listed));
       else toLoad.push(id);
     }
     if (toLoad.length > 0) {
@@ -186,16 +204,34 @@ export class CachingRecsService implements RecsService {
    * storing (a Redis round trip) is off the response's path. The flight that fetched the data
    * lasts until the write settles, so a request arriving in between shares the flight rather
    * than finding the cache still empty. A failed write only means a later miss.
+   *
+   * The writes asked for in one turn of the event loop go together, in one setImmediate and one
+   * setMany (one Redis pipeline): at 20 connections a cold list's answer seldom arrives alone,
+   * and each write of its own cost a macrotask, a promise and a setMany's call (BENCHMARKS.md,
+   * "twelfth pass"). `stored` runs once the batch is stored, or failed to be, before the promise
+   * settles.
    */
-  private writeBehind(entries: () => CacheEntry[]): Promise<void> {
-    const written = new Promise<void>((resolve) => {
-      setImmediate(() => {
-        this.cache.setMany(entries()).then(resolve, () => resolve());
+  private writeBehind(entries: () => CacheEntry[], stored?: () => void): Promise<void> {
+    if (this.writing === undefined) {
+      const makers: (() => CacheEntry[])[] = [];
+      const after: (() => void)[] = [];
+      const written: Promise<void> = new Promise<void>((resolve) => {
+        setImmediate(() => {
+          this.writing = undefined;
+          const done = (): void => {
+            this.pendingWrites.delete(written);
+            for (const then of after) then();
+            resolve();
+          };
+          this.cache.setMany(makers.flatMap((make) => make())).then(done, done);
+        });
       });
-    });
-    this.pendingWrites.add(written);
-    void written.then(() => this.pendingWrites.delete(written));
-    return written;
+      this.pendingWrites.add(written);
+      this.writing = { makers, stored: after, written };
+    }
+    this.writing.makers.push(entries);
+    if (stored) this.writing.stored.push(stored);
+    return this.writing.written;
   }
 
   /** Resolves once every cache write started so far has settled (tests; shutdown). */
@@ -242,18 +278,17 @@ export class CachingRecsService implements RecsService {
     try {
       const list = await this.upstream.recommend(kind, anchorId, options);
       // until they are stored, the list's items are answered from here, as if in flight
-      const kept = (list.items ?? []).filter((item) => !this.itemsInFlight.has(item.itemId));
-      const known = kept.map((item) => Promise.resolve(item));
-      kept.forEach((item, i) => this.itemsInFlight.set(item.itemId, known[i]!));
-      const written = this.writeBehind(() => {
-        const stored: StoredList = { anchorId: list.anchorId, kind: list.kind, entries: list.entries };
-        return [{ key, value: JSON.stringify(stored), ttlSeconds: this.ttl(this.recsTtl) }, ...this.itemEntries(this.notStoredLately(list.items ?? []))];
-      });
-      void written.then(() => {
-        kept.forEach((item, i) => {
-          if (this.itemsInFlight.get(item.itemId) === known[i]) this.itemsInFlight.delete(item.itemId);
-        });
-      });
+      const kept = (list.items ?? []).filter((item) => !this.itemsInFlight.has(item.itemId) && !this.listedItems.has(item.itemId));
+      for (const item of kept) this.listedItems.set(item.itemId, item);
+      const written = this.writeBehind(
+        () => {
+          const stored: StoredList = { anchorId: list.anchorId, kind: list.kind, entries: list.entries };
+          return [{ key, value: JSON.stringify(stored), ttlSeconds: this.ttl(this.recsTtl) }, ...this.itemEntries(this.notStoredLately(list.items ?? []))];
+        },
+        () => {
+          for (const item of kept) if (this.listedItems.get(item.itemId) === item) this.listedItems.delete(item.itemId);
+        },
+      );
       return { items: list, written };
     } catch (error) {
       if (error instanceof GatewayError && error.code === ErrorCode.NOT_FOUND) {

@@ -244,6 +244,32 @@ describe("a list's items, stored once per half their TTL", () => {
   });
 });
 
+describe('the writes of one turn, stored together', () => {
+  it('stores the lists fetched in one turn, and their items, in one setMany, and the lists answer from the cache after', async () => {
+    const cache = new MemoryCache();
+    const calls: string[][] = [];
+    const setMany = cache.setMany.bind(cache);
+    cache.setMany = (entries) => {
+      calls.push(entries.map((e) => e.key));
+      return setMany(entries);
+    };
+    const upstream = new CountingRecs(known);
+    const recs = new CachingRecsService(upstream, cache);
+    // both upstream answers come in the same turn (timers of 0 ms set together)
+    const [a, b] = await Promise.all([recs.recommend('POST_BROWSE', 10), recs.recommend('NEXT_BEST_PRODUCT', 3)]);
+    expect([a.entries.map((e) => e.itemId), b.entries.map((e) => e.itemId)]).toEqual([[11, 12], [4, 5]]);
+    await recs.flushed();
+    expect(calls).toEqual([['recs:POST_BROWSE:10', 'item:11', 'item:12', 'recs:NEXT_BEST_PRODUCT:3', 'item:4', 'item:5']]);
+    // a list fetched later is a write of its own
+    await recs.recommend('POST_BROWSE', 1);
+    await recs.flushed();
+    expect(calls.slice(1)).toEqual([['recs:POST_BROWSE:1', 'item:2', 'item:3']]);
+    expect((await recs.recommend('NEXT_BEST_PRODUCT', 3)).entries.map((e) => e.itemId)).toEqual([4, 5]);
+    expect(upstream.recommendCalls).toBe(3);
+    await cache.close();
+  });
+});
+
 describe('items parsed once per cached text', () => {
   it('answers a hit with the item its text was parsed to, and a changed or removed entry as the cache has it', async () => {
     const cache = new MemoryCache();
