@@ -294,6 +294,11 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
     followIntervalMs: config.recsFollowIntervalMs,
+    // a recordEvents or upsertItems kept waiting on another process's write lock (an import's
+    // final move) answers 503 with Retry-After within the request's deadline, as an upstream
+    // would, not after the store's minute: past a client's or a balancer's timeout (AWS ALB and
+    // nginx: 60 s), a call may be stored after its client was told it failed, and sent twice
+    storeLockRetryMs: config.requestDeadlineMs,
     model: { maxAgeDays: config.recsEventsMaxAgeDays, nextBestRebuildSeconds: config.recsNbpRebuildSeconds },
     ...(hooks.log ? { log: hooks.log } : {}),
   }).catch(async (error: unknown) => {

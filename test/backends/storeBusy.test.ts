@@ -7,7 +7,12 @@ import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js'
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { DB_FILE } from '../../src/backends/embedded/store.js';
+import { MemoryCache } from '../../src/cache/memory.js';
+import { loadConfig } from '../../src/config/env.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
+import { openBackend } from '../../src/main.js';
 import { codeOf, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { NO_RATE_LIMITS } from '../helpers/processes.js';
 import { TEST_COST, tempDir } from '../helpers/stores.js';
 
 const root = basicAuthorization('root', 'root-password');
@@ -58,4 +63,45 @@ describe('a write the SQLite store is too busy for (another process holds its wr
     expect(again.body).toEqual({ data: { recordEvents: { accepted: 2 } } });
     expect(await recs.store!.counts()).toMatchObject({ events: 2 });
   });
+});
+
+describe('the gateway as serve makes it, while another process holds the write lock of its recs.db', () => {
+  const data = tempDir('recs-busy-serve-');
+  let gateway: Gateway;
+  let url: string;
+  let admin: string;
+  beforeAll(async () => {
+    const config = loadConfig({ ...NO_RATE_LIMITS, DATA_DIR: data.dir, REQUEST_DEADLINE_MS: '500', RECS_FOLLOW_INTERVAL_MS: '0' });
+    const cache = new MemoryCache();
+    const backend = await openBackend(config, { cache, onFirstAdmin: (password) => (admin = basicAuthorization('admin', password)) });
+    gateway = await createGateway({ config, backend, cache });
+    url = await gateway.listen(0, '127.0.0.1');
+  });
+  afterAll(async () => {
+    await gateway?.stop();
+    data.remove();
+  });
+
+  it('answers a call 503 with Retry-After within REQUEST_DEADLINE_MS, not after the store\'s minute, and keeps nothing of it', async () => {
+    const other = new Database(path.join(data.dir, DB_FILE));
+    other.exec('BEGIN IMMEDIATE');
+    try {
+      // 40 times the deadline: a bound against a hang, far above any scheduling delay; the
+      // store's own window (a minute) is past it, and then the fetch fails
+      const rest = await fetch(`${url}/v1/events`, {
+        method: 'POST', headers: { 'content-type': 'application/json', authorization: admin },
+        body: JSON.stringify(events('busy-serve').map((e) => ({ ...e, kind: 'view' }))), signal: AbortSignal.timeout(20_000),
+      });
+      expect(rest.status).toBe(503);
+      expect(rest.headers.get('retry-after')).toBe(String(STORE_BUSY_RETRY_AFTER_S));
+      await rest.body?.cancel();
+    } finally {
+      other.exec('ROLLBACK');
+    }
+    try {
+      expect(other.prepare('SELECT count(*) FROM events').pluck().get()).toBe(0);
+    } finally {
+      other.close();
+    }
+  }, 30_000);
 });
