@@ -310,7 +310,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   return createEmbeddedBackend(store, recs, {
     verifiedPasswordTtlMs: config.verifiedPasswordTtlSeconds * 1000,
     maxKeysPerUser: config.maxKeysPerUser,
-  }, { maxItems: config.recsMaxItems });
+  }, { maxItems: config.recsMaxItems, modelWaitMs: config.requestDeadlineMs });
 }
 
 async function user(argv: string[], io: Io): Promise<number> {

@@ -47,19 +47,49 @@ export type LiveRecs = Pick<EmbeddedRecs, 'applyEvents' | 'applyItems' | 'catalo
 export interface EmbeddedIngestOptions {
   /** RECS_MAX_ITEMS: distinct items the recommender may hold; a call that would add more is refused. Default DEFAULT_MAX_ITEMS. */
   maxItems?: number;
+  /**
+   * The longest a call's answer waits, once it is stored, for this process's model to take it
+   * (the serve command gives REQUEST_DEADLINE_MS); default MODEL_WAIT_MS.
+   */
+  modelWaitMs?: number;
+}
+
+/** EmbeddedIngestOptions.modelWaitMs' default: REQUEST_DEADLINE_MS' default. */
+export const MODEL_WAIT_MS = 10_000;
+
+/**
+ * Waits for `work` at most `ms`. A stored call is answered once the model has it, which takes
+ * milliseconds, except while the model is being filed after start-up or reloaded whole (an
+ * import replacing data, the first records replacing the demo shop): then it waits for that, 30 s
+ * on a store of 3 million events (a probe's measure). Its events are durable already: an answer
+ * held past a client's or a balancer's timeout would have it sent again and stored twice. So past
+ * `ms` it is answered as accepted, and the model applies it when the reload ends (catchUp goes on;
+ * race() has taken charge of its settling, so a late failure is no unhandled rejection).
+ */
+async function awaitAtMost(work: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  try {
+    await Promise.race([work, elapsed]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**
  * Events and records into the embedded recommender: the whole call is checked, committed in one
  * transaction to the recommender's store (durable when this resolves: SQLite synchronous=FULL, or
- * a PostgreSQL commit), then applied to this process's model, then answered. Other processes pick
+ * a PostgreSQL commit), then applied to this process's model (waited for at most modelWaitMs: see
+ * awaitAtMost), then answered. Other processes pick
  * the rows up by following the store. Without a store (tests, benchmarks) it is applied in memory only.
  */
 export class EmbeddedIngest implements IngestService {
   private readonly maxItems: number;
+  private readonly modelWaitMs: number;
 
   constructor(private readonly recs: LiveRecs, options: EmbeddedIngestOptions = {}) {
     this.maxItems = options.maxItems ?? DEFAULT_MAX_ITEMS;
+    this.modelWaitMs = options.modelWaitMs ?? MODEL_WAIT_MS;
   }
 
   /** New items that calls under way may add (reserve): counted against maxItems until they end. */
@@ -101,7 +131,7 @@ export class EmbeddedIngest implements IngestService {
       const recEvents = events.map(toRecEvent);
       const { store, applyOwnEvents } = this.recs;
       if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
-      else await applyOwnEvents.call(this.recs, await storing(() => store.appendEvents(recEvents)));
+      else await awaitAtMost(applyOwnEvents.call(this.recs, await storing(() => store.appendEvents(recEvents))), this.modelWaitMs);
       const catalog = this.recs.catalog;
       const missing = new Set<number>();
       for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
@@ -118,7 +148,7 @@ export class EmbeddedIngest implements IngestService {
     return this.withRoom('items', items.map((item) => item.itemId), async () => {
       const { store, applyOwnItems } = this.recs;
       if (!store || !applyOwnItems) this.recs.applyItems(items);
-      else await applyOwnItems.call(this.recs, items, await storing(() => store.upsertItems(items)));
+      else await awaitAtMost(applyOwnItems.call(this.recs, items, await storing(() => store.upsertItems(items))), this.modelWaitMs);
       return { upserted: items.length };
     });
   }
