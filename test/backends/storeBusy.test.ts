@@ -1,5 +1,6 @@
 import path from 'node:path';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { createEmbeddedBackend, STORE_BUSY_RETRY_AFTER_S } from '../../src/backends/embedded/index.js';
@@ -13,7 +14,7 @@ import { createGateway, type Gateway } from '../../src/http/server.js';
 import { openBackend } from '../../src/main.js';
 import { codeOf, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { NO_RATE_LIMITS } from '../helpers/processes.js';
-import { TEST_COST, tempDir } from '../helpers/stores.js';
+import { DATABASE_URL, dropSchema, TEST_COST, tempDir, testSchema } from '../helpers/stores.js';
 
 const root = basicAuthorization('root', 'root-password');
 const RECORD = 'mutation($events: [EventInput!]!) { recordEvents(events: $events) { accepted } }';
@@ -65,17 +66,23 @@ describe('a write the SQLite store is too busy for (another process holds its wr
   });
 });
 
+/** A gateway as `serve` builds it (openBackend), its deadline 500 ms: its URL and its first administrator's credential. */
+async function serveGateway(env: Record<string, string>): Promise<{ gateway: Gateway; url: string; admin: string }> {
+  const config = loadConfig({ ...NO_RATE_LIMITS, ...env, REQUEST_DEADLINE_MS: '500', RECS_FOLLOW_INTERVAL_MS: '0' });
+  const cache = new MemoryCache();
+  let admin = '';
+  const backend = await openBackend(config, { cache, onFirstAdmin: (password) => (admin = basicAuthorization('admin', password)) });
+  const gateway = await createGateway({ config, backend, cache });
+  return { gateway, url: await gateway.listen(0, '127.0.0.1'), admin };
+}
+
 describe('the gateway as serve makes it, while another process holds the write lock of its recs.db', () => {
   const data = tempDir('recs-busy-serve-');
   let gateway: Gateway;
   let url: string;
   let admin: string;
   beforeAll(async () => {
-    const config = loadConfig({ ...NO_RATE_LIMITS, DATA_DIR: data.dir, REQUEST_DEADLINE_MS: '500', RECS_FOLLOW_INTERVAL_MS: '0' });
-    const cache = new MemoryCache();
-    const backend = await openBackend(config, { cache, onFirstAdmin: (password) => (admin = basicAuthorization('admin', password)) });
-    gateway = await createGateway({ config, backend, cache });
-    url = await gateway.listen(0, '127.0.0.1');
+    ({ gateway, url, admin } = await serveGateway({ DATA_DIR: data.dir }));
   });
   afterAll(async () => {
     await gateway?.stop();
@@ -103,5 +110,58 @@ describe('the gateway as serve makes it, while another process holds the write l
     } finally {
       other.close();
     }
+  }, 30_000);
+});
+
+describe('the gateway as serve makes it on PostgreSQL, while another session holds the store\'s write lock', () => {
+  /** The advisory lock every write to the events and items takes (postgresRecsStore.ts WRITE_LOCK). */
+  const WRITE_LOCK = 7_311_923_021;
+  const data = tempDir('recs-busy-pg-');
+  const schema = testSchema();
+  let gateway: Gateway;
+  let url: string;
+  let admin: string;
+  let other: pg.Client;
+  beforeAll(async () => {
+    other = new pg.Client({ connectionString: DATABASE_URL });
+    await other.connect();
+    await other.query(`CREATE SCHEMA ${schema}`);
+    await other.query(`SET search_path = ${schema}`);
+    const database = new URL(DATABASE_URL);
+    database.searchParams.set('options', `-c search_path=${schema}`);
+    ({ gateway, url, admin } = await serveGateway({ DATA_DIR: data.dir, DATABASE_URL: database.toString() }));
+  });
+  afterAll(async () => {
+    await gateway?.stop();
+    await other?.end();
+    await dropSchema(schema);
+    data.remove();
+  });
+
+  const post = (path: string, method: string, body: unknown): Promise<Response> =>
+    fetch(`${url}${path}`, {
+      method, headers: { 'content-type': 'application/json', authorization: admin }, body: JSON.stringify(body),
+      // 40 times the deadline: a bound against a hang (before, the call waited as long as the lock was held)
+      signal: AbortSignal.timeout(20_000),
+    });
+
+  it('answers events and items 503 with Retry-After within REQUEST_DEADLINE_MS, keeps nothing of them, and takes them once the lock is let go', async () => {
+    const viewed = events('busy-pg').map((e) => ({ ...e, kind: 'view' }));
+    const records = [{ itemId: 99000001, name: 'Busy Case' }];
+    await other.query('SELECT pg_advisory_lock($1)', [WRITE_LOCK]);
+    try {
+      for (const [path, method, body] of [['/v1/events', 'POST', viewed], ['/v1/items', 'PUT', records]] as const) {
+        const answer = await post(path, method, body);
+        expect(answer.status).toBe(503);
+        expect(answer.headers.get('retry-after')).toBe(String(STORE_BUSY_RETRY_AFTER_S));
+        await answer.body?.cancel();
+      }
+    } finally {
+      await other.query('SELECT pg_advisory_unlock($1)', [WRITE_LOCK]);
+    }
+    const counts = await other.query<{ e: string; i: string }>('SELECT (SELECT count(*) FROM recs_events) AS e, (SELECT count(*) FROM recs_items) AS i');
+    expect(counts.rows[0]).toEqual({ e: '0', i: '0' });
+    expect(await (await post('/v1/events', 'POST', viewed)).json()).toMatchObject({ accepted: 2 });
+    expect(await (await post('/v1/items', 'PUT', records)).json()).toEqual({ upserted: 1 });
   }, 30_000);
 });

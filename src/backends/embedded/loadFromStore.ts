@@ -29,14 +29,20 @@ export type LoadMessage =
 
 /**
  * A store opened from a source. Read-only on SQLite opens no file that does not exist (null then);
- * `lockRetryMs` is SQLite's (RecsStoreOptions).
+ * `lockRetryMs` is how long a write waits for another process's write lock (RecsStoreOptions; on
+ * PostgreSQL its lock_timeout, unbounded when not given).
  */
 export async function openRecsData(source: RecsSource, options: { readOnly?: boolean } & RecsStoreOptions = {}): Promise<RecsDataStore | null> {
   if (source.kind === 'sqlite') {
     if (options.readOnly === true) return RecsStore.openReadOnly(source.dataDir);
     return RecsStore.open(source.dataDir, options.lockRetryMs === undefined ? {} : { lockRetryMs: options.lockRetryMs });
   }
-  const store = new PostgresRecsStore({ connectionString: source.connectionString, ...(source.schema ? { schema: source.schema } : {}), max: options.readOnly === true ? 1 : 4 });
+  const store = new PostgresRecsStore({
+    connectionString: source.connectionString,
+    ...(source.schema ? { schema: source.schema } : {}),
+    ...(options.lockRetryMs !== undefined ? { lockTimeoutMs: options.lockRetryMs } : {}),
+    max: options.readOnly === true ? 1 : 4,
+  });
   if (options.readOnly !== true) await store.migrate();
   return store;
 }

@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import { toItemRecord } from '../../ports/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
-import { StoreOpenError } from './dataFiles.js';
+import { StoreBusyError, StoreOpenError } from './dataFiles.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
@@ -14,6 +14,21 @@ export interface PostgresRecsStoreOptions {
   schema?: string;
   /** Pool size; default 4 (writes are serialised anyway, see WRITE_LOCK). */
   max?: number;
+  /**
+   * How long a write waits for WRITE_LOCK (another process's write, an import's final move)
+   * before it fails with StoreBusyError, nothing of it kept; default: as long as it takes.
+   */
+  lockTimeoutMs?: number;
+}
+
+/** PostgreSQL's SQL state for a lock wait past lock_timeout. */
+const LOCK_NOT_AVAILABLE = '55P03';
+
+/** A write's failure as the gateway answers it: a lock wait past lockTimeoutMs is StoreBusyError (503, retry). */
+function busyOr(error: unknown): unknown {
+  return (error as { code?: unknown }).code === LOCK_NOT_AVAILABLE
+    ? new StoreBusyError('another process has held the PostgreSQL store\'s write lock for longer than the request may wait', { cause: error })
+    : error;
 }
 
 // any constants will do: they only have to be the same in every process
@@ -116,7 +131,7 @@ export class PostgresRecsStore implements RecsDataStore {
   private readonly schema: string | undefined;
 
   constructor(options: PostgresRecsStoreOptions) {
-    this.pool = openPool({ connectionString: options.connectionString, schema: options.schema, max: options.max ?? 4 });
+    this.pool = openPool({ connectionString: options.connectionString, schema: options.schema, max: options.max ?? 4, lockTimeoutMs: options.lockTimeoutMs });
     this.schema = options.schema;
     this.where = describeDatabase(options.connectionString);
   }
@@ -195,6 +210,8 @@ export class PostgresRecsStore implements RecsDataStore {
              RETURNING id`,
       values: [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, WRITE_LOCK],
       rowMode: 'array',
+    }).catch((error: unknown) => {
+      throw busyOr(error);
     });
     const inserted = (result.rows as [string][]).map((r) => Number(r[0])).sort((a, b) => a - b);
     return events.map((e, i): EventRow => [inserted[i]!, kinds[i]!, e.itemId, sessions[i]!, users[i]!, orders[i]!, times[i]!]);
@@ -250,6 +267,8 @@ export class PostgresRecsStore implements RecsDataStore {
          ON CONFLICT (item_id) DO UPDATE SET record = excluded.record, seq = excluded.seq`,
         [...itemColumns(items), seq]);
       return seq;
+    }).catch((error: unknown) => {
+      throw busyOr(error);
     });
   }
 

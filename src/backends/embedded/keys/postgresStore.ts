@@ -69,7 +69,7 @@ const MIGRATION_LOCK = 7_311_923_001;
  * here) when one is given. An idle client's error (a restarted server) must not crash the
  * process: the next query reconnects.
  */
-export function openPool(options: { connectionString: string; schema?: string | undefined; max: number }): pg.Pool {
+export function openPool(options: { connectionString: string; schema?: string | undefined; max: number; lockTimeoutMs?: number | undefined }): pg.Pool {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
     throw new Error('schema must be a lower-case SQL identifier');
   }
@@ -77,6 +77,8 @@ export function openPool(options: { connectionString: string; schema?: string | 
     connectionString: options.connectionString,
     max: options.max,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+    // PostgreSQL's lock_timeout for the pool's sessions: a statement waiting longer on a lock fails (55P03)
+    ...(options.lockTimeoutMs !== undefined ? { lock_timeout: options.lockTimeoutMs } : {}),
   });
   pool.on('error', () => undefined);
   return pool;
