@@ -164,4 +164,50 @@ describe('the gateway as serve makes it on PostgreSQL, while another session hol
     expect(await (await post('/v1/events', 'POST', viewed)).json()).toMatchObject({ accepted: 2 });
     expect(await (await post('/v1/items', 'PUT', records)).json()).toEqual({ upserted: 1 });
   }, 30_000);
+
+  it('answers 503, not 500, a call naming a session another transaction is adding (an import\'s move), and keeps nothing of it', async () => {
+    const viewed = events('busy-pg-key').map((e) => ({ ...e, kind: 'view' }));
+    await other.query('BEGIN');
+    try {
+      await other.query("INSERT INTO recs_keys (ns, name) VALUES (0, 'busy-pg-key')");
+      const answer = await post('/v1/events', 'POST', viewed);
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get('retry-after')).toBe(String(STORE_BUSY_RETRY_AFTER_S));
+      await answer.body?.cancel();
+    } finally {
+      await other.query('ROLLBACK');
+    }
+    const kept = await other.query<{ e: string }>("SELECT count(*) AS e FROM recs_events e JOIN recs_keys k ON k.id = e.session WHERE k.name = 'busy-pg-key'");
+    expect(kept.rows[0]).toEqual({ e: '0' });
+    expect(await (await post('/v1/events', 'POST', viewed)).json()).toMatchObject({ accepted: 2 });
+  }, 30_000);
+
+  it('starts another replica while an import\'s move holds recs_events past REQUEST_DEADLINE_MS: it waits for the move', async () => {
+    const database = new URL(DATABASE_URL);
+    database.searchParams.set('options', `-c search_path=${schema}`);
+    const second = tempDir('recs-busy-pg2-');
+    await other.query('BEGIN');
+    let starting: Promise<{ gateway: Gateway }> | undefined;
+    try {
+      // what an import's final move holds while it inserts its rows
+      await other.query('LOCK TABLE recs_events IN ROW EXCLUSIVE MODE');
+      starting = serveGateway({ DATA_DIR: second.dir, DATABASE_URL: database.toString() });
+      starting.catch(() => undefined);
+      // the replica's migration waits on the table; held for twice the deadline from then
+      for (let polls = 0; polls < 200; polls++) {
+        const waiting = await other.query("SELECT 1 FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = 'recs_events' AND NOT l.granted");
+        if (waiting.rowCount) break;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    } finally {
+      await other.query('COMMIT');
+    }
+    try {
+      const { gateway: replica } = await starting;
+      await replica.stop();
+    } finally {
+      second.remove();
+    }
+  }, 30_000);
 });

@@ -48,8 +48,10 @@ export interface EmbeddedIngestOptions {
   /** RECS_MAX_ITEMS: distinct items the recommender may hold; a call that would add more is refused. Default DEFAULT_MAX_ITEMS. */
   maxItems?: number;
   /**
-   * The longest a call's answer waits, once it is stored, for this process's model to take it
-   * (the serve command gives REQUEST_DEADLINE_MS); default MODEL_WAIT_MS.
+   * The longest a call's answer waits, storing included, for this process's model to take it
+   * (the serve command gives REQUEST_DEADLINE_MS); default MODEL_WAIT_MS. A store kept busy by
+   * another writer's lock (an import's move) spends this budget first: counted from the store's
+   * answer, a call waited for the lock and then the whole wait again (17 s for a 10 s deadline).
    */
   modelWaitMs?: number;
 }
@@ -130,8 +132,9 @@ export class EmbeddedIngest implements IngestService {
     return this.withRoom('events', events.map((e) => e.itemId), async () => {
       const recEvents = events.map(toRecEvent);
       const { store, applyOwnEvents } = this.recs;
+      const deadline = Date.now() + this.modelWaitMs;
       if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
-      else await awaitAtMost(applyOwnEvents.call(this.recs, await storing(() => store.appendEvents(recEvents))), this.modelWaitMs);
+      else await awaitAtMost(applyOwnEvents.call(this.recs, await storing(() => store.appendEvents(recEvents))), deadline - Date.now());
       const catalog = this.recs.catalog;
       const missing = new Set<number>();
       for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
@@ -147,8 +150,9 @@ export class EmbeddedIngest implements IngestService {
     if (items.length === 0) return { upserted: 0 };
     return this.withRoom('items', items.map((item) => item.itemId), async () => {
       const { store, applyOwnItems } = this.recs;
+      const deadline = Date.now() + this.modelWaitMs;
       if (!store || !applyOwnItems) this.recs.applyItems(items);
-      else await awaitAtMost(applyOwnItems.call(this.recs, items, await storing(() => store.upsertItems(items))), this.modelWaitMs);
+      else await awaitAtMost(applyOwnItems.call(this.recs, items, await storing(() => store.upsertItems(items))), deadline - Date.now());
       return { upserted: items.length };
     });
   }

@@ -140,6 +140,10 @@ export class PostgresRecsStore implements RecsDataStore {
   async migrate(): Promise<void> {
     try {
       await this.transaction(async (client) => {
+        // Start-up waits out an import's move, as it did before lockTimeoutMs: CREATE INDEX IF NOT
+        // EXISTS takes a SHARE lock on its table even when the index is there, which the move's
+        // inserts hold off for as long as it runs; lockTimeoutMs bounds a request's write, not this.
+        await client.query('SET LOCAL lock_timeout = 0');
         await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
         if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
         await client.query(SCHEMA_SQL);
@@ -190,7 +194,10 @@ export class PostgresRecsStore implements RecsDataStore {
    */
   async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
     if (events.length === 0) return [];
-    const ids = await this.nameKeys(events);
+    // a name another writer's transaction is adding (an import's move) is waited for as the lock is
+    const ids = await this.nameKeys(events).catch((error: unknown) => {
+      throw busyOr(error);
+    });
     const key = (n: number, name: string | null): number => (name === null ? -1 : ids[n]!.get(name)!);
     const kinds = events.map((e) => (e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW));
     const sessions = events.map((e) => key(NS_SESSION, e.session));
