@@ -63,7 +63,7 @@ describe('a stored call while the model is busy (a reload, the filing after star
 
 describe('a stored call kept from the write lock by another process while the model is busy (an import\'s move, then its reload)', () => {
   /** The call's whole wait: long beside a loaded machine's scheduling delays. */
-  const WAIT = 2_000;
+  const WAIT = 3_000;
   const data = tempDir('recs-model-wait-lock-');
   let gateway: TestGateway;
   let release!: () => void;
@@ -92,7 +92,7 @@ describe('a stored call kept from the write lock by another process while the mo
     other.close();
     const released = Date.now();
     expect(await (await answer).json()).toEqual({ data: { recordEvents: { accepted: 2 } } });
-    // counted from the store's answer, the call waited WAIT more; half of it is slack for the machine
-    expect(Date.now() - released).toBeLessThan(WAIT / 2);
+    // counted from the store's answer, the call would wait WAIT more; two thirds of it is slack for a loaded machine
+    expect(Date.now() - released).toBeLessThan((2 * WAIT) / 3);
   });
 });

@@ -59,6 +59,11 @@ async function healthzTimes(url: string, n: number): Promise<number[]> {
 
 describe('an upstream that does not answer', () => {
   const DEADLINE = 1500;
+  /**
+   * An answer's bound: past the deadline by the machine's delays (a loaded CI host added 1.2 s),
+   * and before the slow upstream's 5 s, so that an answer that waited for the upstream fails it.
+   */
+  const BOUND = 3 * DEADLINE;
 
   it.each([
     ['blackholed', { kind: 'blackhole' } as const],
@@ -78,7 +83,7 @@ describe('an upstream that does not answer', () => {
     for (const answer of answers) {
       expect(codeOf(answer)).toBe('UPSTREAM_UNAVAILABLE');
       expect(answer.body.data?.item).toBeNull();
-      expect(answer.ms).toBeLessThan(DEADLINE + 1000);
+      expect(answer.ms).toBeLessThan(BOUND);
     }
     const times = answers.map((a) => a.ms);
     report(`deadline, recommendations ${name}`, {
@@ -96,7 +101,7 @@ describe('an upstream that does not answer', () => {
     const answer = await pending;
     expect(answer.status).toBe(502);
     expect(codeOf(answer)).toBe('UPSTREAM_UNAVAILABLE');
-    expect(answer.ms).toBeLessThan(DEADLINE + 1000);
+    expect(answer.ms).toBeLessThan(BOUND);
     expect(keys.count('GET', '/api/v1/apikey')).toBe(1);
     report('deadline, key service blackholed', { deadlineMs: DEADLINE, ms: answer.ms, healthzMaxMs: Math.max(...health) });
     expect(Math.max(...health)).toBeLessThan(500);
