@@ -126,15 +126,21 @@ export class EmbeddedIngest implements IngestService {
     }
   }
 
+  /** A call stored (`write`), then taken by this process's model (`apply`): waited for modelWaitMs in all, storing included. */
+  private async storeThenApply<T>(write: () => Promise<T>, apply: (stored: T) => Promise<void>): Promise<void> {
+    const deadline = Date.now() + this.modelWaitMs;
+    const stored = await storing(write);
+    await awaitAtMost(apply(stored), deadline - Date.now());
+  }
+
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[]): Promise<{ accepted: number; itemsWithoutRecord: number | null }> {
     requireAdmin(principal);
     checkEvents(events);
     return this.withRoom('events', events.map((e) => e.itemId), async () => {
       const recEvents = events.map(toRecEvent);
       const { store, applyOwnEvents } = this.recs;
-      const deadline = Date.now() + this.modelWaitMs;
       if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
-      else await awaitAtMost(applyOwnEvents.call(this.recs, await storing(() => store.appendEvents(recEvents))), deadline - Date.now());
+      else await this.storeThenApply(() => store.appendEvents(recEvents), (rows) => applyOwnEvents.call(this.recs, rows));
       const catalog = this.recs.catalog;
       const missing = new Set<number>();
       for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
@@ -150,9 +156,8 @@ export class EmbeddedIngest implements IngestService {
     if (items.length === 0) return { upserted: 0 };
     return this.withRoom('items', items.map((item) => item.itemId), async () => {
       const { store, applyOwnItems } = this.recs;
-      const deadline = Date.now() + this.modelWaitMs;
       if (!store || !applyOwnItems) this.recs.applyItems(items);
-      else await awaitAtMost(applyOwnItems.call(this.recs, items, await storing(() => store.upsertItems(items))), deadline - Date.now());
+      else await this.storeThenApply(() => store.upsertItems(items), (seq) => applyOwnItems.call(this.recs, items, seq));
       return { upserted: items.length };
     });
   }

@@ -24,11 +24,14 @@ export interface PostgresRecsStoreOptions {
 /** PostgreSQL's SQL state for a lock wait past lock_timeout. */
 const LOCK_NOT_AVAILABLE = '55P03';
 
-/** A write's failure as the gateway answers it: a lock wait past lockTimeoutMs is StoreBusyError (503, retry). */
-function busyOr(error: unknown): unknown {
-  return (error as { code?: unknown }).code === LOCK_NOT_AVAILABLE
-    ? new StoreBusyError('another process has held the PostgreSQL store\'s write lock for longer than the request may wait', { cause: error })
-    : error;
+/** A write, its failure as the gateway answers it: a lock wait past lockTimeoutMs is StoreBusyError (503, retry). */
+async function busyOnLockTimeout<T>(write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (error) {
+    if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw error;
+    throw new StoreBusyError('another process has held the PostgreSQL store\'s write lock for longer than the request may wait', { cause: error });
+  }
 }
 
 // any constants will do: they only have to be the same in every process
@@ -195,9 +198,7 @@ export class PostgresRecsStore implements RecsDataStore {
   async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
     if (events.length === 0) return [];
     // a name another writer's transaction is adding (an import's move) is waited for as the lock is
-    const ids = await this.nameKeys(events).catch((error: unknown) => {
-      throw busyOr(error);
-    });
+    const ids = await busyOnLockTimeout(this.nameKeys(events));
     const key = (n: number, name: string | null): number => (name === null ? -1 : ids[n]!.get(name)!);
     const kinds = events.map((e) => (e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW));
     const sessions = events.map((e) => key(NS_SESSION, e.session));
@@ -209,7 +210,7 @@ export class PostgresRecsStore implements RecsDataStore {
     // evaluated above the join, whatever its plan), so the ids are taken under WRITE_LOCK, in the
     // order of n. Only the ids come back: the rest is what was sent (read back whole, 5,000 rows of
     // seven columns cost more CPU than writing them).
-    const result = await this.pool.query({
+    const result = await busyOnLockTimeout(this.pool.query({
       text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7))
              INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
              SELECT 0, kind, item, s, u, o, t FROM lock, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
@@ -217,9 +218,7 @@ export class PostgresRecsStore implements RecsDataStore {
              RETURNING id`,
       values: [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, WRITE_LOCK],
       rowMode: 'array',
-    }).catch((error: unknown) => {
-      throw busyOr(error);
-    });
+    }));
     const inserted = (result.rows as [string][]).map((r) => Number(r[0])).sort((a, b) => a - b);
     return events.map((e, i): EventRow => [inserted[i]!, kinds[i]!, e.itemId, sessions[i]!, users[i]!, orders[i]!, times[i]!]);
   }
@@ -266,7 +265,7 @@ export class PostgresRecsStore implements RecsDataStore {
   }
 
   async upsertItems(items: readonly ItemModel[]): Promise<number> {
-    return this.transaction(async (client) => {
+    return busyOnLockTimeout(this.transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
       const seq = await PostgresRecsStore.bumpMeta(client, 'itemSeq');
       await client.query(
@@ -274,9 +273,7 @@ export class PostgresRecsStore implements RecsDataStore {
          ON CONFLICT (item_id) DO UPDATE SET record = excluded.record, seq = excluded.seq`,
         [...itemColumns(items), seq]);
       return seq;
-    }).catch((error: unknown) => {
-      throw busyOr(error);
-    });
+    }));
   }
 
   async eventsAfter(afterId: number, limit: number): Promise<EventRow[]> {
