@@ -1,3 +1,5 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { describe, expect, it } from 'vitest';
 import type { ItemModel } from '../../src/ports/backend.js';
 import { Catalog } from '../../src/recommender/catalog.js';
@@ -9,7 +11,7 @@ import { Recommender } from '../../src/recommender/recommend.js';
 import { buildKind, LiveModel } from '../../src/recommender/live.js';
 import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/model.js';
 import type { ModelOptions, RecModel } from '../../src/recommender/model.js';
-import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { EmbeddedRecs, REBUILD_NICE } from '../../src/backends/embedded/recs.js';
 
 /** Anchor a's next-best list as served: a live override, else the built arrays. */
 function listOf(n: Neighbours, a: number): number[][] {
@@ -277,6 +279,41 @@ describe('post-browse rebuilt in a worker thread where a batch marks much of it'
       expect(recs.model.postBrowse).not.toBe(before);
       recs.flush();
       expectLists(recs.model as LiveModel, build(live, 2800, { maxAgeDays: 3 }), 'after the worker');
+    } finally {
+      await recs.close();
+    }
+  }, 120_000);
+});
+
+/** The nice value of each of this process's threads (Linux: /proc/self/task/<tid>/stat, its 19th field). */
+function threadNices(): number[] {
+  const nices: number[] = [];
+  for (const tid of readdirSync('/proc/self/task')) {
+    try {
+      const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+      nices.push(Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]));
+    } catch {
+      // the thread ended between the listing and the read
+    }
+  }
+  return nices;
+}
+
+describe.runIf(process.platform === 'linux')('a rebuild thread takes what CPU requests leave', () => {
+  it('runs at REBUILD_NICE, the event loop at its own priority', async () => {
+    const own = getPriority();
+    expect(REBUILD_NICE).toBeGreaterThan(own);
+    const atNice = (): number => threadNices().filter((nice) => nice === REBUILD_NICE).length;
+    const before = atNice();
+    const log = new EventLog();
+    for (const e of shopping(2000)) log.add(e);
+    const recs = new EmbeddedRecs(new Catalog(), log);
+    try {
+      recs.applyEvents(shopping(3000).slice(2000)); // next-best-product's rebuild is due: a worker takes it
+      await settled(recs);
+      expect(recs.offLoop.adopted).toBeGreaterThanOrEqual(1);
+      expect(atNice()).toBeGreaterThan(before); // the worker waits for the next job
+      expect(getPriority()).toBe(own);
     } finally {
       await recs.close();
     }

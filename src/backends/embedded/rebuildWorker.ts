@@ -4,12 +4,24 @@
  * memory, read up to the length they had) and the item facts as they were when it was taken
  * (LiveModel.takeRebuild); the lists come back transferred.
  */
-import { parentPort } from 'node:worker_threads';
+import { setPriority } from 'node:os';
+import { parentPort, workerData } from 'node:worker_threads';
 import { EventLog } from '../../recommender/eventLog.js';
 import { neighboursTransferList } from '../../recommender/builtModel.js';
 import { buildKind } from '../../recommender/live.js';
 import type { RebuildJob } from '../../recommender/live.js';
 import type { Neighbours } from '../../recommender/cooccurrence.js';
+
+// the priority EmbeddedRecs gives its rebuilds (REBUILD_NICE); Linux only: there the nice value
+// is the calling thread's, elsewhere (macOS) the whole process's
+const { nice } = (workerData ?? {}) as { nice?: number };
+if (nice !== undefined && process.platform === 'linux') {
+  try {
+    setPriority(nice);
+  } catch {
+    // a system that refuses it: the rebuild runs at the gateway's priority
+  }
+}
 
 /** The worker's answer to a job: the lists, or why it failed. */
 export type RebuildAnswer = { build: number; built: Neighbours; ms: number } | { build: number; error: string };

@@ -27,6 +27,15 @@ const MAX_IDS = 100;
  * rebuild of next-best-product.
  */
 export const FLUSH_DELAY_MS = 100;
+/**
+ * The nice value of the rebuild threads: a rebuild makes lookups cheaper (an anchor a batch marked
+ * is re-ranked when read until then); it is not what keeps answers current, so it takes what CPU
+ * requests leave. A worker on the gateway's core at the same priority took a fifth to a third of
+ * its CPU under a stream of 5,000-event batches (bench/ingest.ts pins the process to one core);
+ * at 10, Linux's scheduler gives it about a tenth of a core the event loop wants (weights 110
+ * against 1024), and all of an idle one.
+ */
+export const REBUILD_NICE = 10;
 /** How long a slice of filing the log into a new live model holds the event loop (prepareLive). */
 const LOAD_SLICE_MS = 10;
 /** How long one flush by the timer re-ranks at most (what is left follows in later slices). */
@@ -246,7 +255,9 @@ export class EmbeddedRecs implements RecsService {
    * Per kind, until when (performance.now()) its next rebuild in a worker waits: FLUSH_PACE
    * times as long as its last one took, as the flush on the loop waits, so that under a stream of
    * large batches a worker builds at most a quarter of the time rather than back to back (the
-   * worker's core is often the gateway's own: bench/ingest.ts pins the process to one).
+   * worker's core is often the gateway's own: bench/ingest.ts pins the process to one). Times are
+   * wall times: a rebuild that requests slowed (it runs at a lower priority: REBUILD_NICE) rests
+   * the longer.
    */
   private readonly restUntil: Record<Kind, number> = { postBrowse: -Infinity, nextBest: -Infinity };
 
@@ -318,7 +329,7 @@ export class EmbeddedRecs implements RecsService {
   }
 
   private startRebuilder(kind: Kind): Worker {
-    const worker = startWorker('rebuildWorker');
+    const worker = startWorker('rebuildWorker', { nice: REBUILD_NICE });
     worker.unref();
     worker.on('message', (answer: RebuildAnswer) => this.rebuilt(kind, answer));
     worker.on('error', (error: Error) => this.rebuildFailed(kind, error.message));
