@@ -16,7 +16,8 @@ const config: CodegenConfig = {
         contextType: '../graphql/context.js#GatewayContext',
         scalars: {
           ItemId: 'number',
-          DateTime: { input: 'Date', output: 'Date | string' },
+          // an input is ms since 1970 (src/graphql/scalars.ts)
+          DateTime: { input: 'number', output: 'Date | string' },
         },
         mappers: {
           Item: '../ports/backend.js#ItemModel',

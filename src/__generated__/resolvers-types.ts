@@ -22,7 +22,7 @@ export type Scalars = {
    * and Z in either case as RFC 3339 allows; a time without an offset is refused, as RFC 3339 refuses it; and from 1970 to a day ahead of the gateway's
    * clock. Any other value is refused as the variable's value (HTTP 400, BAD_USER_INPUT).
    */
-  DateTime: { input: Date; output: Date | string; }
+  DateTime: { input: number; output: Date | string; }
   /**
    * An item identifier: a positive integer of up to 16 digits (Walmart item ids reach ten digits,
    * past GraphQL's 32-bit Int). Sent and received as a JSON number; a string of digits is accepted

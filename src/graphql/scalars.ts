@@ -38,28 +38,30 @@ export class ClockDependentError extends GraphQLError {}
 /**
  * An input DateTime: ISO 8601 with an offset, as the REST twin reads it (parseIsoTime), not
  * whatever Date takes; and in the range an event may have (eventTimeProblem), so that every bad
- * time is refused here, one kind of answer (the only DateTime input is an event's time).
+ * time is refused here, one kind of answer (the only DateTime input is an event's time). Its value
+ * is ms since 1970, what the event keeps: no Date made for each of a batch's 5,000 events only to
+ * be read back (a fifth of the scalar's cost in the server's profile).
  */
-function isoDate(text: string | null): Date {
+function isoTime(text: string | null): number {
   const ms = text === null ? null : parseIsoTime(text);
   if (ms === null) throw new GraphQLError('DateTime must be an ISO 8601 string with an offset (2026-11-23T06:40:00Z or +01:00)');
   const now = Date.now();
   const problem = eventTimeProblem(ms, now);
   if (problem !== null) throw ms > now ? new ClockDependentError(`DateTime ${problem}`) : new GraphQLError(`DateTime ${problem}`);
-  return new Date(ms);
+  return ms;
 }
 
-export const DateTimeScalar = new GraphQLScalarType<Date, string>({
+export const DateTimeScalar = new GraphQLScalarType<number | Date | string, string>({
   name: 'DateTime',
   serialize(value) {
-    const date = value instanceof Date ? value : new Date(String(value));
+    const date = value instanceof Date ? value : new Date(typeof value === 'number' ? value : String(value));
     if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime cannot represent an invalid date');
     return date.toISOString();
   },
   parseValue(value) {
-    return isoDate(typeof value === 'string' ? value : null);
+    return isoTime(typeof value === 'string' ? value : null);
   },
   parseLiteral(ast) {
-    return isoDate(ast.kind === Kind.STRING ? ast.value : null);
+    return isoTime(ast.kind === Kind.STRING ? ast.value : null);
   },
 });

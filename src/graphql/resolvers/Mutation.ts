@@ -12,7 +12,7 @@ function toEventModel(e: EventInput, now: number): EventInputModel {
     sessionId: e.sessionId ?? null,
     userId: e.userId ?? null,
     orderId: e.orderId ?? null,
-    time: e.time?.getTime() ?? now,
+    time: e.time ?? now,
   };
 }
 
