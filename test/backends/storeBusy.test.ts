@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { performance } from 'node:perf_hooks';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +8,7 @@ import { createEmbeddedBackend, STORE_BUSY_RETRY_AFTER_S } from '../../src/backe
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
-import { DB_FILE } from '../../src/backends/embedded/store.js';
+import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
@@ -63,6 +64,35 @@ describe('a write the SQLite store is too busy for (another process holds its wr
     const again = await gateway.gql(RECORD, { events: events('busy-graphql') }, { authorization: root });
     expect(again.body).toEqual({ data: { recordEvents: { accepted: 2 } } });
     expect(await recs.store!.counts()).toMatchObject({ events: 2 });
+  });
+});
+
+describe('a write waiting for another process\'s SQLite write lock', () => {
+  it('leaves the event loop free while it waits, and is stored once the lock is let go', async () => {
+    const data = tempDir('recs-busy-loop-');
+    const store = RecsStore.open(data.dir, { lockRetryMs: 30_000 });
+    const other = new Database(path.join(data.dir, DB_FILE));
+    try {
+      other.exec('BEGIN IMMEDIATE');
+      const before = performance.eventLoopUtilization();
+      const write = store.appendEvents([{ kind: 'view', itemId: 31000001, session: 'loop', user: null, orderId: null, time: Date.now() - 60_000 }]);
+      let settled = false;
+      void write.then(() => (settled = true), () => (settled = true));
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      // The share of those 800 ms the loop was not idle: SQLite's busy handler sleeping on it
+      // (50 ms an attempt, between timers of 5 to 100 ms) made it about half.
+      const busy = performance.eventLoopUtilization(before).utilization;
+      expect(settled).toBe(false);
+      other.exec('ROLLBACK');
+      expect((await write).map((row) => row[2])).toEqual([31000001]);
+      expect(busy).toBeLessThan(0.2);
+      expect(await store.counts()).toMatchObject({ events: 1 });
+    } finally {
+      if (other.inTransaction) other.exec('ROLLBACK');
+      other.close();
+      await store.close();
+      data.remove();
+    }
   });
 });
 

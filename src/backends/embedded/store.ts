@@ -39,7 +39,11 @@ CREATE TEMP TABLE IF NOT EXISTS staged_items (item_id INTEGER PRIMARY KEY, recor
 /** Events of API calls have no import: import id 0. */
 export const API_IMPORT_ID = 0;
 const ROWS_PER_INSERT = 100;
-/** How long one attempt waits on another process's write lock; the event loop is blocked meanwhile. */
+/**
+ * SQLite's busy timeout on the connection: how long a statement waits on another process's lock,
+ * the event loop blocked meanwhile. A write's BEGIN IMMEDIATE waits with none (RecsStore.write
+ * retries it on timers); this is left for the rest (opening, reads in a checkpoint's moment).
+ */
 const LOCK_WAIT_MS = 50;
 /**
  * Default of RecsStoreOptions.lockRetryMs: how long a write keeps retrying (asynchronously) while
@@ -78,6 +82,8 @@ export class RecsStore implements RecsDataStore {
 
   private constructor(readonly db: SqliteDatabase, readonly path: string, private readonly lockRetryMs = LOCK_RETRY_MS) {
     this.where = path;
+    this.noBusyWait = db.prepare('PRAGMA busy_timeout = 0');
+    this.busyWait = db.prepare(`PRAGMA busy_timeout = ${LOCK_WAIT_MS}`);
   }
 
   /** Opens (creating DATA_DIR 0700 and the file 0600 when missing); StoreOpenError when it cannot. */
@@ -200,20 +206,23 @@ export class RecsStore implements RecsDataStore {
 
   /**
    * Runs `body` in one write transaction (BEGIN IMMEDIATE). While another process holds the write
-   * lock, waits a little (blocking) and then retries asynchronously, so a long import elsewhere
-   * does not freeze this process's event loop; StoreBusyError once lockRetryMs have passed.
+   * lock, retries on timers (5 ms, doubling to 25 ms), so a long import elsewhere does not freeze
+   * this process's event loop; StoreBusyError once lockRetryMs have passed. Each attempt asks for
+   * the lock without SQLite's busy handler: with it, every attempt slept LOCK_WAIT_MS on the event
+   * loop, which was then blocked for about half of any wait (test/backends/storeBusy.test.ts).
    */
   private async write<T>(body: () => T): Promise<T> {
     const deadline = Date.now() + this.lockRetryMs;
     for (let attempt = 0; ; attempt++) {
       try {
-        this.db.exec('BEGIN IMMEDIATE');
+        this.beginImmediateNow();
       } catch (error) {
         if (!isBusy(error)) throw error;
         if (Date.now() > deadline) {
           throw new StoreBusyError(`another process has held the write lock of ${this.path} for over ${Math.round(this.lockRetryMs / 1000)} s`, { cause: error });
         }
-        await sleep(Math.min(100, 5 * 2 ** Math.min(attempt, 5)));
+        // 5, 10, 20, then every 25 ms: how often SQLite's own busy handler looks, after its first steps
+        await sleep(Math.min(25, 5 * 2 ** Math.min(attempt, 3)));
         continue;
       }
       try {
@@ -224,6 +233,19 @@ export class RecsStore implements RecsDataStore {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         throw error;
       }
+    }
+  }
+
+  private readonly noBusyWait: Statement;
+  private readonly busyWait: Statement;
+
+  /** BEGIN IMMEDIATE, SQLITE_BUSY at once where another connection holds the write lock. */
+  private beginImmediateNow(): void {
+    this.noBusyWait.get();
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+    } finally {
+      this.busyWait.get();
     }
   }
 
