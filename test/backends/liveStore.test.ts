@@ -9,7 +9,8 @@ import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
-import { RecsStore } from '../../src/backends/embedded/store.js';
+import { DB_FILE, DELETE_EVENTS_OF_IMPORT, RecsStore } from '../../src/backends/embedded/store.js';
+import Database from 'better-sqlite3';
 import type { RecEvent } from '../../src/recommender/eventLog.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
@@ -428,6 +429,47 @@ describe('SQLite group commit', () => {
       expect((await store.eventsAfter(0, 100)).map((r) => r[2])).toEqual([1, 2, 3, 4, 5, 7, 8]);
     } finally {
       await store.close();
+      data.remove();
+    }
+  });
+});
+
+describe('SQLite: events_by_import indexes imported events only', () => {
+  const view = (itemId: number, session: string): RecEvent => ({ kind: 'view', itemId, session, user: null, orderId: null, time: Date.now() - 60_000 });
+
+  it('is made partial in a file of an earlier version, and an import replaced leaves API events and other imports as they were', async () => {
+    const data = tempDir('recs-index-');
+    try {
+      // a file as an earlier version left it: every event in the index
+      const first = RecsStore.open(data.dir);
+      await first.close();
+      const old = new Database(join(data.dir, DB_FILE));
+      old.exec('DROP INDEX events_by_import; CREATE INDEX events_by_import ON events (import_id)');
+      old.close();
+
+      const store = RecsStore.open(data.dir);
+      try {
+        const sql = store.db.prepare("SELECT sql FROM sqlite_master WHERE name = 'events_by_import'").pluck().get() as string;
+        expect(sql).toMatch(/WHERE import_id <> 0/);
+        const plan = (store.db.prepare(`EXPLAIN QUERY PLAN ${DELETE_EVENTS_OF_IMPORT}`).all(1) as { detail: string }[]).map((r) => r.detail).join('; ');
+        expect(plan).toMatch(/USING (COVERING )?INDEX events_by_import/);
+
+        await store.appendEvents([view(31000001, 'api-1'), view(31000002, 'api-1')]);
+        const importOf = async (file: string, itemId: number): Promise<void> => {
+          const session = await store.beginImport('events', 'test', file, `sha-${file}-${itemId}`);
+          await session.addEvents([view(itemId, `imported-${file}`), view(itemId + 1, `imported-${file}`)]);
+          await session.finish(2, 0, { replace: true });
+        };
+        await importOf('a.csv', 31000010);
+        await importOf('b.csv', 31000020);
+        await store.appendEvents([view(31000003, 'api-2')]);
+        await importOf('a.csv', 31000030); // replaces a.csv's first import
+        const items = (store.db.prepare('SELECT item_id FROM events ORDER BY rowid').pluck().all() as number[]);
+        expect(items).toEqual([31000001, 31000002, 31000020, 31000021, 31000003, 31000030, 31000031]);
+      } finally {
+        await store.close();
+      }
+    } finally {
       data.remove();
     }
   });

@@ -27,7 +27,7 @@ CREATE TABLE IF NOT EXISTS keys (id INTEGER PRIMARY KEY, ns INTEGER NOT NULL, na
 CREATE TABLE IF NOT EXISTS events (
   import_id INTEGER NOT NULL, kind INTEGER NOT NULL, item_id INTEGER NOT NULL,
   session INTEGER, user INTEGER, order_id INTEGER, time INTEGER NOT NULL);
-CREATE INDEX IF NOT EXISTS events_by_import ON events (import_id);
+CREATE INDEX IF NOT EXISTS events_by_import ON events (import_id) WHERE import_id <> 0;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 `;
 
@@ -39,6 +39,14 @@ CREATE TEMP TABLE IF NOT EXISTS staged_items (item_id INTEGER PRIMARY KEY, recor
 /** Events of API calls have no import: import id 0. */
 export const API_IMPORT_ID = 0;
 const ROWS_PER_INSERT = 100;
+/**
+ * An import's events. events_by_import is partial (import_id <> 0): API calls' events, most of
+ * what a live store takes, are not in it, which made an event's insert about a third cheaper (in
+ * process, 5,000-event batches after 200k imported events: 1.8 against 1.1 µs of CPU an event).
+ * SQLite uses a partial index only where the query's WHERE implies the index's, hence the second
+ * term (import ids start at 1).
+ */
+export const DELETE_EVENTS_OF_IMPORT = 'DELETE FROM events WHERE import_id = ? AND import_id <> 0';
 /**
  * SQLite's busy timeout on the connection: how long a statement waits on another process's lock,
  * the event loop blocked meanwhile. A write's BEGIN IMMEDIATE waits with none (RecsStore.write
@@ -107,6 +115,13 @@ export class RecsStore implements RecsDataStore {
           open.exec('ALTER TABLE items ADD COLUMN seq INTEGER NOT NULL DEFAULT 0');
         }
         open.exec('CREATE INDEX IF NOT EXISTS items_by_seq ON items (seq)');
+        // events_by_import holds imported events only (DELETE_EVENTS_OF_IMPORT); a file of an earlier
+        // version indexed every API event too, each under the one key 0
+        const index = open.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'events_by_import'").pluck().get() as string | undefined;
+        if (index !== undefined && !/\bWHERE\b/i.test(index)) {
+          open.exec('DROP INDEX events_by_import');
+          open.exec(SCHEMA);
+        }
       }).immediate();
       const store = new RecsStore(db, path, options.lockRetryMs);
       store.deleteUnfinished();
@@ -487,7 +502,7 @@ export class RecsStore implements RecsDataStore {
   private removeImportsOf(what: ImportRecord['what'], file: string, sha256: string): number {
     const ids = this.importsNow().filter((i) => i.what === what && (i.file === file || i.sha256 === sha256)).map((i) => i.id);
     for (const id of ids) {
-      this.db.prepare('DELETE FROM events WHERE import_id = ?').run(id);
+      this.db.prepare(DELETE_EVENTS_OF_IMPORT).run(id);
       this.db.prepare('DELETE FROM imports WHERE id = ?').run(id);
     }
     return ids.length;
@@ -497,7 +512,7 @@ export class RecsStore implements RecsDataStore {
   private deleteUnfinished(): void {
     const ids = (this.db.prepare('SELECT id FROM imports WHERE finished_at IS NULL').all() as { id: number }[]).map((r) => r.id);
     for (const id of ids) {
-      this.db.prepare('DELETE FROM events WHERE import_id = ?').run(id);
+      this.db.prepare(DELETE_EVENTS_OF_IMPORT).run(id);
       this.db.prepare('DELETE FROM imports WHERE id = ?').run(id);
     }
   }
