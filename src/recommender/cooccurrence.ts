@@ -260,13 +260,19 @@ function buildGroups(log: EventLog, sets: readonly GroupSet[], nItems: number, o
   return { start, items: items.subarray(0, n), weight };
 }
 
-/** A bounded min-heap keeping the best `k` (score, evidence, item) triples. */
+/**
+ * A bounded min-heap keeping the best `k` (score, evidence, item) triples; a tie in both goes to
+ * the lower item id (`ids`, by item index, the array of the moment: set before offering). Not to
+ * the lower index: indexes are given in the order items first came (an event, a record), which
+ * differs between the process that took them live, a replica and a restart, so that the same
+ * events gave tied neighbours in another order on each.
+ */
 export class TopK {
   readonly score: Float64Array;
   readonly evidence: Int32Array;
   readonly item: Int32Array;
   size = 0;
-  constructor(readonly k: number) {
+  constructor(readonly k: number, public ids: Float64Array) {
     this.score = new Float64Array(k);
     this.evidence = new Int32Array(k);
     this.item = new Int32Array(k);
@@ -276,7 +282,7 @@ export class TopK {
     const b = this.score[j]!;
     if (a !== b) return a < b;
     if (this.evidence[i] !== this.evidence[j]) return this.evidence[i]! < this.evidence[j]!;
-    return this.item[i]! > this.item[j]!;
+    return this.ids[this.item[i]!]! > this.ids[this.item[j]!]!;
   }
   private swap(i: number, j: number): void {
     const s = this.score[i]!; this.score[i] = this.score[j]!; this.score[j] = s;
@@ -305,7 +311,7 @@ export class TopK {
       return;
     }
     const s0 = this.score[0]!;
-    if (score < s0 || (score === s0 && (evidence < this.evidence[0]! || (evidence === this.evidence[0] && item > this.item[0]!)))) return;
+    if (score < s0 || (score === s0 && (evidence < this.evidence[0]! || (evidence === this.evidence[0] && this.ids[item]! > this.ids[this.item[0]!]!)))) return;
     this.score[0] = score; this.evidence[0] = evidence; this.item[0] = item;
     this.down(0);
   }
@@ -325,7 +331,7 @@ export class TopK {
         const ps = score[j - 1]!;
         const pe = evidence[j - 1]!;
         const pt = item[j - 1]!;
-        if (ps > s || (ps === s && (pe > e || (pe === e && pt < t)))) break;
+        if (ps > s || (ps === s && (pe > e || (pe === e && this.ids[pt]! < this.ids[t]!)))) break;
         score[j] = ps; evidence[j] = pe; item[j] = pt;
         j--;
       }
@@ -598,7 +604,8 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   const slotCount = new Int32Array(slots);
   // Sized for the worst case so that the hot loop never checks for growth.
   const touched = new Int32Array(nItems);
-  const heap = new TopK(topK);
+  const ids = log.items.ids();
+  const heap = new TopK(topK, ids);
   const outStart = new Int32Array(nItems + 1);
   let cap = Math.max(1024, Math.min(nItems * topK, 4 * groups.items.length));
   let outItem = new Int32Array(cap);
@@ -649,8 +656,8 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   const partnerWeight = new Float64Array(category === undefined ? 0 : Math.max(nCategories, category.reduce((m, c) => Math.max(m, c + 1), 0)));
   const priorLists = prior > 0
     ? givenStats === undefined
-      ? priorListsOf(prior, factor, topK, occurrences, total, term, category, association, share, orig)
-      : priorListsOf(prior, factor, topK, frozenCounts, priorTotal, termOf(frozenCounts), category, association, shareOf(frozenCounts), orig)
+      ? priorListsOf(prior, factor, topK, occurrences, total, term, category, association, share, orig, ids)
+      : priorListsOf(prior, factor, topK, frozenCounts, priorTotal, termOf(frozenCounts), category, association, shareOf(frozenCounts), orig, ids)
     : null;
   const anchorScale = new Float64Array(prior > 0 ? nItems : 0);
 
@@ -747,11 +754,12 @@ function statsOf(total: number, occurrences: Float64Array, orig: Int32Array, ass
  * The prior's lists (see Neighbours.priorStart): per category, the items of its partner
  * categories by k · weight(partner) · share(b) · n(b)^-d (times the same-category factor in its
  * own); last, every item by k · n(b)/N · n(b)^-d (the factor applied at lookup).
- * Each holds at most `size` items, best first (ties to the lower real index).
+ * Each holds at most `size` items, best first (ties to the lower item id).
  */
 function priorListsOf(
   prior: number, factor: number, size: number, occurrences: Float64Array, total: number, term: Float64Array, category: Int32Array | undefined,
   association: { start: Int32Array; partner: Int32Array; weight: Float64Array } | null, share: Float64Array, orig: Int32Array,
+  ids: Float64Array,
 ): { start: Int32Array; item: Int32Array; score: Float64Array } {
   const nItems = occurrences.length;
   const nCategories = association === null ? 0 : association.start.length - 1;
@@ -759,9 +767,9 @@ function priorListsOf(
   const byCategory: number[][] = Array.from({ length: nCategories }, () => []);
   if (association !== null) {
     for (let b = 0; b < nItems; b++) if (term[b]! > 0 && category![b]! >= 0) byCategory[category![b]!]!.push(b);
-    for (const list of byCategory) list.sort((x, y) => share[y]! * term[y]! - share[x]! * term[x]! || orig[x]! - orig[y]!);
+    for (const list of byCategory) list.sort((x, y) => share[y]! * term[y]! - share[x]! * term[x]! || ids[orig[x]!]! - ids[orig[y]!]!);
   }
-  const heap = new TopK(size);
+  const heap = new TopK(size, ids);
   const start = new Int32Array(nCategories + 2);
   const items: number[] = [];
   const scores: number[] = [];

@@ -65,6 +65,11 @@ export class ItemIndex {
   idAt(index: number): number {
     return this.idsArray[index]!;
   }
+
+  /** The ids by index, not copied: valid (and read-only) until the next intern of a new id. */
+  idsNow(): Float64Array {
+    return this.idsArray;
+  }
 }
 
 /** Strings to small integers, for session, user and order keys. */

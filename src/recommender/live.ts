@@ -177,7 +177,7 @@ class LiveNeighbours {
     this.keys = sets.map(() => new Map<number, number[]>());
     this.keyGroups = sets.map(() => new Map<number, number | number[]>());
     this.touchedKeys = sets.map(() => new Set());
-    this.heap = new TopK(scoring.topK ?? 30);
+    this.heap = new TopK(scoring.topK ?? 30, log.items.idsNow());
     this.ordered = scoring.order !== undefined && scoring.order.window > 0;
     this.decay = this.ordered ? orderDecay(scoring.order!) : new Float64Array(0);
     this.backward = scoring.order?.backward ?? 0;
@@ -685,6 +685,7 @@ class LiveNeighbours {
     const catA = category === undefined || a >= category.length ? -1 : category[a]!;
     const sameCategory = catA >= 0 && this.factor !== 1;
     const heap = this.heap;
+    heap.ids = this.log.items.idsNow(); // the array grows with new items: the one of now
     // Under a prior (see PriorStats): the build's π_a(b) from the last full build's statistics,
     // and the anchor's own scale for its prior list.
     const stats = this.prior > 0 ? this.neighbours.priorStats : undefined;
@@ -1155,14 +1156,14 @@ export class LiveModel implements RecModel {
   }
 
   get popularViewed(): Int32Array {
-    this.viewed ??= popularityOrder(this.views, this.purchases, this.facts.candidate ?? null);
+    this.viewed ??= popularityOrder(this.views, this.purchases, this.facts.candidate ?? null, this.items);
     return this.viewed;
   }
   set popularViewed(list: Int32Array) {
     this.viewed = list;
   }
   get popularBought(): Int32Array {
-    this.bought ??= popularityOrder(this.purchases, this.views, this.facts.candidate ?? null);
+    this.bought ??= popularityOrder(this.purchases, this.views, this.facts.candidate ?? null, this.items);
     return this.bought;
   }
   set popularBought(list: Int32Array) {

@@ -203,8 +203,8 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
     else views[log.item[i]!]!++;
   }
   const candidate = facts.candidate ?? null;
-  const popularViewed = popularityOrder(views, purchases, candidate);
-  const popularBought = popularityOrder(purchases, views, candidate);
+  const popularViewed = popularityOrder(views, purchases, candidate, log.items);
+  const popularBought = popularityOrder(purchases, views, candidate, log.items);
   return { items: log.items, postBrowse, nextBest, views, purchases, popularViewed, popularBought, category: facts.category ?? null, buildMs: performance.now() - t0 };
 }
 
@@ -232,13 +232,16 @@ export function nextBestSets(log: EventLog, options: ModelOptions, since: number
   ];
 }
 
-/** Compares items by descending `first` count, then `second`, then index (a stable, total order). */
-export function byPopularity(first: Float64Array, second: Float64Array): (a: number, b: number) => number {
-  return (a, b) => first[b]! - first[a]! || second[b]! - second[a]! || a - b;
+/**
+ * Compares items (indexes) by descending `first` count, then `second`, then ascending item id: a
+ * total order that every process gives the same events alike (indexes follow the order items came in).
+ */
+export function byPopularity(first: Float64Array, second: Float64Array, items: ItemIndex): (a: number, b: number) => number {
+  return (a, b) => first[b]! - first[a]! || second[b]! - second[a]! || items.idAt(a) - items.idAt(b);
 }
 
 /** Candidates by descending `first` count, then `second`; never-seen items last. */
-export function popularityOrder(first: Float64Array, second: Float64Array, candidate: Uint8Array | null): Int32Array {
+export function popularityOrder(first: Float64Array, second: Float64Array, candidate: Uint8Array | null, items: ItemIndex): Int32Array {
   const seen: number[] = [];
   const unseen: number[] = [];
   for (let i = 0; i < first.length; i++) {
@@ -246,7 +249,8 @@ export function popularityOrder(first: Float64Array, second: Float64Array, candi
     if (first[i]! + second[i]! > 0) seen.push(i);
     else unseen.push(i);
   }
-  seen.sort(byPopularity(first, second));
+  seen.sort(byPopularity(first, second, items));
+  unseen.sort((a, b) => items.idAt(a) - items.idAt(b));
   const out = new Int32Array(seen.length + unseen.length);
   out.set(seen);
   out.set(unseen, seen.length);

@@ -156,7 +156,7 @@ export class Recommender {
     if (list === undefined) {
       const { items, views, purchases } = this.model;
       const indexes = ids(this.catalog!).map((id) => items.indexOf(id)).filter((i) => i >= 0);
-      indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases) : byPopularity(purchases, views));
+      indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases, items) : byPopularity(purchases, views, items));
       list = Int32Array.from(indexes);
       this.categoryLists.set(cacheKey, list);
     }

@@ -334,7 +334,7 @@ class Judge {
 
   private popularOrder(first: Float64Array, second: Float64Array): number[] {
     const train = this.split.train;
-    return Array.from({ length: train.items.size }, (_, i) => i).sort(byPopularity(first, second)).slice(0, MAX_RECOMMENDATIONS + 1).map((i) => train.items.idAt(i));
+    return Array.from({ length: train.items.size }, (_, i) => i).sort(byPopularity(first, second, train.items)).slice(0, MAX_RECOMMENDATIONS + 1).map((i) => train.items.idAt(i));
   }
 
   private score(task: Task, recommend: (anchor: number) => number[]): Score {

@@ -58,11 +58,11 @@ describe('evaluate', () => {
     const result = evaluate(log, { methods: [] });
     expect(result.testEvents).toBe(4);
     const row = (method: Method) => result.rows.find((r) => r.task === 'post-browse' && r.method === method)!;
-    // Ranks of the two targets: popularity (views: 1 six times, 3 five, then 2, 6, 4, 5 twice
-    // each, first seen first) gives 3 first for 1 and 5 fifth for 4. Consecutive (what came right
+    // Ranks of the two targets: popularity (views: 1 six times, 3 five, then 2, 4, 5, 6 twice
+    // each, the lower id first) gives 3 first for 1 and 5 fourth for 4. Consecutive (what came right
     // after): 1 -> 2 twice, 6 once, then the popular fill (3); 4 -> 5. Sequential rules: 1 -> 2 at
     // 1 + 1, 3 at 1/2 + 1/2 + 1/2, 6 at 1; 4 -> 5.
-    const expected: Record<'popularity' | 'consecutive' | 'sequential', [number, number]> = { popularity: [1, 5], consecutive: [3, 1], sequential: [2, 1] };
+    const expected: Record<'popularity' | 'consecutive' | 'sequential', [number, number]> = { popularity: [1, 4], consecutive: [3, 1], sequential: [2, 1] };
     for (const [method, ranks] of Object.entries(expected)) {
       const r = row(method as Method);
       const gains = ranks.map((k) => 1 / Math.log2(k + 1));
@@ -88,10 +88,10 @@ describe('evaluate', () => {
     const result = evaluate(log, { methods: [] });
     expect(result.testEvents).toBe(4);
     const row = (method: Method) => result.rows.find((r) => r.task === 'next-best-product' && r.method === method)!;
-    // Purchases: 1 six times, 3 five, then 2, 6, 4, 5 twice each (first bought first). Popularity:
-    // 3 first for 1, 5 fifth for 4. Consecutive: 1 -> 2 twice, 6 once, then the popular fill (3,
+    // Purchases: 1 six times, 3 five, then 2, 4, 5, 6 twice each (the lower id first). Popularity:
+    // 3 first for 1, 5 fourth for 4. Consecutive: 1 -> 2 twice, 6 once, then the popular fill (3,
     // third); 4 -> 5. Sequential rules: 1 -> 2 at 1 + 1, 3 at 1/2 + 1/2 + 1/2, 6 at 1; 4 -> 5.
-    const expected: Record<'popularity' | 'consecutive' | 'sequential', [number, number]> = { popularity: [1, 5], consecutive: [3, 1], sequential: [2, 1] };
+    const expected: Record<'popularity' | 'consecutive' | 'sequential', [number, number]> = { popularity: [1, 4], consecutive: [3, 1], sequential: [2, 1] };
     for (const [method, ranks] of Object.entries(expected)) {
       const r = row(method as Method);
       expect(r.queries).toBe(2);
