@@ -257,7 +257,7 @@ export interface OpenBackendHooks {
  */
 export async function openBackend(config: Config, hooks: OpenBackendHooks): Promise<Backend> {
   if (config.backend === 'rest') {
-    const [{ createRestBackend }, { CachingRecsService }] = await Promise.all([import('./backends/rest/index.js'), import('./cache/cachingRecs.js')]);
+    const [{ createRestBackend }, { CachingRecsService, CachingIngestService }] = await Promise.all([import('./backends/rest/index.js'), import('./cache/cachingRecs.js')]);
     const rest = createRestBackend({
       apiKeyServiceUrl: config.apiKeyServiceUrl!,
       recsServiceUrl: config.recsServiceUrl!,
@@ -267,14 +267,20 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
       ...(hooks.upstreamObserver ? { observer: hooks.upstreamObserver } : {}),
       ...(hooks.now ? { now: hooks.now } : {}),
     });
+    const recs = new CachingRecsService(rest.recs, hooks.cache, {
+      itemTtlSeconds: config.cacheItemTtlSeconds,
+      recsTtlSeconds: config.cacheRecsTtlSeconds,
+      negativeTtlSeconds: config.cacheNegativeTtlSeconds,
+    });
+    const listeners: (() => void)[] = [];
     return {
       keys: rest.keys,
-      ingest: rest.ingest,
-      recs: new CachingRecsService(rest.recs, hooks.cache, {
-        itemTtlSeconds: config.cacheItemTtlSeconds,
-        recsTtlSeconds: config.cacheRecsTtlSeconds,
-        negativeTtlSeconds: config.cacheNegativeTtlSeconds,
+      // a write forwarded and taken drops what this process cached (lists, the records written, answers)
+      ingest: new CachingIngestService(rest.ingest, recs, () => {
+        for (const listener of listeners) listener();
       }),
+      recs,
+      onDataChange: (listener) => listeners.push(listener),
       check: () => rest.check(),
       close: () => rest.close(),
       breakerState: () => rest.breakerState(),

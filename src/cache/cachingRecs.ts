@@ -1,11 +1,17 @@
+import { randomBytes } from 'node:crypto';
 import { DEFAULT_CACHE_TTL_SECONDS } from '../config/defaults.js';
 import { GatewayError, ErrorCode, notFound } from '../errors.js';
 import type {
   CallOptions,
+  EventInputModel,
+  IngestService,
   ItemModel,
+  PrincipalModel,
+  RecordEventsResultModel,
   RecommendationKind,
   RecommendationListModel,
   RecsService,
+  UpsertItemsResultModel,
 } from '../ports/backend.js';
 import type { CacheEntry, SharedCache } from '../ports/cache.js';
 
@@ -93,6 +99,14 @@ export class CachingRecsService implements RecsService {
    */
   private readonly parsed = new Map<number, { text: string; item: ItemModel }>();
   private readonly now: () => number;
+  /**
+   * The lists' key space: '' (recsKey, shared by every process on the cache) until this process
+   * forwards a write (dataChanged), then one of its own, so that no list kept before the write is
+   * read again. Its own: a restart or another replica never takes it up with older lists in it.
+   */
+  private listSpace = '';
+  private readonly spacePrefix = randomBytes(6).toString('hex');
+  private writes = 0;
 
   constructor(
     private readonly upstream: RecsService,
@@ -239,8 +253,25 @@ export class CachingRecsService implements RecsService {
     await Promise.all([...this.pendingWrites]);
   }
 
+  /**
+   * A write this process forwarded was taken upstream (recordEvents, upsertItems: CachingIngestService):
+   * every list it kept may have changed, and so may the records of `itemIds`. Lists are read from
+   * a new key space from now on (the old entries expire by their TTL); the records are deleted,
+   * in both tiers. Another process on the same shared cache keeps its lists for their TTL.
+   */
+  async dataChanged(itemIds: readonly number[]): Promise<void> {
+    this.listSpace = `${this.spacePrefix}.${++this.writes}:`;
+    if (itemIds.length === 0) return;
+    for (const id of itemIds) {
+      this.parsed.delete(id);
+      this.storedAt.delete(id);
+      this.listedItems.delete(id);
+    }
+    await this.cache.delete(itemIds.map(itemKey));
+  }
+
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
-    const key = recsKey(kind, anchorId);
+    const key = this.listSpace === '' ? recsKey(kind, anchorId) : `recs:${this.listSpace}${kind}:${anchorId}`;
     let inFlight = this.listsInFlight.get(key);
     if (!inFlight) {
       const loading = this.loadList(kind, anchorId, key, options);
@@ -295,6 +326,42 @@ export class CachingRecsService implements RecsService {
         await this.cache.setMany([{ key, value: JSON.stringify({ notFound: true }), ttlSeconds: this.ttl(this.negativeTtl) }]);
       }
       throw error;
+    }
+  }
+}
+
+/**
+ * REST mode's ingestion, forwarded as it is, after which this process's cached lists and the
+ * records written are dropped (CachingRecsService.dataChanged) and `onChange` is called (the
+ * response cache): the upstream answers once its model has taken the call, so the next answer
+ * here follows it, as the embedded backend's do. Only a write the upstream accepted drops
+ * anything: a refused one (a non-administrator, a bad batch) changed nothing, and must not let a
+ * caller empty the caches at will.
+ */
+export class CachingIngestService implements IngestService {
+  constructor(
+    private readonly upstream: IngestService,
+    private readonly recs: CachingRecsService,
+    private readonly onChange: () => void,
+  ) {}
+
+  async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options?: CallOptions): Promise<RecordEventsResultModel> {
+    const result = await this.upstream.recordEvents(principal, events, options);
+    await this.changed([]);
+    return result;
+  }
+
+  async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options?: CallOptions): Promise<UpsertItemsResultModel> {
+    const result = await this.upstream.upsertItems(principal, items, options);
+    await this.changed(items.map((item) => item.itemId));
+    return result;
+  }
+
+  private async changed(itemIds: readonly number[]): Promise<void> {
+    try {
+      await this.recs.dataChanged(itemIds);
+    } finally {
+      this.onChange();
     }
   }
 }

@@ -4,6 +4,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { match } from '../helpers/matchers.js';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { createRestBackend } from '../../src/backends/rest/index.js';
+import { MemoryCache } from '../../src/cache/memory.js';
+import { loadConfig } from '../../src/config/env.js';
+import { createGateway, type Gateway } from '../../src/http/server.js';
+import { openBackend } from '../../src/main.js';
+import { graphqlClient } from '../helpers/gateway.js';
+import { NO_RATE_LIMITS } from '../helpers/processes.js';
 import { codeOf, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRestUpstream, type RestUpstream } from '../helpers/restUpstream.js';
 
@@ -99,6 +105,77 @@ describe('REST mode in front of an embedded gateway', () => {
     const wrong = await gw.gql(RECORD, { events: coViews(1, 'wrong') }, { authorization: basicAuthorization('root', 'nope') });
     expect(codeOf(wrong)).toBe('UNAUTHENTICATED');
   }, 30_000);
+});
+
+describe('REST mode as serve makes it (the shared cache and the response cache on), in front of an embedded gateway', () => {
+  let upstream: RestUpstream;
+  let gateway: Gateway;
+  let gql: TestGateway['gql'];
+  let url: string;
+  const cache = new MemoryCache();
+  // In-stock items the demo shop has three views of, in families of their own
+  const ANCHOR = 31000708;
+  const PARTNERS = [31001336, 31001902];
+
+  beforeAll(async () => {
+    upstream = await startRestUpstream([{ username: 'alice', password: 'alice-password' }, { username: 'root', password: 'root-password', isAdmin: true }]);
+    const config = loadConfig({
+      ...NO_RATE_LIMITS, DATA_DIR: '/nonexistent', BACKEND: 'rest',
+      APIKEY_SERVICE_URL: upstream.url, RECS_SERVICE_URL: upstream.url, RECS_API_KEY: upstream.recsApiKey,
+    });
+    gateway = await createGateway({ config, backend: await openBackend(config, { cache }), cache });
+    url = await gateway.listen(0, '127.0.0.1');
+    gql = graphqlClient(url);
+  }, 60_000);
+  afterAll(async () => {
+    await gateway?.stop().catch(() => undefined);
+    await upstream?.stop();
+  });
+
+  const QUERY = `{ postBrowsedProducts(itemId: ${ANCHOR}) { itemId name } }`;
+  const first = async (query: string, authorization = root): Promise<number> => {
+    const answer = await gql<{ postBrowsedProducts: { itemId: number }[] }>(query, {}, { authorization });
+    expect(answer.body.errors).toBeUndefined();
+    return answer.body.data!.postBrowsedProducts[0]!.itemId;
+  };
+  const views = (partner: number, prefix: string) => Array.from({ length: 40 }, (_, i) => [
+    { kind: 'VIEW', itemId: ANCHOR, sessionId: `${prefix}-${i}`, time: new Date(Date.now() - 60_000).toISOString() },
+    { kind: 'VIEW', itemId: partner, sessionId: `${prefix}-${i}` },
+  ]).flat();
+
+  it('answers the next request with what a write it forwarded changed: the list, the answer kept for the same text, a record', async () => {
+    const before = await first(QUERY);
+    expect(PARTNERS).not.toContain(before);
+    expect(await first(QUERY)).toBe(before); // kept: the list cached, the answer in the response cache
+
+    const recorded = await gql(RECORD, { events: views(PARTNERS[0]!, 'rest-fresh') }, { authorization: root });
+    expect(recorded.body).toEqual({ data: { recordEvents: { accepted: 80, itemsWithoutRecord: 0 } } });
+    expect(await first(QUERY)).toBe(PARTNERS[0]);
+    expect(await first(`{ postBrowsedProducts(itemId: ${ANCHOR}) { itemId } }`)).toBe(PARTNERS[0]);
+
+    // through the REST twin as well; and a record written is read anew
+    const twin = await post(url, 'POST', '/v1/events', root, views(PARTNERS[1]!, 'rest-fresh-2').concat(views(PARTNERS[1]!, 'rest-fresh-3')).map((e) => ({ ...e, kind: 'view' })));
+    expect(twin).toEqual({ status: 200, body: { accepted: 160, itemsWithoutRecord: 0 } });
+    expect(await first(QUERY)).toBe(PARTNERS[1]);
+    // the first records replace the demo shop's catalogue upstream: the anchor and its partners get theirs
+    const items = [{ itemId: ANCHOR, name: 'Anchor' }, { itemId: PARTNERS[0], name: 'First partner' }, { itemId: PARTNERS[1], name: 'Renamed through REST mode' }];
+    const renamed = await gql(UPSERT, { items }, { authorization: root });
+    expect(renamed.body).toEqual({ data: { upsertItems: { upserted: 3 } } });
+    const named = await gql<{ postBrowsedProducts: { itemId: number; name: string }[] }>(QUERY, {}, { authorization: root });
+    expect(named.body.data!.postBrowsedProducts[0]).toEqual({ itemId: PARTNERS[1], name: 'Renamed through REST mode' });
+  }, 60_000);
+
+  it('keeps its caches when a write is refused upstream (a non-administrator cannot empty them)', async () => {
+    const before = await first(QUERY);
+    expect(await first(QUERY)).toBe(before);
+    const refused = await gql(RECORD, { events: views(31002784, 'alice') }, { authorization: alice });
+    expect(codeOf(refused)).toBe('FORBIDDEN');
+    // answered from the response cache: no lookup in the shared cache (a dropped answer and a new
+    // key space for lists would have missed there)
+    const misses = cache.stats.misses;
+    expect(await first(QUERY)).toBe(before);
+    expect(cache.stats.misses).toBe(misses);
+  }, 60_000);
 });
 
 describe('REST mode in front of an upstream without the twins', () => {
