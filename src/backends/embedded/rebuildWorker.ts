@@ -4,7 +4,8 @@
  * memory, read up to the length they had) and the item facts as they were when it was taken
  * (LiveModel.takeRebuild); the lists come back transferred.
  */
-import { setPriority } from 'node:os';
+import { getPriority, setPriority } from 'node:os';
+import { rebuildNice } from './rebuildNice.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import { EventLog } from '../../recommender/eventLog.js';
 import { neighboursTransferList } from '../../recommender/builtModel.js';
@@ -12,12 +13,14 @@ import { buildKind } from '../../recommender/live.js';
 import type { RebuildJob } from '../../recommender/live.js';
 import type { Neighbours } from '../../recommender/cooccurrence.js';
 
-// the priority EmbeddedRecs gives its rebuilds (REBUILD_NICE); Linux only: there the nice value
-// is the calling thread's, elsewhere (macOS) the whole process's
+// the priority EmbeddedRecs gives its rebuilds: REBUILD_NICE below the gateway's own (a thread
+// starts at its creator's nice value; a gateway run under `nice -n 15` must not get rebuilds above
+// it), at most 19. Linux only: there the nice value is the calling thread's, elsewhere (macOS)
+// the whole process's.
 const { nice } = (workerData ?? {}) as { nice?: number };
 if (nice !== undefined && process.platform === 'linux') {
   try {
-    setPriority(nice);
+    setPriority(rebuildNice(getPriority(), nice));
   } catch {
     // a system that refuses it: the rebuild runs at the gateway's priority
   }

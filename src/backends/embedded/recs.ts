@@ -28,12 +28,13 @@ const MAX_IDS = 100;
  */
 export const FLUSH_DELAY_MS = 100;
 /**
- * The nice value of the rebuild threads: a rebuild makes lookups cheaper (an anchor a batch marked
- * is re-ranked when read until then); it is not what keeps answers current, so it takes what CPU
+ * How much lower than the gateway's a rebuild thread's priority is (its nice value this much
+ * higher, at most 19: rebuildNice): a rebuild makes lookups cheaper (an anchor a batch marked is
+ * re-ranked when read until then); it is not what keeps answers current, so it takes what CPU
  * requests leave. A worker on the gateway's core at the same priority took a fifth to a third of
  * its CPU under a stream of 5,000-event batches (bench/ingest.ts pins the process to one core);
- * at 10, Linux's scheduler gives it about a tenth of a core the event loop wants (weights 110
- * against 1024), and all of an idle one.
+ * 10 lower, Linux's scheduler gives it about a tenth of a core the event loop wants (weights 110
+ * against 1024 at nice 10 and 0), and all of an idle one.
  */
 export const REBUILD_NICE = 10;
 /** How long a slice of filing the log into a new live model holds the event loop (prepareLive). */
