@@ -359,13 +359,14 @@ export class CachingIngestService implements IngestService {
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options?: CallOptions): Promise<RecordEventsResultModel> {
     const result = await this.upstream.recordEvents(principal, events, options);
-    await this.changed([]);
+    // an empty call changed nothing: it must not let an administrator's client empty the caches
+    if (events.length > 0) await this.changed([]);
     return result;
   }
 
   async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options?: CallOptions): Promise<UpsertItemsResultModel> {
     const result = await this.upstream.upsertItems(principal, items, options);
-    await this.changed(items.map((item) => item.itemId));
+    if (items.length > 0) await this.changed(items.map((item) => item.itemId));
     return result;
   }
 

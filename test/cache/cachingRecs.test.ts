@@ -1,6 +1,6 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
-import { CachingRecsService } from '../../src/cache/cachingRecs.js';
+import type { IngestService, ItemModel, PrincipalModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
+import { CachingIngestService, CachingRecsService } from '../../src/cache/cachingRecs.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { RedisCache } from '../../src/cache/redis.js';
 import { notFound, rateLimited, upstreamUnavailable } from '../../src/errors.js';
@@ -340,5 +340,30 @@ describe('a write forwarded while a lookup of its records is under way (dataChan
     // the lookup and the list begun before the write stored nothing that outlives it
     upstream.holding = false;
     expect((await recs.getItems([1]))[0]?.name).toBe('new');
+  }, 5_000);
+});
+
+describe('an empty write forwarded (CachingIngestService)', () => {
+  it('drops nothing after an empty recordEvents or upsertItems, and drops after one with entries', async () => {
+    const upstream = new CountingRecs(known);
+    const recs = new CachingRecsService(upstream, new MemoryCache());
+    let changes = 0;
+    const taken: IngestService = {
+      recordEvents: (_p, events) => Promise.resolve({ accepted: events.length, itemsWithoutRecord: 0 }),
+      upsertItems: (_p, items) => Promise.resolve({ upserted: items.length }),
+    };
+    const ingest = new CachingIngestService(taken, recs, () => changes++);
+    const admin = { authorization: 'Basic x' } as unknown as PrincipalModel;
+    await recs.recommend('POST_BROWSE', 10);
+    await recs.flushed();
+    await ingest.recordEvents(admin, []);
+    await ingest.upsertItems(admin, []);
+    await recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(1);
+    expect(changes).toBe(0);
+    await ingest.recordEvents(admin, [{ kind: 'VIEW', itemId: 10, sessionId: 's', userId: null, orderId: null, time: 0 }]);
+    await recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(2);
+    expect(changes).toBe(1);
   }, 5_000);
 });
