@@ -170,13 +170,17 @@ export class CachingRecsService implements RecsService {
     if (toLoad.length > 0) {
       const loading = this.loadItems(toLoad, options);
       const batch = loading.then((loaded) => loaded.items);
-      toLoad.forEach((id, i) => {
+      const flights = toLoad.map((id, i) => {
         const one = batch.then((items) => items[i] ?? null);
         this.itemsInFlight.set(id, one);
         result.set(id, one);
+        return one;
       });
       endOnceStored(loading, () => {
-        for (const id of toLoad) this.itemsInFlight.delete(id);
+        // a write may have ended this flight for later callers already, and another begun
+        toLoad.forEach((id, i) => {
+          if (this.itemsInFlight.get(id) === flights[i]) this.itemsInFlight.delete(id);
+        });
       });
     }
     return Promise.all(ids.map((id) => result.get(id)!));
@@ -197,10 +201,13 @@ export class CachingRecsService implements RecsService {
   }
 
   private async fetchItems(ids: number[], options?: CallOptions): Promise<Loaded<(ItemModel | null)[]>> {
+    const writes = this.writes;
     const items = await this.upstream.getItems(ids, options);
     return {
       items,
       written: this.writeBehind(() => {
+        // read before a write this process forwarded since: stored, it would outlive the write
+        if (this.writes !== writes) return [];
         const found = items.filter((item): item is ItemModel => item !== null);
         const missing = ids
           .filter((_, i) => items[i] === null)
@@ -263,6 +270,8 @@ export class CachingRecsService implements RecsService {
     this.listSpace = `${this.spacePrefix}.${++this.writes}:`;
     if (itemIds.length === 0) return;
     for (const id of itemIds) {
+      // a lookup begun before the write answers its callers, not later ones (nor is it stored: fetchItems)
+      this.itemsInFlight.delete(id);
       this.parsed.delete(id);
       this.storedAt.delete(id);
       this.listedItems.delete(id);
@@ -307,13 +316,16 @@ export class CachingRecsService implements RecsService {
     options?: CallOptions,
   ): Promise<Loaded<RecommendationListModel>> {
     try {
+      const writes = this.writes;
       const list = await this.upstream.recommend(kind, anchorId, options);
-      // until they are stored, the list's items are answered from here, as if in flight
-      const kept = (list.items ?? []).filter((item) => !this.itemsInFlight.has(item.itemId) && !this.listedItems.has(item.itemId));
+      // until they are stored, the list's items are answered from here, as if in flight; not
+      // those read before a write this process forwarded since (nor are they stored, below)
+      const kept = (this.writes !== writes ? [] : list.items ?? []).filter((item) => !this.itemsInFlight.has(item.itemId) && !this.listedItems.has(item.itemId));
       for (const item of kept) this.listedItems.set(item.itemId, item);
       const written = this.writeBehind(
         () => {
           const stored: StoredList = { anchorId: list.anchorId, kind: list.kind, entries: list.entries };
+          if (this.writes !== writes) return [];
           return [{ key, value: JSON.stringify(stored), ttlSeconds: this.ttl(this.recsTtl) }, ...this.itemEntries(this.notStoredLately(list.items ?? []))];
         },
         () => {
@@ -347,13 +359,14 @@ export class CachingIngestService implements IngestService {
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options?: CallOptions): Promise<RecordEventsResultModel> {
     const result = await this.upstream.recordEvents(principal, events, options);
-    await this.changed([]);
+    // an empty call changed nothing: it must not let an administrator's client empty the caches
+    if (events.length > 0) await this.changed([]);
     return result;
   }
 
   async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options?: CallOptions): Promise<UpsertItemsResultModel> {
     const result = await this.upstream.upsertItems(principal, items, options);
-    await this.changed(items.map((item) => item.itemId));
+    if (items.length > 0) await this.changed(items.map((item) => item.itemId));
     return result;
   }
 

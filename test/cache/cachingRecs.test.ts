@@ -1,6 +1,6 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
-import type { ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
-import { CachingRecsService } from '../../src/cache/cachingRecs.js';
+import type { IngestService, ItemModel, PrincipalModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
+import { CachingIngestService, CachingRecsService } from '../../src/cache/cachingRecs.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { RedisCache } from '../../src/cache/redis.js';
 import { notFound, rateLimited, upstreamUnavailable } from '../../src/errors.js';
@@ -293,4 +293,77 @@ describe('items parsed once per cached text', () => {
     expect(upstream.itemCalls).toEqual([[12]]);
     await cache.close();
   });
+});
+
+describe('a write forwarded while a lookup of its records is under way (dataChanged)', () => {
+  /** An upstream whose answers are read when asked and held until released: a lookup begun before a write. */
+  class HeldRecs implements RecsService {
+    names = new Map<number, string>([[1, 'old']]);
+    holding = true;
+    private gates: (() => void)[] = [];
+    async getItems(ids: readonly number[]): Promise<(ItemModel | null)[]> {
+      const read = ids.map((id) => (this.names.has(id) ? { itemId: id, name: this.names.get(id)!, attributes: [] } : null));
+      if (this.holding) await new Promise<void>((r) => this.gates.push(r));
+      return read;
+    }
+    async recommend(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel> {
+      const items = [{ itemId: 1, name: this.names.get(1)!, attributes: [] }];
+      await new Promise<void>((r) => this.gates.push(r));
+      return { anchorId, kind, entries: [{ rank: 1, itemId: 1, score: null, evidence: 0, source: 'UPSTREAM' as const }], items };
+    }
+    /** Until `n` answers are held (bounded: 200 turns of 5 ms). */
+    async held(n: number): Promise<void> {
+      for (let i = 0; i < 200 && this.gates.length < n; i++) await new Promise((r) => setTimeout(r, 5));
+      expect(this.gates.length).toBe(n);
+    }
+    /** Releases the answers held once `n` are. */
+    async release(n = 1): Promise<void> {
+      await this.held(n);
+      for (const open of this.gates.splice(0)) open();
+    }
+  }
+
+  it('answers the record written, not one read before the write, after the write (neither the old flight nor its store)', async () => {
+    const upstream = new HeldRecs();
+    const recs = new CachingRecsService(upstream, new MemoryCache());
+    const before = recs.getItems([1]);
+    const list = recs.recommend('POST_BROWSE', 7);
+    await upstream.held(2);
+    upstream.names.set(1, 'new');
+    await recs.dataChanged([1]);
+    const after = recs.getItems([1]);
+    await upstream.release(3);
+    expect((await before)[0]?.name).toBe('old');
+    expect((await list).items?.[0]?.name).toBe('old');
+    expect((await after)[0]?.name).toBe('new');
+    await recs.flushed();
+    // the lookup and the list begun before the write stored nothing that outlives it
+    upstream.holding = false;
+    expect((await recs.getItems([1]))[0]?.name).toBe('new');
+  }, 5_000);
+});
+
+describe('an empty write forwarded (CachingIngestService)', () => {
+  it('drops nothing after an empty recordEvents or upsertItems, and drops after one with entries', async () => {
+    const upstream = new CountingRecs(known);
+    const recs = new CachingRecsService(upstream, new MemoryCache());
+    let changes = 0;
+    const taken: IngestService = {
+      recordEvents: (_p, events) => Promise.resolve({ accepted: events.length, itemsWithoutRecord: 0 }),
+      upsertItems: (_p, items) => Promise.resolve({ upserted: items.length }),
+    };
+    const ingest = new CachingIngestService(taken, recs, () => changes++);
+    const admin = { authorization: 'Basic x' } as unknown as PrincipalModel;
+    await recs.recommend('POST_BROWSE', 10);
+    await recs.flushed();
+    await ingest.recordEvents(admin, []);
+    await ingest.upsertItems(admin, []);
+    await recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(1);
+    expect(changes).toBe(0);
+    await ingest.recordEvents(admin, [{ kind: 'VIEW', itemId: 10, sessionId: 's', userId: null, orderId: null, time: 0 }]);
+    await recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(2);
+    expect(changes).toBe(1);
+  }, 5_000);
 });
