@@ -237,7 +237,10 @@ export function nextBestSets(log: EventLog, options: ModelOptions, since: number
  * total order that every process gives the same events alike (indexes follow the order items came in).
  */
 export function byPopularity(first: Float64Array, second: Float64Array, items: ItemIndex): (a: number, b: number) => number {
-  return (a, b) => first[b]! - first[a]! || second[b]! - second[a]! || items.idAt(a) - items.idAt(b);
+  // the ids' array itself: most items tie on counts of a few, and a sort of a million compares
+  // them some twenty million times (a method call each was 6% of a 10M-event build)
+  const ids = items.idsNow();
+  return (a, b) => first[b]! - first[a]! || second[b]! - second[a]! || ids[a]! - ids[b]!;
 }
 
 /** Candidates by descending `first` count, then `second`; never-seen items last. */
@@ -250,7 +253,8 @@ export function popularityOrder(first: Float64Array, second: Float64Array, candi
     else unseen.push(i);
   }
   seen.sort(byPopularity(first, second, items));
-  unseen.sort((a, b) => items.idAt(a) - items.idAt(b));
+  const ids = items.idsNow();
+  unseen.sort((a, b) => ids[a]! - ids[b]!);
   const out = new Int32Array(seen.length + unseen.length);
   out.set(seen);
   out.set(unseen, seen.length);
