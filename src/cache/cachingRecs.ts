@@ -100,13 +100,13 @@ export class CachingRecsService implements RecsService {
   private readonly parsed = new Map<number, { text: string; item: ItemModel }>();
   private readonly now: () => number;
   /**
-   * The lists' key space: '' (recsKey, shared by every process on the cache) until this process
-   * forwards a write (dataChanged), then one of its own, so that no list kept before the write is
-   * read again. Its own: a restart or another replica never takes it up with older lists in it.
+   * Writes this process forwarded (dataChanged). The lists' keys are recsKey's, shared by every
+   * process on the cache, until the first; then in a space of this process's own for each, so
+   * that no list kept before a write is read again (listKey). Its own: a restart or another
+   * replica never takes it up with older lists in it.
    */
-  private listSpace = '';
-  private readonly spacePrefix = randomBytes(6).toString('hex');
   private writes = 0;
+  private readonly spacePrefix = randomBytes(6).toString('hex');
 
   constructor(
     private readonly upstream: RecsService,
@@ -267,7 +267,7 @@ export class CachingRecsService implements RecsService {
    * in both tiers. Another process on the same shared cache keeps its lists for their TTL.
    */
   async dataChanged(itemIds: readonly number[]): Promise<void> {
-    this.listSpace = `${this.spacePrefix}.${++this.writes}:`;
+    this.writes++;
     if (itemIds.length === 0) return;
     for (const id of itemIds) {
       // a lookup begun before the write answers its callers, not later ones (nor is it stored: fetchItems)
@@ -280,7 +280,7 @@ export class CachingRecsService implements RecsService {
   }
 
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
-    const key = this.listSpace === '' ? recsKey(kind, anchorId) : `recs:${this.listSpace}${kind}:${anchorId}`;
+    const key = this.writes === 0 ? recsKey(kind, anchorId) : `recs:${this.spacePrefix}.${this.writes}:${kind}:${anchorId}`;
     let inFlight = this.listsInFlight.get(key);
     if (!inFlight) {
       const loading = this.loadList(kind, anchorId, key, options);

@@ -604,7 +604,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   const slotCount = new Int32Array(slots);
   // Sized for the worst case so that the hot loop never checks for growth.
   const touched = new Int32Array(nItems);
-  const ids = log.items.ids();
+  const ids = log.items.idsNow(); // a build interns nothing: no copy needed
   const heap = new TopK(topK, ids);
   const outStart = new Int32Array(nItems + 1);
   let cap = Math.max(1024, Math.min(nItems * topK, 4 * groups.items.length));

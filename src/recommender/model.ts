@@ -252,9 +252,9 @@ export function popularityOrder(first: Float64Array, second: Float64Array, candi
     if (first[i]! + second[i]! > 0) seen.push(i);
     else unseen.push(i);
   }
-  seen.sort(byPopularity(first, second, items));
-  const ids = items.idsNow();
-  unseen.sort((a, b) => ids[a]! - ids[b]!);
+  const order = byPopularity(first, second, items);
+  seen.sort(order);
+  unseen.sort(order); // counts of 0 alike: by id
   const out = new Int32Array(seen.length + unseen.length);
   out.set(seen);
   out.set(unseen, seen.length);

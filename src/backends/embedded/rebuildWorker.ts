@@ -5,13 +5,13 @@
  * (LiveModel.takeRebuild); the lists come back transferred.
  */
 import { getPriority, setPriority } from 'node:os';
-import { rebuildNice } from './rebuildNice.js';
 import { parentPort, workerData } from 'node:worker_threads';
 import { EventLog } from '../../recommender/eventLog.js';
 import { neighboursTransferList } from '../../recommender/builtModel.js';
 import { buildKind } from '../../recommender/live.js';
 import type { RebuildJob } from '../../recommender/live.js';
 import type { Neighbours } from '../../recommender/cooccurrence.js';
+import { rebuildNice } from './rebuildNice.js';
 
 // the priority EmbeddedRecs gives its rebuilds: REBUILD_NICE below the gateway's own (a thread
 // starts at its creator's nice value; a gateway run under `nice -n 15` must not get rebuilds above
