@@ -72,10 +72,23 @@ export function rssMiB(pid: number): number {
   return Number(match?.[1] ?? 0) / 1024;
 }
 
+/**
+ * What a client sees when the gateway refuses a large body unread and closes the connection
+ * while the client is still sending it: its write fails (EPIPE, ECONNRESET) before it reads the
+ * answer. Which of the two comes first is the host's timing (seen on one host, 3 runs of 4).
+ */
+export const CLOSED_WHILE_SENDING = -1;
+
 async function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
-  const response = await request(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
-  await response.body.dump();
-  return response.statusCode;
+  try {
+    const response = await request(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    await response.body.dump();
+    return response.statusCode;
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (code === 'EPIPE' || code === 'ECONNRESET') return CLOSED_WHILE_SENDING;
+    throw error;
+  }
 }
 
 /** Runs `count` calls of `send`, `concurrency` at a time; resolves with the statuses by count. */
