@@ -1,3 +1,5 @@
+import { availableParallelism } from 'node:os';
+import { startAnchorThread } from './anchorThread.js';
 import type { EventLog } from './eventLog.js';
 import type { Sequences } from './sessions.js';
 
@@ -139,6 +141,12 @@ export interface ItemFacts {
 export interface NeighbourOptions extends Scoring {
   /** Neighbours kept per item before lookup-time filters; default 30. */
   topK?: number;
+  /**
+   * A build over at least this many positions (views or purchases in its groups) ranks the later
+   * half of its anchors in a second thread; default PARALLEL_FROM_POSITIONS. 0: always (tests),
+   * Infinity: never.
+   */
+  parallelFromPositions?: number;
 }
 
 /**
@@ -547,6 +555,18 @@ const MAX_PARTNER_CATEGORIES = 10;
  * top-K is chosen right after its counts are complete.
  */
 export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], options: NeighbourOptions, facts: ItemFacts = {}, frozen?: PriorStats): Neighbours {
+  const prepared = prepareNeighbours(log, sets, options, facts, frozen);
+  return prepared.finish(rankEveryAnchor(prepared.pass, options.pairScore ?? null, options.parallelFromPositions ?? PARALLEL_FROM_POSITIONS));
+}
+
+/** A build up to its anchor loop: the loop's pass, and what makes the loop's lists the build's neighbours. */
+export interface PreparedNeighbours {
+  pass: AnchorPass;
+  finish(ranked: RankedAnchors): Neighbours;
+}
+
+/** buildNeighbours up to its anchor loop. */
+export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], options: NeighbourOptions, facts: ItemFacts = {}, frozen?: PriorStats): PreparedNeighbours {
   const nItems = log.items.size;
   const topK = options.topK ?? 30;
   const factor = options.sameCategoryFactor ?? 1;
@@ -597,21 +617,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
   // 16 bytes. When every group weighs 1 and pairs are unordered, counts alone (Int32) give the
   // same numbers in a quarter of the space.
   const unit = !ordered && groups.weight.every((w) => w === 1);
-  const acc = new Float64Array(unit || ordered ? 0 : 2 * nItems);
-  const count = new Int32Array(unit ? nItems : 0);
-  const slots = new ArrayBuffer(ordered ? 16 * nItems : 0);
-  const slotWeight = new Float64Array(slots);
-  const slotCount = new Int32Array(slots);
-  // Sized for the worst case so that the hot loop never checks for growth.
-  const touched = new Int32Array(nItems);
   const ids = log.items.idsNow(); // a build interns nothing: no copy needed
-  const heap = new TopK(topK, ids);
-  const outStart = new Int32Array(nItems + 1);
-  let cap = Math.max(1024, Math.min(nItems * topK, 4 * groups.items.length));
-  let outItem = new Int32Array(cap);
-  let outScore = new Float64Array(cap);
-  let outEvidence = new Int32Array(cap);
-  let out = 0;
   // The prior's statistics (see PriorStats): this build's, or those given.
   const givenStats = prior > 0 ? frozen : undefined;
   // (An empty log's statistics have no N: the current one serves.)
@@ -652,33 +658,217 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     return out;
   };
   const share = shareOf(neighbourCounts);
-  // Sized for every category the facts number (a category newer than given statistics has no partners).
-  const partnerWeight = new Float64Array(category === undefined ? 0 : Math.max(nCategories, category.reduce((m, c) => Math.max(m, c + 1), 0)));
   const priorLists = prior > 0
     ? givenStats === undefined
       ? priorListsOf(prior, factor, topK, occurrences, total, term, category, association, share, orig, ids)
       : priorListsOf(prior, factor, topK, frozenCounts, priorTotal, termOf(frozenCounts), category, association, shareOf(frozenCounts), orig, ids)
     : null;
-  const anchorScale = new Float64Array(prior > 0 ? nItems : 0);
+  const pass: AnchorPass = {
+    nItems, topK, factor, damping, prior, priorTotal, ordered, unit, backward,
+    rank, orig, ids, occurrences, neighbourCounts, term, share, decay,
+    byItemStart, byItem, positionGroup, groupStart: groups.start, groupItems: groups.items, groupWeight: groups.weight,
+    family: family ?? null, category: category ?? null,
+    // every category the facts number (a category newer than given statistics has no partners)
+    nCategories: category === undefined ? 0 : Math.max(nCategories, category.reduce((m, c) => Math.max(m, c + 1), 0)),
+    association: association === null ? null : { start: association.start, partner: association.partner, weight: association.weight },
+  };
+  const finish = (ranked: RankedAnchors): Neighbours => ({
+    start: ranked.start, item: ranked.item, score: ranked.score, evidence: ranked.evidence,
+    priorStart: priorLists?.start ?? new Int32Array(1), priorItem: priorLists?.item ?? new Int32Array(0), priorScore: priorLists?.score ?? new Float64Array(0),
+    anchorScale: ranked.anchorScale, sameCategoryFactor: factor,
+    ...(prior > 0 ? { priorStats: givenStats ?? statsOf(total, occurrences, orig, association) } : {}),
+  });
+  return { pass, finish };
+}
 
-  for (let a0 = 0; a0 < nItems; a0++) {
-    outStart[a0] = out;
+/**
+ * Default of NeighbourOptions.parallelFromPositions: below a million positions a build takes
+ * about a second or less, and a second thread's start (tens of milliseconds built, hundreds from
+ * source) and the copy of the index would eat much of what it saves.
+ */
+export const PARALLEL_FROM_POSITIONS = 1_000_000;
+
+/**
+ * Everything the anchor loop of buildNeighbours reads (by rank, see renumberByDegree): plain
+ * typed arrays and numbers, so that it crosses to a second thread (anchorThread.ts) as it is.
+ */
+export interface AnchorPass {
+  nItems: number;
+  topK: number;
+  factor: number;
+  damping: number;
+  prior: number;
+  priorTotal: number;
+  ordered: boolean;
+  unit: boolean;
+  backward: number;
+  rank: Int32Array;
+  orig: Int32Array;
+  ids: Float64Array;
+  occurrences: Float64Array;
+  neighbourCounts: Float64Array;
+  term: Float64Array;
+  share: Float64Array;
+  decay: Float64Array;
+  byItemStart: Int32Array;
+  byItem: Int32Array;
+  positionGroup: Int32Array;
+  groupStart: Int32Array;
+  groupItems: Int32Array;
+  groupWeight: Float64Array;
+  family: Int32Array | null;
+  category: Int32Array | null;
+  /** Categories numbered: the size of the partner-weight scratch. */
+  nCategories: number;
+  association: { start: Int32Array; partner: Int32Array; weight: Float64Array } | null;
+}
+
+/**
+ * The lists of the anchors (item indexes) from .. to-1: `start` from 0 (to - from + 1 entries),
+ * and their anchor factors where there is a prior.
+ */
+export interface RankedAnchors {
+  start: Int32Array;
+  item: Int32Array;
+  score: Float64Array;
+  evidence: Int32Array;
+  anchorScale: Float64Array;
+}
+
+/**
+ * Ranks every anchor; with at least `parallelFrom` positions and a second core, in two threads
+ * (anchorThread.ts) that take chunks of anchors in turn from a shared counter, so that neither
+ * waits for the other however the work falls (an anchor costs its positions times the window,
+ * or its groups' sizes, and a list; early items are the popular ones). Each anchor's list depends
+ * only on the pass: the chunks put together in order are the lists of one thread, bit for bit.
+ * A second thread that has not started by the time this one took the last chunk is called off.
+ */
+function rankEveryAnchor(pass: AnchorPass, pairScore: PairScore | null, parallelFrom: number): RankedAnchors {
+  const { nItems, byItemStart } = pass;
+  if (pairScore !== null || byItemStart[nItems]! < parallelFrom || nItems < 2 * ANCHOR_CHUNK || availableParallelism() < 2) {
+    return rankAnchors(pass, 0, nItems, pairScore, anchorScratch(pass));
+  }
+  const next = new Int32Array(new SharedArrayBuffer(4));
+  const thread = startAnchorThread(pass, next);
+  const chunks = rankChunks(pass, next);
+  for (const [c, ranked] of thread.wait()) chunks[c] = ranked;
+  // chunks the thread claimed and did not rank (it failed): ranked here
+  const scratch = anchorScratch(pass);
+  for (let c = 0; c < chunks.length; c++) chunks[c] ??= rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(nItems, (c + 1) * ANCHOR_CHUNK), null, scratch);
+  return joinRanked(chunks as RankedAnchors[]);
+}
+
+/** Anchors a chunk of rankChunks: small enough that the last chunks balance the threads. */
+export const ANCHOR_CHUNK = 2048;
+
+/**
+ * Ranks the chunks of ANCHOR_CHUNK anchors this thread claims from `next` (the index of the next
+ * chunk, shared between threads) until none is left; the array holds them at their index.
+ */
+export function rankChunks(pass: AnchorPass, next: Int32Array): (RankedAnchors | undefined)[] {
+  const count = Math.ceil(pass.nItems / ANCHOR_CHUNK);
+  const chunks: (RankedAnchors | undefined)[] = new Array<RankedAnchors | undefined>(count);
+  const scratch = anchorScratch(pass);
+  for (let c = Atomics.add(next, 0, 1); c < count; c = Atomics.add(next, 0, 1)) {
+    chunks[c] = rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(pass.nItems, (c + 1) * ANCHOR_CHUNK), null, scratch);
+  }
+  return chunks;
+}
+
+/** Consecutive ranges' lists as one. */
+function joinRanked(parts: readonly RankedAnchors[]): RankedAnchors {
+  let anchors = 0;
+  let entries = 0;
+  let scales = 0;
+  for (const part of parts) {
+    anchors += part.start.length - 1;
+    entries += part.item.length;
+    scales += part.anchorScale.length;
+  }
+  const start = new Int32Array(anchors + 1);
+  const item = new Int32Array(entries);
+  const score = new Float64Array(entries);
+  const evidence = new Int32Array(entries);
+  const anchorScale = new Float64Array(scales);
+  let a = 0;
+  let e = 0;
+  let k = 0;
+  for (const part of parts) {
+    const n = part.start.length - 1;
+    for (let i = 0; i < n; i++) start[a + i] = e + part.start[i]!;
+    item.set(part.item, e);
+    score.set(part.score, e);
+    evidence.set(part.evidence, e);
+    anchorScale.set(part.anchorScale, k);
+    a += n;
+    e += part.item.length;
+    k += part.anchorScale.length;
+  }
+  start[anchors] = e;
+  return { start, item, score, evidence, anchorScale };
+}
+
+/** A thread's scratch for rankAnchors, reused from one range to the next (every entry is left cleared). */
+export interface AnchorScratch {
+  acc: Float64Array;
+  count: Int32Array;
+  slotWeight: Float64Array;
+  slotCount: Int32Array;
+  touched: Int32Array;
+  partnerWeight: Float64Array;
+  heap: TopK;
+}
+
+export function anchorScratch(pass: AnchorPass): AnchorScratch {
+  const { nItems, ordered, unit } = pass;
+  // Doubles, so that sums of the exact terms stay exact (see ORDER_SCALE); the ordered slot stays
+  // 16 bytes. When every group weighs 1 and pairs are unordered, counts alone (Int32) give the
+  // same numbers in a quarter of the space.
+  const slots = new ArrayBuffer(ordered ? 16 * nItems : 0);
+  return {
+    acc: new Float64Array(unit || ordered ? 0 : 2 * nItems),
+    count: new Int32Array(unit ? nItems : 0),
+    slotWeight: new Float64Array(slots),
+    slotCount: new Int32Array(slots),
+    // Sized for the worst case so that the hot loop never checks for growth.
+    touched: new Int32Array(nItems),
+    partnerWeight: new Float64Array(pass.nCategories),
+    heap: new TopK(pass.topK, pass.ids),
+  };
+}
+
+/** The anchor loop of buildNeighbours over the anchors (item indexes) from .. to-1 (see RankedAnchors). */
+export function rankAnchors(pass: AnchorPass, from: number, to: number, pairScore: PairScore | null, scratch: AnchorScratch): RankedAnchors {
+  const {
+    topK, factor, damping, prior, priorTotal, ordered, unit, backward, rank, orig, occurrences, neighbourCounts, term, share, decay,
+    byItemStart, byItem, positionGroup, groupStart, groupItems, groupWeight, family, category, association,
+  } = pass;
+  const { acc, count, slotWeight, slotCount, touched, partnerWeight, heap } = scratch;
+  const outStart = new Int32Array(to - from + 1);
+  let cap = Math.max(1024, Math.min((to - from) * topK, 4 * byItemStart[pass.nItems]!));
+  let outItem = new Int32Array(cap);
+  let outScore = new Float64Array(cap);
+  let outEvidence = new Int32Array(cap);
+  let out = 0;
+  const anchorScale = new Float64Array(prior > 0 ? to - from : 0);
+  for (let a0 = from; a0 < to; a0++) {
+    outStart[a0 - from] = out;
     const a = rank[a0]!;
     const na = occurrences[a]!;
     const anchor = anchorFactor(na, damping);
-    if (prior > 0) anchorScale[a0] = anchor;
+    if (prior > 0) anchorScale[a0 - from] = anchor;
     const nTouched = ordered
-      ? gatherOrdered(a, byItemStart, byItem, positionGroup, groups.start, groups.items, groups.weight, decay, backward, slotWeight, slotCount, touched)
+      ? gatherOrdered(a, byItemStart, byItem, positionGroup, groupStart, groupItems, groupWeight, decay, backward, slotWeight, slotCount, touched)
       : unit
-        ? gatherUnit(a, byItemStart, byItem, groups.start, groups.items, count, touched)
-        : gather(a, byItemStart, byItem, groups.start, groups.items, groups.weight, acc, touched);
+        ? gatherUnit(a, byItemStart, byItem, groupStart, groupItems, count, touched)
+        : gather(a, byItemStart, byItem, groupStart, groupItems, groupWeight, acc, touched);
     if (nTouched === 0) continue;
-    const famA = family === undefined ? -1 : family[a]!;
-    const catA = category === undefined ? -1 : category[a]!;
+    const famA = family === null ? -1 : family[a]!;
+    const catA = category === null ? -1 : category[a]!;
     const sameCategory = catA >= 0 && factor !== 1;
     // The anchor's partner categories, spread into a dense scratch array for the pair loop.
     let partners = 0;
-    if (association !== null && catA >= 0 && catA < nCategories) {
+    if (association !== null && catA >= 0 && catA < association.start.length - 1) {
       for (let j = association.start[catA]!; j < association.start[catA + 1]!; j++) partnerWeight[association.partner[j]!] = association.weight[j]!;
       partners = association.start[catA + 1]! - association.start[catA]!;
     }
@@ -706,7 +896,7 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
       if (term[b] === 0) continue;
       if (famA >= 0 && family![b] === famA) continue;
       let s: number;
-      if (pairScore !== null) s = pairScore(c, na, occurrences[b]!, total);
+      if (pairScore !== null) s = pairScore(c, na, occurrences[b]!, priorTotal); // (no prior: this build's N)
       else {
         const pi = prior === 0 ? 0 : partners > 0 ? (category![b]! >= 0 ? partnerWeight[category![b]!]! * share[b]! : 0) : neighbourCounts[b]! / priorTotal;
         s = (c + prior * pi) * term[b]! * anchor;
@@ -723,13 +913,8 @@ export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], option
     }
     out += heap.drain(outScore, outEvidence, outItem, out);
   }
-  outStart[nItems] = out;
-  return {
-    start: outStart, item: outItem.slice(0, out), score: outScore.slice(0, out), evidence: outEvidence.slice(0, out),
-    priorStart: priorLists?.start ?? new Int32Array(1), priorItem: priorLists?.item ?? new Int32Array(0), priorScore: priorLists?.score ?? new Float64Array(0),
-    anchorScale, sameCategoryFactor: factor,
-    ...(prior > 0 ? { priorStats: givenStats ?? statsOf(total, occurrences, orig, association) } : {}),
-  };
+  outStart[to - from] = out;
+  return { start: outStart, item: outItem.slice(0, out), score: outScore.slice(0, out), evidence: outEvidence.slice(0, out), anchorScale };
 }
 
 /** A by-rank copy of an array by real index (0 for items beyond it). */

@@ -106,6 +106,8 @@ export interface ModelOptions {
    * every anchor that way with 1).
    */
   hotPositions?: number;
+  /** See NeighbourOptions.parallelFromPositions (a full build's second thread); default PARALLEL_FROM_POSITIONS. */
+  parallelFromPositions?: number;
 }
 
 /**
@@ -210,13 +212,16 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
 
 /** Post-browse's scoring with the options' top-K. */
 export function postBrowseScoring(options: ModelOptions): NeighbourOptions {
-  return { ...(options.postBrowse ?? DEFAULT_POST_BROWSE), topK: options.topK ?? 30 };
+  return { ...(options.postBrowse ?? DEFAULT_POST_BROWSE), topK: options.topK ?? 30, ...parallelism(options) };
 }
 
 /** Next-best-product's scoring with the options' top-K. */
 export function nextBestScoring(options: ModelOptions): NeighbourOptions {
-  return { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30 };
+  return { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30, ...parallelism(options) };
 }
+
+const parallelism = (options: ModelOptions): { parallelFromPositions?: number } =>
+  options.parallelFromPositions === undefined ? {} : { parallelFromPositions: options.parallelFromPositions };
 
 /** Post-browse's groups: visits of views from `since`. */
 export function postBrowseSets(log: EventLog, options: ModelOptions, since: number): GroupSet[] {

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { parseItemRecord } from '../../ports/itemRecord.js';
 import { Catalog } from '../../recommender/catalog.js';
 import { EventLog } from '../../recommender/eventLog.js';
@@ -12,6 +12,7 @@ import type { DemoData } from './demo.js';
 import { PostgresRecsStore } from './postgresRecsStore.js';
 import type { BuiltModel } from '../../recommender/builtModel.js';
 import { fromBuiltModel } from '../../recommender/builtModel.js';
+import { startModuleWorker } from '../../recommender/threads.js';
 import type { ModelOptions, RecModel } from '../../recommender/model.js';
 import { DB_FILE, RecsStore, type RecsStoreOptions } from './store.js';
 
@@ -73,19 +74,9 @@ export type Loaded =
 /** Item records parsed a turn of the event loop while a load's catalogue comes over (a few milliseconds). */
 const RECORDS_PER_TURN = 250;
 
-const here = import.meta.url;
-const fromSource = here.endsWith('.ts');
-
-/**
- * Starts one of this folder's worker modules (`name` without extension). Built, the worker is
- * plain .js; from source (tsx, vitest) it is TypeScript, and a worker does not inherit the
- * loader, so a bootstrap registers tsx's before importing it.
- */
+/** Starts one of this folder's worker modules (see startModuleWorker). */
 export function startWorker(name: 'loadWorker' | 'rebuildWorker', workerData?: unknown): Worker {
-  const file = new URL(`./${name}${fromSource ? '.ts' : '.js'}`, here);
-  if (!fromSource) return new Worker(file, { workerData });
-  const bootstrap = `import('tsx/esm/api').then(({ register }) => { register(); return import(${JSON.stringify(file.href)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData });
+  return startModuleWorker(import.meta.url, name, { workerData });
 }
 
 /**

@@ -1,0 +1,63 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, expect, it } from 'vitest';
+import { buildDemo } from '../../src/backends/embedded/demo.js';
+import { startAnchorThread } from '../../src/recommender/anchorThread.js';
+import type { Neighbours, RankedAnchors } from '../../src/recommender/cooccurrence.js';
+import { ANCHOR_CHUNK, anchorScratch, prepareNeighbours, rankAnchors } from '../../src/recommender/cooccurrence.js';
+import type { ModelOptions } from '../../src/recommender/model.js';
+import { buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets } from '../../src/recommender/model.js';
+
+// A full build over many positions ranks its anchors in two threads (cooccurrence.ts,
+// rankEveryAnchor); the lists must be those of one thread, bit for bit, whichever thread ranked
+// which anchors.
+
+const bytes = (a: ArrayBufferView): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+const ARRAYS = ['start', 'item', 'score', 'evidence', 'anchorScale'] as const;
+
+function expectSameBytes(a: Pick<Neighbours, (typeof ARRAYS)[number]>, b: Pick<Neighbours, (typeof ARRAYS)[number]>, what: string): void {
+  for (const key of ARRAYS) expect(bytes(a[key]).equals(bytes(b[key])), `${what}: ${key}`).toBe(true);
+}
+
+function expectSameModel(options: ModelOptions): void {
+  const { catalog, log } = buildDemo();
+  const one = buildModel(log, { ...options, parallelFromPositions: Infinity }, catalog);
+  const two = buildModel(log, { ...options, parallelFromPositions: 0 }, catalog);
+  for (const kind of ['postBrowse', 'nextBest'] as const) {
+    expectSameBytes(one[kind], two[kind], kind);
+    for (const key of ['priorStart', 'priorItem', 'priorScore'] as const) expect(bytes(one[kind][key]).equals(bytes(two[kind][key])), `${kind}: ${key}`).toBe(true);
+  }
+  // several chunks, and lists in them: the comparison compares something
+  expect(one.items.size).toBeGreaterThan(4 * ANCHOR_CHUNK);
+  expect(one.postBrowse.item.length).toBeGreaterThan(one.items.size);
+  expect(one.nextBest.item.length).toBeGreaterThan(one.items.size);
+}
+
+describe('a full build in two threads', () => {
+  it('gives the lists of one thread bit for bit: ordered views, and orders with a prior and categories', () => {
+    expectSameModel({});
+  });
+
+  it('the same for item sets, unweighted and weighted', () => {
+    expectSameModel({ postBrowse: { damping: 0.3 }, nextBest: { damping: 0.5, prior: 0 } });
+  });
+
+  it('the second thread ranks the chunks it claims as this thread would, and hands them all back', async () => {
+    const { catalog, log } = buildDemo();
+    buildModel(log, {}, catalog); // interns the catalogue's items, as a load does
+    const since = cutoffOf(latestTime(log), {});
+    const { pass } = prepareNeighbours(log, nextBestSets(log, {}, since), nextBestScoring({}), itemFacts(log.items, catalog));
+    const chunks = Math.ceil(pass.nItems / ANCHOR_CHUNK);
+    const next = new Int32Array(new SharedArrayBuffer(4));
+    const thread = startAnchorThread(pass, next);
+    // this thread claims none: the other takes every chunk once it has started (bounded)
+    for (const deadline = Date.now() + 60_000; Atomics.load(next, 0) < chunks && Date.now() < deadline;) await sleep(20);
+    const answer = thread.wait();
+    expect(answer.map(([c]) => c).sort((a, b) => a - b)).toEqual(Array.from({ length: chunks }, (_, c) => c));
+    const scratch = anchorScratch(pass);
+    for (const [c, ranked] of answer) {
+      const here: RankedAnchors = rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(pass.nItems, (c + 1) * ANCHOR_CHUNK), null, scratch);
+      expectSameBytes(ranked, here, `chunk ${c}`);
+    }
+    expect(answer.reduce((n, [, r]) => n + r.item.length, 0)).toBeGreaterThan(pass.nItems);
+  }, 90_000);
+});
