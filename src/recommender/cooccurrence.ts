@@ -142,9 +142,9 @@ export interface NeighbourOptions extends Scoring {
   /** Neighbours kept per item before lookup-time filters; default 30. */
   topK?: number;
   /**
-   * A build over at least this many positions (views or purchases in its groups) ranks the later
-   * half of its anchors in a second thread; default PARALLEL_FROM_POSITIONS. 0: always (tests),
-   * Infinity: never.
+   * A build over at least this many events in its groups (visits, orders, histories), and
+   * 2 * ANCHOR_CHUNK items, ranks its anchors in two threads where there are two cores; default
+   * PARALLEL_FROM_POSITIONS. 0: always (tests), Infinity: never.
    */
   parallelFromPositions?: number;
 }
@@ -226,7 +226,10 @@ export function anchorFactor(na: number, damping: number): number {
  * item. A group's weight is its sequence's, halved every `halfLifeDays` before the log's latest
  * event.
  */
-function buildGroups(log: EventLog, sets: readonly GroupSet[], nItems: number, ordered: boolean, collapseRepeats: boolean, halfLifeDays: number): Groups {
+function buildGroups(
+  log: EventLog, sets: readonly GroupSet[], nItems: number, ordered: boolean, collapseRepeats: boolean, halfLifeDays: number,
+  int32: (n: number) => Int32Array = (n) => new Int32Array(n),
+): Groups {
   let total = 0;
   let groups = 0;
   for (const s of sets) {
@@ -234,7 +237,7 @@ function buildGroups(log: EventLog, sets: readonly GroupSet[], nItems: number, o
     groups += s.sequences.count;
   }
   const start = new Int32Array(groups + 1);
-  const items = new Int32Array(total);
+  const items = int32(total);
   const weight = new Float64Array(groups);
   const stamp = new Int32Array(nItems).fill(-1);
   let latest = -Infinity;
@@ -556,12 +559,14 @@ const MAX_PARTNER_CATEGORIES = 10;
  */
 export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], options: NeighbourOptions, facts: ItemFacts = {}, frozen?: PriorStats): Neighbours {
   const prepared = prepareNeighbours(log, sets, options, facts, frozen);
-  return prepared.finish(rankEveryAnchor(prepared.pass, options.pairScore ?? null, options.parallelFromPositions ?? PARALLEL_FROM_POSITIONS));
+  return prepared.finish(rankEveryAnchor(prepared.pass, options.pairScore ?? null, prepared.twoThreads));
 }
 
 /** A build up to its anchor loop: the loop's pass, and what makes the loop's lists the build's neighbours. */
 export interface PreparedNeighbours {
   pass: AnchorPass;
+  /** Whether the loop takes a second thread (see NeighbourOptions.parallelFromPositions); its largest arrays are then shared memory. */
+  twoThreads: boolean;
   finish(ranked: RankedAnchors): Neighbours;
 }
 
@@ -575,7 +580,12 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
   const prior = pairScore === null ? options.prior ?? 0 : 0;
   const order = options.order ?? null;
   const ordered = order !== null && order.window > 0;
-  const groups = buildGroups(log, sets, nItems, ordered, options.collapseRepeats === true, options.halfLifeDays ?? 0);
+  // A second thread reads the index of positions (three arrays of 4 bytes a position: 108 MB at
+  // 10M events) in shared memory rather than in a copy of its own.
+  const upTo = sets.reduce((n, s) => n + s.sequences.events.length, 0);
+  const twoThreads = pairScore === null && upTo >= (options.parallelFromPositions ?? PARALLEL_FROM_POSITIONS) && nItems >= 2 * ANCHOR_CHUNK && availableParallelism() >= 2;
+  const int32 = twoThreads ? (n: number): Int32Array => new Int32Array(new SharedArrayBuffer(4 * n)) : (n: number): Int32Array => new Int32Array(n);
+  const groups = buildGroups(log, sets, nItems, ordered, options.collapseRepeats === true, options.halfLifeDays ?? 0, int32);
   const nGroups = groups.weight.length;
   // Everything below works on items renumbered by descending number of positions (their rank),
   // so that the scratch entries the pair loop hits most, those of popular items, share a few
@@ -601,8 +611,8 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
   }
   for (let i = 0; i < nItems; i++) byItemStart[i + 1]! += byItemStart[i]!;
   // An item's groups (item sets) or positions (ordered: positionGroup maps them to their group).
-  const byItem = new Int32Array(groups.items.length);
-  const positionGroup = new Int32Array(ordered ? groups.items.length : 0);
+  const byItem = int32(groups.items.length);
+  const positionGroup = int32(ordered ? groups.items.length : 0);
   const fill = byItemStart.slice(0, nItems);
   for (let g = 0; g < nGroups; g++) {
     for (let j = groups.start[g]!; j < groups.start[g + 1]!; j++) {
@@ -678,13 +688,13 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
     anchorScale: ranked.anchorScale, sameCategoryFactor: factor,
     ...(prior > 0 ? { priorStats: givenStats ?? statsOf(total, occurrences, orig, association) } : {}),
   });
-  return { pass, finish };
+  return { pass, twoThreads, finish };
 }
 
 /**
  * Default of NeighbourOptions.parallelFromPositions: below a million positions a build takes
  * about a second or less, and a second thread's start (tens of milliseconds built, hundreds from
- * source) and the copy of the index would eat much of what it saves.
+ * source) and the copy of the pass's smaller arrays would eat much of what it saves.
  */
 export const PARALLEL_FROM_POSITIONS = 1_000_000;
 
@@ -736,18 +746,16 @@ export interface RankedAnchors {
 }
 
 /**
- * Ranks every anchor; with at least `parallelFrom` positions and a second core, in two threads
+ * Ranks every anchor; with `twoThreads` (see prepareNeighbours), in two threads
  * (anchorThread.ts) that take chunks of anchors in turn from a shared counter, so that neither
  * waits for the other however the work falls (an anchor costs its positions times the window,
  * or its groups' sizes, and a list; early items are the popular ones). Each anchor's list depends
  * only on the pass: the chunks put together in order are the lists of one thread, bit for bit.
  * A second thread that has not started by the time this one took the last chunk is called off.
  */
-function rankEveryAnchor(pass: AnchorPass, pairScore: PairScore | null, parallelFrom: number): RankedAnchors {
-  const { nItems, byItemStart } = pass;
-  if (pairScore !== null || byItemStart[nItems]! < parallelFrom || nItems < 2 * ANCHOR_CHUNK || availableParallelism() < 2) {
-    return rankAnchors(pass, 0, nItems, pairScore, anchorScratch(pass));
-  }
+function rankEveryAnchor(pass: AnchorPass, pairScore: PairScore | null, twoThreads: boolean): RankedAnchors {
+  const { nItems } = pass;
+  if (!twoThreads) return rankAnchors(pass, 0, nItems, pairScore, anchorScratch(pass));
   const next = new Int32Array(new SharedArrayBuffer(4));
   const thread = startAnchorThread(pass, next);
   const chunks = rankChunks(pass, next);
