@@ -85,30 +85,38 @@ interface Target {
   url: string;
   key: string;
   child: ChildProcess;
+  /** The server's memory after a full garbage collection (SIGUSR2 to the target), in MB. */
+  retainedMb(): Promise<number>;
 }
 
 async function start(mode: string): Promise<Target> {
   // a directory a scenario: every thread (the loader's, the recommender's workers) writes a profile of its own
   const profile = flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${flags['cpu-prof']}/${mode}-${Date.now()}`] : [];
-  const child = spawn('taskset', ['-c', '1', process.execPath, '--no-memory-reducer', ...profile, '--import', 'tsx', 'bench/targets/ingest.ts'], {
+  const child = spawn('taskset', ['-c', '1', process.execPath, '--no-memory-reducer', '--expose-gc', ...profile, '--import', 'tsx', 'bench/targets/ingest.ts'], {
     cwd: ROOT,
     env: { ...process.env, BENCH_INGEST: mode, LOG_LEVEL: 'warn', NODE_ENV: 'production', REDIS_URL: undefined, RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const memoryWaiters: ((mb: number) => void)[] = [];
   const line = await new Promise<{ url: string; key: string }>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`target ${mode} exited with ${code}: ${stderr}`)));
     createInterface({ input: child.stdout }).on('line', (text) => {
       try {
-        const parsed = JSON.parse(text) as { url?: string; key?: string };
+        const parsed = JSON.parse(text) as { url?: string; key?: string; retainedMb?: number };
         if (parsed.url) resolve({ url: parsed.url, key: parsed.key ?? '' });
+        if (parsed.retainedMb !== undefined) memoryWaiters.shift()?.(parsed.retainedMb);
       } catch {
         // not our line
       }
     });
   });
-  return { ...line, child };
+  const retainedMb = (): Promise<number> => new Promise((resolve) => {
+    memoryWaiters.push(resolve);
+    child.kill('SIGUSR2');
+  });
+  return { ...line, child, retainedMb };
 }
 
 function stop(target: Target): Promise<void> {
@@ -126,6 +134,10 @@ interface Result {
   seconds: number;
   cpuMs: number;
   latencies: number[];
+  /** The server's resident memory (MB) after the warm-up and at the end. */
+  rss: { before: number; after: number };
+  /** Its heap, array buffers and external memory after a full garbage collection (MB), likewise. */
+  retained: { before: number; after: number };
 }
 
 async function send(target: Target, rest: boolean, index: number): Promise<number> {
@@ -154,6 +166,8 @@ async function measure(id: ScenarioId): Promise<Result> {
     let events = 0;
     const latencies: number[] = [];
     const cpuBefore = cpuMsOf(target.child.pid!);
+    const retainedBefore = await target.retainedMb();
+    const rssBefore = rssMbOf(target.child.pid!);
     const started = performance.now();
     const deadline = started + DURATION_MS;
     const loop = async (): Promise<void> => {
@@ -165,10 +179,18 @@ async function measure(id: ScenarioId): Promise<Result> {
     };
     await Promise.all(Array.from({ length: INFLIGHT }, loop));
     const seconds = (performance.now() - started) / 1000;
-    return { id, calls: latencies.length, events, seconds, cpuMs: cpuMsOf(target.child.pid!) - cpuBefore, latencies: latencies.sort((a, b) => a - b) };
+    const rss = { before: rssBefore, after: rssMbOf(target.child.pid!) };
+    const retained = { before: retainedBefore, after: await target.retainedMb() };
+    return { id, calls: latencies.length, events, seconds, cpuMs: cpuMsOf(target.child.pid!) - cpuBefore, latencies: latencies.sort((a, b) => a - b), rss, retained };
   } finally {
     await stop(target);
   }
+}
+
+/** The process's resident memory now, in MB (/proc/<pid>/status VmRSS). */
+function rssMbOf(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith('VmRSS:'));
+  return Number(line?.split(/\s+/)[1] ?? NaN) / 1024;
 }
 
 const percentile = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
@@ -190,10 +212,10 @@ const rateOf = (r: Result): number => r.events / r.seconds;
 const reference = (r: Result): Result | undefined => results.find((x) => x.id === `raw-${r.id.split('-')[1]}`);
 console.log(`\n${BATCH} events a call, ${INFLIGHT} calls in flight, ${flags.duration} s a scenario; server on CPU 1, load generator on CPU 0`);
 console.log(`load average at the end: ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')} (the machine is shared: others' work lands on both cores)\n`);
-console.log('| scenario | calls | events/s | server CPU µs/event | p50 ms/call | p99 ms/call | events/s vs raw |');
-console.log('|---|---:|---:|---:|---:|---:|---:|');
+console.log('| scenario | calls | events/s | server CPU µs/event | p50 ms/call | p99 ms/call | events/s vs raw | server RSS MB, after warm-up -> end (per million events taken) | retained after a full GC, MB (per million events) |');
+console.log('|---|---:|---:|---:|---:|---:|---:|---|---|');
 for (const r of results) {
   const ref = reference(r);
   const ratio = ref ? (rateOf(r) / rateOf(ref)).toFixed(2) : '';
-  console.log(`| ${r.id} | ${r.calls} | ${Math.round(rateOf(r)).toLocaleString('en')} | ${((r.cpuMs * 1000) / r.events).toFixed(2)} | ${percentile(r.latencies, 50).toFixed(1)} | ${percentile(r.latencies, 99).toFixed(1)} | ${ratio} |`);
+  console.log(`| ${r.id} | ${r.calls} | ${Math.round(rateOf(r)).toLocaleString('en')} | ${((r.cpuMs * 1000) / r.events).toFixed(2)} | ${percentile(r.latencies, 50).toFixed(1)} | ${percentile(r.latencies, 99).toFixed(1)} | ${ratio} | ${r.rss.before.toFixed(0)} -> ${r.rss.after.toFixed(0)} (${(((r.rss.after - r.rss.before) * 1e6) / r.events).toFixed(0)}) | ${r.retained.before.toFixed(0)} -> ${r.retained.after.toFixed(0)} (${(((r.retained.after - r.retained.before) * 1e6) / r.events).toFixed(0)}) |`);
 }

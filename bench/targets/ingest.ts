@@ -32,6 +32,13 @@ import type * as ServerModule from '../../src/http/server.js';
 const dist = (file: string): string => new URL(`../../dist/${file}`, import.meta.url).href;
 const mode = process.env.BENCH_INGEST ?? 'noop';
 
+// bench/ingest.ts asks for the memory the process holds (after a full collection: it runs this with --expose-gc)
+process.on('SIGUSR2', () => {
+  (globalThis as { gc?: () => void }).gc?.();
+  const m = process.memoryUsage();
+  console.log(JSON.stringify({ retainedMb: (m.heapUsed + m.external) / 1048576 }));
+});
+
 if (mode === 'raw') {
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
