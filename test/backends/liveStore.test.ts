@@ -273,6 +273,21 @@ for (const kind of kinds) {
       expect(follower.recommendNow('POST_BROWSE', anchor).entries).toEqual(writer.recommendNow('POST_BROWSE', anchor).entries);
     }, 60_000);
 
+    it('closed while a whole reload runs in its worker, logs no failure to follow (the stop ends the worker, not the store)', async () => {
+      const f = fresh();
+      const writer = await f.open(0);
+      disposals.push(() => writer.close());
+      const lines: string[] = [];
+      const follower = await openEmbeddedRecs({ ...f.options, followIntervalMs: 50, fullReloadEvents: 10, log: (l) => lines.push(l) });
+      const anchor = [...follower.catalog.values()][0]!.itemId;
+      await new EmbeddedIngest(writer).recordEvents(ADMIN, coViews(anchor, anchor + 1, 30, 1)); // past the bound: a whole reload (the demo shop's, about a second)
+      const loading = (): boolean => (follower as unknown as { worker: unknown }).worker !== null;
+      await until(loading, 10_000);
+      await follower.close();
+      await sleep(200); // a poll's callbacks run after close (they did: "cannot follow …", then "following … again")
+      expect(lines.filter((l) => /cannot follow|again/.test(l))).toEqual([]);
+    }, 30_000);
+
     it('a demo shop takes events for its items', async () => {
       const f = fresh();
       const recs = await f.open(0);

@@ -622,10 +622,12 @@ export class EmbeddedRecs implements RecsService {
       if (this.closed) return;
       this.poll().then(
         () => {
-          if (failing) say(`recommender: following ${this.store!.where} again`);
+          if (failing && !this.closed) say(`recommender: following ${this.store!.where} again`);
           failing = false;
         },
         (error: unknown) => {
+          // a stop ends the load worker under way: that is no failure to follow the store
+          if (this.closed) return;
           if (!failing) say(`recommender: cannot follow ${this.store!.where}, the model in use stays: ${(error as Error).message}`);
           failing = true;
         },
