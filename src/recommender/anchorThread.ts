@@ -11,11 +11,20 @@ import { startModuleWorker } from './threads.js';
  * receiveMessageOnPort takes the message without the event loop.
  */
 
-/** The flag's states: the thread claims its part (STARTED) unless the build called it off. */
+/** The flag's states (slot 0): the thread claims its part (STARTED) unless the build called it off. */
 export const PENDING = 0;
 export const STARTED = 1;
 export const DONE = 2;
 export const ABANDONED = 3;
+/** Slot 1 of the flag: chunks the thread has ranked so far (its sign of life while the build waits). */
+export const PROGRESS = 1;
+
+/**
+ * How long the build waits for a chunk of the thread's to be ranked before it takes the thread
+ * for dead (a thread that ran out of memory, or was ended from outside, never says DONE) and
+ * ranks the chunks itself: a chunk takes milliseconds, seconds on a starved machine.
+ */
+export const STALL_MS = 60_000;
 
 /** What the worker gets: the pass, the shared chunk counter, the flag and its port. */
 export interface AnchorJob {
@@ -32,13 +41,18 @@ export type AnchorAnswer = [number, RankedAnchors][];
 export interface AnchorThread {
   /**
    * Once this thread has taken the last chunk: the chunks the other ranked, waiting for it to
-   * finish them if it started, none if it had not (it is then called off).
+   * finish them if it started, none if it had not (it is then called off) or if it stalls.
    */
   wait(): AnchorAnswer;
 }
 
-export function startAnchorThread(pass: AnchorPass, next: Int32Array): AnchorThread {
-  const flag = new Int32Array(new SharedArrayBuffer(4));
+/** A flag for a thread: slot 0 its state, slot 1 its progress. */
+export function anchorFlag(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(8));
+}
+
+export function startAnchorThread(pass: AnchorPass, next: Int32Array, stallMs = STALL_MS): AnchorThread {
+  const flag = anchorFlag();
   const { port1, port2 } = new MessageChannel();
   let worker;
   try {
@@ -52,15 +66,32 @@ export function startAnchorThread(pass: AnchorPass, next: Int32Array): AnchorThr
   worker.on('error', () => {});
   return {
     wait(): AnchorAnswer {
-      if (Atomics.compareExchange(flag, 0, PENDING, ABANDONED) === PENDING) {
-        port1.close();
-        void worker.terminate();
-        return [];
-      }
-      while (Atomics.load(flag, 0) === STARTED) Atomics.wait(flag, 0, STARTED);
-      const answer = receiveMessageOnPort(port1)?.message as AnchorAnswer | undefined;
+      const answer = awaitAnchorThread(flag, port1, stallMs);
       port1.close();
-      return answer ?? [];
+      if (Atomics.load(flag, 0) === ABANDONED) void worker.terminate();
+      return answer;
     },
   };
+}
+
+/**
+ * The build's side of the wait (see AnchorThread.wait), on the thread's flag and port: what the
+ * thread posted once DONE; nothing if it was still PENDING (called off) or made no progress for
+ * `stallMs` (given up: the flag is left ABANDONED either way).
+ */
+export function awaitAnchorThread(flag: Int32Array, port: MessagePort, stallMs: number): AnchorAnswer {
+  if (Atomics.compareExchange(flag, 0, PENDING, ABANDONED) === PENDING) return [];
+  let progress = Atomics.load(flag, PROGRESS);
+  let since = performance.now();
+  while (Atomics.load(flag, 0) === STARTED) {
+    if (Atomics.wait(flag, 0, STARTED, Math.min(1_000, stallMs)) !== 'timed-out') continue;
+    const now = performance.now();
+    if (Atomics.load(flag, PROGRESS) !== progress) {
+      progress = Atomics.load(flag, PROGRESS);
+      since = now;
+    } else if (now - since >= stallMs && Atomics.compareExchange(flag, 0, STARTED, ABANDONED) === STARTED) {
+      return [];
+    }
+  }
+  return (receiveMessageOnPort(port)?.message as AnchorAnswer | undefined) ?? [];
 }

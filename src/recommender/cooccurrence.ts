@@ -771,14 +771,16 @@ export const ANCHOR_CHUNK = 2048;
 
 /**
  * Ranks the chunks of ANCHOR_CHUNK anchors this thread claims from `next` (the index of the next
- * chunk, shared between threads) until none is left; the array holds them at their index.
+ * chunk, shared between threads) until none is left, calling `ranked` after each; the array holds
+ * them at their index.
  */
-export function rankChunks(pass: AnchorPass, next: Int32Array): (RankedAnchors | undefined)[] {
+export function rankChunks(pass: AnchorPass, next: Int32Array, ranked: () => void = () => {}): (RankedAnchors | undefined)[] {
   const count = Math.ceil(pass.nItems / ANCHOR_CHUNK);
   const chunks: (RankedAnchors | undefined)[] = new Array<RankedAnchors | undefined>(count);
   const scratch = anchorScratch(pass);
   for (let c = Atomics.add(next, 0, 1); c < count; c = Atomics.add(next, 0, 1)) {
     chunks[c] = rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(pass.nItems, (c + 1) * ANCHOR_CHUNK), null, scratch);
+    ranked();
   }
   return chunks;
 }

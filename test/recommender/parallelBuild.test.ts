@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { buildDemo } from '../../src/backends/embedded/demo.js';
-import { startAnchorThread } from '../../src/recommender/anchorThread.js';
+import { ABANDONED, DONE, PROGRESS, STARTED, anchorFlag, awaitAnchorThread, startAnchorThread } from '../../src/recommender/anchorThread.js';
 import type { Neighbours, RankedAnchors } from '../../src/recommender/cooccurrence.js';
 import { ANCHOR_CHUNK, anchorScratch, prepareNeighbours, rankAnchors } from '../../src/recommender/cooccurrence.js';
 import type { ModelOptions } from '../../src/recommender/model.js';
@@ -60,4 +61,56 @@ describe('a full build in two threads', () => {
     }
     expect(answer.reduce((n, [, r]) => n + r.item.length, 0)).toBeGreaterThan(pass.nItems);
   }, 90_000);
+
+  describe('the wait for the second thread', () => {
+    it('calls off a thread that has not started: nothing to wait for', () => {
+      const flag = anchorFlag();
+      const { port1, port2 } = new MessageChannel();
+      expect(awaitAnchorThread(flag, port1, 60_000)).toEqual([]);
+      expect(Atomics.load(flag, 0)).toBe(ABANDONED);
+      port1.close();
+      port2.close();
+    });
+
+    it('gives up on a started thread that makes no progress (it died), so that the build ranks its chunks', () => {
+      const flag = anchorFlag();
+      Atomics.store(flag, 0, STARTED);
+      const { port1, port2 } = new MessageChannel();
+      const t0 = performance.now();
+      expect(awaitAnchorThread(flag, port1, 300)).toEqual([]);
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(290);
+      expect(Atomics.load(flag, 0)).toBe(ABANDONED);
+      port1.close();
+      port2.close();
+    });
+
+    it('waits as long as the thread ranks chunks, however long that is, and takes its answer', async () => {
+      const flag = anchorFlag();
+      const { port1, port2 } = new MessageChannel();
+      // a thread that ranks a chunk every 50 ms for 4 s (more than twice the stall bound), then answers
+      const code = `
+        const { workerData } = require('node:worker_threads');
+        const { flag, port } = workerData;
+        Atomics.store(flag, 0, ${STARTED});
+        let n = 0;
+        const tick = setInterval(() => {
+          Atomics.add(flag, ${PROGRESS}, 1);
+          if (++n < 80) return;
+          clearInterval(tick);
+          port.postMessage([[3, 'the lists']]);
+          Atomics.store(flag, 0, ${DONE});
+          Atomics.notify(flag, 0);
+          port.close();
+        }, 50);`;
+      const worker = new Worker(code, { eval: true, workerData: { flag, port: port2 }, transferList: [port2] });
+      try {
+        for (const deadline = Date.now() + 30_000; Atomics.load(flag, 0) !== STARTED && Date.now() < deadline;) await sleep(5);
+        expect(awaitAnchorThread(flag, port1, 1_500)).toEqual([[3, 'the lists']]);
+        expect(Atomics.load(flag, 0)).toBe(DONE);
+      } finally {
+        port1.close();
+        await worker.terminate();
+      }
+    }, 60_000);
+  });
 });
