@@ -178,38 +178,51 @@ describe('REST mode as serve makes it (the shared cache and the response cache o
   }, 60_000);
 });
 
+/**
+ * A gateway in REST mode in front of a stand-in upstream: a key service that knows everyone, and a
+ * recommendation service answering each request, once its whole body is in, with `answer`'s status and body.
+ */
+async function gatewayBefore(answer: (method: string, path: string, sent: string, req: http.IncomingMessage) => [number, string]) {
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0]!;
+    let sent = '';
+    req.on('data', (chunk: Buffer) => (sent += chunk.toString()));
+    req.on('end', () => {
+      const [status, body] = req.method === 'GET' && path === '/api/v1/apikey' ? [200, '[]'] : answer(req.method!, path, sent, req);
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const gw = await startTestGateway(createRestBackend({ apiKeyServiceUrl: url, recsServiceUrl: url, recsApiKey: 'gateway-key', authCacheTtlMs: 0 }));
+  return {
+    gw,
+    stop: async () => {
+      await gw.stop().catch(() => undefined);
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
 describe('REST mode in front of an upstream without the twins', () => {
-  let server: http.Server;
+  let upstream: Awaited<ReturnType<typeof gatewayBefore>>;
   let gw: TestGateway;
   /** What the upstream's /v1/events and /v1/items were sent, header and body. */
   const seen: { method: string; path: string; authorization?: string; forwardedFor?: string; body: string }[] = [];
 
   beforeAll(async () => {
-    // a key service that knows everyone, and a recommendation service of the seed's routes only
-    server = http.createServer((req, res) => {
-      const path = (req.url ?? '/').split('?')[0]!;
-      let sent = '';
-      req.on('data', (chunk: Buffer) => (sent += chunk.toString()));
-      // answered once the whole request is in, so it is recorded before the gateway hears back
-      req.on('end', () => {
-        if (path.startsWith('/v1/')) {
-          seen.push({ method: req.method!, path, authorization: req.headers.authorization, forwardedFor: req.headers['x-forwarded-for'] as string | undefined, body: sent });
-        }
-        const [status, body] =
-          req.method === 'GET' && path === '/api/v1/apikey' ? [200, '[]']
-            : path === '/v1/items' ? [405, '{"errors":[{"code":405,"message":"Method not allowed"}]}']
-              : [404, '{"errors":[{"code":404,"message":"Not found"}]}'];
-        res.writeHead(status, { 'content-type': 'application/json' });
-        res.end(body);
-      });
+    // a recommendation service of the seed's routes only
+    upstream = await gatewayBefore((method, path, sent, req) => {
+      if (path.startsWith('/v1/')) {
+        seen.push({ method, path, authorization: req.headers.authorization, forwardedFor: req.headers['x-forwarded-for'] as string | undefined, body: sent });
+      }
+      return path === '/v1/items' ? [405, '{"errors":[{"code":405,"message":"Method not allowed"}]}'] : [404, '{"errors":[{"code":404,"message":"Not found"}]}'];
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    gw = await startTestGateway(createRestBackend({ apiKeyServiceUrl: url, recsServiceUrl: url, recsApiKey: 'gateway-key', authCacheTtlMs: 0 }));
+    gw = upstream.gw;
   });
   afterAll(async () => {
-    await gw?.stop().catch(() => undefined);
-    await new Promise((resolve) => server?.close(resolve));
+    await upstream?.stop();
   });
 
   it('UPSTREAM_REJECTED saying the upstream takes no events, or no item records; 502 from the twins', async () => {
@@ -247,4 +260,40 @@ describe('REST mode in front of an upstream without the twins', () => {
     expect(JSON.stringify(twin.body)).toMatch(/At most 1000 items a call, got 1001/);
     expect(seen.length).toBe(before);
   }, 30_000);
+});
+
+describe('REST mode in front of an upstream whose twins answer counts that are no counts', () => {
+  let upstream: Awaited<ReturnType<typeof gatewayBefore>>;
+  let gw: TestGateway;
+  /** The body the upstream's twins answer 200 with next. */
+  let answer = '';
+
+  beforeAll(async () => {
+    upstream = await gatewayBefore(() => [200, answer]);
+    gw = upstream.gw;
+  });
+  afterAll(async () => {
+    await upstream?.stop();
+  });
+
+  // a probe's finding: 1.5 or 1e12 made GraphQL's Int fail (INTERNAL_SERVER_ERROR, and an error in
+  // the log), and the twins passed -5 or 1.5 on as the count taken
+  it.each(['1.5', '-5', '1e12', '"2"', '3'])('accepted or upserted %s (one entry sent): UPSTREAM_UNAVAILABLE, 503 from the twins', async (count) => {
+    answer = `{"accepted":${count},"upserted":${count}}`;
+    const events = await gw.gql(RECORD, { events: coViews(1, 'c').slice(0, 1) }, { authorization: root });
+    expect([codeOf(events), events.body.errors![0]!.message]).toEqual(['UPSTREAM_UNAVAILABLE', 'The recommendations service is unavailable: unexpected answer to POST /v1/events']);
+    const items = await gw.gql(UPSERT, { items: [{ itemId: A, name: 'x' }] }, { authorization: root });
+    expect([codeOf(items), items.body.errors![0]!.message]).toEqual(['UPSTREAM_UNAVAILABLE', 'The recommendations service is unavailable: unexpected answer to PUT /v1/items']);
+    const twin = await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 's' }]);
+    expect(twin.status).toBe(503);
+  });
+
+  it('itemsWithoutRecord that is no count: left out, the call answered', async () => {
+    for (const count of ['2.5', '-1', '1e12', '"2"']) {
+      answer = `{"accepted":1,"itemsWithoutRecord":${count}}`;
+      const events = await gw.gql(RECORD, { events: coViews(1, 'w').slice(0, 1) }, { authorization: root });
+      expect(events.body).toEqual({ data: { recordEvents: { accepted: 1, itemsWithoutRecord: null } } });
+      expect(await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 's' }])).toEqual({ status: 200, body: { accepted: 1 } });
+    }
+  });
 });

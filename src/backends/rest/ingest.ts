@@ -15,6 +15,11 @@ const FORWARDED_FOR = /^[\x20-\x7e]{1,512}$/;
 /** The field an upstream's message names first (`events[3].sessionId: ...`), as checkEvents words it. */
 const FIELD_PREFIX = /^((?:events|items)(?:\[\d+\])?(?:\.[A-Za-z]+)?):/;
 
+/** An upstream's count, if it is one: a whole number from 0 to `most` (GraphQL's Int holds no more than 2^31 - 1). */
+function countOf(value: unknown, most = 2 ** 31 - 1): number | undefined {
+  return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= most ? value as number : undefined;
+}
+
 /**
  * The live recommender in REST mode: events and item records forwarded to the upstream's own
  * twins (POST /v1/events, PUT /v1/items, as a recs-gateway serves them) with the caller's
@@ -38,11 +43,10 @@ export class RestIngestService implements IngestService {
     const response = await this.send('POST', '/v1/events', principal, body, options);
     const answer = parseJson(response.text) as { accepted?: unknown; itemsWithoutRecord?: unknown } | undefined;
     if (response.status !== 200) throw this.error(response, 'events');
-    if (typeof answer?.accepted !== 'number') throw upstreamUnavailable(SERVICE, 'unexpected answer to POST /v1/events');
-    return {
-      accepted: answer.accepted,
-      itemsWithoutRecord: typeof answer.itemsWithoutRecord === 'number' ? answer.itemsWithoutRecord : null,
-    };
+    // no more taken than sent, and no count GraphQL's Int cannot serialize (that was an INTERNAL_SERVER_ERROR)
+    const accepted = countOf(answer?.accepted, events.length);
+    if (accepted === undefined) throw upstreamUnavailable(SERVICE, 'unexpected answer to POST /v1/events');
+    return { accepted, itemsWithoutRecord: countOf(answer?.itemsWithoutRecord) ?? null };
   }
 
   async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options: CallOptions = {}): Promise<UpsertItemsResultModel> {
@@ -50,8 +54,9 @@ export class RestIngestService implements IngestService {
     const response = await this.send('PUT', '/v1/items', principal, items.map(toItemRecord), options);
     if (response.status !== 200) throw this.error(response, 'items');
     const answer = parseJson(response.text) as { upserted?: unknown } | undefined;
-    if (typeof answer?.upserted !== 'number') throw upstreamUnavailable(SERVICE, 'unexpected answer to PUT /v1/items');
-    return { upserted: answer.upserted };
+    const upserted = countOf(answer?.upserted, items.length);
+    if (upserted === undefined) throw upstreamUnavailable(SERVICE, 'unexpected answer to PUT /v1/items');
+    return { upserted };
   }
 
   private send(method: 'POST' | 'PUT', path: string, principal: PrincipalModel, body: unknown, options: CallOptions): Promise<UpstreamResponse> {
