@@ -182,14 +182,14 @@ describe('REST mode as serve makes it (the shared cache and the response cache o
  * A gateway in REST mode in front of a stand-in upstream: a key service that knows everyone, and a
  * recommendation service answering each request, once its whole body is in, with `answer`'s status and body.
  */
-async function gatewayBefore(answer: (method: string, path: string, sent: string, req: http.IncomingMessage) => [number, string]) {
+async function gatewayBefore(answer: (method: string, path: string, sent: string, req: http.IncomingMessage) => [number, string, Record<string, string>?]) {
   const server = http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0]!;
     let sent = '';
     req.on('data', (chunk: Buffer) => (sent += chunk.toString()));
     req.on('end', () => {
-      const [status, body] = req.method === 'GET' && path === '/api/v1/apikey' ? [200, '[]'] : answer(req.method!, path, sent, req);
-      res.writeHead(status, { 'content-type': 'application/json' });
+      const [status, body, headers] = req.method === 'GET' && path === '/api/v1/apikey' ? [200, '[]'] : answer(req.method!, path, sent, req);
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
       res.end(body);
     });
   });
@@ -265,11 +265,12 @@ describe('REST mode in front of an upstream without the twins', () => {
 describe('REST mode in front of an upstream whose twins answer counts that are no counts', () => {
   let upstream: Awaited<ReturnType<typeof gatewayBefore>>;
   let gw: TestGateway;
-  /** The body the upstream's twins answer 200 with next. */
+  /** The body the upstream's twins answer 200 with next, or a Retry-After to answer 429 with. */
   let answer = '';
+  let retryAfter: string | undefined;
 
   beforeAll(async () => {
-    upstream = await gatewayBefore(() => [200, answer]);
+    upstream = await gatewayBefore(() => (retryAfter === undefined ? [200, answer] : [429, '{"errors":[{"code":429,"message":"slow down"}]}', { 'retry-after': retryAfter }]));
     gw = upstream.gw;
   });
   afterAll(async () => {
@@ -294,6 +295,20 @@ describe('REST mode in front of an upstream whose twins answer counts that are n
       const events = await gw.gql(RECORD, { events: coViews(1, 'w').slice(0, 1) }, { authorization: root });
       expect(events.body).toEqual({ data: { recordEvents: { accepted: 1, itemsWithoutRecord: null } } });
       expect(await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 's' }])).toEqual({ status: 200, body: { accepted: 1 } });
+    }
+  });
+
+  it('a Retry-After past a day (400 digits, a date in 9999) is taken as a day: RATE_LIMITED with 86400 s, never Infinity', async () => {
+    try {
+      for (const value of ['9'.repeat(400), 'Fri, 31 Dec 9999 23:59:59 GMT']) {
+        retryAfter = value;
+        const events = await gw.gql(RECORD, { events: coViews(1, 'r').slice(0, 1) }, { authorization: root });
+        expect([codeOf(events), events.body.errors![0]!.extensions!.retryAfter, events.headers.get('retry-after')]).toEqual(['RATE_LIMITED', 86_400, '86400']);
+        const twin = await fetch(`${gw.url}/v1/events`, { method: 'POST', headers: { authorization: root, 'content-type': 'application/json' }, body: '[]' });
+        expect([twin.status, twin.headers.get('retry-after'), await twin.text()]).toEqual([429, '86400', match.stringContaining('retry in 86400 s')]);
+      }
+    } finally {
+      retryAfter = undefined;
     }
   });
 });

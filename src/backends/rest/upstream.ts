@@ -186,13 +186,20 @@ class TextResponse implements Dispatcher.DispatchHandler {
   }
 }
 
-/** Retry-After in ms (delta-seconds or an HTTP date); undefined when absent or unreadable. */
+/** The longest wait an upstream's Retry-After is taken at: a day. */
+const MAX_RETRY_AFTER_MS = 86_400_000;
+
+/**
+ * Retry-After in ms (delta-seconds or an HTTP date), at most a day; undefined when absent or
+ * unreadable. Unbounded, 400 digits were Infinity, passed on to clients as `Retry-After: Infinity`
+ * and `retryAfter: null` (a probe's finding).
+ */
 export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;
   if (text === undefined || text.trim() === '') return undefined;
-  if (/^\s*\d+\s*$/.test(text)) return Number(text) * 1000;
+  if (/^\s*\d+\s*$/.test(text)) return Math.min(Number(text) * 1000, MAX_RETRY_AFTER_MS);
   const at = Date.parse(text);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+  return Number.isNaN(at) ? undefined : Math.min(Math.max(0, at - now), MAX_RETRY_AFTER_MS);
 }
 
 /**
