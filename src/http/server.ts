@@ -95,7 +95,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
   const { apollo, prepared } = engine;
   const serveIde = ideRoute({ limiter, addresses });
-  const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log });
+  const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log, ingestBodyLimit });
   const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, engine, serveIde });
 
   /**

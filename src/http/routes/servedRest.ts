@@ -41,13 +41,15 @@ class ServedRestRequest implements RestRequest {
 /** What the served REST interfaces' route needs. */
 export interface ServedRestDeps extends BodyRouteDeps {
   log: Logger;
+  /** INGEST_BODY_LIMIT_BYTES: a non-administrator's batch up to it is discarded as it comes after the 403, not cut off. */
+  ingestBodyLimit: number;
 }
 
 /**
  * The served REST interfaces (/api/v1/apikey…, /v1/…): a function that answers a request of
  * theirs and resolves true, or resolves false for any other path.
  */
-export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
+export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log, ingestBodyLimit }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
   /**
    * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
    * of its address's bucket; credentials are checked from the headers before a byte of a body is
@@ -96,7 +98,13 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
         limit = 'error' in outcome ? 0 : ingest !== null ? bodyLimitOf(outcome.principal) : config.bodyLimitBytes;
         if (ingest !== null && !('error' in outcome)) {
           // who may not send events is told so before a byte of the batch is read or checked
-          if (!outcome.principal.user.isAdmin && backend.keys.checksKeysLocally === true) return writeRest(req, res, refusal(ingestForbidden()), false);
+          // A batch up to INGEST_BODY_LIMIT_BYTES is then discarded as it comes, not cut off: a
+          // REST-mode gateway forwarding a non-administrator's batch met the closed connection while
+          // still sending (EPIPE), and answered 503 UPSTREAM_UNAVAILABLE, a failure against its breaker
+          if (!outcome.principal.user.isAdmin && backend.keys.checksKeysLocally === true) {
+            const declared = Number(req.headers['content-length']);
+            return writeRest(req, res, refusal(ingestForbidden()), Number.isSafeInteger(declared) && declared <= ingestBodyLimit);
+          }
           // JSON only: a form or text/plain POST is what a browser sends cross-site, with the Basic
           // credentials it remembers, and no preflight (Apollo's CSRF prevention, for the twins)
           if (!isJsonContentType(req.headers['content-type'])) return writeRest(req, res, ingestNotJson(), false);
@@ -129,7 +137,10 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     return writeRest(req, res, await answer, read);
   }
 
-  /** A REST answer; a body left unread that is large is not read to its end either: the connection goes. */
+  /**
+   * A REST answer; a body left unread that is large is not read to its end either: the connection
+   * goes. `bodyRead` true: read, or to be discarded as it comes (node does once the answer is sent).
+   */
   function writeRest(req: IncomingMessage, res: ServerResponse, response: RestResponse, bodyRead: boolean): true {
     const closing = !bodyRead && (Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined);
     res.writeHead(response.status, {
