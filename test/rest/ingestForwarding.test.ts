@@ -328,3 +328,34 @@ describe('REST mode in front of an upstream whose twins answer counts that are n
     }
   });
 });
+
+describe('REST mode in front of an upstream whose refusals echo the caller\'s credentials and a stack', () => {
+  let upstream: Awaited<ReturnType<typeof gatewayBefore>>;
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    // a server that is not a recs-gateway: it words its 400 and 403 with what it was sent
+    upstream = await gatewayBefore((method, _path, _sent, req) => {
+      const message = `bad call from ${req.headers.authorization}\n    at handler (/srv/app/index.js:12:7)\n    at next (/srv/app/router.js:40:3)`;
+      return [method === 'PUT' ? 403 : 400, JSON.stringify({ errors: [{ code: 400, message: `${message}${'x'.repeat(2_000)}` }] })];
+    });
+    gw = upstream.gw;
+  });
+  afterAll(async () => {
+    await upstream?.stop();
+  });
+
+  it('passes on the first line of the message, clipped (300 characters), with the credentials taken out', async () => {
+    const credential = root.replace(/^\S+\s+/, '');
+    const events = await gw.gql(RECORD, { events: coViews(1, 'e').slice(0, 1) }, { authorization: root });
+    const items = await gw.gql(UPSERT, { items: [{ itemId: A, name: 'x' }] }, { authorization: root });
+    const twin = await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 's' }]);
+    expect([codeOf(events), codeOf(items), twin.status]).toEqual(['BAD_USER_INPUT', 'FORBIDDEN', 400]);
+    for (const message of [events.body.errors![0]!.message, items.body.errors![0]!.message, JSON.stringify(twin.body)]) {
+      expect(message).toContain('bad call from [credentials]');
+      expect(message).not.toContain(credential);
+      expect(message).not.toContain('/srv/app');
+      expect(message.length).toBeLessThan(500);
+    }
+  });
+});

@@ -275,6 +275,13 @@ describe('keys', () => {
     expect((await failure(backend.keys.createKey(principal, {}))).code).toBe('UNAUTHENTICATED');
   });
 
+  it('passes on a refusal\'s first line without the caller\'s credentials, where a key service echoes them', async () => {
+    const principal = await backend.keys.authenticate(KEY);
+    answer = (req, res) => sendJson(res, 400, [{ id: 'name', message: `Invalid name from ${String(req.headers.authorization)}\n    at check (/srv/concord/Keys.java:88)` }]);
+    const error = await failure(backend.keys.createKey(principal, { name: 'x' }));
+    expect(error).toMatchObject({ code: 'BAD_USER_INPUT', field: 'name', message: 'Invalid name from [credentials]' });
+  });
+
   it('does not let a client trip the breaker with 500s for unknown usernames', async () => {
     await backend.close();
     start({ breakerFailures: 2 });

@@ -50,6 +50,19 @@ export function errorEntries(body: unknown, text: string): UpstreamErrorEntry[] 
   return null;
 }
 
+/**
+ * An upstream's message as a client may be told it: its first line, without the caller's
+ * credentials. The real services and a recs-gateway upstream word theirs for the client
+ * (`events[3].sessionId: ...`); another server may add a stack, or echo the Authorization header
+ * it was sent (a probe's stand-in did), and neither is passed on.
+ */
+export function forClient(message: string, authorization: string): string {
+  let text = message.split(/\r?\n/, 1)[0]!.trim();
+  const secrets = [authorization, authorization.replace(/^\S+\s+/, '')].filter((secret) => secret.length >= 8);
+  for (const secret of secrets) text = text.split(secret).join('[credentials]');
+  return text;
+}
+
 export function numericCode(entry: UpstreamErrorEntry | undefined): number | null {
   if (entry === undefined || entry.code === null) return null;
   const n = typeof entry.code === 'number' ? entry.code : Number(entry.code);

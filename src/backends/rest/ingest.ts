@@ -6,7 +6,7 @@ import { toItemRecord } from '../../ports/itemRecord.js';
 import type {
   CallOptions, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel, UpsertItemsResultModel,
 } from '../../ports/backend.js';
-import { errorEntries, parseJson } from './errorBody.js';
+import { errorEntries, forClient, parseJson } from './errorBody.js';
 import { parseRetryAfter, type Upstream, type UpstreamResponse } from './upstream.js';
 
 const SERVICE = 'recommendations';
@@ -42,7 +42,7 @@ export class RestIngestService implements IngestService {
     });
     const response = await this.send('POST', '/v1/events', principal, body, options);
     const answer = parseJson(response.text) as { accepted?: unknown; itemsWithoutRecord?: unknown } | undefined;
-    if (response.status !== 200) throw this.error(response, 'events');
+    if (response.status !== 200) throw this.error(response, 'events', principal);
     // no more taken than sent, and no count GraphQL's Int cannot serialize (that was an INTERNAL_SERVER_ERROR)
     const accepted = countOf(answer?.accepted, events.length);
     if (accepted === undefined) throw upstreamUnavailable(SERVICE, 'unexpected answer to POST /v1/events');
@@ -52,7 +52,7 @@ export class RestIngestService implements IngestService {
   async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options: CallOptions = {}): Promise<UpsertItemsResultModel> {
     checkCallSize('items', items.length);
     const response = await this.send('PUT', '/v1/items', principal, items.map(toItemRecord), options);
-    if (response.status !== 200) throw this.error(response, 'items');
+    if (response.status !== 200) throw this.error(response, 'items', principal);
     const answer = parseJson(response.text) as { upserted?: unknown } | undefined;
     const upserted = countOf(answer?.upserted, items.length);
     if (upserted === undefined) throw upstreamUnavailable(SERVICE, 'unexpected answer to PUT /v1/items');
@@ -66,14 +66,15 @@ export class RestIngestService implements IngestService {
   }
 
   /** The one place an upstream twin's status becomes an error. */
-  private error({ status, text, headers }: UpstreamResponse, what: 'events' | 'items'): GatewayError {
-    const first = (errorEntries(parseJson(text), text) ?? [])[0];
+  private error({ status, text, headers }: UpstreamResponse, what: 'events' | 'items', principal: PrincipalModel): GatewayError {
+    const given = (errorEntries(parseJson(text), text) ?? [])[0]?.message;
+    const said = given === undefined ? undefined : forClient(given, principal.authorization);
     if (status === 400 || status === 413) {
-      const message = first?.message ?? `The upstream refused the ${what === 'events' ? 'events' : 'item records'}`;
+      const message = said ?? `The upstream refused the ${what === 'events' ? 'events' : 'item records'}`;
       return badUserInput(message, FIELD_PREFIX.exec(message)?.[1] ?? what);
     }
     if (status === 401) return unauthenticated();
-    if (status === 403) return forbidden(first?.message ?? 'Only administrators may send events and item records');
+    if (status === 403) return forbidden(said ?? 'Only administrators may send events and item records');
     if (status === 404 || status === 405) {
       return upstreamRejected(SERVICE, what === 'events'
         ? 'the upstream takes no events (POST /v1/events is not one of its routes)'

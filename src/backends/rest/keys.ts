@@ -10,7 +10,7 @@ import type { SharedCache } from '../../ports/cache.js';
 import { AuthCache, DELETED_KEY_MARGIN_MS, RefusedCredentials } from './authCache.js';
 import type { CachedAuth, CachedPrincipal } from './authCache.js';
 import { SharedAuthCache } from './sharedAuthCache.js';
-import { errorEntries, parseJson } from './errorBody.js';
+import { errorEntries, forClient, parseJson } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
 import { isUuid } from '../../ports/keyIds.js';
@@ -148,7 +148,7 @@ export class RestKeyService implements KeyService {
       // the original answers 500 for an unknown username: any client could provoke that
       serverErrorIsFailure: !forOther,
     });
-    if (response.status !== 200 && response.status !== 201) throw this.error(response, 'create');
+    if (response.status !== 200 && response.status !== 201) throw this.error(response, principal.authorization, 'create');
     const created = parseJson(response.text) as Record<string, unknown> | undefined;
     if (typeof created?.id !== 'string' || typeof created.key !== 'string') {
       throw upstreamUnavailable(SERVICE, 'unexpected create response');
@@ -166,7 +166,7 @@ export class RestKeyService implements KeyService {
       headers: this.headers(principal.authorization, options.clientAddress),
       signal: options.signal,
     });
-    if (response.status !== 200 && response.status !== 204) throw this.error(response, 'delete', id);
+    if (response.status !== 200 && response.status !== 204) throw this.error(response, principal.authorization, 'delete', id);
     // By key id, not by the deleter: an administrator deleting alice's key must stop alice's
     // remembered logins, here and in every process on the shared cache.
     const keyId = id.toLowerCase();
@@ -246,7 +246,7 @@ export class RestKeyService implements KeyService {
       // answer: retrying it would only spend the retry budget every caller shares.
       retryRateLimited: operation !== 'authenticate',
     });
-    if (response.status !== 200) throw this.error(response, operation);
+    if (response.status !== 200) throw this.error(response, authorization, operation);
     const body = parseJson(response.text);
     if (!Array.isArray(body)) throw upstreamUnavailable(SERVICE, 'unexpected list response');
     return body.map(toApiKey).filter((k): k is ApiKeyModel => k !== null).sort(byName);
@@ -284,9 +284,9 @@ export class RestKeyService implements KeyService {
   }
 
   /** The one place a key service status becomes an error. */
-  private error({ status, text, headers }: UpstreamResponse, operation: Operation, id?: string): GatewayError {
+  private error({ status, text, headers }: UpstreamResponse, authorization: string, operation: Operation, id?: string): GatewayError {
     const entries = errorEntries(parseJson(text), text) ?? [];
-    const first = entries[0];
+    const first = entries[0] === undefined ? undefined : { ...entries[0], message: forClient(entries[0].message, authorization) };
     if (status === 401) return unauthenticated();
     if (operation === 'authenticate' && status === 403) return unauthenticated();
     if (status === 403) {
