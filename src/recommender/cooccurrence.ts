@@ -760,9 +760,9 @@ function rankEveryAnchor(pass: AnchorPass, pairScore: PairScore | null, twoThrea
   const thread = startAnchorThread(pass, next);
   const chunks = rankChunks(pass, next);
   for (const [c, ranked] of thread.wait()) chunks[c] = ranked;
-  // chunks the thread claimed and did not rank (it failed): ranked here
-  const scratch = anchorScratch(pass);
-  for (let c = 0; c < chunks.length; c++) chunks[c] ??= rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(nItems, (c + 1) * ANCHOR_CHUNK), null, scratch);
+  // chunks the thread claimed and did not rank (it failed or stalled): ranked here
+  let scratch: AnchorScratch | null = null;
+  for (let c = 0; c < chunks.length; c++) chunks[c] ??= rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(nItems, (c + 1) * ANCHOR_CHUNK), null, (scratch ??= anchorScratch(pass)));
   return joinRanked(chunks as RankedAnchors[]);
 }
 
