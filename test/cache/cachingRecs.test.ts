@@ -12,6 +12,8 @@ class CountingRecs implements RecsService {
   itemCalls: number[][] = [];
   recommendCalls = 0;
   delayMs = 0;
+  /** When set, recommend answers once it resolves rather than after delayMs (answers released together). */
+  gate: Promise<void> | null = null;
   constructor(private readonly known: Set<number>) {}
 
   async getItems(ids: readonly number[]): Promise<(ItemModel | null)[]> {
@@ -22,7 +24,7 @@ class CountingRecs implements RecsService {
 
   async recommend(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel> {
     this.recommendCalls += 1;
-    await new Promise((r) => setTimeout(r, this.delayMs));
+    await (this.gate ?? new Promise((r) => setTimeout(r, this.delayMs)));
     if (!this.known.has(anchorId)) throw notFound(`No item with itemId ${anchorId}`);
     const ids = [anchorId + 1, anchorId + 2];
     return {
@@ -255,8 +257,16 @@ describe('the writes of one turn, stored together', () => {
     };
     const upstream = new CountingRecs(known);
     const recs = new CachingRecsService(upstream, cache);
-    // both upstream answers come in the same turn (timers of 0 ms set together)
-    const [a, b] = await Promise.all([recs.recommend('POST_BROWSE', 10), recs.recommend('NEXT_BEST_PRODUCT', 3)]);
+    // both upstream answers come in the same turn: held until both calls are made, then released
+    // together (two timers of 0 ms could fire in two turns on a loaded machine)
+    let release = (): void => {};
+    upstream.gate = new Promise<void>((resolve) => (release = resolve));
+    const both = Promise.all([recs.recommend('POST_BROWSE', 10), recs.recommend('NEXT_BEST_PRODUCT', 3)]);
+    for (let turns = 0; upstream.recommendCalls < 2 && turns < 1_000; turns++) await new Promise((r) => setImmediate(r));
+    expect(upstream.recommendCalls).toBe(2);
+    release();
+    upstream.gate = null;
+    const [a, b] = await both;
     expect([a.entries.map((e) => e.itemId), b.entries.map((e) => e.itemId)]).toEqual([[11, 12], [4, 5]]);
     await recs.flushed();
     expect(calls).toEqual([['recs:POST_BROWSE:10', 'item:11', 'item:12', 'recs:NEXT_BEST_PRODUCT:3', 'item:4', 'item:5']]);
