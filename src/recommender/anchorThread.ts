@@ -51,7 +51,7 @@ export function anchorFlag(): Int32Array {
   return new Int32Array(new SharedArrayBuffer(8));
 }
 
-export function startAnchorThread(pass: AnchorPass, next: Int32Array, stallMs = STALL_MS): AnchorThread {
+export function startAnchorThread(pass: AnchorPass, next: Int32Array): AnchorThread {
   const flag = anchorFlag();
   const { port1, port2 } = new MessageChannel();
   let worker;
@@ -66,7 +66,7 @@ export function startAnchorThread(pass: AnchorPass, next: Int32Array, stallMs = 
   worker.on('error', () => {});
   return {
     wait(): AnchorAnswer {
-      const answer = awaitAnchorThread(flag, port1, stallMs);
+      const answer = awaitAnchorThread(flag, port1, STALL_MS);
       port1.close();
       if (Atomics.load(flag, 0) === ABANDONED) void worker.terminate();
       return answer;

@@ -754,15 +754,14 @@ export interface RankedAnchors {
  * A second thread that has not started by the time this one took the last chunk is called off.
  */
 function rankEveryAnchor(pass: AnchorPass, pairScore: PairScore | null, twoThreads: boolean): RankedAnchors {
-  const { nItems } = pass;
-  if (!twoThreads) return rankAnchors(pass, 0, nItems, pairScore, anchorScratch(pass));
+  if (!twoThreads) return rankAnchors(pass, 0, pass.nItems, pairScore, anchorScratch(pass));
   const next = new Int32Array(new SharedArrayBuffer(4));
   const thread = startAnchorThread(pass, next);
   const chunks = rankChunks(pass, next);
   for (const [c, ranked] of thread.wait()) chunks[c] = ranked;
   // chunks the thread claimed and did not rank (it failed or stalled): ranked here
   let scratch: AnchorScratch | null = null;
-  for (let c = 0; c < chunks.length; c++) chunks[c] ??= rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(nItems, (c + 1) * ANCHOR_CHUNK), null, (scratch ??= anchorScratch(pass)));
+  for (let c = 0; c < chunks.length; c++) chunks[c] ??= rankChunk(pass, c, (scratch ??= anchorScratch(pass)));
   return joinRanked(chunks as RankedAnchors[]);
 }
 
@@ -779,10 +778,15 @@ export function rankChunks(pass: AnchorPass, next: Int32Array, ranked: () => voi
   const chunks: (RankedAnchors | undefined)[] = new Array<RankedAnchors | undefined>(count);
   const scratch = anchorScratch(pass);
   for (let c = Atomics.add(next, 0, 1); c < count; c = Atomics.add(next, 0, 1)) {
-    chunks[c] = rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(pass.nItems, (c + 1) * ANCHOR_CHUNK), null, scratch);
+    chunks[c] = rankChunk(pass, c, scratch);
     ranked();
   }
   return chunks;
+}
+
+/** The lists of chunk c: the anchors from c * ANCHOR_CHUNK on, ANCHOR_CHUNK of them or the rest. */
+export function rankChunk(pass: AnchorPass, c: number, scratch: AnchorScratch): RankedAnchors {
+  return rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(pass.nItems, (c + 1) * ANCHOR_CHUNK), null, scratch);
 }
 
 /** Consecutive ranges' lists as one. */

@@ -212,16 +212,13 @@ export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: C
 
 /** Post-browse's scoring with the options' top-K. */
 export function postBrowseScoring(options: ModelOptions): NeighbourOptions {
-  return { ...(options.postBrowse ?? DEFAULT_POST_BROWSE), topK: options.topK ?? 30, ...parallelism(options) };
+  return { ...(options.postBrowse ?? DEFAULT_POST_BROWSE), topK: options.topK ?? 30, parallelFromPositions: options.parallelFromPositions };
 }
 
 /** Next-best-product's scoring with the options' top-K. */
 export function nextBestScoring(options: ModelOptions): NeighbourOptions {
-  return { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30, ...parallelism(options) };
+  return { ...(options.nextBest ?? DEFAULT_NEXT_BEST), topK: options.topK ?? 30, parallelFromPositions: options.parallelFromPositions };
 }
-
-const parallelism = (options: ModelOptions): { parallelFromPositions?: number } =>
-  options.parallelFromPositions === undefined ? {} : { parallelFromPositions: options.parallelFromPositions };
 
 /** Post-browse's groups: visits of views from `since`. */
 export function postBrowseSets(log: EventLog, options: ModelOptions, since: number): GroupSet[] {

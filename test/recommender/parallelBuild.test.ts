@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { buildDemo } from '../../src/backends/embedded/demo.js';
 import { ABANDONED, DONE, PROGRESS, STARTED, anchorFlag, awaitAnchorThread, startAnchorThread } from '../../src/recommender/anchorThread.js';
 import type { Neighbours, RankedAnchors } from '../../src/recommender/cooccurrence.js';
-import { ANCHOR_CHUNK, anchorScratch, prepareNeighbours, rankAnchors } from '../../src/recommender/cooccurrence.js';
+import { ANCHOR_CHUNK, anchorScratch, prepareNeighbours, rankChunk } from '../../src/recommender/cooccurrence.js';
 import type { ModelOptions } from '../../src/recommender/model.js';
 import { buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets } from '../../src/recommender/model.js';
 
@@ -56,7 +56,7 @@ describe('a full build in two threads', () => {
     expect(answer.map(([c]) => c).sort((a, b) => a - b)).toEqual(Array.from({ length: chunks }, (_, c) => c));
     const scratch = anchorScratch(pass);
     for (const [c, ranked] of answer) {
-      const here: RankedAnchors = rankAnchors(pass, c * ANCHOR_CHUNK, Math.min(pass.nItems, (c + 1) * ANCHOR_CHUNK), null, scratch);
+      const here: RankedAnchors = rankChunk(pass, c, scratch);
       expectSameBytes(ranked, here, `chunk ${c}`);
     }
     expect(answer.reduce((n, [, r]) => n + r.item.length, 0)).toBeGreaterThan(pass.nItems);
