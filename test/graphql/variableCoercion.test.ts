@@ -143,6 +143,8 @@ describe("graphql-jit's coercion of the gateway's mutation variables against gra
     const compiledBefore = prepared.stats.compiled;
     expect(compiledBefore).toBe(1);
     const arbitrary = fc.record(Object.fromEntries(field.args.map((arg) => [arg.name, valuesOf(arg.type)])), { requiredKeys: [] });
+    // upsertItems' values are deep: fewer runs, and about one in five is taken
+    const runs = field.name === 'upsertItems' ? 300 : 1000;
     let taken = 0;
     await fc.assert(
       fc.asyncProperty(arbitrary, async (generated) => {
@@ -162,11 +164,12 @@ describe("graphql-jit's coercion of the gateway's mutation variables against gra
           Date.now = now;
         }
       }),
-      { numRuns: field.name === 'upsertItems' ? 300 : 1000, examples: (examples[field.name] ?? []).map((example) => [example]) },
+      { numRuns: runs, examples: (examples[field.name] ?? []).map((example) => [example]) },
     );
-    // the generator is not all refusals, and what was taken was taken by compiled code (but the
-    // arrays graphql-jit would take for objects)
-    expect(taken).toBeGreaterThan(50);
+    // the generator is not all refusals (a twentieth: upsertItems takes 51 to 66 of 300 over ten
+    // seeds, so a fixed 50 failed one CI run), and what was taken was taken by compiled code (but
+    // the arrays graphql-jit would take for objects)
+    expect(taken).toBeGreaterThan(runs / 20);
     expect(prepared.stats.compiled - compiledBefore).toBeGreaterThan(taken * 0.8);
   });
 
