@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { hashPassword, SCRYPT_CONCURRENCY, scryptPeakConcurrency, verifyPassword } from '../../src/backends/embedded/keys/passwords.js';
 
 // A cheap cost: the subject is how many hashes run at once, not how long one takes.
@@ -18,5 +18,17 @@ describe('password hashing', () => {
     expect(results).toEqual(Array.from({ length: 12 }, (_, i) => i % 2 === 0));
     expect(scryptPeakConcurrency()).toBeLessThanOrEqual(SCRYPT_CONCURRENCY);
     expect(SCRYPT_CONCURRENCY).toBeGreaterThanOrEqual(1);
+  });
+
+  it('hashes once a check, a process\'s first included: the decoy an unknown user is checked against costs no hash of its own', async () => {
+    // a module of its own: the decoy was made at the first check of the process
+    vi.resetModules();
+    const fresh = await import('../../src/backends/embedded/keys/passwords.js');
+    const stored = await fresh.hashPassword('right horse', CHEAP);
+    expect(fresh.scryptRuns()).toBe(1);
+    await expect(fresh.verifyPassword('right horse', stored)).resolves.toBe(true);
+    expect(fresh.scryptRuns()).toBe(2);
+    await expect(fresh.verifyPassword('right horse', null)).resolves.toBe(false);
+    expect(fresh.scryptRuns()).toBe(3);
   });
 });
