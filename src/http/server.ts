@@ -16,7 +16,7 @@ import { observeRequest, type RequestRecord } from '../observability/requestScop
 import type { Backend, PrincipalModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
 import { HttpError, LargeBodies } from './body.js';
-import { drainHttpServer } from './drain.js';
+import { drainHttpServer, followConnections } from './drain.js';
 import { createHttpServer, listen, listenAddress } from './listener.js';
 import { graphqlRoute } from './routes/graphql.js';
 import { serveHealth, serveReadiness } from './routes/health.js';
@@ -87,6 +87,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const largeBodies = new LargeBodies(Math.max(LARGE_BODIES_IN_FLIGHT_BYTES, ingestBodyLimit), config.bodyLimitBytes);
 
   const httpServer = options.httpServer ?? createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
+  followConnections(httpServer);
   const engine = await createGraphQLEngine(config, cache, metrics, log);
   const { responseCache } = engine;
   if (responseCache !== null && backend.onDataChange) {
