@@ -33,6 +33,7 @@ Options:
   --batch <n>      events a call (default 5000)
   --inflight <n>   calls in flight (default 2)
   --only <ids>     comma-separated scenario ids (${SCENARIOS.join(',')})
+  --event-ids      give every event an eventId of its own (each call's new: the cost of taking them)
   --cpu-prof <dir> write each server's CPU profile into <dir>
   --no-build       use dist/ as it is
   -h, --help       this text
@@ -45,6 +46,7 @@ const { values: flags } = parseArgs({
     inflight: { type: 'string', default: '2' },
     only: { type: 'string' },
     'cpu-prof': { type: 'string' },
+    'event-ids': { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
@@ -63,7 +65,10 @@ const RECORD = 'mutation Record($events: [EventInput!]!) { recordEvents(events: 
 /** Distinct batches sent in turn: sessions of 5 views over 200 demo-shop items, a purchase now and then. */
 const DISTINCT_BATCHES = 20;
 
-function events(batch: number): { kind: string; itemId: number; sessionId: string; orderId?: string; time: string }[] {
+/** What stands in an eventId (--event-ids) for the call's number, so that every call sends ids never sent before. */
+const CALL_MARK = '#call#';
+
+function events(batch: number): { kind: string; itemId: number; sessionId: string; orderId?: string; time: string; eventId?: string }[] {
   const base = Date.now() - 3_600_000;
   return Array.from({ length: BATCH }, (_, i) => {
     const session = `s-${batch}-${Math.floor(i / 5)}`;
@@ -74,9 +79,12 @@ function events(batch: number): { kind: string; itemId: number; sessionId: strin
       sessionId: session,
       ...(purchase ? { orderId: `o-${batch}-${i}` } : {}),
       time: new Date(base + i * 100).toISOString(),
+      ...(flags['event-ids'] ? { eventId: `${CALL_MARK}-${i}` } : {}),
     };
   });
 }
+/** Calls sent so far (--event-ids numbers each). */
+let callsSent = 0;
 
 const graphqlBodies = Array.from({ length: DISTINCT_BATCHES }, (_, b) => JSON.stringify({ query: RECORD, operationName: 'Record', variables: { events: events(b) } }));
 const restBodies = Array.from({ length: DISTINCT_BATCHES }, (_, b) => JSON.stringify(events(b).map((e) => ({ ...e, kind: e.kind.toLowerCase() }))));
@@ -141,10 +149,11 @@ interface Result {
 }
 
 async function send(target: Target, rest: boolean, index: number): Promise<number> {
+  const body = (rest ? restBodies : graphqlBodies)[index % DISTINCT_BATCHES]!;
   const response = await fetch(`${target.url}${rest ? '/v1/events' : '/graphql'}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: target.key },
-    body: (rest ? restBodies : graphqlBodies)[index % DISTINCT_BATCHES],
+    body: flags['event-ids'] ? body.replaceAll(CALL_MARK, String(++callsSent)) : body,
   });
   const text = await response.text();
   // the raw reference answers {accepted} on both paths

@@ -270,10 +270,18 @@ export interface EventInputModel {
   userId: string | null;
   orderId: string | null;
   time: number;
+  /**
+   * The shop's own id for the event (opaque, like the others): one the store has taken before is
+   * not stored again, so that a call sent again after its answer was lost keeps each event once.
+   */
+  eventId?: string | null;
 }
 
 export interface RecordEventsResultModel {
+  /** The call's events, all taken: those stored now and the duplicates. */
   accepted: number;
+  /** Of them, those whose eventId was taken before (or earlier in the call), not stored again; null where unknown (REST mode). */
+  duplicates?: number | null;
   /** Items the events name that still have no record (they shape the model, but are not shown); null where unknown (REST mode). */
   itemsWithoutRecord: number | null;
 }

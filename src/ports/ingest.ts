@@ -141,7 +141,13 @@ function checkIdentifier(value: string | null, index: number, field: string): vo
   if (value.length > MAX_IDENTIFIER_LENGTH) fail(index, field, `at most ${MAX_IDENTIFIER_LENGTH} characters`);
   // PostgreSQL's text cannot hold it (a 500 there, kept in SQLite): refused alike on both
   if (value.includes('\u0000')) fail(index, field, 'must not contain the NUL character (\\u0000)');
+  // Nor a lone surrogate: node-postgres writes it as U+FFFD, so \uD800 and \uDC00 were one name
+  // there (two eventIds one duplicate; two sessions one, or none) where SQLite kept them apart
+  if (LONE_SURROGATE.test(value)) fail(index, field, 'must be well-formed Unicode (no lone surrogate, \\uD800 to \\uDFFF)');
 }
+
+/** A UTF-16 code unit of a surrogate pair standing alone (a pair, an emoji, is one code point here). */
+const LONE_SURROGATE = /\p{Surrogate}/u;
 
 /**
  * The one check of a call's size (MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL), on every path: the
@@ -154,7 +160,7 @@ export function checkCallSize(what: 'events' | 'items', n: number): void {
 
 /**
  * Checks a whole call's events before any is kept (a call is atomic): the count, each item id, the
- * identifiers a kind needs (a view a sessionId or userId; a purchase an orderId, sessionId or
+ * identifiers (eventId too), those a kind needs (a view a sessionId or userId; a purchase an orderId, sessionId or
  * userId), their lengths, and the time (not before the epoch, at most a day ahead of `now`).
  * Throws BAD_USER_INPUT naming the first bad event's index and field; returns the events as given.
  * The GraphQL resolvers, the served REST route and the import command all go through it.
@@ -168,6 +174,7 @@ export function checkEvents(events: readonly EventInputModel[], now: number = Da
     checkIdentifier(e.sessionId, i, 'sessionId');
     checkIdentifier(e.userId, i, 'userId');
     checkIdentifier(e.orderId, i, 'orderId');
+    checkIdentifier(e.eventId ?? null, i, 'eventId');
     if (e.kind === 'VIEW' && e.sessionId === null && e.userId === null) fail(i, 'sessionId', 'a view needs a sessionId or a userId');
     if (e.kind === 'PURCHASE' && e.orderId === null && e.sessionId === null && e.userId === null) {
       fail(i, 'orderId', 'a purchase needs an orderId, a sessionId or a userId');

@@ -13,6 +13,8 @@ export interface RecEvent {
   time: number;
   /** The order a purchase belongs to; null where the source has none (then the session stands in). */
   orderId: string | null;
+  /** The sender's id for the event (recordEvents): a store keeps one event an id (see RecsDataStore.appendEvents). */
+  eventId?: string | null;
 }
 
 export const KIND_VIEW = 0;

@@ -83,7 +83,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function identifier(raw: Record<string, unknown>, index: number, field: 'sessionId' | 'userId' | 'orderId'): string | null {
+function identifier(raw: Record<string, unknown>, index: number, field: 'sessionId' | 'userId' | 'orderId' | 'eventId'): string | null {
   const value = raw[field];
   if (value === undefined || value === null) return null;
   // checkEvents bounds its length; the value itself is never echoed
@@ -103,7 +103,7 @@ const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHAS
 
 /**
  * The events of a POST /v1/events body: a JSON array of `{"kind":"view"|"purchase","itemId",
- * "sessionId"?,"userId"?,"orderId"?,"time"?}` (time as ISO 8601 with an offset, or ms; now when absent). Checks
+ * "sessionId"?,"userId"?,"orderId"?,"time"?,"eventId"?}` (time as ISO 8601 with an offset, or ms; now when absent). Checks
  * their form; checkEvents (src/ports/ingest.ts), in the backend, checks the rest.
  */
 export function parseEvents(body: unknown, now: number = Date.now()): EventInputModel[] {
@@ -124,6 +124,7 @@ export function parseEvents(body: unknown, now: number = Date.now()): EventInput
       userId: identifier(raw, i, 'userId'),
       orderId: identifier(raw, i, 'orderId'),
       time: timeOf(raw.time, i, now),
+      eventId: identifier(raw, i, 'eventId'),
     };
   }
   return events;
@@ -170,6 +171,7 @@ async function handle(req: RestRequest, route: 'events' | 'items', keys: KeyServ
     if (route === 'events') {
       const result = await ingest.recordEvents(principal, parseEvents(req.body), options);
       const body: Record<string, number> = { accepted: result.accepted };
+      if (result.duplicates != null) body.duplicates = result.duplicates;
       if (result.itemsWithoutRecord !== null) body.itemsWithoutRecord = result.itemsWithoutRecord;
       return json(200, body);
     }

@@ -536,13 +536,18 @@ export const openApiDocument: OpenApiDocument = {
             oneOf: [{ type: 'string', format: 'date-time' }, { type: 'integer', minimum: 0, description: 'Milliseconds since 1970.' }],
             description: 'When it happened, at most a day ahead; now when absent.',
           },
+          eventId: {
+            type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH,
+            description: 'Your own id for the event: one stored before (or earlier in the call) is not stored again, so a call may be sent again safely.',
+          },
         },
       },
       RecordedEvents: {
         type: 'object',
         required: ['accepted'],
         properties: {
-          accepted: { type: 'integer', minimum: 0, description: 'How many events were kept: all of the call\'s.' },
+          accepted: { type: 'integer', minimum: 0, description: 'How many events were taken: all of the call\'s, duplicates included.' },
+          duplicates: { type: 'integer', minimum: 0, description: 'Of them, those whose eventId was stored before, not stored again; absent where unknown.' },
           itemsWithoutRecord: { type: 'integer', minimum: 0, description: 'Items named by the call that still have no record; absent where unknown.' },
         },
       },

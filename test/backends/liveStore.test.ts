@@ -114,7 +114,7 @@ for (const kind of kinds) {
         await store.close();
       }
       // and a valid call is stored whole and applied before the answer
-      expect(await ingest.recordEvents(ADMIN, coViews(100, 101, 3, 1))).toEqual({ accepted: 6, itemsWithoutRecord: 0 });
+      expect(await ingest.recordEvents(ADMIN, coViews(100, 101, 3, 1))).toEqual({ accepted: 6, duplicates: 0, itemsWithoutRecord: 0 });
       expect(first(recs, 100)).toEqual({ itemId: 101, evidence: 3 });
     });
 
@@ -299,7 +299,7 @@ for (const kind of kinds) {
       const other = all.find((i) => i.parentItemId !== all[0]!.parentItemId && i.categoryPath === all[0]!.categoryPath)!.itemId;
       const before = recs.recommendNow('POST_BROWSE', anchor).entries.find((e) => e.itemId === other)?.evidence ?? 0;
       const result = await ingest.recordEvents(ADMIN, coViews(anchor, other, 50, 1));
-      expect(result).toEqual({ accepted: 100, itemsWithoutRecord: 0 });
+      expect(result).toEqual({ accepted: 100, duplicates: 0, itemsWithoutRecord: 0 });
       expect(recs.recommendNow('POST_BROWSE', anchor).entries.find((e) => e.itemId === other)?.evidence).toBeGreaterThanOrEqual(before + 50);
       expect(recs.state().mode).toBe('demo');
     });

@@ -96,6 +96,20 @@ describe.skipIf(!hasMutation)('over HTTP (needs the recordEvents mutation)', () 
         }
         expect(top).toBe(907);
         expect(await storedEvents({ kind: 'sqlite', dataDir: data.dir })).toBe(6);
+
+        // a call the killed gateway stored, sent again to the other as a client that never saw the
+        // answer would: with eventIds, it is taken and stored once
+        const call = { e: coViews(900, 908, 2, 20).map((e, k) => ({ kind: e.kind, itemId: e.itemId, sessionId: e.sessionId, eventId: `kill-${k}` })) };
+        const RECORD = 'mutation($e:[EventInput!]!){ recordEvents(events:$e){ accepted duplicates } }';
+        const third = await startServe(env);
+        try {
+          expect((await gql(third.url, RECORD, call, { authorization: admin })).body).toEqual({ data: { recordEvents: { accepted: 4, duplicates: 0 } } });
+          third.child.kill('SIGKILL');
+          expect((await gql(second.url, RECORD, call, { authorization: admin })).body).toEqual({ data: { recordEvents: { accepted: 4, duplicates: 4 } } });
+          expect(await storedEvents({ kind: 'sqlite', dataDir: data.dir })).toBe(10);
+        } finally {
+          await third.stop();
+        }
       } finally {
         await first.stop();
         await second.stop();

@@ -314,4 +314,16 @@ describe.each([
     const malformed = await s.gql('mutation($e: [EventInput!]!) { recordEvents(events: $e) { accepted } }', { e: [{ kind: 'CLICK', itemId: PHONE }] }, alice);
     expect([malformed.status, codeOf(malformed)]).toEqual([400, 'BAD_USER_INPUT']);
   });
+
+  it('takes a call sent again with its eventIds once, and says so alike: duplicates, and the same refusal of a bad id', async () => {
+    const RECORD = 'mutation($e: [EventInput!]!) { recordEvents(events: $e) { accepted duplicates } }';
+    const call = [0, 1, 2].map((i) => ({ kind: 'VIEW', itemId: PHONE, sessionId: 'contract-again', eventId: `contract-${i}` }));
+    const answers: unknown[] = [];
+    for (const events of [call, call, [...call.slice(1), { ...call[0]!, eventId: 'contract-new' }]]) answers.push((await s.gql(RECORD, { e: events }, root)).body);
+    expect(answers).toEqual([0, 3, 2].map((duplicates) => ({ data: { recordEvents: { accepted: 3, duplicates } } })));
+    const bad = await s.gql(RECORD, { e: [{ ...call[0]!, eventId: 'x'.repeat(201) }] }, root);
+    const refusal = [codeOf(bad), bad.body.errors?.[0]?.message];
+    expect(refusal).toEqual(['BAD_USER_INPUT', 'events[0].eventId: at most 200 characters']);
+    same('eventId', [answers, refusal]);
+  });
 });

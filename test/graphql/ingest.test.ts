@@ -180,6 +180,25 @@ describe('recordEvents and upsertItems, embedded backend', () => {
     }
   }, 30_000);
 
+  it('eventId: a call sent again is taken, its events counted as duplicates, over GraphQL and REST alike; a bad one is refused, naming it', async () => {
+    const WITH_DUPLICATES = 'mutation Record($events: [EventInput!]!) { recordEvents(events: $events) { accepted duplicates } }';
+    const events = coViews(3, 'retried').map((e, i) => ({ ...e, eventId: `retried-${i}` }));
+    const send = (body: unknown) => gw.gql<{ recordEvents: { accepted: number; duplicates: number } }>(WITH_DUPLICATES, { events: body }, { authorization: root });
+    expect((await send(events)).body).toEqual({ data: { recordEvents: { accepted: 6, duplicates: 0 } } });
+    expect((await send(events)).body).toEqual({ data: { recordEvents: { accepted: 6, duplicates: 6 } } });
+    const twin = (body: unknown) => fetch(`${gw.url}/v1/events`, { method: 'POST', headers: { authorization: root, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const rest = events.slice(0, 2).map((e) => ({ ...e, kind: 'view' }));
+    const again = await twin([...rest, { kind: 'view', itemId: A, sessionId: 'retried-new', eventId: 'retried-new' }]);
+    expect([again.status, await again.json()]).toEqual([200, { accepted: 3, duplicates: 2, itemsWithoutRecord: 0 }]);
+    for (const eventId of [12, '', 'x'.repeat(201)]) {
+      const refused = await twin([{ kind: 'view', itemId: A, sessionId: 's', eventId }]);
+      expect([refused.status, JSON.stringify(await refused.json())]).toEqual([400, expect.stringContaining('events[0].eventId')]);
+      const answer = await send([{ kind: 'VIEW', itemId: A, sessionId: 's', eventId }]);
+      expect(codeOf(answer), String(eventId)).toBe('BAD_USER_INPUT');
+      if (typeof eventId === 'string') expect(answer.body.errors![0]!.extensions!.field).toBe('events[0].eventId');
+    }
+  }, 30_000);
+
   it('a mutation is never answered from a cache or by GET: the same body twice reaches the backend twice', async () => {
     const before = calls();
     const body = { items: [{ itemId: A, name: 'Vireo Labs Phone 6' }] };

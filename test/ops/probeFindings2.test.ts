@@ -134,7 +134,7 @@ describe('the REST twins for who may not send events', () => {
     const items = await request(gw.url, 'PUT', '/v1/items', { authorization: root, 'content-type': 'text/plain' }, '[{"itemId":99000009,"name":"csrf"}]');
     expect(items.status).toBe(415);
     const ok = await request(gw.url, 'POST', '/v1/events', { authorization: root, 'content-type': 'application/json; charset=utf-8' }, events);
-    expect([ok.status, JSON.parse(ok.body)]).toEqual([200, { accepted: 1, itemsWithoutRecord: 0 }]);
+    expect([ok.status, JSON.parse(ok.body)]).toEqual([200, { accepted: 1, duplicates: 0, itemsWithoutRecord: 0 }]);
   });
 
   it('counts POST /v1/events under its own route in /metrics, not under "other"', async () => {

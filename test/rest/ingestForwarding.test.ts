@@ -76,6 +76,16 @@ describe('REST mode in front of an embedded gateway', () => {
     expect((await browse())[0]).toBe(B);
   }, 30_000);
 
+  it('eventId, forwarded: a call sent again through this gateway is stored once upstream, and its duplicates counted', async () => {
+    const DUPLICATES = 'mutation($events: [EventInput!]!) { recordEvents(events: $events) { accepted duplicates } }';
+    const events = coViews(2, 'forwarded-again').map((e, i) => ({ ...e, eventId: `forwarded-${i}` }));
+    const answers = [];
+    for (let i = 0; i < 2; i++) answers.push((await gw.gql(DUPLICATES, { events }, { authorization: root })).body);
+    expect(answers).toEqual([0, 4].map((duplicates) => ({ data: { recordEvents: { accepted: 4, duplicates } } })));
+    const twin = await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 'forwarded-again-0', eventId: 'forwarded-0' }]);
+    expect(twin).toEqual({ status: 200, body: { accepted: 1, duplicates: 1, itemsWithoutRecord: 0 } });
+  }, 30_000);
+
   it('upsertItems and PUT /v1/items, forwarded: the records show upstream, nested fields and all', async () => {
     const NEW = 99_000_003;
     const item = {
@@ -93,7 +103,7 @@ describe('REST mode in front of an embedded gateway', () => {
     const twin = await post(gw.url, 'PUT', '/v1/items', root, [{ itemId: NEW + 1, name: 'Vireo Labs Dock 2' }]);
     expect(twin).toEqual({ status: 200, body: { upserted: 1 } });
     const events = await post(gw.url, 'POST', '/v1/events', root, [{ kind: 'purchase', itemId: NEW + 1, orderId: 'o-7' }]);
-    expect(events).toEqual({ status: 200, body: { accepted: 1, itemsWithoutRecord: 0 } });
+    expect(events).toEqual({ status: 200, body: { accepted: 1, duplicates: 0, itemsWithoutRecord: 0 } });
   }, 30_000);
 
   it('who may: the upstream decides; FORBIDDEN for a non-administrator, UNAUTHENTICATED for bad credentials', async () => {
@@ -171,7 +181,7 @@ describe('REST mode as serve makes it (the shared cache and the response cache o
 
     // through the REST twin as well; and a record written is read anew
     const twin = await post(url, 'POST', '/v1/events', root, views(PARTNERS[1]!, 'rest-fresh-2').concat(views(PARTNERS[1]!, 'rest-fresh-3')).map((e) => ({ ...e, kind: 'view' })));
-    expect(twin).toEqual({ status: 200, body: { accepted: 160, itemsWithoutRecord: 0 } });
+    expect(twin).toEqual({ status: 200, body: { accepted: 160, duplicates: 0, itemsWithoutRecord: 0 } });
     expect(await first(QUERY)).toBe(PARTNERS[1]);
     // the first records replace the demo shop's catalogue upstream: the anchor and its partners get theirs
     const items = [{ itemId: ANCHOR, name: 'Anchor' }, { itemId: PARTNERS[0], name: 'First partner' }, { itemId: PARTNERS[1], name: 'Renamed through REST mode' }];

@@ -73,7 +73,7 @@ describe('the REST twins, embedded backend', () => {
     expect(bad).toMatchObject(refusal(400, 4000, 'events[40].orderId: a purchase needs an orderId, a sessionId or a userId'));
     expect(await browse()).toEqual(before);
     const good = await call('POST', '/v1/events', root, coViews(40, 'good'));
-    expect([good.status, good.body]).toEqual([200, { accepted: 80, itemsWithoutRecord: 0 }]);
+    expect([good.status, good.body]).toEqual([200, { accepted: 80, duplicates: 0, itemsWithoutRecord: 0 }]);
     expect((await browse())[0]).toBe(B);
   }, 30_000);
 

@@ -1,12 +1,13 @@
 import { DEFAULT_MAX_ITEMS } from '../../config/defaults.js';
 import { badUserInput, ErrorCode, forbidden, GatewayError } from '../../errors.js';
 import { checkEvents, checkItems, ingestForbidden } from '../../ports/ingest.js';
-import type { Backend, EventInputModel, IngestService, PrincipalModel, RecsService } from '../../ports/backend.js';
+import type { Backend, EventInputModel, IngestService, PrincipalModel, RecordEventsResultModel, RecsService } from '../../ports/backend.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
 import { StoreBusyError } from './dataFiles.js';
 import { EmbeddedRecs } from './recs.js';
+import { withoutRepeatedIds } from './liveStore.js';
 
 /** Seconds a client is asked to wait before sending again a call the store was too busy to take. */
 export const STORE_BUSY_RETRY_AFTER_S = 1;
@@ -33,7 +34,7 @@ function requireAdmin(principal: PrincipalModel): void {
 
 /** The stored form of an event: the recommender's own spelling. */
 export function toRecEvent(e: EventInputModel): RecEvent {
-  return { kind: e.kind === 'PURCHASE' ? 'purchase' : 'view', itemId: e.itemId, session: e.sessionId, user: e.userId, orderId: e.orderId, time: e.time };
+  return { kind: e.kind === 'PURCHASE' ? 'purchase' : 'view', itemId: e.itemId, session: e.sessionId, user: e.userId, orderId: e.orderId, time: e.time, eventId: e.eventId ?? null };
 }
 
 /**
@@ -126,25 +127,38 @@ export class EmbeddedIngest implements IngestService {
     }
   }
 
-  /** A call stored (`write`), then taken by this process's model (`apply`): waited for modelWaitMs in all, storing included. */
-  private async storeThenApply<T>(write: () => Promise<T>, apply: (stored: T) => Promise<void>): Promise<void> {
+  /** A call stored (`write`), then taken by this process's model (`apply`): waited for modelWaitMs in all, storing included; what write gave. */
+  private async storeThenApply<T>(write: () => Promise<T>, apply: (stored: T) => Promise<void>): Promise<T> {
     const deadline = Date.now() + this.modelWaitMs;
     const stored = await storing(write);
     await awaitAtMost(apply(stored), deadline - Date.now());
+    return stored;
   }
 
-  async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[]): Promise<{ accepted: number; itemsWithoutRecord: number | null }> {
+  /**
+   * Without a store (tests, benchmarks), the eventIds this process has taken, kept as a store
+   * keeps them (RecsDataStore.appendEvents), for as long as it runs.
+   */
+  private readonly eventIds = new Set<string>();
+
+  async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[]): Promise<RecordEventsResultModel> {
     requireAdmin(principal);
     checkEvents(events);
     return this.withRoom('events', events.map((e) => e.itemId), async () => {
       const recEvents = events.map(toRecEvent);
       const { store, applyOwnEvents } = this.recs;
-      if (!store || !applyOwnEvents) this.recs.applyEvents(recEvents);
-      else await this.storeThenApply(() => store.appendEvents(recEvents), (rows) => applyOwnEvents.call(this.recs, rows));
+      let stored: number;
+      if (!store || !applyOwnEvents) {
+        const fresh = withoutRepeatedIds(recEvents, this.eventIds);
+        this.recs.applyEvents(fresh);
+        stored = fresh.length;
+      } else {
+        stored = (await this.storeThenApply(() => store.appendEvents(recEvents), (rows) => applyOwnEvents.call(this.recs, rows))).length;
+      }
       const catalog = this.recs.catalog;
       const missing = new Set<number>();
       for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
-      return { accepted: events.length, itemsWithoutRecord: missing.size };
+      return { accepted: events.length, duplicates: events.length - stored, itemsWithoutRecord: missing.size };
     });
   }
 

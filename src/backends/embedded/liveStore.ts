@@ -60,7 +60,11 @@ export interface RecsDataStore {
   /** What it is, for /readyz (which anyone may ask: never where it is). */
   readonly kind: 'sqlite' | 'postgresql';
   head(): Promise<StoreHead>;
-  /** Stores a whole call's events in one transaction; the rows as stored, in id order. */
+  /**
+   * Stores a whole call's events in one transaction; the rows as stored, in id order. An event
+   * whose eventId the store holds (from an earlier call, or earlier in this one) is left out, and
+   * its id taken in the same transaction as the rows: a call stored twice keeps its events once.
+   */
   appendEvents(events: readonly RecEvent[]): Promise<EventRow[]>;
   /** Stores a call's item records in one transaction under one new sequence number. */
   upsertItems(items: readonly ItemModel[]): Promise<number>;
@@ -103,3 +107,20 @@ export function rowToRecEvent(row: EventRow): RecEvent {
 export const NS_SESSION = 0;
 export const NS_USER = 1;
 export const NS_ORDER = 2;
+/** Events' own ids (RecEvent.eventId), named when an event is stored: a name taken is a duplicate. */
+export const NS_EVENT = 3;
+
+/**
+ * A call's events without those whose eventId `seen` holds or an earlier event of the call has
+ * (the first is kept); the ids kept join `seen`. The PostgreSQL store's repeats within a call
+ * (a fresh set), and EmbeddedIngest's ids without a store (its own, for as long as it runs).
+ */
+export function withoutRepeatedIds(events: readonly RecEvent[], seen = new Set<string>()): readonly RecEvent[] {
+  if (!events.some((e) => e.eventId != null)) return events;
+  return events.filter((e) => {
+    if (e.eventId == null) return true;
+    if (seen.has(e.eventId)) return false;
+    seen.add(e.eventId);
+    return true;
+  });
+}

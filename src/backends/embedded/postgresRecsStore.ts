@@ -6,7 +6,7 @@ import type { RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
-import { NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
+import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER, withoutRepeatedIds } from './liveStore.js';
 
 export interface PostgresRecsStoreOptions {
   connectionString: string;
@@ -61,6 +61,13 @@ CREATE TABLE IF NOT EXISTS recs_meta (key text PRIMARY KEY, value bigint NOT NUL
 `;
 
 const EVENT_COLUMNS = 'id, kind, item_id, coalesce(session, -1), coalesce(user_id, -1), coalesce(order_id, -1), time';
+
+/** The events ids an insert returned (first column; the second, where there is one, is the position of an event whose eventId was taken), ascending. */
+function idsOf(rows: readonly (readonly (string | null)[])[]): number[] {
+  const ids: number[] = [];
+  for (const row of rows) if (row[0] !== null) ids.push(Number(row[0]));
+  return ids.sort((a, b) => a - b);
+}
 
 /** The events' columns as arrays, for unnest: one round trip a batch whatever its size. */
 function columns(events: readonly RecEvent[]): [number[], number[], (string | null)[], (string | null)[], (string | null)[], number[]] {
@@ -195,7 +202,8 @@ export class PostgresRecsStore implements RecsDataStore {
    * commits (its own transaction: the lock is held for that statement and its commit only, never
    * across a round trip while this process builds the next statement's arrays).
    */
-  async appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
+  async appendEvents(all: readonly RecEvent[]): Promise<EventRow[]> {
+    const events = withoutRepeatedIds(all);
     if (events.length === 0) return [];
     // a name another writer's transaction is adding (an import's move) is waited for as the lock is
     const ids = await busyOnLockTimeout(this.nameKeys(events));
@@ -206,21 +214,55 @@ export class PostgresRecsStore implements RecsDataStore {
     const orders = events.map((e) => key(NS_ORDER, e.orderId));
     const times = events.map((e) => Math.round(e.time));
     const orNull = (id: number): number | null => (id < 0 ? null : id);
+    const values = [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, WRITE_LOCK];
+    const rows = (inserted: number[], kept: (i: number) => boolean): EventRow[] => {
+      const stored: EventRow[] = [];
+      for (let i = 0; i < events.length; i++) {
+        if (kept(i)) stored.push([inserted[stored.length]!, kinds[i]!, events[i]!.itemId, sessions[i]!, users[i]!, orders[i]!, times[i]!]);
+      }
+      return stored;
+    };
     // Every row is joined with `lock`'s one row before it takes its id (the column default is
     // evaluated above the join, whatever its plan), so the ids are taken under WRITE_LOCK, in the
     // order of n. Only the ids come back: the rest is what was sent (read back whole, 5,000 rows of
     // seven columns cost more CPU than writing them).
+    if (!events.some((e) => e.eventId != null)) {
+      const result = await busyOnLockTimeout(this.pool.query({
+        text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7))
+               INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
+               SELECT 0, kind, item, s, u, o, t FROM lock, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+                 WITH ORDINALITY AS e(kind, item, s, u, o, t, n) ORDER BY n
+               RETURNING id`,
+        values,
+        rowMode: 'array',
+      }));
+      return rows(idsOf(result.rows as [string | null, string | null][]), () => true);
+    }
+    // With eventIds: under the same lock and in the same statement (one transaction), the ids new
+    // to recs_keys are taken, and only their events, and those without one, are inserted. A name
+    // another writer took first conflicts (the unique index sees it committed, whatever this
+    // statement's snapshot), so two replicas sending the same event store it once. The events kept
+    // come back as their positions in the call, as PostgreSQL matched them, never as names: a name
+    // is not always read back as sent (a lone surrogate came back as U+FFFD, and matched none).
     const result = await busyOnLockTimeout(this.pool.query({
-      text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7))
-             INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
-             SELECT 0, kind, item, s, u, o, t FROM lock, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
-               WITH ORDINALITY AS e(kind, item, s, u, o, t, n) ORDER BY n
-             RETURNING id`,
-      values: [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, WRITE_LOCK],
+      text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7)),
+             taken AS (
+               INSERT INTO recs_keys (ns, name) SELECT ${NS_EVENT}, name FROM lock, unnest($8::text[]) AS c(name)
+               WHERE name IS NOT NULL ON CONFLICT DO NOTHING RETURNING name),
+             stored AS (
+               INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
+               SELECT 0, kind, item, s, u, o, t FROM lock, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $8::text[])
+                 WITH ORDINALITY AS e(kind, item, s, u, o, t, eid, n)
+               WHERE eid IS NULL OR eid IN (SELECT name FROM taken) ORDER BY n
+               RETURNING id)
+             SELECT id::text, NULL FROM stored
+             UNION ALL SELECT NULL, n::text FROM unnest($8::text[]) WITH ORDINALITY AS k(eid, n) WHERE eid IN (SELECT name FROM taken)`,
+      values: [...values, events.map((e) => e.eventId ?? null)],
       rowMode: 'array',
     }));
-    const inserted = (result.rows as [string][]).map((r) => Number(r[0])).sort((a, b) => a - b);
-    return events.map((e, i): EventRow => [inserted[i]!, kinds[i]!, e.itemId, sessions[i]!, users[i]!, orders[i]!, times[i]!]);
+    const taken = new Set<number>();
+    for (const [, position] of result.rows as [string | null, string | null][]) if (position !== null) taken.add(Number(position) - 1);
+    return rows(idsOf(result.rows as [string | null, string | null][]), (i) => events[i]!.eventId == null || taken.has(i));
   }
 
   /**

@@ -10,7 +10,7 @@ import { makeDataDir, preparePrivateFile, StoreBusyError, storeOpenError } from 
 import type { EventLog, RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
-import { NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
+import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
 import { promised } from '../../ports/promised.js';
 
 export type { ImportRecord } from './liveStore.js';
@@ -363,7 +363,9 @@ export class RecsStore implements RecsDataStore {
    * (as an import does): under the write lock the rows take the ids after the largest, in order,
    * which is checked, and the rows are answered from what was written.
    */
-  private appendNow(events: readonly RecEvent[]): EventRow[] {
+  private appendNow(all: readonly RecEvent[]): EventRow[] {
+    const events = this.withoutDuplicates(all);
+    if (events.length === 0) return [];
     const before = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
     const find = this.db.prepare('SELECT id FROM keys WHERE ns = ? AND name = ?').pluck();
     const name = this.db.prepare('INSERT INTO keys (ns, name) VALUES (?, ?)');
@@ -403,6 +405,17 @@ export class RecsStore implements RecsDataStore {
     }
     // rowids are max + 1 while the table's largest is below 2^63 - 1: never otherwise here, but then read them
     return last === before + rows.length ? rows : this.readEventsAfter(before, events.length);
+  }
+
+  /**
+   * The events whose eventId is new to the store, or who have none, their ids taken (inside the
+   * write transaction, so that they are taken with the rows or not at all): a duplicate of an
+   * earlier call's, or of one earlier in this call, is left out.
+   */
+  private withoutDuplicates(events: readonly RecEvent[]): readonly RecEvent[] {
+    if (!events.some((e) => e.eventId != null)) return events;
+    const take = this.db.prepare(`INSERT OR IGNORE INTO keys (ns, name) VALUES (${NS_EVENT}, ?)`);
+    return events.filter((e) => e.eventId == null || take.run(e.eventId).changes === 1);
   }
 
   /** Writes records under a new item sequence number (inside a write transaction). */

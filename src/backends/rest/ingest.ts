@@ -37,16 +37,17 @@ export class RestIngestService implements IngestService {
       if (e.sessionId !== null) event.sessionId = e.sessionId;
       if (e.userId !== null) event.userId = e.userId;
       if (e.orderId !== null) event.orderId = e.orderId;
+      if (e.eventId != null) event.eventId = e.eventId;
       event.time = e.time;
       return event;
     });
     const response = await this.send('POST', '/v1/events', principal, body, options);
-    const answer = parseJson(response.text) as { accepted?: unknown; itemsWithoutRecord?: unknown } | undefined;
+    const answer = parseJson(response.text) as { accepted?: unknown; duplicates?: unknown; itemsWithoutRecord?: unknown } | undefined;
     if (response.status !== 200) throw this.error(response, 'events', principal);
     // no more taken than sent, and no count GraphQL's Int cannot serialize (that was an INTERNAL_SERVER_ERROR)
     const accepted = countOf(answer?.accepted, events.length);
     if (accepted === undefined) throw upstreamUnavailable(SERVICE, 'unexpected answer to POST /v1/events');
-    return { accepted, itemsWithoutRecord: countOf(answer?.itemsWithoutRecord) ?? null };
+    return { accepted, duplicates: countOf(answer?.duplicates, accepted) ?? null, itemsWithoutRecord: countOf(answer?.itemsWithoutRecord) ?? null };
   }
 
   async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options: CallOptions = {}): Promise<UpsertItemsResultModel> {

@@ -13,6 +13,7 @@ function toEventModel(e: EventInput, now: number): EventInputModel {
     userId: e.userId ?? null,
     orderId: e.orderId ?? null,
     time: e.time ?? now,
+    eventId: e.eventId ?? null,
   };
 }
 

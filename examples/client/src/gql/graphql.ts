@@ -104,6 +104,13 @@ export type DeleteApiKeyPayload = {
  * and are never shown in answers, logs or metrics.
  */
 export type EventInput = {
+  /**
+   * Your own id for the event (opaque, at most 200 characters), so that sending a call again is safe:
+   * an event whose eventId the gateway has stored before, or that comes earlier in the same call, is
+   * not stored again, and counts in duplicates. Send the same id when you retry a call whose answer
+   * you did not get (a timeout, a dropped connection): it may have been stored.
+   */
+  eventId?: InputMaybe<Scalars['String']['input']>;
   /** The item viewed or bought; it may have no record yet (upsertItems adds it). */
   itemId: Scalars['ItemId']['input'];
   /** VIEW or PURCHASE. */
@@ -581,8 +588,13 @@ export type RecommendationSource =
 /** What recordEvents kept. */
 export type RecordEventsPayload = {
   __typename?: 'RecordEventsPayload';
-  /** How many events were kept: all of the call's (a call is all or nothing). */
+  /** How many events were taken: all of the call's (a call is all or nothing), duplicates included. */
   accepted: Scalars['Int']['output'];
+  /**
+   * Of those, how many had an eventId stored before (or earlier in the call), and were not stored
+   * again. Null where the backend does not say (REST mode in front of an upstream that does not).
+   */
+  duplicates?: Maybe<Scalars['Int']['output']>;
   /**
    * How many distinct items named by the call still have no item record: they shape the model but
    * are not shown until upsertItems sends their records. Null where the backend does not say (REST mode
