@@ -257,7 +257,11 @@ export interface OpenBackendHooks {
  */
 export async function openBackend(config: Config, hooks: OpenBackendHooks): Promise<Backend> {
   if (config.backend === 'rest') {
-    const [{ createRestBackend }, { CachingRecsService, CachingIngestService }] = await Promise.all([import('./backends/rest/index.js'), import('./cache/cachingRecs.js')]);
+    const [{ createRestBackend }, { CachingRecsService, CachingIngestService }, { RedisChangeFeed }] = await Promise.all([
+      import('./backends/rest/index.js'),
+      import('./cache/cachingRecs.js'),
+      import('./cache/changeFeed.js'),
+    ]);
     const rest = createRestBackend({
       apiKeyServiceUrl: config.apiKeyServiceUrl!,
       recsServiceUrl: config.recsServiceUrl!,
@@ -273,16 +277,28 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
       negativeTtlSeconds: config.cacheNegativeTtlSeconds,
     });
     const listeners: (() => void)[] = [];
+    const changed = (): void => {
+      for (const listener of listeners) listener();
+    };
+    // on a shared Redis, a write forwarded by any gateway drops what every one of them cached
+    // (its commands off the request path but a write's: longer than the cache's 100 ms)
+    const feed = config.redisUrl ? new RedisChangeFeed({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: 500 }) : null;
+    if (feed !== null) {
+      recs.onOthersChange(changed);
+      await recs.follow(feed);
+    }
     return {
       keys: rest.keys,
       // a write forwarded and taken drops what this process cached (lists, the records written, answers)
-      ingest: new CachingIngestService(rest.ingest, recs, () => {
-        for (const listener of listeners) listener();
-      }),
+      ingest: new CachingIngestService(rest.ingest, recs, changed),
       recs,
       onDataChange: (listener) => listeners.push(listener),
       check: () => rest.check(),
-      close: () => rest.close(),
+      close: async () => {
+        recs.unfollow();
+        await feed?.close();
+        await rest.close();
+      },
       breakerState: () => rest.breakerState(),
     };
   }

@@ -14,6 +14,7 @@ import type {
   UpsertItemsResultModel,
 } from '../ports/backend.js';
 import type { CacheEntry, SharedCache } from '../ports/cache.js';
+import type { ChangeFeed, ChangeNotice } from '../ports/changeFeed.js';
 
 export interface CachingOptions {
   /** Seconds an item stays cached; default 300 (CACHE_ITEM_TTL_SECONDS). */
@@ -32,6 +33,8 @@ export interface CachingOptions {
 const STORED_AT_MAX = 100_000;
 /** Parsed items kept for their cached text (see CachingRecsService.parsed), at most (tens of MB). */
 const PARSED_MAX = 10_000;
+/** Item ids of writes not yet told to other processes kept at most; past it their records follow after their TTL. */
+const MAX_UNTOLD = 10_000;
 
 /** What is kept for a list: ids and reasons only; items are kept once each, shared by every list. */
 type StoredList = Omit<RecommendationListModel, 'items'> | { notFound: true };
@@ -58,7 +61,6 @@ function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void
 }
 
 export const itemKey = (id: number): string => `item:${id}`;
-export const recsKey = (kind: RecommendationKind, anchorId: number): string => `recs:${kind}:${anchorId}`;
 
 /**
  * A RecsService in front of another, keeping items by id and recommendation lists by kind and
@@ -100,13 +102,26 @@ export class CachingRecsService implements RecsService {
   private readonly parsed = new Map<number, { text: string; item: ItemModel }>();
   private readonly now: () => number;
   /**
-   * Writes this process forwarded (dataChanged). The lists' keys are recsKey's, shared by every
-   * process on the cache, until the first; then in a space of this process's own for each, so
-   * that no list kept before a write is read again (listKey). Its own: a restart or another
-   * replica never takes it up with older lists in it.
+   * Writes this process forwarded or heard of (dataChanged, heard): a read begun before one keeps
+   * nothing it read. Lists are kept under `listSpace` (`<space><kind>:<anchor>`): `recs:` before
+   * any write; then, where a change feed tells every process of each write, `recs:w<n>:` after the
+   * n-th (shared by every process that heard of it: a list kept there was read after that write);
+   * else a space of this process's own for each write (`recs:<random>.<writes>:`), which a
+   * restart or another process never takes up with older lists in it.
    */
   private writes = 0;
   private readonly spacePrefix = randomBytes(6).toString('hex');
+  private listSpace = 'recs:';
+  /** The shared count of writes the lists' space follows; null while in a space of this process's own. */
+  private sharedWrites: number | null = 0;
+  private feed: ChangeFeed | null = null;
+  /** Item ids of this process's writes not yet told to the others (the feed was down); 'many' past MAX_UNTOLD. */
+  private untold: Set<number> | 'many' | null = null;
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private everSynced = false;
+  /** Settles follow()'s promise. */
+  private synced: () => void = () => undefined;
+  private readonly changeListeners: (() => void)[] = [];
 
   constructor(
     private readonly upstream: RecsService,
@@ -262,25 +277,151 @@ export class CachingRecsService implements RecsService {
 
   /**
    * A write this process forwarded was taken upstream (recordEvents, upsertItems: CachingIngestService):
-   * every list it kept may have changed, and so may the records of `itemIds`. Lists are read from
-   * a new key space from now on (the old entries expire by their TTL); the records are deleted,
-   * in both tiers. Another process on the same shared cache keeps its lists for their TTL.
+   * every list it kept may have changed, and so may the records of `itemIds`. The records are
+   * deleted, in both tiers; lists are read from a new key space from now on (the old entries
+   * expire by their TTL). With a change feed (follow) every other process is told, and does the
+   * same before it answers from its caches again; without one, or while its store is down,
+   * another process on the same shared cache keeps its lists and records for their TTLs.
    */
   async dataChanged(itemIds: readonly number[]): Promise<void> {
     this.writes++;
-    if (itemIds.length === 0) return;
+    this.forgetItems(itemIds);
+    if (this.feed === null) {
+      this.moveTo(null);
+      await this.cache.delete(itemIds.map(itemKey));
+      return;
+    }
+    this.addUntold(itemIds);
+    await this.tell();
+  }
+
+  /**
+   * From now on every write this process forwards is announced on `feed`, and every write another
+   * process announces there is followed here as if forwarded here (listeners called: the response
+   * cache). Until the feed has connected, lists are kept in a space of this process's own.
+   */
+  follow(feed: ChangeFeed, waitMs = 2000): Promise<void> {
+    this.feed = feed;
+    this.moveTo(null);
+    // resolved once the shared space is taken up, or after waitMs (the feed's store is down: the start goes on)
+    const synced = new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, waitMs);
+      this.synced = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    feed.listen((change) => this.heard(change), () => void this.resync());
+    return synced;
+  }
+
+  /** Stops following the feed (its owner closes it). */
+  unfollow(): void {
+    clearTimeout(this.resyncTimer);
+    this.feed = null;
+  }
+
+  /** `listener` is called after each write another process announced (follow). */
+  onOthersChange(listener: () => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  /** Lists' key space: the shared one after `shared` writes, or (null) one of this process's own. */
+  private moveTo(shared: number | null): void {
+    this.sharedWrites = shared;
+    this.listSpace = shared === null ? `recs:${this.spacePrefix}.${this.writes}:` : shared === 0 ? 'recs:' : `recs:w${shared}:`;
+  }
+
+  /** What this process keeps of these items apart from the cache: a lookup begun before the write answers its callers, not later ones (nor is it stored: fetchItems). */
+  private forgetItems(itemIds: readonly number[]): void {
     for (const id of itemIds) {
-      // a lookup begun before the write answers its callers, not later ones (nor is it stored: fetchItems)
       this.itemsInFlight.delete(id);
       this.parsed.delete(id);
       this.storedAt.delete(id);
       this.listedItems.delete(id);
     }
+  }
+
+  private addUntold(itemIds: readonly number[]): void {
+    if (this.untold === 'many') return;
+    this.untold ??= new Set();
+    for (const id of itemIds) this.untold.add(id);
+    if (this.untold.size > MAX_UNTOLD) this.untold = 'many';
+  }
+
+  /**
+   * Deletes the records of the writes not yet told, then tells the other processes (one notice
+   * for all of them): the shared space after it. If the feed is down, this process keeps to a
+   * space of its own until it is back (resync tells them then): the shared space may hold lists
+   * read before its writes.
+   */
+  private async tell(): Promise<void> {
+    const untold = this.untold;
+    if (untold === null || this.feed === null) return;
+    this.untold = null;
+    const itemIds = untold === 'many' ? [] : [...untold];
     await this.cache.delete(itemIds.map(itemKey));
+    const told = await this.feed.announce(itemIds);
+    if (told === null) {
+      if (untold === 'many') this.untold = 'many';
+      else this.addUntold(itemIds);
+      this.moveTo(null);
+      this.resyncSoon();
+      return;
+    }
+    this.moveTo(Math.max(told, this.sharedWrites ?? 0));
+  }
+
+  /** resync in a second: the feed's store did not answer (down, or slower than its command timeout). */
+  private resyncSoon(): void {
+    clearTimeout(this.resyncTimer);
+    if (this.feed !== null) this.resyncTimer = setTimeout(() => void this.resync(), 1000).unref();
+  }
+
+  /** Another process announced a write: followed as one forwarded here. */
+  private heard(change: ChangeNotice): void {
+    this.writes++;
+    this.forgetItems(change.itemIds);
+    // the other process deleted the records from the shared tier before it told
+    this.cache.forgetLocal?.(change.itemIds.map(itemKey));
+    this.moveTo(this.sharedWrites === null ? null : Math.max(this.sharedWrites, change.writes));
+    for (const listener of this.changeListeners) listener();
+  }
+
+  /**
+   * The feed (re)connected: notices sent while it was not may have been missed. This process's
+   * untold writes are told, and unless the shared count is the one followed here, everything kept
+   * in process is dropped and the shared space taken up at that count. Tried again each second
+   * while the count cannot be read or the writes cannot be told.
+   */
+  private async resync(): Promise<void> {
+    const feed = this.feed;
+    if (feed === null) return;
+    clearTimeout(this.resyncTimer);
+    const now = await feed.current();
+    if (this.feed !== feed) return;
+    if (now === null) return this.resyncSoon();
+    if (this.untold !== null) {
+      await this.tell();
+      if (this.untold !== null) return;
+    } else if (this.sharedWrites === now) {
+      return this.synced();
+    }
+    this.writes++;
+    this.itemsInFlight.clear();
+    this.parsed.clear();
+    this.storedAt.clear();
+    this.listedItems.clear();
+    this.cache.forgetLocal?.();
+    this.moveTo(Math.max(now, this.sharedWrites ?? 0));
+    // the first time, nothing was answered yet (follow is waited for before the gateway serves)
+    if (this.everSynced) for (const listener of this.changeListeners) listener();
+    this.everSynced = true;
+    this.synced();
   }
 
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
-    const key = this.writes === 0 ? recsKey(kind, anchorId) : `recs:${this.spacePrefix}.${this.writes}:${kind}:${anchorId}`;
+    const key = `${this.listSpace}${kind}:${anchorId}`;
     let inFlight = this.listsInFlight.get(key);
     if (!inFlight) {
       const loading = this.loadList(kind, anchorId, key, options);

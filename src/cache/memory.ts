@@ -49,6 +49,12 @@ export class MemoryCache implements SharedCache {
     });
   }
 
+  /** Forgets `keys` at once (all of them without keys): TieredCache's in-process tier. */
+  forget(keys?: readonly string[]): void {
+    if (keys === undefined) this.lru.clear();
+    else for (const key of keys) this.lru.delete(key);
+  }
+
   check(): Promise<'ok'> {
     return Promise.resolve('ok');
   }

@@ -1,4 +1,4 @@
-import { Redis } from 'ioredis';
+import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logger.js';
 import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
 import { promised } from '../ports/promised.js';
@@ -25,7 +25,7 @@ export interface RedisCacheOptions {
  * command while disconnected fails at once), no per-command retries, a command timeout, and
  * reconnection in the background. Shared by the cache and the rate limiter.
  */
-export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'log'>): Redis {
+export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'log'>, overrides: RedisOptions = {}): Redis {
   const redis = new Redis(options.url, {
     keyPrefix: options.keyPrefix ?? 'recs-gateway:',
     commandTimeout: options.commandTimeoutMs ?? 100,
@@ -35,6 +35,7 @@ export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix
     retryStrategy: (attempt) => Math.min(100 * attempt, 1000),
     // a restarted Redis is found again without the caller doing anything
     reconnectOnError: () => true,
+    ...overrides,
   });
   // failures are counted where commands fail; an unhandled 'error' event would only be noise
   redis.on('error', () => undefined);

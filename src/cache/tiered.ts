@@ -68,6 +68,10 @@ export class TieredCache implements SharedCache {
     await this.shared.delete(keys);
   }
 
+  forgetLocal(keys?: readonly string[]): void {
+    this.local.forget(keys);
+  }
+
   check(): Promise<string> {
     return this.shared.check();
   }

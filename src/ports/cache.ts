@@ -9,6 +9,12 @@ export interface SharedCache {
   /** Stores values, each with its own time to live in seconds. */
   setMany(entries: readonly CacheEntry[]): Promise<void>;
   delete(keys: readonly string[]): Promise<void>;
+  /**
+   * Forgets what this process keeps of `keys` (all of it without keys), leaving the shared store
+   * as it is: another process changed it, and said so (src/ports/changeFeed.ts). Absent where
+   * nothing is kept in process in front of a shared store.
+   */
+  forgetLocal?(keys?: readonly string[]): void;
   /** Counters since start, for /metrics and tests. */
   readonly stats: CacheStats;
   /** What /readyz reports: 'ok', or why not. */

@@ -1,7 +1,9 @@
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import type { IngestService, ItemModel, PrincipalModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
 import { CachingIngestService, CachingRecsService } from '../../src/cache/cachingRecs.js';
+import { MemoryChangeHub } from '../../src/cache/changeFeed.js';
 import { MemoryCache } from '../../src/cache/memory.js';
+import { TieredCache } from '../../src/cache/tiered.js';
 import { RedisCache } from '../../src/cache/redis.js';
 import { notFound, rateLimited, upstreamUnavailable } from '../../src/errors.js';
 import { drainPrefix, OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
@@ -375,5 +377,84 @@ describe('an empty write forwarded (CachingIngestService)', () => {
     await recs.recommend('POST_BROWSE', 10);
     expect(upstream.recommendCalls).toBe(2);
     expect(changes).toBe(1);
+  }, 5_000);
+});
+
+describe('writes told to the other processes on the shared cache (a change feed)', () => {
+  /** Two processes: each its own in-process tier before one shared store, one upstream, one feed between them. */
+  async function twoProcesses() {
+    const upstream = new CountingRecs(known);
+    const shared = new MemoryCache();
+    const hub = new MemoryChangeHub();
+    const open = async () => {
+      const feed = hub.feed();
+      const recs = new CachingRecsService(upstream, new TieredCache(shared));
+      let heard = 0;
+      recs.onOthersChange(() => heard++);
+      await recs.follow(feed);
+      return { recs, feed, heard: () => heard };
+    };
+    return { upstream, a: await open(), b: await open() };
+  }
+  const until = async (done: () => boolean): Promise<void> => {
+    while (!done()) await new Promise((r) => setTimeout(r, 5));
+  };
+
+  it('a write through one: the other answers its next list and record from upstream, and both share lists again after', async () => {
+    const { upstream, a, b } = await twoProcesses();
+    await a.recs.recommend('POST_BROWSE', 10);
+    await a.recs.getItems([3]);
+    await a.recs.flushed();
+    await b.recs.recommend('POST_BROWSE', 10);
+    await b.recs.getItems([3]);
+    expect(upstream.recommendCalls).toBe(1);
+    expect(upstream.itemCalls).toEqual([[3]]);
+
+    await a.recs.dataChanged([3]);
+    await until(() => b.heard() === 1);
+    await b.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(2);
+    await b.recs.getItems([3]);
+    expect(upstream.itemCalls).toEqual([[3], [3]]);
+    await b.recs.flushed();
+    // the list b read after the write is a's too
+    await a.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(2);
+    // a is not told of its own write
+    expect(a.heard()).toBe(0);
+  }, 5_000);
+
+  it('a write while the feed is down: the writer keeps to lists of its own, and tells the others once the feed is back', async () => {
+    const { upstream, a, b } = await twoProcesses();
+    await b.recs.recommend('POST_BROWSE', 10);
+    await b.recs.flushed();
+    a.feed.interrupt();
+    await a.recs.dataChanged([]);
+    await a.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(2);
+    // not told: b answers what it kept (for its TTL, were the feed not back)
+    await b.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(2);
+    expect(b.heard()).toBe(0);
+    a.feed.resume();
+    await until(() => b.heard() === 1);
+    await b.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(3);
+  }, 5_000);
+
+  it('a process that was cut off from the feed drops what it kept once it is back: it may have missed a write', async () => {
+    const { upstream, a, b } = await twoProcesses();
+    await b.recs.recommend('POST_BROWSE', 10);
+    await b.recs.getItems([4]);
+    await b.recs.flushed();
+    b.feed.interrupt();
+    await a.recs.dataChanged([4]);
+    expect(b.heard()).toBe(0);
+    b.feed.resume();
+    await until(() => b.heard() === 1);
+    await b.recs.recommend('POST_BROWSE', 10);
+    await b.recs.getItems([4]);
+    expect(upstream.recommendCalls).toBe(2);
+    expect(upstream.itemCalls).toEqual([[4], [4]]);
   }, 5_000);
 });

@@ -12,6 +12,7 @@ import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { NO_RATE_LIMITS, startServe, type ServeProcess } from '../helpers/processes.js';
 import { TEST_COST, tempDir } from '../helpers/stores.js';
+import { REDIS_URL } from '../helpers/redis.js';
 import { startServer, type RecordedRequest, type TestServer } from '../rest/helpers.js';
 
 /** A smartphone of the demo shop, with recommendations of both kinds. */
@@ -93,6 +94,18 @@ export async function startUpstream(): Promise<Upstream> {
       await serve.stop();
       remove();
     },
+  };
+}
+
+/** The environment of `recs-gateway serve` in REST mode in front of `upstream`, on the machine's Redis under `prefix`. */
+export function restServeEnv(upstream: Upstream, prefix: string): Record<string, string> {
+  return {
+    BACKEND: 'rest',
+    APIKEY_SERVICE_URL: upstream.url,
+    RECS_SERVICE_URL: upstream.url,
+    RECS_API_KEY: upstream.gatewayKey,
+    REDIS_URL,
+    REDIS_KEY_PREFIX: prefix,
   };
 }
 

@@ -1,8 +1,8 @@
 import autocannon from 'autocannon';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
+import { drainPrefix, testPrefix } from '../helpers/redis.js';
 import { startServe, type ServeProcess } from '../helpers/processes.js';
-import { PHONE, report, startUpstream, type Upstream } from './harness.js';
+import { PHONE, report, restServeEnv, startUpstream, type Upstream } from './harness.js';
 
 export interface LoadResult {
   requests: number;
@@ -21,15 +21,7 @@ export const CACHED_QUERY = JSON.stringify({ query: `{ item(itemId: ${PHONE}) { 
 /** The gateway under test as a process of its own in REST mode on the machine's Redis. */
 export async function startCachedGateway(upstream: Upstream): Promise<{ serve: ServeProcess; stop(): Promise<void> }> {
   const prefix = testPrefix();
-  const serve = await startServe({
-    BACKEND: 'rest',
-    APIKEY_SERVICE_URL: upstream.url,
-    RECS_SERVICE_URL: upstream.url,
-    RECS_API_KEY: upstream.gatewayKey,
-    REDIS_URL,
-    REDIS_KEY_PREFIX: prefix,
-    LOG_LEVEL: 'info',
-  });
+  const serve = await startServe({ ...restServeEnv(upstream, prefix), LOG_LEVEL: 'info' });
   return {
     serve,
     async stop() {

@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { ChangeFeed, ChangeNotice } from '../ports/changeFeed.js';
+import { connectRedis, type RedisCacheOptions } from './redis.js';
+
+/** The most item ids a notice carries (upsertItems takes at most 1,000 records a call). */
+const MAX_NOTICE_ITEMS = 10_000;
+
+/**
+ * Counts the write and publishes its notice in one step, so that notices go out in the order of
+ * their counts and a count is never taken without its notice: KEYS[1] the count, ARGV[1] the
+ * channel, ARGV[2] the sender, ARGV[3] the item ids, comma-separated.
+ */
+const ANNOUNCE = `
+local n = redis.call('INCR', KEYS[1])
+redis.call('PUBLISH', ARGV[1], ARGV[2] .. ' ' .. n .. ' ' .. ARGV[3])
+return n`;
+
+/** `<sender> <count> <ids>`; null for anything else (nothing on the channel is trusted to be ours). */
+function parseNotice(message: string): (ChangeNotice & { sender: string }) | null {
+  const [sender, count, ids, extra] = message.split(' ');
+  if (sender === undefined || count === undefined || ids === undefined || extra !== undefined || !/^\d{1,15}$/.test(count)) return null;
+  const itemIds = ids === '' ? [] : ids.split(',').map(Number);
+  if (itemIds.length > MAX_NOTICE_ITEMS || !itemIds.every((id) => Number.isSafeInteger(id) && id > 0)) return null;
+  return { sender, writes: Number(count), itemIds };
+}
+
+/**
+ * The change feed of gateways on one Redis (and key prefix): a counter (`<prefix>changes`) and a
+ * pub/sub channel of the same name. Two connections: pub/sub takes one for itself. Redis trouble
+ * is never a request's: a write that cannot be announced is answered all the same (null), and a
+ * subscription lost is taken up again when Redis is back (the listener then reads the count:
+ * notices sent meanwhile were missed).
+ */
+export class RedisChangeFeed implements ChangeFeed {
+  private readonly commands: Redis & { announceChange(key: string, channel: string, sender: string, ids: string): Promise<number> };
+  private readonly subscriber: Redis;
+  private readonly channel: string;
+  private readonly sender = randomBytes(8).toString('hex');
+  private closed = false;
+  private retry: NodeJS.Timeout | undefined;
+
+  constructor(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs'>) {
+    const keyPrefix = options.keyPrefix ?? 'recs-gateway:';
+    // a channel is not a key: ioredis does not prefix it
+    this.channel = `${keyPrefix}changes`;
+    this.commands = connectRedis(options) as RedisChangeFeed['commands'];
+    this.commands.defineCommand('announceChange', { numberOfKeys: 1, lua: ANNOUNCE });
+    // subscribed again by hand on every (re)connection, so that the listener hears of it once the subscription holds
+    this.subscriber = connectRedis(options, { autoResubscribe: false, connectionName: `recs-gateway-changes-${this.sender}` });
+  }
+
+  async current(): Promise<number | null> {
+    try {
+      return Number((await this.commands.get('changes')) ?? 0);
+    } catch {
+      return null;
+    }
+  }
+
+  async announce(itemIds: readonly number[]): Promise<number | null> {
+    try {
+      return await this.commands.announceChange('changes', this.channel, this.sender, itemIds.join(','));
+    } catch {
+      return null;
+    }
+  }
+
+  listen(notice: (change: ChangeNotice) => void, connected: () => void): void {
+    this.subscriber.on('message', (channel: string, message: string) => {
+      if (channel !== this.channel) return;
+      const parsed = parseNotice(message);
+      if (parsed !== null && parsed.sender !== this.sender) notice(parsed);
+    });
+    const subscribe = (): void => {
+      clearTimeout(this.retry);
+      if (this.closed || this.subscriber.status !== 'ready') return;
+      this.subscriber.subscribe(this.channel).then(connected, () => {
+        // a slow Redis: tried again shortly, unless a reconnection does it first
+        this.retry = setTimeout(subscribe, 1000).unref();
+      });
+    };
+    this.subscriber.on('ready', subscribe);
+    subscribe();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearTimeout(this.retry);
+    this.subscriber.disconnect();
+    this.commands.disconnect();
+    await Promise.resolve();
+  }
+}
+
+/**
+ * The change feed of gateways in one process (tests): what RedisChangeFeed does, through a
+ * shared object. `interrupt` stands for a lost connection: the feed misses what is announced
+ * until `resume`, which tells its listener it is connected again.
+ */
+export class MemoryChangeHub {
+  private writes = 0;
+  private readonly feeds = new Set<MemoryChangeFeed>();
+
+  feed(): ChangeFeed & { interrupt(): void; resume(): void } {
+    let listener: { notice: (change: ChangeNotice) => void; connected: () => void } | undefined;
+    let up = true;
+    const feed: MemoryChangeFeed = {
+      current: () => Promise.resolve(up ? this.writes : null),
+      announce: (itemIds) => {
+        if (!up) return Promise.resolve(null);
+        const change = { writes: ++this.writes, itemIds: [...itemIds] };
+        for (const other of this.feeds) if (other !== feed) other.deliver(change);
+        return Promise.resolve(change.writes);
+      },
+      listen: (notice, connected) => {
+        listener = { notice, connected };
+        queueMicrotask(connected);
+      },
+      deliver: (change) => {
+        if (up && listener) queueMicrotask(() => listener?.notice(change));
+      },
+      interrupt: () => {
+        up = false;
+      },
+      resume: () => {
+        up = true;
+        if (listener) queueMicrotask(listener.connected);
+      },
+      close: () => {
+        this.feeds.delete(feed);
+        return Promise.resolve();
+      },
+    };
+    this.feeds.add(feed);
+    return feed;
+  }
+}
+
+interface MemoryChangeFeed extends ChangeFeed {
+  deliver(change: ChangeNotice): void;
+  interrupt(): void;
+  resume(): void;
+}
