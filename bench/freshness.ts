@@ -10,6 +10,11 @@
  * against the reference measured in the same run: the round trip of the same query answered
  * from the model (no change to wait for).
  *
+ * `--rest`: the two are REST-mode gateways on one Redis (a key prefix of the bench's own) in front
+ * of a third, embedded one (SQLite) that takes the events: the second follows the first's writes
+ * when the first tells it (src/cache/changeFeed.ts), not by reading a store; without that it would
+ * answer its cached lists for their TTL (300 s).
+ *
  * Each poll's query text is new (an alias of its own), so that the response cache (maxAge 300 on these fields)
  * cannot answer with a list from before the change: until the response cache drops answers when
  * the model changes (EmbeddedRecs.onChange), a client asking the same query sees it up to 300 s late.
@@ -23,6 +28,7 @@ import { coViews, sendEvents } from '../test/helpers/liveEvents.js';
 import type { EventInputModel } from '../src/ports/backend.js';
 import { gql, startServe } from '../test/helpers/processes.js';
 import { tempDir } from '../test/helpers/stores.js';
+import { drainPrefix } from '../test/helpers/redis.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -42,26 +48,48 @@ function orders(anchor: number, other: number, times: number, first: number, tim
 
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
+const REST = process.argv.includes('--rest');
 const schema = `bench_fresh_${process.pid}`;
+const redisPrefix = `recs-gateway-bench-fresh-${process.pid}:`;
 const admin = new pg.Client({ connectionString: BASE_URL });
-await admin.connect();
-await admin.query(`CREATE SCHEMA ${schema}`);
-const data = [tempDir('bench-fresh-a-'), tempDir('bench-fresh-b-')];
+if (!REST) {
+  await admin.connect();
+  await admin.query(`CREATE SCHEMA ${schema}`);
+}
+const data = [tempDir('bench-fresh-a-'), tempDir('bench-fresh-b-'), tempDir('bench-fresh-up-')];
 const url = new URL(BASE_URL);
 url.searchParams.set('options', `-c search_path=${schema}`);
-const env = (i: number): Record<string, string> => ({
-  DATABASE_URL: url.toString(), DATA_DIR: data[i]!.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: FOLLOW_MS,
-});
 const started: Awaited<ReturnType<typeof startServe>>[] = [];
+/** The first-start administrator's Basic credentials, from what the process printed. */
+const adminOf = (serve: Awaited<ReturnType<typeof startServe>>): string =>
+  `Basic ${Buffer.from(`admin:${/password\n\n\s+(\S+)/.exec(serve.stderr())?.[1]}`).toString('base64')}`;
+/** A key of the administrator's, made through `base`. */
+async function keyOf(base: string, authorization: string): Promise<string> {
+  const created = await gql(base, 'mutation { createApiKey(input: { name: "bench" }) { key } }', {}, { authorization });
+  return (created.body.data?.createApiKey as { key?: string } | undefined)?.key ?? '';
+}
 try {
+  let env: (i: number) => Record<string, string>;
+  // a key: with DATABASE_URL every password sign-in pays its scrypt check (about 0.4 s), which would be all we measured
+  let auth = '';
+  if (REST) {
+    const upstream = await startServe({ DATA_DIR: data[2]!.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '' });
+    started.push(upstream);
+    auth = await keyOf(upstream.url, adminOf(upstream));
+    env = (i) => ({
+      BACKEND: 'rest', APIKEY_SERVICE_URL: upstream.url, RECS_SERVICE_URL: upstream.url, RECS_API_KEY: auth,
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: redisPrefix, DATA_DIR: data[i]!.dir, OTEL_EXPORTER_OTLP_ENDPOINT: '',
+    });
+  } else {
+    env = (i) => ({
+      DATABASE_URL: url.toString(), DATA_DIR: data[i]!.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: FOLLOW_MS,
+    });
+  }
   const one = await startServe(env(0));
   started.push(one);
   const two = await startServe(env(1));
   started.push(two);
-  const password = /password\n\n\s+(\S+)/.exec(one.stderr())?.[1];
-  // a key: with DATABASE_URL every password sign-in pays its scrypt check (about 0.4 s), which would be all we measured
-  const created = await gql(one.url, 'mutation { createApiKey(input: { name: "bench" }) { key } }', {}, { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` });
-  const auth = (created.body.data?.createApiKey as { key?: string } | undefined)?.key ?? '';
+  if (!REST) auth = await keyOf(one.url, adminOf(one));
   const upserted = await gql(one.url, 'mutation($i:[ItemInput!]!){ upsertItems(items:$i){ upserted } }',
     { i: Array.from({ length: 1000 }, (_, k) => ({ itemId: k + 1, name: `thing ${k + 1}`, categoryPath: 'Home/Lamps' })) }, { authorization: auth });
   if (upserted.body.errors) throw new Error(JSON.stringify(upserted.body.errors));
@@ -108,13 +136,18 @@ try {
   const ref = pct(reference, 50);
   console.log(`reference: the query's round trip p50 ${ref.toFixed(1)} ms, p99 ${pct(reference, 99).toFixed(1)} ms`);
   console.log(`freshness, the gateway that took the call: p50 ${pct(here, 50).toFixed(1)} ms, p99 ${pct(here, 99).toFixed(1)} ms after the answer (${(pct(here, 50) / ref).toFixed(1)}x the reference)`);
-  console.log(`freshness, the other replica (following every ${FOLLOW_MS} ms): p50 ${pct(there, 50).toFixed(0)} ms, p99 ${pct(there, 99).toFixed(0)} ms after the answer (${ROUNDS} rounds)`);
+  const other = REST ? 'the other REST-mode gateway (told on Redis)' : `the other replica (following every ${FOLLOW_MS} ms)`;
+  console.log(`freshness, ${other}: p50 ${pct(there, 50).toFixed(0)} ms, p99 ${pct(there, 99).toFixed(0)} ms after the answer (${ROUNDS} rounds)`);
   console.log(`next-best-product, the gateway that took the call: p50 ${pct(boughtHere, 50).toFixed(1)} ms, p99 ${pct(boughtHere, 99).toFixed(1)} ms after the answer (${(pct(boughtHere, 50) / ref).toFixed(1)}x the reference)`);
-  console.log(`next-best-product, the other replica: p50 ${pct(boughtThere, 50).toFixed(0)} ms, p99 ${pct(boughtThere, 99).toFixed(0)} ms after the answer`);
-  console.log(`node ${process.version}; two gateways from source (tsx) on PostgreSQL; a shared 2-core machine (others' tests running): figures vary between runs`);
+  console.log(`next-best-product, the other ${REST ? 'gateway' : 'replica'}: p50 ${pct(boughtThere, 50).toFixed(0)} ms, p99 ${pct(boughtThere, 99).toFixed(0)} ms after the answer`);
+  console.log(`node ${process.version}; two gateways from source (tsx) ${REST ? 'in REST mode on Redis, before an embedded one on SQLite' : 'on PostgreSQL'}; a shared 2-core machine (others' tests running): figures vary between runs`);
 } finally {
   for (const serve of started) await serve.stop();
-  await admin.query(`DROP SCHEMA ${schema} CASCADE`);
-  await admin.end();
+  if (REST) {
+    await drainPrefix(redisPrefix);
+  } else {
+    await admin.query(`DROP SCHEMA ${schema} CASCADE`);
+    await admin.end();
+  }
   for (const d of data) d.remove();
 }
