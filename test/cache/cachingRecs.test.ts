@@ -394,7 +394,7 @@ describe('writes told to the other processes on the shared cache (a change feed)
       await recs.follow(feed);
       return { recs, feed, heard: () => heard };
     };
-    return { upstream, a: await open(), b: await open() };
+    return { upstream, hub, a: await open(), b: await open() };
   }
   const until = async (done: () => boolean): Promise<void> => {
     while (!done()) await new Promise((r) => setTimeout(r, 5));
@@ -456,5 +456,20 @@ describe('writes told to the other processes on the shared cache (a change feed)
     await b.recs.getItems([4]);
     expect(upstream.recommendCalls).toBe(2);
     expect(upstream.itemCalls).toEqual([[4], [4]]);
+  }, 5_000);
+
+  it('after the shared store starts over (a Redis restarted, its count at 0 again), every write still moves both to new lists', async () => {
+    const { upstream, hub, a, b } = await twoProcesses();
+    for (let i = 0; i < 3; i++) await a.recs.dataChanged([]);
+    await until(() => b.heard() === 3);
+    hub.restart();
+    await until(() => b.heard() === 4);
+    await b.recs.recommend('POST_BROWSE', 10);
+    await b.recs.flushed();
+    const calls = upstream.recommendCalls;
+    await a.recs.dataChanged([]);
+    await until(() => b.heard() === 5);
+    await b.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(calls + 1);
   }, 5_000);
 });
