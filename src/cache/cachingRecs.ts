@@ -384,8 +384,13 @@ export class CachingRecsService implements RecsService {
     this.forgetItems(change.itemIds);
     // the other process deleted the records from the shared tier before it told
     this.cache.forgetLocal?.(change.itemIds.map(itemKey));
+    const gap = this.sharedWrites !== null && change.writes > this.sharedWrites + 1;
     this.moveTo(this.sharedWrites === null ? null : Math.max(this.sharedWrites, change.writes));
     for (const listener of this.changeListeners) listener();
+    // Notices come in the order of their counts, so one past the next is a notice missed, or not
+    // a count Redis gave (a message anyone may publish): the count itself decides. Else a count far
+    // ahead would keep this process in one space through every write until it reconnects.
+    if (gap) void this.resync();
   }
 
   /**

@@ -102,6 +102,11 @@ export class MemoryChangeHub {
   private writes = 0;
   private readonly feeds = new Set<MemoryChangeFeed>();
 
+  /** A message on the channel that is not a count the hub gave (anyone may publish on Redis's). */
+  publish(change: ChangeNotice): void {
+    for (const feed of this.feeds) feed.deliver(change);
+  }
+
   /** What a restarted Redis does: the count starts over, and every feed connects again. */
   restart(): void {
     this.writes = 0;

@@ -472,4 +472,22 @@ describe('writes told to the other processes on the shared cache (a change feed)
     await b.recs.recommend('POST_BROWSE', 10);
     expect(upstream.recommendCalls).toBe(calls + 1);
   }, 5_000);
+
+  it('a notice of a count far past the shared one (published by anyone on the channel) is checked against the count: writes still move both to new lists', async () => {
+    const { upstream, hub, a, b } = await twoProcesses();
+    hub.publish({ writes: 10 ** 12, itemIds: [] });
+    // heard, then checked against the count (each drops what it kept: a second call)
+    await until(() => a.heard() === 2 && b.heard() === 2);
+    await b.recs.recommend('POST_BROWSE', 10);
+    await b.recs.flushed();
+    const calls = upstream.recommendCalls;
+    await a.recs.dataChanged([]);
+    await until(() => b.heard() === 3);
+    await b.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(calls + 1);
+    await b.recs.flushed();
+    // and the two share lists again
+    await a.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(calls + 1);
+  }, 5_000);
 });
