@@ -399,6 +399,19 @@ describe('writes told to the other processes on the shared cache (a change feed)
   const until = async (done: () => boolean): Promise<void> => {
     while (!done()) await new Promise((r) => setTimeout(r, 5));
   };
+  type Process = Awaited<ReturnType<typeof twoProcesses>>['a'];
+  /** b keeps a list, a writes: b's next read of it goes upstream (once); the calls before it. */
+  async function followsNextWrite({ upstream, a, b }: { upstream: CountingRecs; a: Process; b: Process }): Promise<number> {
+    await b.recs.recommend('POST_BROWSE', 10);
+    await b.recs.flushed();
+    const calls = upstream.recommendCalls;
+    const heard = b.heard();
+    await a.recs.dataChanged([]);
+    await until(() => b.heard() === heard + 1);
+    await b.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(calls + 1);
+    return calls;
+  }
 
   it('a write through one: the other answers its next list and record from upstream, and both share lists again after', async () => {
     const { upstream, a, b } = await twoProcesses();
@@ -464,13 +477,7 @@ describe('writes told to the other processes on the shared cache (a change feed)
     await until(() => b.heard() === 3);
     hub.restart();
     await until(() => b.heard() === 4);
-    await b.recs.recommend('POST_BROWSE', 10);
-    await b.recs.flushed();
-    const calls = upstream.recommendCalls;
-    await a.recs.dataChanged([]);
-    await until(() => b.heard() === 5);
-    await b.recs.recommend('POST_BROWSE', 10);
-    expect(upstream.recommendCalls).toBe(calls + 1);
+    await followsNextWrite({ upstream, a, b });
   }, 5_000);
 
   it('a notice of a count far past the shared one (published by anyone on the channel) is checked against the count: writes still move both to new lists', async () => {
@@ -478,13 +485,7 @@ describe('writes told to the other processes on the shared cache (a change feed)
     hub.publish({ writes: 10 ** 12, itemIds: [] });
     // heard, then checked against the count (each drops what it kept: a second call)
     await until(() => a.heard() === 2 && b.heard() === 2);
-    await b.recs.recommend('POST_BROWSE', 10);
-    await b.recs.flushed();
-    const calls = upstream.recommendCalls;
-    await a.recs.dataChanged([]);
-    await until(() => b.heard() === 3);
-    await b.recs.recommend('POST_BROWSE', 10);
-    expect(upstream.recommendCalls).toBe(calls + 1);
+    const calls = await followsNextWrite({ upstream, a, b });
     await b.recs.flushed();
     // and the two share lists again
     await a.recs.recommend('POST_BROWSE', 10);
