@@ -384,19 +384,14 @@ export class CachingRecsService implements RecsService {
     this.forgetItems(change.itemIds);
     // the other process deleted the records from the shared tier before it told
     this.cache.forgetLocal?.(change.itemIds.map(itemKey));
-    const gap = this.sharedWrites !== null && change.writes > this.sharedWrites + 1;
     this.moveTo(this.sharedWrites === null ? null : Math.max(this.sharedWrites, change.writes));
     for (const listener of this.changeListeners) listener();
-    // Notices come in the order of their counts, so one past the next is a notice missed, or not
-    // a count Redis gave (a message anyone may publish): the count itself decides. Else a count far
-    // ahead would keep this process in one space through every write until it reconnects.
-    if (gap) void this.resync();
   }
 
   /**
-   * The feed (re)connected: notices sent while it was not may have been missed. Unless the shared
-   * count is the one followed here, everything kept in process is dropped, this process's untold
-   * writes are told, and the shared space taken up at the count. Tried again each second
+   * The feed (re)connected: notices sent while it was not may have been missed. This process's
+   * untold writes are told, and unless the shared count is the one followed here, everything kept
+   * in process is dropped and the shared space taken up at that count. Tried again each second
    * while the count cannot be read or the writes cannot be told.
    */
   private async resync(): Promise<void> {
@@ -406,21 +401,19 @@ export class CachingRecsService implements RecsService {
     const now = await feed.current();
     if (this.feed !== feed) return;
     if (now === null) return this.resyncSoon();
-    if (this.untold === null && this.sharedWrites === now) return this.synced();
-    // The count read is taken as it is, not the larger of it and this one's: below this one's, the
-    // store was emptied (a Redis restarted), and keeping to the larger would keep this process in
-    // one space through every write from then on.
+    if (this.untold !== null) {
+      await this.tell();
+      if (this.untold !== null) return;
+    } else if (this.sharedWrites === now) {
+      return this.synced();
+    }
     this.writes++;
     this.itemsInFlight.clear();
     this.parsed.clear();
     this.storedAt.clear();
     this.listedItems.clear();
     this.cache.forgetLocal?.();
-    this.moveTo(this.untold === null ? now : null);
-    if (this.untold !== null) {
-      await this.tell();
-      if (this.untold !== null) return;
-    }
+    this.moveTo(Math.max(now, this.sharedWrites ?? 0));
     // the first time, nothing was answered yet (follow is waited for before the gateway serves)
     if (this.everSynced) for (const listener of this.changeListeners) listener();
     this.everSynced = true;

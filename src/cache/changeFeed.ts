@@ -102,17 +102,6 @@ export class MemoryChangeHub {
   private writes = 0;
   private readonly feeds = new Set<MemoryChangeFeed>();
 
-  /** A message on the channel that is not a count the hub gave (anyone may publish on Redis's). */
-  publish(change: ChangeNotice): void {
-    for (const feed of this.feeds) feed.deliver(change);
-  }
-
-  /** What a restarted Redis does: the count starts over, and every feed connects again. */
-  restart(): void {
-    this.writes = 0;
-    for (const feed of this.feeds) feed.resume();
-  }
-
   feed(): ChangeFeed & { interrupt(): void; resume(): void } {
     let listener: { notice: (change: ChangeNotice) => void; connected: () => void } | undefined;
     let up = true;
