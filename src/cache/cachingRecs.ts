@@ -119,6 +119,8 @@ export class CachingRecsService implements RecsService {
   private untold: Set<number> | 'many' | null = null;
   private resyncTimer: NodeJS.Timeout | undefined;
   private everSynced = false;
+  /** The check of the space's count under way (checkSpace). */
+  private checking: Promise<void> | null = null;
   /** Settles follow()'s promise. */
   private synced: () => void = () => undefined;
   private readonly changeListeners: (() => void)[] = [];
@@ -369,7 +371,10 @@ export class CachingRecsService implements RecsService {
       this.resyncSoon();
       return;
     }
-    this.moveTo(Math.max(told, this.sharedWrites ?? 0));
+    const space = this.sharedWrites;
+    this.moveTo(Math.max(told, space ?? 0));
+    // not answered from a space kept at a count above this write's until it is known to be a real one
+    if (space !== null && told < space) await this.checkSpace();
   }
 
   /** resync in a second: the feed's store did not answer (down, or slower than its command timeout). */
@@ -384,8 +389,53 @@ export class CachingRecsService implements RecsService {
     this.forgetItems(change.itemIds);
     // the other process deleted the records from the shared tier before it told
     this.cache.forgetLocal?.(change.itemIds.map(itemKey));
-    this.moveTo(this.sharedWrites === null ? null : Math.max(this.sharedWrites, change.writes));
+    const space = this.sharedWrites;
+    this.moveTo(space === null ? null : Math.max(space, change.writes));
     for (const listener of this.changeListeners) listener();
+    if (space !== null && change.writes < space) void this.checkSpace();
+  }
+
+  /**
+   * A write was counted below the space followed here: another taken after it and heard of first,
+   * or a space no write was counted to (Redis lost its count, restarted empty; a notice on the
+   * channel that no gateway sent). Kept, the space would never move again: every later write
+   * counted below it, and lists read before them answered after them. Asks the count: when it is
+   * below the space, everything kept in process is dropped and the space follows the count again;
+   * when it cannot be read, lists are kept in a space of this process's own until resync. One
+   * check at a time.
+   */
+  private checkSpace(): Promise<void> {
+    this.checking ??= this.checkSpaceNow().finally(() => {
+      this.checking = null;
+    });
+    return this.checking;
+  }
+
+  private async checkSpaceNow(): Promise<void> {
+    const feed = this.feed;
+    const space = this.sharedWrites;
+    if (feed === null || space === null) return;
+    const now = await feed.current();
+    // moved meanwhile (a count heard, a resync): that move stands
+    if (this.feed !== feed || this.sharedWrites !== space) return;
+    if (now === null) {
+      this.moveTo(null);
+      return this.resyncSoon();
+    }
+    if (now >= space) return;
+    this.dropKept(now);
+    for (const listener of this.changeListeners) listener();
+  }
+
+  /** Everything kept in process dropped (a write may have been missed), the lists' space at the shared count `shared`. */
+  private dropKept(shared: number): void {
+    this.writes++;
+    this.itemsInFlight.clear();
+    this.parsed.clear();
+    this.storedAt.clear();
+    this.listedItems.clear();
+    this.cache.forgetLocal?.();
+    this.moveTo(shared);
   }
 
   /**
@@ -398,6 +448,7 @@ export class CachingRecsService implements RecsService {
     const feed = this.feed;
     if (feed === null) return;
     clearTimeout(this.resyncTimer);
+    const space = this.sharedWrites;
     const now = await feed.current();
     if (this.feed !== feed) return;
     if (now === null) return this.resyncSoon();
@@ -407,13 +458,8 @@ export class CachingRecsService implements RecsService {
     } else if (this.sharedWrites === now) {
       return this.synced();
     }
-    this.writes++;
-    this.itemsInFlight.clear();
-    this.parsed.clear();
-    this.storedAt.clear();
-    this.listedItems.clear();
-    this.cache.forgetLocal?.();
-    this.moveTo(Math.max(now, this.sharedWrites ?? 0));
+    // the count, unless a count was heard or taken meanwhile: a space above the count (Redis lost it) would never move again
+    this.dropKept(this.sharedWrites === space ? now : Math.max(now, this.sharedWrites ?? 0));
     // the first time, nothing was answered yet (follow is waited for before the gateway serves)
     if (this.everSynced) for (const listener of this.changeListeners) listener();
     this.everSynced = true;

@@ -102,6 +102,20 @@ export class MemoryChangeHub {
   private writes = 0;
   private readonly feeds = new Set<MemoryChangeFeed>();
 
+  /**
+   * Redis restarted empty, or its count was evicted: the count starts over from nothing, and every
+   * feed connects again (its listener told, as after `resume`).
+   */
+  lose(): void {
+    this.writes = 0;
+    for (const feed of this.feeds) feed.resume();
+  }
+
+  /** A notice on the channel that no gateway sent (`writes` counted by nobody): every feed hears it. */
+  forge(change: ChangeNotice): void {
+    for (const feed of this.feeds) feed.deliver(change);
+  }
+
   feed(): ChangeFeed & { interrupt(): void; resume(): void } {
     let listener: { notice: (change: ChangeNotice) => void; connected: () => void } | undefined;
     let up = true;

@@ -16,6 +16,8 @@ class CountingRecs implements RecsService {
   delayMs = 0;
   /** When set, recommend answers once it resolves rather than after delayMs (answers released together). */
   gate: Promise<void> | null = null;
+  /** The score of every entry: set to tell a list read after a change from one read before. */
+  version: number | null = null;
   constructor(private readonly known: Set<number>) {}
 
   async getItems(ids: readonly number[]): Promise<(ItemModel | null)[]> {
@@ -32,7 +34,7 @@ class CountingRecs implements RecsService {
     return {
       anchorId,
       kind,
-      entries: ids.map((itemId, i) => ({ rank: i + 1, itemId, score: null, evidence: 0, source: 'UPSTREAM' as const })),
+      entries: ids.map((itemId, i) => ({ rank: i + 1, itemId, score: this.version, evidence: 0, source: 'UPSTREAM' as const })),
       items: ids.map((itemId) => ({ itemId, name: `Item ${itemId}`, attributes: [] })),
     };
   }
@@ -394,7 +396,7 @@ describe('writes told to the other processes on the shared cache (a change feed)
       await recs.follow(feed);
       return { recs, feed, heard: () => heard };
     };
-    return { upstream, a: await open(), b: await open() };
+    return { upstream, shared, hub, a: await open(), b: await open() };
   }
   const until = async (done: () => boolean): Promise<void> => {
     while (!done()) await new Promise((r) => setTimeout(r, 5));
@@ -456,5 +458,46 @@ describe('writes told to the other processes on the shared cache (a change feed)
     await b.recs.getItems([4]);
     expect(upstream.recommendCalls).toBe(2);
     expect(upstream.itemCalls).toEqual([[4], [4]]);
+  }, 5_000);
+
+  const version = async (recs: CachingRecsService): Promise<number | null> => (await recs.recommend('POST_BROWSE', 10)).entries[0]!.score;
+  /** b keeps a list (version 1), then a write through a: a answers the list read after it (version 2). */
+  async function writeAfterRead({ upstream, a, b }: Awaited<ReturnType<typeof twoProcesses>>): Promise<void> {
+    upstream.version = 1;
+    expect(await version(b.recs)).toBe(1);
+    await b.recs.flushed();
+    upstream.version = 2;
+    await a.recs.dataChanged([]);
+    expect(await version(a.recs)).toBe(2);
+    await a.recs.flushed();
+  }
+
+  it('a count lost (Redis restarted empty): the next write is still followed, by the writer and the others', async () => {
+    const processes = await twoProcesses();
+    const { shared, hub, a, b } = processes;
+    await a.recs.dataChanged([]);
+    await a.recs.dataChanged([]);
+    await until(() => b.heard() === 2);
+    hub.lose();
+    shared.forget();
+    await until(() => b.heard() === 3);
+    await writeAfterRead(processes);
+    await until(() => b.heard() === 4);
+    expect(await version(b.recs)).toBe(2);
+  }, 5_000);
+
+  it('a notice with a count no gateway took (999999999999999): the writes after it are still followed, by the writer and the others', async () => {
+    const processes = await twoProcesses();
+    const { upstream, hub, a, b } = processes;
+    hub.forge({ writes: 999_999_999_999_999, itemIds: [] });
+    await until(() => a.heard() === 1 && b.heard() === 1);
+    await writeAfterRead(processes);
+    // b follows too, once it has checked the count (the notice's is below the one it followed)
+    for (let answer = await version(b.recs); answer !== 2; answer = await version(b.recs)) await new Promise((r) => setTimeout(r, 5));
+    // and both share lists again
+    const calls = upstream.recommendCalls;
+    await a.recs.recommend('POST_BROWSE', 10);
+    await b.recs.recommend('POST_BROWSE', 10);
+    expect(upstream.recommendCalls).toBe(calls);
   }, 5_000);
 });
