@@ -362,8 +362,10 @@ export class CachingRecsService implements RecsService {
     if (untold === null || this.feed === null) return;
     this.untold = null;
     const itemIds = untold === 'many' ? [] : [...untold];
-    await this.cache.delete(itemIds.map(itemKey));
-    const told = await this.feed.announce(itemIds);
+    const keys = itemIds.map(itemKey);
+    // both tiers; in the shared one again with the count (the cache skips a store it found slow lately)
+    await this.cache.delete(keys);
+    const told = await this.feed.announce(itemIds, keys);
     if (told === null) {
       if (untold === 'many') this.untold = 'many';
       else this.addUntold(itemIds);

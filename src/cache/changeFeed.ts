@@ -7,11 +7,13 @@ import { connectRedis, type RedisCacheOptions } from './redis.js';
 const MAX_NOTICE_ITEMS = 10_000;
 
 /**
- * Counts the write and publishes its notice in one step, so that notices go out in the order of
- * their counts and a count is never taken without its notice: KEYS[1] the count, ARGV[1] the
- * channel, ARGV[2] the sender, ARGV[3] the item ids, comma-separated.
+ * Deletes the entries the write made stale, counts the write and publishes its notice in one step,
+ * so that notices go out in the order of their counts, a count is never taken without its notice,
+ * and never without the deletes: KEYS[1] the count, KEYS[2..] the entries, ARGV[1] the channel,
+ * ARGV[2] the sender, ARGV[3] the item ids, comma-separated.
  */
 const ANNOUNCE = `
+for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
 local n = redis.call('INCR', KEYS[1])
 redis.call('PUBLISH', ARGV[1], ARGV[2] .. ' ' .. n .. ' ' .. ARGV[3])
 return n`;
@@ -33,7 +35,7 @@ function parseNotice(message: string): (ChangeNotice & { sender: string }) | nul
  * notices sent meanwhile were missed).
  */
 export class RedisChangeFeed implements ChangeFeed {
-  private readonly commands: Redis & { announceChange(key: string, channel: string, sender: string, ids: string): Promise<number> };
+  private readonly commands: Redis & { announceChange(...keysThenArgs: (number | string)[]): Promise<number> };
   private readonly subscriber: Redis;
   private readonly channel: string;
   private readonly sender = randomBytes(8).toString('hex');
@@ -45,7 +47,8 @@ export class RedisChangeFeed implements ChangeFeed {
     // a channel is not a key: ioredis does not prefix it
     this.channel = `${keyPrefix}changes`;
     this.commands = connectRedis(options) as RedisChangeFeed['commands'];
-    this.commands.defineCommand('announceChange', { numberOfKeys: 1, lua: ANNOUNCE });
+    // the number of keys first in each call: the count and the stale entries (prefixed as keys are)
+    this.commands.defineCommand('announceChange', { lua: ANNOUNCE });
     // subscribed again by hand on every (re)connection, so that the listener hears of it once the subscription holds
     this.subscriber = connectRedis(options, { autoResubscribe: false, connectionName: `recs-gateway-changes-${this.sender}` });
   }
@@ -58,9 +61,9 @@ export class RedisChangeFeed implements ChangeFeed {
     }
   }
 
-  async announce(itemIds: readonly number[]): Promise<number | null> {
+  async announce(itemIds: readonly number[], staleKeys: readonly string[] = []): Promise<number | null> {
     try {
-      return await this.commands.announceChange('changes', this.channel, this.sender, itemIds.join(','));
+      return await this.commands.announceChange(1 + staleKeys.length, 'changes', ...staleKeys, this.channel, this.sender, itemIds.join(','));
     } catch {
       return null;
     }

@@ -21,9 +21,12 @@ export interface ChangeFeed {
   current(): Promise<number | null>;
   /**
    * Tells every other gateway on the feed that a write was taken: the shared count it made; null
-   * when they could not be told (their lists then follow after their TTLs).
+   * when they could not be told (their lists then follow after their TTLs). `staleKeys`, entries
+   * of the shared cache the write made stale (the records written), are deleted in the same step
+   * where the feed is on the cache's store (RedisChangeFeed): told, no gateway reads them again,
+   * even when the cache's own delete did not reach the store (a timeout, its back-off).
    */
-  announce(itemIds: readonly number[]): Promise<number | null>;
+  announce(itemIds: readonly number[], staleKeys?: readonly string[]): Promise<number | null>;
   /**
    * Calls `notice` for each write another gateway announced, in order, and `connected` each time
    * the feed (re)connects: notices sent while it was not may have been missed, so the listener
