@@ -119,8 +119,8 @@ export class CachingRecsService implements RecsService {
   private untold: Set<number> | 'many' | null = null;
   private resyncTimer: NodeJS.Timeout | undefined;
   private everSynced = false;
-  /** The check of the space's count under way (checkSpace). */
-  private checking: Promise<void> | null = null;
+  /** The check of the space's count under way (checkSpace), and the space it checks. */
+  private checking: { space: number | null; done: Promise<void> } | null = null;
   /** Settles follow()'s promise. */
   private synced: () => void = () => undefined;
   private readonly changeListeners: (() => void)[] = [];
@@ -404,18 +404,20 @@ export class CachingRecsService implements RecsService {
    * counted below it, and lists read before them answered after them. Asks the count: when it is
    * below the space, everything kept in process is dropped and the space follows the count again;
    * when it cannot be read, lists are kept in a space of this process's own until resync. One
-   * check at a time.
+   * check of a space at a time.
    */
   private checkSpace(): Promise<void> {
-    this.checking ??= this.checkSpaceNow().finally(() => {
-      this.checking = null;
+    const space = this.sharedWrites;
+    if (this.checking?.space === space) return this.checking.done;
+    const done = this.checkSpaceNow(space).finally(() => {
+      if (this.checking?.done === done) this.checking = null;
     });
-    return this.checking;
+    this.checking = { space, done };
+    return done;
   }
 
-  private async checkSpaceNow(): Promise<void> {
+  private async checkSpaceNow(space: number | null): Promise<void> {
     const feed = this.feed;
-    const space = this.sharedWrites;
     if (feed === null || space === null) return;
     const now = await feed.current();
     // moved meanwhile (a count heard, a resync): that move stands

@@ -6,6 +6,7 @@ import { MemoryCache } from '../../src/cache/memory.js';
 import { TieredCache } from '../../src/cache/tiered.js';
 import { RedisCache } from '../../src/cache/redis.js';
 import type { SharedCache } from '../../src/ports/cache.js';
+import type { ChangeFeed } from '../../src/ports/changeFeed.js';
 import { notFound, rateLimited, upstreamUnavailable } from '../../src/errors.js';
 import { drainPrefix, OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -500,6 +501,39 @@ describe('writes told to the other processes on the shared cache (a change feed)
     await a.recs.recommend('POST_BROWSE', 10);
     await b.recs.recommend('POST_BROWSE', 10);
     expect(upstream.recommendCalls).toBe(calls);
+  }, 5_000);
+
+  it('a space checked while another forged count arrives: the write after it checks that one too, not only the first', async () => {
+    const upstream = new CountingRecs(known);
+    const shared = new MemoryCache();
+    const hub = new MemoryChangeHub();
+    const hubFeed = hub.feed();
+    // a's reads of the count wait for the gate
+    let open: () => void = () => undefined;
+    let gate: Promise<void> = Promise.resolve();
+    const held: ChangeFeed = { ...hubFeed, current: async () => (await gate, hubFeed.current()) };
+    const a = new CachingRecsService(upstream, new TieredCache(shared));
+    let heard = 0;
+    a.onOthersChange(() => heard++);
+    await a.follow(held);
+    const b = new CachingRecsService(upstream, new TieredCache(shared));
+    await b.follow(hub.feed());
+    hub.forge({ writes: 100, itemIds: [] });
+    await until(() => heard === 1);
+    gate = new Promise((resolve) => (open = resolve));
+    // counted 1, below a's 100: a checks the count (held)
+    await b.dataChanged([]);
+    await until(() => heard === 2);
+    hub.forge({ writes: 200, itemIds: [] });
+    await until(() => heard === 3);
+    upstream.version = 1;
+    expect(await version(a)).toBe(1);
+    await a.flushed();
+    upstream.version = 2;
+    const writing = a.dataChanged([]);
+    open();
+    await writing;
+    expect(await version(a)).toBe(2);
   }, 5_000);
 
   it("a write whose records' delete did not reach Redis (the cache skips it within its back-off): they go with the count, and no process answers the old ones", async () => {
