@@ -293,8 +293,13 @@ export class CachingRecsService implements RecsService {
       await this.cache.delete(itemIds.map(itemKey));
       return;
     }
+    // the feed failed lately, and is tried again (resync): this write goes with the others then, not
+    // waited for here (a frozen Redis would add its command timeout to every write)
+    const failing = this.untold !== null;
     this.addUntold(itemIds);
-    await this.tell();
+    if (!failing) return this.tell();
+    this.moveTo(null);
+    await this.cache.delete(itemIds.map(itemKey));
   }
 
   /**

@@ -536,6 +536,24 @@ describe('writes told to the other processes on the shared cache (a change feed)
     expect(await version(a)).toBe(2);
   }, 5_000);
 
+  it('writes while the feed is failing are not held by it: the first is tried, the next are left to the retry (resync)', async () => {
+    const upstream = new CountingRecs(known);
+    const hubFeed = new MemoryChangeHub().feed();
+    // the first announce fails (a Redis that timed out); the next never answer (frozen)
+    let announces = 0;
+    const freezing: ChangeFeed = { ...hubFeed, announce: () => (announces++ === 0 ? Promise.resolve(null) : new Promise<null>(() => undefined)) };
+    const a = new CachingRecsService(upstream, new TieredCache(new MemoryCache()));
+    await a.follow(freezing);
+    await a.dataChanged([]);
+    upstream.version = 1;
+    expect(await version(a)).toBe(1);
+    await a.flushed();
+    upstream.version = 2;
+    await a.dataChanged([3]);
+    expect(await version(a)).toBe(2);
+    a.unfollow();
+  }, 5_000);
+
   it("a write whose records' delete did not reach Redis (the cache skips it within its back-off): they go with the count, and no process answers the old ones", async () => {
     const prefix = testPrefix();
     const upstream = new CountingRecs(known);
