@@ -30,6 +30,10 @@ export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix
     keyPrefix: options.keyPrefix ?? 'recs-gateway:',
     commandTimeout: options.commandTimeoutMs ?? 100,
     connectTimeout: 1000,
+    // how long a close waits for the socket's 'close' before destroying it: ioredis waits the whole
+    // of it (2 s by default, its timer holding the process) for a socket that closed already, which
+    // is every socket of a Redis gone away; a live one closes within a round trip
+    disconnectTimeout: 100,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     retryStrategy: (attempt) => Math.min(100 * attempt, 1000),
