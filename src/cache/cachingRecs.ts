@@ -393,9 +393,13 @@ export class CachingRecsService implements RecsService {
   /** Another process announced a write: followed as one forwarded here. */
   private heard(change: ChangeNotice): void {
     this.writes++;
+    // the other process deleted the records from the shared tier before it told; one this process
+    // stored may have been read before the write and stored after that delete (it had not heard
+    // yet): deleted again, after that store (one connection, in order)
+    const stored = change.itemIds.filter((id) => this.storedAt.has(id)).map(itemKey);
     this.forgetItems(change.itemIds);
-    // the other process deleted the records from the shared tier before it told
     this.cache.forgetLocal?.(change.itemIds.map(itemKey));
+    if (stored.length > 0) void this.cache.delete(stored);
     const space = this.sharedWrites;
     this.moveTo(space === null ? null : Math.max(space, change.writes));
     for (const listener of this.changeListeners) listener();

@@ -6,7 +6,7 @@ import { MemoryCache } from '../../src/cache/memory.js';
 import { TieredCache } from '../../src/cache/tiered.js';
 import { RedisCache } from '../../src/cache/redis.js';
 import type { SharedCache } from '../../src/ports/cache.js';
-import type { ChangeFeed } from '../../src/ports/changeFeed.js';
+import type { ChangeFeed, ChangeNotice } from '../../src/ports/changeFeed.js';
 import { notFound, rateLimited, upstreamUnavailable } from '../../src/errors.js';
 import { drainPrefix, OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { ManualClock } from '../helpers/clock.js';
@@ -552,6 +552,47 @@ describe('writes told to the other processes on the shared cache (a change feed)
     await a.dataChanged([3]);
     expect(await version(a)).toBe(2);
     a.unfollow();
+  }, 5_000);
+
+  it('a record another process read before a write and stored after the writer deleted it, before it heard: deleted again when it hears', async () => {
+    const names = new Map([[3, 'old']]);
+    let release: () => void = () => undefined;
+    let asked = 0;
+    // read when asked, answered when released
+    const upstream: RecsService = {
+      getItems: async (ids) => {
+        asked++;
+        const read = ids.map((id) => ({ itemId: id, name: names.get(id)!, attributes: [] }));
+        await new Promise<void>((resolve) => (release = resolve));
+        return read;
+      },
+      recommend: () => Promise.reject(new Error('not asked')),
+    };
+    const shared = new MemoryCache();
+    const hub = new MemoryChangeHub();
+    const a = new CachingRecsService(upstream, new TieredCache(shared));
+    await a.follow(hub.feed());
+    // b hears of writes when the test says
+    const bFeed = hub.feed();
+    const held: ChangeNotice[] = [];
+    let hear: (change: ChangeNotice) => void = () => undefined;
+    const holding: ChangeFeed = { ...bFeed, listen: (notice, connected) => ((hear = notice), bFeed.listen((change) => held.push(change), connected)) };
+    const b = new CachingRecsService(upstream, new TieredCache(shared));
+    await b.follow(holding);
+    const reading = b.getItems([3]);
+    await until(() => asked === 1);
+    names.set(3, 'new');
+    await a.dataChanged([3]);
+    release();
+    expect(await reading).toEqual([{ itemId: 3, name: 'old', attributes: [] }]);
+    await b.flushed();
+    for (const change of held.splice(0)) hear(change);
+    await new Promise((resolve) => setImmediate(resolve));
+    const after = a.getItems([3]);
+    // asked again (the fix), or answered from the shared cache
+    await Promise.race([after, until(() => asked === 2)]);
+    release();
+    expect(await after).toEqual([{ itemId: 3, name: 'new', attributes: [] }]);
   }, 5_000);
 
   it("a write whose records' delete did not reach Redis (the cache skips it within its back-off): they go with the count, and no process answers the old ones", async () => {
