@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { abandon } from '../ports/callSignal.js';
+import { abandon, CLIENT_GONE } from '../ports/callSignal.js';
 
 /**
  * The deadline of one request, counted from when it is made. Its `signal` is made on first use,
@@ -16,21 +16,6 @@ import { abandon } from '../ports/callSignal.js';
  * make on Node 20's V8 and ends up in the old generation; made once a request, it took the
  * cached path's scavenges from 1 ms to 8 ms (BENCHMARKS.md). A class instance costs 5 ns.
  */
-/**
- * The reason a request's signal is aborted with once its connection closes, which it does after
- * every answer: one object for all, since an Error made per request captured a stack each time
- * (1.7% of a cold REST-mode request's CPU, BENCHMARKS.md "ninth pass"); nobody reads its stack.
- */
-const CLIENT_GONE = (() => {
-  const limit = Error.stackTraceLimit;
-  Error.stackTraceLimit = 0;
-  try {
-    return new Error('client went away');
-  } finally {
-    Error.stackTraceLimit = limit;
-  }
-})();
-
 export class RequestDeadline {
   private readonly started = Date.now();
   private controller: AbortController | undefined;

@@ -18,3 +18,37 @@ export function abandon(signal: AbortSignal): void {
 export function isCancelled(signal: AbortSignal | undefined): boolean {
   return signal !== undefined && (signal.aborted || abandoned.has(signal));
 }
+
+/**
+ * The reason a request's signal is aborted with once its connection closes, which it does after
+ * every answer: one object for all, since an Error made per request captured a stack each time
+ * (1.7% of a cold REST-mode request's CPU, BENCHMARKS.md "ninth pass"); nobody reads its stack.
+ */
+export const CLIENT_GONE = (() => {
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
+  try {
+    return new Error('client went away');
+  } finally {
+    Error.stackTraceLimit = limit;
+  }
+})();
+
+/**
+ * Whether the caller that gave `signal` has gone: its connection closed (aborted with CLIENT_GONE,
+ * or abandoned). Not a passed deadline: that caller is still there, and is answered.
+ */
+export function callerGone(signal: AbortSignal): boolean {
+  return abandoned.has(signal) || (signal.aborted && signal.reason === CLIENT_GONE);
+}
+
+/**
+ * Work not done because everyone who asked for it has gone (a password check still queued when
+ * every request waiting for it had closed its connection). No one reads the answer it gets, so it
+ * is no failure of ours to log, nor of the caller's to count.
+ */
+export class CallerGone extends Error {
+  constructor(what: string) {
+    super(`${what}: every caller had gone`);
+  }
+}

@@ -4,6 +4,7 @@ import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 import { isUuid } from '../ports/keyIds.js';
 import type { Logger } from '../logger.js';
+import { CallerGone } from '../ports/callSignal.js';
 
 const COLLECTION = '/api/v1/apikey';
 const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };
@@ -23,6 +24,8 @@ class Reply extends Error {
  */
 export function apiKeyErrorResponse(error: unknown, authorization: string | undefined, keyId?: string, log?: Logger): RestResponse {
   if (error instanceof Reply) return error.response;
+  // nobody is there to read it: no failure of ours to log
+  if (error instanceof CallerGone) return json(503, errors('*', error.message));
   if (!isGatewayError(error)) {
     log?.error({ err: error }, 'api key request failed');
     return json(500, errors('*', 'Internal server error'));

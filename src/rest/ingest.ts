@@ -5,6 +5,7 @@ import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemM
 import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
+import { CallerGone } from '../ports/callSignal.js';
 
 /**
  * The live recommender's REST twins of recordEvents and upsertItems (issue 20), on the served
@@ -32,6 +33,8 @@ export function ingestRoute(method: string | undefined, pathname: string): 'even
 
 /** The one place an error becomes a twin's response. */
 export function ingestErrorResponse(error: unknown, authorization: string | undefined, log?: Logger): RestResponse {
+  // nobody is there to read it: no failure of ours to log
+  if (error instanceof CallerGone) return json(503, errorBody(503, error.message));
   if (!isGatewayError(error)) {
     log?.error({ err: error }, 'ingestion request failed');
     return json(500, errorBody(500, 'Internal server error'));

@@ -4,6 +4,7 @@ import type { CallOptions, ItemModel, KeyService, RecommendationKind, RecsServic
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
+import { CallerGone } from '../ports/callSignal.js';
 
 /**
  * Error codes in the bodies served. 4002, 4022 and 403 are the upstream's own; 4000 is ours for
@@ -41,6 +42,8 @@ const invalidItem = (): RestResponse => json(400, errorBody(RecsErrorCode.INVALI
 /** The one place an error becomes a recommendations response. */
 export function recsErrorResponse(error: unknown, log?: Logger): RestResponse {
   if (error instanceof Reply) return error.response;
+  // nobody is there to read it: no failure of ours to log
+  if (error instanceof CallerGone) return json(503, errorBody(503, error.message));
   if (!isGatewayError(error)) {
     log?.error({ err: error }, 'recommendations request failed');
     return json(500, errorBody(500, 'Internal server error'));

@@ -5,6 +5,7 @@ import { DEFAULT_MAX_KEYS_PER_USER } from '../../../config/defaults.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
 import type {
   ApiKeyModel,
+  CallOptions,
   CreateApiKeyInput,
   CreatedApiKeyModel,
   KeyService,
@@ -16,6 +17,7 @@ import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from '.
 import { verifyPassword } from './passwords.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
 import { isUuid } from '../../../ports/keyIds.js';
+import { callerGone } from '../../../ports/callSignal.js';
 
 type PasswordCredential = Extract<Credential, { kind: 'password' }>;
 
@@ -86,8 +88,11 @@ export class EmbeddedKeyService implements KeyService {
   private readonly verifiedKeyTtlMs: number;
   private readonly maxKeysPerUser: number;
   private readonly verifiedPasswordTtlMs: number;
-  /** Password checks under way, by credentialId. */
-  private readonly signingIn = new Map<string, Promise<PrincipalModel>>();
+  /**
+   * Password checks under way, by credentialId, with the signals of the requests waiting for each
+   * (null for a caller without one): a check still queued when all of them have gone is skipped.
+   */
+  private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: (AbortSignal | null)[] }>();
   /** The store's data version as read this turn of the event loop; undefined until read. */
   private versionThisTurn: number | undefined;
   private readonly forgetVersion = (): void => {
@@ -105,7 +110,7 @@ export class EmbeddedKeyService implements KeyService {
     this.verifiedPasswordTtlMs = options.verifiedPasswordTtlMs ?? 60_000;
   }
 
-  async authenticate(authorization: string): Promise<PrincipalModel> {
+  async authenticate(authorization: string, options?: CallOptions): Promise<PrincipalModel> {
     const now = this.now();
     const useVerified = this.usesVerified();
     const id = credentialId(authorization);
@@ -121,10 +126,13 @@ export class EmbeddedKeyService implements KeyService {
       // the same credential sent many times at once is checked once: one scrypt, one answer
       let flight = this.signingIn.get(id);
       if (flight === undefined) {
-        flight = this.signIn(credential, authorization, id, useVerified, now).finally(() => this.signingIn.delete(id));
+        const callers: (AbortSignal | null)[] = [];
+        const wanted = (): boolean => callers.some((signal) => signal === null || !callerGone(signal));
+        flight = { done: this.signIn(credential, authorization, id, useVerified, now, wanted).finally(() => this.signingIn.delete(id)), callers };
         this.signingIn.set(id, flight);
       }
-      return withAuthorization(await flight, authorization);
+      flight.callers.push(options?.signal ?? null);
+      return withAuthorization(await flight.done, authorization);
     }
 
     const found = await this.store.findKeyByHash(hashApiKey(credential.key));
@@ -141,12 +149,13 @@ export class EmbeddedKeyService implements KeyService {
     id: string,
     useVerified: boolean,
     now: number,
+    wanted: () => boolean,
   ): Promise<PrincipalModel> {
     // the version before the slow check: a change made meanwhile is not hidden by what it verified
     const version = useVerified ? this.storeVersion() : Number.NaN;
     const user = await this.store.findUser(username, domain);
     // verifyPassword hashes against a decoy when the user is unknown: the same time either way
-    const ok = await verifyPassword(password, user?.passwordHash ?? null);
+    const ok = await verifyPassword(password, user?.passwordHash ?? null, wanted);
     if (!user || !ok) throw unauthenticated();
     const principal = this.principal(user, 'PASSWORD', null, authorization, id);
     if (useVerified && this.verifiedPasswordTtlMs > 0 && version === this.verifiedVersion) {
