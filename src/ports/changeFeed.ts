@@ -2,7 +2,7 @@
  * How REST-mode gateways on one shared cache tell each other that a write was taken upstream
  * (recordEvents, upsertItems forwarded): each keeps lists and item records from the upstream, and
  * a write through one of them must drop what all of them keep, not only its own. A shared count
- * of writes names the key space lists are kept in (CachingRecsService), so that gateways that
+ * of writes names the key space lists are kept in (src/cache/listSpaces.ts), so that gateways that
  * heard of the same writes keep sharing their lists.
  *
  * Implementations: RedisChangeFeed (src/cache/changeFeed.ts: a counter and a pub/sub channel),

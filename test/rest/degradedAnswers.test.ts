@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { itemKey } from '../../src/cache/cachingRecs.js';
+import { itemKey } from '../../src/cache/listSpaces.js';
 import {
   PHONE, startFaultProxy, startRestGateway, startUpstream, type Fault, type FaultProxy, type RestGateway, type Upstream,
 } from '../reliability/harness.js';
