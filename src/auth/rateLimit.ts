@@ -4,6 +4,7 @@ import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.j
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
 import type { BucketLimit, RateLimitSettings } from '../ports/limits.js';
+import { callerOf, callerWaits, type Caller } from '../ports/callSignal.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
 
 /** What a limiter decided, for metrics. */
@@ -25,8 +26,11 @@ export class RateLimiter {
   private readonly principalLimit: BucketLimit | null;
   /** The limit per user; null when it is off. */
   private readonly userLimit: BucketLimit | null;
-  /** Password sign-ins being checked, by address and credentialId. */
-  private readonly signingIn = new Map<string, Promise<PrincipalModel>>();
+  /**
+   * Password sign-ins being checked, by address and credentialId, with the requests waiting for
+   * each: the key service skips a check still queued only when all of them have gone.
+   */
+  private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: Caller[] }>();
 
   constructor(
     readonly buckets: TokenBuckets,
@@ -91,7 +95,7 @@ export class RateLimiter {
       const credential = parseAuthorization(authorization);
       principal =
         credential?.kind === 'password'
-          ? await this.signIn({ keys, authorization, user: usernameBucket(credential.username, credential.domain), address, failures, options })
+          ? await this.signIn({ keys, authorization, user: usernameBucket(credential.username, credential.domain), address, failures, options }, given)
           : await this.checkKey(keys, authorization, address, failures, options);
     }
     await this.admit(principal, address);
@@ -128,16 +132,21 @@ export class RateLimiter {
    * the username is reserved before the password is checked, and given back when it is right (or
    * when the check could not be made at all): concurrent guesses are refused at once, not after.
    */
-  private signIn(attempt: SignInAttempt): Promise<PrincipalModel> {
+  private signIn(attempt: SignInAttempt, given: CallOptions | undefined): Promise<PrincipalModel> {
     // The same credential from the same address, sent again while it is being checked, waits for
-    // that check: it is no new guess, so it reserves nothing and costs no password work.
+    // that check: it is no new guess, so it reserves nothing and costs no password work. The
+    // check is made for every request waiting, not only the first: it is skipped (CallerGone)
+    // only when all of them have gone.
     const flightKey = `${attempt.address}\n${credentialId(attempt.authorization)}`;
     let flight = this.signingIn.get(flightKey);
     if (flight === undefined) {
-      flight = this.signInOnce(attempt).finally(() => this.signingIn.delete(flightKey));
+      const callers: Caller[] = [];
+      const options = new JoinedCall(attempt.options, attempt.address, callers);
+      flight = { done: this.signInOnce({ ...attempt, options }).finally(() => this.signingIn.delete(flightKey)), callers };
       this.signingIn.set(flightKey, flight);
     }
-    return flight;
+    flight.callers.push(callerOf(given));
+    return flight.done;
   }
 
   private async signInOnce({ keys, authorization, user, address, failures, options }: SignInAttempt): Promise<PrincipalModel> {
@@ -258,6 +267,21 @@ class AddressedCall implements CallOptions {
 
   get signal(): AbortSignal | undefined {
     return this.given?.signal;
+  }
+}
+
+/** The call of a sign-in several requests wait for: the first's signal, and waiting while any of them is. */
+class JoinedCall extends AddressedCall {
+  constructor(
+    given: CallOptions | undefined,
+    clientAddress: string,
+    private readonly callers: readonly Caller[],
+  ) {
+    super(given, clientAddress);
+  }
+
+  waiting(): boolean {
+    return this.callers.some(callerWaits);
   }
 }
 

@@ -78,6 +78,12 @@ export interface CallOptions {
    * Sent as given; leave it out to send none. The embedded backend ignores it.
    */
   clientAddress?: string;
+  /**
+   * Whether anyone still waits for the answer, for a call made on behalf of several requests (the
+   * rate limiter's one sign-in for a credential sent again from one address): where given, it
+   * decides instead of the signal whether the caller has gone (ports/callSignal.ts callerOf).
+   */
+  waiting?(): boolean;
 }
 
 /** The API key interface (api-keys.md, upstream-facts.md). */

@@ -1,3 +1,5 @@
+import type { CallOptions } from './backend.js';
+
 /**
  * A request's signal that was let go instead of aborted. Every answer ends with its connection's
  * 'close', and aborting the request's signal there cost about 4 µs on Node 20 (an Event made and
@@ -51,4 +53,22 @@ export class CallerGone extends Error {
   constructor(what: string) {
     super(`${what}: every caller had gone`);
   }
+}
+
+/**
+ * One waiter for shared work, as kept while the work waits for its turn: a request's signal, a
+ * call that answers for several requests (CallOptions.waiting), or null for one with neither (it
+ * never goes). The signal is read when the caller joins, as a RequestDeadline makes it then.
+ */
+export type Caller = AbortSignal | { waiting(): boolean } | null;
+
+export function callerOf(options: CallOptions | undefined): Caller {
+  if (options?.waiting !== undefined) return options as { waiting(): boolean };
+  return options?.signal ?? null;
+}
+
+/** Whether `caller` still waits for the answer. */
+export function callerWaits(caller: Caller): boolean {
+  if (caller === null) return true;
+  return caller instanceof AbortSignal ? !callerGone(caller) : caller.waiting();
 }

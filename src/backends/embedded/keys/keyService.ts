@@ -17,7 +17,7 @@ import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from '.
 import { verifyPassword } from './passwords.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
 import { isUuid } from '../../../ports/keyIds.js';
-import { callerGone } from '../../../ports/callSignal.js';
+import { callerOf, callerWaits, type Caller } from '../../../ports/callSignal.js';
 
 type PasswordCredential = Extract<Credential, { kind: 'password' }>;
 
@@ -89,10 +89,11 @@ export class EmbeddedKeyService implements KeyService {
   private readonly maxKeysPerUser: number;
   private readonly verifiedPasswordTtlMs: number;
   /**
-   * Password checks under way, by credentialId, with the signals of the requests waiting for each
-   * (null for a caller without one): a check still queued when all of them have gone is skipped.
+   * Password checks under way, by credentialId, with the callers waiting for each (their signals,
+   * or calls standing for several requests): a check still queued when all of them have gone is
+   * skipped.
    */
-  private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: (AbortSignal | null)[] }>();
+  private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: Caller[] }>();
   /** The store's data version as read this turn of the event loop; undefined until read. */
   private versionThisTurn: number | undefined;
   private readonly forgetVersion = (): void => {
@@ -126,12 +127,12 @@ export class EmbeddedKeyService implements KeyService {
       // the same credential sent many times at once is checked once: one scrypt, one answer
       let flight = this.signingIn.get(id);
       if (flight === undefined) {
-        const callers: (AbortSignal | null)[] = [];
-        const wanted = (): boolean => callers.some((signal) => signal === null || !callerGone(signal));
+        const callers: Caller[] = [];
+        const wanted = (): boolean => callers.some(callerWaits);
         flight = { done: this.signIn(credential, authorization, id, useVerified, now, wanted).finally(() => this.signingIn.delete(id)), callers };
         this.signingIn.set(id, flight);
       }
-      flight.callers.push(options?.signal ?? null);
+      flight.callers.push(callerOf(options));
       return withAuthorization(await flight.done, authorization);
     }
 
