@@ -4,7 +4,7 @@ import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.j
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
 import type { BucketLimit, RateLimitSettings } from '../ports/limits.js';
-import { callerOf, callerWaits, type Caller } from '../ports/callSignal.js';
+import { CallerGone, callerOf, callerWaits, type Caller } from '../ports/callSignal.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
 
 /** What a limiter decided, for metrics. */
@@ -145,8 +145,14 @@ export class RateLimiter {
       flight = { done: this.signInOnce({ ...attempt, options }).finally(() => this.signingIn.delete(flightKey)), callers };
       this.signingIn.set(flightKey, flight);
     }
-    flight.callers.push(callerOf(given));
-    return flight.done;
+    const caller = callerOf(given);
+    flight.callers.push(caller);
+    // one that joined after the check was skipped for those before it, while their tokens were
+    // being given back (a Redis round trip), is still here: it signs in afresh
+    return flight.done.catch((error: unknown) => {
+      if (error instanceof CallerGone && callerWaits(caller)) return this.signIn(attempt, given);
+      throw error;
+    });
   }
 
   private async signInOnce({ keys, authorization, user, address, failures, options }: SignInAttempt): Promise<PrincipalModel> {
