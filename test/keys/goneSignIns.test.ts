@@ -48,7 +48,7 @@ describe('sign-ins whose clients left while they waited for a password check', (
     const before = scryptRuns();
     // every slot taken by a slow check of this test's own
     const holders = Array.from({ length: SCRYPT_CONCURRENCY }, () => verifyPassword('pw', slow));
-    const clients = [new AbortController(), new AbortController()];
+    const clients = [new AbortController(), new AbortController(), new AbortController()];
     const sent = [
       fetch(`${started.url}/graphql`, {
         method: 'POST',
@@ -57,13 +57,20 @@ describe('sign-ins whose clients left while they waited for a password check', (
         signal: clients[0]!.signal,
       }),
       fetch(`${started.url}/api/v1/apikey`, { headers: { authorization: basicAuthorization('alice', 'guess-rest') }, signal: clients[1]!.signal }),
+      // a creation: authenticated before its body is read
+      fetch(`${started.url}/api/v1/apikey`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: basicAuthorization('alice', 'guess-post') },
+        body: JSON.stringify({ name: 'k' }),
+        signal: clients[2]!.signal,
+      }),
     ].map((request) => request.then(() => 'answered', () => 'left'));
-    // both queued behind the slow checks (polled: the requests are in flight), then their clients leave
-    while (scryptWaiting() < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    // all queued behind the slow checks (polled: the requests are in flight), then their clients leave
+    while (scryptWaiting() < 3) await new Promise((resolve) => setTimeout(resolve, 5));
     for (const client of clients) client.abort();
-    expect(await Promise.all(sent)).toEqual(['left', 'left']);
+    expect(await Promise.all(sent)).toEqual(['left', 'left', 'left']);
     await Promise.all(holders);
-    // the slow checks ran; the two left behind did not
+    // the slow checks ran; the three left behind did not
     expect(scryptRuns() - before).toBe(SCRYPT_CONCURRENCY);
     const next = await fetch(`${started.url}/graphql`, {
       method: 'POST',

@@ -84,7 +84,8 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
       // without credentials the handler answers 401 whatever the body says: it is not read
       let limit = 0;
       if (!anonymous && authorization !== undefined) {
-        const answer = guarded.authenticate(authorization);
+        // with the request's signal: a sign-in still queued when its client has gone is skipped
+        const answer = guarded.authenticate(authorization, new RequestDeadline(res, config.requestDeadlineMs));
         const outcome = await answer.then(
           (principal) => ({ principal }),
           (error: unknown) => ({ error }),
