@@ -58,7 +58,6 @@ function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void
   loading.then((loaded) => loaded.written, () => undefined).finally(end).catch(() => undefined);
 }
 
-
 /**
  * A RecsService in front of another, keeping items by id and recommendation lists by kind and
  * anchor in the shared cache. Items are stored once, so post-browse, next-best-product and

@@ -61,16 +61,13 @@ export class ListSpaces {
   async written(itemIds: readonly number[]): Promise<void> {
     this.writes++;
     this.kept.forgetItems(itemIds);
-    if (this.feed === null) {
-      this.moveTo(null);
-      await this.cache.delete(itemIds.map(itemKey));
-      return;
+    if (this.feed !== null) {
+      // while the feed fails (resync tries it again), this write goes with the others then, not
+      // waited for here: a frozen Redis would add its command timeout to every write
+      const failing = this.untold !== null;
+      this.addUntold(itemIds);
+      if (!failing) return this.tell();
     }
-    // the feed failed lately, and is tried again (resync): this write goes with the others then, not
-    // waited for here (a frozen Redis would add its command timeout to every write)
-    const failing = this.untold !== null;
-    this.addUntold(itemIds);
-    if (!failing) return this.tell();
     this.moveTo(null);
     await this.cache.delete(itemIds.map(itemKey));
   }

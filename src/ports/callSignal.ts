@@ -56,19 +56,22 @@ export class CallerGone extends Error {
 }
 
 /**
- * One waiter for shared work, as kept while the work waits for its turn: a request's signal, a
- * call that answers for several requests (CallOptions.waiting), or null for one with neither (it
- * never goes). The signal is read when the caller joins, as a RequestDeadline makes it then.
+ * One waiter for shared work, as kept while the work waits for its turn: the call's options (a
+ * request's deadline, or a call that answers for several requests: CallOptions.waiting), or null
+ * for a caller with none (it never goes). The signal is read only when asked (callerWaits), so a
+ * sign-in that never waits for a turn makes none: a RequestDeadline made after its connection
+ * closed gives one aborted with CLIENT_GONE.
  */
-export type Caller = AbortSignal | { waiting(): boolean } | null;
+export type Caller = CallOptions | null;
 
 export function callerOf(options: CallOptions | undefined): Caller {
-  if (options?.waiting !== undefined) return options as { waiting(): boolean };
-  return options?.signal ?? null;
+  return options ?? null;
 }
 
 /** Whether `caller` still waits for the answer. */
 export function callerWaits(caller: Caller): boolean {
   if (caller === null) return true;
-  return caller instanceof AbortSignal ? !callerGone(caller) : caller.waiting();
+  if (caller.waiting !== undefined) return caller.waiting();
+  const signal = caller.signal;
+  return signal === undefined || !callerGone(signal);
 }
