@@ -133,6 +133,12 @@ export function cutoffOf(latest: number, options: ModelOptions): number {
   return days > 0 ? latest - days * DAY_MS : -Infinity;
 }
 
+/** How far before the newest event events count (cutoffOf), in ms; 0: all of them. */
+export function maxAgeMsOf(options: ModelOptions): number {
+  const days = options.maxAgeDays ?? 0;
+  return days > 0 ? days * DAY_MS : 0;
+}
+
 /**
  * The facts a build knows of items (see ItemFacts), by dense index; empty without a catalogue.
  * Categories and families are numbered in item order, so that a live model that recomputes them

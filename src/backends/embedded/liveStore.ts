@@ -54,6 +54,12 @@ export interface ImportSession {
  * catalogue, the event log, and the imports. Every write is one transaction, committed durably
  * before its promise resolves (SQLite: WAL with synchronous=FULL; PostgreSQL: COMMIT).
  */
+/** Where a snapshot goes: item records (JSON text), then events. */
+export interface SnapshotSink {
+  record(json: string): void;
+  event(row: EventRow): void;
+}
+
 export interface RecsDataStore {
   /** For messages: a path or host:port/database, never a password. */
   readonly where: string;
@@ -74,9 +80,12 @@ export interface RecsDataStore {
   itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }>;
   /**
    * A consistent read of everything (start-up, reloads): the records first, then the events in id
-   * order; returns the head it read at.
+   * order; returns the head it read at. With `maxAgeMs`, the events older than that before the
+   * newest one read are left out, in the database: they count for nothing in the model
+   * (RECS_EVENTS_MAX_AGE_DAYS, cutoffOf), and a shop's history of years would otherwise be read,
+   * held in memory and walked at every start.
    */
-  snapshot(sink: { record(json: string): void; event(row: EventRow): void }): Promise<StoreHead>;
+  snapshot(sink: SnapshotSink, options?: { maxAgeMs?: number }): Promise<StoreHead>;
   counts(): Promise<{ items: number; events: number }>;
   /** How many of `itemIds` have no record. */
   countWithoutRecord(itemIds: readonly number[]): Promise<number>;

@@ -14,6 +14,7 @@ import type { BuiltModel } from '../../recommender/builtModel.js';
 import { fromBuiltModel } from '../../recommender/builtModel.js';
 import { startModuleWorker } from '../../recommender/threads.js';
 import type { ModelOptions, RecModel } from '../../recommender/model.js';
+import { maxAgeMsOf } from '../../recommender/model.js';
 import { DB_FILE, RecsStore, type RecsStoreOptions } from './store.js';
 
 /** What the load worker is asked to do. */
@@ -49,12 +50,14 @@ export async function openRecsData(source: RecsSource, options: { readOnly?: boo
 }
 
 /**
- * The demo shop's catalogue and log with every stored event added (a store without a
- * catalogue); its generated data too (the load worker sends the records over).
+ * The demo shop's catalogue and log with the stored events added (a store without a catalogue;
+ * those too old to count left in the store, see RecsDataStore.snapshot: measured against the
+ * newest stored event, which the demo's may follow, so that more are read, never fewer); its
+ * generated data too (the load worker sends the records over).
  */
-export async function demoWithStored(store: RecsDataStore): Promise<{ catalog: Catalog; log: EventLog; data: DemoData; head: StoreHead }> {
+export async function demoWithStored(store: RecsDataStore, options: ModelOptions): Promise<{ catalog: Catalog; log: EventLog; data: DemoData; head: StoreHead }> {
   const { catalog, log, data } = buildDemo({ endsAt: demoEndsAt() });
-  const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) });
+  const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) }, { maxAgeMs: maxAgeMsOf(options) });
   return { catalog, log, data, head };
 }
 

@@ -11,7 +11,7 @@ import { EventLog } from '../../recommender/eventLog.js';
 import type { EventLogColumns } from '../../recommender/eventLog.js';
 import type { ModelOptions, RecModel } from '../../recommender/model.js';
 import type { RecsDataStore, StoreHead } from './liveStore.js';
-import { buildModel } from '../../recommender/model.js';
+import { buildModel, maxAgeMsOf } from '../../recommender/model.js';
 import { toBuiltModel, transferList } from '../../recommender/builtModel.js';
 import type { LoadMessage, LoadRequest } from './loadFromStore.js';
 import { demoWithStored, openRecsData } from './loadFromStore.js';
@@ -64,7 +64,7 @@ async function run({ source, options }: LoadRequest): Promise<void> {
       event([, kind, itemId, session, user, order, time]) {
         log.addKeys(kind, itemId, denseOf(0, session), denseOf(1, user), denseOf(2, order), time);
       },
-    });
+    }, { maxAgeMs: maxAgeMsOf(options) });
     if (catalog.size === 0) {
       await demoInWorker(store, options, t0);
       return;
@@ -89,7 +89,7 @@ function postModel(head: StoreHead, log: EventLog, columns: EventLogColumns, bui
  * the probe); its records go over in chunks like a store's.
  */
 async function demoInWorker(store: RecsDataStore, options: ModelOptions, t0: number): Promise<void> {
-  const { catalog, log, data, head } = await demoWithStored(store);
+  const { catalog, log, data, head } = await demoWithStored(store, options);
   for (let i = 0; i < data.records.length; i += RECORDS_PER_MESSAGE) {
     post({ type: 'records', records: data.records.slice(i, i + RECORDS_PER_MESSAGE).map((r) => JSON.stringify(r)) });
   }

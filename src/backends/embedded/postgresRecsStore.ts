@@ -5,7 +5,7 @@ import { StoreBusyError, StoreOpenError } from './dataFiles.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
-import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
+import type { EventRow, ImportRecord, ImportSession, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
 import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER, withoutRepeatedIds } from './liveStore.js';
 
 export interface PostgresRecsStoreOptions {
@@ -328,7 +328,8 @@ export class PostgresRecsStore implements RecsDataStore {
     return { seq: rows.length === 0 ? afterSeq : Number(rows[rows.length - 1]!.seq), records: rows.map((r) => r.record) };
   }
 
-  async snapshot(sink: { record(json: string): void; event(row: EventRow): void }): Promise<StoreHead> {
+  async snapshot(sink: SnapshotSink, options: { maxAgeMs?: number } = {}): Promise<StoreHead> {
+    const maxAgeMs = options.maxAgeMs ?? 0;
     // one snapshot for the head, the records and the events
     return this.transaction(async (client) => {
       const head = await this.headOn(client);
@@ -338,8 +339,13 @@ export class PostgresRecsStore implements RecsDataStore {
         if (rows.length < PAGE) break;
         after = Number(rows[rows.length - 1]!.item_id);
       }
+      let from = Number.MIN_SAFE_INTEGER;
+      if (maxAgeMs > 0) {
+        const { rows } = await client.query<{ t: string | null }>('SELECT max(time) AS t FROM recs_events WHERE id <= $1', [head.lastEventId]);
+        if (rows[0]!.t !== null) from = Number(rows[0]!.t) - maxAgeMs;
+      }
       for (let after = 0; after < head.lastEventId;) {
-        const result = await client.query({ text: `SELECT ${EVENT_COLUMNS} FROM recs_events WHERE id > $1 AND id <= $2 ORDER BY id LIMIT $3`, values: [after, head.lastEventId, PAGE], rowMode: 'array' });
+        const result = await client.query({ text: `SELECT ${EVENT_COLUMNS} FROM recs_events WHERE id > $1 AND id <= $2 AND time >= $4 ORDER BY id LIMIT $3`, values: [after, head.lastEventId, PAGE, from], rowMode: 'array' });
         for (const r of result.rows) sink.event(toRow(r));
         if (result.rows.length < PAGE) break;
         after = Number(result.rows[result.rows.length - 1]![0]);

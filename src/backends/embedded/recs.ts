@@ -584,7 +584,7 @@ export class EmbeddedRecs implements RecsService {
     const t1 = performance.now();
     if (loaded.empty) {
       this.wholeReloads.onLoop++;
-      const demo = await demoWithStored(store);
+      const demo = await demoWithStored(store, this.options);
       if (!this.closed) this.swap(demo.catalog, demo.log, buildModel(demo.log, this.options, demo.catalog), 'demo', demo.head);
       const t2 = performance.now();
       return { reloaded: false, head: demo.head, items: demo.catalog.size, events: demo.log.length, loadMs: t1 - t0, buildMs: t2 - t1, swapMs: 0, totalMs: t2 - t0 };
@@ -724,7 +724,7 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
     const loaded: Loaded = await loadInWorker({ source, options: options.model ?? {} });
     if (loaded.empty || loaded.demo) {
       // no catalogue: the demo shop with the stored events (built by the worker where the store exists)
-      const demo = loaded.empty ? await demoWithStored(store) : loaded;
+      const demo = loaded.empty ? await demoWithStored(store, options.model ?? {}) : loaded;
       const model = loaded.empty ? {} : { model: loaded.model };
       recs = new EmbeddedRecs(demo.catalog, demo.log, options.model, store, source, { mode: 'demo', head: demo.head, ...model, ...reloadAt });
       const stored = demo.head.lastEventId > 0 ? `, with the events stored there (${recs.state().itemsWithoutRecord} items without a record)` : '';

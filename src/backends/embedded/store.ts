@@ -9,7 +9,7 @@ import { Catalog } from '../../recommender/catalog.js';
 import { makeDataDir, preparePrivateFile, StoreBusyError, storeOpenError } from './dataFiles.js';
 import type { EventLog, RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
-import type { EventRow, ImportRecord, ImportSession, RecsDataStore, StoreHead } from './liveStore.js';
+import type { EventRow, ImportRecord, ImportSession, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
 import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
 import { promised } from '../../ports/promised.js';
 
@@ -443,21 +443,22 @@ export class RecsStore implements RecsDataStore {
     });
   }
 
-  snapshot(sink: { record(json: string): void; event(row: EventRow): void }): Promise<StoreHead> {
-    return promised(() => this.snapshotNow(sink));
+  snapshot(sink: SnapshotSink, options: { maxAgeMs?: number } = {}): Promise<StoreHead> {
+    return promised(() => this.snapshotNow(sink, options.maxAgeMs ?? 0));
   }
 
-  private snapshotNow(sink: { record(json: string): void; event(row: EventRow): void }): StoreHead {
+  private snapshotNow(sink: SnapshotSink, maxAgeMs: number): StoreHead {
     // one read transaction: the records, the events and the head belong together
     this.db.exec('BEGIN');
     try {
       const head = this.headNow();
       for (const record of this.catalogRecords()) sink.record(record);
-      const rows = this.db
-        .prepare(`SELECT rowid, kind, item_id, coalesce(session, -1), coalesce(user, -1), coalesce(order_id, -1), time FROM events
-          WHERE rowid <= ? AND (import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL)) ORDER BY rowid`)
-        .raw()
-        .iterate(head.lastEventId) as IterableIterator<EventRow>;
+      const stored = 'rowid <= ? AND (import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL))';
+      const newest = maxAgeMs > 0 ? this.db.prepare(`SELECT max(time) FROM events WHERE ${stored}`).pluck().get(head.lastEventId) as number | null : null;
+      const columns = 'rowid, kind, item_id, coalesce(session, -1), coalesce(user, -1), coalesce(order_id, -1), time';
+      const rows = (newest === null
+        ? this.db.prepare(`SELECT ${columns} FROM events WHERE ${stored} ORDER BY rowid`).raw().iterate(head.lastEventId)
+        : this.db.prepare(`SELECT ${columns} FROM events WHERE ${stored} AND time >= ? ORDER BY rowid`).raw().iterate(head.lastEventId, newest - maxAgeMs)) as IterableIterator<EventRow>;
       for (const row of rows) sink.event(row);
       return head;
     } finally {

@@ -1,0 +1,145 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
+import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
+import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
+import { EmbeddedRecs, openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { buildDemo, demoEndsAt } from '../../src/backends/embedded/demo.js';
+import { Catalog } from '../../src/recommender/catalog.js';
+import { EventLog } from '../../src/recommender/eventLog.js';
+import type { ModelOptions } from '../../src/recommender/model.js';
+import type { EventInputModel } from '../../src/ports/backend.js';
+import { itemsFrom, principal } from '../helpers/liveEvents.js';
+import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+
+/*
+ * A shop's store keeps every event it was sent; the model counts those within
+ * RECS_EVENTS_MAX_AGE_DAYS of the newest. A start (and a whole reload) reads only those: the
+ * older ones stay in the store, unread, and the lists are those of a model given every event.
+ */
+
+const ADMIN = principal(true);
+const DAY = 86_400_000;
+const options: ModelOptions = { maxAgeDays: 90 };
+
+/** Views and purchases by 40 shoppers, `daysAgo` before now, over items 100..111; distinct ids by `tag`. */
+function shopping(tag: string, daysAgo: number, pairs: [number, number][]): EventInputModel[] {
+  const t0 = Date.now() - daysAgo * DAY;
+  const events: EventInputModel[] = [];
+  for (let s = 0; s < 40; s++) {
+    const [a, b] = pairs[s % pairs.length]!;
+    const sessionId = `${tag}-visit-${s}`;
+    const time = t0 + s * 60_000;
+    events.push(
+      { kind: 'VIEW', itemId: a, sessionId, userId: null, orderId: null, time },
+      { kind: 'VIEW', itemId: b, sessionId, userId: null, orderId: null, time: time + 1_000 },
+      // the same shoppers buy across the window's edge: their histories hold old and new purchases
+      { kind: 'PURCHASE', itemId: s % 2 === 0 ? a : b, sessionId, userId: `shopper-${s % 7}`, orderId: `${tag}-order-${s}`, time: time + 2_000 },
+    );
+  }
+  return events;
+}
+
+const kinds: { name: string; fresh(): { source: RecsSource; open(model: ModelOptions): Promise<EmbeddedRecs>; dispose(): Promise<void> } }[] = [
+  {
+    name: 'sqlite',
+    fresh() {
+      const { dir, remove } = tempDir('recs-window-');
+      return {
+        source: { kind: 'sqlite', dataDir: dir },
+        open: (model) => openEmbeddedRecs({ dataDir: dir, followIntervalMs: 0, model }),
+        dispose: () => Promise.resolve(remove()),
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    fresh() {
+      const schema = testSchema();
+      const { dir, remove } = tempDir('recs-window-pg-');
+      return {
+        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
+        open: (model) => openEmbeddedRecs({ dataDir: dir, databaseUrl: DATABASE_URL, schema, followIntervalMs: 0, model }),
+        dispose: async () => {
+          await dropSchema(schema);
+          remove();
+        },
+      };
+    },
+  },
+];
+
+for (const kind of kinds) {
+  describe(`a start on ${kind.name} reads the events that count`, () => {
+    const disposals: (() => Promise<void>)[] = [];
+    afterAll(async () => {
+      for (const d of disposals.reverse()) await d();
+    });
+
+    it('leaves the events older than the window in the store, and serves the lists of a model given all of them', async () => {
+      const f = kind.fresh();
+      disposals.push(() => f.dispose());
+      const items = itemsFrom(100, 12);
+      const old = shopping('old', 200, [[100, 101], [102, 103], [104, 100]]);
+      // one visit just inside the window's edge, measured from the newest event
+      const edge = shopping('edge', 89, [[105, 106]]);
+      const recent = shopping('new', 1, [[100, 102], [101, 103], [106, 107], [104, 105]]);
+      {
+        const writer = await f.open({ maxAgeDays: 0 });
+        const ingest = new EmbeddedIngest(writer);
+        await ingest.upsertItems(ADMIN, items);
+        for (const batch of [old, edge, recent]) await ingest.recordEvents(ADMIN, batch);
+        await writer.close();
+      }
+      const all = [...old, ...edge, ...recent];
+      const store = (await openRecsData(f.source))!;
+      try {
+        expect((await store.counts()).events).toBe(all.length);
+      } finally {
+        await store.close();
+      }
+
+      const recs = await f.open(options);
+      disposals.push(() => recs.close());
+      // the old ones were not read: only the window's events are in the model's log
+      expect(recs.state().events).toBe(edge.length + recent.length);
+
+      // the lists of a model given every event (which leaves the old ones out itself)
+      const catalog = new Catalog();
+      for (const item of items) catalog.add(item);
+      const log = new EventLog();
+      for (const e of all) log.add({ kind: e.kind === 'PURCHASE' ? 'purchase' : 'view', itemId: e.itemId, session: e.sessionId, user: e.userId, orderId: e.orderId, time: e.time });
+      const whole = new EmbeddedRecs(catalog, log, options);
+      let entries = 0;
+      for (const item of items) {
+        for (const k of ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) {
+          const served = recs.recommendNow(k, item.itemId).entries;
+          expect(served, `${k} of ${item.itemId}`).toEqual(whole.recommendNow(k, item.itemId).entries);
+          entries += served.length;
+        }
+      }
+      expect(entries).toBeGreaterThan(0);
+
+      // RECS_EVENTS_MAX_AGE_DAYS=0 counts them all: all are read
+      const everything = await f.open({ maxAgeDays: 0 });
+      disposals.push(() => everything.close());
+      expect(everything.state().events).toBe(all.length);
+    }, 60_000);
+
+    it('a store without a catalogue: the demo shop with the stored events that count', async () => {
+      const f = kind.fresh();
+      disposals.push(() => f.dispose());
+      const old = shopping('old', 200, [[31000124, 31000125]]);
+      const recent = shopping('new', 1, [[31000124, 31000126]]);
+      {
+        const writer = await f.open({ maxAgeDays: 0 });
+        const ingest = new EmbeddedIngest(writer);
+        for (const batch of [old, recent]) await ingest.recordEvents(ADMIN, batch);
+        await writer.close();
+      }
+      const recs = await f.open(options);
+      disposals.push(() => recs.close());
+      expect(recs.state().mode).toBe('demo');
+      expect(recs.state().events).toBe(buildDemo({ endsAt: demoEndsAt() }).log.length + recent.length);
+    }, 60_000);
+  });
+}
