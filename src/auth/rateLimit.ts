@@ -4,7 +4,7 @@ import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.j
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
 import type { BucketLimit, RateLimitSettings } from '../ports/limits.js';
-import { CallerGone, callerOf, callerWaits, type Caller } from '../ports/callSignal.js';
+import { CallerGone, callerGone, callerOf, callerWaits, CLIENT_GONE, isCancelled, type Caller } from '../ports/callSignal.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
 
 /** What a limiter decided, for metrics. */
@@ -30,7 +30,7 @@ export class RateLimiter {
    * Password sign-ins being checked, by address and credentialId, with the requests waiting for
    * each: the key service skips a check still queued only when all of them have gone.
    */
-  private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: Caller[] }>();
+  private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; call: JoinedCall }>();
 
   constructor(
     readonly buckets: TokenBuckets,
@@ -135,22 +135,28 @@ export class RateLimiter {
   private signIn(attempt: SignInAttempt, given: CallOptions | undefined): Promise<PrincipalModel> {
     // The same credential from the same address, sent again while it is being checked, waits for
     // that check: it is no new guess, so it reserves nothing and costs no password work. The
-    // check is made for every request waiting, not only the first: it is skipped (CallerGone)
-    // only when all of them have gone.
+    // check is made for every request waiting, not only the first: it is skipped (CallerGone),
+    // or its call to a key service over HTTP aborted, only when all of them have gone.
     const flightKey = `${attempt.address}\n${credentialId(attempt.authorization)}`;
     let flight = this.signingIn.get(flightKey);
     if (flight === undefined) {
-      const callers: Caller[] = [];
-      const options = new JoinedCall(attempt.options, attempt.address, callers);
-      flight = { done: this.signInOnce({ ...attempt, options }).finally(() => this.signingIn.delete(flightKey)), callers };
+      const call = new JoinedCall(attempt.address);
+      flight = {
+        done: this.signInOnce({ ...attempt, options: call }).finally(() => {
+          this.signingIn.delete(flightKey);
+          call.settled();
+        }),
+        call,
+      };
       this.signingIn.set(flightKey, flight);
     }
+    const { call } = flight;
     const caller = callerOf(given);
-    flight.callers.push(caller);
-    // one that joined after the check was skipped for those before it, while their tokens were
-    // being given back (a Redis round trip), is still here: it signs in afresh
+    call.join(caller);
+    // one that joined after the check was skipped (or its call stopped) for those before it, while
+    // their tokens were being given back (a Redis round trip), is still here: it signs in afresh
     return flight.done.catch((error: unknown) => {
-      if (error instanceof CallerGone && callerWaits(caller)) return this.signIn(attempt, given);
+      if (error instanceof CallerGone ? callerWaits(caller) : (stoppedCall(error) && call.stoppedWithout(caller))) return this.signIn(attempt, given);
       throw error;
     });
   }
@@ -276,20 +282,81 @@ class AddressedCall implements CallOptions {
   }
 }
 
-/** The call of a sign-in several requests wait for: the first's signal, and waiting while any of them is. */
-class JoinedCall extends AddressedCall {
-  constructor(
-    given: CallOptions | undefined,
-    clientAddress: string,
-    private readonly callers: readonly Caller[],
-  ) {
-    super(given, clientAddress);
+/**
+ * The call of a sign-in several requests wait for: waiting while any of them is, and a signal
+ * (for a key service over HTTP, which aborts its call with it) aborted only once every one of
+ * them has gone (CLIENT_GONE) or is past its deadline (a deadline's reason): the first's leaving
+ * must not fail the others, so one past its deadline waits as long as a later one still may. The
+ * signal is made when first read and only then are the callers' read, so a sign-in whose key
+ * service never reads it (the embedded one) makes none.
+ */
+class JoinedCall implements CallOptions {
+  private readonly callers: Caller[] = [];
+  private controller: AbortController | undefined;
+  /** The callers' signals listened to, to let go once the call is settled. */
+  private readonly watched: AbortSignal[] = [];
+  private readonly onAbort = (): void => this.check();
+
+  constructor(readonly clientAddress: string) {}
+
+  get signal(): AbortSignal {
+    if (this.controller === undefined) {
+      this.controller = new AbortController();
+      for (const caller of this.callers) this.watch(caller);
+      this.check();
+    }
+    return this.controller.signal;
+  }
+
+  join(caller: Caller): void {
+    this.callers.push(caller);
+    if (this.controller !== undefined && !this.controller.signal.aborted) this.watch(caller);
   }
 
   waiting(): boolean {
     return this.callers.some(callerWaits);
   }
+
+  /**
+   * Whether the call was stopped for every caller before `caller` while `caller` itself was not
+   * gone nor past its deadline: it joined after, and is owed an answer of its own.
+   */
+  stoppedWithout(caller: Caller): boolean {
+    if (this.controller?.signal.aborted !== true) return false;
+    return !isCancelled(caller?.signal);
+  }
+
+  /** The call is over: its callers' signals are let go (a closing connection then only marks its own). */
+  settled(): void {
+    for (const signal of this.watched.splice(0)) signal.removeEventListener('abort', this.onAbort);
+  }
+
+  private watch(caller: Caller): void {
+    const signal = caller?.signal;
+    if (signal === undefined || isCancelled(signal)) return;
+    signal.addEventListener('abort', this.onAbort, { once: true });
+    this.watched.push(signal);
+  }
+
+  private check(): void {
+    const controller = this.controller!;
+    if (controller.signal.aborted) return;
+    const signals: AbortSignal[] = [];
+    for (const caller of this.callers) {
+      const signal = caller?.signal;
+      // a caller without a signal waits for as long as the call takes
+      if (signal === undefined || !isCancelled(signal)) return;
+      signals.push(signal);
+    }
+    if (signals.length === 0) return;
+    // one still there but past its deadline is answered as such, not as a caller gone
+    const passed = signals.find((signal) => !callerGone(signal));
+    controller.abort(passed === undefined ? CLIENT_GONE : passed.reason);
+  }
 }
+
+/** What a key service answers a call its signal stopped (CallOptions.signal). */
+const stoppedCall = (error: unknown): boolean => error instanceof GatewayError && error.code === ErrorCode.UPSTREAM_UNAVAILABLE;
 
 /** What all of a user's requests spend from, whichever key or password they come with. */
 const userBucket = (userId: string | null): string => `alluser:${userId}`;

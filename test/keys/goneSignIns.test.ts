@@ -1,15 +1,19 @@
 import { once } from 'node:events';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { hashPassword, SCRYPT_CONCURRENCY, scryptRuns, scryptWaiting, verifyPassword } from '../../src/backends/embedded/keys/passwords.js';
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
+import { MemoryCache } from '../../src/cache/memory.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
+import { openBackend } from '../../src/main.js';
 import { embeddedWithUsers } from '../helpers/gateway.js';
 import { NO_RATE_LIMITS } from '../helpers/processes.js';
+import { startRestUpstream, type RestUpstream } from '../helpers/restUpstream.js';
 import { tempDir } from '../helpers/stores.js';
 
 /**
@@ -38,6 +42,98 @@ function useGatewayWithLog(env: Record<string, string>): { gateway: Gateway; url
     dir.remove();
   });
   return started;
+}
+
+/**
+ * Two sign-ins with alice's password from one address: the second is sent once the first's check
+ * is under way (`checking`) and joins it; then the first's client leaves. `left` runs once the
+ * first's connection has closed on the server; the second's response is then awaited.
+ */
+async function secondAfterFirstLeaves(
+  gateway: Gateway, url: string, steps: { checking: () => Promise<void>; left: () => Promise<void> },
+): Promise<Response> {
+  const responses: ServerResponse[] = [];
+  const seen = (_req: IncomingMessage, res: ServerResponse): void => void responses.push(res);
+  gateway.httpServer.on('request', seen);
+  const signIn = (signal?: AbortSignal): Promise<Response> =>
+    fetch(`${url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: basicAuthorization('alice', 'alice-password') },
+      body: JSON.stringify({ query: '{ viewer { username } }' }),
+      ...(signal ? { signal } : {}),
+    });
+  try {
+    const first = new AbortController();
+    const left = signIn(first.signal).then(() => 'answered', () => 'left');
+    await steps.checking();
+    const second = signIn();
+    // the second has joined the first's sign-in once its request is seen (no await on the way)
+    while (responses.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    const closed = once(responses[0]!, 'close');
+    first.abort();
+    expect(await left).toBe('left');
+    await closed;
+    await steps.left();
+    return await second;
+  } finally {
+    gateway.httpServer.off('request', seen);
+  }
+}
+
+interface HoldingProxy {
+  url: string;
+  /** Calls held so far. */
+  held(): number;
+  /** Held calls closed by their sender (the gateway) before they were answered. */
+  cut(): number;
+  /** Forwards the held calls, and from now on every call at once. */
+  release(): void;
+  close(): void;
+}
+
+/**
+ * A proxy in front of the key service that holds the calls made with `authorization` until
+ * `release` (a slow sign-in upstream), and forwards everything else at once.
+ */
+async function startHoldingProxy(target: string, authorization: string): Promise<HoldingProxy> {
+  const holding: (() => void)[] = [];
+  let held = 0;
+  let cut = 0;
+  let released = false;
+  const forward = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.headers.authorization === authorization && !released) {
+      held += 1;
+      res.once('close', () => {
+        if (!res.writableFinished) cut += 1;
+      });
+      await new Promise<void>((resolve) => holding.push(resolve));
+      if (res.destroyed) return;
+    }
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length', 'keep-alive'].includes(name)),
+    ) as Record<string, string>;
+    const response = await fetch(`${target}${req.url}`, { method: req.method, headers, body: chunks.length > 0 ? Buffer.concat(chunks) : null });
+    const body = Buffer.from(await response.arrayBuffer());
+    if (!res.destroyed) res.writeHead(response.status, { 'content-type': response.headers.get('content-type') ?? 'application/json' }).end(body);
+  };
+  const server = http.createServer((req, res) => void forward(req, res).catch(() => res.destroy()));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    held: () => held,
+    cut: () => cut,
+    release: () => {
+      released = true;
+      for (const go of holding.splice(0)) go();
+    },
+    close: () => {
+      server.closeAllConnections();
+      server.close();
+    },
+  };
 }
 
 describe('sign-ins whose clients left while they waited for a password check', () => {
@@ -94,31 +190,72 @@ describe('a sign-in sent twice from one address, under the login limits, whose f
 
   it('is checked for the second, which is answered; nothing is logged as an error', async () => {
     const slow = await hashPassword('pw', SLOW);
-    const responses: ServerResponse[] = [];
-    started.gateway.httpServer.on('request', (_req: IncomingMessage, res: ServerResponse) => responses.push(res));
     const holders = Array.from({ length: SCRYPT_CONCURRENCY }, () => verifyPassword('pw', slow));
-    const signIn = (signal?: AbortSignal): Promise<Response> =>
-      fetch(`${started.url}/graphql`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json', authorization: basicAuthorization('alice', 'alice-password') },
-        body: JSON.stringify({ query: '{ viewer { username } }' }),
-        ...(signal ? { signal } : {}),
-      });
-    const first = new AbortController();
-    const left = signIn(first.signal).then(() => 'answered', () => 'left');
-    while (scryptWaiting() < 1) await new Promise((resolve) => setTimeout(resolve, 5));
-    const second = signIn();
-    // the second has joined the first's sign-in once its request is seen (no await on the way)
-    while (responses.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
-    const closed = once(responses[0]!, 'close');
-    first.abort();
-    expect(await left).toBe('left');
-    await closed;
-    await Promise.all(holders);
-    const answer = await second;
+    const answer = await secondAfterFirstLeaves(started.gateway, started.url, {
+      async checking() {
+        while (scryptWaiting() < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+      },
+      async left() {
+        await Promise.all(holders);
+      },
+    });
     expect(answer.status).toBe(200);
     expect(await answer.json()).toEqual({ data: { viewer: { username: 'alice' } } });
     const errors = started.lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+    expect(errors).toEqual([]);
+  }, 30_000);
+});
+
+/**
+ * The same in REST mode, where the limiter's sign-in is an HTTP call to the key service: the first
+ * client's leaving must not abort that call while the second still waits for it. Two processes over
+ * real HTTP: an embedded gateway serving the key interface, and a REST-mode gateway (this one, for
+ * its log and its server) in front of it, through a proxy that holds the sign-in's call until both
+ * requests wait for it and the first has left.
+ */
+describe('a REST-mode sign-in sent twice from one address, under the login limits, whose first client leaves', () => {
+  let upstream: RestUpstream;
+  let proxy: HoldingProxy;
+  let gateway: Gateway;
+  let url: string;
+  const lines: string[] = [];
+
+  beforeAll(async () => {
+    upstream = await startRestUpstream([{ username: 'alice', password: 'alice-password' }]);
+    proxy = await startHoldingProxy(upstream.url, basicAuthorization('alice', 'alice-password'));
+    // the login limits at their default
+    const config = loadConfig({
+      DATA_DIR: '/nonexistent',
+      RATE_LIMIT_RPS: '0',
+      BACKEND: 'rest',
+      APIKEY_SERVICE_URL: proxy.url,
+      RECS_SERVICE_URL: upstream.url,
+      RECS_API_KEY: upstream.recsApiKey,
+    });
+    const cache = new MemoryCache();
+    const destination = { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream;
+    gateway = await createGateway({ config, backend: await openBackend(config, { cache }), cache, log: createLogger({ level: 'info', destination }) });
+    url = await gateway.listen(0, '127.0.0.1');
+  }, 120_000);
+  afterAll(async () => {
+    proxy?.release();
+    await gateway?.stop().catch(() => undefined);
+    proxy?.close();
+    await upstream?.stop();
+  });
+
+  it('keeps the key service call for the second, which is answered; nothing is logged as an error', async () => {
+    const answer = await secondAfterFirstLeaves(gateway, url, {
+      async checking() {
+        while (proxy.held() < 1) await new Promise((resolve) => setTimeout(resolve, 5));
+      },
+      // the first's signal is aborted as its connection closes: an abort of the call is made by now
+      left: () => Promise.resolve(proxy.release()),
+    });
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ data: { viewer: { username: 'alice' } } });
+    expect(proxy.cut()).toBe(0);
+    const errors = lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
     expect(errors).toEqual([]);
   }, 30_000);
 });

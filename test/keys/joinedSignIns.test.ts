@@ -3,6 +3,7 @@ import { basicAuthorization } from '../../src/auth/authorization.js';
 import { RateLimiter } from '../../src/auth/rateLimit.js';
 import { MemoryTokenBuckets, type TakeResult, type TokenBuckets } from '../../src/auth/tokenBucket.js';
 import { DEFAULT_RATE_LIMITS } from '../../src/config/defaults.js';
+import { upstreamUnavailable } from '../../src/errors.js';
 import type { CallOptions, KeyService, PrincipalModel } from '../../src/ports/backend.js';
 import { CallerGone, callerOf, callerWaits, CLIENT_GONE } from '../../src/ports/callSignal.js';
 import type { BucketLimit } from '../../src/ports/limits.js';
@@ -12,6 +13,30 @@ function gate<T = void>(): { promise: Promise<T>; open: (value: T) => void } {
   let open!: (value: T) => void;
   const promise = new Promise<T>((resolve) => (open = resolve));
   return { promise, open };
+}
+
+/**
+ * In-process buckets whose giving back waits until the test lets it go on (a slow Redis):
+ * `refunding` opens when a refund starts, `refund` lets it go on.
+ */
+function slowRefunds(): { buckets: TokenBuckets; refunding: ReturnType<typeof gate<void>>; refund: ReturnType<typeof gate<void>> } {
+  const memory = new MemoryTokenBuckets();
+  const refunding = gate();
+  const refund = gate();
+  const buckets: TokenBuckets = {
+    backing: 'memory',
+    takeNow: (bucket, limit, cost) => memory.takeNow(bucket, limit, cost),
+    async take(bucket: string, limit: BucketLimit, cost?: number): Promise<TakeResult> {
+      if (cost !== undefined && cost < 0) {
+        refunding.open();
+        await refund.promise;
+      }
+      return memory.take(bucket, limit, cost);
+    },
+    check: () => memory.check(),
+    close: () => memory.close(),
+  };
+  return { buckets, refunding, refund };
 }
 
 /**
@@ -38,23 +63,7 @@ describe('a request that joins a sign-in skipped for the callers before it', () 
         return principal;
       },
     } as unknown as KeyService;
-    // in-process buckets whose giving back waits until the test lets it go on (a slow Redis)
-    const memory = new MemoryTokenBuckets();
-    const refunding = gate();
-    const refund = gate();
-    const buckets: TokenBuckets = {
-      backing: 'memory',
-      takeNow: (bucket, limit, cost) => memory.takeNow(bucket, limit, cost),
-      async take(bucket: string, limit: BucketLimit, cost?: number): Promise<TakeResult> {
-        if (cost !== undefined && cost < 0) {
-          refunding.open();
-          await refund.promise;
-        }
-        return memory.take(bucket, limit, cost);
-      },
-      check: () => memory.check(),
-      close: () => memory.close(),
-    };
+    const { buckets, refunding, refund } = slowRefunds();
     const limiter = new RateLimiter(buckets, { ...DEFAULT_RATE_LIMITS, perPrincipal: null });
     const authorization = basicAuthorization('alice', 'alice-password');
 
@@ -73,5 +82,106 @@ describe('a request that joins a sign-in skipped for the callers before it', () 
     expect(await gone).toBe('skipped');
     expect(await second).toBe(principal);
     expect(checks).toBe(2);
+  });
+});
+
+/**
+ * The signal of a sign-in the limiter makes for several requests, as a key service over HTTP reads
+ * it (it aborts its call with it): aborted only when every request has gone or is past its
+ * deadline, and then with a reason that tells the two apart.
+ */
+describe('the signal of a sign-in several requests wait for', () => {
+  const principal = { user: { id: 'u1', username: 'alice', domain: null, isAdmin: false } } as unknown as PrincipalModel;
+  const authorization = basicAuthorization('alice', 'alice-password');
+  const deadlinePassed = (): DOMException => new DOMException('The request deadline passed', 'TimeoutError');
+
+  /** A key service that answers when the test says, or fails as the REST one does when its signal aborts. */
+  function heldKeys(): { keys: KeyService; signals: AbortSignal[]; answer: () => void } {
+    const signals: AbortSignal[] = [];
+    const answered = gate();
+    const keys = {
+      async authenticate(_authorization: string, options?: CallOptions): Promise<PrincipalModel> {
+        const signal = options!.signal!;
+        signals.push(signal);
+        await new Promise<void>((resolve, reject) => {
+          signal.addEventListener('abort', () => reject(upstreamUnavailable('apikeys', 'no answer before the request deadline')), { once: true });
+          void answered.promise.then(resolve);
+        });
+        return principal;
+      },
+    } as unknown as KeyService;
+    return { keys, signals, answer: () => answered.open() };
+  }
+
+  const signIn = (limiter: RateLimiter, keys: KeyService, signal: AbortSignal): Promise<string> =>
+    limiter.authenticate(keys, authorization, '10.0.0.1', { signal }).then(
+      (got) => (got === principal ? 'principal' : 'another'),
+      (error: unknown) => String(error),
+    );
+  const turns = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
+
+  it('is not aborted while one caller still waits; the first leaving, the second gets its principal', async () => {
+    const limiter = new RateLimiter(new MemoryTokenBuckets(), { ...DEFAULT_RATE_LIMITS, perPrincipal: null });
+    const { keys, signals, answer } = heldKeys();
+    const first = new AbortController();
+    const second = new AbortController();
+    const firstAnswer = signIn(limiter, keys, first.signal);
+    const secondAnswer = signIn(limiter, keys, second.signal);
+    while (signals.length < 1) await turns();
+    first.abort(CLIENT_GONE);
+    expect(signals[0]!.aborted).toBe(false);
+    answer();
+    expect(await secondAnswer).toBe('principal');
+    expect(await firstAnswer).toBe('principal');
+    expect(signals).toHaveLength(1);
+  });
+
+  it('is aborted as a client gone when every caller has gone, and as a deadline when one still there passed it', async () => {
+    for (const [firstReason, reason] of [[CLIENT_GONE, CLIENT_GONE], [deadlinePassed(), 'TimeoutError']] as const) {
+      const limiter = new RateLimiter(new MemoryTokenBuckets(), { ...DEFAULT_RATE_LIMITS, perPrincipal: null });
+      const { keys, signals } = heldKeys();
+      const first = new AbortController();
+      const second = new AbortController();
+      const answers = [signIn(limiter, keys, first.signal), signIn(limiter, keys, second.signal)];
+      while (signals.length < 1) await turns();
+      first.abort(firstReason);
+      second.abort(CLIENT_GONE);
+      expect(signals[0]!.aborted).toBe(true);
+      const got: unknown = signals[0]!.reason;
+      expect(got === CLIENT_GONE ? CLIENT_GONE : (got as Error).name).toBe(reason);
+      for (const answer of await Promise.all(answers)) expect(answer).toMatch(/no answer before the request deadline/);
+    }
+  });
+
+  it('once aborted for every caller, one that joins before the tokens are given back signs in afresh', async () => {
+    const { buckets, refunding, refund } = slowRefunds();
+    const limiter = new RateLimiter(buckets, { ...DEFAULT_RATE_LIMITS, perPrincipal: null });
+    const { keys, signals, answer } = heldKeys();
+    const first = new AbortController();
+    const gone = signIn(limiter, keys, first.signal);
+    while (signals.length < 1) await turns();
+    first.abort(CLIENT_GONE);
+    await refunding.promise;
+    const late = signIn(limiter, keys, new AbortController().signal);
+    answer();
+    refund.open();
+    expect(await gone).toMatch(/no answer before the request deadline/);
+    expect(await late).toBe('principal');
+    expect(signals).toHaveLength(2);
+  });
+
+  it('is made only when the key service reads it: the callers\' signals are not read otherwise', async () => {
+    const limiter = new RateLimiter(new MemoryTokenBuckets(), { ...DEFAULT_RATE_LIMITS, perPrincipal: null });
+    let reads = 0;
+    class Deadline implements CallOptions {
+      get signal(): AbortSignal {
+        reads += 1;
+        return new AbortController().signal;
+      }
+    }
+    const keys = { authenticate: () => Promise.resolve(principal) } as unknown as KeyService;
+    const answers = [new Deadline(), new Deadline()].map((options) => limiter.authenticate(keys, authorization, '10.0.0.1', options));
+    expect(await Promise.all(answers)).toEqual([principal, principal]);
+    expect(reads).toBe(0);
   });
 });
