@@ -62,16 +62,23 @@ const only = flags.only ? (flags.only.split(',') as ScenarioId[]) : [...SCENARIO
 for (const id of only) if (!SCENARIOS.includes(id)) throw new Error(`--only: no scenario "${id}"`);
 
 const RECORD = 'mutation Record($events: [EventInput!]!) { recordEvents(events: $events) { accepted } }';
-/** Distinct batches sent in turn: sessions of 5 views over 200 demo-shop items, a purchase now and then. */
+/**
+ * Distinct batches sent in turn: sessions of 5 views over 200 demo-shop items, a purchase now and
+ * then. Each call's sessions are its own (SESSION_MARK), as a shop's stream of visits is: until
+ * 2026-11-24 a call sent its batch's sessions again, so that with batches of 50 each session
+ * grew by 5 views a resend to about a thousand, and every call re-grouped them whole.
+ */
 const DISTINCT_BATCHES = 20;
 
 /** What stands in an eventId (--event-ids) for the call's number, so that every call sends ids never sent before. */
 const CALL_MARK = '#call#';
+/** What stands in a sessionId for the call's number: every call's visits are new. */
+const SESSION_MARK = '#visit#';
 
 function events(batch: number): { kind: string; itemId: number; sessionId: string; orderId?: string; time: string; eventId?: string }[] {
   const base = Date.now() - 3_600_000;
   return Array.from({ length: BATCH }, (_, i) => {
-    const session = `s-${batch}-${Math.floor(i / 5)}`;
+    const session = `s-${SESSION_MARK}-${batch}-${Math.floor(i / 5)}`;
     const purchase = i % 50 === 49;
     return {
       kind: purchase ? 'PURCHASE' : 'VIEW',
@@ -148,12 +155,18 @@ interface Result {
   retained: { before: number; after: number };
 }
 
+/** A batch's body as call `call` sends it: its sessions, and with --event-ids its ids, its own. */
+function numbered(body: string, call: number): string {
+  const sessions = body.replaceAll(SESSION_MARK, String(call));
+  return flags['event-ids'] ? sessions.replaceAll(CALL_MARK, String(call)) : sessions;
+}
+
 async function send(target: Target, rest: boolean, index: number): Promise<number> {
   const body = (rest ? restBodies : graphqlBodies)[index % DISTINCT_BATCHES]!;
   const response = await fetch(`${target.url}${rest ? '/v1/events' : '/graphql'}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: target.key },
-    body: flags['event-ids'] ? body.replaceAll(CALL_MARK, String(++callsSent)) : body,
+    body: numbered(body, ++callsSent),
   });
   const text = await response.text();
   // the raw reference answers {accepted} on both paths
