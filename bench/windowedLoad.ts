@@ -7,7 +7,8 @@
  * its load worker), `--runs` times, with RECS_EVENTS_MAX_AGE_DAYS 90 (the default). Prints for
  * each open the ms to ready, the events in the model's log, and this process's heap after a full
  * collection (run with --expose-gc, as `npm run` does not: `node --expose-gc --import tsx ...`).
- * Run it on the code before a change and after (BENCHMARKS.md, "the eighteenth pass").
+ * Then prunes the store (recs-gateway prune events, as runPrune) and prints its line. Run it on
+ * the code before a change and after (BENCHMARKS.md, "the eighteenth pass").
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
@@ -17,6 +18,7 @@ import { RecsStore } from '../src/backends/embedded/store.js';
 import { openEmbeddedRecs } from '../src/backends/embedded/recs.js';
 import { parseItemRecord } from '../src/ports/itemRecord.js';
 import type { RecEvent } from '../src/recommender/eventLog.js';
+import { runPrune } from '../src/tools/pruneCommand.js';
 
 const { values: flags } = parseArgs({ options: { old: { type: 'string', default: '1000000' }, recent: { type: 'string', default: '200000' }, runs: { type: 'string', default: '3' } } });
 const DAY = 86_400_000;
@@ -63,6 +65,7 @@ try {
     console.log(`| ${run} | ${Math.round(ms)} | ${recs.state().events} | ${((heap.heapUsed + heap.arrayBuffers) / 1e6).toFixed(0)} |`);
     await recs.close();
   }
+  await runPrune(['events'], { dataDir: dir, maxAgeDays: 90, stdout: process.stdout, stderr: process.stderr });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

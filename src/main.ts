@@ -19,6 +19,7 @@ Commands:
   user add <username>         create a user of the embedded key store
   import events <file>        add an event log (views, purchases) to DATA_DIR/recs.db
   import catalog <file>       add item records to DATA_DIR/recs.db
+  prune events                delete the events too old to count (RECS_EVENTS_MAX_AGE_DAYS) from the store
   evaluate                    measure the recommender on an event log (HR@10, NDCG@10, coverage)
 
 Run recs-gateway <command> --help for a command's options. Configuration comes from
@@ -62,6 +63,11 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
         const [{ runImport }, { loadConfig }] = await Promise.all([import('./tools/importCommand.js'), import('./config/env.js')]);
         const config = loadConfig(io.env);
         return await runImport(rest, { dataDir: config.dataDir, databaseUrl: config.databaseUrl, stdout: io.stdout, stderr: io.stderr });
+      }
+      case 'prune': {
+        const [{ runPrune }, { loadConfig }] = await Promise.all([import('./tools/pruneCommand.js'), import('./config/env.js')]);
+        const config = loadConfig(io.env);
+        return await runPrune(rest, { dataDir: config.dataDir, databaseUrl: config.databaseUrl, maxAgeDays: config.recsEventsMaxAgeDays, stdout: io.stdout, stderr: io.stderr });
       }
       case 'evaluate': {
         const { runEvaluate } = await import('./tools/evaluateCommand.js');

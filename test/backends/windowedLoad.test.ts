@@ -7,8 +7,7 @@ import { buildDemo, demoEndsAt } from '../../src/backends/embedded/demo.js';
 import { Catalog } from '../../src/recommender/catalog.js';
 import { EventLog } from '../../src/recommender/eventLog.js';
 import type { ModelOptions } from '../../src/recommender/model.js';
-import type { EventInputModel } from '../../src/ports/backend.js';
-import { itemsFrom, principal } from '../helpers/liveEvents.js';
+import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 
 /*
@@ -18,26 +17,7 @@ import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores
  */
 
 const ADMIN = principal(true);
-const DAY = 86_400_000;
 const options: ModelOptions = { maxAgeDays: 90 };
-
-/** Views and purchases by 40 shoppers, `daysAgo` before now, over items 100..111; distinct ids by `tag`. */
-function shopping(tag: string, daysAgo: number, pairs: [number, number][]): EventInputModel[] {
-  const t0 = Date.now() - daysAgo * DAY;
-  const events: EventInputModel[] = [];
-  for (let s = 0; s < 40; s++) {
-    const [a, b] = pairs[s % pairs.length]!;
-    const sessionId = `${tag}-visit-${s}`;
-    const time = t0 + s * 60_000;
-    events.push(
-      { kind: 'VIEW', itemId: a, sessionId, userId: null, orderId: null, time },
-      { kind: 'VIEW', itemId: b, sessionId, userId: null, orderId: null, time: time + 1_000 },
-      // the same shoppers buy across the window's edge: their histories hold old and new purchases
-      { kind: 'PURCHASE', itemId: s % 2 === 0 ? a : b, sessionId, userId: `shopper-${s % 7}`, orderId: `${tag}-order-${s}`, time: time + 2_000 },
-    );
-  }
-  return events;
-}
 
 const kinds: { name: string; fresh(): { source: RecsSource; open(model: ModelOptions): Promise<EmbeddedRecs>; dispose(): Promise<void> } }[] = [
   {

@@ -27,6 +27,24 @@ export function coViews(anchor: number, other: number, times: number, firstSessi
   return events;
 }
 
+/** Views and purchases by `shoppers` shoppers, `daysAgo` before now, of the item pairs given in turn; distinct ids by `tag`. */
+export function shopping(tag: string, daysAgo: number, pairs: [number, number][], shoppers = 40): EventInputModel[] {
+  const t0 = Date.now() - daysAgo * 86_400_000;
+  const events: EventInputModel[] = [];
+  for (let s = 0; s < shoppers; s++) {
+    const [a, b] = pairs[s % pairs.length]!;
+    const sessionId = `${tag}-visit-${s}`;
+    const time = t0 + s * 60_000;
+    events.push(
+      { kind: 'VIEW', itemId: a, sessionId, userId: null, orderId: null, time },
+      { kind: 'VIEW', itemId: b, sessionId, userId: null, orderId: null, time: time + 1_000 },
+      // the same shoppers buy across the window's edge: their histories hold old and new purchases
+      { kind: 'PURCHASE', itemId: s % 2 === 0 ? a : b, sessionId, userId: `shopper-${s % 7}`, orderId: `${tag}-order-${s}`, time: time + 2_000 },
+    );
+  }
+  return events;
+}
+
 /** Item records with ids `from`..`from + n - 1`, all in one category. */
 export function itemsFrom(from: number, n: number, category = 'Home/Lamps'): ItemModel[] {
   return Array.from({ length: n }, (_, i) => parseItemRecord({ itemId: from + i, name: `thing ${from + i}`, categoryPath: category }));

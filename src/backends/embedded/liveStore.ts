@@ -54,6 +54,9 @@ export interface ImportSession {
  * catalogue, the event log, and the imports. Every write is one transaction, committed durably
  * before its promise resolves (SQLite: WAL with synchronous=FULL; PostgreSQL: COMMIT).
  */
+/** Ids a prune's transaction covers (RecsDataStore.pruneEvents). */
+export const PRUNE_ROWS = 20_000;
+
 /** Where a snapshot goes: item records (JSON text), then events. */
 export interface SnapshotSink {
   record(json: string): void;
@@ -86,6 +89,16 @@ export interface RecsDataStore {
    * held in memory and walked at every start.
    */
   snapshot(sink: SnapshotSink, options?: { maxAgeMs?: number }): Promise<StoreHead>;
+  /**
+   * Deletes the events older than `maxAgeMs` before the newest (`recs-gateway prune events`), in
+   * short transactions of at most PRUNE_ROWS ids each, so that gateways writing meanwhile wait
+   * for no more than one; a prune stopped between two (killed) leaves a store as consistent as
+   * any. The event with the largest id stays whatever its age: SQLite would hand its rowid out
+   * again, under the id followers have read up to, and PostgreSQL's head would go back, which
+   * followers take for a store that lost events (a whole reload). `newest`: null where there
+   * are no events.
+   */
+  pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number }>;
   counts(): Promise<{ items: number; events: number }>;
   /** How many of `itemIds` have no record. */
   countWithoutRecord(itemIds: readonly number[]): Promise<number>;

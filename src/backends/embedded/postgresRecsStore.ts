@@ -6,7 +6,7 @@ import type { RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
-import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER, withoutRepeatedIds } from './liveStore.js';
+import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER, PRUNE_ROWS, withoutRepeatedIds } from './liveStore.js';
 
 export interface PostgresRecsStoreOptions {
   connectionString: string;
@@ -352,6 +352,19 @@ export class PostgresRecsStore implements RecsDataStore {
       }
       return head;
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  }
+
+  async pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number }> {
+    const { rows } = await this.pool.query<{ t: string | null; last: string | null }>('SELECT max(time) AS t, max(id) AS last FROM recs_events');
+    if (rows[0]!.t === null) return { newest: null, removed: 0 };
+    const newest = Number(rows[0]!.t);
+    const last = Number(rows[0]!.last);
+    let removed = 0;
+    for (let after = 0; after < last; after += PRUNE_ROWS) {
+      const result = await this.pool.query('DELETE FROM recs_events WHERE id > $1 AND id <= $2 AND id < $3 AND time < $4', [after, after + PRUNE_ROWS, last, newest - maxAgeMs]);
+      removed += result.rowCount ?? 0;
+    }
+    return { newest, removed };
   }
 
   async counts(): Promise<{ items: number; events: number }> {

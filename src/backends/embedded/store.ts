@@ -10,7 +10,7 @@ import { makeDataDir, preparePrivateFile, StoreBusyError, storeOpenError } from 
 import type { EventLog, RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import type { EventRow, ImportRecord, ImportSession, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
-import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
+import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER, PRUNE_ROWS } from './liveStore.js';
 import { promised } from '../../ports/promised.js';
 
 export type { ImportRecord } from './liveStore.js';
@@ -196,6 +196,19 @@ export class RecsStore implements RecsDataStore {
 
   counts(): Promise<{ items: number; events: number }> {
     return promised(() => ({ items: this.itemCount(), events: this.eventCount() }));
+  }
+
+  async pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number }> {
+    const stored = '(import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL))';
+    const newest = this.db.prepare(`SELECT max(time) FROM events WHERE ${stored}`).pluck().get() as number | null;
+    const last = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
+    if (newest === null) return { newest, removed: 0 };
+    const prune = this.db.prepare(`DELETE FROM events WHERE rowid > ? AND rowid <= ? AND rowid < ? AND time < ? AND ${stored}`);
+    let removed = 0;
+    for (let after = 0; after < last; after += PRUNE_ROWS) {
+      removed += await this.write(() => prune.run(after, after + PRUNE_ROWS, last, newest - maxAgeMs).changes);
+    }
+    return { newest, removed };
   }
 
   countWithoutRecord(itemIds: readonly number[]): Promise<number> {

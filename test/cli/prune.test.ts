@@ -1,0 +1,209 @@
+import { Writable } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
+import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
+import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
+import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import type { EventInputModel } from '../../src/ports/backend.js';
+import { runPrune } from '../../src/tools/pruneCommand.js';
+import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
+import { match } from '../helpers/matchers.js';
+import { runCli } from '../helpers/processes.js';
+import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+
+/*
+ * `recs-gateway prune events`: the events too old to count leave the store; what gateways serve,
+ * started before or after, does not change, and gateways writing meanwhile lose nothing.
+ */
+
+const ADMIN = principal(true);
+const ITEMS = itemsFrom(100, 12);
+
+interface Store {
+  source: RecsSource;
+  io: { dataDir: string; databaseUrl?: string; schema?: string };
+  open(maxAgeDays: number, followIntervalMs?: number): Promise<EmbeddedRecs>;
+  dispose(): Promise<void>;
+}
+
+const kinds: { name: string; fresh(): Store }[] = [
+  {
+    name: 'sqlite',
+    fresh() {
+      const { dir, remove } = tempDir('recs-prune-');
+      return {
+        source: { kind: 'sqlite', dataDir: dir },
+        io: { dataDir: dir },
+        open: (maxAgeDays, followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, followIntervalMs, model: { maxAgeDays } }),
+        dispose: () => Promise.resolve(remove()),
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    fresh() {
+      const schema = testSchema();
+      const { dir, remove } = tempDir('recs-prune-pg-');
+      return {
+        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
+        io: { dataDir: dir, databaseUrl: DATABASE_URL, schema },
+        open: (maxAgeDays, followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, databaseUrl: DATABASE_URL, schema, followIntervalMs, model: { maxAgeDays } }),
+        dispose: async () => {
+          await dropSchema(schema);
+          remove();
+        },
+      };
+    },
+  },
+];
+
+const text = (): { stream: Writable; lines(): string } => {
+  let all = '';
+  return { stream: new Writable({ write: (c, _e, done) => { all += String(c); done(); } }), lines: () => all };
+};
+
+async function prune(store: Store, argv: string[] = ['events'], maxAgeDays = 90): Promise<{ code: number; out: string; err: string }> {
+  const out = text();
+  const err = text();
+  const code = await runPrune(argv, { ...store.io, maxAgeDays, stdout: out.stream, stderr: err.stream });
+  return { code, out: out.lines(), err: err.lines() };
+}
+
+async function eventCount(store: Store): Promise<number> {
+  const opened = (await openRecsData(store.source))!;
+  try {
+    return (await opened.counts()).events;
+  } finally {
+    await opened.close();
+  }
+}
+
+/** Every list of both kinds over the catalogue, as served. */
+function lists(recs: EmbeddedRecs): unknown[] {
+  return ITEMS.flatMap((item) => (['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const).map((k) => recs.recommendNow(k, item.itemId).entries));
+}
+
+async function write(store: Store, batches: EventInputModel[][]): Promise<void> {
+  const writer = await store.open(0);
+  try {
+    const ingest = new EmbeddedIngest(writer);
+    await ingest.upsertItems(ADMIN, ITEMS);
+    for (const batch of batches) await ingest.recordEvents(ADMIN, batch);
+  } finally {
+    await writer.close();
+  }
+}
+
+for (const kind of kinds) {
+  describe(`prune events on ${kind.name}`, () => {
+    const disposals: (() => Promise<void>)[] = [];
+    afterAll(async () => {
+      for (const d of disposals.reverse()) await d();
+    });
+    const fresh = (): Store => {
+      const store = kind.fresh();
+      disposals.push(() => store.dispose());
+      return store;
+    };
+
+    it('deletes the events too old to count, and the lists served before and after are the same', async () => {
+      const store = fresh();
+      const old = shopping('old', 200, [[100, 101], [102, 103]]);
+      const edge = shopping('edge', 89, [[104, 105]]);
+      const recent = shopping('new', 1, [[100, 102], [101, 103], [105, 106]]);
+      await write(store, [old, edge, recent]);
+      // a gateway running on the store through the prune, following it
+      const running = await store.open(90, 50);
+      disposals.push(() => running.close());
+      const before = lists(running);
+      expect(before.flat().length).toBeGreaterThan(0);
+
+      const done = await prune(store);
+      expect(done).toMatchObject({ code: 0, err: '' });
+      expect(done.out).toMatch(new RegExp(`^events: ${old.length} older than 90 days before the newest \\(\\d{4}-.*\\) deleted, ${edge.length + recent.length} left in `));
+      expect(await eventCount(store)).toBe(edge.length + recent.length);
+
+      // the running gateway was not made to reload (nothing it counts went), and serves as before
+      await running.poll();
+      expect(running.wholeReloads).toEqual({ inWorker: 0, onLoop: 0 });
+      expect(lists(running)).toEqual(before);
+      // and one started now
+      const started = await store.open(90);
+      disposals.push(() => started.close());
+      expect(lists(started)).toEqual(before);
+
+      // again: nothing more to delete
+      expect((await prune(store)).out).toMatch(/^events: 0 older than 90 days/);
+    }, 60_000);
+
+    it('loses nothing a gateway writes while it runs, over several transactions, and keeps the last event whatever its age', async () => {
+      const store = fresh();
+      // more old events than one transaction deletes
+      const old = Array.from({ length: 5 }, (_, i) => shopping(`old${i}`, 300 - i, [[100, 101], [102, 103]], 3000));
+      const recent = shopping('new', 1, [[100, 102]]);
+      expect(old.flat().length).toBeGreaterThan(40_000);
+      await write(store, [...old, recent]);
+
+      const writer = await store.open(90);
+      disposals.push(() => writer.close());
+      const ingest = new EmbeddedIngest(writer);
+      const during = Array.from({ length: 10 }, (_, i) => shopping(`during${i}`, 0.5, [[108, 109]], 10));
+      const [done] = await Promise.all([
+        prune(store),
+        (async () => {
+          for (const batch of during) await ingest.recordEvents(ADMIN, batch);
+        })(),
+      ]);
+      expect(done.code).toBe(0);
+      const left = recent.length + during.flat().length;
+      expect(await eventCount(store)).toBe(left);
+
+      // an old event stored last (an import of history after the live ones) keeps its id taken
+      const lastOld: EventInputModel = { kind: 'VIEW', itemId: 110, sessionId: 'late-import', userId: null, orderId: null, time: Date.now() - 250 * 86_400_000 };
+      await ingest.recordEvents(ADMIN, [lastOld]);
+      expect((await prune(store)).out).toMatch(/^events: 0 older than 90 days/);
+      expect(await eventCount(store)).toBe(left + 1);
+    }, 120_000);
+
+    it('refuses what makes no sense, saying why, and deletes nothing', async () => {
+      const store = fresh();
+      await write(store, [shopping('old', 200, [[100, 101]], 2), shopping('new', 1, [[100, 101]], 2)]);
+      for (const argv of [['events', '--older-than-days', '0'], ['events', '--older-than-days', 'abc'], ['events', '--older-than-days', '-3'], ['events', '--older-than-days', '1.5'], [], ['items'], ['events', '--days', '3']]) {
+        const refused = await prune(store, argv);
+        expect(refused.code, JSON.stringify(argv)).toBe(2);
+        expect(refused.err.length, JSON.stringify(argv)).toBeGreaterThan(0);
+      }
+      const noWindow = await prune(store, ['events'], 0);
+      expect(noWindow).toMatchObject({ code: 2, err: match.stringContaining('RECS_EVENTS_MAX_AGE_DAYS is 0') });
+      expect(await eventCount(store)).toBe(12);
+      // given a window, it prunes even then
+      expect((await prune(store, ['events', '--older-than-days', '30'], 0)).out).toMatch(/^events: 6 older than 30 days/);
+      expect(await eventCount(store)).toBe(6);
+    }, 60_000);
+  });
+}
+
+describe('recs-gateway prune events, as a command', () => {
+  const dirs: { remove(): void }[] = [];
+  afterAll(() => {
+    for (const d of dirs) d.remove();
+  });
+
+  it('on a DATA_DIR without a store says so; with one, prunes by RECS_EVENTS_MAX_AGE_DAYS', async () => {
+    const empty = tempDir('recs-prune-cli-');
+    dirs.push(empty);
+    const none = await runCli(['prune', 'events'], { DATA_DIR: empty.dir });
+    expect(none).toMatchObject({ code: 0, stdout: match.stringContaining('nothing to prune') });
+
+    const d = tempDir('recs-prune-cli-');
+    dirs.push(d);
+    const store: Store = { source: { kind: 'sqlite', dataDir: d.dir }, io: { dataDir: d.dir }, open: (maxAgeDays) => openEmbeddedRecs({ dataDir: d.dir, followIntervalMs: 0, model: { maxAgeDays } }), dispose: () => Promise.resolve() };
+    await write(store, [shopping('old', 40, [[100, 101]], 2), shopping('new', 1, [[100, 101]], 2)]);
+    const pruned = await runCli(['prune', 'events'], { DATA_DIR: d.dir, RECS_EVENTS_MAX_AGE_DAYS: '30' });
+    expect(pruned.code).toBe(0);
+    expect(pruned.stdout).toMatch(/^events: 6 older than 30 days/);
+    expect(await eventCount(store)).toBe(6);
+    const help = await runCli(['--help'], {});
+    expect(help.stdout).toContain('prune events');
+  }, 60_000);
+});
