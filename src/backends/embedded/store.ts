@@ -335,8 +335,8 @@ export class RecsStore implements RecsDataStore {
   private appendKeyStatements: { lastRow: Statement; find: Statement; name: Statement } | null = null;
 
   /**
-   * appendNow's lookups, prepared once: preparing them at every call was about a twentieth of a
-   * batch of 50's CPU in bench/ingest.ts's profile (better-sqlite3's prepare parses the SQL anew).
+   * appendNow's lookups, prepared once: better-sqlite3's prepare parses the SQL anew, and doing
+   * so at every call was 2% of the busy samples of bench/ingest.ts --batch 50 (sqlite-graphql).
    */
   private appendKeys(): { lastRow: Statement; find: Statement; name: Statement } {
     this.appendKeyStatements ??= {
