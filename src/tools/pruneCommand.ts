@@ -13,8 +13,9 @@ than <days> before the newest stored event: by default RECS_EVENTS_MAX_AGE_DAYS,
 which events stop counting in the recommender, so that what the gateway serves does not change.
 A start reads only the events that count whatever the store holds; this frees the disk of the
 rest (SQLite reuses the freed pages for later writes; its file does not shrink). Runs beside
-gateways writing to the same store: it deletes in short transactions, and they follow on. Item
-records, the names of sessions, users and orders, and eventIds (a retry is still known) are kept.
+gateways writing to the same store: it deletes in short transactions, and they follow on. The
+eventIds of events that old go too (sent again, such an event is stored again, and counts for
+nothing, being as old); item records and the names of sessions, users and orders are kept.
 `;
 
 const fmt = (n: number): string => n.toLocaleString('en-US');
@@ -57,11 +58,11 @@ export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: num
   const t0 = performance.now();
   const store = await openRecsData(source);
   try {
-    const { newest, removed } = await store!.pruneEvents(days * DAY_MS);
+    const { newest, removed, eventIds } = await store!.pruneEvents(days * DAY_MS);
     const { events } = await store!.counts();
     if (newest === null) out(`no events in ${store!.where}: nothing to prune`);
     else {
-      out(`events: ${fmt(removed)} older than ${fmt(days)} days before the newest (${new Date(newest).toISOString()}) deleted, ${fmt(events)} left in ${store!.where} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+      out(`events: ${fmt(removed)} older than ${fmt(days)} days before the newest (${new Date(newest).toISOString()}) deleted, ${fmt(events)} left in ${store!.where}; ${fmt(eventIds)} eventIds of events that old forgotten (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     }
     return 0;
   } catch (error) {

@@ -1,8 +1,12 @@
+import path from 'node:path';
 import { Writable } from 'node:stream';
+import Database from 'better-sqlite3';
+import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
+import { DB_FILE } from '../../src/backends/embedded/store.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import { runPrune } from '../../src/tools/pruneCommand.js';
@@ -78,10 +82,32 @@ async function eventCount(store: Store): Promise<number> {
   }
 }
 
+/** Takes the eventIds' times out of the store, as the version before they had one kept it (no such column). */
+async function earlierVersion(store: Store): Promise<void> {
+  if (store.source.kind === 'sqlite') {
+    const db = new Database(path.join(store.source.dataDir, DB_FILE));
+    try {
+      db.exec('ALTER TABLE keys DROP COLUMN time');
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    await client.query(`ALTER TABLE ${store.source.schema!}.recs_keys DROP COLUMN time`);
+  } finally {
+    await client.end();
+  }
+}
+
 /** Every list of both kinds over the catalogue, as served. */
 function lists(recs: EmbeddedRecs): unknown[] {
   return ITEMS.flatMap((item) => (['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const).map((k) => recs.recommendNow(k, item.itemId).entries));
 }
+
+const withIds = (events: EventInputModel[], tag: string): EventInputModel[] => events.map((e, i) => ({ ...e, eventId: `${tag}-${i}` }));
 
 async function write(store: Store, batches: EventInputModel[][]): Promise<void> {
   const writer = await store.open(0);
@@ -120,7 +146,7 @@ for (const kind of kinds) {
 
       const done = await prune(store);
       expect(done).toMatchObject({ code: 0, err: '' });
-      expect(done.out).toMatch(new RegExp(`^events: ${old.length} older than 90 days before the newest \\(\\d{4}-.*\\) deleted, ${edge.length + recent.length} left in `));
+      expect(done.out).toMatch(new RegExp(`^events: ${old.length} older than 90 days before the newest \\(\\d{4}-.*\\) deleted, ${edge.length + recent.length} left in .*; 0 eventIds`));
       expect(await eventCount(store)).toBe(edge.length + recent.length);
 
       // the running gateway was not made to reload (nothing it counts went), and serves as before
@@ -164,6 +190,39 @@ for (const kind of kinds) {
       expect((await prune(store)).out).toMatch(/^events: 0 older than 90 days/);
       expect(await eventCount(store)).toBe(left + 1);
     }, 120_000);
+
+    it('forgets the eventIds of the events it deletes, and keeps those of the events that count', async () => {
+      const store = fresh();
+      const old = withIds(shopping('old', 200, [[100, 101]], 4), 'old');
+      const recent = withIds(shopping('new', 1, [[100, 102]], 4), 'new');
+      await write(store, [old, recent]);
+
+      const done = await prune(store);
+      expect(done.out).toMatch(new RegExp(`^events: ${old.length} older than 90 days .* deleted, ${recent.length} left in .*; ${old.length} eventIds of events that old forgotten`));
+      const writer = await store.open(90);
+      disposals.push(() => writer.close());
+      const ingest = new EmbeddedIngest(writer);
+      // the recent ones are still known
+      expect(await ingest.recordEvents(ADMIN, recent)).toMatchObject({ accepted: recent.length, duplicates: recent.length });
+      // an old one sent again is stored again: it counts for nothing (as old as the rest), and goes at the next prune
+      expect(await ingest.recordEvents(ADMIN, old.slice(1, 3))).toMatchObject({ accepted: 2, duplicates: 0 });
+      expect(await eventCount(store)).toBe(recent.length + 2);
+      // (a live one after them, so that the last event stored is not one of them: it would stay)
+      await ingest.recordEvents(ADMIN, withIds(shopping('later', 0.5, [[103, 104]], 1), 'later'));
+      expect((await prune(store)).out).toMatch(/^events: 2 older than 90 days .*; 2 eventIds of events that old forgotten/);
+    }, 60_000);
+
+    it('a store of the version before eventIds had a time: opened, it keeps them all, and still knows them', async () => {
+      const store = fresh();
+      const old = withIds(shopping('old', 200, [[100, 101]], 2), 'old');
+      const recent = withIds(shopping('new', 1, [[100, 102]], 2), 'new');
+      await write(store, [old, recent]);
+      await earlierVersion(store);
+      const writer = await store.open(90);
+      disposals.push(() => writer.close());
+      expect((await prune(store)).out).toMatch(new RegExp(`^events: ${old.length} older .*; 0 eventIds of events that old forgotten`));
+      expect(await new EmbeddedIngest(writer).recordEvents(ADMIN, [...old, ...recent])).toMatchObject({ duplicates: old.length + recent.length });
+    }, 60_000);
 
     it('refuses what makes no sense, saying why, and deletes nothing', async () => {
       const store = fresh();

@@ -95,10 +95,11 @@ export interface RecsDataStore {
    * for no more than one; a prune stopped between two (killed) leaves a store as consistent as
    * any. The event with the largest id stays whatever its age: SQLite would hand its rowid out
    * again, under the id followers have read up to, and PostgreSQL's head would go back, which
-   * followers take for a store that lost events (a whole reload). `newest`: null where there
-   * are no events.
+   * followers take for a store that lost events (a whole reload). The eventIds taken by events
+   * that old go too (`eventIds`: how many): a call sent again with one counts for nothing then,
+   * its events being as old. `newest`: null where there are no events.
    */
-  pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number }>;
+  pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number; eventIds: number }>;
   counts(): Promise<{ items: number; events: number }>;
   /** How many of `itemIds` have no record. */
   countWithoutRecord(itemIds: readonly number[]): Promise<number>;

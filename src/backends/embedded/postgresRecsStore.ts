@@ -157,6 +157,11 @@ export class PostgresRecsStore implements RecsDataStore {
         await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
         if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
         await client.query(SCHEMA_SQL);
+        // an eventId's time, the first event's that took it (pruneEvents); null for the ids of a
+        // schema of an earlier version, which are kept. Asked first: ALTER TABLE takes its lock
+        // even when the column is there, and would hold every replica's writes behind it
+        const { rowCount } = await client.query("SELECT 1 FROM pg_attribute WHERE attrelid = 'recs_keys'::regclass AND attname = 'time' AND NOT attisdropped");
+        if (rowCount === 0) await client.query('ALTER TABLE recs_keys ADD COLUMN time bigint');
       });
     } catch (error) {
       throw new StoreOpenError(`cannot use PostgreSQL at ${this.where} (DATABASE_URL): ${postgresReason(error)}`, { cause: error });
@@ -247,7 +252,7 @@ export class PostgresRecsStore implements RecsDataStore {
     const result = await busyOnLockTimeout(this.pool.query({
       text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7)),
              taken AS (
-               INSERT INTO recs_keys (ns, name) SELECT ${NS_EVENT}, name FROM lock, unnest($8::text[]) AS c(name)
+               INSERT INTO recs_keys (ns, name, time) SELECT ${NS_EVENT}, name, t FROM lock, unnest($8::text[], $6::bigint[]) AS c(name, t)
                WHERE name IS NOT NULL ON CONFLICT DO NOTHING RETURNING name),
              stored AS (
                INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
@@ -354,17 +359,24 @@ export class PostgresRecsStore implements RecsDataStore {
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   }
 
-  async pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number }> {
-    const { rows } = await this.pool.query<{ t: string | null; last: string | null }>('SELECT max(time) AS t, max(id) AS last FROM recs_events');
-    if (rows[0]!.t === null) return { newest: null, removed: 0 };
+  async pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number; eventIds: number }> {
+    const { rows } = await this.pool.query<{ t: string | null; last: string | null; keys: string | null }>(
+      'SELECT max(time) AS t, max(id) AS last, (SELECT max(id) FROM recs_keys) AS keys FROM recs_events');
+    if (rows[0]!.t === null) return { newest: null, removed: 0, eventIds: 0 };
     const newest = Number(rows[0]!.t);
+    const cutoff = newest - maxAgeMs;
     const last = Number(rows[0]!.last);
     let removed = 0;
     for (let after = 0; after < last; after += PRUNE_ROWS) {
-      const result = await this.pool.query('DELETE FROM recs_events WHERE id > $1 AND id <= $2 AND id < $3 AND time < $4', [after, after + PRUNE_ROWS, last, newest - maxAgeMs]);
+      const result = await this.pool.query('DELETE FROM recs_events WHERE id > $1 AND id <= $2 AND id < $3 AND time < $4', [after, after + PRUNE_ROWS, last, cutoff]);
       removed += result.rowCount ?? 0;
     }
-    return { newest, removed };
+    let eventIds = 0;
+    for (let after = 0, lastKey = Number(rows[0]!.keys ?? 0); after < lastKey; after += PRUNE_ROWS) {
+      const result = await this.pool.query(`DELETE FROM recs_keys WHERE id > $1 AND id <= $2 AND ns = ${NS_EVENT} AND time < $3`, [after, after + PRUNE_ROWS, cutoff]);
+      eventIds += result.rowCount ?? 0;
+    }
+    return { newest, removed, eventIds };
   }
 
   async counts(): Promise<{ items: number; events: number }> {

@@ -115,6 +115,10 @@ export class RecsStore implements RecsDataStore {
           open.exec('ALTER TABLE items ADD COLUMN seq INTEGER NOT NULL DEFAULT 0');
         }
         open.exec('CREATE INDEX IF NOT EXISTS items_by_seq ON items (seq)');
+        // an eventId's time, the first event's that took it (pruneEvents); null for the ids of
+        // a file of an earlier version, which are kept
+        const keyColumns = open.prepare('PRAGMA table_info(keys)').all() as { name: string }[];
+        if (!keyColumns.some((c) => c.name === 'time')) open.exec('ALTER TABLE keys ADD COLUMN time INTEGER');
         // events_by_import holds imported events only (DELETE_EVENTS_OF_IMPORT); a file of an earlier
         // version indexed every API event too, each under the one key 0
         const index = open.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'events_by_import'").pluck().get() as string | undefined;
@@ -198,17 +202,24 @@ export class RecsStore implements RecsDataStore {
     return promised(() => ({ items: this.itemCount(), events: this.eventCount() }));
   }
 
-  async pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number }> {
+  async pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number; eventIds: number }> {
     const stored = '(import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL))';
     const newest = this.db.prepare(`SELECT max(time) FROM events WHERE ${stored}`).pluck().get() as number | null;
     const last = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
-    if (newest === null) return { newest, removed: 0 };
+    if (newest === null) return { newest, removed: 0, eventIds: 0 };
+    const cutoff = newest - maxAgeMs;
     const prune = this.db.prepare(`DELETE FROM events WHERE rowid > ? AND rowid <= ? AND rowid < ? AND time < ? AND ${stored}`);
     let removed = 0;
     for (let after = 0; after < last; after += PRUNE_ROWS) {
-      removed += await this.write(() => prune.run(after, after + PRUNE_ROWS, last, newest - maxAgeMs).changes);
+      removed += await this.write(() => prune.run(after, after + PRUNE_ROWS, last, cutoff).changes);
     }
-    return { newest, removed };
+    const lastKey = (this.db.prepare('SELECT max(id) FROM keys').pluck().get() as number | null) ?? 0;
+    const forget = this.db.prepare(`DELETE FROM keys WHERE id > ? AND id <= ? AND ns = ${NS_EVENT} AND time < ?`);
+    let eventIds = 0;
+    for (let after = 0; after < lastKey; after += PRUNE_ROWS) {
+      eventIds += await this.write(() => forget.run(after, after + PRUNE_ROWS, cutoff).changes);
+    }
+    return { newest, removed, eventIds };
   }
 
   countWithoutRecord(itemIds: readonly number[]): Promise<number> {
@@ -440,8 +451,8 @@ export class RecsStore implements RecsDataStore {
    */
   private withoutDuplicates(events: readonly RecEvent[]): readonly RecEvent[] {
     if (!events.some((e) => e.eventId != null)) return events;
-    const take = this.db.prepare(`INSERT OR IGNORE INTO keys (ns, name) VALUES (${NS_EVENT}, ?)`);
-    return events.filter((e) => e.eventId == null || take.run(e.eventId).changes === 1);
+    const take = this.db.prepare(`INSERT OR IGNORE INTO keys (ns, name, time) VALUES (${NS_EVENT}, ?, ?)`);
+    return events.filter((e) => e.eventId == null || take.run(e.eventId, Math.round(e.time)).changes === 1);
   }
 
   /** Writes records under a new item sequence number (inside a write transaction). */
