@@ -10,6 +10,8 @@ import { DB_FILE } from '../../src/backends/embedded/store.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import { runPrune } from '../../src/tools/pruneCommand.js';
+import { RecsStore } from '../../src/backends/embedded/store.js';
+import type { RecEvent } from '../../src/recommender/eventLog.js';
 import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
 import { match } from '../helpers/matchers.js';
 import { runCli } from '../helpers/processes.js';
@@ -242,7 +244,7 @@ for (const kind of kinds) {
   });
 }
 
-describe('recs-gateway prune events, as a command', () => {
+describe('recs-gateway prune events, as a command (a process of its own)', () => {
   const dirs: { remove(): void }[] = [];
   afterAll(() => {
     for (const d of dirs) d.remove();
@@ -265,4 +267,62 @@ describe('recs-gateway prune events, as a command', () => {
     const help = await runCli(['--help'], {});
     expect(help.stdout).toContain('prune events');
   }, 60_000);
+
+  // It holds the write lock for one transaction of 20,000 ids after another. A gateway starting
+  // meanwhile (a replica restarted, one more started), an import or another prune opened the file
+  // in a write transaction that waited 50 ms for that lock: "cannot open recs.db: locked by another
+  // process", the start failed. And it took the lock again within microseconds of letting it go,
+  // while a write waiting elsewhere looks every 25 ms: gateways' writes waited for many of its
+  // transactions (1 s of a prune of 2.5 s measured), not for one at most.
+  it('lets a store open (a start, an import) and a write in between its transactions', async () => {
+    const d = tempDir('recs-prune-beside-');
+    dirs.push(d);
+    const OLD = 600_000;
+    const store = RecsStore.open(d.dir);
+    try {
+      const old = Date.now() - 200 * 86_400_000;
+      const history = await store.beginImport('events', 'csv', 'history.csv', 'f'.repeat(64));
+      for (let from = 0; from < OLD; from += 50_000) {
+        const events: RecEvent[] = [];
+        for (let i = from; i < from + 50_000; i++) events.push({ kind: 'view', session: `s${i >> 2}`, user: null, itemId: 100 + (i % 40), time: old + i, orderId: null });
+        await history.addEvents(events);
+      }
+      await history.finish(OLD, 0);
+      await store.appendEvents([{ kind: 'view', session: 'recent', user: null, itemId: 100, time: Date.now() - 60_000, orderId: null }]);
+
+      const run = runCli(['prune', 'events'], { DATA_DIR: d.dir });
+      let running = true;
+      void run.then(() => (running = false));
+
+      const openFailures: string[] = [];
+      const waits: number[] = [];
+      let midway = 0;
+      let appended = 0;
+      while (running) {
+        const oldLeft = (await store.counts()).events - 1 - appended;
+        if (oldLeft > 0 && oldLeft < OLD) midway++;
+        try {
+          await RecsStore.open(d.dir).close();
+        } catch (error) {
+          openFailures.push((error as Error).message);
+        }
+        const t0 = performance.now();
+        await store.appendEvents([{ kind: 'view', session: `during-${appended}`, user: null, itemId: 101, time: Date.now() - 30_000, orderId: null }]);
+        waits.push(performance.now() - t0);
+        appended++;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      const done = await run;
+      expect(done.code, done.stderr).toBe(0);
+      expect(done.stdout).toMatch(new RegExp(`^events: ${OLD.toLocaleString('en-US')} older than 90 days`));
+      expect(openFailures).toEqual([]);
+      // a write waits for one of the prune's transactions at most (some 20 to 40 ms here), never for many
+      expect(Math.max(...waits)).toBeLessThan(250);
+      // and the loop ran while the prune deleted, several times
+      expect(midway).toBeGreaterThanOrEqual(5);
+      expect((await store.counts()).events).toBe(1 + appended);
+    } finally {
+      await store.close();
+    }
+  }, 120_000);
 });

@@ -92,7 +92,7 @@ export interface RecsDataStore {
   /**
    * Deletes the events older than `maxAgeMs` before the newest (`recs-gateway prune events`), in
    * short transactions of at most PRUNE_ROWS ids each, so that gateways writing meanwhile wait
-   * for no more than one; a prune stopped between two (killed) leaves a store as consistent as
+   * for no more than one (SQLite: with a pause after each, which lets them take the lock); a prune stopped between two (killed) leaves a store as consistent as
    * any. The event with the largest id stays whatever its age: SQLite would hand its rowid out
    * again, under the id followers have read up to, and PostgreSQL's head would go back, which
    * followers take for a store that lost events (a whole reload). The eventIds taken by events

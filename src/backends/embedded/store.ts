@@ -36,6 +36,21 @@ CREATE TEMP TABLE IF NOT EXISTS staged_events (kind INTEGER NOT NULL, item_id IN
 CREATE TEMP TABLE IF NOT EXISTS staged_items (item_id INTEGER PRIMARY KEY, record TEXT NOT NULL);
 `;
 
+/** How long a prune leaves the write lock free after each transaction that deleted (see pruneEvents). */
+const PRUNE_PAUSE_MS = 30;
+
+/** The tables and indexes SCHEMA and open() make, by name. */
+const SCHEMA_OBJECTS = ['items', 'imports', 'keys', 'events', 'events_by_import', 'meta', 'items_by_seq'];
+
+/** Whether the file holds this version's schema (open() then changes nothing), read without a lock. */
+function schemaIsCurrent(db: SqliteDatabase): boolean {
+  const objects = db.prepare(`SELECT name, sql FROM sqlite_master WHERE name IN (${SCHEMA_OBJECTS.map(() => '?').join(', ')})`).all(...SCHEMA_OBJECTS) as { name: string; sql: string | null }[];
+  if (objects.length !== SCHEMA_OBJECTS.length) return false;
+  if (!/\bWHERE\b/i.test(objects.find((o) => o.name === 'events_by_import')!.sql ?? '')) return false;
+  const has = (table: string, column: string): boolean => (db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).some((c) => c.name === column);
+  return has('items', 'seq') && has('keys', 'time');
+}
+
 /** Events of API calls have no import: import id 0. */
 export const API_IMPORT_ID = 0;
 const ROWS_PER_INSERT = 100;
@@ -106,9 +121,12 @@ export class RecsStore implements RecsDataStore {
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = FULL');
       // one write transaction: two processes opening a fresh file at once (replicas starting
-      // together) would otherwise both see no seq column and the second ALTER fail
+      // together) would otherwise both see no seq column and the second ALTER fail. None where the
+      // schema is this version's already: the transaction waited LOCK_WAIT_MS for the write lock,
+      // which a prune (transaction after transaction) or an import's move elsewhere holds far
+      // longer, and the start failed ("locked by another process")
       const open = db;
-      open.transaction(() => {
+      if (!schemaIsCurrent(open)) open.transaction(() => {
         open.exec(SCHEMA);
         const columns = open.prepare('PRAGMA table_info(items)').all() as { name: string }[];
         if (!columns.some((c) => c.name === 'seq')) {
@@ -211,13 +229,19 @@ export class RecsStore implements RecsDataStore {
     const prune = this.db.prepare(`DELETE FROM events WHERE rowid > ? AND rowid <= ? AND rowid < ? AND time < ? AND ${stored}`);
     let removed = 0;
     for (let after = 0; after < last; after += PRUNE_ROWS) {
-      removed += await this.write(() => prune.run(after, after + PRUNE_ROWS, last, cutoff).changes);
+      const changes = await this.write(() => prune.run(after, after + PRUNE_ROWS, last, cutoff).changes);
+      removed += changes;
+      // the lock left free for longer than a waiting write() looks again (every 25 ms at most):
+      // taken again at once, writes elsewhere waited for many of these transactions, not one
+      if (changes > 0) await sleep(PRUNE_PAUSE_MS);
     }
     const lastKey = (this.db.prepare('SELECT max(id) FROM keys').pluck().get() as number | null) ?? 0;
     const forget = this.db.prepare(`DELETE FROM keys WHERE id > ? AND id <= ? AND ns = ${NS_EVENT} AND time < ?`);
     let eventIds = 0;
     for (let after = 0; after < lastKey; after += PRUNE_ROWS) {
-      eventIds += await this.write(() => forget.run(after, after + PRUNE_ROWS, cutoff).changes);
+      const changes = await this.write(() => forget.run(after, after + PRUNE_ROWS, cutoff).changes);
+      eventIds += changes;
+      if (changes > 0) await sleep(PRUNE_PAUSE_MS);
     }
     return { newest, removed, eventIds };
   }
