@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
-import { openRecsData, sourceExists } from '../backends/embedded/loadFromStore.js';
+import { openRecsData } from '../backends/embedded/loadFromStore.js';
+import { describeDatabase } from '../backends/embedded/keys/postgresStore.js';
 import { recsSource } from '../backends/embedded/recs.js';
 import { DB_FILE } from '../backends/embedded/store.js';
 import { StoreBusyError, StoreOpenError, systemReason } from '../backends/embedded/dataFiles.js';
@@ -51,18 +52,19 @@ export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: num
     return 2;
   }
   const source = recsSource({ dataDir: io.dataDir, databaseUrl: io.databaseUrl ?? null, ...(io.schema ? { schema: io.schema } : {}) })!;
-  if (!sourceExists(source)) {
-    out(`no store at ${io.dataDir}/${DB_FILE}: nothing to prune`);
+  const t0 = performance.now();
+  // a store that is not there is not made (PostgreSQL: no tables), as a start would make it
+  const store = await openRecsData(source, { existing: true });
+  if (store === null) {
+    out(source.kind === 'sqlite' ? `no store at ${io.dataDir}/${DB_FILE}: nothing to prune` : `no store in ${describeDatabase(source.connectionString)}: nothing to prune`);
     return 0;
   }
-  const t0 = performance.now();
-  const store = await openRecsData(source);
   try {
-    const { newest, removed, eventIds } = await store!.pruneEvents(days * DAY_MS);
-    const { events } = await store!.counts();
-    if (newest === null) out(`no events in ${store!.where}: nothing to prune`);
+    const { newest, removed, eventIds } = await store.pruneEvents(days * DAY_MS);
+    const { events } = await store.counts();
+    if (newest === null) out(`no events in ${store.where}: nothing to prune`);
     else {
-      out(`events: ${fmt(removed)} older than ${fmt(days)} days before the newest (${new Date(newest).toISOString()}) deleted, ${fmt(events)} left in ${store!.where}; ${fmt(eventIds)} eventIds of events that old forgotten (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+      out(`events: ${fmt(removed)} older than ${fmt(days)} days before the newest (${new Date(newest).toISOString()}) deleted, ${fmt(events)} left in ${store.where}; ${fmt(eventIds)} eventIds of events that old forgotten (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     }
     return 0;
   } catch (error) {
@@ -70,6 +72,6 @@ export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: num
     err(`recs-gateway: prune failed: ${reason}; the events deleted before it stopped stay deleted, the others are as they were: run it again`);
     return 1;
   } finally {
-    await store?.close();
+    await store.close();
   }
 }

@@ -1,4 +1,5 @@
-import path from 'node:path';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import Database from 'better-sqlite3';
 import pg from 'pg';
@@ -6,11 +7,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
-import { DB_FILE } from '../../src/backends/embedded/store.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import { runPrune } from '../../src/tools/pruneCommand.js';
-import { RecsStore } from '../../src/backends/embedded/store.js';
+import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
 import type { RecEvent } from '../../src/recommender/eventLog.js';
 import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
 import { match } from '../helpers/matchers.js';
@@ -29,6 +29,8 @@ interface Store {
   source: RecsSource;
   io: { dataDir: string; databaseUrl?: string; schema?: string };
   open(maxAgeDays: number, followIntervalMs?: number): Promise<EmbeddedRecs>;
+  /** Whether the store's file, or its tables, are there. */
+  exists(): Promise<boolean>;
   dispose(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ const kinds: { name: string; fresh(): Store }[] = [
         source: { kind: 'sqlite', dataDir: dir },
         io: { dataDir: dir },
         open: (maxAgeDays, followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, followIntervalMs, model: { maxAgeDays } }),
+        exists: () => Promise.resolve(existsSync(join(dir, DB_FILE))),
         dispose: () => Promise.resolve(remove()),
       };
     },
@@ -54,6 +57,15 @@ const kinds: { name: string; fresh(): Store }[] = [
         source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
         io: { dataDir: dir, databaseUrl: DATABASE_URL, schema },
         open: (maxAgeDays, followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, databaseUrl: DATABASE_URL, schema, followIntervalMs, model: { maxAgeDays } }),
+        exists: async () => {
+          const client = new pg.Client({ connectionString: DATABASE_URL });
+          await client.connect();
+          try {
+            return (await client.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1', [schema])).rows.length > 0;
+          } finally {
+            await client.end();
+          }
+        },
         dispose: async () => {
           await dropSchema(schema);
           remove();
@@ -87,7 +99,7 @@ async function eventCount(store: Store): Promise<number> {
 /** Takes the eventIds' times out of the store, as the version before they had one kept it (no such column). */
 async function earlierVersion(store: Store): Promise<void> {
   if (store.source.kind === 'sqlite') {
-    const db = new Database(path.join(store.source.dataDir, DB_FILE));
+    const db = new Database(join(store.source.dataDir, DB_FILE));
     try {
       db.exec('ALTER TABLE keys DROP COLUMN time');
     } finally {
@@ -226,6 +238,15 @@ for (const kind of kinds) {
       expect(await new EmbeddedIngest(writer).recordEvents(ADMIN, [...old, ...recent])).toMatchObject({ duplicates: old.length + recent.length });
     }, 60_000);
 
+    // On PostgreSQL it made the tables (and the schema) of a database that had none, as a gateway
+    // does, and said "no events": a DATABASE_URL naming the wrong database got five recs_ tables.
+    it('on a store that is not there says so, and makes none', async () => {
+      const store = fresh();
+      const done = await prune(store);
+      expect(done).toMatchObject({ code: 0, err: '', out: match.stringMatching(/^no store (at|in) .*: nothing to prune/) });
+      expect(await store.exists()).toBe(false);
+    });
+
     it('refuses what makes no sense, saying why, and deletes nothing', async () => {
       const store = fresh();
       await write(store, [shopping('old', 200, [[100, 101]], 2), shopping('new', 1, [[100, 101]], 2)]);
@@ -258,7 +279,7 @@ describe('recs-gateway prune events, as a command (a process of its own)', () =>
 
     const d = tempDir('recs-prune-cli-');
     dirs.push(d);
-    const store: Store = { source: { kind: 'sqlite', dataDir: d.dir }, io: { dataDir: d.dir }, open: (maxAgeDays) => openEmbeddedRecs({ dataDir: d.dir, followIntervalMs: 0, model: { maxAgeDays } }), dispose: () => Promise.resolve() };
+    const store: Store = { source: { kind: 'sqlite', dataDir: d.dir }, io: { dataDir: d.dir }, open: (maxAgeDays) => openEmbeddedRecs({ dataDir: d.dir, followIntervalMs: 0, model: { maxAgeDays } }), exists: () => Promise.resolve(true), dispose: () => Promise.resolve() };
     await write(store, [shopping('old', 40, [[100, 101]], 2), shopping('new', 1, [[100, 101]], 2)]);
     const pruned = await runCli(['prune', 'events'], { DATA_DIR: d.dir, RECS_EVENTS_MAX_AGE_DAYS: '30' });
     expect(pruned.code).toBe(0);

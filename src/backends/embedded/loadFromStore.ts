@@ -31,12 +31,14 @@ export type LoadMessage =
 
 /**
  * A store opened from a source. Read-only on SQLite opens no file that does not exist (null then);
+ * `existing` opens none that does not exist either, nor makes PostgreSQL's tables (null then);
  * `lockRetryMs` is how long a write waits for another process's write lock (RecsStoreOptions; on
  * PostgreSQL its lock_timeout, unbounded when not given).
  */
-export async function openRecsData(source: RecsSource, options: { readOnly?: boolean } & RecsStoreOptions = {}): Promise<RecsDataStore | null> {
+export async function openRecsData(source: RecsSource, options: { readOnly?: boolean; existing?: boolean } & RecsStoreOptions = {}): Promise<RecsDataStore | null> {
   if (source.kind === 'sqlite') {
     if (options.readOnly === true) return RecsStore.openReadOnly(source.dataDir);
+    if (options.existing === true && !existsSync(join(source.dataDir, DB_FILE))) return null;
     return RecsStore.open(source.dataDir, options.lockRetryMs === undefined ? {} : { lockRetryMs: options.lockRetryMs });
   }
   const store = new PostgresRecsStore({
@@ -45,7 +47,16 @@ export async function openRecsData(source: RecsSource, options: { readOnly?: boo
     ...(options.lockRetryMs !== undefined ? { lockTimeoutMs: options.lockRetryMs } : {}),
     max: options.readOnly === true ? 1 : 4,
   });
-  if (options.readOnly !== true) await store.migrate();
+  try {
+    if (options.existing === true && !(await store.hasTables())) {
+      await store.close();
+      return null;
+    }
+    if (options.readOnly !== true) await store.migrate();
+  } catch (error) {
+    await store.close();
+    throw error;
+  }
   return store;
 }
 
@@ -59,11 +70,6 @@ export async function demoWithStored(store: RecsDataStore, options: ModelOptions
   const { catalog, log, data } = buildDemo({ endsAt: demoEndsAt() });
   const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) }, { maxAgeMs: maxAgeMsOf(options) });
   return { catalog, log, data, head };
-}
-
-/** Whether there is anything to read yet (SQLite: the file). */
-export function sourceExists(source: RecsSource): boolean {
-  return source.kind === 'postgres' || existsSync(join(source.dataDir, DB_FILE));
 }
 
 /**

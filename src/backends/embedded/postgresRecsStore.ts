@@ -146,6 +146,16 @@ export class PostgresRecsStore implements RecsDataStore {
     this.where = describeDatabase(options.connectionString);
   }
 
+  /** Whether the tables are there (a prune makes none); StoreOpenError as migrate's. */
+  async hasTables(): Promise<boolean> {
+    try {
+      const { rows } = await this.pool.query<{ there: boolean }>("SELECT to_regclass('recs_events') IS NOT NULL AS there");
+      return rows[0]!.there;
+    } catch (error) {
+      throw new StoreOpenError(`cannot use PostgreSQL at ${this.where} (DATABASE_URL): ${postgresReason(error)}`, { cause: error });
+    }
+  }
+
   /** Creates the tables when missing; StoreOpenError (one line, no password) when PostgreSQL cannot be used. */
   async migrate(): Promise<void> {
     try {
