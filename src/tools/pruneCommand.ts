@@ -11,7 +11,8 @@ export const PRUNE_HELP = `Usage: recs-gateway prune events [--older-than-days <
 
 Deletes from DATA_DIR/${DB_FILE}, or from PostgreSQL when DATABASE_URL is set, the events older
 than <days> before the newest stored event: by default RECS_EVENTS_MAX_AGE_DAYS, the age past
-which events stop counting in the recommender, so that what the gateway serves does not change.
+which events stop counting in the recommender, so that what the gateway serves does not change
+(run it with the gateways' own setting: a shorter one deletes events they count).
 A start reads only the events that count whatever the store holds; this frees the disk of the
 rest (SQLite reuses the freed pages for later writes; its file does not shrink). Runs beside
 gateways writing to the same store: it deletes in short transactions, and they follow on. The
