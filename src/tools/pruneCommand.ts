@@ -7,7 +7,7 @@ import { StoreBusyError, StoreOpenError, systemReason } from '../backends/embedd
 import { DAY_MS } from '../recommender/cooccurrence.js';
 import type { CommandIo } from './importCommand.js';
 
-export const PRUNE_HELP = `Usage: recs-gateway prune events [--older-than-days <days>]
+export const PRUNE_HELP = `Usage: recs-gateway prune events [--older-than-days <days>] [--dry-run]
 
 Deletes from DATA_DIR/${DB_FILE}, or from PostgreSQL when DATABASE_URL is set, the events older
 than <days> before the newest stored event: by default RECS_EVENTS_MAX_AGE_DAYS, the age past
@@ -18,6 +18,7 @@ rest (SQLite reuses the freed pages for later writes; its file does not shrink).
 gateways writing to the same store: it deletes in short transactions, and they follow on. The
 eventIds of events that old go too (sent again, such an event is stored again, and counts for
 nothing, being as old); item records and the names of sessions, users and orders are kept.
+--dry-run counts what it would delete, and deletes nothing.
 `;
 
 const fmt = (n: number): string => n.toLocaleString('en-US');
@@ -28,7 +29,7 @@ export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: num
   const err = (line: string): void => void io.stderr.write(`${line}\n`);
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { 'older-than-days': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { 'older-than-days': { type: 'string' }, 'dry-run': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
   } catch (error) {
     err(`${(error as Error).message}\n\n${PRUNE_HELP}`);
     return 2;
@@ -61,10 +62,13 @@ export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: num
     return 0;
   }
   try {
-    const { newest, removed, eventIds } = await store.pruneEvents(days * DAY_MS);
+    const dryRun = values['dry-run'] === true;
+    const { newest, removed, eventIds } = await store.pruneEvents(days * DAY_MS, dryRun);
     const { events } = await store.counts();
     if (newest === null) out(`no events in ${store.where}: nothing to prune`);
-    else {
+    else if (dryRun) {
+      out(`events: ${fmt(removed)} older than ${fmt(days)} days before the newest (${new Date(newest).toISOString()}) would be deleted, ${fmt(events - removed)} left in ${store.where}; ${fmt(eventIds)} eventIds of events that old would be forgotten (dry run: nothing deleted)`);
+    } else {
       out(`events: ${fmt(removed)} older than ${fmt(days)} days before the newest (${new Date(newest).toISOString()}) deleted, ${fmt(events)} left in ${store.where}; ${fmt(eventIds)} eventIds of events that old forgotten (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     }
     return 0;

@@ -158,6 +158,12 @@ for (const kind of kinds) {
       const before = lists(running);
       expect(before.flat().length).toBeGreaterThan(0);
 
+      // --dry-run says what would go, and deletes nothing
+      const dry = await prune(store, ['events', '--dry-run']);
+      expect(dry).toMatchObject({ code: 0, err: '' });
+      expect(dry.out).toMatch(new RegExp(`^events: ${old.length} older than 90 days before the newest \\(\\d{4}-.*\\) would be deleted, ${edge.length + recent.length} left in .*\\(dry run: nothing deleted\\)`));
+      expect(await eventCount(store)).toBe(old.length + edge.length + recent.length);
+
       const done = await prune(store);
       expect(done).toMatchObject({ code: 0, err: '' });
       expect(done.out).toMatch(new RegExp(`^events: ${old.length} older than 90 days before the newest \\(\\d{4}-.*\\) deleted, ${edge.length + recent.length} left in .*; 0 eventIds`));
@@ -211,6 +217,7 @@ for (const kind of kinds) {
       const recent = withIds(shopping('new', 1, [[100, 102]], 4), 'new');
       await write(store, [old, recent]);
 
+      expect((await prune(store, ['events', '--dry-run'])).out).toMatch(new RegExp(`would be deleted, ${recent.length} left in .*; ${old.length} eventIds of events that old would be forgotten \\(dry run`));
       const done = await prune(store);
       expect(done.out).toMatch(new RegExp(`^events: ${old.length} older than 90 days .* deleted, ${recent.length} left in .*; ${old.length} eventIds of events that old forgotten`));
       const writer = await store.open(90);

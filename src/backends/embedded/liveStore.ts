@@ -97,9 +97,10 @@ export interface RecsDataStore {
    * again, under the id followers have read up to, and PostgreSQL's head would go back, which
    * followers take for a store that lost events (a whole reload). The eventIds taken by events
    * that old go too (`eventIds`: how many): a call sent again with one counts for nothing then,
-   * its events being as old. `newest`: null where there are no events.
+   * its events being as old. `newest`: null where there are no events. `dryRun`: only counts
+   * what it would delete.
    */
-  pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number; eventIds: number }>;
+  pruneEvents(maxAgeMs: number, dryRun?: boolean): Promise<{ newest: number | null; removed: number; eventIds: number }>;
   counts(): Promise<{ items: number; events: number }>;
   /** How many of `itemIds` have no record. */
   countWithoutRecord(itemIds: readonly number[]): Promise<number>;

@@ -369,13 +369,18 @@ export class PostgresRecsStore implements RecsDataStore {
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   }
 
-  async pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number; eventIds: number }> {
+  async pruneEvents(maxAgeMs: number, dryRun = false): Promise<{ newest: number | null; removed: number; eventIds: number }> {
     const { rows } = await this.pool.query<{ t: string | null; last: string | null; keys: string | null }>(
       'SELECT max(time) AS t, max(id) AS last, (SELECT max(id) FROM recs_keys) AS keys FROM recs_events');
     if (rows[0]!.t === null) return { newest: null, removed: 0, eventIds: 0 };
     const newest = Number(rows[0]!.t);
     const cutoff = newest - maxAgeMs;
     const last = Number(rows[0]!.last);
+    if (dryRun) {
+      const { rows: would } = await this.pool.query<{ e: string; k: string }>(
+        `SELECT (SELECT count(*) FROM recs_events WHERE id < $1 AND time < $2) AS e, (SELECT count(*) FROM recs_keys WHERE ns = ${NS_EVENT} AND time < $2) AS k`, [last, cutoff]);
+      return { newest, removed: Number(would[0]!.e), eventIds: Number(would[0]!.k) };
+    }
     let removed = 0;
     for (let after = 0; after < last; after += PRUNE_ROWS) {
       const result = await this.pool.query('DELETE FROM recs_events WHERE id > $1 AND id <= $2 AND id < $3 AND time < $4', [after, after + PRUNE_ROWS, last, cutoff]);

@@ -220,12 +220,19 @@ export class RecsStore implements RecsDataStore {
     return promised(() => ({ items: this.itemCount(), events: this.eventCount() }));
   }
 
-  async pruneEvents(maxAgeMs: number): Promise<{ newest: number | null; removed: number; eventIds: number }> {
+  async pruneEvents(maxAgeMs: number, dryRun = false): Promise<{ newest: number | null; removed: number; eventIds: number }> {
     const stored = '(import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL))';
     const newest = this.db.prepare(`SELECT max(time) FROM events WHERE ${stored}`).pluck().get() as number | null;
     const last = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
     if (newest === null) return { newest, removed: 0, eventIds: 0 };
     const cutoff = newest - maxAgeMs;
+    if (dryRun) {
+      return {
+        newest,
+        removed: this.db.prepare(`SELECT count(*) FROM events WHERE rowid < ? AND time < ? AND ${stored}`).pluck().get(last, cutoff) as number,
+        eventIds: this.db.prepare(`SELECT count(*) FROM keys WHERE ns = ${NS_EVENT} AND time < ?`).pluck().get(cutoff) as number,
+      };
+    }
     const prune = this.db.prepare(`DELETE FROM events WHERE rowid > ? AND rowid <= ? AND rowid < ? AND time < ? AND ${stored}`);
     let removed = 0;
     for (let after = 0; after < last; after += PRUNE_ROWS) {
