@@ -129,8 +129,8 @@ export function latestTime(log: EventLog): number {
 
 /** The time before which events no longer count (see ModelOptions.maxAgeDays). */
 export function cutoffOf(latest: number, options: ModelOptions): number {
-  const days = options.maxAgeDays ?? 0;
-  return days > 0 ? latest - days * DAY_MS : -Infinity;
+  const ms = maxAgeMsOf(options);
+  return ms > 0 ? latest - ms : -Infinity;
 }
 
 /** How far before the newest event events count (cutoffOf), in ms; 0: all of them. */

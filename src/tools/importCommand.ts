@@ -57,7 +57,8 @@ async function sha256Of(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-const fmt = (n: number): string => n.toLocaleString('en-US');
+/** A count as the commands print it: 1,000,000. */
+export const fmt = (n: number): string => n.toLocaleString('en-US');
 
 /** `import events|catalog`: returns the exit code (0 done, 1 failed, 2 usage). */
 export async function runImport(argv: string[], io: CommandIo): Promise<number> {

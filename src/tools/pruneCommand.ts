@@ -5,7 +5,7 @@ import { recsSource } from '../backends/embedded/recs.js';
 import { DB_FILE } from '../backends/embedded/store.js';
 import { StoreBusyError, StoreOpenError, systemReason } from '../backends/embedded/dataFiles.js';
 import { DAY_MS } from '../recommender/cooccurrence.js';
-import type { CommandIo } from './importCommand.js';
+import { fmt, type CommandIo } from './importCommand.js';
 
 export const PRUNE_HELP = `Usage: recs-gateway prune events [--older-than-days <days>] [--dry-run]
 
@@ -20,8 +20,6 @@ eventIds of events that old go too (sent again, such an event is stored again, a
 nothing, being as old); item records and the names of sessions, users and orders are kept.
 --dry-run counts what it would delete, and deletes nothing.
 `;
-
-const fmt = (n: number): string => n.toLocaleString('en-US');
 
 /** `prune events`: returns the exit code (0 done, 1 failed, 2 usage). */
 export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: number }): Promise<number> {

@@ -1,14 +1,13 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
-import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { EmbeddedRecs, openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { buildDemo, demoEndsAt } from '../../src/backends/embedded/demo.js';
 import { Catalog } from '../../src/recommender/catalog.js';
 import { EventLog } from '../../src/recommender/eventLog.js';
 import type { ModelOptions } from '../../src/recommender/model.js';
 import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
-import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+import { recsStoreKinds } from '../helpers/stores.js';
 
 /*
  * A shop's store keeps every event it was sent; the model counts those within
@@ -19,34 +18,13 @@ import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores
 const ADMIN = principal(true);
 const options: ModelOptions = { maxAgeDays: 90 };
 
-const kinds: { name: string; fresh(): { source: RecsSource; open(model: ModelOptions): Promise<EmbeddedRecs>; dispose(): Promise<void> } }[] = [
-  {
-    name: 'sqlite',
-    fresh() {
-      const { dir, remove } = tempDir('recs-window-');
-      return {
-        source: { kind: 'sqlite', dataDir: dir },
-        open: (model) => openEmbeddedRecs({ dataDir: dir, followIntervalMs: 0, model }),
-        dispose: () => Promise.resolve(remove()),
-      };
-    },
+const kinds = recsStoreKinds.map(({ name, fresh }) => ({
+  name,
+  fresh: () => {
+    const store = fresh('recs-window');
+    return { ...store, open: (model: ModelOptions): Promise<EmbeddedRecs> => openEmbeddedRecs({ ...store.io, followIntervalMs: 0, model }) };
   },
-  {
-    name: 'postgres',
-    fresh() {
-      const schema = testSchema();
-      const { dir, remove } = tempDir('recs-window-pg-');
-      return {
-        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
-        open: (model) => openEmbeddedRecs({ dataDir: dir, databaseUrl: DATABASE_URL, schema, followIntervalMs: 0, model }),
-        dispose: async () => {
-          await dropSchema(schema);
-          remove();
-        },
-      };
-    },
-  },
-];
+}));
 
 for (const kind of kinds) {
   describe(`a start on ${kind.name} reads the events that count`, () => {

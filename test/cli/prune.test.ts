@@ -6,7 +6,6 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
-import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import { runPrune } from '../../src/tools/pruneCommand.js';
@@ -15,7 +14,7 @@ import type { RecEvent } from '../../src/recommender/eventLog.js';
 import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
 import { match } from '../helpers/matchers.js';
 import { runCli } from '../helpers/processes.js';
-import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+import { DATABASE_URL, recsStoreKinds, tempDir, type FreshRecsStore } from '../helpers/stores.js';
 
 /*
  * `recs-gateway prune events`: the events too old to count leave the store; what gateways serve,
@@ -25,55 +24,29 @@ import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores
 const ADMIN = principal(true);
 const ITEMS = itemsFrom(100, 12);
 
-interface Store {
-  source: RecsSource;
-  io: { dataDir: string; databaseUrl?: string; schema?: string };
+interface Store extends FreshRecsStore {
   open(maxAgeDays: number, followIntervalMs?: number): Promise<EmbeddedRecs>;
-  /** Whether the store's file, or its tables, are there. */
-  exists(): Promise<boolean>;
-  dispose(): Promise<void>;
 }
 
-const kinds: { name: string; fresh(): Store }[] = [
-  {
-    name: 'sqlite',
-    fresh() {
-      const { dir, remove } = tempDir('recs-prune-');
-      return {
-        source: { kind: 'sqlite', dataDir: dir },
-        io: { dataDir: dir },
-        open: (maxAgeDays, followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, followIntervalMs, model: { maxAgeDays } }),
-        exists: () => Promise.resolve(existsSync(join(dir, DB_FILE))),
-        dispose: () => Promise.resolve(remove()),
-      };
-    },
+const kinds = recsStoreKinds.map(({ name, fresh }) => ({
+  name,
+  fresh: (): Store => {
+    const store = fresh('recs-prune');
+    return { ...store, open: (maxAgeDays, followIntervalMs = 0) => openEmbeddedRecs({ ...store.io, followIntervalMs, model: { maxAgeDays } }) };
   },
-  {
-    name: 'postgres',
-    fresh() {
-      const schema = testSchema();
-      const { dir, remove } = tempDir('recs-prune-pg-');
-      return {
-        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
-        io: { dataDir: dir, databaseUrl: DATABASE_URL, schema },
-        open: (maxAgeDays, followIntervalMs = 0) => openEmbeddedRecs({ dataDir: dir, databaseUrl: DATABASE_URL, schema, followIntervalMs, model: { maxAgeDays } }),
-        exists: async () => {
-          const client = new pg.Client({ connectionString: DATABASE_URL });
-          await client.connect();
-          try {
-            return (await client.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1', [schema])).rows.length > 0;
-          } finally {
-            await client.end();
-          }
-        },
-        dispose: async () => {
-          await dropSchema(schema);
-          remove();
-        },
-      };
-    },
-  },
-];
+}));
+
+/** Whether the store's file, or its tables, are there. */
+async function exists(store: Store): Promise<boolean> {
+  if (store.source.kind === 'sqlite') return existsSync(join(store.source.dataDir, DB_FILE));
+  const client = new pg.Client({ connectionString: DATABASE_URL });
+  await client.connect();
+  try {
+    return (await client.query('SELECT 1 FROM information_schema.tables WHERE table_schema = $1', [store.source.schema])).rows.length > 0;
+  } finally {
+    await client.end();
+  }
+}
 
 const text = (): { stream: Writable; lines(): string } => {
   let all = '';
@@ -251,7 +224,7 @@ for (const kind of kinds) {
       const store = fresh();
       const done = await prune(store);
       expect(done).toMatchObject({ code: 0, err: '', out: match.stringMatching(/^no store (at|in) .*: nothing to prune/) });
-      expect(await store.exists()).toBe(false);
+      expect(await exists(store)).toBe(false);
     });
 
     it('refuses what makes no sense, saying why, and deletes nothing', async () => {
@@ -286,7 +259,7 @@ describe('recs-gateway prune events, as a command (a process of its own)', () =>
 
     const d = tempDir('recs-prune-cli-');
     dirs.push(d);
-    const store: Store = { source: { kind: 'sqlite', dataDir: d.dir }, io: { dataDir: d.dir }, open: (maxAgeDays) => openEmbeddedRecs({ dataDir: d.dir, followIntervalMs: 0, model: { maxAgeDays } }), exists: () => Promise.resolve(true), dispose: () => Promise.resolve() };
+    const store: Store = { source: { kind: 'sqlite', dataDir: d.dir }, io: { dataDir: d.dir }, open: (maxAgeDays) => openEmbeddedRecs({ dataDir: d.dir, followIntervalMs: 0, model: { maxAgeDays } }), dispose: () => Promise.resolve() };
     await write(store, [shopping('old', 40, [[100, 101]], 2), shopping('new', 1, [[100, 101]], 2)]);
     const pruned = await runCli(['prune', 'events'], { DATA_DIR: d.dir, RECS_EVENTS_MAX_AGE_DAYS: '30' });
     expect(pruned.code).toBe(0);

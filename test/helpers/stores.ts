@@ -7,6 +7,7 @@ import { PostgresKeyStore } from '../../src/backends/embedded/keys/postgresStore
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
 import type { ScryptCost } from '../../src/backends/embedded/keys/passwords.js';
+import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 
 /** The PostgreSQL of this machine (trust auth, database test); each test store gets its own schema. */
 export const DATABASE_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -65,6 +66,39 @@ export const storeKinds: StoreKind[] = [
           // the store may have been closed by whoever owned it (a gateway): drop on a connection of our own
           await store.close().catch(() => undefined);
           await dropSchema(schema);
+        },
+      };
+    },
+  },
+];
+
+/** A fresh recommender store: a DATA_DIR of its own (SQLite), or a PostgreSQL schema of its own. */
+export interface FreshRecsStore {
+  source: RecsSource;
+  /** What openEmbeddedRecs and the CLI commands take to reach it. */
+  io: { dataDir: string; databaseUrl?: string; schema?: string };
+  dispose(): Promise<void>;
+}
+
+export const recsStoreKinds: { name: 'sqlite' | 'postgres'; fresh: (prefix: string) => FreshRecsStore }[] = [
+  {
+    name: 'sqlite',
+    fresh: (prefix) => {
+      const { dir, remove } = tempDir(`${prefix}-`);
+      return { source: { kind: 'sqlite', dataDir: dir }, io: { dataDir: dir }, dispose: () => Promise.resolve(remove()) };
+    },
+  },
+  {
+    name: 'postgres',
+    fresh: (prefix) => {
+      const schema = testSchema();
+      const { dir, remove } = tempDir(`${prefix}-pg-`);
+      return {
+        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
+        io: { dataDir: dir, databaseUrl: DATABASE_URL, schema },
+        async dispose() {
+          await dropSchema(schema);
+          remove();
         },
       };
     },

@@ -51,6 +51,11 @@ function schemaIsCurrent(db: SqliteDatabase): boolean {
   return has('items', 'seq') && has('keys', 'time');
 }
 
+/** An event row as the store reads it back (EventRow): keys absent as -1. */
+const EVENT_COLUMNS = 'rowid, kind, item_id, coalesce(session, -1), coalesce(user, -1), coalesce(order_id, -1), time';
+/** The events that are the store's: API calls' (import 0) and finished imports'. */
+const STORED_EVENTS = '(import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL))';
+
 /** Events of API calls have no import: import id 0. */
 export const API_IMPORT_ID = 0;
 const ROWS_PER_INSERT = 100;
@@ -221,19 +226,18 @@ export class RecsStore implements RecsDataStore {
   }
 
   async pruneEvents(maxAgeMs: number, dryRun = false): Promise<{ newest: number | null; removed: number; eventIds: number }> {
-    const stored = '(import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL))';
-    const newest = this.db.prepare(`SELECT max(time) FROM events WHERE ${stored}`).pluck().get() as number | null;
+    const newest = this.db.prepare(`SELECT max(time) FROM events WHERE ${STORED_EVENTS}`).pluck().get() as number | null;
     const last = (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0;
     if (newest === null) return { newest, removed: 0, eventIds: 0 };
     const cutoff = newest - maxAgeMs;
     if (dryRun) {
       return {
         newest,
-        removed: this.db.prepare(`SELECT count(*) FROM events WHERE rowid < ? AND time < ? AND ${stored}`).pluck().get(last, cutoff) as number,
+        removed: this.db.prepare(`SELECT count(*) FROM events WHERE rowid < ? AND time < ? AND ${STORED_EVENTS}`).pluck().get(last, cutoff) as number,
         eventIds: this.db.prepare(`SELECT count(*) FROM keys WHERE ns = ${NS_EVENT} AND time < ?`).pluck().get(cutoff) as number,
       };
     }
-    const prune = this.db.prepare(`DELETE FROM events WHERE rowid > ? AND rowid <= ? AND rowid < ? AND time < ? AND ${stored}`);
+    const prune = this.db.prepare(`DELETE FROM events WHERE rowid > ? AND rowid <= ? AND rowid < ? AND time < ? AND ${STORED_EVENTS}`);
     let removed = 0;
     for (let after = 0; after < last; after += PRUNE_ROWS) {
       const changes = await this.write(() => prune.run(after, after + PRUNE_ROWS, last, cutoff).changes);
@@ -368,7 +372,7 @@ export class RecsStore implements RecsDataStore {
 
   private readEventsAfter(afterId: number, limit: number): EventRow[] {
     return this.db
-      .prepare('SELECT rowid, kind, item_id, coalesce(session, -1), coalesce(user, -1), coalesce(order_id, -1), time FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?')
+      .prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE rowid > ? ORDER BY rowid LIMIT ?`)
       .raw()
       .all(afterId, limit) as EventRow[];
   }
@@ -521,12 +525,11 @@ export class RecsStore implements RecsDataStore {
     try {
       const head = this.headNow();
       for (const record of this.catalogRecords()) sink.record(record);
-      const stored = 'rowid <= ? AND (import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL))';
+      const stored = `rowid <= ? AND ${STORED_EVENTS}`;
       const newest = maxAgeMs > 0 ? this.db.prepare(`SELECT max(time) FROM events WHERE ${stored}`).pluck().get(head.lastEventId) as number | null : null;
-      const columns = 'rowid, kind, item_id, coalesce(session, -1), coalesce(user, -1), coalesce(order_id, -1), time';
       const rows = (newest === null
-        ? this.db.prepare(`SELECT ${columns} FROM events WHERE ${stored} ORDER BY rowid`).raw().iterate(head.lastEventId)
-        : this.db.prepare(`SELECT ${columns} FROM events WHERE ${stored} AND time >= ? ORDER BY rowid`).raw().iterate(head.lastEventId, newest - maxAgeMs)) as IterableIterator<EventRow>;
+        ? this.db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${stored} ORDER BY rowid`).raw().iterate(head.lastEventId)
+        : this.db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE ${stored} AND time >= ? ORDER BY rowid`).raw().iterate(head.lastEventId, newest - maxAgeMs)) as IterableIterator<EventRow>;
       for (const row of rows) sink.event(row);
       return head;
     } finally {
@@ -609,7 +612,7 @@ export class RecsStore implements RecsDataStore {
   /** Appends the stored events to a log, in id order, keys as store ids (tests, tools). */
   loadEvents(log: EventLog): void {
     const rows = this.db
-      .prepare('SELECT kind, item_id, session, user, order_id, time FROM events WHERE import_id = 0 OR import_id IN (SELECT id FROM imports WHERE finished_at IS NOT NULL) ORDER BY rowid')
+      .prepare(`SELECT kind, item_id, session, user, order_id, time FROM events WHERE ${STORED_EVENTS} ORDER BY rowid`)
       .raw()
       .iterate() as IterableIterator<[number, number, number | null, number | null, number | null, number]>;
     for (const [kind, item, session, user, order, time] of rows) {
