@@ -70,7 +70,7 @@ async function keyOf(base: string, authorization: string): Promise<string> {
 }
 try {
   let env: (i: number) => Record<string, string>;
-  // a key: with DATABASE_URL every password sign-in pays its scrypt check (about 0.4 s), which would be all we measured
+  // a key, as a client's traffic would use
   let auth = '';
   if (REST) {
     const upstream = await startServe({ DATA_DIR: data[2]!.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '' });

@@ -14,9 +14,11 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import pg from 'pg';
 import { cpuMsOf } from './procCpu.js';
 import { EmbeddedKeyService } from '../src/backends/embedded/keys/keyService.js';
 import { SqliteKeyStore } from '../src/backends/embedded/keys/sqliteStore.js';
+import { PostgresKeyStore } from '../src/backends/embedded/keys/postgresStore.js';
 import { addUser } from '../src/backends/embedded/keys/users.js';
 import { basicAuthorization } from '../src/auth/authorization.js';
 import { buildDemo } from '../src/backends/embedded/demo.js';
@@ -24,7 +26,7 @@ import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -44,8 +46,10 @@ Options:
                        (a sample every 50 µs), profiles into <dir>
   -h, --help           this text
 
-Environment: UPSTREAM_CPU (taskset list for the REST upstream; default both cores); anything
-else passes through to the servers (REDIS_URL excepted: only the emb-redis scenario sets it).
+Environment: UPSTREAM_CPU (taskset list for the REST upstream; default both cores);
+BENCH_DATABASE_URL (the PostgreSQL of pg-key and pg-basic, each run in a schema of its own;
+default postgres://postgres@127.0.0.1:5432/test); anything else passes through to the servers
+(REDIS_URL excepted: only the emb-redis scenario sets it).
 `;
 
 /** A usage mistake: one line and exit code 2, as the gateway's own command line does. */
@@ -472,6 +476,44 @@ await oneTarget('emb-basic', 'gateway cached, embedded, Basic credentials', asyn
   }
 });
 
+// (4c, 4d) the same two on PostgreSQL (DATABASE_URL), where the store's data version, which says
+// whether a verified credential still holds, is a query (one a turn of the event loop, shared).
+if (wanted('pg-key') || wanted('pg-basic')) {
+  const pgBase = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const pgSchema = `bench_keys_${process.pid}`;
+  const pgStore = new PostgresKeyStore({ connectionString: pgBase, schema: pgSchema, max: 2 });
+  try {
+    await pgStore.migrate();
+    await addUser(pgStore, { username: 'bench', password: 'bench-password' });
+    const pgKeys = new EmbeddedKeyService(pgStore);
+    const pgKey = (await pgKeys.createKey(await pgKeys.authenticate(basicAuthorization('bench', 'bench-password')), { name: 'client' })).key;
+    const pgUrl = new URL(pgBase);
+    pgUrl.searchParams.set('options', `-c search_path=${pgSchema}`);
+    const pgEnv = { ...embeddedEnv, DATABASE_URL: pgUrl.toString() };
+    const runs = [
+      ['pg-key', '(4c) gateway cached, embedded on PostgreSQL, API key', { authorization: pgKey }],
+      ['pg-basic', '(4d) gateway cached, embedded on PostgreSQL, Basic credentials', { authorization: basicAuthorization('bench', 'bench-password') }],
+    ] as const;
+    for (const [id, name, headers] of runs) {
+      await oneTarget(id, name, async () => {
+        const gateway = await start('gateway', pgEnv, SERVER_CPU, profileFlags);
+        try {
+          expectRecs(name, await post(`${gateway.url}/graphql`, hotBody, headers));
+          return { id, name, m: await load({ target: gateway, url: `${gateway.url}/graphql`, headers, bodies: [hotBody] }) };
+        } finally {
+          await gateway.stop();
+        }
+      });
+    }
+  } finally {
+    await pgStore.close();
+    const admin = new pg.Client({ connectionString: pgBase });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS ${pgSchema} CASCADE`);
+    await admin.end();
+  }
+}
+
 // Authentication's share: the gateway against a twin whose authentication is stubbed, both
 // started together, loaded at once and pinned to the same core. The scheduler shares a core evenly
 // between two busy processes, so their req/s stand in the inverse ratio of their costs, and
@@ -890,10 +932,12 @@ const table = [
 const verdict = (ok: boolean): string => (ok ? 'met' : '**missed**');
 const targets: string[] = [];
 const embRow = byId.get('emb');
-const basicRow = byId.get('emb-basic');
-if (embRow && basicRow) {
-  const ratio = basicRow.m.cpuUs / embRow.m.cpuUs;
-  targets.push(`| (4b) Basic credentials cost ≤ 2x an API key's (server CPU per request) | ${fmt(ratio)}x (${Math.round(basicRow.m.cpuUs)} against ${Math.round(embRow.m.cpuUs)} µs) | ${verdict(ratio <= 2)} |`);
+for (const [keyId, basicId, label] of [['emb', 'emb-basic', '(4b)'], ['pg-key', 'pg-basic', '(4d) on PostgreSQL:']] as const) {
+  const keyRow = byId.get(keyId);
+  const passwordRow = byId.get(basicId);
+  if (!keyRow || !passwordRow) continue;
+  const ratio = passwordRow.m.cpuUs / keyRow.m.cpuUs;
+  targets.push(`| ${label} Basic credentials cost ≤ 2x an API key's (server CPU per request) | ${fmt(ratio)}x (${Math.round(passwordRow.m.cpuUs)} against ${Math.round(keyRow.m.cpuUs)} µs) | ${verdict(ratio <= 2)} |`);
 }
 if (embRow) {
   targets.push(`| (4) embedded ≥ 50% of (1) | ${fmt((embRow.m.rps / rps('raw')) * 100, 0)}% | ${verdict(embRow.m.rps >= 0.5 * rps('raw'))} |`);

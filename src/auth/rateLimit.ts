@@ -111,7 +111,7 @@ export class RateLimiter {
   private async checkKey(keys: KeyService, authorization: string, address: string, failures: BucketLimit, options?: CallOptions): Promise<PrincipalModel> {
     const look = await this.buckets.take(addressBucket(address), failures, 0);
     if (!look.allowed) {
-      const known = keys.authenticateKnown?.(authorization);
+      const known = keys.authenticateKnown?.(authorization) ?? (await keys.authenticateVerified?.(authorization));
       if (known !== undefined) return known;
       if (keys.checksKeysLocally !== true) throw this.refused('address_locked', look.retryAfterMs);
     }
@@ -162,7 +162,7 @@ export class RateLimiter {
   }
 
   private async signInOnce({ keys, authorization, user, address, failures, options }: SignInAttempt): Promise<PrincipalModel> {
-    const known = keys.authenticateKnown?.(authorization);
+    const known = keys.authenticateKnown?.(authorization) ?? (await keys.authenticateVerified?.(authorization));
     if (known !== undefined) {
       const byAddress = await this.buckets.take(addressBucket(address), failures, 0);
       if (!byAddress.allowed) throw this.refused('address_locked', byAddress.retryAfterMs);

@@ -102,6 +102,13 @@ export interface KeyService {
    */
   authenticateKnown?(authorization: string, connection?: object): PrincipalModel | undefined;
   /**
+   * The same where vouching takes a short wait (a store whose data version is a query): the
+   * principal of a credential verified before and still trusted, undefined for any other, never
+   * an error from the credential (a store's failure rejects). The rate limiter asks it before it
+   * counts a password sign-in as an attempt.
+   */
+  authenticateVerified?(authorization: string): Promise<PrincipalModel | undefined>;
+  /**
    * True when authenticate checks a key without a network call (a local store): the rate limiter
    * then checks keys even from an address locked out by failures, so a valid key is never refused
    * for others' failures. Where false or absent, a locked-out address's unknown keys are refused

@@ -75,24 +75,6 @@ describe('verified keys kept by the embedded key service over SQLite', () => {
     expect(lookups).toBe(2);
   });
 
-  it('reads the store version once a turn of the event loop, whatever the number of requests in it', async () => {
-    const { store, service, principal } = await setup();
-    const { key } = await service.createKey(principal, { name: 'burst' });
-    await service.authenticate(key);
-    await nextTurn();
-    let reads = 0;
-    const read = store.dataVersion.bind(store);
-    store.dataVersion = () => {
-      reads += 1;
-      return read();
-    };
-    await Promise.all(Array.from({ length: 20 }, () => service.authenticate(key)));
-    expect(reads).toBe(1);
-    await nextTurn();
-    await service.authenticate(key);
-    expect(reads).toBe(2);
-  });
-
   it('fails a key deleted through the service itself on the very next request', async () => {
     const { service, principal } = await setup();
     const { id, key } = await service.createKey(principal, { name: 'phone' });

@@ -29,8 +29,9 @@ const MAX_VERIFIED_KEYS = 10_000;
 export interface EmbeddedKeyServiceOptions {
   /**
    * How long a verified key is trusted without a lookup, in ms, where the store can tell when
-   * another process changed it (SQLite); default 30000, 0 turns it off. A key deleted through
-   * this service, or changed by any other process, is looked up again on the very next request.
+   * another process changed it (SQLite, PostgreSQL); default 30000, 0 turns it off. A key deleted
+   * through this service, or changed by any other process, is looked up again on the very next
+   * request.
    */
   verifiedKeyTtlMs?: number;
   /**
@@ -94,8 +95,8 @@ export class EmbeddedKeyService implements KeyService {
    * skipped.
    */
   private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: Caller[] }>();
-  /** The store's data version as read this turn of the event loop; undefined until read. */
-  private versionThisTurn: number | undefined;
+  /** The store's data version as read this turn of the event loop (or its read under way); undefined until read. */
+  private versionThisTurn: number | Promise<number> | undefined;
   private readonly forgetVersion = (): void => {
     this.versionThisTurn = undefined;
   };
@@ -113,10 +114,13 @@ export class EmbeddedKeyService implements KeyService {
 
   async authenticate(authorization: string, options?: CallOptions): Promise<PrincipalModel> {
     const now = this.now();
-    const useVerified = this.usesVerified();
     const id = credentialId(authorization);
-    if (useVerified) {
-      const known = this.verifiedPrincipal(id, authorization, now);
+    // the version before the data it vouches for: a change made meanwhile is not hidden by what was read
+    let version = Number.NaN;
+    if (this.usesVerified()) {
+      const read = this.storeVersion();
+      version = typeof read === 'number' ? read : await read;
+      const known = this.verifiedPrincipal(id, authorization, now, version);
       if (known !== undefined) return known;
     }
 
@@ -129,7 +133,7 @@ export class EmbeddedKeyService implements KeyService {
       if (flight === undefined) {
         const callers: Caller[] = [];
         const wanted = (): boolean => callers.some(callerWaits);
-        flight = { done: this.signIn(credential, authorization, id, useVerified, now, wanted).finally(() => this.signingIn.delete(id)), callers };
+        flight = { done: this.signIn(credential, authorization, id, version, now, wanted).finally(() => this.signingIn.delete(id)), callers };
         this.signingIn.set(id, flight);
       }
       flight.callers.push(callerOf(options));
@@ -140,7 +144,7 @@ export class EmbeddedKeyService implements KeyService {
     if (!found || isExpired(found.key, now)) throw unauthenticated();
     this.touch(found.key, now);
     const principal = this.principal(found.user, 'API_KEY', found.key.id, authorization, id);
-    if (useVerified && this.verifiedKeyTtlMs > 0) this.remember(id, principal, found.key, now + this.verifiedKeyTtlMs);
+    if (this.verifiedKeyTtlMs > 0) this.remember(id, principal, found.key, version, now + this.verifiedKeyTtlMs);
     return principal;
   }
 
@@ -148,24 +152,25 @@ export class EmbeddedKeyService implements KeyService {
     { username, domain, password }: PasswordCredential,
     authorization: string,
     id: string,
-    useVerified: boolean,
+    version: number,
     now: number,
     wanted: () => boolean,
   ): Promise<PrincipalModel> {
-    // the version before the slow check: a change made meanwhile is not hidden by what it verified
-    const version = useVerified ? this.storeVersion() : Number.NaN;
     const user = await this.store.findUser(username, domain);
     // verifyPassword hashes against a decoy when the user is unknown: the same time either way
     const ok = await verifyPassword(password, user?.passwordHash ?? null, wanted);
     if (!user || !ok) throw unauthenticated();
     const principal = this.principal(user, 'PASSWORD', null, authorization, id);
-    if (useVerified && this.verifiedPasswordTtlMs > 0 && version === this.verifiedVersion) {
-      this.remember(id, principal, null, now + this.verifiedPasswordTtlMs);
-    }
+    if (this.verifiedPasswordTtlMs > 0) this.remember(id, principal, null, version, now + this.verifiedPasswordTtlMs);
     return principal;
   }
 
-  private remember(id: string, principal: PrincipalModel, key: KeyRecord | null, expiresAt: number): void {
+  /**
+   * Keeps a verified credential, when what it was verified against is still the store's data as
+   * last read: `version` was read before the lookup, and NaN (none read) matches nothing.
+   */
+  private remember(id: string, principal: PrincipalModel, key: KeyRecord | null, version: number, expiresAt: number): void {
+    if (version !== this.verifiedVersion) return;
     if (this.verified.size >= MAX_VERIFIED_KEYS) this.verified.clear();
     const { authorization: _secret, ...kept } = principal;
     this.verified.set(id, { principal: kept, key, expiresAt });
@@ -178,20 +183,33 @@ export class EmbeddedKeyService implements KeyService {
     }
   }
 
+  /** Answers where the store's version is read without waiting (SQLite): PostgreSQL's is a query. */
   authenticateKnown(authorization: string, connection?: object): PrincipalModel | undefined {
+    if (!this.usesVerified() || this.store.dataVersion === undefined) return undefined;
+    const version = this.storeVersion() as number;
+    return this.verifiedPrincipal(connectionCredentialId(connection, authorization), authorization, this.now(), version);
+  }
+
+  async authenticateVerified(authorization: string): Promise<PrincipalModel | undefined> {
     if (!this.usesVerified()) return undefined;
-    return this.verifiedPrincipal(connectionCredentialId(connection, authorization), authorization, this.now());
+    const version = await this.storeVersion();
+    return this.verifiedPrincipal(credentialId(authorization), authorization, this.now(), version);
   }
 
   /** Whether verified credentials are kept: only where the store can tell when another process changed it. */
   private usesVerified(): boolean {
-    return (this.verifiedKeyTtlMs > 0 || this.verifiedPasswordTtlMs > 0) && this.store.dataVersion !== undefined;
+    return (
+      (this.verifiedKeyTtlMs > 0 || this.verifiedPasswordTtlMs > 0) &&
+      (this.store.dataVersion !== undefined || this.store.readDataVersion !== undefined)
+    );
   }
 
-  /** The principal of a verified key still trusted, by the hash of the header as sent (a hit needs no parsing). */
-  private verifiedPrincipal(id: string, authorization: string, now: number): PrincipalModel | undefined {
-    // Another process (a CLI, a second gateway on the same file) changed the store: trust nothing kept.
-    const version = this.storeVersion();
+  /**
+   * The principal of a verified credential still trusted, by the hash of the header as sent (a hit
+   * needs no parsing), given the store's data version as just read.
+   */
+  private verifiedPrincipal(id: string, authorization: string, now: number, version: number): PrincipalModel | undefined {
+    // Another process (a CLI, a second gateway on the same store) changed the store: trust nothing kept.
     if (version !== this.verifiedVersion) {
       this.verified.clear();
       this.verifiedVersion = version;
@@ -289,11 +307,20 @@ export class EmbeddedKeyService implements KeyService {
    * `PRAGMA data_version` opens a read transaction (file locks: about 10 µs of a cached answer's
    * 75); the requests served in one turn were read from their sockets together, so a commit
    * another process makes meanwhile is concurrent with all of them, and the next turn reads the
-   * version again. A request that starts after the commit is answered after it.
+   * version again. A request that starts after the commit is answered after it. PostgreSQL's is a
+   * query, shared by the requests of the turn that sent it: a later turn's request sends its own,
+   * since one sent before that request arrived may miss a change committed in between.
    */
-  private storeVersion(): number {
+  private storeVersion(): number | Promise<number> {
     if (this.versionThisTurn === undefined) {
-      this.versionThisTurn = this.store.dataVersion!();
+      if (this.store.dataVersion) {
+        this.versionThisTurn = this.store.dataVersion();
+      } else {
+        const read = this.store.readDataVersion!();
+        // a failed read fails the requests that wait for it, never the process
+        read.catch(() => undefined);
+        this.versionThisTurn = read;
+      }
       setImmediate(this.forgetVersion);
     }
     return this.versionThisTurn;

@@ -170,7 +170,19 @@ export class PostgresKeyStore implements KeyStore {
           expires_at timestamptz,
           last_used_at timestamptz,
           UNIQUE (user_id, name)
-        );`);
+        );
+        CREATE TABLE IF NOT EXISTS key_changes (
+          id smallint PRIMARY KEY CHECK (id = 1),
+          version bigint NOT NULL
+        );
+        INSERT INTO key_changes (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+        CREATE OR REPLACE FUNCTION key_changes_count() RETURNS trigger LANGUAGE plpgsql
+          SET search_path FROM CURRENT AS $$
+          BEGIN
+            UPDATE key_changes SET version = version + 1 WHERE id = 1;
+            RETURN NULL;
+          END $$;`);
+      await this.createChangeTriggers(client);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
@@ -178,6 +190,32 @@ export class PostgresKeyStore implements KeyStore {
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * The triggers that count changes to users and keys in key_changes, in the transaction that
+   * makes them, whoever makes it: this gateway, another replica, an operator's psql. A key's
+   * lastUsedAt is no change (every gateway writes it once a minute a key). Created only where
+   * missing: creating one locks its table against every reader, and every start migrates.
+   */
+  private async createChangeTriggers(client: pg.PoolClient): Promise<void> {
+    const triggers = [
+      ['users', 'users_changed', 'INSERT OR UPDATE OR DELETE OR TRUNCATE'],
+      ['api_keys', 'api_keys_changed', 'INSERT OR DELETE OR TRUNCATE OR UPDATE OF id, user_id, name, key_hash, expires_at'],
+    ] as const;
+    const { rows } = await client.query<{ tgname: string }>(
+      `SELECT tgname FROM pg_trigger WHERE tgrelid IN ('users'::regclass, 'api_keys'::regclass) AND NOT tgisinternal`,
+    );
+    const present = new Set(rows.map((row) => row.tgname));
+    for (const [table, name, events] of triggers) {
+      if (present.has(name)) continue;
+      await client.query(`CREATE TRIGGER ${name} AFTER ${events} ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION key_changes_count()`);
+    }
+  }
+
+  async readDataVersion(): Promise<number> {
+    const { rows } = await this.pool.query<{ version: string }>('SELECT version FROM key_changes WHERE id = 1');
+    return Number(rows[0]?.version ?? Number.NaN);
   }
 
   async countUsers(): Promise<number> {

@@ -70,10 +70,16 @@ export interface KeyStore {
   /**
    * A number that changes whenever another connection (another process) has changed the store
    * since this one last looked (it may also change when nothing did, never the other way round),
-   * read synchronously and cheaply; absent where the store cannot tell (PostgreSQL), which makes
-   * the key service look every key up on every request.
+   * read synchronously and cheaply (SQLite's data_version). A store that has neither this nor
+   * readDataVersion makes the key service look every credential up on every request.
    */
   dataVersion?(): number;
+  /**
+   * The same, where it takes a query (PostgreSQL: a counter its triggers move in the transaction
+   * that changes a user or a key, whoever made it): read once the read is sent, a change committed
+   * before is counted; the key service reads it before the data it verifies.
+   */
+  readDataVersion?(): Promise<number>;
   close(): Promise<void>;
 }
 

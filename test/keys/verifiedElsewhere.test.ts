@@ -1,0 +1,286 @@
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { EmbeddedKeyService } from '../../src/backends/embedded/keys/keyService.js';
+import { hashPassword, scryptRuns } from '../../src/backends/embedded/keys/passwords.js';
+import { PostgresKeyStore } from '../../src/backends/embedded/keys/postgresStore.js';
+import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
+import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { DATABASE_URL, dropSchema, TEST_COST, tempDir, testSchema } from '../helpers/stores.js';
+
+/**
+ * Verified credentials (keys, and password sign-ins that skip the scrypt check) on both stores:
+ * whatever another process changes (another gateway, the CLI, an operator's SQL) is refused on the
+ * very next request. PostgreSQL counts changes with triggers in the transaction that makes them.
+ */
+const nextTurn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+interface Shared {
+  /** The gateway's store, and another process's connection to the same one. */
+  store: KeyStore;
+  other: KeyStore;
+  /** An operator's SQL on the same store, outside any gateway. */
+  sql: (statement: string, params?: unknown[]) => Promise<void>;
+  dispose(): Promise<void>;
+}
+
+const kinds: { name: string; open(): Promise<Shared> }[] = [
+  {
+    name: 'sqlite',
+    async open() {
+      const { dir, remove } = tempDir();
+      const file = path.join(dir, 'keys.db');
+      const store = new SqliteKeyStore(file);
+      await store.migrate();
+      const other = new SqliteKeyStore(file);
+      const db = new Database(file);
+      return {
+        store,
+        other,
+        sql: (statement, params = []) => {
+          db.prepare(statement).run(...params);
+          return Promise.resolve();
+        },
+        async dispose() {
+          db.close();
+          await other.close();
+          await store.close();
+          remove();
+        },
+      };
+    },
+  },
+  {
+    name: 'postgres',
+    async open() {
+      const schema = testSchema();
+      const store = new PostgresKeyStore({ connectionString: DATABASE_URL, schema, max: 5 });
+      await store.migrate();
+      const other = new PostgresKeyStore({ connectionString: DATABASE_URL, schema, max: 2 });
+      await other.migrate();
+      const client = new pg.Client({ connectionString: DATABASE_URL, options: `-c search_path=${schema}` });
+      await client.connect();
+      return {
+        store,
+        other,
+        sql: async (statement, params = []) => {
+          await client.query(statement, params);
+        },
+        async dispose() {
+          await client.end();
+          await other.close();
+          await store.close();
+          await dropSchema(schema);
+        },
+      };
+    },
+  },
+];
+
+/** `?` placeholders, numbered for PostgreSQL. */
+const numbered = (statement: string): string => {
+  let n = 0;
+  return statement.replace(/\?/g, () => `$${++n}`);
+};
+
+describe.each(kinds)('verified credentials on the $name store, changed by another process', (kind) => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function setup() {
+    const shared = await kind.open();
+    cleanups.push(() => shared.dispose());
+    const sql = (statement: string, params?: unknown[]): Promise<void> =>
+      shared.sql(kind.name === 'postgres' ? numbered(statement) : statement, params);
+    const alice = await addUser(shared.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+    await addUser(shared.store, { username: 'bob', password: 'bob-password' }, TEST_COST);
+    const service = new EmbeddedKeyService(shared.store);
+    const password = basicAuthorization('alice', 'alice-password');
+    const principal = await service.authenticate(password);
+    return { ...shared, sql, alice, service, password, principal };
+  }
+
+  it('signs a verified password in again without the scrypt check, and as the same user', async () => {
+    const { service, password, alice } = await setup();
+    await nextTurn();
+    const before = scryptRuns();
+    const again = await service.authenticate(password);
+    expect(scryptRuns()).toBe(before);
+    expect(again).toMatchObject({ authenticatedBy: 'PASSWORD', user: { id: alice.id, username: 'alice' } });
+    // a wrong password for the same user is still checked, and refused
+    await expect(service.authenticate(basicAuthorization('alice', 'wrong-password'))).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect(scryptRuns()).toBe(before + 1);
+  });
+
+  it("refuses the old password on the very next request once another process changed the user's password", async () => {
+    const { service, password, sql } = await setup();
+    await service.authenticate(password);
+    await sql('UPDATE users SET password_hash = ? WHERE username = ?', [await hashPassword('new-password', TEST_COST), 'alice']);
+    await nextTurn();
+    await expect(service.authenticate(password)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect((await service.authenticate(basicAuthorization('alice', 'new-password'))).user.username).toBe('alice');
+  });
+
+  it('refuses the password and the keys of a user another process removed, on the very next request', async () => {
+    const { service, password, principal, sql } = await setup();
+    const { key } = await service.createKey(principal, { name: 'laptop' });
+    await nextTurn();
+    await service.authenticate(key);
+    await service.authenticate(password);
+    await sql('DELETE FROM users WHERE username = ?', ['alice']);
+    await nextTurn();
+    await expect(service.authenticate(password)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('refuses a key another gateway deleted, and forgets the passwords it vouched for, on the very next request', async () => {
+    const { service, password, principal, other } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'phone' });
+    await nextTurn();
+    await service.authenticate(key);
+    await service.authenticate(password);
+    expect(await other.deleteKey(id, null)).toBe(true);
+    await nextTurn();
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    // the password is checked afresh (it is still right)
+    const before = scryptRuns();
+    expect((await service.authenticate(password)).authenticatedBy).toBe('PASSWORD');
+    expect(scryptRuns()).toBe(before + 1);
+  });
+
+  it('reads the version once for the requests of one turn, and again in the next', async () => {
+    const { store, service, principal } = await setup();
+    const { key } = await service.createKey(principal, { name: 'burst' });
+    await nextTurn();
+    await service.authenticate(key);
+    await nextTurn();
+    let reads = 0;
+    const method = kind.name === 'postgres' ? 'readDataVersion' : 'dataVersion';
+    const read = (store[method] as () => unknown).bind(store);
+    (store as unknown as Record<string, () => unknown>)[method] = () => {
+      reads += 1;
+      return read();
+    };
+    await Promise.all(Array.from({ length: 20 }, () => service.authenticate(key)));
+    expect(reads).toBe(1);
+    await nextTurn();
+    await service.authenticate(key);
+    expect(reads).toBe(2);
+    // PostgreSQL's is a query: authenticateKnown, which cannot wait, leaves it to authenticate
+    await nextTurn();
+    expect(service.authenticateKnown(key)?.authenticatedBy).toBe(kind.name === 'postgres' ? undefined : 'API_KEY');
+    expect((await service.authenticateVerified(key))?.authenticatedBy).toBe('API_KEY');
+  });
+
+  it("refuses a key whose expiry an operator moved into the past, and keeps keys across a key's lastUsedAt", async () => {
+    const { service, principal, sql, other } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'watch' });
+    await nextTurn();
+    await service.authenticate(key);
+    let lookups = 0;
+    const find = service['store'].findKeyByHash.bind(service['store']);
+    service['store'].findKeyByHash = (hash: string) => {
+      lookups += 1;
+      return find(hash);
+    };
+    // another gateway records a use: no change to what vouches for the key
+    await other.touchKey(id, new Date(Date.now() + 60_000));
+    await nextTurn();
+    await service.authenticate(key);
+    if (kind.name === 'postgres') expect(lookups).toBe(0);
+    await sql('UPDATE api_keys SET expires_at = ? WHERE id = ?', [kind.name === 'postgres' ? new Date(Date.now() - 1000) : Date.now() - 1000, id]);
+    await nextTurn();
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+});
+
+describe('verified credentials on PostgreSQL: the data version is a query', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  async function setup() {
+    const shared = await kinds[1]!.open();
+    cleanups.push(() => shared.dispose());
+    await addUser(shared.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+    const service = new EmbeddedKeyService(shared.store);
+    const password = basicAuthorization('alice', 'alice-password');
+    const principal = await service.authenticate(password);
+    const store = shared.store as PostgresKeyStore;
+    return { ...shared, store, service, password, principal };
+  }
+
+  it('does not keep what a lookup read before a change another request saw first', async () => {
+    const { store, other, service, principal } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'raced' });
+    const { key: second } = await service.createKey(principal, { name: 'second' });
+    await nextTurn();
+    // the lookup of `key` answers with the key as it was; before it returns, another gateway
+    // deletes the key and a later request (of `second`) reads the new version
+    const find = store.findKeyByHash.bind(store);
+    let hold = true;
+    store.findKeyByHash = async (hash: string) => {
+      const found = await find(hash);
+      if (hold) {
+        hold = false;
+        expect(await other.deleteKey(id, null)).toBe(true);
+        await nextTurn();
+        await service.authenticate(second);
+      }
+      return found;
+    };
+    // the request in flight was read before the delete: it may pass, but it must not be kept
+    await service.authenticate(key);
+    await nextTurn();
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('fails the requests waiting on a version read that failed, not the process, and recovers', async () => {
+    const { store, service, password } = await setup();
+    await nextTurn();
+    const read = store.readDataVersion.bind(store);
+    store.readDataVersion = () => Promise.reject(new Error('connection terminated'));
+    await expect(service.authenticate(password)).rejects.toThrow('connection terminated');
+    await expect(service.authenticateVerified(password)).rejects.toThrow('connection terminated');
+    await nextTurn();
+    store.readDataVersion = read;
+    expect((await service.authenticate(password)).authenticatedBy).toBe('PASSWORD');
+  });
+
+  it('counts changes from a store of the earlier version: the triggers are added on open, once', async () => {
+    const { store, sql } = await setup();
+    const triggers = async (): Promise<string[]> => {
+      const names: string[] = [];
+      const client = new pg.Client({ connectionString: DATABASE_URL });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ tgname: string }>(
+          `SELECT tgname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+            WHERE n.nspname = $1 AND NOT tgisinternal ORDER BY tgname`,
+          [(store as unknown as { schema: string }).schema],
+        );
+        names.push(...rows.map((row) => row.tgname));
+      } finally {
+        await client.end();
+      }
+      return names;
+    };
+    expect(await triggers()).toEqual(['api_keys_changed', 'users_changed']);
+    // a store made before the counter: no triggers, no table
+    await sql('DROP TRIGGER users_changed ON users');
+    await sql('DROP TRIGGER api_keys_changed ON api_keys');
+    await sql('DROP TABLE key_changes');
+    await store.migrate();
+    await store.migrate();
+    expect(await triggers()).toEqual(['api_keys_changed', 'users_changed']);
+    const before = await store.readDataVersion();
+    await sql("UPDATE users SET is_admin = true WHERE username = 'alice'");
+    expect(await store.readDataVersion()).toBe(before + 1);
+  });
+});
