@@ -132,13 +132,17 @@ export class RateLimiter {
    * the username is reserved before the password is checked, and given back when it is right (or
    * when the check could not be made at all): concurrent guesses are refused at once, not after.
    */
-  private signIn(attempt: SignInAttempt, given: CallOptions | undefined): Promise<PrincipalModel> {
+  private signIn(attempt: SignInAttempt, given: CallOptions | undefined, afresh = false): Promise<PrincipalModel> {
     // The same credential from the same address, sent again while it is being checked, waits for
     // that check: it is no new guess, so it reserves nothing and costs no password work. The
     // check is made for every request waiting, not only the first: it is skipped (CallerGone),
     // or its call to a key service over HTTP aborted, only when all of them have gone.
     const flightKey = `${attempt.address}\n${credentialId(attempt.authorization)}`;
     let flight = this.signingIn.get(flightKey);
+    // a check started before this request came may have read the user before a change made since
+    // (a password changed, the user removed by another replica or an operator): a success only
+    // answers for it when the key service still vouches for the credential as the store is now
+    const joined = flight !== undefined && !afresh;
     if (flight === undefined) {
       const call = new JoinedCall(attempt.address);
       flight = {
@@ -155,10 +159,24 @@ export class RateLimiter {
     call.join(caller);
     // one that joined after the check was skipped (or its call stopped) for those before it, while
     // their tokens were being given back (a Redis round trip), is still here: it signs in afresh
-    return flight.done.catch((error: unknown) => {
+    const done = joined && attempt.keys.authenticateVerified !== undefined ? flight.done.then((principal) => this.stillVouched(attempt, given, principal)) : flight.done;
+    return done.catch((error: unknown) => {
       if (error instanceof CallerGone ? callerWaits(caller) : (stoppedCall(error) && call.stoppedWithout(caller))) return this.signIn(attempt, given);
       throw error;
     });
+  }
+
+  /**
+   * A sign-in a request joined, once it succeeded: the principal if the key service still vouches
+   * for the credential (it kept what the check verified, and nothing changed since), else a
+   * sign-in of the request's own. Any check then under way started after the request came (the
+   * one it joined has ended), so it answers for it.
+   */
+  private async stillVouched(attempt: SignInAttempt, given: CallOptions | undefined, principal: PrincipalModel): Promise<PrincipalModel> {
+    const { keys, authorization } = attempt;
+    const known = keys.authenticateKnown?.(authorization) ?? (await keys.authenticateVerified?.(authorization));
+    if (known !== undefined && known.user.id === principal.user.id) return known;
+    return this.signIn(attempt, given, true);
   }
 
   private async signInOnce({ keys, authorization, user, address, failures, options }: SignInAttempt): Promise<PrincipalModel> {

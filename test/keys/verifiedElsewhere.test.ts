@@ -3,12 +3,16 @@ import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
+import { RateLimiter } from '../../src/auth/rateLimit.js';
+import { MemoryTokenBuckets } from '../../src/auth/tokenBucket.js';
+import { DEFAULT_RATE_LIMITS } from '../../src/config/defaults.js';
 import { EmbeddedKeyService } from '../../src/backends/embedded/keys/keyService.js';
 import { hashPassword, scryptRuns } from '../../src/backends/embedded/keys/passwords.js';
 import { PostgresKeyStore } from '../../src/backends/embedded/keys/postgresStore.js';
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
-import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
+import type { KeyStore, UserRecord } from '../../src/backends/embedded/keys/store.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
+import type { PrincipalModel } from '../../src/ports/backend.js';
 import { DATABASE_URL, dropSchema, TEST_COST, tempDir, testSchema } from '../helpers/stores.js';
 
 /**
@@ -86,6 +90,15 @@ const numbered = (statement: string): string => {
   return statement.replace(/\?/g, () => `$${++n}`);
 };
 
+/** A fresh store of `kind`, disposed by `cleanups`, and an operator's SQL on it with `?` placeholders. */
+async function openKind(kind: (typeof kinds)[number], cleanups: (() => Promise<void>)[]) {
+  const shared = await kind.open();
+  cleanups.push(() => shared.dispose());
+  const sql = (statement: string, params?: unknown[]): Promise<void> =>
+    shared.sql(kind.name === 'postgres' ? numbered(statement) : statement, params);
+  return { ...shared, sql };
+}
+
 describe.each(kinds)('verified credentials on the $name store, changed by another process', (kind) => {
   const cleanups: (() => Promise<void>)[] = [];
   afterEach(async () => {
@@ -93,10 +106,8 @@ describe.each(kinds)('verified credentials on the $name store, changed by anothe
   });
 
   async function setup() {
-    const shared = await kind.open();
-    cleanups.push(() => shared.dispose());
-    const sql = (statement: string, params?: unknown[]): Promise<void> =>
-      shared.sql(kind.name === 'postgres' ? numbered(statement) : statement, params);
+    const shared = await openKind(kind, cleanups);
+    const { sql } = shared;
     const alice = await addUser(shared.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
     await addUser(shared.store, { username: 'bob', password: 'bob-password' }, TEST_COST);
     const service = new EmbeddedKeyService(shared.store);
@@ -196,6 +207,92 @@ describe.each(kinds)('verified credentials on the $name store, changed by anothe
     await sql('UPDATE api_keys SET expires_at = ? WHERE id = ?', [kind.name === 'postgres' ? new Date(Date.now() - 1000) : Date.now() - 1000, id]);
     await nextTurn();
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+});
+
+function gate(): { promise: Promise<void>; open: () => void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
+}
+
+/**
+ * A password sign-in is checked once for the requests that send the same credential meanwhile
+ * (the key service's check, and the rate limiter's, by address). A request that comes after
+ * another process changed the user must not be answered by a check that read the user before
+ * that change: the probe of 70c76e3 saw old passwords accepted up to a scrypt check's length
+ * after the change was committed, and any user can start such checks at will (a key of their own
+ * created drops every kept sign-in).
+ */
+describe.each(kinds)('a password check under way on the $name store when another process changes the user', (kind) => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+  });
+
+  /** alice's first findUser, once it has read her, waits for `answer`: her check is under way. */
+  async function setup() {
+    const shared = await openKind(kind, cleanups);
+    await addUser(shared.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+    const read = gate();
+    const answer = gate();
+    const find = shared.store.findUser.bind(shared.store);
+    let held = false;
+    shared.store.findUser = async (username: string, domain: string | null): Promise<UserRecord | null> => {
+      const found = await find(username, domain);
+      if (!held && username === 'alice') {
+        held = true;
+        read.open();
+        await answer.promise;
+      }
+      return found;
+    };
+    const service = new EmbeddedKeyService(shared.store);
+    const limiter = new RateLimiter(new MemoryTokenBuckets(), DEFAULT_RATE_LIMITS);
+    return { service, limiter, sql: shared.sql, password: basicAuthorization('alice', 'alice-password'), read, answer };
+  }
+
+  const changes = [
+    {
+      what: 'her password changed',
+      make: async (sql: (s: string, p: unknown[]) => Promise<void>) =>
+        sql('UPDATE users SET password_hash = ? WHERE username = ?', [await hashPassword('new-password', TEST_COST), 'alice']),
+    },
+    { what: 'her removed', make: (sql: (s: string, p: unknown[]) => Promise<void>) => sql('DELETE FROM users WHERE username = ?', ['alice']) },
+  ];
+  const callers = [
+    { through: 'the key service', sign: (t: Awaited<ReturnType<typeof setup>>) => t.service.authenticate(t.password) },
+    { through: 'the rate limiter', sign: (t: Awaited<ReturnType<typeof setup>>) => t.limiter.authenticate(t.service, t.password, '192.0.2.7') },
+  ];
+
+  describe.each(callers)('through $through', ({ sign }) => {
+    it.each(changes)('refuses the old password sent after $what', async (change) => {
+      const t = await setup();
+      await nextTurn();
+      // made before the change: either answer will do for it
+      const first = sign(t).then(
+        (principal: PrincipalModel | null) => principal,
+        () => null,
+      );
+      await t.read.promise;
+      await change.make(t.sql);
+      await nextTurn();
+      const after = sign(t);
+      after.catch(() => undefined);
+      t.answer.open();
+      await first;
+      await expect(after).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    });
+
+    it('still checks the same password sent many times at once once, and signs them all in', async () => {
+      const t = await setup();
+      t.answer.open();
+      await nextTurn();
+      const before = scryptRuns();
+      const principals = await Promise.all(Array.from({ length: 5 }, () => sign(t)));
+      expect(principals.map((p) => p?.user.username)).toEqual(Array(5).fill('alice'));
+      expect(scryptRuns() - before).toBe(1);
+    });
   });
 });
 

@@ -90,9 +90,9 @@ export class EmbeddedKeyService implements KeyService {
   private readonly maxKeysPerUser: number;
   private readonly verifiedPasswordTtlMs: number;
   /**
-   * Password checks under way, by credentialId, with the callers waiting for each (their signals,
-   * or calls standing for several requests): a check still queued when all of them have gone is
-   * skipped.
+   * Password checks under way, by the data version they were started under and credentialId,
+   * with the callers waiting for each (their signals, or calls standing for several requests): a
+   * check still queued when all of them have gone is skipped.
    */
   private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: Caller[] }>();
   /** The store's data version as read this turn of the event loop (or its read under way); undefined until read. */
@@ -128,13 +128,16 @@ export class EmbeddedKeyService implements KeyService {
     if (credential === null) throw unauthenticated();
 
     if (credential.kind === 'password') {
-      // the same credential sent many times at once is checked once: one scrypt, one answer
-      let flight = this.signingIn.get(id);
+      // the same credential sent many times at once is checked once: one scrypt, one answer. Only
+      // under the same data version: a check that read the user before a change this request's
+      // version counts (a password changed, the user removed) must not answer for it.
+      const flightKey = `${version}\n${id}`;
+      let flight = this.signingIn.get(flightKey);
       if (flight === undefined) {
         const callers: Caller[] = [];
         const wanted = (): boolean => callers.some(callerWaits);
-        flight = { done: this.signIn(credential, authorization, id, version, now, wanted).finally(() => this.signingIn.delete(id)), callers };
-        this.signingIn.set(id, flight);
+        flight = { done: this.signIn(credential, authorization, id, version, now, wanted).finally(() => this.signingIn.delete(flightKey)), callers };
+        this.signingIn.set(flightKey, flight);
       }
       flight.callers.push(callerOf(options));
       return withAuthorization(await flight.done, authorization);
