@@ -338,6 +338,24 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
+  it("does not count from where it began again once an operator deleted the counter's row and a later start made it anew", async () => {
+    const { store, other, service, principal, sql } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'counted' });
+    await nextTurn();
+    await service.authenticate(key);
+    // this gateway keeps the key under the count it read; it sends nothing while the row is gone
+    const held = await store.readDataVersion();
+    await sql('DELETE FROM key_changes');
+    // another replica starts (its open makes the row again), and as many changes are made as
+    // this gateway had counted, the last of them the key's removal
+    await other.migrate();
+    const made = await (other as PostgresKeyStore).readDataVersion();
+    for (let n = made + 1; n < held; n++) await sql('UPDATE users SET is_admin = is_admin WHERE false');
+    expect(await other.deleteKey(id, null)).toBe(true);
+    await nextTurn();
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
   it('fails the requests waiting on a version read that failed, not the process, and recovers', async () => {
     const { store, service, password } = await setup();
     await nextTurn();

@@ -175,7 +175,10 @@ export class PostgresKeyStore implements KeyStore {
           id smallint PRIMARY KEY CHECK (id = 1),
           version bigint NOT NULL
         );
-        INSERT INTO key_changes (id, version) VALUES (1, 0) ON CONFLICT (id) DO NOTHING;
+        -- a row made anew (an operator deleted it) counts on from the clock in µs, past any
+        -- count before it: a gateway that kept credentials under an earlier count never meets it again
+        INSERT INTO key_changes (id, version) VALUES (1, (extract(epoch FROM clock_timestamp()) * 1000000)::bigint)
+          ON CONFLICT (id) DO NOTHING;
         CREATE OR REPLACE FUNCTION key_changes_count() RETURNS trigger LANGUAGE plpgsql
           SET search_path FROM CURRENT AS $$
           BEGIN
@@ -213,6 +216,11 @@ export class PostgresKeyStore implements KeyStore {
     }
   }
 
+  /**
+   * The count of changes; NaN while its row is missing (nothing is kept then). It starts from the
+   * clock in µs when the row is made (below 2^53 until the year 2255), so a row deleted and made
+   * again by a later start never repeats a count read before.
+   */
   async readDataVersion(): Promise<number> {
     const { rows } = await this.pool.query<{ version: string }>('SELECT version FROM key_changes WHERE id = 1');
     return Number(rows[0]?.version ?? Number.NaN);
