@@ -76,7 +76,7 @@ export class ItemIndex {
 
 /** Strings to small integers, for session, user and order keys. */
 export class KeyInterner {
-  private readonly map = new Map<string, number>();
+  private map = new Map<string, number>();
   constructor(private next = 0) {}
   intern(name: string): number {
     let id = this.map.get(name);
@@ -93,6 +93,18 @@ export class KeyInterner {
   names(): string[] {
     return [...this.map.keys()];
   }
+  /**
+   * Keeps only the names whose id `kept` maps to a new one (-1: dropped), at those ids: new ids
+   * must keep the old ones' order (names() lists by id, which is the order of interning).
+   */
+  compact(kept: Int32Array): void {
+    // a new map of the names kept: deleting most of a map's entries in place costs more (rehashing)
+    const map = new Map<string, number>();
+    for (const [name, id] of this.map) if (kept[id]! >= 0) map.set(name, kept[id]!);
+    this.map = map;
+    this.next = map.size;
+  }
+
   /** An interner holding `names` at ids 0..n-1 (a log built in another thread). */
   static of(names: readonly string[]): KeyInterner {
     const interner = new KeyInterner();
@@ -115,6 +127,17 @@ export interface EventLogColumns {
   time: Float64Array;
   itemIds: Float64Array;
   names: [sessions: string[], users: string[], orders: string[]];
+}
+
+/** Where compact moved each event and key of a log: new index or id, -1 where dropped. */
+export interface LogCompaction {
+  events: Int32Array;
+  sessions: Int32Array;
+  users: Int32Array;
+  orders: Int32Array;
+  /** Events before, and kept. */
+  before: number;
+  kept: number;
 }
 
 /**
@@ -198,6 +221,63 @@ export class EventLog {
       event.orderId === null ? -1 : this.orders.intern(event.orderId),
       event.time,
     );
+  }
+
+  /**
+   * Drops the events dated before `cutoff`, keeping the others in their order, and the session,
+   * user and order keys that only dropped events had; new ids keep the old ones' order. Into new
+   * buffers: a reader of sharedColumns taken before keeps the events it has. The log's keys must
+   * all be interned here (add, or fromColumns with names): keys given as integers by addKeys
+   * without names are kept as they are.
+   */
+  compact(cutoff: number): LogCompaction {
+    const before = this.length;
+    const { kind, item, session, user, order, time } = this;
+    const events = new Int32Array(before);
+    const sessions = new Int32Array(this.sessions.size).fill(-1);
+    const users = new Int32Array(this.users.size).fill(-1);
+    const orders = new Int32Array(this.orders.size).fill(-1);
+    let kept = 0;
+    for (let e = 0; e < before; e++) {
+      if (!(time[e]! >= cutoff)) {
+        events[e] = -1;
+        continue;
+      }
+      events[e] = kept++;
+      const s = session[e]!;
+      const u = user[e]!;
+      const o = order[e]!;
+      if (s >= 0 && s < sessions.length) sessions[s] = 0;
+      if (u >= 0 && u < users.length) users[u] = 0;
+      if (o >= 0 && o < orders.length) orders[o] = 0;
+    }
+    for (const map of [sessions, users, orders]) {
+      let next = 0;
+      for (let id = 0; id < map.length; id++) if (map[id] === 0) map[id] = next++;
+    }
+    const n = Math.max(1024, kept);
+    const to = { kind: shared(Uint8Array, n), item: shared(Int32Array, n), session: shared(Int32Array, n), user: shared(Int32Array, n), order: shared(Int32Array, n), time: shared(Float64Array, n) };
+    const { kind: toKind, item: toItem, session: toSession, user: toUser, order: toOrder, time: toTime } = to;
+    for (let e = 0; e < before; e++) {
+      const j = events[e]!;
+      if (j < 0) continue;
+      toKind[j] = kind[e]!;
+      toItem[j] = item[e]!;
+      toTime[j] = time[e]!;
+      // keys given as integers without names (addKeys) stay as they are
+      const s = session[e]!;
+      const u = user[e]!;
+      const o = order[e]!;
+      toSession[j] = s >= 0 && s < sessions.length ? sessions[s]! : s;
+      toUser[j] = u >= 0 && u < users.length ? users[u]! : u;
+      toOrder[j] = o >= 0 && o < orders.length ? orders[o]! : o;
+    }
+    Object.assign(this, to);
+    this.length = kept;
+    this.sessions.compact(sessions);
+    this.users.compact(users);
+    this.orders.compact(orders);
+    return { events, sessions, users, orders, before, kept };
   }
 
   /** Adds an event whose keys are already integers (from the database). */

@@ -1,7 +1,7 @@
 import type { ItemModel } from '../ports/backend.js';
 import type { Catalog } from './catalog.js';
 import { categoryOf, familyOf } from './catalog.js';
-import type { EventLog, EventLogColumns, ItemIndex, RecEvent } from './eventLog.js';
+import type { EventLog, EventLogColumns, ItemIndex, LogCompaction, RecEvent } from './eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from './eventLog.js';
 import { DAY_MS, ORDER_SCALE, TopK, anchorFactor, buildNeighbours, orderDecay, recencyWeight, referenceStep } from './cooccurrence.js';
 import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours, PriorStats } from './cooccurrence.js';
@@ -56,6 +56,8 @@ interface LiveSet {
   keyOf(log: EventLog, e: number): number;
   /** Whether a key's events split where idle for more than the gap (a user's views without session). */
   splits(key: number): boolean;
+  /** The key a key becomes when the log is compacted (its ids renumbered: EventLog.compact). */
+  rekey(key: number, moved: LogCompaction): number;
   weight: number;
   maxItems: number;
   keepLast: boolean;
@@ -66,6 +68,7 @@ function postBrowseLiveSets(options: ModelOptions): LiveSet[] {
     kind: KIND_VIEW,
     keyOf: (log, e) => (log.session[e]! >= 0 ? 2 * log.session[e]! : log.user[e]! >= 0 ? 2 * log.user[e]! + 1 : -1),
     splits: (key) => (key & 1) === 1,
+    rekey: (key, moved) => ((key & 1) === 0 ? 2 * moved.sessions[key >> 1]! : 2 * moved.users[key >> 1]! + 1),
     weight: 1,
     maxItems: options.maxItemsPerGroup ?? 30,
     keepLast: false,
@@ -78,6 +81,7 @@ function nextBestLiveSets(options: ModelOptions): LiveSet[] {
       kind: KIND_PURCHASE,
       keyOf: (log, e) => (log.order[e]! >= 0 ? 2 * log.order[e]! : log.session[e]! >= 0 ? 2 * log.session[e]! + 1 : -1),
       splits: () => false,
+      rekey: (key, moved) => ((key & 1) === 0 ? 2 * moved.orders[key >> 1]! : 2 * moved.sessions[key >> 1]! + 1),
       weight: 1,
       maxItems: options.maxItemsPerGroup ?? 30,
       keepLast: false,
@@ -86,6 +90,7 @@ function nextBestLiveSets(options: ModelOptions): LiveSet[] {
       kind: KIND_PURCHASE,
       keyOf: (log, e) => log.user[e]!,
       splits: () => false,
+      rekey: (key, moved) => moved.users[key]!,
       weight: Math.fround(options.userHistoryWeight ?? 0.25),
       maxItems: options.maxItemsPerHistory ?? 50,
       keepLast: true,
@@ -253,6 +258,30 @@ class LiveNeighbours {
       if (lo === list.length) list.push(e);
       else list.splice(lo, 0, e);
       this.touchedKeys[s]!.add(key);
+    }
+  }
+
+  /**
+   * Follows the log's compaction (EventLog.compact): the events and keys filed here are renumbered
+   * as it moved them. Every event filed is one the compaction kept (filed events are taken out by
+   * age at commit, and it drops only events past the cutoff), so no list loses one.
+   */
+  remap(moved: LogCompaction): void {
+    const events = moved.events;
+    for (let s = 0; s < this.sets.length; s++) {
+      const set = this.sets[s]!;
+      const keys = new Map<number, number[]>();
+      for (const [key, list] of this.keys[s]!) {
+        for (let j = 0; j < list.length; j++) list[j] = events[list[j]!]!;
+        keys.set(set.rekey(key, moved), list);
+      }
+      this.keys[s] = keys;
+      const groups = new Map<number, number | number[]>();
+      for (const [key, slots] of this.keyGroups[s]!) groups.set(set.rekey(key, moved), slots);
+      this.keyGroups[s] = groups;
+      const touched = new Set<number>();
+      for (const key of this.touchedKeys[s]!) touched.add(set.rekey(key, moved));
+      this.touchedKeys[s] = touched;
     }
   }
 
@@ -1027,6 +1056,10 @@ class TimeHeap {
   peekTime(): number {
     return this.size === 0 ? Infinity : this.log.time[this.heap[0]!]!;
   }
+  /** Renumbers the events held (EventLog.compact keeps their order, and so the heap's). */
+  remap(events: Int32Array): void {
+    for (let i = 0; i < this.size; i++) this.heap[i] = events[this.heap[i]!]!;
+  }
   pop(): number {
     const top = this.heap[0]!;
     const last = this.heap[--this.size]!;
@@ -1215,6 +1248,29 @@ export class LiveModel implements RecModel {
     this.update('nextBest', changed[KIND_PURCHASE] === true, nextBestMoved, cutoff, stats);
     stats.ms = performance.now() - t0;
     return stats;
+  }
+
+  /**
+   * Events the log holds that have aged out of the window (RECS_EVENTS_MAX_AGE_DAYS): what
+   * compact would drop. Every event within it is in the expiry heap, so the rest are those.
+   */
+  get agedEvents(): number {
+    return this.expiry === null || !this.loadingDone ? 0 : this.log.length - this.expiry.size;
+  }
+
+  /**
+   * Drops from the log (shared with the caller, who sees it shrink) the events that aged out of
+   * the window and the keys only they had, so that a running gateway's memory follows its window,
+   * not its uptime. Nothing served changes: those events count for nothing any more. Null where
+   * there is no window, or the model is still being filed.
+   */
+  compact(): LogCompaction | null {
+    if (this.expiry === null || !this.loadingDone) return null;
+    const moved = this.log.compact(cutoffOf(this.latest, this.options));
+    this.expiry.remap(moved.events);
+    this.live.postBrowse?.remap(moved);
+    this.live.nextBest?.remap(moved);
+    return moved;
   }
 
   /** Whether `kind` is kept incrementally (else rebuilt whole by the flush after batches that change it). */

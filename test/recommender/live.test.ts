@@ -138,31 +138,68 @@ function toEvents(raw: RawEvent[]): RecEvent[] {
   });
 }
 
+type Case = typeof arbCase extends fc.Arbitrary<infer T> ? T : never;
+
+/**
+ * A case's events applied to a new recommender (10 catalogued items) in its random batches, its
+ * item records arriving before batch `recordsAt`; `between` runs after each batch, then (hot)
+ * every anchor is looked up: an anchor a lookup re-ranks keeps its sums from then on.
+ */
+function applyCase({ events: raw, cuts, records, recordsAt, hot }: Case, options: ModelOptions, between: (recs: EmbeddedRecs, batch: number) => void = () => {}): { recs: EmbeddedRecs; log: EventLog; events: RecEvent[] } {
+  const events = toEvents(raw);
+  const catalog = new Catalog();
+  for (let id = 1; id <= 10; id++) catalog.add(record(id, id % 3, id <= 4 ? 1 : id));
+  const points = [...new Set(cuts.map((c) => Math.min(c, events.length)))].sort((a, b) => a - b);
+  const base = points.shift() ?? 0;
+  const log = new EventLog();
+  for (const e of events.slice(0, base)) log.add(e);
+  const recs = new EmbeddedRecs(catalog, log, options);
+  let from = base;
+  points.push(events.length);
+  points.forEach((to, i) => {
+    if (i === recordsAt) recs.applyItems(records.map((r) => record(r.id, r.category, r.parent)));
+    recs.applyEvents(events.slice(from, to));
+    from = to;
+    between(recs, i);
+    if (hot) for (const item of recs.catalog.values()) for (const kind of ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) recs.recommendNow(kind, item.itemId);
+  });
+  return { recs, log, events };
+}
+
 describe('the live model gives the lists of a full build over the same events', () => {
   it('for random small logs applied in random batches, with item records arriving in between', () => {
     fc.assert(
-      fc.property(arbCase, ({ events: raw, cuts, records, recordsAt, options: chosen, hot }) => {
-        const options: ModelOptions = hot ? { ...chosen, hotPositions: 1 } : chosen;
-        const events = toEvents(raw);
-        const catalog = new Catalog();
-        for (let id = 1; id <= 10; id++) catalog.add(record(id, id % 3, id <= 4 ? 1 : id));
-        const points = [...new Set(cuts.map((c) => Math.min(c, events.length)))].sort((a, b) => a - b);
-        const base = points.shift() ?? 0;
-        const log = new EventLog();
-        for (const e of events.slice(0, base)) log.add(e);
-        const recs = new EmbeddedRecs(catalog, log, options);
-        let from = base;
-        points.push(events.length);
-        points.forEach((to, i) => {
-          if (i === recordsAt) recs.applyItems(records.map((r) => record(r.id, r.category, r.parent)));
-          recs.applyEvents(events.slice(from, to));
-          from = to;
-          // Lookups between batches: an anchor a lookup re-ranks keeps its sums from then on (hot)
-          if (hot) for (const item of recs.catalog.values()) for (const kind of ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) recs.recommendNow(kind, item.itemId);
-        });
+      fc.property(arbCase, (c) => {
+        const options: ModelOptions = c.hot ? { ...c.options, hotPositions: 1 } : c.options;
+        const { recs, events } = applyCase(c, options);
         expectSame(recs, events, options);
       }),
       { numRuns: 400 },
+    );
+  }, 120_000);
+});
+
+describe('a log compacted between batches (the events past the window dropped from memory)', () => {
+  it('gives the lists of a full build over every event, and holds only the events within the window', () => {
+    fc.assert(
+      fc.property(arbCase, fc.boolean(), (c, everyBatch) => {
+        const options: ModelOptions = { ...(c.hot ? { ...c.options, hotPositions: 1 } : c.options), maxAgeDays: c.options.maxAgeDays ?? 20 };
+        // every batch, or every other (marked anchors and unflushed work carried across a compaction)
+        const { recs, log, events } = applyCase(c, options, (r, i) => {
+          if (everyBatch || i % 2 === 1) (r.model as LiveModel).compact();
+        });
+        const live = recs.model as LiveModel;
+        live.compact();
+        const cutoff = cutoffOf(latestTime(log), options);
+        expect(log.length).toBe(events.filter((e) => e.time >= cutoff).length);
+        expect(live.agedEvents).toBe(0);
+        expectSame(recs, events, options);
+        // and sessions, users and orders that span the compaction go on in the same groups
+        const later = events.slice(-6).map((e) => ({ ...e, time: e.time + 1000 }));
+        recs.applyEvents(later);
+        expectSame(recs, [...events, ...later], options);
+      }),
+      { numRuns: 300 },
     );
   }, 120_000);
 });
@@ -339,6 +376,64 @@ describe('a log whose history has expired', () => {
     // one build at most (the first batch's, which expired everything), not one a batch
     expect(rebuilt.filter((k) => k === 'postBrowse').length).toBeLessThanOrEqual(1);
     expectSame(recs, [...events, ...sent], options);
+  }, 60_000);
+});
+
+describe('a running gateway whose history ages out', () => {
+  it('drops the aged events from memory between requests, once enough of them have, and serves what a twin that keeps them serves', async () => {
+    const { records, events } = generateDemo();
+    const catalog = () => {
+      const c = new Catalog();
+      c.addRecords(records);
+      return c;
+    };
+    const options: ModelOptions = { maxAgeDays: 90 };
+    const logOf = (): EventLog => {
+      const log = new EventLog();
+      for (const e of events) log.add(e);
+      return log;
+    };
+    const log = logOf();
+    const recs = new EmbeddedRecs(catalog(), log, options, null, null, { compactMinEvents: 1000 });
+    const twin = new EmbeddedRecs(catalog(), logOf(), options, null, null, { compactMinEvents: Infinity });
+    const ids = records.map((r) => r['itemId'] as number);
+    // Shoppers a year after the history: the first batch takes every stored event out of the window.
+    let time = events[events.length - 1]!.time + 365 * DAY;
+    const sent: RecEvent[] = [];
+    for (let n = 0; n < 30; n++) {
+      const batch: RecEvent[] = ids.slice(n, n + 12).map((itemId, j) => ({ kind: j % 4 === 3 ? 'purchase' : 'view', session: `today-${n}`, user: `u${n % 7}`, orderId: null, itemId, time: (time += 1000) }));
+      recs.applyEvents(batch);
+      twin.applyEvents(batch);
+      sent.push(...batch);
+      if (n === 0) {
+        // not in the batch's own call: between requests
+        expect(recs.compactions.count).toBe(0);
+        await new Promise((resolve) => setImmediate(resolve));
+        expect(recs.compactions.count).toBe(1);
+        expect(recs.compactions.dropped).toBe(events.length);
+      }
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+    // once: what aged out since is less than half the log
+    expect(recs.compactions.count).toBe(1);
+    expect(recs.state().events).toBe(sent.length);
+    expect(twin.state().events).toBe(events.length + sent.length);
+    expectSame(recs, [...events, ...sent], options);
+    // Post-browse is a full build's at every moment; next-best-product a full build's under the
+    // prior statistics of its last full build, which the flush makes when quicker than re-ranking
+    // (an estimate that counts the log's events) or a worker when a timer says: the two make
+    // theirs at other moments. Full builds of both logs (a restart) serve the same.
+    twin.flush();
+    for (const itemId of ids) expect(recs.recommendNow('POST_BROWSE', itemId).entries, `post-browse of ${itemId}`).toEqual(twin.recommendNow('POST_BROWSE', itemId).entries);
+    recs.rebuild();
+    twin.rebuild();
+    for (const itemId of ids) {
+      for (const kind of ['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const) {
+        expect(recs.recommendNow(kind, itemId).entries, `${kind} of ${itemId}, rebuilt`).toEqual(twin.recommendNow(kind, itemId).entries);
+      }
+    }
+    await recs.close();
+    await twin.close();
   }, 60_000);
 });
 

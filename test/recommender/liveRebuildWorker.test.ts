@@ -167,6 +167,28 @@ describe('next-best-product as a full build plus an overlay', () => {
     for (let a = 0; a < live.items.size; a++) live.refresh('nextBest', a);
     expectLists(live, build(live, 2900, built.priorStats), 'after the adoption');
   });
+
+  it('takes a rebuild taken before the log was compacted: the job keeps the columns it was given', () => {
+    const log = new EventLog();
+    const live = new LiveModel(log, options, catalog);
+    live.applyEvents(events.slice(0, 2000));
+    live.flush();
+    live.applyEvents(events.slice(2000, 2800));
+    const job = live.takeRebuild('nextBest')!;
+    expect(job).not.toBeNull();
+    // While the worker builds: the log compacted, more events (some taken out by age), compacted again.
+    const held = log.length;
+    expect(live.compact()!.kept).toBeLessThan(held);
+    expect(live.applyEvents(events.slice(2800, 2900)).expired).toBeGreaterThan(0);
+    live.compact();
+    expect(job.log.length).toBe(held);
+    const built = buildKind('nextBest', EventLog.fromColumns(job.log), job.options, job.cutoff, job.facts);
+    expect(live.adoptRebuild(job, built)).toBe(true);
+    for (let a = 0; a < live.items.size; a++) live.refresh('nextBest', a);
+    expectLists(live, build(live, 2900, built.priorStats), 'after the adoption');
+    const cutoff = cutoffOf(latestTime(log), options);
+    expect(log.length).toBe(events.slice(0, 2900).filter((e) => e.time >= cutoff).length);
+  });
 });
 
 const DAY = 86_400_000;

@@ -65,6 +65,13 @@ export type RecsMode = RecommenderStateModel['mode'];
 /** What /readyz shows of the recommender. */
 export type RecsState = RecommenderStateModel;
 
+/**
+ * The live model's log is compacted (LiveModel.compact) once this many of its events, and at
+ * least half of them, have aged out of the window: each event is then copied about once more
+ * in its life, and a pass over a million events (tens of ms) comes at most every million.
+ */
+export const COMPACT_MIN_EVENTS = 100_000;
+
 /** Rows a follower reads a query. */
 const FOLLOW_PAGE = 20_000;
 /**
@@ -100,6 +107,11 @@ export class EmbeddedRecs implements RecsService {
   private missingCache: { at: number; count: number } | null = null;
   private readonly listeners: (() => void)[] = [];
   private readonly fullReloadEvents: number;
+  private readonly compactMinEvents: number;
+  /** A compaction of the live model's log is scheduled (compactSoon). */
+  private compactQueued = false;
+  /** Compactions of the live model's log so far, the events they dropped, and the last one's time (tests, logs). */
+  readonly compactions = { count: 0, dropped: 0, lastMs: 0 };
   private flushTimer: NodeJS.Timeout | null = null;
   /** The model in use, once a batch has been applied (made on the first: start-up builds only what it serves). */
   private live: LiveModel | null = null;
@@ -114,9 +126,10 @@ export class EmbeddedRecs implements RecsService {
     private readonly options: ModelOptions = {},
     readonly store: RecsDataStore | null = null,
     private readonly source: RecsSource | null = null,
-    init: { mode?: RecsMode; head?: StoreHead; model?: RecModel; fullReloadEvents?: number } = {},
+    init: { mode?: RecsMode; head?: StoreHead; model?: RecModel; fullReloadEvents?: number; compactMinEvents?: number } = {},
   ) {
     this.fullReloadEvents = init.fullReloadEvents ?? FULL_RELOAD_EVENTS;
+    this.compactMinEvents = init.compactMinEvents ?? COMPACT_MIN_EVENTS;
     this.current = catalog;
     this.mode = init.mode ?? (store === null ? 'demo' : 'store');
     if (init.head) this.head = { ...init.head };
@@ -199,7 +212,30 @@ export class EmbeddedRecs implements RecsService {
     // A new Recommender: its per-category popularity lists are computed again on first use.
     this.recommender = new Recommender(live, this.current);
     this.scheduleFlush();
+    this.compactSoon();
     this.changed();
+  }
+
+  /**
+   * Compacts the live model's log between requests once enough of it has aged out (see
+   * COMPACT_MIN_EVENTS): without it, a gateway that runs for months held every event it was ever
+   * sent, though only the window's count.
+   */
+  private compactSoon(): void {
+    const live = this.live;
+    if (live === null || this.compactQueued || live.agedEvents < Math.max(this.compactMinEvents, this.log.length / 2)) return;
+    this.compactQueued = true;
+    setImmediate(() => {
+      this.compactQueued = false;
+      if (this.live !== live || this.closed) return;
+      const t0 = performance.now();
+      const moved = live.compact();
+      if (moved === null) return;
+      this.compactions.count++;
+      this.compactions.dropped += moved.before - moved.kept;
+      this.compactions.lastMs = performance.now() - t0;
+      this.say(`recommender: dropped ${moved.before - moved.kept} events older than the window from memory (${moved.kept} kept) in ${Math.round(this.compactions.lastMs)} ms`);
+    });
   }
 
   private scheduleFlush(delay = FLUSH_DELAY_MS): void {
