@@ -368,6 +368,38 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     expect((await service.authenticate(password)).authenticatedBy).toBe('PASSWORD');
   });
 
+  it('trusts nothing, and fails nothing, while an operator has dropped key_changes; a start makes it again', async () => {
+    const { store, other, service, principal, sql } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'dropped' });
+    await nextTurn();
+    await service.authenticate(key);
+    await sql('DROP TABLE key_changes');
+    let lookups = 0;
+    const find = store.findKeyByHash.bind(store);
+    store.findKeyByHash = (hash: string) => {
+      lookups += 1;
+      return find(hash);
+    };
+    for (let n = 0; n < 3; n++) {
+      await nextTurn();
+      expect((await service.authenticate(key)).keyId).toBe(id);
+    }
+    expect(lookups).toBe(3);
+    // writes still succeed (the triggers' count has nowhere to go), and are seen at once
+    const { key: second } = await service.createKey(principal, { name: 'second' });
+    expect(await other.deleteKey(id, null)).toBe(true);
+    await nextTurn();
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    // a start (migrate) makes it again, counting on from the clock: credentials are kept again
+    await other.migrate();
+    await nextTurn();
+    await service.authenticate(second);
+    const looked = lookups;
+    await nextTurn();
+    await service.authenticate(second);
+    expect(lookups).toBe(looked);
+  });
+
   it('counts changes from a store of the earlier version: the triggers are added on open, once', async () => {
     const { store, sql } = await setup();
     const triggers = async (): Promise<string[]> => {
