@@ -356,6 +356,33 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
+  it('keeps what a later version read vouched for when an earlier read answers after it', async () => {
+    const { store, service, principal } = await setup();
+    const { key } = await service.createKey(principal, { name: 'overlap' });
+    await nextTurn();
+    const version = await store.readDataVersion();
+    // the first request's read is slow; the next turn's answers first
+    let answerFirst!: (v: number) => void;
+    const reads = [new Promise<number>((resolve) => (answerFirst = resolve)), Promise.resolve(version)];
+    store.readDataVersion = () => reads.shift() ?? Promise.resolve(version);
+    let lookups = 0;
+    const find = store.findKeyByHash.bind(store);
+    store.findKeyByHash = (hash: string) => {
+      lookups += 1;
+      return find(hash);
+    };
+    const first = service.authenticate(key);
+    await nextTurn();
+    await service.authenticate(key); // reads `version`, looks the key up, keeps it
+    expect(lookups).toBe(1);
+    answerFirst(version - 1); // an older count, read before a change the second read saw
+    await first;
+    await nextTurn();
+    await service.authenticate(key);
+    // the older read was a miss (its own lookup), and dropped nothing: the third is a hit
+    expect(lookups).toBe(2);
+  });
+
   it('fails the requests waiting on a version read that failed, not the process, and recovers', async () => {
     const { store, service, password } = await setup();
     await nextTurn();

@@ -214,6 +214,8 @@ export class EmbeddedKeyService implements KeyService {
   private verifiedPrincipal(id: string, authorization: string, now: number, version: number): PrincipalModel | undefined {
     // Another process (a CLI, a second gateway on the same store) changed the store: trust nothing kept.
     if (version !== this.verifiedVersion) {
+      // a read that lost a race with a later one (PostgreSQL's reads overlap): a miss, and nothing dropped
+      if (version < this.verifiedVersion) return undefined;
       this.verified.clear();
       this.verifiedVersion = version;
     }
