@@ -255,7 +255,9 @@ export class EventLog {
       let next = 0;
       for (let id = 0; id < map.length; id++) if (map[id] === 0) map[id] = next++;
     }
-    const n = Math.max(1024, kept);
+    // twice what is kept, as grow() leaves it: sized to `kept` exactly, the next event (in the next
+    // batch, on the request path) copied the whole log again into columns of twice that
+    const n = Math.max(1024, 2 * kept);
     const to = { kind: shared(Uint8Array, n), item: shared(Int32Array, n), session: shared(Int32Array, n), user: shared(Int32Array, n), order: shared(Int32Array, n), time: shared(Float64Array, n) };
     const { kind: toKind, item: toItem, session: toSession, user: toUser, order: toOrder, time: toTime } = to;
     for (let e = 0; e < before; e++) {
