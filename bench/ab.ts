@@ -14,6 +14,11 @@
  * the same with each item's variantItems, the items' TTL left at its default (the lists cold, the
  * items as a running gateway has them).
  *
+ * `--a-root <checkout>` (or `--b-root`) runs that build with the checkout's own bench target and
+ * its dist/ (built there): a build from before this target's imports, e.g. the code before issue
+ * 22 (`git worktree add --detach /tmp/old 1ac3702`, node_modules linked, `npx tsc -p
+ * tsconfig.build.json` there; --a is then ignored).
+ *
  * `--cpu-prof <dir>` runs A and B under node's --cpu-prof (a sample every 100 µs; profiles in
  * <dir>/a and <dir>/b, written when they stop at the end): the shares of one step in two profiles
  * taken in the same rounds are steadier than the CPU a request on a busy machine
@@ -47,6 +52,10 @@ const { values: flags } = parseArgs({
     'a-anchors': { type: 'string' },
     'b-anchors': { type: 'string' },
     'cpu-prof': { type: 'string' },
+    // a checkout of another commit (its dist/ built) whose own bench/targets/gateway.ts runs build
+    // A (or B): for builds older than this target's imports (the layout before config/ and http/)
+    'a-root': { type: 'string' },
+    'b-root': { type: 'string' },
   },
 });
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -103,7 +112,8 @@ async function start(build: string, upstream?: Gateway, profile?: 'a' | 'b'): Pr
   const profiling = flags['cpu-prof'] !== undefined && profile !== undefined
     ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'], profile)}`]
     : [];
-  const child = spawn('taskset', ['-c', upstream || !rest ? '1' : '0', process.execPath, ...profiling, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const root = profile === undefined ? undefined : flags[`${profile}-root`];
+  const child = spawn('taskset', ['-c', upstream || !rest ? '1' : '0', process.execPath, ...profiling, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: root ?? ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${build} exited with ${code}`)));
@@ -133,7 +143,8 @@ const upstream = rest ? await start('dist') : undefined;
 const [a, b] = await Promise.all([start(flags.a, upstream, 'a'), start(flags.b, upstream, 'b')]);
 bodiesFor.set(a.url, bodiesOf(flags['a-anchors']));
 bodiesFor.set(b.url, bodiesOf(flags['b-anchors']));
-console.log(`${scenario}: A ${flags.a} (${bodiesFor.get(a.url)!.length} bodies), B ${flags.b} (${bodiesFor.get(b.url)!.length} bodies); load average ${os.loadavg()[0]!.toFixed(2)}`);
+const named = (side: 'a' | 'b'): string => (flags[`${side}-root`] !== undefined ? `${flags[`${side}-root`]}/dist` : flags[side]);
+console.log(`${scenario}: A ${named('a')} (${bodiesFor.get(a.url)!.length} bodies), B ${named('b')} (${bodiesFor.get(b.url)!.length} bodies); load average ${os.loadavg()[0]!.toFixed(2)}`);
 // warm-up: the JIT's, and the prepared path's compiling
 await round(a, Number(flags.seconds));
 await round(b, Number(flags.seconds));
