@@ -7,6 +7,14 @@ import type { BucketLimit, RateLimitSettings } from '../ports/limits.js';
 import { CallerGone, callerGone, callerOf, callerWaits, CLIENT_GONE, isCancelled, type Caller } from '../ports/callSignal.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
 
+/**
+ * The principal of a credential the key service vouches for as verified before: at once where it
+ * can (authenticateKnown), else after its short wait (authenticateVerified); undefined otherwise.
+ */
+function vouchedFor(keys: KeyService, authorization: string): PrincipalModel | undefined | Promise<PrincipalModel | undefined> {
+  return keys.authenticateKnown?.(authorization) ?? keys.authenticateVerified?.(authorization);
+}
+
 /** What a limiter decided, for metrics. */
 export type RateLimitOutcome = 'allowed' | 'principal_limited' | 'user_limited' | 'address_locked' | 'username_locked';
 
@@ -111,7 +119,7 @@ export class RateLimiter {
   private async checkKey(keys: KeyService, authorization: string, address: string, failures: BucketLimit, options?: CallOptions): Promise<PrincipalModel> {
     const look = await this.buckets.take(addressBucket(address), failures, 0);
     if (!look.allowed) {
-      const known = keys.authenticateKnown?.(authorization) ?? (await keys.authenticateVerified?.(authorization));
+      const known = (await vouchedFor(keys, authorization));
       if (known !== undefined) return known;
       if (keys.checksKeysLocally !== true) throw this.refused('address_locked', look.retryAfterMs);
     }
@@ -174,13 +182,13 @@ export class RateLimiter {
    */
   private async stillVouched(attempt: SignInAttempt, given: CallOptions | undefined, principal: PrincipalModel): Promise<PrincipalModel> {
     const { keys, authorization } = attempt;
-    const known = keys.authenticateKnown?.(authorization) ?? (await keys.authenticateVerified?.(authorization));
+    const known = (await vouchedFor(keys, authorization));
     if (known !== undefined && known.user.id === principal.user.id) return known;
     return this.signIn(attempt, given, true);
   }
 
   private async signInOnce({ keys, authorization, user, address, failures, options }: SignInAttempt): Promise<PrincipalModel> {
-    const known = keys.authenticateKnown?.(authorization) ?? (await keys.authenticateVerified?.(authorization));
+    const known = (await vouchedFor(keys, authorization));
     if (known !== undefined) {
       const byAddress = await this.buckets.take(addressBucket(address), failures, 0);
       if (!byAddress.allowed) throw this.refused('address_locked', byAddress.retryAfterMs);

@@ -21,6 +21,17 @@ export interface StoreKind {
   open(): Promise<{ store: KeyStore; dispose: () => Promise<void> }>;
 }
 
+/** Counts the store's key lookups from now on: how often the key service did not trust a kept key. */
+export function countKeyLookups(store: KeyStore): () => number {
+  let lookups = 0;
+  const find = store.findKeyByHash.bind(store);
+  store.findKeyByHash = (hash) => {
+    lookups += 1;
+    return find(hash);
+  };
+  return () => lookups;
+}
+
 export function tempDir(prefix = 'recs-gateway-test-'): { dir: string; remove: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };

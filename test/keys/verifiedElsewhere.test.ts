@@ -13,7 +13,7 @@ import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js'
 import type { KeyStore, UserRecord } from '../../src/backends/embedded/keys/store.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import type { PrincipalModel } from '../../src/ports/backend.js';
-import { DATABASE_URL, dropSchema, TEST_COST, tempDir, testSchema } from '../helpers/stores.js';
+import { countKeyLookups, DATABASE_URL, dropSchema, TEST_COST, tempDir, testSchema } from '../helpers/stores.js';
 
 /**
  * Verified credentials (keys, and password sign-ins that skip the scrypt check) on both stores:
@@ -193,17 +193,12 @@ describe.each(kinds)('verified credentials on the $name store, changed by anothe
     const { id, key } = await service.createKey(principal, { name: 'watch' });
     await nextTurn();
     await service.authenticate(key);
-    let lookups = 0;
-    const find = service['store'].findKeyByHash.bind(service['store']);
-    service['store'].findKeyByHash = (hash: string) => {
-      lookups += 1;
-      return find(hash);
-    };
+    const lookups = countKeyLookups(service['store']);
     // another gateway records a use: no change to what vouches for the key
     await other.touchKey(id, new Date(Date.now() + 60_000));
     await nextTurn();
     await service.authenticate(key);
-    if (kind.name === 'postgres') expect(lookups).toBe(0);
+    if (kind.name === 'postgres') expect(lookups()).toBe(0);
     await sql('UPDATE api_keys SET expires_at = ? WHERE id = ?', [kind.name === 'postgres' ? new Date(Date.now() - 1000) : Date.now() - 1000, id]);
     await nextTurn();
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
@@ -365,22 +360,17 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     let answerFirst!: (v: number) => void;
     const reads = [new Promise<number>((resolve) => (answerFirst = resolve)), Promise.resolve(version)];
     store.readDataVersion = () => reads.shift() ?? Promise.resolve(version);
-    let lookups = 0;
-    const find = store.findKeyByHash.bind(store);
-    store.findKeyByHash = (hash: string) => {
-      lookups += 1;
-      return find(hash);
-    };
+    const lookups = countKeyLookups(store);
     const first = service.authenticate(key);
     await nextTurn();
     await service.authenticate(key); // reads `version`, looks the key up, keeps it
-    expect(lookups).toBe(1);
+    expect(lookups()).toBe(1);
     answerFirst(version - 1); // an older count, read before a change the second read saw
     await first;
     await nextTurn();
     await service.authenticate(key);
     // the older read was a miss (its own lookup), and dropped nothing: the third is a hit
-    expect(lookups).toBe(2);
+    expect(lookups()).toBe(2);
   });
 
   it('fails the requests waiting on a version read that failed, not the process, and recovers', async () => {
@@ -401,17 +391,12 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     await nextTurn();
     await service.authenticate(key);
     await sql('DROP TABLE key_changes');
-    let lookups = 0;
-    const find = store.findKeyByHash.bind(store);
-    store.findKeyByHash = (hash: string) => {
-      lookups += 1;
-      return find(hash);
-    };
+    const lookups = countKeyLookups(store);
     for (let n = 0; n < 3; n++) {
       await nextTurn();
       expect((await service.authenticate(key)).keyId).toBe(id);
     }
-    expect(lookups).toBe(3);
+    expect(lookups()).toBe(3);
     // writes still succeed (the triggers' count has nowhere to go), and are seen at once
     const { key: second } = await service.createKey(principal, { name: 'second' });
     expect(await other.deleteKey(id, null)).toBe(true);
@@ -421,10 +406,10 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     await other.migrate();
     await nextTurn();
     await service.authenticate(second);
-    const looked = lookups;
+    const looked = lookups();
     await nextTurn();
     await service.authenticate(second);
-    expect(lookups).toBe(looked);
+    expect(lookups()).toBe(looked);
   });
 
   it('counts changes from a store of the earlier version: the triggers are added on open, once', async () => {
