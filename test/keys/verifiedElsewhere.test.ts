@@ -308,6 +308,17 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     return { ...shared, store, service, password, principal };
   }
 
+  /** A start (another store's migrate) mends the store: a key is kept again, its next request looks nothing up. */
+  async function keptAfterStart(other: KeyStore, service: EmbeddedKeyService, key: string, lookups: () => number): Promise<void> {
+    await other.migrate();
+    await nextTurn();
+    await service.authenticate(key);
+    const looked = lookups();
+    await nextTurn();
+    await service.authenticate(key);
+    expect(lookups()).toBe(looked);
+  }
+
   it('does not keep what a lookup read before a change another request saw first', async () => {
     const { store, other, service, principal } = await setup();
     const { id, key } = await service.createKey(principal, { name: 'raced' });
@@ -403,13 +414,52 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     await nextTurn();
     await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
     // a start (migrate) makes it again, counting on from the clock: credentials are kept again
-    await other.migrate();
+    await keptAfterStart(other, service, second, lookups);
+  });
+
+  it.each([
+    ['disabled', 'ALTER TABLE api_keys DISABLE TRIGGER api_keys_changed'],
+    ['disabled with the rest (pg_restore --disable-triggers)', 'ALTER TABLE api_keys DISABLE TRIGGER ALL'],
+    ['dropped', 'DROP TRIGGER api_keys_changed ON api_keys'],
+    ['made to call another function', `CREATE FUNCTION nothing() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NULL; END $$;
+      DROP TRIGGER api_keys_changed ON api_keys;
+      CREATE TRIGGER api_keys_changed AFTER DELETE ON api_keys FOR EACH STATEMENT EXECUTE FUNCTION nothing();
+      ALTER TABLE api_keys ENABLE ALWAYS TRIGGER api_keys_changed`],
+  ])('trusts nothing while a trigger that counts changes is %s, and a start mends it', async (_how, statement) => {
+    const { store, other, service, principal, sql } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'untriggered' });
     await nextTurn();
-    await service.authenticate(second);
-    const looked = lookups();
+    await service.authenticate(key);
+    await sql(statement);
+    // the operator's delete moves no count now: the key must still be refused on the next request
+    await sql('DELETE FROM api_keys WHERE id = $1', [id]);
     await nextTurn();
-    await service.authenticate(second);
-    expect(lookups()).toBe(looked);
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+    const { key: second } = await service.createKey(principal, { name: 'second' });
+    const lookups = countKeyLookups(store);
+    for (let n = 1; n <= 2; n++) {
+      await nextTurn();
+      await service.authenticate(second);
+      expect(lookups()).toBe(n);
+    }
+    // a start puts the trigger back as it was made: credentials are kept again, and counted
+    await keptAfterStart(other, service, second, lookups);
+    await sql("DELETE FROM api_keys WHERE name = 'second'");
+    await nextTurn();
+    await expect(service.authenticate(second)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
+  });
+
+  it('counts a change made in a session that fires only ALWAYS triggers (session_replication_role = replica)', async () => {
+    const { service, principal, sql } = await setup();
+    const { id, key } = await service.createKey(principal, { name: 'replicated' });
+    await nextTurn();
+    await service.authenticate(key);
+    await sql('BEGIN');
+    await sql('SET LOCAL session_replication_role = replica');
+    await sql('DELETE FROM api_keys WHERE id = $1', [id]);
+    await sql('COMMIT');
+    await nextTurn();
+    await expect(service.authenticate(key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });
   });
 
   it('counts changes from a store of the earlier version: the triggers are added on open, once', async () => {
@@ -438,6 +488,10 @@ describe('verified credentials on PostgreSQL: the data version is a query', () =
     await store.migrate();
     await store.migrate();
     expect(await triggers()).toEqual(['api_keys_changed', 'users_changed']);
+    // the earlier version's triggers fired in ORIGIN sessions only: a start makes them ALWAYS
+    await sql('ALTER TABLE users ENABLE TRIGGER users_changed');
+    expect(await store.readDataVersion()).toBeNaN();
+    await store.migrate();
     const before = await store.readDataVersion();
     await sql("UPDATE users SET is_admin = true WHERE username = 'alice'");
     expect(await store.readDataVersion()).toBe(before + 1);

@@ -63,7 +63,6 @@ const isUniqueViolation = (error: unknown): boolean => (error as { code?: string
 // any constant will do: it only has to be the same in every gateway process
 const MIGRATION_LOCK = 7_311_923_001;
 
-/** host:port/database of a postgres:// URL, without its user and password. */
 /**
  * A pool on DATABASE_URL, its tables looked up in `schema` (a lower-case SQL identifier, checked
  * here) when one is given. An idle client's error (a restarted server) must not crash the
@@ -84,6 +83,7 @@ export function openPool(options: { connectionString: string; schema?: string | 
   return pool;
 }
 
+/** host:port/database of a postgres:// URL, without its user and password. */
 export function describeDatabase(connectionString: string): string {
   try {
     const url = new URL(connectionString);
@@ -119,6 +119,22 @@ export function postgresReason(error: unknown): string {
 }
 
 const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at';
+
+/** The triggers that move key_changes (createChangeTriggers), and what each counts. */
+const CHANGE_TRIGGERS = [
+  { table: 'users', name: 'users_changed', events: 'INSERT OR UPDATE OR DELETE OR TRUNCATE' },
+  { table: 'api_keys', name: 'api_keys_changed', events: 'INSERT OR DELETE OR TRUNCATE OR UPDATE OF id, user_id, name, key_hash, expires_at' },
+] as const;
+
+/**
+ * The count and whether both triggers are there, enabled ALWAYS and calling key_changes_count: one
+ * round trip a turn. to_regclass and to_regprocedure are looked up each time they run (a dropped
+ * function is then no error, and no plan keeps an old oid).
+ */
+const READ_CHANGE_COUNT = `SELECT (SELECT version FROM key_changes WHERE id = 1) AS version,
+  (SELECT count(*) = 2 FROM pg_trigger
+    WHERE ((tgrelid = to_regclass('users') AND tgname = 'users_changed') OR (tgrelid = to_regclass('api_keys') AND tgname = 'api_keys_changed'))
+      AND tgenabled = 'A' AND tgfoid = to_regprocedure('key_changes_count()')) AS armed`;
 
 /**
  * Users and keys in PostgreSQL, so several gateway processes share one store. A create locks the
@@ -202,33 +218,39 @@ export class PostgresKeyStore implements KeyStore {
   /**
    * The triggers that count changes to users and keys in key_changes, in the transaction that
    * makes them, whoever makes it: this gateway, another replica, an operator's psql. A key's
-   * lastUsedAt is no change (every gateway writes it once a minute a key). Created only where
-   * missing: creating one locks its table against every reader, and every start migrates.
+   * lastUsedAt is no change (every gateway writes it once a minute a key). Enabled ALWAYS, so that
+   * a session with session_replication_role = replica (a restore, a data migration) counts too.
+   * Created or mended only where missing, disabled or not ours: changing one locks its table
+   * against every reader, and every start migrates.
    */
   private async createChangeTriggers(client: pg.PoolClient): Promise<void> {
-    const triggers = [
-      ['users', 'users_changed', 'INSERT OR UPDATE OR DELETE OR TRUNCATE'],
-      ['api_keys', 'api_keys_changed', 'INSERT OR DELETE OR TRUNCATE OR UPDATE OF id, user_id, name, key_hash, expires_at'],
-    ] as const;
-    const { rows } = await client.query<{ tgname: string }>(
-      `SELECT tgname FROM pg_trigger WHERE tgrelid IN ('users'::regclass, 'api_keys'::regclass) AND NOT tgisinternal`,
+    const { rows } = await client.query<{ tgname: string; table: string; tgenabled: string; ours: boolean }>(
+      `SELECT t.tgname, c.relname AS table, t.tgenabled, t.tgfoid = 'key_changes_count()'::regprocedure AS ours
+         FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+        WHERE t.tgrelid IN ('users'::regclass, 'api_keys'::regclass) AND NOT t.tgisinternal`,
     );
-    const present = new Set(rows.map((row) => row.tgname));
-    for (const [table, name, events] of triggers) {
-      if (present.has(name)) continue;
-      await client.query(`CREATE TRIGGER ${name} AFTER ${events} ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION key_changes_count()`);
+    for (const { table, name, events } of CHANGE_TRIGGERS) {
+      const found = rows.find((row) => row.tgname === name && row.table === table);
+      if (found !== undefined && !found.ours) await client.query(`DROP TRIGGER ${name} ON ${table}`);
+      if (found === undefined || !found.ours) {
+        await client.query(`CREATE TRIGGER ${name} AFTER ${events} ON ${table} FOR EACH STATEMENT EXECUTE FUNCTION key_changes_count()`);
+      }
+      if (found === undefined || !found.ours || found.tgenabled !== 'A') await client.query(`ALTER TABLE ${table} ENABLE ALWAYS TRIGGER ${name}`);
     }
   }
 
   /**
-   * The count of changes; NaN while its row or its table is missing (nothing is kept then). It
-   * starts from the clock in µs when the row is made (below 2^53 until the year 2255), so a row
-   * deleted and made again by a later start never repeats a count read before.
+   * The count of changes; NaN while it cannot be trusted to count them, so that nothing is kept:
+   * its row or its table missing, or a trigger that moves it dropped, disabled (`ALTER TABLE …
+   * DISABLE TRIGGER`, pg_restore --disable-triggers) or not calling its function; a start mends
+   * them. It starts from the clock in µs when the row is made (below 2^53 until the year 2255),
+   * so a row deleted and made again by a later start never repeats a count read before.
    */
   async readDataVersion(): Promise<number> {
     try {
-      const { rows } = await this.pool.query<{ version: string }>('SELECT version FROM key_changes WHERE id = 1');
-      return Number(rows[0]?.version ?? Number.NaN);
+      const { rows } = await this.pool.query<{ version: string | null; armed: boolean }>(READ_CHANGE_COUNT);
+      const row = rows[0];
+      return row?.armed === true && row.version !== null ? Number(row.version) : Number.NaN;
     } catch (error) {
       // the table dropped: nothing is trusted (every credential looked up), nothing fails for it
       if ((error as { code?: string } | null)?.code === '42P01') return Number.NaN;
