@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
 
 // Replicas starting together on one fresh DATA_DIR: each opens recs.db and brings its schema up
@@ -37,4 +38,24 @@ describe('recs.db opened by several processes at once', () => {
     }
     expect(failures).toEqual([]);
   }, 120_000);
+
+  it("waits for another replica's schema transaction however slow the disk makes it, rather than failing the start", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'recs-open-race-'));
+    // another process's first open, holding the write lock on the fresh file (a commit with
+    // synchronous=FULL on a busy disk) for far longer than a statement's wait (50 ms)
+    const other = new Database(join(dir, 'recs.db'));
+    try {
+      other.pragma('journal_mode = WAL');
+      other.exec('BEGIN IMMEDIATE');
+      const opening = openIn(dir);
+      await new Promise((resolve) => setTimeout(resolve, 600));
+      other.exec('COMMIT');
+      const run = await opening;
+      expect(run.stderr.trim()).toBe('');
+      expect(run.code).toBe(0);
+    } finally {
+      other.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

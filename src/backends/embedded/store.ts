@@ -74,6 +74,14 @@ export const DELETE_EVENTS_OF_IMPORT = 'DELETE FROM events WHERE import_id = ? A
  */
 const LOCK_WAIT_MS = 50;
 /**
+ * The busy timeout while a start opens the file and brings its schema up to date: replicas
+ * starting together on a fresh DATA_DIR wait for each other's WAL switch and schema transaction,
+ * which take longer than LOCK_WAIT_MS on a loaded machine (the start failed "locked by another
+ * process" then). Nothing else runs in the process yet; a file whose schema is current takes no
+ * write lock at the open.
+ */
+const OPEN_LOCK_WAIT_MS = 10_000;
+/**
  * Default of RecsStoreOptions.lockRetryMs: how long a write keeps retrying (asynchronously) while
  * another process writes, e.g. an import's final move.
  */
@@ -121,7 +129,7 @@ export class RecsStore implements RecsDataStore {
     let db: SqliteDatabase | undefined;
     try {
       preparePrivateFile(path);
-      db = new Database(path, { timeout: LOCK_WAIT_MS });
+      db = new Database(path, { timeout: OPEN_LOCK_WAIT_MS });
       // a damaged file or a file of another kind fails here, not at the open
       db.pragma('journal_mode = WAL');
       db.pragma('synchronous = FULL');
@@ -150,6 +158,7 @@ export class RecsStore implements RecsDataStore {
           open.exec(SCHEMA);
         }
       }).immediate();
+      db.pragma(`busy_timeout = ${LOCK_WAIT_MS}`);
       const store = new RecsStore(db, path, options.lockRetryMs);
       store.deleteUnfinished();
       return store;
