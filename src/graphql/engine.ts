@@ -13,6 +13,7 @@ import { createDocumentStore } from './documentStore.js';
 import { graphqlExecution, type ExecuteGraphQL } from './execute.js';
 import { gatewayFormatError } from './formatError.js';
 import { queryLimitsRule } from './limits.js';
+import { operationTypesRule } from './operationTypes.js';
 import { PreparedOperations } from './preparedOperations.js';
 import { ResponseCache } from './responseCache.js';
 import { buildGatewaySchema } from './schema.js';
@@ -45,7 +46,7 @@ export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: Sh
   const schema = buildGatewaySchema({ introspection: config.introspection, maxCost: config.limits.maxCost });
   const trustedDocuments = config.trustedDocuments ? new TrustedDocuments(config.trustedDocuments) : null;
   const parseOptions = { maxTokens: config.limits.maxTokens };
-  const validationRules = [queryLimitsRule(config.limits)];
+  const validationRules = [operationTypesRule, queryLimitsRule(config.limits)];
   const formatError = gatewayFormatError(log);
   const apollo = new ApolloServer<GatewayContext>({
     schema,
