@@ -13,7 +13,10 @@ export interface RunResult {
   stderr: string;
 }
 
-/** Runs the command line from source (no build needed) and waits for it to end. */
+/** How long runCli lets a command run before it kills it (a hung start fails its test, and leaves nothing running). */
+const CLI_DEADLINE_MS = 60_000;
+
+/** Runs the command line from source (no build needed) and waits for it to end: SIGKILL past CLI_DEADLINE_MS. */
 export async function runCli(args: string[], env: Record<string, string>, input?: string): Promise<RunResult> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
     cwd: ROOT,
@@ -25,7 +28,9 @@ export async function runCli(args: string[], env: Record<string, string>, input?
   child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   child.stdin.end(input ?? '');
+  const deadline = setTimeout(() => child.kill('SIGKILL'), CLI_DEADLINE_MS);
   const [code] = (await once(child, 'exit')) as [number | null];
+  clearTimeout(deadline);
   return { code, stdout, stderr };
 }
 

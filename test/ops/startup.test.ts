@@ -76,6 +76,9 @@ describe('a start that cannot succeed', () => {
     const notADirectory = path.join(dataDir(), 'file');
     writeFileSync(notADirectory, '');
     expectOneLine(await runCli(['serve'], { PORT: '0', DATA_DIR: path.join(notADirectory, 'data') }), /cannot create DATA_DIR .*: a part of the path is not a directory/);
+    // a parent that answers ENOENT to a mkdir in it: node's recursive mkdirSync looped there for
+    // ever (at full CPU, deaf to SIGTERM); runCli kills a command after 60 s
+    expectOneLine(await runCli(['serve'], { PORT: '0', DATA_DIR: '/proc/recs-gateway-test/data' }), /cannot create DATA_DIR \/proc\/recs-gateway-test\/data: no such file or directory/);
   });
 
   it('names a DATA_DIR or a database file this user may not use, in one line', async () => {
