@@ -28,8 +28,12 @@ export class ClientAddresses {
     }
   }
 
+  /**
+   * The address, IPv4 as such whichever way it came (a dual-stack listener sees ::ffff:1.2.3.4): a
+   * client's failed sign-ins count under one address whether it came directly or through a proxy.
+   */
   of(req: IncomingMessage): string {
-    const peer = req.socket.remoteAddress ?? 'unknown';
+    const peer = unmapped(req.socket.remoteAddress ?? 'unknown');
     if (this.trusted === null || !this.isTrusted(peer)) return peer;
     const header = req.headers['x-forwarded-for'];
     if (header === undefined) return peer;

@@ -249,6 +249,17 @@ describe('client addresses behind a trusted proxy', () => {
     expect(behind.of(request('10.0.0.5', 'not-an-address'))).toBe('10.0.0.5');
   });
 
+  it('names an IPv4 client the same whether it came directly (a dual-stack listener maps it) or through a proxy', () => {
+    // the probe: failures sent through a trusted proxy counted under 1.2.3.4, and the same
+    // client's next guess, sent directly, under ::ffff:1.2.3.4: a fresh budget
+    for (const addresses of [new ClientAddresses(), new ClientAddresses(['10.0.0.0/8'])]) {
+      expect(addresses.of(request('::ffff:1.2.3.4'))).toBe('1.2.3.4');
+      expect(addresses.of(request('::ffff:10.0.0.5', 'not-an-address'))).toBe('10.0.0.5');
+      expect(addresses.of(request('2001:db8::1'))).toBe('2001:db8::1');
+    }
+    expect(new ClientAddresses(['10.0.0.0/8']).of(request('::ffff:10.0.0.5', '::ffff:1.2.3.4'))).toBe('1.2.3.4');
+  });
+
   it('refuses a TRUST_PROXY that is not a list of addresses, in one line naming it', () => {
     expect(() => loadConfig({ TRUST_PROXY: '10.0.0.1, proxy.example' })).toThrow(/TRUST_PROXY must list IP addresses or CIDR blocks, got "proxy.example"/);
     expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1' }).trustProxy).toEqual(['10.0.0.0/8', '::1']);
