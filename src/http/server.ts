@@ -135,7 +135,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       case '/metrics':
         return serveMetrics(req, res, metrics, config.metricsToken);
       default:
-        return sendJson(res, 404, { errors: [{ message: `No route for ${url.pathname}` }] });
+        return sendJson(res, 404, graphqlError(`No route for ${url.pathname}`, ErrorCode.NOT_FOUND));
     }
   }
 
@@ -167,7 +167,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // a client that sends garbage gets a 400 from node; it must not take the process down
   httpServer.on('clientError', (error, socket) => {
     // a client too slow to send its request (REQUEST_TIMEOUT_MS) is told so, as RFC 9110 says
-    const status = (error as { code?: string }).code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : '400 Bad Request';
+    // and one whose head is past node's maxHeaderSize (16 KB) that the head is too large, as node's own handler does
+    const code = (error as { code?: string }).code;
+    const status = code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
     if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
     else socket.destroy();
   });

@@ -65,6 +65,21 @@ describe('the gateway over HTTP', () => {
     expect((await fetch(`${gw.url}/nope`)).status).toBe(404);
   });
 
+  it("answers a route or file it does not have, and a method a route does not take, with a code of the closed set", async () => {
+    const cases: [string, RequestInit, number, string][] = [
+      ['/nope', {}, 404, 'NOT_FOUND'],
+      ['/graphql/ide/nothing.js', {}, 404, 'NOT_FOUND'],
+      ['/graphql/ide/nothing.js', { method: 'DELETE' }, 405, 'BAD_REQUEST'],
+      ['/openapi.json', { method: 'DELETE' }, 405, 'BAD_REQUEST'],
+    ];
+    for (const [path, init, status, code] of cases) {
+      const response = await fetch(`${gw.url}${path}`, init);
+      expect([path, response.status]).toEqual([path, status]);
+      const body = (await response.json()) as { errors: { extensions?: { code?: string } }[] };
+      expect([path, body.errors[0]?.extensions?.code]).toEqual([path, code]);
+    }
+  });
+
   it('answers broken JSON, an oversized body and a batch with a 400-class error, never a 500', async () => {
     const broken = await post('{"query": ');
     expect(broken.status).toBe(400);

@@ -5,6 +5,7 @@ import type { Backend } from '../../src/ports/backend.js';
 import { DEFAULT_SERVER_LIMITS } from '../../src/config/defaults.js';
 import { ConfigError, loadConfig } from '../../src/config/env.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { raw, statusOf } from '../helpers/rawHttp.js';
 
 /** The HTTP layer is the subject: a backend that is never asked anything. */
 const idleBackend = (): Backend => ({
@@ -110,6 +111,12 @@ describe('slow clients', () => {
       expect(ms).toBeGreaterThanOrEqual(HEADERS_TIMEOUT_MS - 50);
       expect(client.received).toMatch(TIMED_OUT);
     }
+  });
+
+  it("tells a client whose head is past node's 16 KB that it is too large (431), as node would", async () => {
+    const head = await raw(gw.url, `GET /healthz HTTP/1.1\r\nhost: gateway\r\nauthorization: ${'a'.repeat(20_000)}\r\n\r\n`);
+    expect(statusOf(head)).toBe(431);
+    await served(gw.url);
   });
 
   it('cuts off a body that never finishes at REQUEST_TIMEOUT_MS, and serves others meanwhile', async () => {

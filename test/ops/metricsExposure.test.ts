@@ -106,6 +106,7 @@ describe('METRICS_TOKEN', () => {
       const body = await response.text();
       expect(body).not.toContain('recs_gateway');
       expect(body).not.toContain(TOKEN.slice(0, 8));
+      expect((JSON.parse(body) as { errors: { extensions?: { code?: string } }[] }).errors[0]?.extensions?.code).toBe('UNAUTHENTICATED');
     }
   });
 

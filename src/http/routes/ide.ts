@@ -4,7 +4,7 @@ import { brotliCompress, constants as zlibConstants, gzip } from 'node:zlib';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
-import { GatewayError, httpStatusOf } from '../../errors.js';
+import { ErrorCode, GatewayError, httpStatusOf } from '../../errors.js';
 import { errorHeaders, graphqlError, sendJson } from '../send.js';
 
 /** The query the IDE opens with: it must run as it is (a test runs it). */
@@ -241,7 +241,7 @@ export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMe
   async function serveIde(req: IncomingMessage, res: ServerResponse, file: string | null): Promise<void> {
     const method = req.method ?? 'GET';
     if (method !== 'GET' && method !== 'HEAD') {
-      return sendJson(res, 405, { errors: [{ message: `Method ${method} not allowed` }] }, { allow: 'GET, HEAD' });
+      return sendJson(res, 405, graphqlError(`Method ${method} not allowed`, ErrorCode.BAD_REQUEST), { allow: 'GET, HEAD' });
     }
     try {
       await limiter.admit(null, addresses.of(req));
@@ -250,7 +250,7 @@ export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMe
       return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
     }
     const answer = await ideResponse(file, req.headers);
-    if (answer === null) return sendJson(res, 404, { errors: [{ message: 'No such file of the IDE' }] });
+    if (answer === null) return sendJson(res, 404, graphqlError('No such file of the IDE', ErrorCode.NOT_FOUND));
     res.writeHead(answer.status, answer.headers);
     res.end(method === 'HEAD' || answer.body === null ? undefined : answer.body);
   }
