@@ -187,31 +187,51 @@ export class RateLimiter {
     return this.signIn(attempt, given, true);
   }
 
+  /**
+   * A password sign-in under the limits. A username locked out by failures stays open from the
+   * addresses that signed in as it within SIGNED_IN_FROM_DAYS (signedInFrom): only that address's
+   * own failures can close it there, so strangers elsewhere cannot lock a user out of the places
+   * she signs in from. From any other address the username's bucket is reserved as well.
+   */
   private async signInOnce({ keys, authorization, user, address, failures, options }: SignInAttempt): Promise<PrincipalModel> {
     const known = (await vouchedFor(keys, authorization));
     if (known !== undefined) {
       const byAddress = await this.buckets.take(addressBucket(address), failures, 0);
       if (!byAddress.allowed) throw this.refused('address_locked', byAddress.retryAfterMs);
       const byUser = await this.buckets.take(user, failures, 0);
-      if (!byUser.allowed) throw this.refused('username_locked', byUser.retryAfterMs);
+      if (!byUser.allowed && !(await this.signedInFrom(user, address))) throw this.refused('username_locked', byUser.retryAfterMs);
       return known;
     }
     const byAddress = await this.buckets.take(addressBucket(address), failures, 1);
     if (!byAddress.allowed) throw this.refused('address_locked', byAddress.retryAfterMs);
     const byUser = await this.buckets.take(user, failures, 1);
-    if (!byUser.allowed) {
+    // a username reserved (a token taken, given back when the password is right), or open here
+    const reserved = byUser.allowed;
+    if (!reserved && !(await this.signedInFrom(user, address))) {
       await this.buckets.take(addressBucket(address), failures, -1);
       throw this.refused('username_locked', byUser.retryAfterMs);
     }
     let failed = false;
     try {
-      return await keys.authenticate(authorization, options);
+      const principal = await keys.authenticate(authorization, options);
+      // signed in with the password checked: the username stays open from here
+      await this.buckets.take(signedInBucket(user, address), SIGNED_IN_FROM, 1);
+      return principal;
     } catch (error) {
       failed = error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED;
       throw error;
     } finally {
-      if (!failed) await Promise.all([this.buckets.take(addressBucket(address), failures, -1), this.buckets.take(user, failures, -1)]);
+      if (!failed) await Promise.all([this.buckets.take(addressBucket(address), failures, -1), reserved ? this.buckets.take(user, failures, -1) : undefined]);
     }
+  }
+
+  /**
+   * Whether the username (its failure bucket's name) signed in from this address, its password
+   * checked, within SIGNED_IN_FROM_DAYS: its mark, a bucket of one token spent by that sign-in,
+   * is not refilled yet (a look that spends nothing).
+   */
+  private async signedInFrom(user: string, address: string): Promise<boolean> {
+    return !(await this.buckets.take(signedInBucket(user, address), SIGNED_IN_FROM, 0)).allowed;
   }
 
   private refused(outcome: RateLimitOutcome, retryAfterMs: number): GatewayError {
@@ -396,6 +416,21 @@ const addressBucket = (address: string): string => `authfail:${address}`;
  */
 const usernameBucket = (username: string, domain: string | null): string =>
   `authfail-user:${hash('sha256', `${username}@${domain ?? ''}`, 'base64url').slice(0, 22)}`;
+
+/**
+ * How long a sign-in, its password checked, keeps the username open from its address while
+ * others' failures lock it out elsewhere (RateLimiter.signedInFrom).
+ */
+export const SIGNED_IN_FROM_DAYS = 30;
+
+/** The mark's bucket: one token, back after SIGNED_IN_FROM_DAYS. */
+const SIGNED_IN_FROM: BucketLimit = { ratePerSecond: 1 / (SIGNED_IN_FROM_DAYS * 86_400), burst: 1 };
+
+/**
+ * A username's sign-in from an address, by a hash of both (no name or address a reader of Redis
+ * could list); among the failures' buckets, which requests without credentials cannot push out.
+ */
+const signedInBucket = (user: string, address: string): string => `authfail-from:${hash('sha256', `${user}\n${address}`, 'base64url').slice(0, 22)}`;
 
 /**
  * The bucket a principal spends from: never the credential itself. A key by its id, a user by

@@ -268,7 +268,9 @@ export class RedisTokenBuckets implements TokenBuckets {
         if (this.leaseMs > 0) {
           const at = Date.now();
           if (cost === 0) this.looks.set(name, at + this.leaseMs);
-          else if (granted > cost) this.addLease(name, granted - cost, at);
+          // (a give-back, cost < 0, is granted nothing: no lease, or it would hand out the token
+          // it returned a second time, here, without Redis)
+          else if (cost > 0 && granted > cost) this.addLease(name, granted - cost, at);
         }
         return ALLOWED;
       } catch {

@@ -8,7 +8,9 @@ import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from '../../
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { Redis } from 'ioredis';
 import { OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
-import { storeKinds } from '../helpers/stores.js';
+import { storeKinds, TEST_COST } from '../helpers/stores.js';
+import { EmbeddedKeyService } from '../../src/backends/embedded/keys/keyService.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { ManualClock } from '../helpers/clock.js';
 
 /** Deletes the buckets under a prefix (hashes, which drainPrefix cannot read) and returns their names. */
@@ -174,6 +176,17 @@ describe('Redis token buckets across processes and failures', () => {
       } finally {
         redis.disconnect();
       }
+    }));
+
+  it('takes a token given back (a reservation returned) in Redis only: no lease hands it out again here', () =>
+    withTwoProcesses(async (a, b) => {
+      const failures = { ratePerSecond: 10 / 60, burst: 3 };
+      expect((await a.take('authfail:y', failures, 1)).allowed).toBe(true);
+      expect((await a.take('authfail:y', failures, -1)).allowed).toBe(true);
+      // three tokens in all, whichever process spends them: the fourth is refused here too
+      for (let i = 0; i < 2; i++) expect((await b.take('authfail:y', failures, 1)).allowed).toBe(true);
+      expect((await a.take('authfail:y', failures, 1)).allowed).toBe(true);
+      expect((await a.take('authfail:y', failures, 1)).allowed).toBe(false);
     }));
 
   it('believes a look for a second, until it spends: failures another process records buy at most one more try here', () =>
@@ -360,5 +373,51 @@ describe.each(storeKinds.slice(0, 1))('rate limits over HTTP ($name store)', (ki
     expect(Number(right.headers.get('retry-after'))).toBeGreaterThan(10);
     const rest = await fetch(`${gw.url}/api/v1/apikey`, { headers: { authorization: 'AAECAwQFBgcICQoLDA0ODw' } });
     expect(rest.status).toBe(429);
+  });
+});
+
+describe.each(kinds)('a username locked out by strangers, on $name buckets', (kind) => {
+  // the probe: 12 wrong passwords from one address, or one every 4 s from five, kept alice out of
+  // her password sign-in from the address she had just signed in from
+  const FAILURES = { ratePerSecond: 1 / 60, burst: 3 };
+  const [home, attacker, elsewhere, newLaptop] = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'];
+
+  it('stays open from the addresses its user signed in from, and only there', async () => {
+    const { buckets, dispose } = kind.open();
+    const opened = await storeKinds[0]!.open();
+    try {
+      if (kind.name === 'redis') await waitReady(buckets);
+      await addUser(opened.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+      const limiter = new RateLimiter(buckets, { perPrincipal: null, perKey: {}, authFailures: FAILURES });
+      const right = basicAuthorization('alice', 'alice-password');
+      const wrong = (n: number): string => basicAuthorization('alice', `wrong-${n}`);
+      const signIn = (keys: KeyService, authorization: string, address: string): Promise<string> =>
+        limiter.authenticate(keys, authorization, address).then(
+          (principal) => principal?.user.username ?? 'anonymous',
+          (error: { code?: string }) => error.code ?? 'error',
+        );
+      expect(await signIn(new EmbeddedKeyService(opened.store), right, home)).toBe('alice');
+      // strangers spend the username's failures from two addresses
+      const guesses: string[] = [];
+      for (let n = 0; n < 4; n++) guesses.push(await signIn(new EmbeddedKeyService(opened.store), wrong(n), n < 2 ? attacker : elsewhere));
+      expect(guesses).toEqual(['UNAUTHENTICATED', 'UNAUTHENTICATED', 'UNAUTHENTICATED', 'RATE_LIMITED']);
+      expect(limiter.counts.username_locked).toBe(1);
+      // from home, the password is still taken: checked afresh (a gateway that has not verified
+      // it) and verified before (one that has)
+      const service = new EmbeddedKeyService(opened.store);
+      expect(await signIn(service, right, home)).toBe('alice');
+      expect(await signIn(service, right, home)).toBe('alice');
+      // from an address she never signed in from, it is locked like any other
+      expect(await signIn(new EmbeddedKeyService(opened.store), right, newLaptop)).toBe('RATE_LIMITED');
+      expect(await signIn(service, right, newLaptop)).toBe('RATE_LIMITED');
+      // and a guesser at her address is held by that address's own failures
+      const atHome: string[] = [];
+      for (let n = 10; n < 14; n++) atHome.push(await signIn(service, wrong(n), home));
+      expect(atHome).toEqual(['UNAUTHENTICATED', 'UNAUTHENTICATED', 'UNAUTHENTICATED', 'RATE_LIMITED']);
+      expect(await signIn(service, right, home)).toBe('RATE_LIMITED');
+    } finally {
+      await opened.dispose();
+      await dispose();
+    }
   });
 });
