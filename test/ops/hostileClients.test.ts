@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
@@ -183,17 +184,29 @@ describe.each(storeKinds)('hostile clients ($name store)', (kind) => {
     expect(wrong.status).toBe(401);
   });
 
-  it('registers no persisted query for a request without credentials', async () => {
-    const response = await fetch(`${gw.url}/graphql`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', ...from('10.9.7.1') },
-      body: JSON.stringify({
-        query: '{ viewer { username } }',
-        extensions: { persistedQuery: { version: 1, sha256Hash: 'e'.repeat(64) } },
-      }),
-    });
-    expect(response.status).toBe(401);
-    expect(((await response.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('UNAUTHENTICATED');
+  it('answers a request without credentials that sends a persisted query, and registers nothing for it', async () => {
+    const query = '{ viewer { username } anonymousPersisted: __typename }';
+    const hash = createHash('sha256').update(query).digest('hex');
+    const persisted = { version: 1, sha256Hash: hash };
+    type Answer = { data?: unknown; errors?: { extensions: { code: string } }[] };
+    const post = async (body: object, authorization?: string): Promise<[number, Answer]> => {
+      const response = await fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...from('10.9.7.1', authorization) }, body: JSON.stringify(body) });
+      return [response.status, (await response.json()) as Answer];
+    };
+    const get = async (params: Record<string, string>): Promise<[number, Answer]> => {
+      const response = await fetch(`${gw.url}/graphql?${new URLSearchParams(params).toString()}`, { headers: { 'apollo-require-preflight': 'true', ...from('10.9.7.1') } });
+      return [response.status, (await response.json()) as Answer];
+    };
+    const data = { viewer: null, anonymousPersisted: 'Query' };
+    // the query with its hash, as Apollo's persisted-query link resends it: answered, not kept
+    expect(await post({ query, extensions: { persistedQuery: persisted } })).toEqual([200, { data }]);
+    expect(await get({ query, extensions: JSON.stringify({ persistedQuery: persisted }) })).toEqual([200, { data }]);
+    const notFound = await post({ extensions: { persistedQuery: persisted } });
+    expect([notFound[0], notFound[1].errors?.[0]?.extensions.code]).toEqual([200, 'PERSISTED_QUERY_NOT_FOUND']);
+    // one a signed-in client registered is read by hash alone, anonymous or not
+    expect((await post({ query, extensions: { persistedQuery: persisted } }, key))[0]).toBe(200);
+    expect(await post({ extensions: { persistedQuery: persisted } })).toEqual([200, { data }]);
+    expect(await get({ extensions: JSON.stringify({ persistedQuery: persisted }) })).toEqual([200, { data }]);
   });
 });
 

@@ -66,8 +66,13 @@ describe('what the attacker probe found', () => {
     const query = '{ viewer { username } }';
     const hash = createHash('sha256').update(query).digest('hex');
     const params = new URLSearchParams({ query, extensions: `{"persisted\\u0051uery":{"version":1,"sha256Hash":"${hash}"}}` });
-    const response = await fetch(`${url}/graphql?${params.toString()}`, { headers: { 'apollo-require-preflight': '1', 'x-forwarded-for': '10.1.1.1' } });
-    expect(response.status).toBe(401);
+    const headers = { 'apollo-require-preflight': '1', 'x-forwarded-for': '10.1.1.1' };
+    const response = await fetch(`${url}/graphql?${params.toString()}`, { headers });
+    // answered as if sent without the hash; the hash alone then finds nothing
+    expect([response.status, await response.json()]).toEqual([200, { data: { viewer: null } }]);
+    params.delete('query');
+    const byHash = await fetch(`${url}/graphql?${params.toString()}`, { headers });
+    expect(((await byHash.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('PERSISTED_QUERY_NOT_FOUND');
   });
 
   it('answers a request target that is no URL with 400, logging no error and no credentials', async () => {

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ErrorCode, GatewayError, httpStatusOf, rateLimited, unauthenticated } from '../../errors.js';
+import { ErrorCode, GatewayError, httpStatusOf, rateLimited } from '../../errors.js';
 import { RequestContext } from '../../graphql/context.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
 import { createLoaders } from '../../graphql/loaders.js';
@@ -28,6 +28,23 @@ function asksPersistedQuery(method: string, body: unknown, search: string): bool
   if (typeof body !== 'object' || body === null) return false;
   const { extensions } = body as { extensions?: unknown };
   return typeof extensions === 'object' && extensions !== null && 'persistedQuery' in extensions;
+}
+
+/**
+ * A stranger's request with a persisted query's extension, as it may run: where it sends the query
+ * too (which would register it under the hash), without the extension; a hash alone as it is.
+ */
+function withoutRegistration(method: string, body: unknown, search: string): { body: unknown; search: string } {
+  if (method === 'GET') {
+    const params = new URLSearchParams(search);
+    if (!params.has('query')) return { body, search };
+    params.delete('extensions');
+    return { body, search: `?${params.toString()}` };
+  }
+  const { extensions, ...rest } = body as { query?: unknown; extensions: Record<string, unknown> };
+  if (rest.query === undefined) return { body, search };
+  const { persistedQuery: _dropped, ...others } = extensions;
+  return { body: Object.keys(others).length === 0 ? rest : { ...rest, extensions: others }, search };
 }
 
 function wantsIde(req: IncomingMessage, search: string): boolean {
@@ -134,12 +151,9 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
     }
 
-    // persisted queries are registered in a cache every process shares: not by strangers
-    if (principal === null && asksPersistedQuery(method, body, search)) {
-      res.setHeader('x-request-id', record.id);
-      const error = unauthenticated();
-      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
-    }
+    // persisted queries are registered in a cache every process shares: not by strangers, whose
+    // query is answered as if sent without its hash (a hash alone is only looked up)
+    if (principal === null && asksPersistedQuery(method, body, search)) ({ body, search } = withoutRegistration(method, body, search));
     // GraphQL from here (src/graphql/execute.ts): the envelope checked once, then the fast path or Apollo
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
     // what a cacheable answer reads is recorded, so that a data change drops it only if it changed it
