@@ -169,6 +169,12 @@ export interface Config {
     /** AUTH_CACHE_TTL_MS: how long a credential the key service accepted is trusted, default 30000. */
     authCacheTtlMs?: number;
   };
+  /**
+   * CORS_ORIGINS: the origins whose pages may call /graphql and the REST interfaces from a browser,
+   * comma-separated, each exactly as a browser sends it (https://app.example, http://localhost:5173),
+   * or `*` for any origin (src/http/cors.ts). Default: none, and no answer carries CORS headers.
+   */
+  corsOrigins: string[] | '*' | null;
   /** How long clients may take to send a request, and how many may be connected; see ServerLimits. */
   server: ServerLimits;
 }
@@ -189,6 +195,24 @@ function isAddressPattern(pattern: string): boolean {
   const family = isIP(pattern.slice(0, slash));
   const bits = pattern.slice(slash + 1);
   return family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+}
+
+/** What is wrong with `value` as a CORS origin (see loadConfig's corsOrigins), or null when it is one. */
+function originProblem(value: string): string | null {
+  if (value === '*') return '* stands alone, not in a list';
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `"${value}" is not a URL`;
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return `"${value}" is not http:// or https://`;
+  // never echo a password
+  if (url.username !== '' || url.password !== '') return `the entry for ${url.origin} holds credentials`;
+  if (url.origin === value) return null;
+  // the same origin written otherwise (case, a default port): say how a browser writes it
+  const bare = url.pathname === '/' && url.search === '' && url.hash === '' && !/[/?#]$/.test(value);
+  return bare ? `"${value}" is sent by browsers as "${url.origin}"` : `"${value}" has more than an origin (a path, a trailing slash, a query)`;
 }
 
 /** Reads the configuration from `env` (process.env by default); throws ConfigError listing every bad value. */
@@ -273,6 +297,25 @@ export function loadConfig(env: Env = process.env): Config {
     };
   }
 
+  /**
+   * CORS_ORIGINS: `*`, or origins as a browser sends them in Origin: scheme://host[:port], lower
+   * case, no default port, no path (nor a trailing slash), which is what they are compared with.
+   * The first bad one is named.
+   */
+  function corsOrigins(): string[] | '*' | null {
+    const origins = list('CORS_ORIGINS');
+    if (origins.length === 0) return null;
+    if (origins.length === 1 && origins[0] === '*') return '*';
+    for (const origin of origins) {
+      const problem = originProblem(origin);
+      if (problem !== null) {
+        problems.push(`CORS_ORIGINS must be * or origins such as https://app.example (scheme://host[:port]) separated by commas: ${problem}`);
+        return null;
+      }
+    }
+    return origins;
+  }
+
   // --- Trusted documents ---
   function trustedDocuments(): TrustedDocumentsSettings | null {
     const file = get('TRUSTED_DOCUMENTS');
@@ -348,6 +391,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxKeysPerUser: int('MAX_KEYS_PER_USER', DEFAULT_MAX_KEYS_PER_USER, 1, 1_000_000),
     metricsToken: token('METRICS_TOKEN'),
     trustedDocuments: trustedDocuments(),
+    corsOrigins: corsOrigins(),
   };
   config.ingestBodyLimitBytes = Math.max(config.bodyLimitBytes, int('INGEST_BODY_LIMIT_BYTES', DEFAULT_INGEST_BODY_LIMIT_BYTES, 1024, 256 * 1024 * 1024));
   config.anonymousBodyLimitBytes = Math.min(config.bodyLimitBytes, int('ANONYMOUS_BODY_LIMIT_BYTES', DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, 1024, 64 * 1024 * 1024));

@@ -16,6 +16,7 @@ import { observeRequest, type RequestRecord } from '../observability/requestScop
 import type { Backend, PrincipalModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
 import { HttpError, LargeBodies } from './body.js';
+import { Cors, corsMethods, GRAPHQL_METHODS } from './cors.js';
 import { drainHttpServer, followConnections } from './drain.js';
 import { createHttpServer, listen, listenAddress } from './listener.js';
 import { graphqlRoute } from './routes/graphql.js';
@@ -27,9 +28,11 @@ import { graphqlError, sendJson } from './send.js';
 
 export { listenAddress, type ListenAddress } from './listener.js';
 
+const ANSWERED: Promise<void> = Promise.resolve();
+
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments' | 'corsOrigins'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -95,9 +98,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     backend.onDataChange(() => responseCache.dataChanged());
   }
   const { apollo, prepared } = engine;
+  const cors = config.corsOrigins ? new Cors(config.corsOrigins) : null;
   const serveIde = ideRoute({ limiter, addresses });
   const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log, ingestBodyLimit });
-  const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, engine, serveIde });
+  const varyByOrigin = cors?.variesByOrigin ?? false;
+  const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, engine, serveIde, varyByOrigin });
 
   /**
    * Routes a request. Not async itself: /graphql's promise is handed back as it is (an async
@@ -108,6 +113,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // /graphql as sent needs no URL object; anything else is parsed (and normalised) first
     const query = target.indexOf('?');
     if ((query === -1 ? target : target.slice(0, query)) === '/graphql') {
+      // CORS_ORIGINS unset: one comparison; set, one header lookup for a request without Origin
+      if (cors !== null) {
+        const origin = req.headers.origin;
+        if (origin !== undefined && cors.apply(req, res, origin, GRAPHQL_METHODS, record.id)) return ANSWERED;
+      }
       return graphql(req, res, query === -1 ? '' : target.slice(query), record);
     }
     return handleOther(req, res, target, record);
@@ -120,6 +130,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       url = new URL(target, 'http://gateway');
     } catch {
       throw new HttpError(400, 'The request target is not a valid URL');
+    }
+    if (cors !== null && req.headers.origin !== undefined) {
+      const methods = corsMethods(url.pathname);
+      if (methods !== null && cors.apply(req, res, req.headers.origin, methods, record.id)) return;
     }
     if (await servedRest(req, res, url)) return;
     if (url.pathname.startsWith(IDE_ASSET_PREFIX)) return serveIde(req, res, url.pathname.slice(IDE_ASSET_PREFIX.length));

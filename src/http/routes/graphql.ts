@@ -58,12 +58,16 @@ export interface GraphQLRouteDeps extends BodyRouteDeps {
   engine: GraphQLEngine;
   /** The IDE's page, for a browser's GET /graphql without a query. */
   serveIde: (req: IncomingMessage, res: ServerResponse, file: null) => Promise<void>;
+  /** CORS_ORIGINS lists origins: Access-Control-Allow-Origin then depends on Origin, and a PUBLIC answer says so. */
+  varyByOrigin?: boolean;
 }
 
 /** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
   const { config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, serveIde } = deps;
   const { responseCache, trustedDocuments, execute } = deps.engine;
+  // what a shared cache must key a PUBLIC answer by (the response cache stores it with the answer)
+  const publicVary = deps.varyByOrigin === true ? 'authorization, origin' : 'authorization';
 
   /**
    * /graphql. The order is the contract: the credential is authenticated under the rate limits
@@ -187,7 +191,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
    */
   function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord, sources: AnswerSources | null): void {
     // a shared cache may keep a public answer, but only for callers with the same credential
-    if (headers['cache-control']?.includes('public')) headers.vary = 'authorization';
+    if (headers['cache-control']?.includes('public')) headers.vary = publicVary;
     const bytes = cacheKey !== null && cacheKey !== undefined ? Buffer.from(body, 'utf8') : null;
     headers['content-length'] = String(bytes === null ? Buffer.byteLength(body, 'utf8') : bytes.length);
     const flat = ['x-request-id', record.id];

@@ -251,7 +251,9 @@ export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMe
     }
     const answer = await ideResponse(file, req.headers);
     if (answer === null) return sendJson(res, 404, graphqlError('No such file of the IDE', ErrorCode.NOT_FOUND));
-    res.writeHead(answer.status, answer.headers);
+    // an allowed origin's Vary: Origin (src/http/cors.ts) stays with the page's own
+    const vary = res.getHeader('vary');
+    res.writeHead(answer.status, vary === undefined ? answer.headers : { ...answer.headers, vary: `${String(vary)}, ${answer.headers.vary}` });
     res.end(method === 'HEAD' || answer.body === null ? undefined : answer.body);
   }
   return serveIde;
