@@ -181,7 +181,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
   } catch (error) {
     throw listenFailure(error, config.port, config.host) ?? error;
   }
-  const starting = new StartingAnswers(httpServer);
+  const starting = new StartingAnswers(httpServer, config.corsOrigins);
   const where = listenAddress(httpServer);
   const place = {
     url: `${where.localUrl}/graphql`,

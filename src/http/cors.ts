@@ -68,10 +68,10 @@ export class Cors {
    * 204 without any Access-Control-* header, as Apollo Router answers it (with its 200): the
    * browser then refuses the request itself, and nothing about the routes is told.
    */
-  apply(req: IncomingMessage, res: ServerResponse, origin: string, methods: string, requestId: string): boolean {
+  apply(req: IncomingMessage, res: ServerResponse, origin: string, methods: string, requestId?: string): boolean {
     const allowed = this.allows(origin);
     if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
-      const headers: Record<string, string> = { 'x-request-id': requestId };
+      const headers: Record<string, string> = requestId === undefined ? {} : { 'x-request-id': requestId };
       if (this.variesByOrigin) headers.vary = 'origin';
       if (allowed) {
         headers['access-control-allow-origin'] = this.any ? '*' : origin;

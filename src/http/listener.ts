@@ -2,6 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ErrorCode } from '../errors.js';
 import type { ServerLimits } from '../ports/limits.js';
+import { Cors, corsMethods } from './cors.js';
 
 // Only node's own modules at run time: `serve` loads this, listens and answers /healthz before
 // Apollo Server, the stores and the recommender are even loaded (issue 22: /healthz within
@@ -67,8 +68,11 @@ export const STARTING_RETRY_AFTER_S = 1;
 export class StartingAnswers {
   private step = 'loading the gateway';
   private readonly handler = (req: IncomingMessage, res: ServerResponse): void => this.answer(req, res);
+  private readonly cors: Cors | null;
 
-  constructor(private readonly server: http.Server) {
+  /** `corsOrigins`: CORS_ORIGINS, so that a page on an allowed origin can read the 503 too. */
+  constructor(private readonly server: http.Server, corsOrigins: readonly string[] | '*' | null = null) {
+    this.cors = corsOrigins ? new Cors(corsOrigins) : null;
     server.on('request', this.handler);
   }
 
@@ -86,6 +90,10 @@ export class StartingAnswers {
     const target = req.url ?? '/';
     const query = target.indexOf('?');
     const path = query === -1 ? target : target.slice(0, query);
+    if (this.cors !== null && req.headers.origin !== undefined) {
+      const methods = corsMethods(path);
+      if (methods !== null && this.cors.apply(req, res, req.headers.origin, methods)) return;
+    }
     // a body is not read: a large one takes the connection with it
     const length = req.headers['content-length'];
     const closing = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;

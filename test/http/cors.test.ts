@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { ConfigError, loadConfig } from '../../src/config/env.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
-import { listen } from '../../src/http/listener.js';
+import { listen, StartingAnswers } from '../../src/http/listener.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds, tempDir } from '../helpers/stores.js';
 
@@ -272,6 +272,33 @@ describe('CORS_ORIGINS values', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toContain('"https://app.example/"');
   }, 30_000);
+});
+
+describe('CORS while the gateway starts', () => {
+  let server: Server;
+  let url: string;
+  beforeAll(async () => {
+    server = createServer();
+    new StartingAnswers(server, [APP]);
+    await listen(server, 0, '127.0.0.1');
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it("answers a preflight, and gives an allowed origin's page a 503 it can read", async () => {
+    const answer = await preflight(`${url}/graphql`, APP);
+    expect(answer.status).toBe(204);
+    expect(answer.headers.get('access-control-allow-origin')).toBe(APP);
+    const starting = await post(url, { query: '{ viewer { username } }' }, { origin: APP });
+    expect(starting.status).toBe(503);
+    expect(starting.headers.get('access-control-allow-origin')).toBe(APP);
+    expect(listed(starting.headers.get('access-control-expose-headers'))).toContain('retry-after');
+    const stranger = await post(url, { query: '{ viewer { username } }' }, { origin: STRANGER });
+    expect(stranger.status).toBe(503);
+    expect(corsHeaders(stranger)).toEqual({});
+  });
 });
 
 /**
