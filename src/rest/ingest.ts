@@ -104,6 +104,57 @@ function timeOf(value: unknown, index: number, now: number): number {
 
 const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHASE' };
 
+/** An event's fields (GraphQL's EventInput, with kind in lower case); any other is refused, as EventInput refuses it. */
+const EVENT_FIELDS = ['kind', 'itemId', 'sessionId', 'userId', 'orderId', 'time', 'eventId'] as const;
+const EVENT_FIELD_SET: ReadonlySet<string> = new Set(EVENT_FIELDS);
+/** The longest part of a field's name a refusal echoes. */
+const MAX_ECHOED_NAME = 40;
+
+/** Edits (insertions, deletions, substitutions) from `a` to `b`, ignoring case: a misspelling's distance. */
+function editDistance(a: string, b: string): number {
+  const x = a.toLowerCase();
+  const y = b.toLowerCase();
+  let row = Array.from({ length: y.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= x.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= y.length; j++) {
+      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[y.length]!;
+}
+
+/** The event field `name` most likely misspells (at most 40% of its length edited, case aside), or undefined. */
+function closestEventField(name: string): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Math.max(1, Math.floor(name.length * 0.4));
+  for (const field of EVENT_FIELDS) {
+    const distance = editDistance(name, field);
+    if (distance <= bestDistance && (best === undefined || distance < bestDistance)) {
+      best = field;
+      bestDistance = distance;
+    }
+  }
+  return best;
+}
+
+/**
+ * The first field of `raw` an event does not have, or null. Dropped silently, a misspelled
+ * `eventID` lost the event's idempotency key (a retry stored it twice) and a misspelled `tme` its
+ * time (it became now): refused instead, naming the field and the one it is closest to.
+ */
+function unknownEventField(raw: Record<string, unknown>): { field: string; message: string } | null {
+  for (const name in raw) {
+    if (EVENT_FIELD_SET.has(name)) continue;
+    const shown = name.length > MAX_ECHOED_NAME ? `${name.slice(0, MAX_ECHOED_NAME)}…` : name;
+    const suggestion = name.length > MAX_ECHOED_NAME ? undefined : closestEventField(name);
+    const hint = suggestion === undefined ? '' : `; did you mean ${suggestion}?`;
+    return { field: shown, message: `unknown field: an event has only ${EVENT_FIELDS.join(', ')}${hint}` };
+  }
+  return null;
+}
+
 /**
  * The events of a POST /v1/events body: a JSON array of `{"kind":"view"|"purchase","itemId",
  * "sessionId"?,"userId"?,"orderId"?,"time"?,"eventId"?}` (time as ISO 8601 with an offset, or ms; now when absent). Checks
@@ -116,6 +167,8 @@ export function parseEvents(body: unknown, now: number = Date.now()): EventInput
   for (let i = 0; i < body.length; i++) {
     const raw: unknown = body[i];
     if (!isObject(raw)) throw badUserInput(`events[${i}]: must be a JSON object`, `events[${i}]`);
+    const unknown = unknownEventField(raw);
+    if (unknown !== null) fail('events', i, unknown.field, unknown.message);
     const kind = typeof raw.kind === 'string' ? KINDS[raw.kind.toLowerCase()] : undefined;
     if (kind === undefined) fail('events', i, 'kind', 'must be "view" or "purchase"');
     const itemId = toItemId(raw.itemId);

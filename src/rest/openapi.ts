@@ -525,8 +525,10 @@ export const openApiDocument: OpenApiDocument = {
       Event: {
         type: 'object',
         description: 'What a shopper did. A view needs a sessionId or a userId; a purchase an orderId, a sessionId or a userId. ' +
-          'The identifiers are opaque and never shown in answers, logs or metrics.',
+          'The identifiers are opaque and never shown in answers, logs or metrics. Any other field refuses the call (400, naming it): ' +
+          'a misspelled eventId or time is not dropped.',
         required: ['kind', 'itemId'],
+        additionalProperties: false,
         properties: {
           kind: { enum: ['view', 'purchase'], description: 'view or purchase.' },
           itemId: { oneOf: [itemId('The item viewed or bought; it may have no record yet.'), { type: 'string', pattern: '^[0-9]{1,16}$' }] },

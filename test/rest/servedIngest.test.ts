@@ -152,6 +152,26 @@ describe('the REST twins, embedded backend', () => {
     expect(await call('PUT', '/v1/items', root, '[{"itemId":')).toMatchObject(refusal(400, 4000, 'The request body is not valid JSON'));
   }, 30_000);
 
+  it('an event field it does not know (a misspelled eventId or time): 400 naming event and field, nothing of the batch stored', async () => {
+    // the probe's batch was answered accepted:1, its eventID and tme dropped: a retry stored the event twice
+    const fields = 'kind, itemId, sessionId, userId, orderId, time, eventId';
+    const probe = await call('POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 's', eventID: 'e1', tme: '2026-11-23T06:40:00Z' }]);
+    expect(probe).toMatchObject(refusal(400, 4000, `events[0].eventID: unknown field: an event has only ${fields}; did you mean eventId?`));
+    const view = (eventId: string, extra: Record<string, unknown> = {}) => ({ kind: 'view', itemId: A, sessionId: 'unknown-fields', eventId, ...extra });
+    const cases: [Record<string, unknown>, string][] = [
+      [{ tme: Date.now() }, `events[1].tme: unknown field: an event has only ${fields}; did you mean time?`],
+      [{ item_id: A }, `events[1].item_id: unknown field: an event has only ${fields}; did you mean itemId?`],
+      [{ price: 5 }, `events[1].price: unknown field: an event has only ${fields}`],
+      [{ ['x'.repeat(100)]: 1 }, `events[1].${'x'.repeat(40)}…: unknown field: an event has only ${fields}`],
+    ];
+    for (const [extra, message] of cases) {
+      expect(await call('POST', '/v1/events', root, [view('unknown-1'), view('unknown-2', extra)])).toMatchObject(refusal(400, 4000, message));
+    }
+    // nothing of the refused batches was stored: their eventIds are still free
+    const again = await call('POST', '/v1/events', root, [view('unknown-1'), view('unknown-2')]);
+    expect([again.status, again.body]).toEqual([200, { accepted: 2, duplicates: 0, itemsWithoutRecord: 0 }]);
+  }, 30_000);
+
   it('other methods: 405 with Allow', async () => {
     const get = await call('GET', '/v1/events', root);
     expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST']);
