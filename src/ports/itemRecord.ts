@@ -241,6 +241,20 @@ export function droppedField(raw: Raw, item: ItemModel): string | null {
   return null;
 }
 
+/**
+ * For a record sent to be stored: the first of NUMBERS_AS_TEXT sent as a number that has no exact
+ * digits (a fraction, a negative, one past 2^53 − 1, which JSON.parse rounds), or null: str
+ * kept `"upc": 1.5e30` as "1.5e+30" and 12345678901234567 as "12345678901234568", codes no
+ * product carries. An upstream's records are read as before (upstream-facts.md: its upc is text).
+ */
+export function numberWithoutDigits(raw: Raw): string | null {
+  for (const field of NUMBERS_AS_TEXT) {
+    const value = raw[field];
+    if (typeof value === 'number' && !(Number.isSafeInteger(value) && value >= 0)) return field;
+  }
+  return null;
+}
+
 function droppedIn(value: unknown, path: string, fields: Fields): string | null {
   if (!isObject(value)) return path;
   for (const [field, convert] of fields) {

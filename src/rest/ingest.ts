@@ -1,6 +1,6 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
 import { checkCallSize, parseIsoTime } from '../ports/ingest.js';
-import { ItemRecordError, droppedField, parseItemRecord, toItemId } from '../ports/itemRecord.js';
+import { ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -200,6 +200,10 @@ export function parseItems(body: unknown): ItemModel[] {
       throw error;
     }
     // Upstream records are read loosely (a field of the wrong type dropped); one sent to be stored is refused instead.
+    const inexact = numberWithoutDigits(raw);
+    if (inexact !== null) {
+      return fail('items', i, inexact, `a number here must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, kept as its digits: send any other code as a string`);
+    }
     const dropped = droppedField(raw, item);
     if (dropped !== null) return fail('items', i, dropped, 'has the wrong type for an item record (recommendations.md)');
     return item;

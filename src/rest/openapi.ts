@@ -413,7 +413,8 @@ export const openApiDocument: OpenApiDocument = {
         description: 'Administrators only. Each record replaces the item\'s previous record whole; itemId and a non-empty name are required. ' +
           `Texts are capped (UTF-16 code units): shortDescription and longDescription ${MAX_ITEM_TEXT_LENGTH.description}, URLs ${MAX_ITEM_TEXT_LENGTH.url}, ` +
           `every other text ${MAX_ITEM_TEXT_LENGTH.other}; attributes, imageEntities and variants at most ${MAX_ITEM_LIST_LENGTH.attributes}, ` +
-          `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it); of the texts only upc and modelNumber may be sent as numbers. ` +
+          `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it); of the texts only upc and modelNumber may be sent as numbers, ` +
+          `whole ones from 0 to ${Number.MAX_SAFE_INTEGER}, kept as their digits (any other number is refused). ` +
           'The same as GraphQL\'s upsertItems mutation.',
         tags: ['ingestion'],
         security: keySecurity,

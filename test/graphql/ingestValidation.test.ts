@@ -10,6 +10,7 @@ import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { COMPILE_AFTER_RUNS } from '../../src/graphql/preparedOperations.js';
 import type { Backend, EventInputModel, PrincipalModel } from '../../src/ports/backend.js';
+import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { codeOf, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds, TEST_COST } from '../helpers/stores.js';
 
@@ -249,6 +250,31 @@ describe('the ingestion API\'s checks on every path', () => {
     // the codes proxies send unquoted keep their digits as text
     expect(await twin('PUT', '/v1/items', [{ itemId: KNOWN, name: 'Coded', upc: 12345, modelNumber: 678 }])).toEqual({ status: 200, message: undefined });
     expect(recs.catalog.get(KNOWN)).toMatchObject({ name: 'Coded', upc: '12345', modelNumber: '678' });
+  }, 30_000);
+
+  it('refuses a upc or modelNumber sent as a number without exact digits (a fraction, an exponent past 2^53 − 1, a negative), naming it; keeps safe integers\' digits', async () => {
+    // the probe's "upc": 1.5e30 was stored, and item { upc } answered "1.5e+30"
+    const ok = { itemId: 99900011, name: 'Fine' };
+    const message = (field: string) => `items[1].${field}: a number here must be a whole number from 0 to 9007199254740991, kept as its digits: send any other code as a string`;
+    const cases: [Record<string, unknown>, string][] = [
+      [{ upc: 1.5e30 }, 'upc'],
+      [{ upc: 12.5 }, 'upc'],
+      [{ upc: -12345 }, 'upc'],
+      [{ upc: 2 ** 53 }, 'upc'],
+      [{ modelNumber: 1e21 }, 'modelNumber'],
+      [{ upc: '036000291452', modelNumber: 4.5 }, 'modelNumber'],
+    ];
+    for (const [fields, field] of cases) {
+      const record = { itemId: 99900012, name: 'Coded', ...fields };
+      expect(await twin('PUT', '/v1/items', [ok, record]), JSON.stringify(fields)).toEqual({ status: 400, message: message(field) });
+      expect([recs.catalog.get(99900011), recs.catalog.get(99900012)], field).toEqual([undefined, undefined]);
+    }
+    // within 0 to 2^53 − 1 the digits are kept as sent, the largest and 0 included
+    expect(await twin('PUT', '/v1/items', [{ itemId: KNOWN, name: 'Coded', upc: Number.MAX_SAFE_INTEGER, modelNumber: 0 }])).toEqual({ status: 200, message: undefined });
+    expect(recs.catalog.get(KNOWN)).toMatchObject({ upc: '9007199254740991', modelNumber: '0' });
+    expect((await prepared.gql(`{ item(itemId: ${KNOWN}) { upc modelNumber } }`, {}, { authorization: root })).body).toEqual({ data: { item: { upc: '9007199254740991', modelNumber: '0' } } });
+    // an upstream's record is read as before: such a number does not cost it the record
+    expect(parseItemRecord({ itemId: 5, name: 'Upstream', upc: 1.5e30 })).toMatchObject({ itemId: 5, name: 'Upstream' });
   }, 30_000);
 
   it('refuses a compressed body (Content-Encoding) with 415 saying so, on /graphql and the twins, and stores nothing', async () => {
