@@ -24,9 +24,9 @@ export type Scalars = {
    */
   DateTime: { input: number; output: Date | string; }
   /**
-   * An item identifier: a positive integer of up to 16 digits (Walmart item ids reach ten digits,
-   * past GraphQL's 32-bit Int). Sent and received as a JSON number; a string of digits is accepted
-   * as input too. Exact up to 9007199254740991.
+   * An item identifier: a whole number from 1 to 9007199254740991, 2^53 − 1, where a JSON number stops
+   * being exact (Walmart item ids reach ten digits, past GraphQL's 32-bit Int). Sent and received as
+   * a JSON number; a string of its digits is accepted as input too.
    */
   ItemId: { input: number; output: number; }
 };

@@ -1,29 +1,42 @@
-import { GraphQLError, GraphQLScalarType, Kind } from 'graphql';
+import { GraphQLError, GraphQLScalarType, Kind, print, type ValueNode } from 'graphql';
 import { toItemId } from '../ports/itemRecord.js';
 import { eventTimeProblem, parseIsoTime } from '../ports/ingest.js';
 
-const invalidItemId = (value: unknown): GraphQLError =>
-  new GraphQLError(`ItemId must be a positive integer of at most 16 digits, got ${JSON.stringify(value)?.slice(0, 40)}`);
+/** The most of a refused value a message shows. */
+const MAX_SHOWN = 40;
+
+/**
+ * The refusal of an item id, saying the real range and what was sent: a value as JSON, a literal
+ * as written in the query (3.5, "abc", true). It said "at most 16 digits", which
+ * 9007199254740992 has (the limit is 2^53 − 1, where a JSON number stops being exact), and of a
+ * literal that was no integer or string, its kind ("FloatValue").
+ */
+function invalidItemId(sent: string | undefined): GraphQLError {
+  const shown = sent === undefined ? 'nothing' : sent.length > MAX_SHOWN ? `${sent.slice(0, MAX_SHOWN)}…` : sent;
+  return new GraphQLError(`ItemId must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} (2^53 − 1), or a string of its digits; got ${shown}`);
+}
+
+const invalidItemIdValue = (value: unknown): GraphQLError => invalidItemId(JSON.stringify(value));
+/** A literal as written; a list or an object is printed whole first, so no longer than MAX_SHOWN of it is shown. */
+const invalidItemIdLiteral = (ast: ValueNode): GraphQLError => invalidItemId(print(ast));
 
 /** Item ids past 2^31: a JSON number out, a number or a digit string in. */
 export const ItemIdScalar = new GraphQLScalarType<number, number>({
   name: 'ItemId',
   serialize(value) {
     const id = toItemId(value);
-    if (id === null) throw invalidItemId(value);
+    if (id === null) throw invalidItemIdValue(value);
     return id;
   },
   parseValue(value) {
     const id = toItemId(value);
-    if (id === null) throw invalidItemId(value);
+    if (id === null) throw invalidItemIdValue(value);
     return id;
   },
   parseLiteral(ast) {
     // graphql-js would reject 5000000001 as an Int literal; read the digits ourselves
     const id = ast.kind === Kind.INT || ast.kind === Kind.STRING ? toItemId(ast.kind === Kind.INT ? Number(ast.value) : ast.value) : null;
-    if (id === null || (ast.kind === Kind.INT && String(id) !== ast.value.replace(/^0+/, ''))) {
-      throw invalidItemId(ast.kind === Kind.INT || ast.kind === Kind.STRING ? ast.value : ast.kind);
-    }
+    if (id === null || (ast.kind === Kind.INT && String(id) !== ast.value.replace(/^0+/, ''))) throw invalidItemIdLiteral(ast);
     return id;
   },
 });

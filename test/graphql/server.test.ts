@@ -107,6 +107,38 @@ describe('the gateway over HTTP', () => {
     expect([variable.status, codeOf(variable)]).toEqual([400, 'BAD_USER_INPUT']);
   });
 
+  it('says what was sent and the real limit, 2^53 − 1, when it refuses an item id', async () => {
+    // the probe: 9007199254740992 was told "at most 16 digits" (it has 16), 3.5 "got \"FloatValue\""
+    const range = 'ItemId must be a whole number from 1 to 9007199254740991 (2^53 − 1), or a string of its digits; got';
+    const literals: [string, string][] = [
+      ['9007199254740992', '9007199254740992'],
+      ['3.5', '3.5'],
+      ['1e3', '1e3'],
+      ['-1', '-1'],
+      ['"12a"', '"12a"'],
+      ['true', 'true'],
+      ['COLOR', 'COLOR'],
+      [`[${'1, '.repeat(30)}1]`, `[${'1, '.repeat(13)}…`],
+    ];
+    for (const [literal, shown] of literals) {
+      const response = await gw.gql(`{ item(itemId: ${literal}) { itemId } }`, {}, { authorization: key });
+      expect([response.status, codeOf(response), response.body.errors?.[0]?.message], literal).toEqual([400, 'GRAPHQL_VALIDATION_FAILED', `${range} ${shown}`]);
+    }
+    const variables: [unknown, string][] = [
+      [9007199254740992, '9007199254740992'],
+      [3.5, '3.5'],
+      ['12345678901234567', '"12345678901234567"'],
+      [{ id: 5 }, '{"id":5}'],
+    ];
+    for (const [value, shown] of variables) {
+      const response = await gw.gql('query($id: ItemId!) { item(itemId: $id) { itemId } }', { id: value }, { authorization: key });
+      expect([response.status, codeOf(response), response.body.errors?.[0]?.message], shown).toEqual([400, 'BAD_USER_INPUT', `Variable "$id" got invalid value; ${range} ${shown}`]);
+    }
+    // the limit itself is an item id (unknown in the demo shop)
+    const largest = await gw.gql('{ item(itemId: 9007199254740991) { itemId } }', {}, { authorization: key });
+    expect(largest.body.errors?.[0]?.message).toBe('No item with itemId 9007199254740991');
+  });
+
   it('lets a CDN keep public GET answers per credential, and never private ones', async () => {
     const query = encodeURIComponent('{ item(itemId: 31000005) { itemId name } }');
     const publicAnswer = await fetch(`${gw.url}/graphql?query=${query}`, { headers: { authorization: key, 'apollo-require-preflight': '1' } });

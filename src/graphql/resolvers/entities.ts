@@ -62,7 +62,7 @@ function itemIdOf(representation: unknown, index: number): number | Error {
     return badUserInput(`Representation ${index} is not an ${ENTITY}: this subgraph resolves only ${ENTITY} entities`, 'representations');
   }
   const id = toItemId(itemId);
-  return id ?? badUserInput(`Representation ${index} has no valid itemId (a positive integer of at most 16 digits)`, 'representations');
+  return id ?? badUserInput(`Representation ${index} has no valid itemId (a whole number from 1 to ${Number.MAX_SAFE_INTEGER})`, 'representations');
 }
 
 /**
