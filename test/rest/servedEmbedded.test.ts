@@ -83,6 +83,25 @@ describe.each(storeKinds)('served REST interfaces, embedded backend on $name', (
     expect(ghost.body).toEqual([{ id: 'username', message: 'User not found: ghost' }]);
   });
 
+  /** POST /api/v1/apikey with a body as given, text and headers as sent: what a careless or hostile client may send. */
+  async function createRaw(auth: string, body: string | undefined, contentType?: string) {
+    const headers: Record<string, string> = { authorization: auth };
+    if (contentType !== undefined) headers['content-type'] = contentType;
+    const response = await fetch(`${gw.url}/api/v1/apikey`, { method: 'POST', headers, body: body ?? null, signal: AbortSignal.timeout(10_000) });
+    return { status: response.status, body: JSON.parse(await response.text()) as unknown };
+  }
+  const keyNames = async (auth: string) => ((await call('GET', '/api/v1/apikey', auth)).body as { name: string }[]).map((k) => k.name);
+
+  it('a create body nested too deep or not JSON: 400 saying which, in the key interface\'s body, and no key', async () => {
+    // the probe's body, valid JSON nested 200,000 deep, was told "must be a JSON object"
+    const before = await keyNames(bob);
+    const deep = `{"name":${'['.repeat(200_000)}${']'.repeat(200_000)}}`;
+    expect(await createRaw(bob, deep, 'application/json')).toEqual({ status: 400, body: [{ id: '*', message: 'The request body nests deeper than 40 levels' }] });
+    expect(await createRaw(bob, '{"name":', 'application/json')).toEqual({ status: 400, body: [{ id: '*', message: 'The request body is not valid JSON' }] });
+    expect(await createRaw(bob, '[1]', 'application/json')).toEqual({ status: 400, body: [{ id: '*', message: 'The request body must be a JSON object' }] });
+    expect(await keyNames(bob)).toEqual(before);
+  });
+
   it('postbrowse and nbp: at most 10 full records, most relevant first; items by id and by list', async () => {
     const { key } = (await call('POST', '/api/v1/apikey', alice, {})).body as { key: string };
     const q = (path: string) => call('GET', `${path}${path.includes('?') ? '&' : '?'}apiKey=${encodeURIComponent(key)}`);

@@ -128,9 +128,10 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     try {
       body = raw.length > 0 ? parseJson(raw.toString('utf8')) : undefined;
     } catch (error) {
-      // an administrator's batch that is not JSON, or nests too deep, is told which (the twins' 400)
-      if (read && ingest !== null && error instanceof HttpError) return writeRest(req, res, refusal(badUserInput(error.message, ingest)), true);
-      body = undefined; // the handlers answer a missing, broken or too deep body with the interface's 400
+      // a body read that is not JSON, or nests too deep, is told which, in the interface's 400: an
+      // administrator's batch, or a key's creation (which said "must be a JSON object" of both)
+      if (!(error instanceof HttpError)) throw error;
+      return writeRest(req, res, refusal(badUserInput(error.message, ingest ?? '*')), true);
     }
     const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log, address);
     const answer = isKeys ? serveApiKeys(restRequest, keys) : (serveIngest(restRequest, keys, backend.ingest) ?? serveRecommendations(restRequest, keys, backend.recs));
