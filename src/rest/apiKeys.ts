@@ -56,6 +56,24 @@ export function apiKeyErrorResponse(error: unknown, authorization: string | unde
   }
 }
 
+/** application/json, with a charset at most, as api-keys.md has the requests carry it. */
+const JSON_TYPE = /^application\/json[ \t]*(;[ \t]*charset[ \t]*=[ \t]*("[^"]*"|[^\s;"]+)[ \t]*)?$/i;
+
+/** Whether a key's creation is sent as JSON: anything else, or nothing, is refused unread (apiKeyNotJson). */
+export function isApiKeyJson(contentType: string | undefined): boolean {
+  return contentType !== undefined && JSON_TYPE.test(contentType.trim());
+}
+
+/**
+ * A key's creation sent as anything but JSON, unread: 415 in the interface's error body. A form or
+ * text/plain POST is what a page on another site can send without a preflight, with the Basic
+ * credentials a browser remembers: such a POST made a key for its user (Apollo's CSRF prevention
+ * guards /graphql, and the ingestion twins refuse it alike).
+ */
+export function apiKeyNotJson(): RestResponse {
+  return json(415, errors('*', 'Send the body as JSON: Content-Type: application/json'), { connection: 'close' });
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -84,8 +84,8 @@ describe.each(storeKinds)('served REST interfaces, embedded backend on $name', (
   });
 
   /** POST /api/v1/apikey with a body as given, text and headers as sent: what a careless or hostile client may send. */
-  async function createRaw(auth: string, body: string | undefined, contentType?: string) {
-    const headers: Record<string, string> = { authorization: auth };
+  async function createRaw(auth: string | undefined, body: string | Uint8Array | undefined, contentType?: string) {
+    const headers: Record<string, string> = auth === undefined ? {} : { authorization: auth };
     if (contentType !== undefined) headers['content-type'] = contentType;
     const response = await fetch(`${gw.url}/api/v1/apikey`, { method: 'POST', headers, body: body ?? null, signal: AbortSignal.timeout(10_000) });
     return { status: response.status, body: JSON.parse(await response.text()) as unknown };
@@ -100,6 +100,43 @@ describe.each(storeKinds)('served REST interfaces, embedded backend on $name', (
     expect(await createRaw(bob, '{"name":', 'application/json')).toEqual({ status: 400, body: [{ id: '*', message: 'The request body is not valid JSON' }] });
     expect(await createRaw(bob, '[1]', 'application/json')).toEqual({ status: 400, body: [{ id: '*', message: 'The request body must be a JSON object' }] });
     expect(await keyNames(bob)).toEqual(before);
+  });
+
+  it('a create sent as anything but JSON: 415 unread, in the key interface\'s body, and no key; requests without a body need no Content-Type', async () => {
+    // the probe: a text/plain POST, which any page can send cross-site with the Basic credentials a browser remembers, made a key
+    const before = await keyNames(alice);
+    const notJson = { status: 415, body: [{ id: '*', message: 'Send the body as JSON: Content-Type: application/json' }] };
+    for (const [body, type] of [
+      ['{}', 'text/plain'],
+      ['{"name":"csrf-plain"}', 'text/plain;charset=UTF-8'],
+      ['name=csrf-form', 'application/x-www-form-urlencoded'],
+      ['--b\r\nContent-Disposition: form-data; name="name"\r\n\r\ncsrf-multi\r\n--b--\r\n', 'multipart/form-data; boundary=b'],
+      ['{}', 'application/jsonp'],
+      ['{}', 'application/json-seq'],
+      ['{}', 'application/graphql-response+json'],
+      ['{}', 'application/json; version=2'],
+      [new TextEncoder().encode('{"name":"csrf-bytes"}'), undefined], // a body with no Content-Type at all
+      [undefined, undefined],
+    ] as const) {
+      expect(await createRaw(alice, body, type), `${type}`).toEqual(notJson);
+    }
+    expect(await keyNames(alice)).toEqual(before);
+    // credentials come first, as before: none or bad ones get 401, whatever the type
+    expect((await createRaw(undefined, '{}', 'text/plain')).status).toBe(401);
+    expect((await createRaw(basicAuthorization('alice', 'wrong'), '{}', 'text/plain')).status).toBe(401);
+    // JSON, with a charset or none, in any case: taken
+    for (const [name, type] of [['json-bare', 'application/json'], ['json-utf8', 'Application/JSON; charset=UTF-8'], ['json-quoted', 'application/json;charset="utf-8"']]) {
+      expect(await createRaw(alice, JSON.stringify({ name }), type), type).toMatchObject({ status: 200, body: { ok: true } });
+    }
+    expect(await keyNames(alice)).toEqual([...before, 'json-bare', 'json-quoted', 'json-utf8'].sort());
+    // a list and a delete take no body: with no Content-Type, or with the application/json api-keys.md has them carry, they are answered
+    const { id } = (await createRaw(alice, '{"name":"to-delete"}', 'application/json')).body as { id: string };
+    const list = await fetch(`${gw.url}/api/v1/apikey`, { headers: { authorization: alice }, signal: AbortSignal.timeout(10_000) });
+    expect(list.status).toBe(200);
+    const bare = await fetch(`${gw.url}/api/v1/apikey/${id}`, { method: 'DELETE', headers: { authorization: alice }, signal: AbortSignal.timeout(10_000) });
+    expect([bare.status, await bare.json()]).toEqual([200, { result: 'DELETED', ok: true }]);
+    const { id: other } = (await createRaw(alice, '{"name":"to-delete-2"}', 'application/json')).body as { id: string };
+    expect((await call('DELETE', `/api/v1/apikey/${other}`, alice)).body).toEqual({ result: 'DELETED', ok: true });
   });
 
   it('postbrowse and nbp: at most 10 full records, most relevant first; items by id and by list', async () => {
