@@ -214,8 +214,8 @@ export class RateLimiter {
     let failed = false;
     try {
       const principal = await keys.authenticate(authorization, options);
-      // signed in with the password checked: the username stays open from here
-      await this.buckets.take(signedInBucket(user, address), SIGNED_IN_FROM, 1);
+      // signed in with the password checked: the username stays open from here, for 30 days from now
+      await this.buckets.mark(signedInMark(user, address), SIGNED_IN_FROM_MS);
       return principal;
     } catch (error) {
       failed = error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED;
@@ -227,11 +227,11 @@ export class RateLimiter {
 
   /**
    * Whether the username (its failure bucket's name) signed in from this address, its password
-   * checked, within SIGNED_IN_FROM_DAYS: its mark, a bucket of one token spent by that sign-in,
-   * is not refilled yet (a look that spends nothing).
+   * checked, within SIGNED_IN_FROM_DAYS of the last time: a mark, which only such a sign-in makes
+   * (asking writes nothing, so strangers' refused guesses store nothing).
    */
-  private async signedInFrom(user: string, address: string): Promise<boolean> {
-    return !(await this.buckets.take(signedInBucket(user, address), SIGNED_IN_FROM, 0)).allowed;
+  private signedInFrom(user: string, address: string): Promise<boolean> {
+    return this.buckets.marked(signedInMark(user, address));
   }
 
   private refused(outcome: RateLimitOutcome, retryAfterMs: number): GatewayError {
@@ -423,14 +423,10 @@ const usernameBucket = (username: string, domain: string | null): string =>
  */
 export const SIGNED_IN_FROM_DAYS = 30;
 
-/** The mark's bucket: one token, back after SIGNED_IN_FROM_DAYS. */
-const SIGNED_IN_FROM: BucketLimit = { ratePerSecond: 1 / (SIGNED_IN_FROM_DAYS * 86_400), burst: 1 };
+const SIGNED_IN_FROM_MS = SIGNED_IN_FROM_DAYS * 86_400_000;
 
-/**
- * A username's sign-in from an address, by a hash of both (no name or address a reader of Redis
- * could list); among the failures' buckets, which requests without credentials cannot push out.
- */
-const signedInBucket = (user: string, address: string): string => `authfail-from:${hash('sha256', `${user}\n${address}`, 'base64url').slice(0, 22)}`;
+/** A username's sign-in from an address, by a hash of both: no name or address a reader of Redis could list. */
+const signedInMark = (user: string, address: string): string => `signedin:${hash('sha256', `${user}\n${address}`, 'base64url').slice(0, 22)}`;
 
 /**
  * The bucket a principal spends from: never the credential itself. A key by its id, a user by

@@ -12,8 +12,10 @@ export interface TakeResult {
 
 /**
  * Named token buckets. `take` removes `cost` tokens when at least `max(cost, 1)` are there; a
- * cost of 0 only asks whether one token is left (a look that spends nothing); a negative cost
- * gives tokens back (up to the burst) and is always allowed: a reservation returned.
+ * cost of 0 only asks whether one token is left (a look that spends nothing, and stores nothing:
+ * a look at a bucket nobody spent from keeps no state for it); a negative cost gives tokens back
+ * (up to the burst) and is always allowed: a reservation returned. Marks (mark, marked) are named
+ * flags with a time to live, kept apart from the buckets.
  */
 export interface TokenBuckets {
   take(bucket: string, limit: BucketLimit, cost?: number): Promise<TakeResult>;
@@ -23,6 +25,10 @@ export interface TokenBuckets {
    * exactly what take would.
    */
   takeNow(bucket: string, limit: BucketLimit, cost?: number): TakeResult | undefined;
+  /** Marks `name` for `ttlMs` from now (again: a mark's time starts over). */
+  mark(name: string, ttlMs: number): Promise<void>;
+  /** Whether `name` is marked; asking writes nothing. */
+  marked(name: string): Promise<boolean>;
   /** Where the buckets live now: 'redis', or 'memory' (no Redis, or Redis failing). */
   readonly backing: 'redis' | 'memory';
   /** What /readyz reports: 'ok', or what is wrong and what stands in. */
@@ -68,6 +74,8 @@ export class MemoryTokenBuckets implements TokenBuckets {
    * a bucket each) cannot push a username's or an address's failures out and buy more guesses.
    */
   private readonly failures: LRUCache<string, Bucket>;
+  /** Marks by name: when each ends. Only a caller's own success makes one (RateLimiter's sign-ins). */
+  private readonly marks: LRUCache<string, number>;
 
   constructor(
     maxBuckets = 100_000,
@@ -75,6 +83,7 @@ export class MemoryTokenBuckets implements TokenBuckets {
   ) {
     this.buckets = new LRUCache<string, Bucket>({ max: maxBuckets });
     this.failures = new LRUCache<string, Bucket>({ max: maxBuckets });
+    this.marks = new LRUCache<string, number>({ max: maxBuckets });
   }
 
   take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
@@ -86,12 +95,28 @@ export class MemoryTokenBuckets implements TokenBuckets {
     const buckets = name.startsWith('authfail') ? this.failures : this.buckets;
     let bucket = buckets.get(name);
     if (bucket === undefined) {
+      // a full bucket: a look needs none kept (strangers' looks would push real buckets out)
+      if (cost === 0) return ALLOWED;
       bucket = { tokens: limit.burst, at: now };
       buckets.set(name, bucket);
     } else {
       refill(bucket, limit, now);
     }
     return spend(bucket, limit, cost);
+  }
+
+  mark(name: string, ttlMs: number): Promise<void> {
+    return promised(() => {
+      this.marks.set(name, this.now() + ttlMs);
+    });
+  }
+
+  marked(name: string): Promise<boolean> {
+    return promised(() => this.markedNow(name));
+  }
+
+  markedNow(name: string): boolean {
+    return (this.marks.get(name) ?? 0) > this.now();
   }
 
   check(): Promise<'ok'> {
@@ -102,6 +127,7 @@ export class MemoryTokenBuckets implements TokenBuckets {
     return promised(() => {
       this.buckets.clear();
       this.failures.clear();
+      this.marks.clear();
     });
   }
 }
@@ -124,6 +150,8 @@ local state = redis.call('HMGET', KEYS[1], 'tokens', 'at')
 local tokens = tonumber(state[1])
 local at = tonumber(state[2])
 if tokens == nil or at == nil then
+  -- a look at a bucket nobody spent from: full, and nothing kept for it
+  if cost == 0 then return {1, 0, 0} end
   tokens = burst
   at = now
 end
@@ -146,6 +174,8 @@ if tokens >= required then
 else
   retry = math.ceil((required - tokens) * 1000 / rate)
 end
+-- a look spends nothing, and so writes nothing
+if cost == 0 then return {allowed, retry, 0} end
 redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(now))
 redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)
 return {allowed, retry, granted}
@@ -293,6 +323,31 @@ export class RedisTokenBuckets implements TokenBuckets {
     const lease = this.leases.get(name);
     if (lease !== undefined && lease.expiresAt > now) lease.tokens += tokens;
     else this.leases.set(name, { tokens, expiresAt: now + this.leaseMs });
+  }
+
+  async mark(name: string, ttlMs: number): Promise<void> {
+    if (this.usable()) {
+      try {
+        await this.redis.set(`mark:${name}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)));
+        return;
+      } catch {
+        this.downUntil = Date.now() + this.backoffMs;
+      }
+    }
+    this.fallbacks += 1;
+    await this.fallback.mark(name, ttlMs);
+  }
+
+  async marked(name: string): Promise<boolean> {
+    if (this.usable()) {
+      try {
+        return (await this.redis.exists(`mark:${name}`)) === 1;
+      } catch {
+        this.downUntil = Date.now() + this.backoffMs;
+      }
+    }
+    this.fallbacks += 1;
+    return this.fallback.marked(name);
   }
 
   async check(): Promise<string> {

@@ -33,6 +33,8 @@ function slowRefunds(): { buckets: TokenBuckets; refunding: ReturnType<typeof ga
       }
       return memory.take(bucket, limit, cost);
     },
+    mark: (name, ttlMs) => memory.mark(name, ttlMs),
+    marked: (name) => memory.marked(name),
     check: () => memory.check(),
     close: () => memory.close(),
   };

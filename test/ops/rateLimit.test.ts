@@ -3,7 +3,7 @@ import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { KeyService, PrincipalModel } from '../../src/ports/backend.js';
 import { unauthenticated } from '../../src/errors.js';
 import { loadConfig } from '../../src/config/env.js';
-import { principalBucket, RateLimiter } from '../../src/auth/rateLimit.js';
+import { principalBucket, RateLimiter, SIGNED_IN_FROM_DAYS } from '../../src/auth/rateLimit.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from '../../src/auth/tokenBucket.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { Redis } from 'ioredis';
@@ -173,6 +173,25 @@ describe('Redis token buckets across processes and failures', () => {
         const many = await Promise.all(Array.from({ length: 150 }, () => a.take('burst-at-once', limit)));
         expect(many.filter((r) => r.allowed)).toHaveLength(100);
         expect(Math.round(Number(await redis.hget(`${prefix}ratelimit:burst-at-once`, 'tokens')))).toBe(0);
+      } finally {
+        redis.disconnect();
+      }
+    }));
+
+  it('keeps nothing in Redis for a look at a bucket nobody spent from, nor for asking after a mark', () =>
+    withTwoProcesses(async (a, b, prefix) => {
+      const failures = { ratePerSecond: 10 / 60, burst: 3 };
+      for (let i = 0; i < 50; i++) {
+        expect((await a.take(`authfail:stranger-${i}`, failures, 0)).allowed).toBe(true);
+        expect(await a.marked(`signedin:stranger-${i}`)).toBe(false);
+      }
+      const redis = new Redis(REDIS_URL);
+      try {
+        expect(await redis.keys(`${prefix}*`)).toEqual([]);
+        // a mark is kept, and asked after from another process
+        await a.mark('signedin:home', 60_000);
+        expect(await b.marked('signedin:home')).toBe(true);
+        expect(await redis.pttl(`${prefix}ratelimit:mark:signedin:home`)).toBeGreaterThan(50_000);
       } finally {
         redis.disconnect();
       }
@@ -418,6 +437,51 @@ describe.each(kinds)('a username locked out by strangers, on $name buckets', (ki
     } finally {
       await opened.dispose();
       await dispose();
+    }
+  });
+});
+
+describe('what strangers can make the in-process buckets keep', () => {
+  it("a look at a bucket nobody spent from keeps nothing: strangers' looks push no username's failures out", async () => {
+    const buckets = new MemoryTokenBuckets(10);
+    const failures = { ratePerSecond: 1 / 60, burst: 3 };
+    for (let i = 0; i < 3; i++) expect(buckets.takeNow('authfail-user:alice', failures, 1).allowed).toBe(true);
+    for (let i = 0; i < 50; i++) expect(buckets.takeNow(`authfail:10.0.${i}.1`, failures, 0).allowed).toBe(true);
+    expect(buckets.takeNow('authfail-user:alice', failures, 1).allowed).toBe(false);
+  });
+});
+
+describe("a sign-in's mark", () => {
+  it('runs SIGNED_IN_FROM_DAYS from the last sign-in whose password was checked, not the first', async () => {
+    const clock = new ManualClock();
+    const buckets = new MemoryTokenBuckets(100_000, clock.now);
+    const opened = await storeKinds[0]!.open();
+    try {
+      await addUser(opened.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+      const limiter = new RateLimiter(buckets, { perPrincipal: null, perKey: {}, authFailures: { ratePerSecond: 1 / 60, burst: 3 } });
+      const signIn = (password: string, address: string): Promise<string> =>
+        limiter.authenticate(new EmbeddedKeyService(opened.store), basicAuthorization('alice', password), address).then(
+          (principal) => principal?.user.username ?? 'anonymous',
+          (error: { code?: string }) => error.code ?? 'error',
+        );
+      const lockOut = async (): Promise<void> => {
+        const guesses: string[] = [];
+        for (let n = 0; n < 4; n++) guesses.push(await signIn(`wrong-${n}`, `10.0.0.${10 + n}`));
+        expect(guesses.at(-1)).toBe('RATE_LIMITED');
+      };
+      const DAY = 86_400_000;
+      expect(await signIn('alice-password', '10.0.0.1')).toBe('alice');
+      clock.advance((SIGNED_IN_FROM_DAYS - 1) * DAY);
+      expect(await signIn('alice-password', '10.0.0.1')).toBe('alice');
+      clock.advance(2 * DAY);
+      await lockOut();
+      expect(await signIn('alice-password', '10.0.0.1')).toBe('alice');
+      // and no longer once that many days have passed without one
+      clock.advance(SIGNED_IN_FROM_DAYS * DAY);
+      await lockOut();
+      expect(await signIn('alice-password', '10.0.0.1')).toBe('RATE_LIMITED');
+    } finally {
+      await opened.dispose();
     }
   });
 });
