@@ -207,6 +207,14 @@ describe.each(storeKinds)('hostile clients ($name store)', (kind) => {
     expect((await post({ query, extensions: { persistedQuery: persisted } }, key))[0]).toBe(200);
     expect(await post({ extensions: { persistedQuery: persisted } })).toEqual([200, { data }]);
     expect(await get({ extensions: JSON.stringify({ persistedQuery: persisted }) })).toEqual([200, { data }]);
+    // a wrong hash, or a version Apollo does not take, is refused as it is for anyone: nothing kept
+    const other = '{ viewer { username } wrongHash: __typename }';
+    for (const extension of [{ version: 1, sha256Hash: 'f'.repeat(64) }, { version: 2, sha256Hash: createHash('sha256').update(other).digest('hex') }]) {
+      const [status, answer] = await post({ query: other, extensions: { persistedQuery: extension } });
+      expect([status, answer.data]).toEqual([400, undefined]);
+      const [getStatus] = await get({ query: other, extensions: JSON.stringify({ persistedQuery: extension }) });
+      expect(getStatus).toBe(400);
+    }
   });
 });
 

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError, httpStatusOf, rateLimited } from '../../errors.js';
 import { RequestContext } from '../../graphql/context.js';
@@ -32,19 +33,37 @@ function asksPersistedQuery(method: string, body: unknown, search: string): bool
 
 /**
  * A stranger's request with a persisted query's extension, as it may run: where it sends the query
- * too (which would register it under the hash), without the extension; a hash alone as it is.
+ * too, and the extension would register it (version 1, the query's own SHA-256), without the
+ * extension; otherwise as it is: a hash alone is only looked up, and Apollo refuses a wrong hash
+ * or version (400) before it registers anything.
  */
 function withoutRegistration(method: string, body: unknown, search: string): { body: unknown; search: string } {
   if (method === 'GET') {
     const params = new URLSearchParams(search);
-    if (!params.has('query')) return { body, search };
+    const query = params.get('query');
+    if (query === null || !registers(query, parsedOr(params.get('extensions')))) return { body, search };
     params.delete('extensions');
     return { body, search: `?${params.toString()}` };
   }
   const { extensions, ...rest } = body as { query?: unknown; extensions: Record<string, unknown> };
-  if (rest.query === undefined) return { body, search };
+  if (!registers(rest.query, extensions)) return { body, search };
   const { persistedQuery: _dropped, ...others } = extensions;
   return { body: Object.keys(others).length === 0 ? rest : { ...rest, extensions: others }, search };
+}
+
+function parsedOr(text: string | null): unknown {
+  try {
+    return text === null ? null : JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+/** Whether Apollo would register `query` under these extensions: persisted query version 1, its SHA-256. */
+function registers(query: unknown, extensions: unknown): boolean {
+  if (typeof query !== 'string' || typeof extensions !== 'object' || extensions === null) return false;
+  const persisted = (extensions as { persistedQuery?: { version?: unknown; sha256Hash?: unknown } }).persistedQuery;
+  return persisted?.version === 1 && persisted.sha256Hash === createHash('sha256').update(query).digest('hex');
 }
 
 function wantsIde(req: IncomingMessage, search: string): boolean {
