@@ -207,6 +207,8 @@ function originProblem(value: string): string | null {
     return `"${value}" is not a URL`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `"${value}" is not http:// or https://`;
+  // taken as it is, a pattern would match only itself, an origin no browser sends
+  if (url.hostname.includes('*')) return `"${value}" is a pattern, an origin no browser sends: list each origin`;
   // never echo a password
   if (url.username !== '' || url.password !== '') return `the entry for ${url.origin} holds credentials`;
   if (url.origin === value) return null;

@@ -35,7 +35,7 @@ export function corsMethods(pathname: string): string | null {
 
 /**
  * The origins allowed, and the answers they get. A request reaches it only when CORS_ORIGINS is
- * set and the request has an Origin header, on a route corsMethods covers.
+ * set, on a route corsMethods covers; without an Origin header it only gets `*` where that is set.
  *
  * An allowed origin's answers carry Access-Control-Allow-Origin (the origin itself, with
  * Vary: Origin; `*` when CORS_ORIGINS is `*`): set on the response before any route runs, so that
@@ -68,7 +68,13 @@ export class Cors {
    * 204 without any Access-Control-* header, as Apollo Router answers it (with its 200): the
    * browser then refuses the request itself, and nothing about the routes is told.
    */
-  apply(req: IncomingMessage, res: ServerResponse, origin: string, methods: string, requestId?: string): boolean {
+  apply(req: IncomingMessage, res: ServerResponse, origin: string | undefined, methods: string, requestId?: string): boolean {
+    if (origin === undefined) {
+      // with `*` every answer says so, Origin or not: a shared cache that kept one answered
+      // without Origin would otherwise serve it to pages, whose browsers then refuse it
+      if (this.any) this.allowOn(res, '*');
+      return false;
+    }
     const allowed = this.allows(origin);
     if (req.method === 'OPTIONS' && req.headers['access-control-request-method'] !== undefined) {
       const headers: Record<string, string> = requestId === undefined ? {} : { 'x-request-id': requestId };
@@ -83,10 +89,13 @@ export class Cors {
       res.end();
       return true;
     }
-    if (!allowed) return false;
-    res.setHeader('access-control-allow-origin', this.any ? '*' : origin);
+    if (allowed) this.allowOn(res, this.any ? '*' : origin);
+    return false;
+  }
+
+  private allowOn(res: ServerResponse, origin: string): void {
+    res.setHeader('access-control-allow-origin', origin);
     if (this.variesByOrigin) res.setHeader('vary', 'origin');
     res.setHeader('access-control-expose-headers', CORS_EXPOSE_HEADERS);
-    return false;
   }
 }

@@ -116,7 +116,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       // CORS_ORIGINS unset: one comparison; set, one header lookup for a request without Origin
       if (cors !== null) {
         const origin = req.headers.origin;
-        if (origin !== undefined && cors.apply(req, res, origin, GRAPHQL_METHODS, record.id)) return ANSWERED;
+        if (cors.apply(req, res, origin, GRAPHQL_METHODS, record.id)) return ANSWERED;
       }
       return graphql(req, res, query === -1 ? '' : target.slice(query), record);
     }
@@ -131,7 +131,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       throw new HttpError(400, 'The request target is not a valid URL');
     }
-    if (cors !== null && req.headers.origin !== undefined) {
+    if (cors !== null) {
       const methods = corsMethods(url.pathname);
       if (methods !== null && cors.apply(req, res, req.headers.origin, methods, record.id)) return;
     }
