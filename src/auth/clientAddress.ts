@@ -1,8 +1,9 @@
 import { BlockList, isIP } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 
-/** An IPv4-mapped IPv6 address (::ffff:127.0.0.1) as the IPv4 address it is. */
-const unmapped = (address: string): string => (address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : address);
+/** An IPv4-mapped IPv6 address (::ffff:127.0.0.1, ::FFFF:127.0.0.1) as the IPv4 address it is. */
+const unmapped = (address: string): string =>
+  (address.startsWith('::ffff:') || address.startsWith('::FFFF:')) && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 
 /**
  * Who a request counts against for rate limits and failed sign-ins: the peer's address, or,
@@ -21,10 +22,12 @@ export class ClientAddresses {
     this.trusted = new BlockList();
     for (const pattern of trustProxy) {
       const slash = pattern.indexOf('/');
-      const address = unmapped(slash === -1 ? pattern : pattern.slice(0, slash));
+      const written = slash === -1 ? pattern : pattern.slice(0, slash);
+      const address = unmapped(written);
       const type = isIP(address) === 6 ? 'ipv6' : 'ipv4';
+      // a mapped block's prefix counts the 96 bits before the IPv4 address (loadConfig checks it)
       if (slash === -1) this.trusted.addAddress(address, type);
-      else this.trusted.addSubnet(address, Number(pattern.slice(slash + 1)), type);
+      else this.trusted.addSubnet(address, Number(pattern.slice(slash + 1)) - (address === written ? 0 : 96), type);
     }
   }
 

@@ -194,7 +194,9 @@ function isAddressPattern(pattern: string): boolean {
   if (slash === -1) return isIP(pattern) !== 0;
   const family = isIP(pattern.slice(0, slash));
   const bits = pattern.slice(slash + 1);
-  return family !== 0 && /^\d{1,3}$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128);
+  if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128)) return false;
+  // an IPv4-mapped block (::ffff:10.0.0.0/104) is an IPv4 block of its last 32 bits: 96 or more
+  return !(family === 6 && /^::ffff:/i.test(pattern) && isIP(pattern.slice(7, slash)) === 4 && Number(bits) < 96);
 }
 
 /** What is wrong with `value` as a CORS origin (see loadConfig's corsOrigins), or null when it is one. */

@@ -284,5 +284,12 @@ describe('client addresses behind a trusted proxy', () => {
   it('refuses a TRUST_PROXY that is not a list of addresses, in one line naming it', () => {
     expect(() => loadConfig({ TRUST_PROXY: '10.0.0.1, proxy.example' })).toThrow(/TRUST_PROXY must list IP addresses or CIDR blocks, got "proxy.example"/);
     expect(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1' }).trustProxy).toEqual(['10.0.0.0/8', '::1']);
+    // an IPv4-mapped block counts the 96 bits before its IPv4 address (the probe: /128 crashed the
+    // start with node's own message, /8 was taken as 10.0.0.0/8)
+    expect(() => loadConfig({ TRUST_PROXY: '::ffff:10.0.0.0/8' })).toThrow(/TRUST_PROXY must list IP addresses or CIDR blocks, got "::ffff:10.0.0.0\/8"/);
+    const mapped = new ClientAddresses(loadConfig({ TRUST_PROXY: '::ffff:10.0.0.0/104, ::FFFF:127.0.0.1/128' }).trustProxy);
+    expect(mapped.of(request('10.200.0.1', '1.2.3.4'))).toBe('1.2.3.4');
+    expect(mapped.of(request('::ffff:127.0.0.1', '1.2.3.4'))).toBe('1.2.3.4');
+    expect(mapped.of(request('11.0.0.1', '1.2.3.4'))).toBe('11.0.0.1');
   });
 });
