@@ -442,7 +442,7 @@ describe.each(kinds)('a username locked out by strangers, on $name buckets', (ki
 });
 
 describe('what strangers can make the in-process buckets keep', () => {
-  it("a look at a bucket nobody spent from keeps nothing: strangers' looks push no username's failures out", async () => {
+  it("a look at a bucket nobody spent from keeps nothing: strangers' looks push no username's failures out", () => {
     const buckets = new MemoryTokenBuckets(10);
     const failures = { ratePerSecond: 1 / 60, burst: 3 };
     for (let i = 0; i < 3; i++) expect(buckets.takeNow('authfail-user:alice', failures, 1).allowed).toBe(true);
