@@ -125,11 +125,11 @@ function editDistance(a: string, b: string): number {
   return row[y.length]!;
 }
 
-/** The event field `name` most likely misspells (at most 40% of its length edited, case aside), or undefined. */
-function closestEventField(name: string): string | undefined {
+/** The one of `fields` that `name` most likely misspells (at most 40% of its length edited, case aside), or undefined. */
+function closestField(name: string, fields: readonly string[]): string | undefined {
   let best: string | undefined;
   let bestDistance = Math.max(1, Math.floor(name.length * 0.4));
-  for (const field of EVENT_FIELDS) {
+  for (const field of fields) {
     const distance = editDistance(name, field);
     if (distance <= bestDistance && (best === undefined || distance < bestDistance)) {
       best = field;
@@ -147,10 +147,28 @@ function closestEventField(name: string): string | undefined {
 function unknownEventField(raw: Record<string, unknown>): { field: string; message: string } | null {
   for (const name in raw) {
     if (EVENT_FIELD_SET.has(name)) continue;
-    const shown = name.length > MAX_ECHOED_NAME ? `${name.slice(0, MAX_ECHOED_NAME)}…` : name;
-    const suggestion = name.length > MAX_ECHOED_NAME ? undefined : closestEventField(name);
-    const hint = suggestion === undefined ? '' : `; did you mean ${suggestion}?`;
-    return { field: shown, message: `unknown field: an event has only ${EVENT_FIELDS.join(', ')}${hint}` };
+    return unknownField(name, EVENT_FIELDS, `an event has only ${EVENT_FIELDS.join(', ')}`);
+  }
+  return null;
+}
+
+/** The refusal of a field `name` that is none of `fields`, naming it (cut at 40 characters) and the one it likely misspells. */
+function unknownField(name: string, fields: readonly string[], has: string): { field: string; message: string } {
+  const shown = name.length > MAX_ECHOED_NAME ? `${name.slice(0, MAX_ECHOED_NAME)}…` : name;
+  const suggestion = name.length > MAX_ECHOED_NAME ? undefined : closestField(name, fields);
+  const hint = suggestion === undefined ? '' : `; did you mean ${suggestion}?`;
+  return { field: shown, message: `unknown field: ${has}${hint}` };
+}
+
+/**
+ * The first field of a record sent to be stored that an item record does not have (a parsed item
+ * has every field the interface knows, absent ones undefined), or null: dropped silently, a
+ * misspelled salesPrice or catgoryPath left the item without it. GraphQL's upsertItems refuses it.
+ */
+function unknownItemField(raw: Record<string, unknown>, item: ItemModel): { field: string; message: string } | null {
+  for (const name in raw) {
+    if (name in item) continue;
+    return unknownField(name, Object.keys(item), 'an item record has no such field (recommendations.md)');
   }
   return null;
 }
@@ -200,6 +218,8 @@ export function parseItems(body: unknown): ItemModel[] {
       throw error;
     }
     // Upstream records are read loosely (a field of the wrong type dropped); one sent to be stored is refused instead.
+    const unknown = unknownItemField(raw, item);
+    if (unknown !== null) return fail('items', i, unknown.field, unknown.message);
     const inexact = numberWithoutDigits(raw);
     if (inexact !== null) {
       return fail('items', i, inexact, `a number here must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, kept as its digits: send any other code as a string`);

@@ -172,6 +172,25 @@ describe('the REST twins, embedded backend', () => {
     expect([again.status, again.body]).toEqual([200, { accepted: 2, duplicates: 0, itemsWithoutRecord: 0 }]);
   }, 30_000);
 
+  it('an item field it does not know (a misspelled salePrice): 400 naming record and field, nothing of the call stored', async () => {
+    // the second probe's record was answered upserted:1 keeping only its name
+    const has = 'an item record has no such field (recommendations.md)';
+    const cases: [Record<string, unknown>, string][] = [
+      [{ salesPrice: 19.5 }, `items[1].salesPrice: unknown field: ${has}; did you mean salePrice?`],
+      [{ ItemId: 5 }, `items[1].ItemId: unknown field: ${has}; did you mean itemId?`],
+      [{ catgoryPath: 'A/B' }, `items[1].catgoryPath: unknown field: ${has}; did you mean categoryPath?`],
+      [{ warehouse: 'B' }, `items[1].warehouse: unknown field: ${has}`],
+    ];
+    for (const [extra, message] of cases) {
+      const records = [{ itemId: 99000101, name: 'First of the call' }, { itemId: 99000102, name: 'Typo test', ...extra }];
+      expect(await call('PUT', '/v1/items', root, records)).toMatchObject(refusal(400, 4000, message));
+    }
+    // nothing of the refused calls was stored
+    const stored = await call('GET', '/v1/items?ids=99000101,99000102', root);
+    expect(JSON.stringify(stored.body)).not.toContain('Typo test');
+    expect(JSON.stringify(stored.body)).not.toContain('First of the call');
+  }, 30_000);
+
   it('other methods: 405 with Allow', async () => {
     const get = await call('GET', '/v1/events', root);
     expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST']);
