@@ -1,5 +1,6 @@
 import { badUserInput, forbidden, type GatewayError } from '../errors.js';
 import type { EventInputModel, ItemModel } from '../ports/backend.js';
+import { ITEM_ID_RANGE } from './itemRecord.js';
 
 /** At most this many events a recordEvents call or POST /v1/events (issue 20). */
 export const MAX_EVENTS_PER_CALL = 10_000;
@@ -170,7 +171,7 @@ export function checkEvents(events: readonly EventInputModel[], now: number = Da
   for (let i = 0; i < events.length; i++) {
     const e = events[i]!;
     if (e.kind !== 'VIEW' && e.kind !== 'PURCHASE') fail(i, 'kind', 'must be VIEW or PURCHASE');
-    if (!Number.isSafeInteger(e.itemId) || e.itemId < 1) fail(i, 'itemId', 'must be a positive integer');
+    if (!Number.isSafeInteger(e.itemId) || e.itemId < 1) fail(i, 'itemId', `must be ${ITEM_ID_RANGE}`);
     checkIdentifier(e.sessionId, i, 'sessionId');
     checkIdentifier(e.userId, i, 'userId');
     checkIdentifier(e.orderId, i, 'orderId');
@@ -206,7 +207,7 @@ export function checkItems(items: readonly ItemModel[]): readonly ItemModel[] {
   for (let i = 0; i < items.length; i++) {
     const item = items[i]!;
     if (!Number.isSafeInteger(item.itemId) || item.itemId < 1) {
-      throw badUserInput(`items[${i}].itemId: must be a positive integer`, `items[${i}].itemId`);
+      throw badUserInput(`items[${i}].itemId: must be ${ITEM_ID_RANGE}`, `items[${i}].itemId`);
     }
     if (typeof item.name !== 'string' || item.name.trim() === '') {
       throw badUserInput(`items[${i}].name: must be a non-empty string`, `items[${i}].name`);

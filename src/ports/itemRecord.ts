@@ -11,6 +11,9 @@ export class ItemRecordError extends Error {}
 
 type Raw = Record<string, unknown>;
 
+/** What an item id is, for refusals: the whole numbers a JSON number holds exactly. */
+export const ITEM_ID_RANGE = `a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`;
+
 /** A positive safe integer, from a number or a string of digits; null otherwise. */
 export function toItemId(value: unknown): number | null {
   let n: number;
@@ -192,7 +195,7 @@ class ParsedItem implements ItemModel {
 export function parseItemRecord(raw: unknown): ItemModel {
   if (!isObject(raw)) throw new ItemRecordError('an item record must be a JSON object');
   const itemId = toItemId(raw.itemId);
-  if (itemId === null) throw new ItemRecordError(`itemId must be a positive integer, got ${JSON.stringify(raw.itemId) ?? 'nothing'}`);
+  if (itemId === null) throw new ItemRecordError(`itemId must be ${ITEM_ID_RANGE}, got ${JSON.stringify(raw.itemId) ?? 'nothing'}`);
   return new ParsedItem(itemId, raw);
 }
 

@@ -1,6 +1,6 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
 import { checkCallSize, parseIsoTime } from '../ports/ingest.js';
-import { ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId } from '../ports/itemRecord.js';
+import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -190,7 +190,7 @@ export function parseEvents(body: unknown, now: number = Date.now()): EventInput
     const kind = typeof raw.kind === 'string' ? KINDS[raw.kind.toLowerCase()] : undefined;
     if (kind === undefined) fail('events', i, 'kind', 'must be "view" or "purchase"');
     const itemId = toItemId(raw.itemId);
-    if (itemId === null) fail('events', i, 'itemId', 'must be a positive integer');
+    if (itemId === null) fail('events', i, 'itemId', `must be ${ITEM_ID_RANGE}`);
     events[i] = {
       kind: kind!,
       itemId: itemId!,
@@ -214,7 +214,7 @@ export function parseItems(body: unknown): ItemModel[] {
     try {
       item = parseItemRecord(raw);
     } catch (error) {
-      if (error instanceof ItemRecordError) return fail('items', i, 'itemId', 'must be a positive integer');
+      if (error instanceof ItemRecordError) return fail('items', i, 'itemId', `must be ${ITEM_ID_RANGE}`);
       throw error;
     }
     // Upstream records are read loosely (a field of the wrong type dropped); one sent to be stored is refused instead.

@@ -1,5 +1,5 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
-import { toItemId, toItemRecord } from '../ports/itemRecord.js';
+import { ITEM_ID_RANGE, toItemId, toItemRecord } from '../ports/itemRecord.js';
 import type { CallOptions, ItemModel, KeyService, RecommendationKind, RecsService } from '../ports/backend.js';
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -129,7 +129,7 @@ async function handle(
     if (kind !== undefined) {
       const raw = single(req.query, 'itemId');
       const anchor = toItemId(raw);
-      if (anchor === null) throw badRequest(raw === undefined ? 'itemId is required' : 'itemId must be a positive integer');
+      if (anchor === null) throw badRequest(raw === undefined ? 'itemId is required' : `itemId must be ${ITEM_ID_RANGE}`);
       const list = await recs.recommend(kind, anchor, options);
       const entries = [...list.entries].sort((a, b) => a.rank - b.rank).slice(0, MAX_RECOMMENDATIONS);
       const items = await itemsFor(entries.map((e) => e.itemId), recs, list.items ?? [], options);
@@ -145,7 +145,7 @@ async function handle(
       const parts = raw.split(',').map((part) => part.trim());
       if (parts.length > MAX_LOOKUP_IDS) throw badRequest(`at most ${MAX_LOOKUP_IDS} ids a call`);
       const ids = parts.map(toItemId);
-      if (ids.some((id) => id === null)) throw badRequest('ids must be comma-separated positive integers');
+      if (ids.some((id) => id === null)) throw badRequest(`ids must be comma-separated item ids, each ${ITEM_ID_RANGE}`);
       const unique = [...new Set(ids as number[])];
       return json(200, { items: (await itemsFor(unique, recs, [], options)).map(toItemRecord) });
     }

@@ -1,4 +1,4 @@
-import { toItemId } from '../ports/itemRecord.js';
+import { ITEM_ID_RANGE, toItemId } from '../ports/itemRecord.js';
 import type { EventKind, RecEvent } from '../recommender/eventLog.js';
 
 /** A line that cannot be read as an event: reported with its line number and skipped. */
@@ -26,7 +26,7 @@ export type PresetName = (typeof PRESET_NAMES)[number];
 
 function itemOf(value: string | undefined): number {
   const id = toItemId(value);
-  if (id === null) throw new EventLineError(`item id must be a positive integer, got ${JSON.stringify(value)}`);
+  if (id === null) throw new EventLineError(`item id must be ${ITEM_ID_RANGE}, got ${JSON.stringify(value)}`);
   return id;
 }
 

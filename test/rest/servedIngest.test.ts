@@ -134,8 +134,10 @@ describe('the REST twins, embedded backend', () => {
       [undefined, 'The request body must be a JSON array of events'],
       [['view'], 'events[0]: must be a JSON object'],
       [[{ kind: 'click', itemId: A, sessionId: 's' }], 'events[0].kind: must be "view" or "purchase"'],
-      [[{ kind: 'view', itemId: 'abc', sessionId: 's' }], 'events[0].itemId: must be a positive integer'],
-      [[{ kind: 'view', itemId: 1e300, sessionId: 's' }], 'events[0].itemId: must be a positive integer'],
+      [[{ kind: 'view', itemId: 'abc', sessionId: 's' }], 'events[0].itemId: must be a whole number from 1 to 9007199254740991'],
+      [[{ kind: 'view', itemId: 1e300, sessionId: 's' }], 'events[0].itemId: must be a whole number from 1 to 9007199254740991'],
+      // one past 2^53 - 1 is a positive integer, which the message said it had to be
+      [[{ kind: 'view', itemId: 9007199254740992, sessionId: 's' }], 'events[0].itemId: must be a whole number from 1 to 9007199254740991'],
       [[{ kind: 'view', itemId: A, sessionId: 42 }], 'events[0].sessionId: must be a string'],
       [[{ kind: 'view', itemId: A, sessionId: 's'.repeat(300_000) }], 'events[0].sessionId: at most 200 characters'],
       [[{ kind: 'view', itemId: A, userId: 'u', time: 'yesterday' }], /^events\[0\]\.time: must be an ISO 8601 date/],
@@ -147,7 +149,7 @@ describe('the REST twins, embedded backend', () => {
       expect(await call('POST', '/v1/events', root, body), JSON.stringify(body)?.slice(0, 60)).toMatchObject(refusal(400, 4000, message));
     }
     expect(await call('PUT', '/v1/items', root, { itemId: A })).toMatchObject(refusal(400, 4000, 'The request body must be a JSON array of item records'));
-    expect(await call('PUT', '/v1/items', root, [{ itemId: 'x', name: 'n' }])).toMatchObject(refusal(400, 4000, 'items[0].itemId: must be a positive integer'));
+    expect(await call('PUT', '/v1/items', root, [{ itemId: 'x', name: 'n' }])).toMatchObject(refusal(400, 4000, 'items[0].itemId: must be a whole number from 1 to 9007199254740991'));
     expect(await call('PUT', '/v1/items', root, [null])).toMatchObject(refusal(400, 4000, 'items[0]: must be a JSON object'));
     expect(await call('PUT', '/v1/items', root, '[{"itemId":')).toMatchObject(refusal(400, 4000, 'The request body is not valid JSON'));
   }, 30_000);

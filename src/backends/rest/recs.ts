@@ -2,7 +2,7 @@ import {
   badUserInput, notFound, rateLimited, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
 import type { GatewayError } from '../../errors.js';
-import { ItemRecordError, parseItemRecord } from '../../ports/itemRecord.js';
+import { ITEM_ID_RANGE, ItemRecordError, parseItemRecord } from '../../ports/itemRecord.js';
 import type {
   CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService,
 } from '../../ports/backend.js';
@@ -30,7 +30,7 @@ type Outcome =
 /** Ids are typed as numbers but arrive from JavaScript callers: check before any byte is sent. */
 function checkItemId(value: unknown, field = 'itemId'): number {
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
-    throw badUserInput(`${field} must be a positive integer`, field);
+    throw badUserInput(`${field} must be ${ITEM_ID_RANGE}`, field);
   }
   return value;
 }
