@@ -30,6 +30,18 @@ export { listenAddress, type ListenAddress } from './listener.js';
 
 const ANSWERED: Promise<void> = Promise.resolve();
 
+/** A raw answer to a request node could not read (clientError): its status, and its message as a BAD_REQUEST. */
+function clientErrorAnswer(status: string, message: string): string {
+  const body = JSON.stringify(graphqlError(message, ErrorCode.BAD_REQUEST));
+  return `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+}
+
+const CLIENT_ERRORS = {
+  timeout: clientErrorAnswer('408 Request Timeout', 'The request was not sent in time'),
+  headTooLarge: clientErrorAnswer('431 Request Header Fields Too Large', 'The request head is larger than 16 KB'),
+  malformed: clientErrorAnswer('400 Bad Request', 'The request is not valid HTTP/1.1'),
+};
+
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
     Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments' | 'corsOrigins'>>;
@@ -182,9 +194,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   httpServer.on('clientError', (error, socket) => {
     // a client too slow to send its request (REQUEST_TIMEOUT_MS) is told so, as RFC 9110 says
     // and one whose head is past node's maxHeaderSize (16 KB) that the head is too large, as node's own handler does
+    // with a body in the GraphQL shape and a code of the closed set, as every other error has
     const code = (error as { code?: string }).code;
-    const status = code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\n\r\n`);
+    const answer = code === 'ERR_HTTP_REQUEST_TIMEOUT' ? CLIENT_ERRORS.timeout : code === 'HPE_HEADER_OVERFLOW' ? CLIENT_ERRORS.headTooLarge : CLIENT_ERRORS.malformed;
+    if (socket.writable) socket.end(answer);
     else socket.destroy();
   });
 

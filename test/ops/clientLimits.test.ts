@@ -116,6 +116,11 @@ describe('slow clients', () => {
   it("tells a client whose head is past node's 16 KB that it is too large (431), as node would", async () => {
     const head = await raw(gw.url, `GET /healthz HTTP/1.1\r\nhost: gateway\r\nauthorization: ${'a'.repeat(20_000)}\r\n\r\n`);
     expect(statusOf(head)).toBe(431);
+    // with the code every error carries
+    expect(JSON.parse(head.slice(head.indexOf('\r\n\r\n') + 4))).toEqual({ errors: [{ message: 'The request head is larger than 16 KB', extensions: { code: 'BAD_REQUEST' } }] });
+    const malformed = await raw(gw.url, 'GET /healthz HTTP/1.1\r\nhost gateway\r\n\r\n');
+    expect(statusOf(malformed)).toBe(400);
+    expect(malformed).toContain('"code":"BAD_REQUEST"');
     await served(gw.url);
   });
 
