@@ -56,3 +56,37 @@ export class ClientAddresses {
     return family !== 0 && this.trusted!.check(plain, family === 6 ? 'ipv6' : 'ipv4');
   }
 }
+
+/**
+ * What a client's limits and marks are kept under: an IPv4 address as it is, an IPv6 address by
+ * its /64, written one way (an ISP gives a subscriber a /64 or more, and privacy addresses rotate
+ * within it: one bucket per /128 gave an attacker a fresh one an address, and a user a new
+ * address every day; `2001:DB8::1` and `2001:db8:0:0::1` were two buckets). An IPv4-mapped
+ * address however written (`::ffff:a01:101`) is its IPv4 address. Anything else as it is.
+ */
+export function clientNetwork(address: string): string {
+  if (!address.includes(':') || isIP(address) !== 6) return address;
+  const groups = ipv6Groups(address);
+  if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
+    return `${groups[6]! >> 8}.${groups[6]! & 0xff}.${groups[7]! >> 8}.${groups[7]! & 0xff}`;
+  }
+  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+}
+
+/** The eight 16-bit groups of a valid IPv6 address (isIP 6): `::` filled, an IPv4 tail as two groups, a zone dropped. */
+function ipv6Groups(address: string): number[] {
+  const zone = address.indexOf('%');
+  const plain = zone === -1 ? address : address.slice(0, zone);
+  const parse = (part: string): number[] =>
+    part === '' ? [] : part.split(':').flatMap((group) => (group.includes('.') ? dotted(group) : [Number.parseInt(group, 16)]));
+  const gap = plain.indexOf('::');
+  if (gap === -1) return parse(plain);
+  const head = parse(plain.slice(0, gap));
+  const tail = parse(plain.slice(gap + 2));
+  return [...head, ...Array<number>(8 - head.length - tail.length).fill(0), ...tail];
+}
+
+function dotted(ipv4: string): number[] {
+  const [a, b, c, d] = ipv4.split('.').map(Number) as [number, number, number, number];
+  return [(a << 8) | b, (c << 8) | d];
+}

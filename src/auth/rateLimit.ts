@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import { credentialId, parseAuthorization } from './authorization.js';
+import { clientNetwork } from './clientAddress.js';
 import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.js';
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
@@ -407,8 +408,8 @@ const stoppedCall = (error: unknown): boolean => error instanceof GatewayError &
 /** What all of a user's requests spend from, whichever key or password they come with. */
 const userBucket = (userId: string | null): string => `alluser:${userId}`;
 
-/** An address's failed sign-ins. */
-const addressBucket = (address: string): string => `authfail:${address}`;
+/** An address's failed sign-ins: its network's, an IPv6 address's /64 (clientNetwork). */
+const addressBucket = (address: string): string => `authfail:${clientNetwork(address)}`;
 
 /**
  * A username's failed password sign-ins, by a hash of the name as the key service matches it
@@ -426,14 +427,14 @@ export const SIGNED_IN_FROM_DAYS = 30;
 const SIGNED_IN_FROM_MS = SIGNED_IN_FROM_DAYS * 86_400_000;
 
 /** A username's sign-in from an address, by a hash of both: no name or address a reader of Redis could list. */
-const signedInMark = (user: string, address: string): string => `signedin:${hash('sha256', `${user}\n${address}`, 'base64url').slice(0, 22)}`;
+const signedInMark = (user: string, address: string): string => `signedin:${hash('sha256', `${user}\n${clientNetwork(address)}`, 'base64url').slice(0, 22)}`;
 
 /**
  * The bucket a principal spends from: never the credential itself. A key by its id, a user by
- * id, a credential the backend could not name by its SHA-256, no credential by the address.
+ * id, a credential the backend could not name by its SHA-256, no credential by the address (its /64 for IPv6).
  */
 export function principalBucket(principal: PrincipalModel | null, address: string): string {
-  if (principal === null) return `addr:${address}`;
+  if (principal === null) return `addr:${clientNetwork(address)}`;
   if (principal.keyId) return `key:${principal.keyId}`;
   if (principal.user.id) return `user:${principal.user.id}`;
   return `cred:${principal.credentialId}`;

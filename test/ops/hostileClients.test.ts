@@ -2,7 +2,8 @@ import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { ClientAddresses } from '../../src/auth/clientAddress.js';
+import { ClientAddresses, clientNetwork } from '../../src/auth/clientAddress.js';
+import { principalBucket } from '../../src/auth/rateLimit.js';
 import { loadConfig } from '../../src/config/env.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
@@ -279,6 +280,19 @@ describe('client addresses behind a trusted proxy', () => {
       expect(addresses.of(request('2001:db8::1'))).toBe('2001:db8::1');
     }
     expect(new ClientAddresses(['10.0.0.0/8']).of(request('::ffff:10.0.0.5', '::ffff:1.2.3.4'))).toBe('1.2.3.4');
+  });
+
+  it('keeps limits by network: an IPv6 address by its /64 however written, a mapped IPv4 address as IPv4', () => {
+    // the second probe: 2001:DB8::1, 2001:db8:0:0::1 and the address one past it were three fresh
+    // budgets, and ::ffff:a01:101 another than 10.1.1.1
+    for (const spelling of ['2001:db8::1', '2001:DB8::1', '2001:db8:0:0::1', '2001:0db8:0000:0000:0000:0000:0000:0002', '2001:db8::abcd:1', 'fe80::1%eth0'.replace('fe80', '2001:db8')]) {
+      expect([spelling, clientNetwork(spelling)]).toEqual([spelling, '2001:db8:0:0::/64']);
+    }
+    expect(clientNetwork('2001:db8:1:2:3:4:5:6')).toBe('2001:db8:1:2::/64');
+    for (const spelling of ['::ffff:a01:101', '0:0:0:0:0:ffff:10.1.1.1', '::FFFF:10.1.1.1', '10.1.1.1']) expect(clientNetwork(spelling)).toBe('10.1.1.1');
+    expect(clientNetwork('unknown')).toBe('unknown');
+    expect(principalBucket(null, '2001:db8::1')).toBe(principalBucket(null, '2001:db8::ffff:2'));
+    expect(principalBucket(null, '2001:db8::1')).not.toBe(principalBucket(null, '2001:db8:0:1::1'));
   });
 
   it('refuses a TRUST_PROXY that is not a list of addresses, in one line naming it', () => {

@@ -330,7 +330,7 @@ describe('rate limiter settings', () => {
     expect([principalBucket(principal(keyA), '::1'), principalBucket(principal(null), '::1'), principalBucket(null, '::1')]).toEqual([
       `key:${keyA}`,
       'user:u1',
-      'addr:::1',
+      'addr:0:0:0:0::/64',
     ]);
   });
 });
