@@ -30,6 +30,9 @@ export { listenAddress, type ListenAddress } from './listener.js';
 
 const ANSWERED: Promise<void> = Promise.resolve();
 
+/** Routes that only answer GET and HEAD (/openapi.json and the IDE's files check their own). */
+const READ_ONLY_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+
 /** A raw answer to a request node could not read (clientError): its status, and its message as a BAD_REQUEST. */
 function clientErrorAnswer(status: string, message: string): string {
   const body = JSON.stringify(graphqlError(message, ErrorCode.BAD_REQUEST));
@@ -149,6 +152,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     }
     if (await servedRest(req, res, url)) return;
     if (url.pathname.startsWith(IDE_ASSET_PREFIX)) return serveIde(req, res, url.pathname.slice(IDE_ASSET_PREFIX.length));
+    // the probes and the metrics are read, as /openapi.json and the IDE's files are: 405 for the rest
+    if (READ_ONLY_ROUTES.has(url.pathname) && req.method !== 'GET' && req.method !== 'HEAD') {
+      return sendJson(res, 405, graphqlError(`Method ${req.method ?? ''} not allowed`, ErrorCode.BAD_REQUEST), { allow: 'GET, HEAD' });
+    }
     switch (url.pathname) {
       case '/graphql':
         return graphql(req, res, url.search, record);

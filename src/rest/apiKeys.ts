@@ -56,8 +56,8 @@ export function apiKeyErrorResponse(error: unknown, authorization: string | unde
   }
 }
 
-/** application/json, with a charset at most, as api-keys.md has the requests carry it. */
-const JSON_TYPE = /^application\/json[ \t]*(;[ \t]*charset[ \t]*=[ \t]*("[^"]*"|[^\s;"]+)[ \t]*)?$/i;
+/** application/json, as api-keys.md has the requests carry it, with any parameters (`; charset=utf-8`, or an empty one). */
+const JSON_TYPE = /^application\/json[ \t]*(;.*)?$/i;
 
 /** Whether a key's creation is sent as JSON: anything else, or nothing, is refused unread (apiKeyNotJson). */
 export function isApiKeyJson(contentType: string | undefined): boolean {
@@ -72,6 +72,11 @@ export function isApiKeyJson(contentType: string | undefined): boolean {
  */
 export function apiKeyNotJson(): RestResponse {
   return json(415, errors('*', 'Send the body as JSON: Content-Type: application/json'), { connection: 'close' });
+}
+
+/** A key's creation sent compressed (Content-Encoding), unread: 415 in the interface's error body, as the ingestion routes answer it. */
+export function apiKeyEncoded(message: string, headers: Record<string, string>): RestResponse {
+  return json(415, errors('*', message), headers);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

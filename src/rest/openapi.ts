@@ -335,7 +335,7 @@ export const openApiDocument: OpenApiDocument = {
           '403': ref('responses', 'KeyForbidden'),
           '413': ref('responses', 'BodyTooLarge'),
           '415': keyResponse(
-            'A body sent as anything but JSON (Content-Type: application/json, with a charset at most), or with none: left unread, no key made. ' +
+            'A body sent as anything but JSON (Content-Type: application/json, parameters allowed), with none, or compressed (Content-Encoding): left unread, no key made. ' +
               'A form or text/plain POST is what another site can make a browser send.',
             [{ id: '*', message: 'Send the body as JSON: Content-Type: application/json' }],
           ),

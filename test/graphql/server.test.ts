@@ -71,6 +71,9 @@ describe('the gateway over HTTP', () => {
       ['/graphql/ide/nothing.js', {}, 404, 'NOT_FOUND'],
       ['/graphql/ide/nothing.js', { method: 'DELETE' }, 405, 'BAD_REQUEST'],
       ['/openapi.json', { method: 'DELETE' }, 405, 'BAD_REQUEST'],
+      ['/healthz', { method: 'POST' }, 405, 'BAD_REQUEST'],
+      ['/readyz', { method: 'DELETE' }, 405, 'BAD_REQUEST'],
+      ['/metrics', { method: 'PUT' }, 405, 'BAD_REQUEST'],
     ];
     for (const [path, init, status, code] of cases) {
       const response = await fetch(`${gw.url}${path}`, init);

@@ -5,7 +5,7 @@ import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
 import type { KeyService } from '../../ports/backend.js';
 import {
-  apiKeyErrorResponse, apiKeyNotJson, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, ingestUnsupportedEncoding, isApiKeyJson, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  apiKeyEncoded, apiKeyErrorResponse, apiKeyNotJson, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, ingestUnsupportedEncoding, isApiKeyJson, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
@@ -98,7 +98,11 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
         };
         limit = 'error' in outcome ? 0 : ingest !== null ? bodyLimitOf(outcome.principal) : config.bodyLimitBytes;
         // a key's creation: JSON only, unread otherwise (a cross-site form or text/plain POST; see apiKeyNotJson)
-        if (isKeys && !('error' in outcome) && !isApiKeyJson(req.headers['content-type'])) return writeRest(req, res, apiKeyNotJson(), false);
+        if (isKeys && !('error' in outcome)) {
+          if (!isApiKeyJson(req.headers['content-type'])) return writeRest(req, res, apiKeyNotJson(), false);
+          const encoded = encodingRefusal(req);
+          if (encoded !== null) return writeRest(req, res, apiKeyEncoded(encoded.message, encoded.headers), false);
+        }
         if (ingest !== null && !('error' in outcome)) {
           // who may not send events is told so before a byte of the batch is read or checked
           // A batch up to INGEST_BODY_LIMIT_BYTES is then discarded as it comes, not cut off: a
