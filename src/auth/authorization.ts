@@ -51,6 +51,8 @@ export function parseAuthorization(value: string): Credential | null {
   const colon = decoded.indexOf(':');
   if (colon <= 0) return null;
   const user = decoded.slice(0, colon);
+  // no user is named with a NUL, and PostgreSQL refuses one in a query's text (a 500 a guess, uncounted)
+  if (user.includes('\0')) return null;
   const password = decoded.slice(colon + 1);
   // a domain user signs in as user@domain, split at the first @
   const at = user.indexOf('@');

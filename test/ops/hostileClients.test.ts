@@ -185,6 +185,17 @@ describe.each(storeKinds)('hostile clients ($name store)', (kind) => {
     expect(wrong.status).toBe(401);
   });
 
+  it('answers a user name with a NUL 401 and counts it as a guess, on either store (PostgreSQL answered 500)', async () => {
+    const nul = `Basic ${Buffer.from('car\u0000ol:carol-password').toString('base64')}`;
+    const domain = `Basic ${Buffer.from('carol@d\u0000:carol-password').toString('base64')}`;
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await gw.gql('{ viewer { username } }', {}, from('10.9.8.1', i % 2 === 0 ? nul : domain))).status);
+    // AUTH_FAILURES_PER_MINUTE is 5 here: the sixth is refused before anything is looked up
+    expect(statuses).toEqual([401, 401, 401, 401, 401, 429]);
+    const rest = await fetch(`${gw.url}/api/v1/apikey`, { headers: { ...from('10.9.8.2', nul) } });
+    expect(rest.status).toBe(401);
+  });
+
   it('answers a request without credentials that sends a persisted query, and registers nothing for it', async () => {
     const query = '{ viewer { username } anonymousPersisted: __typename }';
     const hash = createHash('sha256').update(query).digest('hex');
