@@ -167,7 +167,8 @@ function unknownField(name: string, fields: readonly string[], has: string): { f
  */
 function unknownItemField(raw: Record<string, unknown>, item: ItemModel): { field: string; message: string } | null {
   for (const name in raw) {
-    if (name in item) continue;
+    // its own fields only: `constructor` or `toString` are no item fields
+    if (Object.hasOwn(item, name)) continue;
     return unknownField(name, Object.keys(item), 'an item record has no such field (recommendations.md)');
   }
   return null;

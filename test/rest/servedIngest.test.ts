@@ -182,6 +182,9 @@ describe('the REST twins, embedded backend', () => {
       [{ ItemId: 5 }, `items[1].ItemId: unknown field: ${has}; did you mean itemId?`],
       [{ catgoryPath: 'A/B' }, `items[1].catgoryPath: unknown field: ${has}; did you mean categoryPath?`],
       [{ warehouse: 'B' }, `items[1].warehouse: unknown field: ${has}`],
+      // the third probe: names of an object's inherited properties passed as fields
+      [{ constructor: 1 }, `items[1].constructor: unknown field: ${has}`],
+      [{ toString: 1 }, `items[1].toString: unknown field: ${has}`],
     ];
     for (const [extra, message] of cases) {
       const records = [{ itemId: 99000101, name: 'First of the call' }, { itemId: 99000102, name: 'Typo test', ...extra }];
