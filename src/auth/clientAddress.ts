@@ -1,6 +1,21 @@
 import { BlockList, isIP } from 'node:net';
 import type { IncomingMessage } from 'node:http';
 
+/**
+ * A hop as some proxies write it, with a port (`1.2.3.4:5678`, `[2001:db8::5]:443`) or brackets
+ * (`[2001:db8::5]`), as the address alone: read as they stand, such hops were no address, and
+ * every client behind that proxy counted as the proxy, one bucket for all.
+ */
+function withoutPort(hop: string): string {
+  if (hop.startsWith('[')) {
+    const close = hop.indexOf(']');
+    return close === -1 ? hop : hop.slice(1, close);
+  }
+  const colon = hop.indexOf(':');
+  // one colon: IPv4 and a port; more is IPv6, which takes no port without brackets
+  return colon !== -1 && hop.indexOf(':', colon + 1) === -1 ? hop.slice(0, colon) : hop;
+}
+
 /** An IPv4-mapped IPv6 address (::ffff:127.0.0.1, ::FFFF:127.0.0.1) as the IPv4 address it is. */
 const unmapped = (address: string): string =>
   (address.startsWith('::ffff:') || address.startsWith('::FFFF:')) && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
@@ -43,7 +58,7 @@ export class ClientAddresses {
     const hops = (Array.isArray(header) ? header.join(',') : header).split(',');
     // only the last few hops are looked at: a long header costs nothing more
     for (let i = hops.length - 1, seen = 0; i >= 0 && seen < 16; i -= 1, seen += 1) {
-      const hop = unmapped(hops[i]!.trim());
+      const hop = unmapped(withoutPort(hops[i]!.trim()));
       if (isIP(hop) === 0) return peer;
       if (!this.isTrusted(hop)) return hop;
     }

@@ -280,6 +280,13 @@ describe('client addresses behind a trusted proxy', () => {
     expect(behind.of(request('8.8.8.8', '1.2.3.4'))).toBe('8.8.8.8');
     expect(behind.of(request('::1'))).toBe('::1');
     expect(behind.of(request('10.0.0.5', 'not-an-address'))).toBe('10.0.0.5');
+    // a hop some proxies write with a port or brackets is still the client (the third probe:
+    // each counted as the proxy, one bucket for every client behind it)
+    expect(behind.of(request('10.0.0.5', '1.2.3.4:5678'))).toBe('1.2.3.4');
+    expect(behind.of(request('10.0.0.5', '[2001:db8:1:2::5]'))).toBe('2001:db8:1:2::5');
+    expect(behind.of(request('10.0.0.5', '[2001:db8:1:2::5]:443'))).toBe('2001:db8:1:2::5');
+    expect(behind.of(request('10.0.0.5', '2001:db8:1:2::5'))).toBe('2001:db8:1:2::5');
+    expect(behind.of(request('10.0.0.5', '[2001:db8::5'))).toBe('10.0.0.5');
   });
 
   it('names an IPv4 client the same whether it came directly (a dual-stack listener maps it) or through a proxy', () => {
