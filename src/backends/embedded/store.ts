@@ -77,8 +77,8 @@ const LOCK_WAIT_MS = 50;
  * The busy timeout while a start opens the file and brings its schema up to date: replicas
  * starting together on a fresh DATA_DIR wait for each other's WAL switch and schema transaction,
  * which take longer than LOCK_WAIT_MS on a loaded machine (the start failed "locked by another
- * process" then). Nothing else runs in the process yet; a file whose schema is current takes no
- * write lock at the open.
+ * process" then), and a read, for the checkpoint of another's last connection closing. Nothing
+ * else runs in the process yet; a file whose schema is current takes no write lock at the open.
  */
 const OPEN_LOCK_WAIT_MS = 10_000;
 /**
@@ -158,9 +158,10 @@ export class RecsStore implements RecsDataStore {
           open.exec(SCHEMA);
         }
       }).immediate();
-      db.pragma(`busy_timeout = ${LOCK_WAIT_MS}`);
       const store = new RecsStore(db, path, options.lockRetryMs);
+      // a read too waits out another process's last close (its checkpoint, synchronous=FULL)
       store.deleteUnfinished();
+      db.pragma(`busy_timeout = ${LOCK_WAIT_MS}`);
       return store;
     } catch (error) {
       db?.close();
