@@ -112,11 +112,7 @@ export class MemoryTokenBuckets implements TokenBuckets {
   }
 
   marked(name: string): Promise<boolean> {
-    return promised(() => this.markedNow(name));
-  }
-
-  markedNow(name: string): boolean {
-    return (this.marks.get(name) ?? 0) > this.now();
+    return promised(() => (this.marks.get(name) ?? 0) > this.now());
   }
 
   check(): Promise<'ok'> {
@@ -326,28 +322,30 @@ export class RedisTokenBuckets implements TokenBuckets {
   }
 
   async mark(name: string, ttlMs: number): Promise<void> {
-    if (this.usable()) {
-      try {
-        await this.redis.set(`mark:${name}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)));
-        return;
-      } catch {
-        this.downUntil = Date.now() + this.backoffMs;
-      }
-    }
-    this.fallbacks += 1;
-    await this.fallback.mark(name, ttlMs);
+    await this.inRedisOr(
+      async () => void (await this.redis.set(`mark:${name}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)))),
+      () => this.fallback.mark(name, ttlMs),
+    );
   }
 
-  async marked(name: string): Promise<boolean> {
+  marked(name: string): Promise<boolean> {
+    return this.inRedisOr(
+      async () => (await this.redis.exists(`mark:${name}`)) === 1,
+      () => this.fallback.marked(name),
+    );
+  }
+
+  /** `ask` of Redis while it is usable; on its failure (backing off) or meanwhile, `fallback` of the in-process store. */
+  private async inRedisOr<T>(ask: () => Promise<T>, fallback: () => Promise<T>): Promise<T> {
     if (this.usable()) {
       try {
-        return (await this.redis.exists(`mark:${name}`)) === 1;
+        return await ask();
       } catch {
         this.downUntil = Date.now() + this.backoffMs;
       }
     }
     this.fallbacks += 1;
-    return this.fallback.marked(name);
+    return fallback();
   }
 
   async check(): Promise<string> {

@@ -161,16 +161,32 @@ export function checkEnvelope(method: string, headers: IncomingHttpHeaders, sear
   }
 
   const { query, extensions } = request;
-  const persistedQuery = extensions?.persistedQuery as { version?: unknown; sha256Hash?: unknown } | undefined;
+  const persistedQuery = extensions?.persistedQuery as PersistedQueryExtension | undefined;
   if (persistedQuery) {
-    if (persistedQuery.version !== 1) return refuse('pipeline', httpError('Unsupported persisted query version', head(400)));
-    if (query !== undefined && persistedQuery.sha256Hash !== createHash('sha256').update(query).digest('hex')) {
-      return refuse('pipeline', httpError('provided sha does not match query', head(400)));
-    }
+    const problem = persistedQueryProblem(query, persistedQuery);
+    if (problem === 'version') return refuse('pipeline', httpError('Unsupported persisted query version', head(400)));
+    if (problem === 'hash') return refuse('pipeline', httpError('provided sha does not match query', head(400)));
   } else if (!query) {
     return refuse('pipeline', badRequestError('GraphQL operations must contain a non-empty `query` or a `persistedQuery` extension.'));
   }
   return { ok: true, request };
+}
+
+/** A persisted query's extension as sent. */
+export interface PersistedQueryExtension {
+  version?: unknown;
+  sha256Hash?: unknown;
+}
+
+/**
+ * What Apollo refuses in a persisted query's extension, before it looks anything up or registers
+ * a query: a version other than 1, or a query sent along whose SHA-256 is not the hash; null when
+ * it takes it (and, with a query, registers it under the hash).
+ */
+export function persistedQueryProblem(query: string | undefined, persisted: PersistedQueryExtension): 'version' | 'hash' | null {
+  if (persisted.version !== 1) return 'version';
+  if (query !== undefined && persisted.sha256Hash !== createHash('sha256').update(query).digest('hex')) return 'hash';
+  return null;
 }
 
 function headerValue(headers: IncomingHttpHeaders, name: string): string | undefined {

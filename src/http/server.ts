@@ -24,7 +24,7 @@ import { serveHealth, serveReadiness } from './routes/health.js';
 import { IDE_ASSET_PREFIX, ideRoute } from './routes/ide.js';
 import { serveMetrics } from './routes/metrics.js';
 import { servedRestRoute, serveOpenApi } from './routes/servedRest.js';
-import { graphqlError, sendJson } from './send.js';
+import { graphqlError, sendJson, sendMethodNotAllowed } from './send.js';
 
 export { listenAddress, type ListenAddress } from './listener.js';
 
@@ -154,7 +154,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (url.pathname.startsWith(IDE_ASSET_PREFIX)) return serveIde(req, res, url.pathname.slice(IDE_ASSET_PREFIX.length));
     // the probes and the metrics are read, as /openapi.json and the IDE's files are: 405 for the rest
     if (READ_ONLY_ROUTES.has(url.pathname) && req.method !== 'GET' && req.method !== 'HEAD') {
-      return sendJson(res, 405, graphqlError(`Method ${req.method ?? ''} not allowed`, ErrorCode.BAD_REQUEST), { allow: 'GET, HEAD' });
+      return sendMethodNotAllowed(res, req.method ?? '', 'GET, HEAD');
     }
     switch (url.pathname) {
       case '/graphql':

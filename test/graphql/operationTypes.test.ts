@@ -1,11 +1,8 @@
 import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { loadConfig } from '../../src/config/env.js';
-import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
-import { embeddedWithUsers } from '../helpers/gateway.js';
-import { NO_RATE_LIMITS } from '../helpers/processes.js';
+import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
 /**
@@ -15,7 +12,7 @@ import { storeKinds } from '../helpers/stores.js';
  */
 describe('a subscription sent to the gateway', () => {
   const lines: string[] = [];
-  let gateway: Gateway;
+  let gw: TestGateway;
   let url: string;
   let dispose: () => Promise<void>;
   let key: string;
@@ -24,14 +21,13 @@ describe('a subscription sent to the gateway', () => {
     const opened = await storeKinds[0]!.open();
     dispose = opened.dispose;
     const log = createLogger({ level: 'warn', destination: { write: (line: string) => lines.push(line) } as unknown as NodeJS.WritableStream });
-    const config = loadConfig({ DATA_DIR: '/nonexistent', ...NO_RATE_LIMITS });
-    gateway = await createGateway({ config, backend: await embeddedWithUsers(opened.store), log });
-    url = await gateway.listen(0, '127.0.0.1');
+    gw = await startTestGateway(await embeddedWithUsers(opened.store), {}, log);
+    url = gw.url;
     const created = await post(JSON.stringify({ query: 'mutation { createApiKey(input: {}) { key } }' }), { authorization: basicAuthorization('alice', 'alice-password') });
     key = ((await created.json()) as { data: { createApiKey: { key: string } } }).data.createApiKey.key;
   });
   afterAll(async () => {
-    await gateway.stop();
+    await gw.stop();
     await dispose();
   });
 

@@ -7,6 +7,7 @@ import { addUser } from '../../src/backends/embedded/keys/users.js';
 import type { Backend } from '../../src/ports/backend.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
+import type { Logger } from '../../src/logger.js';
 import { NO_RATE_LIMITS } from './processes.js';
 import { TEST_COST, type StoreKind } from './stores.js';
 
@@ -28,10 +29,10 @@ export interface TestGateway {
   stop: () => Promise<void>;
 }
 
-/** A gateway on a free loopback port over the given backend (the gateway closes it on stop). */
-export async function startTestGateway(backend: Backend, env: Record<string, string> = {}): Promise<TestGateway> {
+/** A gateway on a free loopback port over the given backend (the gateway closes it on stop); its log silent unless given. */
+export async function startTestGateway(backend: Backend, env: Record<string, string> = {}, log?: Logger): Promise<TestGateway> {
   const config = loadConfig({ DATA_DIR: '/nonexistent', ...NO_RATE_LIMITS, ...env });
-  const gateway = await createGateway({ config, backend });
+  const gateway = await createGateway({ config, backend, ...(log ? { log } : {}) });
   const url = await gateway.listen(0, '127.0.0.1');
   return { url, gateway, gql: graphqlClient(url), stop: () => gateway.stop() };
 }

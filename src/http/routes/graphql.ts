@@ -1,7 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError, httpStatusOf, rateLimited } from '../../errors.js';
 import { RequestContext } from '../../graphql/context.js';
+import { persistedQueryProblem, type PersistedQueryExtension } from '../../graphql/envelope.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
 import { createLoaders } from '../../graphql/loaders.js';
 import type { AnswerSources } from '../../graphql/responseCache.js';
@@ -16,15 +16,9 @@ import { errorHeaders, graphqlError, sendJson } from '../send.js';
 /** Whether a request sends a persisted query's extension (to look one up, or to register one). */
 function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
   if (method === 'GET') {
-    // read as Apollo reads it: JSON, where `persisted\u0051uery` is the same key
-    const extensions = new URLSearchParams(search).get('extensions');
-    if (extensions === null) return false;
-    try {
-      const parsed: unknown = JSON.parse(extensions);
-      return typeof parsed === 'object' && parsed !== null && 'persistedQuery' in parsed;
-    } catch {
-      return false; // Apollo refuses it as it is
-    }
+    // read as Apollo reads it: JSON, where `persisted\u0051uery` is the same key (and refuses it when it is none)
+    const parsed = parsedOr(new URLSearchParams(search).get('extensions'));
+    return typeof parsed === 'object' && parsed !== null && 'persistedQuery' in parsed;
   }
   if (typeof body !== 'object' || body === null) return false;
   const { extensions } = body as { extensions?: unknown };
@@ -51,6 +45,7 @@ function withoutRegistration(method: string, body: unknown, search: string): { b
   return { body: Object.keys(others).length === 0 ? rest : { ...rest, extensions: others }, search };
 }
 
+/** JSON's value of `text`, or null where there is none or it is no JSON. */
 function parsedOr(text: string | null): unknown {
   try {
     return text === null ? null : JSON.parse(text);
@@ -59,11 +54,11 @@ function parsedOr(text: string | null): unknown {
   }
 }
 
-/** Whether Apollo would register `query` under these extensions: persisted query version 1, its SHA-256. */
+/** Whether Apollo would register `query` under these extensions (persistedQueryProblem: none). */
 function registers(query: unknown, extensions: unknown): boolean {
   if (typeof query !== 'string' || typeof extensions !== 'object' || extensions === null) return false;
-  const persisted = (extensions as { persistedQuery?: { version?: unknown; sha256Hash?: unknown } }).persistedQuery;
-  return persisted?.version === 1 && persisted.sha256Hash === createHash('sha256').update(query).digest('hex');
+  const persisted = (extensions as { persistedQuery?: PersistedQueryExtension }).persistedQuery;
+  return typeof persisted === 'object' && persisted !== null && persistedQueryProblem(query, persisted) === null;
 }
 
 function wantsIde(req: IncomingMessage, search: string): boolean {

@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import { ErrorCode, GatewayError, httpStatusOf } from '../../errors.js';
-import { errorHeaders, graphqlError, sendJson } from '../send.js';
+import { errorHeaders, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
 
 /** The query the IDE opens with: it must run as it is (a test runs it). */
 export const DEFAULT_QUERY = `# recs-gateway: GraphiQL, served by the gateway itself (no CDN, works offline).
@@ -241,7 +241,7 @@ export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMe
   async function serveIde(req: IncomingMessage, res: ServerResponse, file: string | null): Promise<void> {
     const method = req.method ?? 'GET';
     if (method !== 'GET' && method !== 'HEAD') {
-      return sendJson(res, 405, graphqlError(`Method ${method} not allowed`, ErrorCode.BAD_REQUEST), { allow: 'GET, HEAD' });
+      return sendMethodNotAllowed(res, method, 'GET, HEAD');
     }
     try {
       await limiter.admit(null, addresses.of(req));

@@ -135,8 +135,8 @@ const CHANGE_TRIGGERS = [
  * error, and no plan keeps an old oid).
  */
 const READ_CHANGE_COUNT = `SELECT (SELECT version FROM key_changes WHERE id = 1) AS version,
-  (SELECT count(*) = 2 FROM pg_trigger
-    WHERE ((tgrelid = to_regclass('users') AND tgname = 'users_changed') OR (tgrelid = to_regclass('api_keys') AND tgname = 'api_keys_changed'))
+  (SELECT count(*) = ${CHANGE_TRIGGERS.length} FROM pg_trigger
+    WHERE (${CHANGE_TRIGGERS.map(({ table, name }) => `(tgrelid = to_regclass('${table}') AND tgname = '${name}')`).join(' OR ')})
       AND tgenabled = 'A' AND tgfoid = to_regprocedure('key_changes_count()')) AS armed`;
 
 /**
