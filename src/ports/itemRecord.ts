@@ -199,6 +199,54 @@ export function parseItemRecord(raw: unknown): ItemModel {
   return new ParsedItem(itemId, raw);
 }
 
+/** The nested objects of a record (what a refusal says of each, and its fields): what unknownNestedField checks. */
+const NESTED: readonly (readonly [field: string, has: string, fields: readonly string[]])[] = [
+  ['bestMarketplacePrice', 'a marketplace price has only', MARKETPLACE_FIELDS.map(([name]) => name)],
+  ['giftOptions', 'gift options have only', GIFT_FIELDS.map(([name]) => name)],
+  ['imageEntities', 'an image entity has only', IMAGE_FIELDS.map(([name]) => name)],
+];
+
+/** A field of a nested object that it does not have: where the object is, the name, and the fields it has. */
+export interface UnknownNestedField {
+  /** The nested object's path in the record: `giftOptions`, `imageEntities[0]`. */
+  path: string;
+  name: string;
+  /** What a refusal says of the object, before its fields: "an image entity has only". */
+  has: string;
+  fields: readonly string[];
+}
+
+/**
+ * For a record sent to be stored (PUT /v1/items): the first field of a nested object
+ * (bestMarketplacePrice, giftOptions, an entry of imageEntities) that the object does not have,
+ * or null. Dropped silently, a misspelled `imageEntities[0].largeImg` left the image without it;
+ * GraphQL's ImageEntityInput refuses it. A nested value that is no object is droppedField's to
+ * refuse; attributes' names are free.
+ */
+export function unknownNestedField(raw: Raw): UnknownNestedField | null {
+  for (const [field, has, fields] of NESTED) {
+    const value = raw[field];
+    if (field === 'imageEntities') {
+      if (!Array.isArray(value)) continue;
+      for (let j = 0; j < value.length; j++) {
+        const entity: unknown = value[j];
+        const name = isObject(entity) ? unknownIn(entity, fields) : null;
+        if (name !== null) return { path: `${field}[${j}]`, name, has, fields };
+      }
+      continue;
+    }
+    const name = isObject(value) ? unknownIn(value, fields) : null;
+    if (name !== null) return { path: field, name, has, fields };
+  }
+  return null;
+}
+
+/** The first of value's fields not among `fields`, or null: a list, not `in` an object, which would take `toString`. */
+function unknownIn(value: Raw, fields: readonly string[]): string | null {
+  for (const name in value) if (!fields.includes(name)) return name;
+  return null;
+}
+
 /**
  * For a record sent to be stored (PUT /v1/items), where a field dropped is data lost: the first
  * field (a path: `attributes.color`, `variants[2]`, `imageEntities[0].largeImage`) that `item`,

@@ -1,6 +1,6 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
 import { checkCallSize, parseIsoTime } from '../ports/ingest.js';
-import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId } from '../ports/itemRecord.js';
+import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -162,8 +162,9 @@ function unknownField(name: string, fields: readonly string[], has: string): { f
 
 /**
  * The first field of a record sent to be stored that an item record does not have (a parsed item
- * has every field the interface knows, absent ones undefined), or null: dropped silently, a
- * misspelled salesPrice or catgoryPath left the item without it. GraphQL's upsertItems refuses it.
+ * has every field the interface knows, absent ones undefined), then of its nested objects, or
+ * null: dropped silently, a misspelled salesPrice or catgoryPath left the item without it.
+ * GraphQL's upsertItems refuses it.
  */
 function unknownItemField(raw: Record<string, unknown>, item: ItemModel): { field: string; message: string } | null {
   for (const name in raw) {
@@ -171,7 +172,11 @@ function unknownItemField(raw: Record<string, unknown>, item: ItemModel): { fiel
     if (Object.hasOwn(item, name)) continue;
     return unknownField(name, Object.keys(item), 'an item record has no such field (recommendations.md)');
   }
-  return null;
+  const nested = unknownNestedField(raw);
+  if (nested === null) return null;
+  // its path in the record, as GraphQL's input types refuse it: `imageEntities[0].bogus`
+  const { field, message } = unknownField(nested.name, nested.fields, `${nested.has} ${nested.fields.join(', ')}`);
+  return { field: `${nested.path}.${field}`, message };
 }
 
 /**

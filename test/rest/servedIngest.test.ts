@@ -196,6 +196,41 @@ describe('the REST twins, embedded backend', () => {
     expect(JSON.stringify(stored.body)).not.toContain('First of the call');
   }, 30_000);
 
+  it('a field a nested object does not have (imageEntities[0].bogus): 400 naming its path, nothing of the call stored', async () => {
+    // the twentieth pass's probe: the record was answered upserted:1, the field dropped, where GraphQL's ImageEntityInput refuses it
+    const image = 'an image entity has only thumbnailImage, mediumImage, largeImage, entityType';
+    const gifts = 'gift options have only allowGiftWrap, allowGiftMessage, allowGiftReceipt';
+    const price = 'a marketplace price has only price, standardShipRate, twoThreeDayShippingRate, sellerInfo, offerType, availableOnline, clearance';
+    const cases: [Record<string, unknown>, string][] = [
+      [{ imageEntities: [{ largeImage: 'https://img.example/1.jpg', bogus: 1 }] }, `items[1].imageEntities[0].bogus: unknown field: ${image}`],
+      [{ imageEntities: [{ largeImage: 'https://img.example/1.jpg' }, { largeImg: 'https://img.example/2.jpg' }] }, `items[1].imageEntities[1].largeImg: unknown field: ${image}; did you mean largeImage?`],
+      [{ giftOptions: { allowGiftWrap: true, allowGiftWarp: true } }, `items[1].giftOptions.allowGiftWarp: unknown field: ${gifts}; did you mean allowGiftWrap?`],
+      [{ bestMarketplacePrice: { price: 9.5, shipRate: 1 } }, `items[1].bestMarketplacePrice.shipRate: unknown field: ${price}`],
+      [{ bestMarketplacePrice: { prise: 9.5 } }, `items[1].bestMarketplacePrice.prise: unknown field: ${price}; did you mean price?`],
+      // an object's inherited properties are no fields of it either
+      [{ giftOptions: { constructor: true } }, `items[1].giftOptions.constructor: unknown field: ${gifts}`],
+      [{ imageEntities: [{ ['x'.repeat(100)]: 'a' }] }, `items[1].imageEntities[0].${'x'.repeat(40)}…: unknown field: ${image}`],
+    ];
+    for (const [extra, message] of cases) {
+      const records = [{ itemId: 99000111, name: 'First of the nested call' }, { itemId: 99000112, name: 'Nested typo test', ...extra }];
+      expect(await call('PUT', '/v1/items', root, records)).toMatchObject(refusal(400, 4000, message));
+    }
+    // nothing of the refused calls was stored: the lookup knows neither record
+    const lookup = (id: number) => call('GET', `/v1/items/${id}?apiKey=${encodeURIComponent(apiKey)}`);
+    expect([(await lookup(99000111)).status, (await lookup(99000112)).status]).toEqual([400, 400]);
+    // attributes' names are the record's own: any is taken; and a record with only known nested fields is stored whole
+    const whole = {
+      itemId: 99000113,
+      name: 'Nested fields kept',
+      attributes: { bogus: 'fine' },
+      imageEntities: [{ largeImage: 'https://img.example/3.jpg', entityType: 'PRIMARY' }],
+      giftOptions: { allowGiftWrap: true },
+      bestMarketplacePrice: { price: 9.5, sellerInfo: 'Shop' },
+    };
+    expect(await call('PUT', '/v1/items', root, [whole])).toMatchObject({ status: 200, body: { upserted: 1 } });
+    expect((await lookup(whole.itemId)).body).toMatchObject(whole);
+  }, 30_000);
+
   it('other methods: 405 with Allow', async () => {
     const get = await call('GET', '/v1/events', root);
     expect([get.status, get.headers.get('allow')]).toEqual([405, 'POST']);
