@@ -10,8 +10,9 @@ import type { RequestRecord } from '../../observability/requestScope.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
 import { encodingRefusal, parseBody, readBody, type BodyRouteDeps } from '../body.js';
+import { GRAPHQL_METHODS } from '../cors.js';
 import { RequestDeadline } from '../requestSignal.js';
-import { errorHeaders, graphqlError, sendJson } from '../send.js';
+import { errorHeaders, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
 
 /** Whether a request sends a persisted query's extension (to look one up, or to register one). */
 function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
@@ -84,9 +85,9 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
   const publicVary = deps.varyByOrigin === true ? 'authorization, origin' : 'authorization';
 
   /**
-   * /graphql. The order is the contract: the credential is authenticated under the rate limits
-   * from the headers alone (401 or 429 whatever is asked, before a byte of the body is read),
-   * then the body is read (a request without credentials may send only a small one) and parsed
+   * /graphql. The order is the contract: a method but GET and POST is refused (405 with Allow),
+   * then the credential is authenticated under the rate limits from the headers alone (401 or 429
+   * whatever is asked, before a byte of the body is read), then the body is read (a request without credentials may send only a small one) and parsed
    * (400 when it is not JSON), then a PUBLIC answer may come from the response cache, and only
    * then does a GraphQL pipeline see the request. Nothing a stranger sends is normalised, parsed
    * or remembered beyond that small body.
@@ -97,6 +98,16 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
    */
   async function handleGraphQL(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
     const method = (req.method ?? 'GET').toUpperCase();
+    if (method !== 'GET' && method !== 'POST') {
+      // before Apollo's CSRF check, which told a PUT without a content type 400, and before the
+      // credential: no other method is served, whoever asks (with CORS_ORIGINS set, a preflight
+      // was answered before this)
+      res.setHeader('x-request-id', record.id);
+      // a body is not read: one sent takes the connection with it
+      const length = req.headers['content-length'];
+      if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) res.setHeader('connection', 'close');
+      return sendMethodNotAllowed(res, method, GRAPHQL_METHODS);
+    }
     if (method !== 'POST' && wantsIde(req, search)) {
       res.setHeader('x-request-id', record.id);
       return serveIde(req, res, null);

@@ -1,0 +1,75 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { raw, statusOf } from '../helpers/rawHttp.js';
+import { storeKinds } from '../helpers/stores.js';
+
+/**
+ * The answers a request gets before a route reads it, over real HTTP (raw bytes where fetch would
+ * not send them): a method /graphql does not take; with CORS_ORIGINS unset, a list, or `*`.
+ */
+const APP = 'https://app.example';
+const kind = storeKinds[0]!;
+
+/** The body of a raw answer, as JSON. */
+const bodyOf = (answer: string): unknown => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+/** A header of a raw answer (the first of its name), or null. */
+const headerOf = (answer: string, name: string): string | null =>
+  new RegExp(`\r\n${name}: ([^\r]*)\r\n`, 'i').exec(answer.slice(0, answer.indexOf('\r\n\r\n') + 2))?.[1] ?? null;
+
+describe(`answers before a route (${kind.name} store)`, () => {
+  /** CORS_ORIGINS unset. */
+  let plain: TestGateway;
+  /** CORS_ORIGINS listing APP. */
+  let listed: TestGateway;
+  /** CORS_ORIGINS=*. */
+  let any: TestGateway;
+  const disposals: (() => Promise<void>)[] = [];
+
+  const open = async (env: Record<string, string>): Promise<TestGateway> => {
+    const opened = await kind.open();
+    disposals.push(opened.dispose);
+    const started = await startTestGateway(await embeddedWithUsers(opened.store), env);
+    disposals.unshift(() => started.stop());
+    return started;
+  };
+
+  beforeAll(async () => {
+    plain = await open({});
+    listed = await open({ CORS_ORIGINS: APP });
+    any = await open({ CORS_ORIGINS: '*' });
+  }, 30_000);
+  afterAll(async () => {
+    for (const dispose of disposals) await dispose().catch(() => undefined);
+  });
+
+  it('answers a method /graphql does not take with 405, Allow: GET, POST and BAD_REQUEST, before the CSRF check and the credential', async () => {
+    // the probe: a PUT without a content type got Apollo's CSRF 400
+    for (const method of ['PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
+      const response = await fetch(`${plain.url}/graphql`, { method });
+      expect([method, response.status, response.headers.get('allow')]).toEqual([method, 405, 'GET, POST']);
+      expect(response.headers.get('x-request-id')).toMatch(/./);
+      expect(await response.json()).toEqual({ errors: [{ message: `Method ${method} not allowed`, extensions: { code: 'BAD_REQUEST' } }] });
+    }
+    const head = await fetch(`${plain.url}/graphql`, { method: 'HEAD' });
+    expect([head.status, head.headers.get('allow')]).toEqual([405, 'GET, POST']);
+    // a wrong credential is not looked at, and a body sent is not read: the connection goes with it
+    const sent = '{"query":"{ viewer { id } }"}';
+    const put = await raw(plain.url, `PUT /graphql HTTP/1.1\r\nhost: gateway\r\nauthorization: Basic bm9ib2R5Ondyb25n\r\ncontent-type: text/plain\r\ncontent-length: ${sent.length}\r\n\r\n${sent}`);
+    expect([statusOf(put), headerOf(put, 'allow'), headerOf(put, 'connection')]).toEqual([405, 'GET, POST', 'close']);
+    expect(bodyOf(put)).toEqual({ errors: [{ message: 'Method PUT not allowed', extensions: { code: 'BAD_REQUEST' } }] });
+    // GET and POST are served as before
+    const get = await fetch(`${plain.url}/graphql?query=${encodeURIComponent('{ viewer { username } }')}`, { headers: { 'apollo-require-preflight': 'true' } });
+    expect([get.status, await get.json()]).toEqual([200, { data: { viewer: null } }]);
+  });
+
+  it("answers a preflight as before with CORS_ORIGINS set, and another method's 405 with the origin's header", async () => {
+    for (const gw of [listed, any]) {
+      for (const method of ['POST', 'PUT']) {
+        const preflight = await fetch(`${gw.url}/graphql`, { method: 'OPTIONS', headers: { origin: APP, 'access-control-request-method': method } });
+        expect([method, preflight.status, preflight.headers.get('access-control-allow-methods')]).toEqual([method, 204, 'GET, POST']);
+      }
+      const put = await fetch(`${gw.url}/graphql`, { method: 'PUT', headers: { origin: APP } });
+      expect([put.status, put.headers.get('allow'), put.headers.get('access-control-allow-origin')]).toEqual([405, 'GET, POST', gw === any ? '*' : APP]);
+    }
+  });
+});
