@@ -21,9 +21,37 @@ export function createHttpServer(limits: ServerLimits): http.Server {
     // node looks for expired requests this often (30 s by default, which would stretch a 10 s
     // timeout to 40 s); a quarter of the shorter timeout keeps the overshoot within 25%
     connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
+    // node answers an HTTP/1.1 request without Host with an empty 400 of its own: the handlers
+    // answer it instead (refusedWithoutHost), with a body as every other refusal has
+    requireHostHeader: false,
   });
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
   return server;
+}
+
+// the code's text: ErrorCode's own is Apollo's enum, which this module does not load
+const NO_HOST_CODE: `${ErrorCode}` = 'BAD_REQUEST';
+const NO_HOST_BODY = JSON.stringify({ errors: [{ message: 'An HTTP/1.1 request must carry a Host header', extensions: { code: NO_HOST_CODE } }] });
+const NO_HOST_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'application/json; charset=utf-8',
+  'content-length': String(Buffer.byteLength(NO_HOST_BODY)),
+  connection: 'close',
+};
+const NO_HOST_HEADERS_ANY_ORIGIN: Readonly<Record<string, string>> = { ...NO_HOST_HEADERS, 'access-control-allow-origin': '*' };
+
+/**
+ * Answers an HTTP/1.1 request without a Host header (RFC 9112 asks for a 400) and returns true;
+ * false for any other, which the handler then serves. The request node's own check
+ * (requireHostHeader, off in createHttpServer) refused with an empty 400: an empty Host passes
+ * as it did, and HTTP/1.0, which has none to send, is served. A JSON 400 BAD_REQUEST, as the
+ * raw answers of clientError, and the connection closed, as node closed it; `anyOrigin`
+ * (CORS_ORIGINS=*) adds `Access-Control-Allow-Origin: *`, as every other answer has then.
+ */
+export function refusedWithoutHost(req: IncomingMessage, res: ServerResponse, anyOrigin: boolean): boolean {
+  if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return false;
+  res.writeHead(400, anyOrigin ? NO_HOST_HEADERS_ANY_ORIGIN : NO_HOST_HEADERS);
+  res.end(NO_HOST_BODY);
+  return true;
 }
 
 /** Where a listening server is, as bound, and a URL to reach it from this machine. */
@@ -69,10 +97,12 @@ export class StartingAnswers {
   private step = 'loading the gateway';
   private readonly handler = (req: IncomingMessage, res: ServerResponse): void => this.answer(req, res);
   private readonly cors: Cors | null;
+  private readonly anyOrigin: boolean;
 
   /** `corsOrigins`: CORS_ORIGINS, so that a page on an allowed origin can read the 503 too. */
   constructor(private readonly server: http.Server, corsOrigins: readonly string[] | '*' | null = null) {
     this.cors = corsOrigins ? new Cors(corsOrigins) : null;
+    this.anyOrigin = corsOrigins === '*';
     server.on('request', this.handler);
   }
 
@@ -87,6 +117,7 @@ export class StartingAnswers {
   }
 
   private answer(req: IncomingMessage, res: ServerResponse): void {
+    if (refusedWithoutHost(req, res, this.anyOrigin)) return;
     const target = req.url ?? '/';
     const query = target.indexOf('?');
     const path = query === -1 ? target : target.slice(0, query);

@@ -18,7 +18,7 @@ import type { SharedCache } from '../ports/cache.js';
 import { HttpError, LargeBodies } from './body.js';
 import { Cors, corsMethods, GRAPHQL_METHODS } from './cors.js';
 import { drainHttpServer, followConnections } from './drain.js';
-import { createHttpServer, listen, listenAddress } from './listener.js';
+import { createHttpServer, listen, listenAddress, refusedWithoutHost } from './listener.js';
 import { graphqlRoute } from './routes/graphql.js';
 import { serveHealth, serveReadiness } from './routes/health.js';
 import { IDE_ASSET_PREFIX, ideRoute } from './routes/ide.js';
@@ -173,8 +173,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   const sinks = { log, metrics };
+  const anyOrigin = config.corsOrigins === '*';
   options.handOver?.();
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    if (refusedWithoutHost(req, res, anyOrigin)) return;
     const sent = req.headers['x-request-id'];
     const requestId = typeof sent === 'string' ? sent.slice(0, 64) : randomUUID();
     handle(req, res, observeRequest(req, res, requestId, sinks)).catch((error: unknown) => {

@@ -1,14 +1,19 @@
+import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_SERVER_LIMITS } from '../../src/config/defaults.js';
+import { createHttpServer, listen, StartingAnswers } from '../../src/http/listener.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { raw, statusOf } from '../helpers/rawHttp.js';
 import { storeKinds } from '../helpers/stores.js';
 
 /**
  * The answers a request gets before a route reads it, over real HTTP (raw bytes where fetch would
- * not send them): a method /graphql does not take; with CORS_ORIGINS unset, a list, or `*`.
+ * not send them): a method /graphql does not take, an HTTP/1.1 request without Host; with
+ * CORS_ORIGINS unset, a list, or `*`.
  */
 const APP = 'https://app.example';
 const kind = storeKinds[0]!;
+const NO_HOST = { errors: [{ message: 'An HTTP/1.1 request must carry a Host header', extensions: { code: 'BAD_REQUEST' } }] };
 
 /** The body of a raw answer, as JSON. */
 const bodyOf = (answer: string): unknown => JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
@@ -71,5 +76,43 @@ describe(`answers before a route (${kind.name} store)`, () => {
       const put = await fetch(`${gw.url}/graphql`, { method: 'PUT', headers: { origin: APP } });
       expect([put.status, put.headers.get('allow'), put.headers.get('access-control-allow-origin')]).toEqual([405, 'GET, POST', gw === any ? '*' : APP]);
     }
+  });
+
+  it("answers an HTTP/1.1 request without Host with a JSON 400 BAD_REQUEST, not node's empty one; HTTP/1.0 and an empty Host are served", async () => {
+    for (const path of ['/healthz', '/graphql', '/v1/items?ids=1']) {
+      const answer = await raw(plain.url, `GET ${path} HTTP/1.1\r\n\r\n`);
+      expect([path, statusOf(answer), headerOf(answer, 'content-type'), headerOf(answer, 'connection')]).toEqual([path, 400, 'application/json; charset=utf-8', 'close']);
+      expect(bodyOf(answer)).toEqual(NO_HOST);
+      expect(headerOf(answer, 'access-control-allow-origin')).toBeNull();
+    }
+    // HTTP/1.0 has no Host to send; an empty one is a Host (RFC 9112 allows it), as node took it
+    const old = await raw(plain.url, 'GET /healthz HTTP/1.0\r\n\r\n');
+    expect([statusOf(old), bodyOf(old)]).toEqual([200, { status: 'ok' }]);
+    const empty = await raw(plain.url, 'GET /healthz HTTP/1.1\r\nhost:\r\nconnection: close\r\n\r\n');
+    expect([statusOf(empty), bodyOf(empty)]).toEqual([200, { status: 'ok' }]);
+    // with CORS_ORIGINS=* it says so, as every other answer does then
+    const anyOrigin = await raw(any.url, 'POST /graphql HTTP/1.1\r\norigin: https://app.example\r\ncontent-length: 0\r\n\r\n');
+    expect([statusOf(anyOrigin), headerOf(anyOrigin, 'access-control-allow-origin'), bodyOf(anyOrigin)]).toEqual([400, '*', NO_HOST]);
+  });
+});
+
+describe('a request without Host while the gateway starts', () => {
+  let server: Server;
+  let url: string;
+  beforeAll(async () => {
+    server = createHttpServer(DEFAULT_SERVER_LIMITS);
+    new StartingAnswers(server, '*');
+    await listen(server, 0, '127.0.0.1');
+    url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  });
+  afterAll(async () => {
+    await new Promise((resolve) => server?.close(resolve));
+  });
+
+  it('gets the same JSON 400; with a Host, /healthz answers', async () => {
+    const answer = await raw(url, 'GET /healthz HTTP/1.1\r\n\r\n');
+    expect([statusOf(answer), headerOf(answer, 'access-control-allow-origin'), bodyOf(answer)]).toEqual([400, '*', NO_HOST]);
+    const healthz = await raw(url, 'GET /healthz HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\n\r\n');
+    expect([statusOf(healthz), bodyOf(healthz)]).toEqual([200, { status: 'ok' }]);
   });
 });
