@@ -33,17 +33,29 @@ const ANSWERED: Promise<void> = Promise.resolve();
 /** Routes that only answer GET and HEAD (/openapi.json and the IDE's files check their own). */
 const READ_ONLY_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
 
-/** A raw answer to a request node could not read (clientError): its status, and its message as a BAD_REQUEST. */
-function clientErrorAnswer(status: string, message: string): string {
+/**
+ * A raw answer to a request node could not read (clientError): its status, and its message as a
+ * BAD_REQUEST; `headers`, further header lines (each ending in CRLF).
+ */
+function clientErrorAnswer(status: string, message: string, headers: string): string {
   const body = JSON.stringify(graphqlError(message, ErrorCode.BAD_REQUEST));
-  return `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`;
+  return `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${headers}connection: close\r\n\r\n${body}`;
 }
 
-const CLIENT_ERRORS = {
-  timeout: clientErrorAnswer('408 Request Timeout', 'The request was not sent in time'),
-  headTooLarge: clientErrorAnswer('431 Request Header Fields Too Large', 'The request head is larger than 16 KB'),
-  malformed: clientErrorAnswer('400 Bad Request', 'The request is not valid HTTP/1.1'),
-};
+const clientErrorAnswers = (headers: string) => ({
+  timeout: clientErrorAnswer('408 Request Timeout', 'The request was not sent in time', headers),
+  headTooLarge: clientErrorAnswer('431 Request Header Fields Too Large', 'The request head is larger than 16 KB', headers),
+  malformed: clientErrorAnswer('400 Bad Request', 'The request is not valid HTTP/1.1', headers),
+});
+
+const CLIENT_ERRORS = clientErrorAnswers('');
+/**
+ * With CORS_ORIGINS=*: the head was not read, so its Origin is unknown, but any origin gets `*`,
+ * as every other answer says then. With a list of origins the raw answers carry no CORS header:
+ * the origin they would name is in the head that could not be read (a page's browser then keeps
+ * the 400, 408 or 431 from it, which it could not have acted on anyway).
+ */
+const CLIENT_ERRORS_ANY_ORIGIN = clientErrorAnswers('access-control-allow-origin: *\r\n');
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
@@ -174,6 +186,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const sinks = { log, metrics };
   const anyOrigin = config.corsOrigins === '*';
+  const clientErrors = anyOrigin ? CLIENT_ERRORS_ANY_ORIGIN : CLIENT_ERRORS;
   options.handOver?.();
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
     if (refusedWithoutHost(req, res, anyOrigin)) return;
@@ -205,7 +218,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     // and one whose head is past node's maxHeaderSize (16 KB) that the head is too large, as node's own handler does
     // with a body in the GraphQL shape and a code of the closed set, as every other error has
     const code = (error as { code?: string }).code;
-    const answer = code === 'ERR_HTTP_REQUEST_TIMEOUT' ? CLIENT_ERRORS.timeout : code === 'HPE_HEADER_OVERFLOW' ? CLIENT_ERRORS.headTooLarge : CLIENT_ERRORS.malformed;
+    const answer = code === 'ERR_HTTP_REQUEST_TIMEOUT' ? clientErrors.timeout : code === 'HPE_HEADER_OVERFLOW' ? clientErrors.headTooLarge : clientErrors.malformed;
     if (socket.writable) socket.end(answer);
     else socket.destroy();
   });

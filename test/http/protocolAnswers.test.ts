@@ -8,8 +8,8 @@ import { storeKinds } from '../helpers/stores.js';
 
 /**
  * The answers a request gets before a route reads it, over real HTTP (raw bytes where fetch would
- * not send them): a method /graphql does not take, an HTTP/1.1 request without Host; with
- * CORS_ORIGINS unset, a list, or `*`.
+ * not send them): a method /graphql does not take, an HTTP/1.1 request without Host, a head node
+ * could not read (431, 400, 408); with CORS_ORIGINS unset, a list, or `*`.
  */
 const APP = 'https://app.example';
 const kind = storeKinds[0]!;
@@ -26,7 +26,7 @@ describe(`answers before a route (${kind.name} store)`, () => {
   let plain: TestGateway;
   /** CORS_ORIGINS listing APP. */
   let listed: TestGateway;
-  /** CORS_ORIGINS=*. */
+  /** CORS_ORIGINS=*, a request timed out after 0.8 s. */
   let any: TestGateway;
   const disposals: (() => Promise<void>)[] = [];
 
@@ -41,7 +41,8 @@ describe(`answers before a route (${kind.name} store)`, () => {
   beforeAll(async () => {
     plain = await open({});
     listed = await open({ CORS_ORIGINS: APP });
-    any = await open({ CORS_ORIGINS: '*' });
+    // a short request timeout, for the 408
+    any = await open({ CORS_ORIGINS: '*', HEADERS_TIMEOUT_MS: '400', REQUEST_TIMEOUT_MS: '800' });
   }, 30_000);
   afterAll(async () => {
     for (const dispose of disposals) await dispose().catch(() => undefined);
@@ -93,6 +94,22 @@ describe(`answers before a route (${kind.name} store)`, () => {
     // with CORS_ORIGINS=* it says so, as every other answer does then
     const anyOrigin = await raw(any.url, 'POST /graphql HTTP/1.1\r\norigin: https://app.example\r\ncontent-length: 0\r\n\r\n');
     expect([statusOf(anyOrigin), headerOf(anyOrigin, 'access-control-allow-origin'), bodyOf(anyOrigin)]).toEqual([400, '*', NO_HOST]);
+  });
+
+  it("puts Access-Control-Allow-Origin: * on the raw 431, 400 and 408 with CORS_ORIGINS=*; with a list, nothing: the Origin was not read", async () => {
+    const tooLarge = `GET /graphql HTTP/1.1\r\nhost: gateway\r\norigin: ${APP}\r\nx-padding: ${'a'.repeat(20_000)}\r\n\r\n`;
+    const malformed = `GET /graphql HTTP/1.1\r\nhost gateway\r\norigin: ${APP}\r\n\r\n`;
+    for (const [gw, allowed] of [[plain, null], [listed, null], [any, '*']] as const) {
+      const head = await raw(gw.url, tooLarge);
+      expect([statusOf(head), headerOf(head, 'access-control-allow-origin')]).toEqual([431, allowed]);
+      expect(bodyOf(head)).toEqual({ errors: [{ message: 'The request head is larger than 16 KB', extensions: { code: 'BAD_REQUEST' } }] });
+      const bad = await raw(gw.url, malformed);
+      expect([statusOf(bad), headerOf(bad, 'access-control-allow-origin'), headerOf(bad, 'connection')]).toEqual([400, allowed, 'close']);
+    }
+    // a head that never ends: 408 at the timeout, with * too
+    const timedOut = await raw(any.url, `GET /graphql HTTP/1.1\r\nhost: gateway\r\norigin: ${APP}\r\n`, 5_000);
+    expect([statusOf(timedOut), headerOf(timedOut, 'access-control-allow-origin')]).toEqual([408, '*']);
+    expect(bodyOf(timedOut)).toEqual({ errors: [{ message: 'The request was not sent in time', extensions: { code: 'BAD_REQUEST' } }] });
   });
 });
 
