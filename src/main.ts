@@ -187,7 +187,8 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
     url: `${where.localUrl}/graphql`,
     address: where.address,
     port: where.port,
-    interfaces: where.allInterfaces ? 'all (set HOST=127.0.0.1 to take connections from this machine only)' : where.address,
+    // `::` takes IPv4 too (node listens dual-stack); 0.0.0.0 takes no IPv6
+    interfaces: where.allInterfaces ? `${where.address === '0.0.0.0' ? 'all IPv4 interfaces' : 'all'} (set HOST=127.0.0.1 to take connections from this machine only)` : where.address,
     backend: config.backend,
   };
   log.info(place, 'recs-gateway listening');

@@ -59,7 +59,7 @@ export interface ListenAddress {
   /** The bound address: `::` or `0.0.0.0` for every interface. */
   address: string;
   port: number;
-  /** Whether it takes connections on every interface (HOST unset, `::` or `0.0.0.0`). */
+  /** Whether it takes connections on every interface (HOST unset or `::`), or every IPv4 one (`0.0.0.0`). */
   allInterfaces: boolean;
   /** A base URL for a client on this machine: the loopback address when on every interface. */
   localUrl: string;

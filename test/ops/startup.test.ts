@@ -98,13 +98,21 @@ describe('a start that cannot succeed', () => {
     expectOneLine(await runBuilt(['serve'], { PORT: '0', DATA_DIR: unreadable }, asUser), new RegExp(`cannot open ${unreadable}/recs\\.db: permission denied`));
   });
 
-  it('says where it really listens: every interface unless HOST is set', async () => {
+  it('says where it really listens: every interface unless HOST is set, every IPv4 one for 0.0.0.0', async () => {
     const everywhere = await startServe({ DATA_DIR: dataDir(), HOST: '' });
     servers.push(everywhere);
     const line = listening(everywhere);
     expect(['::', '0.0.0.0']).toContain(line.address);
-    expect(line.interfaces).toMatch(/^all \(set HOST=127\.0\.0\.1/);
+    // `::` takes IPv4 too (node listens dual-stack); node takes 0.0.0.0 where there is no IPv6
+    expect(line.interfaces).toMatch(line.address === '::' ? /^all \(set HOST=127\.0\.0\.1/ : /^all IPv4 interfaces \(set HOST=127\.0\.0\.1/);
     expect(line.url).toBe(`http://127.0.0.1:${String(line.port)}/graphql`);
+
+    // the probe: HOST=0.0.0.0 said "all" though no IPv6 interface is among them
+    const ipv4 = await startServe({ DATA_DIR: dataDir(), HOST: '0.0.0.0' });
+    servers.push(ipv4);
+    const ipv4Line = listening(ipv4);
+    expect(ipv4Line.address).toBe('0.0.0.0');
+    expect(ipv4Line.interfaces).toMatch(/^all IPv4 interfaces \(set HOST=127\.0\.0\.1/);
 
     const loopback = await startServe({ DATA_DIR: dataDir(), HOST: '127.0.0.1' });
     servers.push(loopback);
