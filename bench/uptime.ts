@@ -8,7 +8,8 @@
  * aged out (COMPACT_MIN_EVENTS, the gateway's setting); its twin never does (the code before).
  * Each runs in a process of its own (this script again, with --run). Prints, every 60 days of the
  * stream, the events each log holds and the process's heap and array buffers after a full
- * collection, less what it held before the recommender was made; then the compactions' count and their longest pause, and
+ * collection, less what it held before the recommender was made; then the compactions' count and the
+ * longest a step of one held the event loop (a compaction runs in steps between batches), and
  * the time each took to apply the stream. The lists of both are compared at the end, as served
  * and after a full build of each log (what a restart would serve).
  */
@@ -18,16 +19,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
-import { Catalog } from '../src/recommender/catalog.js';
-import { EventLog, type RecEvent } from '../src/recommender/eventLog.js';
-import { parseItemRecord } from '../src/ports/itemRecord.js';
+import { EventLog } from '../src/recommender/eventLog.js';
+import { STREAM_ITEMS, streamCatalog, streamDay } from './shopStream.js';
 
 const { values: flags } = parseArgs({ options: { days: { type: 'string', default: '360' }, 'per-day': { type: 'string', default: '5000' }, batch: { type: 'string', default: '500' }, run: { type: 'string' }, out: { type: 'string' } } });
 const DAYS = Number(flags.days);
 const PER_DAY = Number(flags['per-day']);
 const BATCH = Number(flags.batch);
-const DAY = 86_400_000;
-const ITEMS = 2_000;
 /**
  * The gateway's defaults, but for next-best-product's time-bound full build (every 30 s with
  * purchases since): its prior statistics would then depend on how fast each run went, and the
@@ -37,26 +35,6 @@ const OPTIONS = { maxAgeDays: 90, nextBestRebuildSeconds: 1e9 };
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) throw new Error('run with node --expose-gc --import tsx bench/uptime.ts');
 
-function catalog(): Catalog {
-  const c = new Catalog();
-  for (let i = 1; i <= ITEMS; i++) c.add(parseItemRecord({ itemId: i, name: `item ${i}`, categoryPath: `Dept/Cat${i % 40}` }));
-  return c;
-}
-
-/** Day `day`'s events, in time order (deterministic). */
-function dayOf(day: number): RecEvent[] {
-  let s = 1 + day;
-  const random = (): number => ((s = (s * 1103515245 + 12345) % 2147483648) / 2147483648);
-  const start = Date.UTC(2026, 0, 1) + day * DAY;
-  return Array.from({ length: PER_DAY }, (_, i) => {
-    const visit = day * PER_DAY + i - (i % 5);
-    const purchase = i % 10 === 9;
-    return {
-      kind: purchase ? 'purchase' : 'view', itemId: 1 + Math.floor(ITEMS * random() * random()), time: start + Math.floor((i * DAY) / PER_DAY),
-      session: String(visit), user: purchase ? String(visit % 20_000) : null, orderId: purchase ? String(visit) : null,
-    };
-  });
-}
 
 /** The heap and the array buffers (the log's columns are SharedArrayBuffers, outside the heap), in MB, after a full collection. */
 const memoryMb = (): number => {
@@ -68,7 +46,7 @@ const memoryMb = (): number => {
 
 /** Every list the recommender serves, as text. */
 const listsOf = (recs: EmbeddedRecs): string[] =>
-  Array.from({ length: ITEMS }, (_, i) => (['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const).map((kind) => JSON.stringify(recs.recommendNow(kind, i + 1).entries))).flat();
+  Array.from({ length: STREAM_ITEMS }, (_, i) => (['POST_BROWSE', 'NEXT_BEST_PRODUCT'] as const).map((kind) => JSON.stringify(recs.recommendNow(kind, i + 1).entries))).flat();
 
 const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
@@ -77,12 +55,12 @@ const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
  * every 60 days, its lists at the end.
  */
 async function run(compactMinEvents: number | undefined): Promise<{ served: string[]; lists: string[]; rows: [number, number, number][]; ms: number; pauses: number[]; compactions: EmbeddedRecs['compactions'] }> {
-  const recs = new EmbeddedRecs(catalog(), new EventLog(), OPTIONS, null, null, compactMinEvents === undefined ? {} : { compactMinEvents });
+  const recs = new EmbeddedRecs(streamCatalog(), new EventLog(), OPTIONS, null, null, compactMinEvents === undefined ? {} : { compactMinEvents });
   const rows: [number, number, number][] = [];
   const pauses: number[] = [];
   let ms = 0;
   for (let day = 0; day < DAYS; day++) {
-    const events = dayOf(day);
+    const events = streamDay(day, PER_DAY);
     const t0 = performance.now();
     for (let i = 0; i < events.length; i += BATCH) {
       recs.applyEvents(events.slice(i, i + BATCH));
@@ -127,7 +105,7 @@ const child = (which: string): Run => {
     rmSync(dir, { recursive: true, force: true });
   }
 };
-console.log(`node ${process.version}; ${DAYS} days of ${PER_DAY} events a day in batches of ${BATCH}; RECS_EVENTS_MAX_AGE_DAYS 90; ${ITEMS} items; each run in a process of its own`);
+console.log(`node ${process.version}; ${DAYS} days of ${PER_DAY} events a day in batches of ${BATCH}; RECS_EVENTS_MAX_AGE_DAYS 90; ${STREAM_ITEMS} items; each run in a process of its own`);
 const compacted = child('compacting');
 const twin = child('never');
 console.log('| day | events held, compacting | heap + array buffers, MB | events held, never compacting (before) | heap + array buffers, MB |');
@@ -136,7 +114,7 @@ compacted.rows.forEach(([day, events, mb], i) => {
   const [, twinEvents, twinMb] = twin.rows[i]!;
   console.log(`| ${day} | ${events.toLocaleString('en')} | ${mb.toFixed(0)} | ${twinEvents.toLocaleString('en')} | ${twinMb.toFixed(0)} |`);
 });
-console.log(`compactions: ${compacted.compactions.count}, ${compacted.compactions.dropped.toLocaleString('en')} events dropped, longest ${Math.max(0, ...compacted.pauses).toFixed(1)} ms`);
+console.log(`compactions: ${compacted.compactions.count}, ${compacted.compactions.dropped.toLocaleString('en')} events dropped, the event loop held at most ${Math.max(0, ...compacted.pauses).toFixed(1)} ms at a time`);
 console.log(`applying the stream (batches and flushes): ${(compacted.ms / 1000).toFixed(1)} s compacting, ${(twin.ms / 1000).toFixed(1)} s not`);
 const differ = (of: 'served' | 'lists', kind: number): number => compacted[of].filter((list, i) => i % 2 === kind && list !== twin[of][i]).length;
-console.log(`lists that differ between the two, as served: post-browse ${differ('served', 0)}, next-best-product ${differ('served', 1)} (its prior statistics from full builds made at other moments); after a full build of each log: ${differ('lists', 0)} and ${differ('lists', 1)}, of ${ITEMS} each`);
+console.log(`lists that differ between the two, as served: post-browse ${differ('served', 0)}, next-best-product ${differ('served', 1)} (its prior statistics from full builds made at other moments); after a full build of each log: ${differ('lists', 0)} and ${differ('lists', 1)}, of ${STREAM_ITEMS} each`);

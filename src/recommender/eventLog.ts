@@ -77,32 +77,32 @@ export class ItemIndex {
 /** Strings to small integers, for session, user and order keys. */
 export class KeyInterner {
   private map = new Map<string, number>();
-  constructor(private next = 0) {}
+  /** The names by id. */
+  private byId: string[] = [];
   intern(name: string): number {
     let id = this.map.get(name);
     if (id === undefined) {
-      id = this.next++;
+      id = this.byId.length;
       this.map.set(name, id);
+      this.byId.push(name);
     }
     return id;
   }
   get size(): number {
-    return this.map.size;
+    return this.byId.length;
   }
   /** The names by id, 0..size-1. */
   names(): string[] {
-    return [...this.map.keys()];
+    return this.byId.slice();
   }
-  /**
-   * Keeps only the names whose id `kept` maps to a new one (-1: dropped), at those ids: new ids
-   * must keep the old ones' order (names() lists by id, which is the order of interning).
-   */
-  compact(kept: Int32Array): void {
-    // a new map of the names kept: deleting most of a map's entries in place costs more (rehashing)
-    const map = new Map<string, number>();
-    for (const [name, id] of this.map) if (kept[id]! >= 0) map.set(name, kept[id]!);
+  /** The name of an id below size. */
+  nameOf(id: number): string {
+    return this.byId[id]!;
+  }
+  /** Moves to the names of `byId` (EventLog.finishCompact), at their indexes. */
+  replace(byId: string[], map: Map<string, number>): void {
+    this.byId = byId;
     this.map = map;
-    this.next = map.size;
   }
 
   /** An interner holding `names` at ids 0..n-1 (a log built in another thread). */
@@ -140,6 +140,43 @@ export interface LogCompaction {
   kept: number;
 }
 
+const COLUMN_NAMES = ['kind', 'item', 'session', 'user', 'order', 'time'] as const;
+type Columns = Pick<EventLog, (typeof COLUMN_NAMES)[number]>;
+
+/** New columns of `n` events, in shared memory. */
+function columnsOf(n: number): Columns {
+  return { kind: shared(Uint8Array, n), item: shared(Int32Array, n), session: shared(Int32Array, n), user: shared(Int32Array, n), order: shared(Int32Array, n), time: shared(Float64Array, n) };
+}
+
+/** A compaction done in steps (EventLog.beginCompact): what its steps have done so far. */
+export interface CompactionUnderWay {
+  readonly cutoff: number;
+  /** The log's length when it began: events from here on are the finish's. */
+  readonly end: number;
+  /** Events scanned (their new indexes, their keys marked), then copied to `to`; keys' names moved (all three kinds together). */
+  scanned: number;
+  copied: number;
+  named: number;
+  /** Events kept among those scanned. */
+  kept: number;
+  /** Each scanned event's new index, -1 where dropped. */
+  readonly events: Int32Array;
+  /** Session, user and order keys by their ids when it began: once the scan is done, each one's new id (-1: dropped). */
+  readonly keys: [Int32Array, Int32Array, Int32Array];
+  /** Keys of each kind kept by the scan. */
+  readonly keysKept: [number, number, number];
+  /** The kept keys' names by new id, and the other way round: the interners' next contents. */
+  readonly names: [string[], string[], string[]];
+  readonly maps: [Map<string, number>, Map<string, number>, Map<string, number>];
+  /** The new columns, once the scan is done. */
+  to: Columns | null;
+}
+
+/** A key's new id where `map` has it; one without a name (addKeys) as it is. */
+function rekeyed(map: Int32Array, key: number): number {
+  return key >= 0 && key < map.length ? map[key]! : key;
+}
+
 /**
  * A columnar, append-only event log: 25 bytes an event, so 10M events fit in about 250 MB where
  * 10M objects would take several GB. Keys are -1 where absent.
@@ -161,6 +198,7 @@ export class EventLog {
   private sessions = new KeyInterner();
   private users = new KeyInterner();
   private orders = new KeyInterner();
+  private underWay: CompactionUnderWay | null = null;
 
   constructor(items: ItemIndex = new ItemIndex()) {
     this.items = items;
@@ -225,21 +263,87 @@ export class EventLog {
 
   /**
    * Drops the events dated before `cutoff`, keeping the others in their order, and the session,
-   * user and order keys that only dropped events had; new ids keep the old ones' order. Into new
+   * user and order keys that only dropped events had; the keys kept keep their order. Into new
    * buffers: a reader of sharedColumns taken before keeps the events it has. The log's keys must
    * all be interned here (add, or fromColumns with names): keys given as integers by addKeys
-   * without names are kept as they are.
+   * without names are kept as they are. All at once: beginCompact does the same in steps.
    */
   compact(cutoff: number): LogCompaction {
-    const before = this.length;
-    const { kind, item, session, user, order, time } = this;
-    const events = new Int32Array(before);
-    const sessions = new Int32Array(this.sessions.size).fill(-1);
-    const users = new Int32Array(this.users.size).fill(-1);
-    const orders = new Int32Array(this.orders.size).fill(-1);
-    let kept = 0;
-    for (let e = 0; e < before; e++) {
-      if (!(time[e]! >= cutoff)) {
+    const underWay = this.beginCompact(cutoff);
+    this.compactStep(underWay, Infinity);
+    return this.finishCompact(underWay)!;
+  }
+
+  /**
+   * Starts a compaction (see compact) done in steps between other work, while events go on being
+   * added: compactStep scans the events the log holds now, then copies those kept to new columns
+   * and the names of the keys they have to new maps, a slice at a time; finishCompact then adds
+   * the events added meanwhile and swaps the columns in. An event dropped is one dated before
+   * `cutoff`: the caller must hold none of them (nor, at the finish, any event dropped since).
+   * A key of an event added meanwhile that only dropped events had before gets a new id after
+   * the others. A compaction begun replaces one under way, which can then not finish.
+   */
+  beginCompact(cutoff: number): CompactionUnderWay {
+    const end = this.length;
+    this.underWay = {
+      cutoff, end, scanned: 0, copied: 0, named: 0, kept: 0, events: new Int32Array(end), to: null,
+      keys: [new Int32Array(this.sessions.size), new Int32Array(this.users.size), new Int32Array(this.orders.size)],
+      keysKept: [0, 0, 0],
+      names: [[], [], []],
+      maps: [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()],
+    };
+    return this.underWay;
+  }
+
+  /**
+   * Does up to `maxEvents` more of a compaction's steps (an event scanned, copied, or a key's name
+   * moved, each counting one); true when every one is done (finishCompact's turn). False for a
+   * compaction no longer under way.
+   */
+  compactStep(c: CompactionUnderWay, maxEvents: number): boolean {
+    if (c !== this.underWay) return false;
+    let budget = maxEvents;
+    if (c.to === null) {
+      budget -= this.scan(c, budget);
+      if (c.to === null || budget <= 0) return false;
+    }
+    if (c.copied < c.end) {
+      budget -= this.copy(c, budget);
+      if (c.copied < c.end || budget <= 0) return false;
+    }
+    const interners = [this.sessions, this.users, this.orders];
+    let before = 0;
+    for (let k = 0; k < 3 && budget > 0; before += c.keys[k]!.length, k++) {
+      const keys = c.keys[k]!;
+      const from = c.named - before;
+      if (from >= keys.length) continue;
+      const stop = Math.min(keys.length, from + budget);
+      const names = c.names[k]!;
+      const map = c.maps[k]!;
+      const interner = interners[k]!;
+      for (let id = from; id < stop; id++) {
+        if (keys[id]! < 0) continue;
+        const name = interner.nameOf(id);
+        map.set(name, names.length);
+        names.push(name);
+      }
+      budget -= stop - from;
+      c.named += stop - from;
+    }
+    return c.named === c.keys[0].length + c.keys[1].length + c.keys[2].length;
+  }
+
+  /** Scans up to `budget` events: each one's new index, and the keys of those kept. Scanned done, it numbers the keys. */
+  private scan(c: CompactionUnderWay, budget: number): number {
+    const { time, session, user, order } = this;
+    const [sessions, users, orders] = c.keys;
+    const events = c.events;
+    const from = c.scanned;
+    const stop = Math.min(c.end, from + budget);
+    let kept = c.kept;
+    // 1 marks a key a kept event has, until numbered
+    for (let e = from; e < stop; e++) {
+      if (!(time[e]! >= c.cutoff)) {
         events[e] = -1;
         continue;
       }
@@ -247,38 +351,110 @@ export class EventLog {
       const s = session[e]!;
       const u = user[e]!;
       const o = order[e]!;
-      if (s >= 0 && s < sessions.length) sessions[s] = 0;
-      if (u >= 0 && u < users.length) users[u] = 0;
-      if (o >= 0 && o < orders.length) orders[o] = 0;
+      if (s >= 0 && s < sessions.length) sessions[s] = 1;
+      if (u >= 0 && u < users.length) users[u] = 1;
+      if (o >= 0 && o < orders.length) orders[o] = 1;
     }
-    for (const map of [sessions, users, orders]) {
-      let next = 0;
-      for (let id = 0; id < map.length; id++) if (map[id] === 0) map[id] = next++;
+    c.scanned = stop;
+    c.kept = kept;
+    if (stop === c.end) {
+      for (let k = 0; k < 3; k++) {
+        const keys = c.keys[k]!;
+        let next = 0;
+        for (let id = 0; id < keys.length; id++) keys[id] = keys[id] === 1 ? next++ : -1;
+        c.keysKept[k] = next;
+      }
+      // twice what is kept, as grow() leaves it: sized to `kept` exactly, the next event (in the next
+      // batch, on the request path) copied the whole log again into columns of twice that
+      c.to = columnsOf(Math.max(1024, 2 * kept));
     }
-    // twice what is kept, as grow() leaves it: sized to `kept` exactly, the next event (in the next
-    // batch, on the request path) copied the whole log again into columns of twice that
-    const n = Math.max(1024, 2 * kept);
-    const to = { kind: shared(Uint8Array, n), item: shared(Int32Array, n), session: shared(Int32Array, n), user: shared(Int32Array, n), order: shared(Int32Array, n), time: shared(Float64Array, n) };
-    const { kind: toKind, item: toItem, session: toSession, user: toUser, order: toOrder, time: toTime } = to;
-    for (let e = 0; e < before; e++) {
+    return stop - from;
+  }
+
+  /** Copies up to `budget` more of the events scanned to the new columns, their keys renumbered. */
+  private copy(c: CompactionUnderWay, budget: number): number {
+    const { kind, item, time, session, user, order } = this;
+    const to = c.to!;
+    const events = c.events;
+    const [sessions, users, orders] = c.keys;
+    const from = c.copied;
+    const stop = Math.min(c.end, from + budget);
+    for (let e = from; e < stop; e++) {
       const j = events[e]!;
       if (j < 0) continue;
-      toKind[j] = kind[e]!;
-      toItem[j] = item[e]!;
-      toTime[j] = time[e]!;
-      // keys given as integers without names (addKeys) stay as they are
-      const s = session[e]!;
-      const u = user[e]!;
-      const o = order[e]!;
-      toSession[j] = s >= 0 && s < sessions.length ? sessions[s]! : s;
-      toUser[j] = u >= 0 && u < users.length ? users[u]! : u;
-      toOrder[j] = o >= 0 && o < orders.length ? orders[o]! : o;
+      to.kind[j] = kind[e]!;
+      to.item[j] = item[e]!;
+      to.time[j] = time[e]!;
+      to.session[j] = rekeyed(sessions, session[e]!);
+      to.user[j] = rekeyed(users, user[e]!);
+      to.order[j] = rekeyed(orders, order[e]!);
+    }
+    c.copied = stop;
+    return stop - from;
+  }
+
+  /**
+   * What a compaction under way has settled once its scan is done: the new index of every event
+   * it scanned and the new id of every key those kept have. The finish adds events and keys after
+   * these, none of them moving these (see LiveModel.compactStep).
+   */
+  settled(c: CompactionUnderWay): LogCompaction | null {
+    if (c !== this.underWay || c.to === null) return null;
+    const [sessions, users, orders] = c.keys;
+    return { events: c.events, sessions, users, orders, before: c.end, kept: c.kept };
+  }
+
+  /**
+   * Ends a compaction whose steps are all done (compactStep returned true): adds the events added
+   * since it began and moves the log to the new columns and names. Where each event and key went;
+   * null for a compaction no longer under way (nothing changes then).
+   */
+  finishCompact(c: CompactionUnderWay): LogCompaction | null {
+    if (c !== this.underWay || c.to === null || c.copied < c.end || c.named < c.keys[0].length + c.keys[1].length + c.keys[2].length) return null;
+    this.underWay = null;
+    const before = this.length;
+    const interners = [this.sessions, this.users, this.orders];
+    // every key numbered now: those of the events added meanwhile get the next ids, in their order
+    const maps = interners.map((interner, k) => {
+      const map = new Int32Array(interner.size).fill(-1);
+      map.set(c.keys[k]!);
+      return map;
+    }) as [Int32Array, Int32Array, Int32Array];
+    const next = [...c.keysKept];
+    const number = (k: number, key: number): number => {
+      const map = maps[k]!;
+      if (key < 0 || key >= map.length) return key; // without a name (addKeys): as it is
+      if (map[key]! < 0) {
+        map[key] = next[k]!++;
+        const name = interners[k]!.nameOf(key);
+        c.maps[k]!.set(name, c.names[k]!.length);
+        c.names[k]!.push(name);
+      }
+      return map[key]!;
+    };
+    const kept = c.kept + before - c.end;
+    let to = c.to;
+    if (to.kind.length < kept) {
+      const grown = columnsOf(2 * kept);
+      for (const name of COLUMN_NAMES) grown[name].set(to[name].subarray(0, c.kept));
+      to = grown;
+    }
+    const { kind, item, session, user, order, time } = this;
+    const events = new Int32Array(before);
+    events.set(c.events);
+    for (let e = c.end, j = c.kept; e < before; e++, j++) {
+      events[e] = j;
+      to.kind[j] = kind[e]!;
+      to.item[j] = item[e]!;
+      to.time[j] = time[e]!;
+      to.session[j] = number(0, session[e]!);
+      to.user[j] = number(1, user[e]!);
+      to.order[j] = number(2, order[e]!);
     }
     Object.assign(this, to);
     this.length = kept;
-    this.sessions.compact(sessions);
-    this.users.compact(users);
-    this.orders.compact(orders);
+    interners.forEach((interner, k) => interner.replace(c.names[k]!, c.maps[k]!));
+    const [sessions, users, orders] = maps;
     return { events, sessions, users, orders, before, kept };
   }
 

@@ -1,7 +1,7 @@
 import type { ItemModel } from '../ports/backend.js';
 import type { Catalog } from './catalog.js';
 import { categoryOf, familyOf } from './catalog.js';
-import type { EventLog, EventLogColumns, ItemIndex, LogCompaction, RecEvent } from './eventLog.js';
+import type { CompactionUnderWay, EventLog, EventLogColumns, ItemIndex, LogCompaction, RecEvent } from './eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from './eventLog.js';
 import { DAY_MS, ORDER_SCALE, TopK, anchorFactor, buildNeighbours, orderDecay, recencyWeight, referenceStep } from './cooccurrence.js';
 import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours, PriorStats } from './cooccurrence.js';
@@ -124,6 +124,17 @@ class LiveNeighbours {
   /** Per set: key -> its group's slot, or its groups' slots where it has several (a user's visits). */
   private readonly keyGroups: Map<number, number | number[]>[];
   private readonly touchedKeys: Set<number>[];
+  /**
+   * A remap under way (beginRemap), per set: the keys changed since it began, and the new maps
+   * so far; where its steps are (`s`: set and map, lists first; `from`: the entries left).
+   */
+  private remapping: {
+    changed: Set<number>[];
+    keys: Map<number, number[]>[];
+    groups: Map<number, number | number[]>[];
+    s: number;
+    from: MapIterator<[number, number | number[]]> | null;
+  } | null = null;
   // Plain arrays of small integers: for groups of a few items they cost a fraction of a typed
   // array's fixed overhead (an ArrayBuffer and its backing store each), in memory and in GC.
   private groupItems: number[][] = [];
@@ -262,22 +273,89 @@ class LiveNeighbours {
   }
 
   /**
-   * Follows the log's compaction (EventLog.compact): the events and keys filed here are renumbered
-   * as it moved them. Every event filed is one the compaction kept (filed events are taken out by
-   * age at commit, and it drops only events past the cutoff), so no list loses one.
+   * Follows the log's compaction (EventLog.beginCompact), in steps beside the maps in use: from
+   * here on the keys whose events change are noted, and remapStep copies the others' events and
+   * groups, renumbered as the compaction settled them, to new maps; finishRemap copies those that
+   * changed meanwhile and moves to the new maps. Every event filed is one the compaction keeps
+   * (filed events are taken out by age at commit, and it drops only events past its cutoff), so
+   * no list loses one. A remap begun replaces one under way.
    */
-  remap(moved: LogCompaction): void {
+  beginRemap(): void {
+    this.remapping = {
+      changed: this.sets.map(() => new Set<number>()),
+      keys: this.sets.map(() => new Map<number, number[]>()),
+      groups: this.sets.map(() => new Map<number, number | number[]>()),
+      s: 0,
+      from: null,
+    };
+  }
+
+  /**
+   * Copies up to about `budget` events' and keys' worth of what beginRemap began, renumbered by
+   * `settled` (EventLog.settled); true when all is copied (finishRemap's turn).
+   */
+  remapStep(settled: LogCompaction, budget: number): boolean {
+    const r = this.remapping!;
+    const events = settled.events;
+    for (; r.s < 2 * this.sets.length; r.s++, r.from = null) {
+      const s = r.s >> 1;
+      const set = this.sets[s]!;
+      const changed = r.changed[s]!;
+      const touched = this.touchedKeys[s]!;
+      // each key's list, then each key's groups; a key that changed since the remap began is the finish's
+      const groups = (r.s & 1) === 1;
+      r.from ??= groups ? this.keyGroups[s]!.entries() : this.keys[s]!.entries();
+      for (;;) {
+        if (budget <= 0) return false;
+        const next = r.from.next();
+        if (next.done === true) break;
+        const [key, value] = next.value;
+        budget--;
+        if (changed.has(key) || touched.has(key)) continue;
+        const to = set.rekey(key, settled);
+        if (!(to >= 0)) {
+          changed.add(key); // a key the compaction had not numbered (never when filed before it): the finish's
+          continue;
+        }
+        if (groups) r.groups[s]!.set(to, value);
+        else {
+          const list = value as number[];
+          const moved = new Array<number>(list.length);
+          for (let j = 0; j < list.length; j++) moved[j] = events[list[j]!]!;
+          r.keys[s]!.set(to, moved);
+          budget -= list.length;
+        }
+      }
+    }
+    return true;
+  }
+
+  /** Whether a remap is under way and its steps are done. */
+  get remapDone(): boolean {
+    return this.remapping !== null && this.remapping.s === 2 * this.sets.length;
+  }
+
+  /** Ends a remap whose steps are done (remapStep returned true): the keys that changed meanwhile, renumbered by `moved`, then the new maps in use. */
+  finishRemap(moved: LogCompaction): void {
+    const r = this.remapping!;
+    this.remapping = null;
     const events = moved.events;
     for (let s = 0; s < this.sets.length; s++) {
       const set = this.sets[s]!;
-      const keys = new Map<number, number[]>();
-      for (const [key, list] of this.keys[s]!) {
-        for (let j = 0; j < list.length; j++) list[j] = events[list[j]!]!;
-        keys.set(set.rekey(key, moved), list);
+      const keys = r.keys[s]!;
+      const groups = r.groups[s]!;
+      for (const changed of [r.changed[s]!, this.touchedKeys[s]!]) {
+        for (const key of changed) {
+          const to = set.rekey(key, moved);
+          const list = this.keys[s]!.get(key);
+          if (list === undefined) keys.delete(to);
+          else keys.set(to, list.map((e) => events[e]!));
+          const slots = this.keyGroups[s]!.get(key);
+          if (slots === undefined) groups.delete(to);
+          else groups.set(to, slots);
+        }
       }
       this.keys[s] = keys;
-      const groups = new Map<number, number | number[]>();
-      for (const [key, slots] of this.keyGroups[s]!) groups.set(set.rekey(key, moved), slots);
       this.keyGroups[s] = groups;
       const touched = new Set<number>();
       for (const key of this.touchedKeys[s]!) touched.add(set.rekey(key, moved));
@@ -299,7 +377,11 @@ class LiveNeighbours {
   commit(cutoff: number, marking = true): void {
     const total = this.total;
     for (let s = 0; s < this.sets.length; s++) {
-      for (const key of this.touchedKeys[s]!) this.recompute(s, key, cutoff, marking);
+      const changed = this.remapping?.changed[s];
+      for (const key of this.touchedKeys[s]!) {
+        this.recompute(s, key, cutoff, marking);
+        changed?.add(key);
+      }
       this.touchedKeys[s]!.clear();
     }
     // Statistics of an empty log have no N: the current one serves (see priorOf), and moves every anchor's prior.
@@ -1036,6 +1118,13 @@ export interface ApplyStats {
   ms: number;
 }
 
+/**
+ * What an event filed (or a key) costs a compaction's remap (LiveNeighbours.remapStep) against
+ * an event of the log's steps: a map entry and a new array against a few typed-array writes
+ * (bench/uptime.ts: steps of 65,536 log events took about 1 ms, of as many filed events 8 to 20).
+ */
+const REMAP_COST = 8;
+
 /** A min-heap of event indexes by time, for expiry. */
 class TimeHeap {
   private heap: Int32Array = new Int32Array(1024);
@@ -1265,11 +1354,45 @@ export class LiveModel implements RecModel {
    * there is no window, or the model is still being filed.
    */
   compact(): LogCompaction | null {
+    const underWay = this.beginCompaction();
+    if (underWay === null) return null;
+    this.compactStep(underWay, Infinity);
+    return this.finishCompaction(underWay);
+  }
+
+  /**
+   * compact in steps, between other work (batches included): compactStep until it returns
+   * true, then finishCompaction. Null where compact would do nothing.
+   */
+  beginCompaction(): CompactionUnderWay | null {
     if (this.expiry === null || !this.loadingDone) return null;
-    const moved = this.log.compact(cutoffOf(this.latest, this.options));
-    this.expiry.remap(moved.events);
-    this.live.postBrowse?.remap(moved);
-    this.live.nextBest?.remap(moved);
+    this.live.postBrowse?.beginRemap();
+    this.live.nextBest?.beginRemap();
+    // Every event dropped (dated before this cutoff) has left the expiry heap and the live
+    // indexes already; those that leave them meanwhile are kept until the next compaction.
+    return this.log.beginCompact(cutoffOf(this.latest, this.options));
+  }
+
+  /**
+   * A step of a compaction begun by beginCompaction: the log's (EventLog.compactStep), then the
+   * live indexes' (LiveNeighbours.remapStep), about `maxEvents` log events' worth of work (see
+   * REMAP_COST); true when they are all done. The log's last and the indexes' first may share a call.
+   */
+  compactStep(underWay: CompactionUnderWay, maxEvents: number): boolean {
+    if (!this.log.compactStep(underWay, maxEvents)) return false;
+    const settled = this.log.settled(underWay)!;
+    const budget = maxEvents / REMAP_COST;
+    return (this.live.postBrowse?.remapStep(settled, budget) ?? true) && (this.live.nextBest?.remapStep(settled, budget) ?? true);
+  }
+
+  /** Ends a compaction begun by beginCompaction whose steps are done; null when it is no longer under way. */
+  finishCompaction(underWay: CompactionUnderWay): LogCompaction | null {
+    if (!(this.live.postBrowse?.remapDone ?? true) || !(this.live.nextBest?.remapDone ?? true)) return null;
+    const moved = this.log.finishCompact(underWay);
+    if (moved === null) return null;
+    this.expiry!.remap(moved.events);
+    this.live.postBrowse?.finishRemap(moved);
+    this.live.nextBest?.finishRemap(moved);
     return moved;
   }
 

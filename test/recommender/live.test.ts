@@ -6,7 +6,7 @@ import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { Catalog } from '../../src/recommender/catalog.js';
 import { generateDemo } from '../../src/backends/embedded/demo.js';
 import { EventLog, ItemIndex } from '../../src/recommender/eventLog.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { CompactionUnderWay, RecEvent } from '../../src/recommender/eventLog.js';
 import type { Neighbours } from '../../src/recommender/cooccurrence.js';
 import type { ModelOptions, RecModel } from '../../src/recommender/model.js';
 import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/model.js';
@@ -179,6 +179,23 @@ describe('the live model gives the lists of a full build over the same events', 
   }, 120_000);
 });
 
+/**
+ * Compacts the log of a live model fed `events` once more (all at once): it then holds only the
+ * events within the window, serves a full build's lists, and sessions, users and orders that span
+ * the compaction go on in the same groups.
+ */
+function expectCompactedLog(recs: EmbeddedRecs, log: EventLog, events: readonly RecEvent[], options: ModelOptions): void {
+  const live = recs.model as LiveModel;
+  live.compact();
+  const cutoff = cutoffOf(latestTime(log), options);
+  expect(log.length).toBe(events.filter((e) => e.time >= cutoff).length);
+  expect(live.agedEvents).toBe(0);
+  expectSame(recs, events, options);
+  const later = events.slice(-6).map((e) => ({ ...e, time: e.time + 1000 }));
+  recs.applyEvents(later);
+  expectSame(recs, [...events, ...later], options);
+}
+
 describe('a log compacted between batches (the events past the window dropped from memory)', () => {
   it('gives the lists of a full build over every event, and holds only the events within the window', () => {
     fc.assert(
@@ -188,20 +205,58 @@ describe('a log compacted between batches (the events past the window dropped fr
         const { recs, log, events } = applyCase(c, options, (r, i) => {
           if (everyBatch || i % 2 === 1) (r.model as LiveModel).compact();
         });
-        const live = recs.model as LiveModel;
-        live.compact();
-        const cutoff = cutoffOf(latestTime(log), options);
-        expect(log.length).toBe(events.filter((e) => e.time >= cutoff).length);
-        expect(live.agedEvents).toBe(0);
-        expectSame(recs, events, options);
-        // and sessions, users and orders that span the compaction go on in the same groups
-        const later = events.slice(-6).map((e) => ({ ...e, time: e.time + 1000 }));
-        recs.applyEvents(later);
-        expectSame(recs, [...events, ...later], options);
+        expectCompactedLog(recs, log, events, options);
       }),
       { numRuns: 300 },
     );
   }, 120_000);
+});
+
+describe('a log compacted in steps, batches arriving between them', () => {
+  it('gives the lists of a full build over every event, keys of dropped events used again included', () => {
+    fc.assert(
+      fc.property(arbCase, fc.integer({ min: 1, max: 6 }), (c, budget) => {
+        const options: ModelOptions = { ...(c.hot ? { ...c.options, hotPositions: 1 } : c.options), maxAgeDays: c.options.maxAgeDays ?? 20 };
+        let underWay: CompactionUnderWay | null = null;
+        // a step of `budget` events at each batch; a compaction begun at one batch ends batches later
+        const { recs, log, events } = applyCase(c, options, (r) => {
+          const live = r.model as LiveModel;
+          underWay ??= live.beginCompaction();
+          if (underWay !== null && live.compactStep(underWay, budget)) {
+            expect(live.finishCompaction(underWay)).not.toBeNull();
+            underWay = null;
+          }
+        });
+        const live = recs.model as LiveModel;
+        if (underWay !== null) {
+          live.compactStep(underWay, Infinity);
+          expect(live.finishCompaction(underWay)).not.toBeNull();
+        }
+        expectSame(recs, events, options);
+        expectCompactedLog(recs, log, events, options);
+      }),
+      { numRuns: 300 },
+    );
+  }, 120_000);
+
+  it('a compaction begun anew replaces the one under way, which then changes nothing', () => {
+    const log = new EventLog();
+    for (let i = 0; i < 100; i++) log.add({ kind: 'view', itemId: 1 + (i % 7), session: `s${i % 9}`, user: null, orderId: null, time: i });
+    const first = log.beginCompact(50);
+    expect(log.compactStep(first, 10)).toBe(false);
+    const second = log.beginCompact(60);
+    expect(log.compactStep(first, Infinity)).toBe(false);
+    expect(log.finishCompact(first)).toBeNull();
+    expect(log.length).toBe(100);
+    log.add({ kind: 'view', itemId: 3, session: 's0', user: null, orderId: null, time: 100 });
+    expect(log.compactStep(second, Infinity)).toBe(true);
+    const moved = log.finishCompact(second)!;
+    expect([moved.before, moved.kept]).toEqual([101, 41]);
+    // s0's events before 60 went, its later ones and the one added meanwhile stay, renumbered in order
+    expect(Array.from(log.time.subarray(0, 3))).toEqual([60, 61, 62]);
+    expect(log.time[40]).toBe(100);
+    expect(log.session[40]).toBe(log.session[log.time.indexOf(63)]);
+  });
 });
 
 describe('the lists do not depend on the order a process numbered the items in', () => {
@@ -394,8 +449,10 @@ describe('a running gateway whose history ages out', () => {
       return log;
     };
     const log = logOf();
-    const recs = new EmbeddedRecs(catalog(), log, options, null, null, { compactMinEvents: 1000 });
+    // in steps of 5,000 events, a turn of the event loop each: batches come between them
+    const recs = new EmbeddedRecs(catalog(), log, options, null, null, { compactMinEvents: 1000, compactStepEvents: 5_000 });
     const twin = new EmbeddedRecs(catalog(), logOf(), options, null, null, { compactMinEvents: Infinity });
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
     const ids = records.map((r) => r['itemId'] as number);
     // Shoppers a year after the history: the first batch takes every stored event out of the window.
     let time = events[events.length - 1]!.time + 365 * DAY;
@@ -405,15 +462,16 @@ describe('a running gateway whose history ages out', () => {
       recs.applyEvents(batch);
       twin.applyEvents(batch);
       sent.push(...batch);
-      if (n === 0) {
-        // not in the batch's own call: between requests
-        expect(recs.compactions.count).toBe(0);
-        await new Promise((resolve) => setImmediate(resolve));
-        expect(recs.compactions.count).toBe(1);
-        expect(recs.compactions.dropped).toBe(events.length);
-      }
+      // not in the batch's own call: between requests, and not in one turn
+      if (n === 0) expect(recs.compactions.count).toBe(0);
+      await turn();
+      if (n === 0) expect(recs.compactions.count).toBe(0);
     }
-    await new Promise((resolve) => setImmediate(resolve));
+    expect(events.length).toBeGreaterThan(40 * 5_000); // so 30 batches came while it was under way
+    for (let turns = 0; recs.compactions.count === 0 && turns < 1_000; turns++) await turn();
+    expect(recs.compactions.count).toBe(1);
+    expect(recs.compactions.dropped).toBe(events.length);
+    await turn();
     // once: what aged out since is less than half the log
     expect(recs.compactions.count).toBe(1);
     expect(recs.state().events).toBe(sent.length);

@@ -4,7 +4,7 @@ import type { CallOptions, ItemModel, RecommendationKind, RecommendationListMode
 import type { Catalog } from '../../recommender/catalog.js';
 import { buildDemo, demoEndsAt } from './demo.js';
 import type { EventLog } from '../../recommender/eventLog.js';
-import type { RecEvent } from '../../recommender/eventLog.js';
+import type { CompactionUnderWay, RecEvent } from '../../recommender/eventLog.js';
 import { buildModel } from '../../recommender/model.js';
 import type { ModelOptions, RecModel } from '../../recommender/model.js';
 import { parseItemRecord } from '../../ports/itemRecord.js';
@@ -68,10 +68,15 @@ export type RecsState = RecommenderStateModel;
 /**
  * The live model's log is compacted (LiveModel.compact) once this many of its events, and at
  * least half of them, have aged out of the window: each event is then copied about once more
- * in its life. A pass holds the event loop 0.1 to 0.5 µs an event held (bench/uptime.ts), and
- * comes at most once per as many new events as the log holds after it.
+ * in its life. A pass comes at most once per as many new events as the log holds after it, in
+ * steps (compactSoon).
  */
 export const COMPACT_MIN_EVENTS = 100_000;
+/**
+ * Events a step of a compaction scans or copies: 1 to 3 ms (bench/uptime.ts). The last step,
+ * which renumbers what the live indexes hold, grows with the events kept.
+ */
+export const COMPACT_STEP_EVENTS = 65_536;
 
 /** Rows a follower reads a query. */
 const FOLLOW_PAGE = 20_000;
@@ -109,9 +114,11 @@ export class EmbeddedRecs implements RecsService {
   private readonly listeners: (() => void)[] = [];
   private readonly fullReloadEvents: number;
   private readonly compactMinEvents: number;
+  private readonly compactStepEvents: number;
   /** A compaction of the live model's log is scheduled (compactSoon). */
   private compactQueued = false;
   /** Compactions of the live model's log so far, the events they dropped, and the last one's time (tests, logs). */
+  /** Compactions of the live model's log: how many, the events they dropped, and the longest step of the last (ms). */
   readonly compactions = { count: 0, dropped: 0, lastMs: 0 };
   private flushTimer: NodeJS.Timeout | null = null;
   /** The model in use, once a batch has been applied (made on the first: start-up builds only what it serves). */
@@ -127,10 +134,11 @@ export class EmbeddedRecs implements RecsService {
     private readonly options: ModelOptions = {},
     readonly store: RecsDataStore | null = null,
     private readonly source: RecsSource | null = null,
-    init: { mode?: RecsMode; head?: StoreHead; model?: RecModel; fullReloadEvents?: number; compactMinEvents?: number } = {},
+    init: { mode?: RecsMode; head?: StoreHead; model?: RecModel; fullReloadEvents?: number; compactMinEvents?: number; compactStepEvents?: number } = {},
   ) {
     this.fullReloadEvents = init.fullReloadEvents ?? FULL_RELOAD_EVENTS;
     this.compactMinEvents = init.compactMinEvents ?? COMPACT_MIN_EVENTS;
+    this.compactStepEvents = init.compactStepEvents ?? COMPACT_STEP_EVENTS;
     this.current = catalog;
     this.mode = init.mode ?? (store === null ? 'demo' : 'store');
     if (init.head) this.head = { ...init.head };
@@ -220,23 +228,43 @@ export class EmbeddedRecs implements RecsService {
   /**
    * Compacts the live model's log between requests once enough of it has aged out (see
    * COMPACT_MIN_EVENTS): without it, a gateway that runs for months held every event it was ever
-   * sent, though only the window's count.
+   * sent, though only the window's count. In steps of COMPACT_STEP_EVENTS, each in a turn of
+   * the event loop of its own, batches going on between them; the last renumbers what the live
+   * indexes hold.
    */
   private compactSoon(): void {
     const live = this.live;
     if (live === null || this.compactQueued || live.agedEvents < Math.max(this.compactMinEvents, this.log.length / 2)) return;
     this.compactQueued = true;
-    setImmediate(() => {
-      this.compactQueued = false;
-      if (this.live !== live || this.closed) return;
+    let underWay: CompactionUnderWay | null = null;
+    let started = 0;
+    let longest = 0;
+    const step = (): void => {
+      if (this.live !== live || this.closed) {
+        this.compactQueued = false;
+        return;
+      }
       const t0 = performance.now();
-      const moved = live.compact();
+      if (underWay === null) {
+        underWay = live.beginCompaction();
+        started = t0;
+      }
+      const done = underWay !== null && live.compactStep(underWay, this.compactStepEvents);
+      const moved = done ? live.finishCompaction(underWay!) : null;
+      longest = Math.max(longest, performance.now() - t0);
+      if (underWay !== null && !done) {
+        setImmediate(step);
+        return;
+      }
+      this.compactQueued = false;
       if (moved === null) return;
       this.compactions.count++;
       this.compactions.dropped += moved.before - moved.kept;
-      this.compactions.lastMs = performance.now() - t0;
-      this.say(`recommender: dropped ${moved.before - moved.kept} events older than the window from memory (${moved.kept} kept) in ${Math.round(this.compactions.lastMs)} ms`);
-    });
+      this.compactions.lastMs = longest;
+      const ms = performance.now() - started;
+      this.say(`recommender: dropped ${moved.before - moved.kept} events older than the window from memory (${moved.kept} kept) in ${Math.round(ms)} ms, the event loop held at most ${Math.round(longest)} ms at a time`);
+    };
+    setImmediate(step);
   }
 
   private scheduleFlush(delay = FLUSH_DELAY_MS): void {
