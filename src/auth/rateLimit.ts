@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import { credentialId, parseAuthorization } from './authorization.js';
 import { clientNetwork } from './clientAddress.js';
 import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.js';
@@ -40,6 +41,12 @@ export class RateLimiter {
    * each: the key service skips a check still queued only when all of them have gone.
    */
   private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; call: JoinedCall }>();
+  /**
+   * When this process last marked a username as signed in from a network (by the username's
+   * bucket and the network): a sign-in on verified credentials renews its mark at most once a
+   * MARK_RENEW_MS, where one whose password was checked always does.
+   */
+  private readonly marksWritten = new LRUCache<string, number>({ max: 10_000 });
 
   constructor(
     readonly buckets: TokenBuckets,
@@ -201,6 +208,7 @@ export class RateLimiter {
       if (!byAddress.allowed) throw this.refused('address_locked', byAddress.retryAfterMs);
       const byUser = await this.buckets.take(user, failures, 0);
       if (!byUser.allowed && !(await this.signedInFrom(user, address))) throw this.refused('username_locked', byUser.retryAfterMs);
+      await this.markSignedIn(user, address, false);
       return known;
     }
     const byAddress = await this.buckets.take(addressBucket(address), failures, 1);
@@ -216,7 +224,7 @@ export class RateLimiter {
     try {
       const principal = await keys.authenticate(authorization, options);
       // signed in with the password checked: the username stays open from here, for 30 days from now
-      await this.buckets.mark(signedInMark(user, address), SIGNED_IN_FROM_MS);
+      await this.markSignedIn(user, address, true);
       return principal;
     } catch (error) {
       failed = error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED;
@@ -233,6 +241,22 @@ export class RateLimiter {
    */
   private signedInFrom(user: string, address: string): Promise<boolean> {
     return this.buckets.marked(signedInMark(user, address));
+  }
+
+  /**
+   * Marks the username (its failure bucket's name) as signed in from the address's network, for
+   * SIGNED_IN_FROM_DAYS from now: after a sign-in whose password was checked (`checked`), and
+   * after one on credentials verified before (as right a password), there at most once a
+   * MARK_RENEW_MS a network in this process, so that a request on them costs a map lookup.
+   * Undefined when there was nothing to write.
+   */
+  private markSignedIn(user: string, address: string, checked: boolean): Promise<void> | undefined {
+    const network = clientNetwork(address);
+    const memo = `${user}\n${network}`;
+    const now = Date.now();
+    if (!checked && now - (this.marksWritten.get(memo) ?? -Infinity) < MARK_RENEW_MS) return undefined;
+    this.marksWritten.set(memo, now);
+    return this.buckets.mark(signedInMark(user, address), SIGNED_IN_FROM_MS);
   }
 
   private refused(outcome: RateLimitOutcome, retryAfterMs: number): GatewayError {
@@ -256,6 +280,8 @@ export class RateLimiter {
       if (this.buckets.takeNow(addressBucket(address), failures, 0)?.allowed !== true) return undefined;
       const user = usernameBucket(principal.user.username ?? '', principal.user.domain);
       if (this.buckets.takeNow(user, failures, 0)?.allowed !== true) return undefined;
+      // the answer does not wait for the mark (in Redis, a SET that falls back to this process's own)
+      this.markSignedIn(user, address, false)?.catch(() => undefined);
     }
     const limit = this.limitOf(principal);
     const userLimit = this.userLimitOf(principal);
@@ -425,6 +451,8 @@ const usernameBucket = (username: string, domain: string | null): string =>
 export const SIGNED_IN_FROM_DAYS = 30;
 
 const SIGNED_IN_FROM_MS = SIGNED_IN_FROM_DAYS * 86_400_000;
+/** How often a sign-in on verified credentials renews its network's mark, at most (a process's). */
+const MARK_RENEW_MS = 86_400_000;
 
 /** A username's sign-in from an address, by a hash of both: no name or address a reader of Redis could list. */
 const signedInMark = (user: string, address: string): string => `signedin:${hash('sha256', `${user}\n${clientNetwork(address)}`, 'base64url').slice(0, 22)}`;

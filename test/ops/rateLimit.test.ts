@@ -441,6 +441,48 @@ describe.each(kinds)('a username locked out by strangers, on $name buckets', (ki
   });
 });
 
+describe.each(kinds)('a sign-in on verified credentials, on $name buckets', (kind) => {
+  // the twentieth pass's probe: a sign-in answered from the verified-password cache (60 s) marked
+  // no network, so a second network used only within that minute was locked out with strangers
+  const FAILURES = { ratePerSecond: 1 / 60, burst: 3 };
+  const [home, attacker, phone, laptop] = ['10.0.0.1', '10.0.0.2', '10.0.1.1', '10.0.2.1'];
+
+  it('marks its network as one the user signed in from, as a checked sign-in does', async () => {
+    const { buckets, dispose } = kind.open();
+    const opened = await storeKinds[0]!.open();
+    try {
+      if (kind.name === 'redis') await waitReady(buckets);
+      await addUser(opened.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+      const limiter = new RateLimiter(buckets, { perPrincipal: null, perKey: {}, authFailures: FAILURES });
+      const right = basicAuthorization('alice', 'alice-password');
+      const signIn = (keys: KeyService, authorization: string, address: string): Promise<string> =>
+        limiter.authenticate(keys, authorization, address).then(
+          (principal) => principal?.user.username ?? 'anonymous',
+          (error: { code?: string }) => error.code ?? 'error',
+        );
+      // checked at home; then the same gateway, which has verified it, takes it from her phone
+      // (a request that waits) and her laptop (one answered at once)
+      const service = new EmbeddedKeyService(opened.store);
+      expect(await signIn(service, right, home)).toBe('alice');
+      expect(await signIn(service, right, phone)).toBe('alice');
+      // (on Redis buckets a take may have to wait: then authenticate answers)
+      expect(limiter.authenticateNow(service, right, laptop)?.user.username ?? (await signIn(service, right, laptop))).toBe('alice');
+      const guesses: string[] = [];
+      for (let n = 0; n < 4; n++) guesses.push(await signIn(new EmbeddedKeyService(opened.store), basicAuthorization('alice', `wrong-${n}`), attacker));
+      expect(guesses.at(-1)).toBe('RATE_LIMITED');
+      for (const address of [phone, laptop]) {
+        expect(await signIn(service, right, address), address).toBe('alice');
+        expect(await signIn(new EmbeddedKeyService(opened.store), right, address), address).toBe('alice');
+      }
+      // and an address that never signed in stays locked
+      expect(await signIn(service, right, '10.0.3.1')).toBe('RATE_LIMITED');
+    } finally {
+      await opened.dispose();
+      await dispose();
+    }
+  });
+});
+
 describe('what strangers can make the in-process buckets keep', () => {
   it("a look at a bucket nobody spent from keeps nothing: strangers' looks push no username's failures out", () => {
     const buckets = new MemoryTokenBuckets(10);
