@@ -221,6 +221,36 @@ export function checkItems(items: readonly ItemModel[]): readonly ItemModel[] {
 /** Prices and shipping rates: at most this (a price of 1e308 is no price a shop shows). */
 const MAX_AMOUNT = 1e9;
 const AMOUNTS = ['msrp', 'salePrice', 'standardShipRate', 'twoThreeDayShippingRate', 'overnightShippingRate'] as const;
+const AMOUNT_RANGE = `must be from 0 to ${MAX_AMOUNT}`;
+const RATING_RANGE = 'must be from 0 to 5';
+const REVIEWS_RANGE = 'must be a whole number, 0 or more';
+const ID_RANGE = `must be ${ITEM_ID_RANGE}`;
+
+/**
+ * What each number of a record must be, by its path without an index (`variants`,
+ * `bestMarketplacePrice.price`): checkAmounts' refusals and PUT /v1/items' say it alike.
+ */
+const NUMBER_RANGES: ReadonlyMap<string, string> = new Map([
+  ...AMOUNTS.map((field) => [field, AMOUNT_RANGE] as const),
+  ['bestMarketplacePrice.price', AMOUNT_RANGE],
+  ['customerRating', RATING_RANGE],
+  ['numReviews', REVIEWS_RANGE],
+  ['parentItemId', ID_RANGE],
+  ['variants', ID_RANGE],
+]);
+
+/**
+ * The refusal of a value the parser left out of a record sent to be stored (PUT /v1/items) when
+ * it is a number, or text that reads as one, for a numeric field: the field's range, as itemId's
+ * refusal says it (`"parentItemId": 0`, `"numReviews": 2.5` and `"msrp": 1e400` were said to have
+ * the wrong type, though numbers as the fields are). Null for anything else: a wrong type.
+ */
+export function itemNumberRefusal(path: string, value: unknown): string | null {
+  const range = NUMBER_RANGES.get(path.replace(/\[\d+\]$/, ''));
+  if (range === undefined) return null;
+  const isNumber = typeof value === 'number' || (typeof value === 'string' && value.trim() !== '' && !Number.isNaN(Number(value)));
+  return isNumber ? range : null;
+}
 
 /** The numbers of a record a shopper is shown: amounts from 0 to MAX_AMOUNT, a rating from 0 to 5, a count of reviews. */
 function checkAmounts(item: ItemModel, i: number): void {
@@ -229,12 +259,12 @@ function checkAmounts(item: ItemModel, i: number): void {
   };
   for (const field of AMOUNTS) {
     const value = item[field];
-    if (value != null && !(value >= 0 && value <= MAX_AMOUNT)) fail(field, `must be from 0 to ${MAX_AMOUNT}`);
+    if (value != null && !(value >= 0 && value <= MAX_AMOUNT)) fail(field, AMOUNT_RANGE);
   }
   const price = item.bestMarketplacePrice?.price;
-  if (price != null && !(price >= 0 && price <= MAX_AMOUNT)) fail('bestMarketplacePrice.price', `must be from 0 to ${MAX_AMOUNT}`);
-  if (item.customerRating != null && !(item.customerRating >= 0 && item.customerRating <= 5)) fail('customerRating', 'must be from 0 to 5');
-  if (item.numReviews != null && !(Number.isSafeInteger(item.numReviews) && item.numReviews >= 0)) fail('numReviews', 'must be a whole number, 0 or more');
+  if (price != null && !(price >= 0 && price <= MAX_AMOUNT)) fail('bestMarketplacePrice.price', AMOUNT_RANGE);
+  if (item.customerRating != null && !(item.customerRating >= 0 && item.customerRating <= 5)) fail('customerRating', RATING_RANGE);
+  if (item.numReviews != null && !(Number.isSafeInteger(item.numReviews) && item.numReviews >= 0)) fail('numReviews', REVIEWS_RANGE);
 }
 
 const SCHEME = /^([a-z][a-z0-9+.-]*):/i;

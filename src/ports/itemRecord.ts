@@ -247,31 +247,37 @@ function unknownIn(value: Raw, fields: readonly string[]): string | null {
   return null;
 }
 
+/** A field droppedField found: its path in the record, and the value sent there. */
+export interface DroppedField {
+  path: string;
+  value: unknown;
+}
+
 /**
  * For a record sent to be stored (PUT /v1/items), where a field dropped is data lost: the first
  * field (a path: `attributes.color`, `variants[2]`, `imageEntities[0].largeImage`) that `item`,
- * parsed from `raw`, left out for its type, or a text it kept from a number where only
- * NUMBERS_AS_TEXT may be one; or null. Null values count as absent; fields the
- * interface does not know are not looked at.
+ * parsed from `raw`, left out, or a text it kept from a number where only NUMBERS_AS_TEXT may be
+ * one, with the value sent there (a number out of range is refused saying the range, not the
+ * type); or null. Null values count as absent; fields the interface does not know are not looked at.
  */
-export function droppedField(raw: Raw, item: ItemModel): string | null {
+export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
   const parsed = item as unknown as Raw;
   for (const [field, value] of Object.entries(raw)) {
     if (value === null || value === undefined || !(field in parsed)) continue;
     switch (field) {
       case 'attributes': {
-        if (!isObject(value)) return field;
-        for (const [name, v] of Object.entries(value)) if (!['string', 'number', 'boolean'].includes(typeof v)) return `attributes.${name}`;
+        if (!isObject(value)) return { path: field, value };
+        for (const [name, v] of Object.entries(value)) if (!['string', 'number', 'boolean'].includes(typeof v)) return { path: `attributes.${name}`, value: v };
         break;
       }
       case 'variants': {
-        if (!Array.isArray(value)) return field;
+        if (!Array.isArray(value)) return { path: field, value };
         const bad = value.findIndex((v) => toItemId(v) === null);
-        if (bad >= 0) return `variants[${bad}]`;
+        if (bad >= 0) return { path: `variants[${bad}]`, value: value[bad] };
         break;
       }
       case 'imageEntities': {
-        if (!Array.isArray(value)) return field;
+        if (!Array.isArray(value)) return { path: field, value };
         for (let j = 0; j < value.length; j++) {
           const inner = droppedIn(value[j], `imageEntities[${j}]`, IMAGE_FIELDS);
           if (inner !== null) return inner;
@@ -285,8 +291,8 @@ export function droppedField(raw: Raw, item: ItemModel): string | null {
         break;
       }
       default:
-        if (parsed[field] === undefined) return field;
-        if (typeof parsed[field] === 'string' && typeof value !== 'string' && !NUMBERS_AS_TEXT.has(field)) return field;
+        if (parsed[field] === undefined) return { path: field, value };
+        if (typeof parsed[field] === 'string' && typeof value !== 'string' && !NUMBERS_AS_TEXT.has(field)) return { path: field, value };
     }
   }
   return null;
@@ -306,13 +312,13 @@ export function numberWithoutDigits(raw: Raw): string | null {
   return null;
 }
 
-function droppedIn(value: unknown, path: string, fields: Fields): string | null {
-  if (!isObject(value)) return path;
+function droppedIn(value: unknown, path: string, fields: Fields): DroppedField | null {
+  if (!isObject(value)) return { path, value };
   for (const [field, convert] of fields) {
     const v = value[field];
     if (v === null || v === undefined) continue;
     // str takes a number too (NUMBERS_AS_TEXT): no nested text is one of those
-    if (convert(v) === undefined || (convert === str && typeof v !== 'string')) return `${path}.${field}`;
+    if (convert(v) === undefined || (convert === str && typeof v !== 'string')) return { path: `${path}.${field}`, value: v };
   }
   return null;
 }

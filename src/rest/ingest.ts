@@ -1,5 +1,5 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
-import { checkCallSize, parseIsoTime } from '../ports/ingest.js';
+import { checkCallSize, itemNumberRefusal, parseIsoTime } from '../ports/ingest.js';
 import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
@@ -231,7 +231,10 @@ export function parseItems(body: unknown): ItemModel[] {
       return fail('items', i, inexact, `a number here must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}, kept as its digits: send any other code as a string`);
     }
     const dropped = droppedField(raw, item);
-    if (dropped !== null) return fail('items', i, dropped, 'has the wrong type for an item record (recommendations.md)');
+    if (dropped !== null) {
+      const message = itemNumberRefusal(dropped.path, dropped.value) ?? 'has the wrong type for an item record (recommendations.md)';
+      return fail('items', i, dropped.path, message);
+    }
     return item;
   });
 }

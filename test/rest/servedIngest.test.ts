@@ -90,7 +90,7 @@ describe('the REST twins, embedded backend', () => {
       ['attributes', { color: 'Blue', size: { eu: 42 } }, 'attributes.size'],
       ['attributes', ['Blue'], 'attributes'],
       ['salePrice', 'cheap', 'salePrice'],
-      ['numReviews', 2.5, 'numReviews'],
+      ['numReviews', [2], 'numReviews'],
       ['clearance', 'yes', 'clearance'],
       ['variants', [NEW, 'x'], 'variants[1]'],
       ['imageEntities', [{ largeImage: 'https://img.example/1.jpg' }, { largeImage: true }], 'imageEntities[1].largeImage'],
@@ -231,6 +231,41 @@ describe('the REST twins, embedded backend', () => {
     };
     expect(await call('PUT', '/v1/items', root, [whole])).toMatchObject({ status: 200, body: { upserted: 1 } });
     expect((await lookup(whole.itemId)).body).toMatchObject(whole);
+  }, 30_000);
+
+  it('a number out of its field\'s range (parentItemId 0, numReviews 2.5): 400 saying the range, as itemId\'s refusal does, not "wrong type"', async () => {
+    // the probe's `"parentItemId": 0` was answered "has the wrong type for an item record", though a number
+    const ids = 'must be a whole number from 1 to 9007199254740991';
+    const cases: [Record<string, unknown>, string][] = [
+      [{ parentItemId: 0 }, `items[1].parentItemId: ${ids}`],
+      [{ parentItemId: -3 }, `items[1].parentItemId: ${ids}`],
+      [{ parentItemId: 1.5 }, `items[1].parentItemId: ${ids}`],
+      [{ parentItemId: 2 ** 53 }, `items[1].parentItemId: ${ids}`],
+      [{ parentItemId: '0' }, `items[1].parentItemId: ${ids}`],
+      [{ variants: [99000121, 0] }, `items[1].variants[1]: ${ids}`],
+      [{ numReviews: 2.5 }, 'items[1].numReviews: must be a whole number, 0 or more'],
+      [{ numReviews: -1 }, 'items[1].numReviews: must be a whole number, 0 or more'],
+      // JSON.parse reads 1e400 as Infinity, which the parser leaves out as it does no number
+      ['"msrp":1e400', 'items[1].msrp: must be from 0 to 1000000000'],
+      ['"customerRating":1e400', 'items[1].customerRating: must be from 0 to 5'],
+      ['"bestMarketplacePrice":{"price":1e400}', 'items[1].bestMarketplacePrice.price: must be from 0 to 1000000000'],
+      // of another type: still the type
+      [{ parentItemId: true }, 'items[1].parentItemId: has the wrong type for an item record (recommendations.md)'],
+      [{ numReviews: 'many' }, 'items[1].numReviews: has the wrong type for an item record (recommendations.md)'],
+    ];
+    const first = { itemId: 99000121, name: 'First of the ranged call' };
+    for (const [extra, message] of cases) {
+      const second = { itemId: 99000122, name: 'Ranged' };
+      const body = typeof extra === 'string'
+        ? `[${JSON.stringify(first)},${JSON.stringify(second).slice(0, -1)},${extra}}]`
+        : [first, { ...second, ...extra }];
+      expect(await call('PUT', '/v1/items', root, body), message).toMatchObject(refusal(400, 4000, message));
+    }
+    const lookup = (id: number) => call('GET', `/v1/items/${id}?apiKey=${encodeURIComponent(apiKey)}`);
+    expect([(await lookup(99000121)).status, (await lookup(99000122)).status]).toEqual([400, 400]);
+    // GraphQL's ItemId says the same range for the same value
+    const graphql = await gw.gql('mutation($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }', { items: [{ ...first, parentItemId: 0 }] }, { authorization: root });
+    expect(graphql.body.errors?.[0]?.message).toContain(`ItemId ${ids}`);
   }, 30_000);
 
   it('other methods: 405 with Allow', async () => {
