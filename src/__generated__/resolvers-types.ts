@@ -457,7 +457,8 @@ export type Mutation = {
    * Adds or replaces item records: at most 1,000 a call, all stored or none (BAD_USER_INPUT naming
    * the first bad record's index and field: a text over its cap, see ItemInput). A call that would
    * take the recommender past RECS_MAX_ITEMS distinct items is refused whole (BAD_USER_INPUT), as
-   * recordEvents is. Administrators only (FORBIDDEN otherwise).
+   * recordEvents is. An itemId sent twice in one call is stored once, its last record, as a record
+   * sent again in a later call replaces the earlier. Administrators only (FORBIDDEN otherwise).
    */
   upsertItems: UpsertItemsPayload;
 };
@@ -608,7 +609,7 @@ export type RecordEventsPayload = {
 /** What upsertItems kept. */
 export type UpsertItemsPayload = {
   __typename?: 'UpsertItemsPayload';
-  /** How many records were stored: all of the call's (a call is all or nothing). */
+  /** How many items were stored: one for each itemId of the call (a call is all or nothing); of a record sent twice in one call, the last is stored, counted once. */
   upserted: Scalars['Int']['output'];
 };
 

@@ -415,10 +415,11 @@ export const openApiDocument: OpenApiDocument = {
       put: {
         operationId: 'upsertItems',
         summary: `Adds or replaces item records: at most ${MAX_ITEMS_PER_CALL} a call, all stored or none.`,
-        description: 'Administrators only. Each record replaces the item\'s previous record whole; itemId and a non-empty name are required. ' +
+        description: 'Administrators only. Each record replaces the item\'s previous record whole; itemId and a non-empty name are required; ' +
+          'of an itemId sent twice in one call the last record is stored. ' +
           `Texts are capped (UTF-16 code units): shortDescription and longDescription ${MAX_ITEM_TEXT_LENGTH.description}, URLs ${MAX_ITEM_TEXT_LENGTH.url}, ` +
           `every other text ${MAX_ITEM_TEXT_LENGTH.other}; attributes, imageEntities and variants at most ${MAX_ITEM_LIST_LENGTH.attributes}, ` +
-          `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it); of the texts only upc and modelNumber may be sent as numbers, ` +
+          `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it), and a number out of its field's range (400, saying the range); of the texts only upc and modelNumber may be sent as numbers, ` +
           `whole ones from 0 to ${Number.MAX_SAFE_INTEGER}, kept as their digits (any other number is refused). ` +
           'The same as GraphQL\'s upsertItems mutation.',
         tags: ['ingestion'],
@@ -563,7 +564,7 @@ export const openApiDocument: OpenApiDocument = {
       UpsertedItems: {
         type: 'object',
         required: ['upserted'],
-        properties: { upserted: { type: 'integer', minimum: 0, description: 'How many records were stored.' } },
+        properties: { upserted: { type: 'integer', minimum: 0, description: 'How many items were stored: one for each itemId of the call, a record sent twice counted once.' } },
       },
       GatewayError: {
         type: 'object',

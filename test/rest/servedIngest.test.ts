@@ -1,8 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { match } from '../helpers/matchers.js';
 import { basicAuthorization } from '../../src/auth/authorization.js';
+import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { storeKinds } from '../helpers/stores.js';
+import { recsStoreKinds, storeKinds, TEST_COST } from '../helpers/stores.js';
 
 /**
  * POST /v1/events and PUT /v1/items (issue 20's REST twins) as the gateway serves them from its
@@ -236,7 +239,8 @@ describe('the REST twins, embedded backend', () => {
   it('a number out of its field\'s range (parentItemId 0, numReviews 2.5): 400 saying the range, as itemId\'s refusal does, not "wrong type"', async () => {
     // the probe's `"parentItemId": 0` was answered "has the wrong type for an item record", though a number
     const ids = 'must be a whole number from 1 to 9007199254740991';
-    const cases: [Record<string, unknown>, string][] = [
+    // an object's fields merged into the second record, or JSON text written into it (1e400: no JavaScript number)
+    const cases: [Record<string, unknown> | string, string][] = [
       [{ parentItemId: 0 }, `items[1].parentItemId: ${ids}`],
       [{ parentItemId: -3 }, `items[1].parentItemId: ${ids}`],
       [{ parentItemId: 1.5 }, `items[1].parentItemId: ${ids}`],
@@ -297,4 +301,58 @@ describe('the REST twins, embedded backend', () => {
     expect(statuses[0]).toBe(400);
     expect(retryAfter).toMatch(/^\d+$/);
   }, 30_000);
+});
+
+/**
+ * Repeats within a call, on each kind of recommender the gateway may run (the demo shop in memory,
+ * SQLite, PostgreSQL), over both interfaces: answers count what was stored, as /readyz does.
+ */
+describe('repeats in a call: the answers count what was stored', () => {
+  const UPSERT_ITEMS = 'mutation($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }';
+  const recommenders: { name: string; open(): Promise<{ recs: EmbeddedRecs; dispose(): Promise<void> }> }[] = [
+    { name: 'in memory', open: async () => ({ recs: await openEmbeddedRecs({ dataDir: null }), dispose: () => Promise.resolve() }) },
+    ...recsStoreKinds.map((kind) => ({
+      name: kind.name,
+      async open() {
+        const fresh = kind.fresh('recs-served-repeats');
+        return { recs: await openEmbeddedRecs({ ...fresh.io, followIntervalMs: 0 }), dispose: () => fresh.dispose() };
+      },
+    })),
+  ];
+
+  for (const recommender of recommenders) {
+    describe(recommender.name, () => {
+      let gw: TestGateway;
+      let recs: EmbeddedRecs;
+      const disposers: (() => Promise<void>)[] = [];
+      beforeAll(async () => {
+        const keys = await sqlite.open();
+        disposers.push(keys.dispose);
+        await addUser(keys.store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
+        const opened = await recommender.open();
+        disposers.unshift(opened.dispose);
+        recs = opened.recs;
+        gw = await startTestGateway(createEmbeddedBackend(keys.store, recs));
+        disposers.unshift(() => gw.stop());
+      }, 60_000);
+      afterAll(async () => {
+        for (const dispose of disposers) await dispose().catch(() => undefined);
+      });
+
+      const rest = async (method: string, path: string, body: unknown): Promise<{ status: number; body: unknown }> => {
+        const response = await fetch(`${gw.url}${path}`, { method, headers: { 'content-type': 'application/json', authorization: root }, body: JSON.stringify(body) });
+        return { status: response.status, body: JSON.parse(await response.text()) as unknown };
+      };
+
+      it('one itemId twice in a call: one record stored (the last), counted once, over REST and GraphQL alike', async () => {
+        // the probe's PUT of 54952 twice was answered {"upserted":2}; one record was stored
+        const twice = [{ itemId: 54952, name: 'first' }, { itemId: 54953, name: 'other' }, { itemId: 54952, name: 'last' }];
+        expect(await rest('PUT', '/v1/items', twice)).toEqual({ status: 200, body: { upserted: 2 } });
+        expect(recs.catalog.get(54952)?.name).toBe('last');
+        const graphql = await gw.gql(UPSERT_ITEMS, { items: [{ itemId: 54954, name: 'a' }, { itemId: 54954, name: 'b' }, { itemId: 54954, name: 'c' }] }, { authorization: root });
+        expect(graphql.body).toEqual({ data: { upsertItems: { upserted: 1 } } });
+        expect(recs.catalog.get(54954)?.name).toBe('c');
+      }, 30_000);
+    });
+  }
 });

@@ -1,7 +1,7 @@
 import { DEFAULT_MAX_ITEMS } from '../../config/defaults.js';
 import { badUserInput, ErrorCode, forbidden, GatewayError } from '../../errors.js';
 import { checkEvents, checkItems, ingestForbidden } from '../../ports/ingest.js';
-import type { Backend, EventInputModel, IngestService, PrincipalModel, RecordEventsResultModel, RecsService } from '../../ports/backend.js';
+import type { Backend, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel, RecsService } from '../../ports/backend.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
@@ -168,13 +168,27 @@ export class EmbeddedIngest implements IngestService {
     // Stored, an empty call would take a new item sequence number: in demo mode every process
     // following the store reloads whole on it, building the demo shop's model on its event loop.
     if (items.length === 0) return { upserted: 0 };
-    return this.withRoom('items', items.map((item) => item.itemId), async () => {
+    const records = lastOfEachItem(items);
+    return this.withRoom('items', records.map((item) => item.itemId), async () => {
       const { store, applyOwnItems } = this.recs;
-      if (!store || !applyOwnItems) this.recs.applyItems(items);
-      else await this.storeThenApply(() => store.upsertItems(items), (seq) => applyOwnItems.call(this.recs, items, seq));
-      return { upserted: items.length };
+      if (!store || !applyOwnItems) this.recs.applyItems(records);
+      else await this.storeThenApply(() => store.upsertItems(records), (seq) => applyOwnItems.call(this.recs, records, seq));
+      return { upserted: records.length };
     });
   }
+}
+
+/**
+ * A call's records with one per item: the last sent of an itemId, where it stands. A record sent
+ * twice in one call replaces itself, as a record sent again in a later call does, so the call
+ * stores one and `upserted` counts the items stored, as `duplicates` counts the events a call
+ * repeats (the probe's two records of 54952 were answered `upserted: 2`, one stored).
+ */
+function lastOfEachItem(items: readonly ItemModel[]): readonly ItemModel[] {
+  const last = new Map<number, number>();
+  for (let i = 0; i < items.length; i++) last.set(items[i]!.itemId, i);
+  if (last.size === items.length) return items;
+  return items.filter((item, i) => last.get(item.itemId) === i);
 }
 
 /** The in-process backend over a key store and a recommender it takes ownership of. */
