@@ -309,6 +309,7 @@ describe('the REST twins, embedded backend', () => {
  */
 describe('repeats in a call: the answers count what was stored', () => {
   const UPSERT_ITEMS = 'mutation($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }';
+  const RECORD_EVENTS = 'mutation($events: [EventInput!]!) { recordEvents(events: $events) { accepted duplicates itemsWithoutRecord } }';
   const recommenders: { name: string; open(): Promise<{ recs: EmbeddedRecs; dispose(): Promise<void> }> }[] = [
     { name: 'in memory', open: async () => ({ recs: await openEmbeddedRecs({ dataDir: null }), dispose: () => Promise.resolve() }) },
     ...recsStoreKinds.map((kind) => ({
@@ -343,6 +344,10 @@ describe('repeats in a call: the answers count what was stored', () => {
         const response = await fetch(`${gw.url}${path}`, { method, headers: { 'content-type': 'application/json', authorization: root }, body: JSON.stringify(body) });
         return { status: response.status, body: JSON.parse(await response.text()) as unknown };
       };
+      const readyzItemsWithoutRecord = async (): Promise<unknown> => {
+        const response = await fetch(`${gw.url}/readyz`);
+        return ((await response.json()) as { recommender?: { itemsWithoutRecord?: unknown } }).recommender?.itemsWithoutRecord;
+      };
 
       it('one itemId twice in a call: one record stored (the last), counted once, over REST and GraphQL alike', async () => {
         // the probe's PUT of 54952 twice was answered {"upserted":2}; one record was stored
@@ -352,6 +357,26 @@ describe('repeats in a call: the answers count what was stored', () => {
         const graphql = await gw.gql(UPSERT_ITEMS, { items: [{ itemId: 54954, name: 'a' }, { itemId: 54954, name: 'b' }, { itemId: 54954, name: 'c' }] }, { authorization: root });
         expect(graphql.body).toEqual({ data: { upsertItems: { upserted: 1 } } });
         expect(recs.catalog.get(54954)?.name).toBe('c');
+      }, 30_000);
+
+      it('itemsWithoutRecord counts the items of the events stored, never of a duplicate left out', async () => {
+        await rest('PUT', '/v1/items', [{ itemId: 55001, name: 'recorded' }]);
+        const view = (itemId: number, eventId: string) => ({ kind: 'view', itemId, sessionId: `repeat-${eventId}`, eventId });
+        const first = await rest('POST', '/v1/events', [view(55001, 'r-1'), view(55002, 'r-2'), view(55003, 'r-3')]);
+        expect(first).toEqual({ status: 200, body: { accepted: 3, duplicates: 0, itemsWithoutRecord: 2 } });
+        const before = await readyzItemsWithoutRecord();
+        // 55002's event again (not stored), and a new item's: only the new one lacks a record among those stored
+        const again = await rest('POST', '/v1/events', [view(55002, 'r-2'), view(55004, 'r-4')]);
+        expect(again).toEqual({ status: 200, body: { accepted: 2, duplicates: 1, itemsWithoutRecord: 1 } });
+        // a repeat within the call is left out too
+        const within = await gw.gql(RECORD_EVENTS, { events: [view(55005, 'r-5'), view(55006, 'r-5')].map((e) => ({ ...e, kind: 'VIEW' })) }, { authorization: root });
+        expect(within.body).toEqual({ data: { recordEvents: { accepted: 2, duplicates: 1, itemsWithoutRecord: 1 } } });
+        // only duplicates: nothing stored, nothing counted
+        const none = await gw.gql(RECORD_EVENTS, { events: [{ ...view(55003, 'r-3'), kind: 'VIEW' }] }, { authorization: root });
+        expect(none.body).toEqual({ data: { recordEvents: { accepted: 1, duplicates: 1, itemsWithoutRecord: 0 } } });
+        // /readyz grew by the items the answers counted: 55004 and 55005
+        expect(typeof before).toBe('number');
+        expect(await readyzItemsWithoutRecord()).toBe((before as number) + 2);
       }, 30_000);
     });
   }

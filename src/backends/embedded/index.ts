@@ -147,18 +147,20 @@ export class EmbeddedIngest implements IngestService {
     return this.withRoom('events', events.map((e) => e.itemId), async () => {
       const recEvents = events.map(toRecEvent);
       const { store, applyOwnEvents } = this.recs;
-      let stored: number;
+      // the items of the events stored: a duplicate left out names none (its item was counted when it was stored)
+      let storedItems: number[];
       if (!store || !applyOwnEvents) {
         const fresh = withoutRepeatedIds(recEvents, this.eventIds);
         this.recs.applyEvents(fresh);
-        stored = fresh.length;
+        storedItems = fresh.map((e) => e.itemId);
       } else {
-        stored = (await this.storeThenApply(() => store.appendEvents(recEvents), (rows) => applyOwnEvents.call(this.recs, rows))).length;
+        const rows = await this.storeThenApply(() => store.appendEvents(recEvents), (stored) => applyOwnEvents.call(this.recs, stored));
+        storedItems = rows.map((row) => row[2]);
       }
       const catalog = this.recs.catalog;
       const missing = new Set<number>();
-      for (const e of events) if (catalog.get(e.itemId) === undefined) missing.add(e.itemId);
-      return { accepted: events.length, duplicates: events.length - stored, itemsWithoutRecord: missing.size };
+      for (const itemId of storedItems) if (catalog.get(itemId) === undefined) missing.add(itemId);
+      return { accepted: events.length, duplicates: events.length - storedItems.length, itemsWithoutRecord: missing.size };
     });
   }
 
