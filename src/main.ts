@@ -90,7 +90,12 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       import('./backends/embedded/keys/users.js'),
       import('./backends/embedded/dataFiles.js'),
     ]);
-    if (error instanceof ConfigError || error instanceof UserInputError) {
+    // a bad setting stops a start with one line, as a failed start does (startupFailureLine)
+    if (error instanceof ConfigError) {
+      io.stderr.write(`recs-gateway: ${error.message}\n`);
+      return 2;
+    }
+    if (error instanceof UserInputError) {
       io.stderr.write(`${error.message}\n`);
       return 2;
     }

@@ -179,9 +179,17 @@ export interface Config {
   server: ServerLimits;
 }
 
+/** pino's levels: LOG_LEVEL takes one of them, in any case. */
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+/**
+ * The settings that stop a start, each named with its problem, in one line (problems joined by
+ * "; "), as every failed start is told (README): a list of one problem a line printed two lines
+ * for a bad TRUSTED_DOCUMENTS manifest.
+ */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    super(`Invalid configuration: ${problems.map((p) => p.replace(/\s*\n\s*/g, ' ')).join('; ')}`);
     this.name = 'ConfigError';
   }
 }
@@ -337,6 +345,18 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
 
+  // --- Log level ---
+  // pino throws on a level it does not know, after the configuration was read: a stack trace
+  // where a failed start prints one line
+  function logLevel(): string {
+    const raw = get('LOG_LEVEL');
+    if (raw === undefined) return 'info';
+    const level = raw.toLowerCase();
+    if ((LOG_LEVELS as readonly string[]).includes(level)) return level;
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${raw}"`);
+    return 'info';
+  }
+
   const production = get('NODE_ENV') === 'production';
   const backendRaw = get('BACKEND') ?? 'embedded';
   if (backendRaw !== 'embedded' && backendRaw !== 'rest') {
@@ -383,7 +403,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimits: rateLimits(),
     otlpEndpoint: url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),
     serviceName: get('OTEL_SERVICE_NAME') ?? 'recs-gateway',
-    logLevel: get('LOG_LEVEL') ?? 'info',
+    logLevel: logLevel(),
     upstream: {},
     server: {
       headersTimeoutMs: int('HEADERS_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.headersTimeoutMs, 100, 600_000),

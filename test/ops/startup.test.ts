@@ -98,6 +98,28 @@ describe('a start that cannot succeed', () => {
     expectOneLine(await runBuilt(['serve'], { PORT: '0', DATA_DIR: unreadable }, asUser), new RegExp(`cannot open ${unreadable}/recs\\.db: permission denied`));
   });
 
+  it('names a bad setting in one line too (exit code 2): a bad TRUSTED_DOCUMENTS manifest, PORT, LOG_LEVEL, two at once', async () => {
+    // the probe's bad manifest printed two lines: "Invalid configuration:", then the reason
+    const dir = dataDir();
+    const broken = path.join(dir, 'broken.json');
+    writeFileSync(broken, '{"format": ');
+    const cases: [Record<string, string>, RegExp][] = [
+      [{ TRUSTED_DOCUMENTS: broken }, new RegExp(`^recs-gateway: Invalid configuration: TRUSTED_DOCUMENTS: ${broken}.* is not JSON: `)],
+      [{ TRUSTED_DOCUMENTS: path.join(dir, 'missing.json') }, /^recs-gateway: Invalid configuration: TRUSTED_DOCUMENTS: cannot read .*missing\.json: ENOENT$/m],
+      [{ PORT: 'eighty' }, /^recs-gateway: Invalid configuration: PORT must be a whole number from 0 to 65535, got "eighty"$/m],
+      // pino's own error, with its stack, before LOG_LEVEL was checked
+      [{ LOG_LEVEL: 'loud' }, /^recs-gateway: Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/m],
+      [{ PORT: 'eighty', BACKEND: 'soap' }, /^recs-gateway: Invalid configuration: BACKEND must be embedded or rest, got "soap"; PORT must be a whole number from 0 to 65535, got "eighty"$/m],
+    ];
+    for (const [env, pattern] of cases) {
+      const result = await runCli(['serve'], { DATA_DIR: path.join(dir, 'data'), ...env });
+      expect([result.code, result.stderr], JSON.stringify(env)).toEqual([2, expect.stringMatching(/^recs-gateway: [^\n]+\n$/)]);
+      expect(result.stderr, JSON.stringify(env)).toMatch(pattern);
+    }
+    // nothing was started: no DATA_DIR made
+    expect(existsSync(path.join(dir, 'data'))).toBe(false);
+  });
+
   it('says where it really listens: every interface unless HOST is set, every IPv4 one for 0.0.0.0', async () => {
     const everywhere = await startServe({ DATA_DIR: dataDir(), HOST: '' });
     servers.push(everywhere);
