@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { codeOf } from '../helpers/gateway.js';
 import { OTHERS, PHONE, UNKNOWN, useCountedGateway } from './helpers.js';
@@ -90,6 +91,22 @@ describe('the gateway as a federation subgraph, over HTTP', () => {
     const light = heavy.replace('query($r: [_Any!]!)', 'query').replace('$r', `[{ __typename: "Item", itemId: ${PHONE} }]`);
     const answered = await counted.gw.gql<{ _entities: { recommendations: { edges: unknown[] } }[] }>(light, {}, { authorization: counted.key });
     expect(answered.body.errors).toBeUndefined();
+  });
+
+  it('the README\'s entity fetch is a valid selection, and costs what it says: answered for as many items as it says, refused for one more', async () => {
+    // the probe sent the README's `recommendations(first: 2) { … }` as written: a 400, kind being required
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    const said = /`(recommendations\([^`]*)`, (\d+) an item, may be fetched for (\d+) items at once under the default ([\d,]+)\./.exec(readme);
+    expect(said, 'the README\'s federation example').not.toBeNull();
+    const [, selection, perItem, items, maxCost] = said!;
+    expect(Number(maxCost!.replace(/,/g, ''))).toBe(5000);
+    const query = `query($r: [_Any!]!) { _entities(representations: $r) { ... on Item { ${selection!} } } }`;
+    const representations = (n: number) => Array.from({ length: n }, () => item(PHONE));
+    const answered = await counted.gw.gql<{ _entities: unknown[] }>(query, { r: representations(Number(items)) }, { authorization: counted.key });
+    expect([answered.status, answered.body.errors]).toEqual([200, undefined]);
+    expect(answered.body.data!._entities).toHaveLength(Number(items));
+    const over = await counted.gw.gql(query, { r: representations(Number(items) + 1) }, { authorization: counted.key });
+    expect([codeOf(over), over.body.errors?.[0]?.extensions]).toEqual(['QUERY_TOO_COMPLEX', expect.objectContaining({ limit: 'cost', max: 5000, actual: (Number(items) + 1) * Number(perItem) })]);
   });
 
   it('marks an answer of items public for as long as an Item may be kept, as @apollo/subgraph does', async () => {
