@@ -310,7 +310,7 @@ describe('the REST twins, embedded backend', () => {
 describe('repeats in a call: the answers count what was stored', () => {
   const UPSERT_ITEMS = 'mutation($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }';
   const RECORD_EVENTS = 'mutation($events: [EventInput!]!) { recordEvents(events: $events) { accepted duplicates itemsWithoutRecord } }';
-  const recommenders: { name: string; open(): Promise<{ recs: EmbeddedRecs; dispose(): Promise<void> }> }[] = [
+  const recommenders: { name: string; open(): Promise<{ recs: EmbeddedRecs; dispose: () => Promise<void> }> }[] = [
     { name: 'in memory', open: async () => ({ recs: await openEmbeddedRecs({ dataDir: null }), dispose: () => Promise.resolve() }) },
     ...recsStoreKinds.map((kind) => ({
       name: kind.name,
