@@ -374,7 +374,10 @@ export class EmbeddedRecs implements RecsService {
       return;
     }
     this.flush(elsewhere, FLUSH_SLICE_MS);
-    if (!live.pending) return;
+    // Nothing left: where purchases came since next-best-product's last full build (taken in or
+    // out by age, a view moving the window), the timer of its time bound, which nothing else
+    // arms (a batch's flush timer is this one: without it the bound waited for the next batch).
+    if (!live.pending) return this.scheduleFlush();
     // Anchors left by the slice: the next one paced as the flush is. A kind left marked for a
     // worker that rests: taken when the rest ends (one under way reschedules when done).
     const rests = KINDS.filter((kind) => this.rebuildUnderWay[kind] === null && now < this.restUntil[kind]).map((kind) => this.restUntil[kind] - now);
