@@ -135,6 +135,12 @@ export interface ItemFacts {
   family?: Int32Array;
   /** The leaf category interned (0 .. categories-1); -1 unknown. */
   category?: Int32Array;
+  /**
+   * Each category's rank among the categories' names (by category number): ties between
+   * partner categories go by it (categoryAssociation), so that the lists do not depend on the
+   * order a process met the items in, which numbers the categories. Absent: by number.
+   */
+  categoryRank?: Int32Array;
 }
 
 /** Options of buildNeighbours. */
@@ -442,9 +448,10 @@ function gatherOrdered(
  * How often each category is in the same group as another (for A = B: two distinct items of A),
  * beyond what chance gives by `lift` (0: not at all, 1: all of it): for categories A and B,
  * (C(A,B) - lift n(A) n(B) / N) / n(A), where positive; at most `maxPartners` per category,
- * best first. A category's partners are what its thin anchors are filled from (see Scoring).
+ * best first, ties by `rank` (ItemFacts.categoryRank), else by number. A category's partners
+ * are what its thin anchors are filled from (see Scoring).
  */
-function categoryAssociation(groups: Groups, category: Int32Array, nCategories: number, lift: number, maxPartners: number): { start: Int32Array; partner: Int32Array; weight: Float64Array; occurrences: Float64Array } {
+function categoryAssociation(groups: Groups, category: Int32Array, nCategories: number, lift: number, maxPartners: number, rank?: Int32Array): { start: Int32Array; partner: Int32Array; weight: Float64Array; occurrences: Float64Array } {
   const occurrences = new Float64Array(nCategories);
   // Dense while it is small (a shop's few hundred leaves), a map beyond (a 4,000-node taxonomy).
   const dense = nCategories * nCategories <= 1 << 22 ? new Float64Array(nCategories * nCategories) : null;
@@ -494,7 +501,7 @@ function categoryAssociation(groups: Groups, category: Int32Array, nCategories: 
   const partner: number[] = [];
   const weight: number[] = [];
   lists.forEach((list, a) => {
-    list.sort((x, y) => y.weight - x.weight || x.partner - y.partner);
+    list.sort(rank === undefined ? (x, y) => y.weight - x.weight || x.partner - y.partner : (x, y) => y.weight - x.weight || rank[x.partner]! - rank[y.partner]!);
     for (const e of list.slice(0, maxPartners)) {
       partner.push(e.partner);
       weight.push(e.weight);
@@ -544,6 +551,8 @@ function permuteFacts(facts: ItemFacts, orig: Int32Array): ItemFacts {
   if (candidate !== undefined) out.candidate = candidate;
   if (family !== undefined) out.family = family;
   if (category !== undefined) out.category = category;
+  // by category, not by item
+  if (facts.categoryRank !== undefined) out.categoryRank = facts.categoryRank;
   return out;
 }
 
@@ -591,7 +600,7 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
   // so that the scratch entries the pair loop hits most, those of popular items, share a few
   // cache lines instead of being spread over megabytes. Outputs and tie-breaks use the real index.
   const { rank, orig } = renumberByDegree(groups.items, nItems);
-  const { candidate, family, category } = permuteFacts(facts, orig);
+  const { candidate, family, category, categoryRank } = permuteFacts(facts, orig);
 
   // n(b): weighted groups holding b (once however often it occurs there).
   const occurrences = new Float64Array(nItems);
@@ -653,7 +662,7 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
   const nCategories = givenStats !== undefined ? givenStats.partnerStart.length - 1 : category === undefined ? 0 : category.reduce((m, c) => Math.max(m, c + 1), 0);
   const association = prior > 0 && nCategories > 0 && category !== undefined
     ? givenStats === undefined
-      ? categoryAssociation(groups, category, nCategories, options.categoryLift ?? 0, MAX_PARTNER_CATEGORIES)
+      ? categoryAssociation(groups, category, nCategories, options.categoryLift ?? 0, MAX_PARTNER_CATEGORIES, categoryRank)
       : { start: givenStats.partnerStart, partner: givenStats.partner, weight: givenStats.partnerWeight, occurrences: givenStats.categoryOccurrences }
     : null;
   // b's share of its category's groups.

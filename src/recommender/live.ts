@@ -1587,6 +1587,7 @@ export class LiveModel implements RecModel {
     if (f.candidate !== undefined) facts.candidate = copy(f.candidate)!;
     if (f.family !== undefined) facts.family = copy(f.family)!;
     if (f.category !== undefined) facts.category = copy(f.category)!;
+    if (f.categoryRank !== undefined) facts.categoryRank = copy(f.categoryRank)!;
     return { kind, build: ++this.builds[kind], log: this.log.sharedColumns(), facts, options: this.options, cutoff: cutoffOf(this.latest, this.options) };
   }
 

@@ -142,7 +142,8 @@ export function maxAgeMsOf(options: ModelOptions): number {
 /**
  * The facts a build knows of items (see ItemFacts), by dense index; empty without a catalogue.
  * Categories and families are numbered in item order, so that a live model that recomputes them
- * after new records numbers them as a full build over the same items does.
+ * after new records numbers them as a full build over the same items does; where the order of
+ * categories counts, it is their names' (categoryRank).
  */
 export function itemFacts(items: ItemIndex, catalog: Catalog | null): ItemFacts {
   if (catalog === null) return {};
@@ -167,7 +168,11 @@ export function itemFacts(items: ItemIndex, catalog: Catalog | null): ItemFacts 
       category[i] = ci;
     }
   }
-  return { candidate, family, category };
+  const names = [...categories.keys()];
+  const byName = names.map((_, c) => c).sort((x, y) => (names[x]! < names[y]! ? -1 : names[x]! > names[y]! ? 1 : 0));
+  const categoryRank = new Int32Array(names.length);
+  byName.forEach((c, r) => (categoryRank[c] = r));
+  return { candidate, family, category, categoryRank };
 }
 
 /** The built model: neighbours and popularity by dense item index (log.items). */

@@ -299,6 +299,28 @@ describe('the lists do not depend on the order a process numbered the items in',
       { numRuns: 200 },
     );
   }, 120_000);
+
+  it('past the partner categories a category keeps, ties go by category name, not by the order the items were met in', () => {
+    // The fourth probe: a restarted replica (its items numbered from the window's events, then
+    // the catalogue) served other next-best-product lists than the process that took the calls:
+    // a category keeps 10 partners, and ties among them went to the category numbered first.
+    // Category 0 is bought with 15 others once each; item 100 is in it, with no order of its own,
+    // so its list comes from the prior: the items of the 10 partners kept.
+    const catalog = new Catalog();
+    const t = Date.UTC(2024, 0, 1);
+    const events: RecEvent[] = [];
+    for (let k = 1; k <= 15; k++) {
+      catalog.add(record(k, k, k));
+      for (const itemId of [50, k]) events.push({ kind: 'purchase', session: `s${k}`, user: null, orderId: `o${k}`, itemId, time: t + 1000 * k });
+    }
+    catalog.add(record(50, 0, 50));
+    catalog.add(record(100, 0, 100));
+    const order = [...Array.from({ length: 15 }, (_, i) => i + 1), 50, 100];
+    const builds = [order, [...order].reverse()].map((first) => new Recommender(buildModel(logNumbered(first, events), {}, catalog), catalog));
+    const lists = builds.map((build) => build.recommend('NEXT_BEST_PRODUCT', 100));
+    expect(lists[0]!.length).toBe(10);
+    expect(lists[1]).toEqual(lists[0]);
+  });
 });
 
 describe('the live model keeps what the build counts', () => {

@@ -387,7 +387,7 @@ export class EmbeddedRecs implements RecsService {
   private rebuildOffLoop(live: LiveModel, job: RebuildJob): void {
     // The log's columns are shared memory (posted, not copied); the facts' copies are transferred.
     const { facts } = job;
-    const buffers = [facts.candidate, facts.family, facts.category].map((a) => a?.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
+    const buffers = [facts.candidate, facts.family, facts.category, facts.categoryRank].map((a) => a?.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
     try {
       const worker = (this.rebuilders[job.kind] ??= this.startRebuilder(job.kind));
       this.rebuildUnderWay[job.kind] = { live, job: { kind: job.kind, build: job.build } };
