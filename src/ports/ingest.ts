@@ -221,6 +221,7 @@ export function checkItems(items: readonly ItemModel[]): readonly ItemModel[] {
 /** Prices and shipping rates: at most this (a price of 1e308 is no price a shop shows). */
 const MAX_AMOUNT = 1e9;
 const AMOUNTS = ['msrp', 'salePrice', 'standardShipRate', 'twoThreeDayShippingRate', 'overnightShippingRate'] as const;
+const MARKETPLACE_AMOUNTS = ['price', 'standardShipRate', 'twoThreeDayShippingRate'] as const;
 const AMOUNT_RANGE = `must be from 0 to ${MAX_AMOUNT}`;
 const RATING_RANGE = 'must be from 0 to 5';
 const REVIEWS_RANGE = 'must be a whole number, 0 or more';
@@ -232,7 +233,7 @@ const ID_RANGE = `must be ${ITEM_ID_RANGE}`;
  */
 const NUMBER_RANGES: ReadonlyMap<string, string> = new Map([
   ...AMOUNTS.map((field) => [field, AMOUNT_RANGE] as const),
-  ['bestMarketplacePrice.price', AMOUNT_RANGE],
+  ...MARKETPLACE_AMOUNTS.map((field) => [`bestMarketplacePrice.${field}`, AMOUNT_RANGE] as const),
   ['customerRating', RATING_RANGE],
   ['numReviews', REVIEWS_RANGE],
   ['parentItemId', ID_RANGE],
@@ -261,8 +262,11 @@ function checkAmounts(item: ItemModel, i: number): void {
     const value = item[field];
     if (value != null && !(value >= 0 && value <= MAX_AMOUNT)) fail(field, AMOUNT_RANGE);
   }
-  const price = item.bestMarketplacePrice?.price;
-  if (price != null && !(price >= 0 && price <= MAX_AMOUNT)) fail('bestMarketplacePrice.price', AMOUNT_RANGE);
+  const marketplace = item.bestMarketplacePrice;
+  for (const field of MARKETPLACE_AMOUNTS) {
+    const value = marketplace?.[field];
+    if (value != null && !(value >= 0 && value <= MAX_AMOUNT)) fail(`bestMarketplacePrice.${field}`, AMOUNT_RANGE);
+  }
   if (item.customerRating != null && !(item.customerRating >= 0 && item.customerRating <= 5)) fail('customerRating', RATING_RANGE);
   if (item.numReviews != null && !(Number.isSafeInteger(item.numReviews) && item.numReviews >= 0)) fail('numReviews', REVIEWS_RANGE);
 }

@@ -18,6 +18,9 @@ describe('item records sent to the recommender', () => {
     [{ salePrice: -1 }, 'items[0].salePrice'],
     [{ msrp: 1e308 }, 'items[0].msrp'],
     [{ bestMarketplacePrice: { price: 1e12 } }, 'items[0].bestMarketplacePrice.price'],
+    // found beside the twentieth pass's probe: the marketplace's own rates were not checked
+    [{ bestMarketplacePrice: { price: 5, standardShipRate: -3 } }, 'items[0].bestMarketplacePrice.standardShipRate'],
+    [{ bestMarketplacePrice: { twoThreeDayShippingRate: 1e12 } }, 'items[0].bestMarketplacePrice.twoThreeDayShippingRate'],
   ])('refuses %o, naming %s', (fields, field) => {
     const parsed = record(fields);
     expect(() => checkItems([parsed])).toThrow(field);
