@@ -120,8 +120,7 @@ export class EmbeddedRecs implements RecsService {
   private readonly compactStepEvents: number;
   /** A compaction of the live model's log is scheduled (compactSoon). */
   private compactQueued = false;
-  /** Compactions of the live model's log so far, the events they dropped, and the last one's time (tests, logs). */
-  /** Compactions of the live model's log: how many, the events they dropped, and the longest step of the last (ms). */
+  /** Compactions of the live model's log: how many, the events they dropped, and the longest step of the last (ms; tests, logs). */
   readonly compactions = { count: 0, dropped: 0, lastMs: 0 };
   private flushTimer: NodeJS.Timeout | null = null;
   /** The model in use, once a batch has been applied (made on the first: start-up builds only what it serves). */
