@@ -1121,7 +1121,7 @@ export interface ApplyStats {
 /**
  * What an event filed (or a key) costs a compaction's remap (LiveNeighbours.remapStep) against
  * an event of the log's steps: a map entry and a new array against a few typed-array writes
- * (bench/uptime.ts: steps of 65,536 log events took about 1 ms, of as many filed events 8 to 20).
+ * (bench/compaction.ts: steps of 65,536 log events took about 1 ms, of as many filed events 8 to 20).
  */
 const REMAP_COST = 8;
 
