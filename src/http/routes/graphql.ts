@@ -87,7 +87,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
   /**
    * /graphql. The order is the contract: a method but GET and POST is refused (405 with Allow),
    * then the credential is authenticated under the rate limits from the headers alone (401 or 429
-   * whatever is asked, before a byte of the body is read), then the body is read (a request without credentials may send only a small one) and parsed
+   * whatever is asked, before a byte of the body is read), then the body is read (a request
+   * without credentials may send only a small one) and parsed
    * (400 when it is not JSON), then a PUBLIC answer may come from the response cache, and only
    * then does a GraphQL pipeline see the request. Nothing a stranger sends is normalised, parsed
    * or remembered beyond that small body.
