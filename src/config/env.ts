@@ -189,9 +189,22 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
  */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
-    super(`Invalid configuration: ${problems.map((p) => p.replace(/\s*\n\s*/g, ' ')).join('; ')}`);
+    super(`Invalid configuration: ${problems.map(oneLine).join('; ')}`);
     this.name = 'ConfigError';
   }
+}
+
+/** Characters of a problem the start's line shows at most: a setting's value is echoed in it. */
+const MAX_PROBLEM_CHARS = 400;
+
+/**
+ * A problem as one line a terminal shows as written: line breaks as spaces, other control
+ * characters as \xNN (a value's ESC or CR recoloured or overwrote the line), cut at
+ * MAX_PROBLEM_CHARS.
+ */
+function oneLine(problem: string): string {
+  const line = problem.replace(/\s*\n\s*/g, ' ').replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+  return line.length > MAX_PROBLEM_CHARS ? `${line.slice(0, MAX_PROBLEM_CHARS)}…` : line;
 }
 
 type Env = Record<string, string | undefined>;

@@ -110,6 +110,9 @@ describe('a start that cannot succeed', () => {
       // pino's own error, with its stack, before LOG_LEVEL was checked
       [{ LOG_LEVEL: 'loud' }, /^recs-gateway: Invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"$/m],
       [{ PORT: 'eighty', BACKEND: 'soap' }, /^recs-gateway: Invalid configuration: BACKEND must be embedded or rest, got "soap"; PORT must be a whole number from 0 to 65535, got "eighty"$/m],
+      // the fourth probe: a value's ESC and CR reached the terminal as they were, and a long one whole
+      [{ PORT: '1\x1b[31mRED\r\x07' }, /^recs-gateway: Invalid configuration: PORT must be a whole number from 0 to 65535, got "1\\x1b\[31mRED\\x0d\\x07"$/m],
+      [{ TRUST_PROXY: 'x'.repeat(5_000) }, /^recs-gateway: Invalid configuration: TRUST_PROXY[^\n]{0,400}…$/m],
     ];
     for (const [env, pattern] of cases) {
       const result = await runCli(['serve'], { DATA_DIR: path.join(dir, 'data'), ...env });
