@@ -224,7 +224,7 @@ const AMOUNTS = ['msrp', 'salePrice', 'standardShipRate', 'twoThreeDayShippingRa
 const MARKETPLACE_AMOUNTS = ['price', 'standardShipRate', 'twoThreeDayShippingRate'] as const;
 const AMOUNT_RANGE = `must be from 0 to ${MAX_AMOUNT}`;
 const RATING_RANGE = 'must be from 0 to 5';
-const REVIEWS_RANGE = 'must be a whole number, 0 or more';
+const REVIEWS_RANGE = `must be a whole number from 0 to ${Number.MAX_SAFE_INTEGER}`;
 const ID_RANGE = `must be ${ITEM_ID_RANGE}`;
 
 /**

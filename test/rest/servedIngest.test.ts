@@ -247,8 +247,10 @@ describe('the REST twins, embedded backend', () => {
       [{ parentItemId: 2 ** 53 }, `items[1].parentItemId: ${ids}`],
       [{ parentItemId: '0' }, `items[1].parentItemId: ${ids}`],
       [{ variants: [99000121, 0] }, `items[1].variants[1]: ${ids}`],
-      [{ numReviews: 2.5 }, 'items[1].numReviews: must be a whole number, 0 or more'],
-      [{ numReviews: -1 }, 'items[1].numReviews: must be a whole number, 0 or more'],
+      [{ numReviews: 2.5 }, 'items[1].numReviews: must be a whole number from 0 to 9007199254740991'],
+      [{ numReviews: -1 }, 'items[1].numReviews: must be a whole number from 0 to 9007199254740991'],
+      // the fourth probe: a whole number past 2^53 - 1 was told it must be "a whole number, 0 or more"
+      [{ numReviews: 1e300 }, 'items[1].numReviews: must be a whole number from 0 to 9007199254740991'],
       // JSON.parse reads 1e400 as Infinity, which the parser leaves out as it does no number
       ['"msrp":1e400', 'items[1].msrp: must be from 0 to 1000000000'],
       ['"customerRating":1e400', 'items[1].customerRating: must be from 0 to 5'],
