@@ -93,6 +93,11 @@ export class Cors {
     return false;
   }
 
+  /** Sets the headers an allowed origin's answer carries, for an answer that is no preflight (a refusal before the route). */
+  allowFor(res: ServerResponse, origin: string | undefined): void {
+    if (origin === undefined ? this.any : this.allows(origin)) this.allowOn(res, this.any ? '*' : origin!);
+  }
+
   private allowOn(res: ServerResponse, origin: string): void {
     res.setHeader('access-control-allow-origin', origin);
     if (this.variesByOrigin) res.setHeader('vary', 'origin');

@@ -37,19 +37,19 @@ const NO_HOST_HEADERS: Readonly<Record<string, string>> = {
   'content-length': String(Buffer.byteLength(NO_HOST_BODY)),
   connection: 'close',
 };
-const NO_HOST_HEADERS_ANY_ORIGIN: Readonly<Record<string, string>> = { ...NO_HOST_HEADERS, 'access-control-allow-origin': '*' };
 
 /**
  * Answers an HTTP/1.1 request without a Host header (RFC 9112 asks for a 400) and returns true;
  * false for any other, which the handler then serves. The request node's own check
  * (requireHostHeader, off in createHttpServer) refused with an empty 400: an empty Host passes
  * as it did, and HTTP/1.0, which has none to send, is served. A JSON 400 BAD_REQUEST, as the
- * raw answers of clientError, and the connection closed, as node closed it; `anyOrigin`
- * (CORS_ORIGINS=*) adds `Access-Control-Allow-Origin: *`, as every other answer has then.
+ * raw answers of clientError, and the connection closed, as node closed it; with `cors`
+ * (CORS_ORIGINS), the headers an allowed Origin's answers carry, as every other answer has them.
  */
-export function refusedWithoutHost(req: IncomingMessage, res: ServerResponse, anyOrigin: boolean): boolean {
+export function refusedWithoutHost(req: IncomingMessage, res: ServerResponse, cors: Cors | null): boolean {
   if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return false;
-  res.writeHead(400, anyOrigin ? NO_HOST_HEADERS_ANY_ORIGIN : NO_HOST_HEADERS);
+  cors?.allowFor(res, req.headers.origin);
+  res.writeHead(400, NO_HOST_HEADERS);
   res.end(NO_HOST_BODY);
   return true;
 }
@@ -97,12 +97,10 @@ export class StartingAnswers {
   private step = 'loading the gateway';
   private readonly handler = (req: IncomingMessage, res: ServerResponse): void => this.answer(req, res);
   private readonly cors: Cors | null;
-  private readonly anyOrigin: boolean;
 
   /** `corsOrigins`: CORS_ORIGINS, so that a page on an allowed origin can read the 503 too. */
   constructor(private readonly server: http.Server, corsOrigins: readonly string[] | '*' | null = null) {
     this.cors = corsOrigins ? new Cors(corsOrigins) : null;
-    this.anyOrigin = corsOrigins === '*';
     server.on('request', this.handler);
   }
 
@@ -117,7 +115,7 @@ export class StartingAnswers {
   }
 
   private answer(req: IncomingMessage, res: ServerResponse): void {
-    if (refusedWithoutHost(req, res, this.anyOrigin)) return;
+    if (refusedWithoutHost(req, res, this.cors)) return;
     const target = req.url ?? '/';
     const query = target.indexOf('?');
     const path = query === -1 ? target : target.slice(0, query);

@@ -185,11 +185,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   }
 
   const sinks = { log, metrics };
-  const anyOrigin = config.corsOrigins === '*';
-  const clientErrors = anyOrigin ? CLIENT_ERRORS_ANY_ORIGIN : CLIENT_ERRORS;
+  const clientErrors = config.corsOrigins === '*' ? CLIENT_ERRORS_ANY_ORIGIN : CLIENT_ERRORS;
   options.handOver?.();
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    if (refusedWithoutHost(req, res, anyOrigin)) return;
+    if (refusedWithoutHost(req, res, cors)) return;
     const sent = req.headers['x-request-id'];
     const requestId = typeof sent === 'string' ? sent.slice(0, 64) : randomUUID();
     handle(req, res, observeRequest(req, res, requestId, sinks)).catch((error: unknown) => {

@@ -94,6 +94,11 @@ describe(`answers before a route (${kind.name} store)`, () => {
     // with CORS_ORIGINS=* it says so, as every other answer does then
     const anyOrigin = await raw(any.url, 'POST /graphql HTTP/1.1\r\norigin: https://app.example\r\ncontent-length: 0\r\n\r\n');
     expect([statusOf(anyOrigin), headerOf(anyOrigin, 'access-control-allow-origin'), bodyOf(anyOrigin)]).toEqual([400, '*', NO_HOST]);
+    // and with a list, a listed origin's (the fourth probe: node read this head, Origin included)
+    for (const [origin, allowed, vary] of [[APP, APP, 'origin'], ['https://elsewhere.example', null, null]] as const) {
+      const answer = await raw(listed.url, `GET /graphql?query=%7B__typename%7D HTTP/1.1\r\norigin: ${origin}\r\napollo-require-preflight: 1\r\n\r\n`);
+      expect([statusOf(answer), headerOf(answer, 'access-control-allow-origin'), headerOf(answer, 'vary'), bodyOf(answer)]).toEqual([400, allowed, vary, NO_HOST]);
+    }
   });
 
   it("puts Access-Control-Allow-Origin: * on the raw 431, 400 and 408 with CORS_ORIGINS=*; with a list, nothing: the Origin was not read", async () => {
