@@ -70,9 +70,7 @@ export class Cors {
    */
   apply(req: IncomingMessage, res: ServerResponse, origin: string | undefined, methods: string, requestId?: string): boolean {
     if (origin === undefined) {
-      // with `*` every answer says so, Origin or not: a shared cache that kept one answered
-      // without Origin would otherwise serve it to pages, whose browsers then refuse it
-      if (this.any) this.allowOn(res, '*');
+      this.allowFor(res, undefined);
       return false;
     }
     const allowed = this.allows(origin);
@@ -93,7 +91,11 @@ export class Cors {
     return false;
   }
 
-  /** Sets the headers an allowed origin's answer carries, for an answer that is no preflight (a refusal before the route). */
+  /**
+   * Sets the headers an allowed origin's answer carries, for an answer that is no preflight. With
+   * `*` every answer says so, Origin or not: a shared cache that kept one answered without Origin
+   * would otherwise serve it to pages, whose browsers then refuse it.
+   */
   allowFor(res: ServerResponse, origin: string | undefined): void {
     if (origin === undefined ? this.any : this.allows(origin)) this.allowOn(res, this.any ? '*' : origin!);
   }

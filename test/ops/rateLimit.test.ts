@@ -400,87 +400,82 @@ describe.each(kinds)('a username locked out by strangers, on $name buckets', (ki
   // her password sign-in from the address she had just signed in from
   const FAILURES = { ratePerSecond: 1 / 60, burst: 3 };
   const [home, attacker, elsewhere, newLaptop] = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4'];
+  const right = basicAuthorization('alice', 'alice-password');
+  const wrong = (n: number): string => basicAuthorization('alice', `wrong-${n}`);
 
-  it('stays open from the addresses its user signed in from, and only there', async () => {
+  interface Alice {
+    limiter: RateLimiter;
+    /** A key service of a gateway that has verified nothing yet. */
+    fresh: () => KeyService;
+    /** Alice's name where a sign-in is taken, else the error's code. */
+    signIn: (keys: KeyService, authorization: string, address: string) => Promise<string>;
+  }
+
+  /** Runs `body` with alice in a key store and a limiter on this kind's buckets; disposes of both. */
+  async function withAlice(body: (alice: Alice) => Promise<void>): Promise<void> {
     const { buckets, dispose } = kind.open();
     const opened = await storeKinds[0]!.open();
     try {
       if (kind.name === 'redis') await waitReady(buckets);
       await addUser(opened.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
       const limiter = new RateLimiter(buckets, { perPrincipal: null, perKey: {}, authFailures: FAILURES });
-      const right = basicAuthorization('alice', 'alice-password');
-      const wrong = (n: number): string => basicAuthorization('alice', `wrong-${n}`);
       const signIn = (keys: KeyService, authorization: string, address: string): Promise<string> =>
         limiter.authenticate(keys, authorization, address).then(
           (principal) => principal?.user.username ?? 'anonymous',
           (error: { code?: string }) => error.code ?? 'error',
         );
-      expect(await signIn(new EmbeddedKeyService(opened.store), right, home)).toBe('alice');
+      await body({ limiter, fresh: () => new EmbeddedKeyService(opened.store), signIn });
+    } finally {
+      await opened.dispose();
+      await dispose();
+    }
+  }
+
+  it('stays open from the addresses its user signed in from, and only there', () =>
+    withAlice(async ({ limiter, fresh, signIn }) => {
+      expect(await signIn(fresh(), right, home)).toBe('alice');
       // strangers spend the username's failures from two addresses
       const guesses: string[] = [];
-      for (let n = 0; n < 4; n++) guesses.push(await signIn(new EmbeddedKeyService(opened.store), wrong(n), n < 2 ? attacker : elsewhere));
+      for (let n = 0; n < 4; n++) guesses.push(await signIn(fresh(), wrong(n), n < 2 ? attacker : elsewhere));
       expect(guesses).toEqual(['UNAUTHENTICATED', 'UNAUTHENTICATED', 'UNAUTHENTICATED', 'RATE_LIMITED']);
       expect(limiter.counts.username_locked).toBe(1);
       // from home, the password is still taken: checked afresh (a gateway that has not verified
       // it) and verified before (one that has)
-      const service = new EmbeddedKeyService(opened.store);
+      const service = fresh();
       expect(await signIn(service, right, home)).toBe('alice');
       expect(await signIn(service, right, home)).toBe('alice');
       // from an address she never signed in from, it is locked like any other
-      expect(await signIn(new EmbeddedKeyService(opened.store), right, newLaptop)).toBe('RATE_LIMITED');
+      expect(await signIn(fresh(), right, newLaptop)).toBe('RATE_LIMITED');
       expect(await signIn(service, right, newLaptop)).toBe('RATE_LIMITED');
       // and a guesser at her address is held by that address's own failures
       const atHome: string[] = [];
       for (let n = 10; n < 14; n++) atHome.push(await signIn(service, wrong(n), home));
       expect(atHome).toEqual(['UNAUTHENTICATED', 'UNAUTHENTICATED', 'UNAUTHENTICATED', 'RATE_LIMITED']);
       expect(await signIn(service, right, home)).toBe('RATE_LIMITED');
-    } finally {
-      await opened.dispose();
-      await dispose();
-    }
-  });
-});
+    }));
 
-describe.each(kinds)('a sign-in on verified credentials, on $name buckets', (kind) => {
-  // the twentieth pass's probe: a sign-in answered from the verified-password cache (60 s) marked
-  // no network, so a second network used only within that minute was locked out with strangers
-  const FAILURES = { ratePerSecond: 1 / 60, burst: 3 };
-  const [home, attacker, phone, laptop] = ['10.0.0.1', '10.0.0.2', '10.0.1.1', '10.0.2.1'];
-
-  it('marks its network as one the user signed in from, as a checked sign-in does', async () => {
-    const { buckets, dispose } = kind.open();
-    const opened = await storeKinds[0]!.open();
-    try {
-      if (kind.name === 'redis') await waitReady(buckets);
-      await addUser(opened.store, { username: 'alice', password: 'alice-password' }, TEST_COST);
-      const limiter = new RateLimiter(buckets, { perPrincipal: null, perKey: {}, authFailures: FAILURES });
-      const right = basicAuthorization('alice', 'alice-password');
-      const signIn = (keys: KeyService, authorization: string, address: string): Promise<string> =>
-        limiter.authenticate(keys, authorization, address).then(
-          (principal) => principal?.user.username ?? 'anonymous',
-          (error: { code?: string }) => error.code ?? 'error',
-        );
+  it('stays open from a network a sign-in on verified credentials came from, as from a checked one', () =>
+    // the twentieth pass's probe: a sign-in answered from the verified-password cache (60 s) marked
+    // no network, so a second network used only within that minute was locked out with strangers
+    withAlice(async ({ limiter, fresh, signIn }) => {
+      const [phone, laptop] = ['10.0.1.1', '10.0.2.1'];
       // checked at home; then the same gateway, which has verified it, takes it from her phone
       // (a request that waits) and her laptop (one answered at once)
-      const service = new EmbeddedKeyService(opened.store);
+      const service = fresh();
       expect(await signIn(service, right, home)).toBe('alice');
       expect(await signIn(service, right, phone)).toBe('alice');
       // (on Redis buckets a take may have to wait: then authenticate answers)
       expect(limiter.authenticateNow(service, right, laptop)?.user.username ?? (await signIn(service, right, laptop))).toBe('alice');
       const guesses: string[] = [];
-      for (let n = 0; n < 4; n++) guesses.push(await signIn(new EmbeddedKeyService(opened.store), basicAuthorization('alice', `wrong-${n}`), attacker));
+      for (let n = 0; n < 4; n++) guesses.push(await signIn(fresh(), wrong(n), attacker));
       expect(guesses.at(-1)).toBe('RATE_LIMITED');
       for (const address of [phone, laptop]) {
         expect(await signIn(service, right, address), address).toBe('alice');
-        expect(await signIn(new EmbeddedKeyService(opened.store), right, address), address).toBe('alice');
+        expect(await signIn(fresh(), right, address), address).toBe('alice');
       }
       // and an address that never signed in stays locked
-      expect(await signIn(service, right, '10.0.3.1')).toBe('RATE_LIMITED');
-    } finally {
-      await opened.dispose();
-      await dispose();
-    }
-  });
+      expect(await signIn(service, right, newLaptop)).toBe('RATE_LIMITED');
+    }));
 });
 
 describe('what strangers can make the in-process buckets keep', () => {
