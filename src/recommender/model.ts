@@ -102,7 +102,7 @@ export interface ModelOptions {
   /**
    * A live model's anchor with at least this many positions keeps its neighbours' sums as its
    * groups come and go, rather than gathering them from every position when a batch made it
-   * re-rank (live.ts, NeighbourSums); default 128. The lists are the same either way (tests take
+   * re-rank (liveNeighbours.ts, NeighbourSums); default 128. The lists are the same either way (tests take
    * every anchor that way with 1).
    */
   hotPositions?: number;
