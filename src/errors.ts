@@ -81,6 +81,7 @@ export class GatewayError extends GraphQLError {
     // Only a request-level failure decides the HTTP status; a field error inside a partial
     // result keeps the 200 that GraphQL over HTTP expects.
     if (code === ErrorCode.UNAUTHENTICATED) {
+      // Basic; a browser page's script gets Bearer instead (src/http/send.ts challengeFor)
       extensions.http = { status: 401, headers: new Map([['www-authenticate', 'Basic realm="recs-gateway"']]) };
     } else if (code === ErrorCode.RATE_LIMITED) {
       const headers = new Map<string, string>();

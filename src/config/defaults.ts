@@ -14,6 +14,16 @@ export const DEFAULT_LIMITS: QueryLimits = {
   maxSameNameFields: 10,
 };
 
+/**
+ * How deep an introspection field's selection (`__schema`, `__type`, counted from that field)
+ * may nest when MAX_DEPTH is lower: the query graphql-js's getIntrospectionQuery writes, which
+ * GraphiQL, Apollo Sandbox and the code generators send, nests 15 deep (its type references 8
+ * `ofType` down), past MAX_DEPTH's 10. Its fan-out is graphql-js's MaxIntrospectionDepthRule's
+ * to bound (lists of types within lists of types, 3 deep at most), its size MAX_COST's and
+ * MAX_TOKENS'; this bounds a chain of `ofType`.
+ */
+export const INTROSPECTION_MAX_DEPTH = 20;
+
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   perPrincipal: { ratePerSecond: 50, burst: 100 },
   perKey: {},

@@ -11,7 +11,7 @@ import {
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
-import { DEFAULT_LIMITS } from '../config/defaults.js';
+import { DEFAULT_LIMITS, INTROSPECTION_MAX_DEPTH } from '../config/defaults.js';
 import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
 import { MAX_ITEM_IDS, MAX_RECOMMENDATIONS, type QueryLimits } from '../ports/limits.js';
 
@@ -51,9 +51,14 @@ export const limitError = (limit: string, max: number, actual: number, node?: AS
     extensions: { limit, max, actual },
   });
 
+/** The introspection fields: what lies below them is measured against its own depth (INTROSPECTION_MAX_DEPTH). */
+const isIntrospection = (name: string): boolean => name === '__schema' || name === '__type';
+
 interface Measure {
-  /** Levels of fields below the selection set. */
+  /** Levels of fields below the selection set, an introspection field's own selection left out. */
   depth: number;
+  /** The deepest introspection field's levels, counted from that field (itself one). */
+  introspectionDepth: number;
   cost: number;
   aliases: number;
   directives: number;
@@ -96,7 +101,7 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
   };
 
   const measureSet = (set: SelectionSetNode | undefined): Measure => {
-    const total: Measure = { depth: 0, cost: 0, aliases: 0, directives: 0, sameName: 0, landing: new Map() };
+    const total: Measure = { depth: 0, introspectionDepth: 0, cost: 0, aliases: 0, directives: 0, sameName: 0, landing: new Map() };
     if (!set) return total;
     const land = (from: Map<string, number>) => {
       for (const [name, count] of from) total.landing.set(name, (total.landing.get(name) ?? 0) + count);
@@ -111,7 +116,12 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
         const responseName = selection.alias?.value ?? selection.name.value;
         total.landing.set(responseName, (total.landing.get(responseName) ?? 0) + 1);
         inner = measureSet(selection.selectionSet);
-        total.depth = Math.max(total.depth, 1 + inner.depth);
+        if (isIntrospection(selection.name.value)) {
+          total.depth = Math.max(total.depth, 1);
+          total.introspectionDepth = Math.max(total.introspectionDepth, 1 + inner.depth);
+        } else {
+          total.depth = Math.max(total.depth, 1 + inner.depth);
+        }
         total.cost += 1 + multiplier(selection) * inner.cost;
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         inner = measureSet(selection.selectionSet);
@@ -127,6 +137,7 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
         if (!spread.has(selection.name.value)) land(inner.landing);
         spread.add(selection.name.value);
       }
+      total.introspectionDepth = Math.max(total.introspectionDepth, inner.introspectionDepth);
       total.aliases += inner.aliases;
       total.directives += inner.directives;
       total.sameName = Math.max(total.sameName, inner.sameName);
@@ -207,6 +218,7 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits): GraphQ
     }
     const checks: [string, number, number][] = [
       ['depth', limits.maxDepth, measure.depth],
+      ['introspectionDepth', Math.max(limits.maxDepth, INTROSPECTION_MAX_DEPTH), measure.introspectionDepth],
       ['aliases', limits.maxAliases, measure.aliases],
       ['directives', limits.maxDirectives, measure.directives],
       ['cost', limits.maxCost, measure.cost],

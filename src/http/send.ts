@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { ErrorCode, type GatewayError } from '../errors.js';
 
 /** A JSON answer, sent with its length. */
@@ -16,9 +16,27 @@ export function sendMethodNotAllowed(res: ServerResponse, method: string, allow:
   sendJson(res, 405, graphqlError(`Method ${method} not allowed`, ErrorCode.BAD_REQUEST), { allow });
 }
 
-/** The headers a request-level error carries: the challenge with a 401, Retry-After with a 429. */
-export function errorHeaders(error: GatewayError): Record<string, string> {
-  if (error.code === ErrorCode.UNAUTHENTICATED) return { 'www-authenticate': 'Basic realm="recs-gateway"' };
+/** The challenge of a 401 on /graphql for anything but a page's script (see challengeFor). */
+export const BASIC_CHALLENGE = 'Basic realm="recs-gateway"';
+/** The challenge of a 401 to a page's script: the scheme of a key, which asks nothing of a browser. */
+export const BEARER_CHALLENGE = 'Bearer realm="recs-gateway"';
+
+/**
+ * A 401's WWW-Authenticate for this request. Basic, as the REST interfaces give it, except to a
+ * browser page's script (`Sec-Fetch-Dest: empty`, which browsers send with fetch and XHR: the
+ * IDE, a web client): a Basic challenge there makes the browser ask for a user name and password
+ * in a box of its own (the IDE's default query, run without a key, hung behind it), and then send
+ * what was typed, unasked, with every request to the gateway's origin. Bearer tells the script
+ * what a key is sent as (`Authorization: Bearer <key>`, or the key alone). Not Sec-Fetch-Mode:
+ * node's fetch sends `cors` too.
+ */
+export function challengeFor(headers: IncomingHttpHeaders): string {
+  return headers['sec-fetch-dest'] === 'empty' ? BEARER_CHALLENGE : BASIC_CHALLENGE;
+}
+
+/** The headers a request-level error carries: the challenge with a 401 (challengeFor), Retry-After with a 429. */
+export function errorHeaders(error: GatewayError, request: IncomingHttpHeaders): Record<string, string> {
+  if (error.code === ErrorCode.UNAUTHENTICATED) return { 'www-authenticate': challengeFor(request) };
   if (error.code === ErrorCode.RATE_LIMITED) return { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) };
   return {};
 }

@@ -16,7 +16,10 @@ export const MAX_ITEM_IDS = 100;
  * is depth 6 and costs about 1,300.
  */
 export interface QueryLimits {
-  /** MAX_DEPTH: nesting of fields; default 10. */
+  /**
+   * MAX_DEPTH: nesting of fields; default 10. What lies below `__schema` or `__type` counts apart,
+   * against INTROSPECTION_MAX_DEPTH or MAX_DEPTH, the larger (see src/graphql/limits.ts).
+   */
   maxDepth: number;
   /** MAX_ALIASES: aliased fields in one operation; default 30. */
   maxAliases: number;

@@ -52,6 +52,21 @@ describe.each(storeKinds)('API keys through GraphQL over HTTP, $name store', (ki
     expect(JSON.stringify(response.body)).not.toContain(authorization);
   });
 
+  it("challenges a browser page's script with Bearer, which opens no password box, and anything else with Basic", async () => {
+    // refused by authentication (a bad key), and by the resolver (no credentials at all)
+    for (const authorization of [{ authorization: 'AAECAwQFBgcICQoLDA0ODw' }, {}] as Record<string, string>[]) {
+      for (const [fetchHeaders, challenge] of [
+        [{}, 'Basic realm="recs-gateway"'],
+        [{ 'sec-fetch-dest': 'document', 'sec-fetch-mode': 'navigate' }, 'Basic realm="recs-gateway"'],
+        [{ 'sec-fetch-dest': 'empty', 'sec-fetch-mode': 'cors', 'sec-fetch-site': 'cross-site' }, 'Bearer realm="recs-gateway"'],
+        [{ 'sec-fetch-dest': 'empty', 'sec-fetch-mode': 'same-origin', 'sec-fetch-site': 'same-origin' }, 'Bearer realm="recs-gateway"'],
+      ] as const) {
+        const response = await gw.gql(LIST, {}, { ...authorization, ...fetchHeaders });
+        expect([response.status, codeOf(response), response.headers.get('www-authenticate')]).toEqual([401, 'UNAUTHENTICATED', challenge]);
+      }
+    }
+  });
+
   it('asks for credentials where none are sent, and gives viewer null', async () => {
     expect(codeOf(await gw.gql(LIST))).toBe('UNAUTHENTICATED');
     expect((await gw.gql(`{ viewer { id } }`)).body).toEqual({ data: { viewer: null } });

@@ -114,4 +114,37 @@ describe.each(storeKinds.slice(0, 1))('the GraphQL IDE, offline ($name store)', 
     expect([...files].filter((path) => path.endsWith('.js')).length).toBeGreaterThanOrEqual(3);
     expect(complaints.filter((text) => /worker/i.test(text))).toEqual([]);
   });
+
+  it('learns the schema, and runs its default query without a key to a clear 401 in its result pane, not a browser password box', async () => {
+    // a first visit: what the test before saved in the page's storage (its key, its query) cleared
+    // alone: a page of the test before, open beside it, saves its state over what is cleared here
+    const page = await context.newPage();
+    for (const other of context.pages()) if (other !== page) await other.close();
+    const answers: { introspection: boolean; status: number; challenge: string | undefined }[] = [];
+    page.on('response', (response) => {
+      const request = response.request();
+      if (request.method() !== 'POST' || new URL(request.url()).pathname !== '/graphql') return;
+      answers.push({ introspection: (request.postData() ?? '').includes('__schema'), status: response.status(), challenge: response.headers()['www-authenticate'] });
+    });
+    // cleared from a page of the origin that runs no GraphiQL (its unload would save them again)
+    await page.goto(`${gw.url}/healthz`);
+    await page.evaluate('localStorage.clear()');
+    await page.goto(`${gw.url}/graphql`);
+    await page.locator('.graphiql-execute-button').waitFor({ timeout: 20_000 });
+    // GraphiQL introspects on load (the docs, the completions): refused over MAX_DEPTH until the
+    // introspection fields' selections counted apart
+    await expect.poll(() => answers.filter((answer) => answer.introspection).length, { timeout: 20_000 }).toBeGreaterThan(0);
+    expect(answers.filter((answer) => answer.introspection).map((answer) => answer.status)).not.toContain(400);
+
+    // the button shows before the editor holds the default query (run then, it sends nothing)
+    const editorText = async () => (await page.locator('.graphiql-query-editor .view-lines').first().innerText()).replace(/\u00a0/g, ' ');
+    await expect.poll(editorText, { timeout: 20_000 }).toContain('productRecommendations');
+    await page.locator('.graphiql-execute-button').click();
+    const result = page.locator('.result-window');
+    // a Basic challenge made Chromium ask for a password in a box of its own, and the query hung
+    await expect.poll(async () => (await result.innerText()).replace(/\u00a0/g, ' '), { timeout: 20_000 }).toContain('"UNAUTHENTICATED"');
+    const refused = answers.filter((answer) => !answer.introspection);
+    expect(refused.map((answer) => [answer.status, answer.challenge])).toContainEqual([401, 'Bearer realm="recs-gateway"']);
+    await page.close();
+  });
 });

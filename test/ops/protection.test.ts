@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { Backend } from '../../src/ports/backend.js';
-import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
+import { buildClientSchema, getIntrospectionQuery } from 'graphql';
+import { DEFAULT_LIMITS, INTROSPECTION_MAX_DEPTH } from '../../src/config/defaults.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
@@ -124,6 +125,39 @@ describe.each(storeKinds.slice(0, 1))('development and production ($name store)'
     expect(schema.body.data).toEqual({ __schema: { queryType: { name: 'Query' } } });
     const typo = await dev.gql(TYPO);
     expect(typo.body.errors![0]!.message).toMatch(/Did you mean "viewer"\?/);
+  });
+
+  it("answers the introspection query of the IDE and the code generators, anonymous or not, within the default limits", async () => {
+    // graphql-js's getIntrospectionQuery nests 15 deep (MAX_DEPTH is 10): GraphiQL, Apollo Sandbox
+    // and graphql-codegen send it, and were all refused with QUERY_TOO_COMPLEX
+    const dev = await start({});
+    for (const options of [{}, { descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true, oneOf: true }]) {
+      for (const headers of [{}, alice]) {
+        const response = await dev.gql(getIntrospectionQuery(options), {}, headers);
+        expect([response.status, response.body.errors]).toEqual([200, undefined]);
+        const schema = buildClientSchema(response.body.data as never);
+        expect(schema.getQueryType()?.getFields().productRecommendations).toBeDefined();
+      }
+    }
+  });
+
+  it('bounds introspection all the same: a chain of ofType past INTROSPECTION_MAX_DEPTH, and lists of types within lists of types', async () => {
+    const dev = await start({});
+    const chain = (levels: number): string => `{ __type(name: "Query") { ${'ofType { '.repeat(levels)}name${' }'.repeat(levels)} } }`;
+    const within = await dev.gql(chain(INTROSPECTION_MAX_DEPTH - 2));
+    expect([within.status, within.body.errors]).toEqual([200, undefined]);
+    const deep = await dev.gql(chain(INTROSPECTION_MAX_DEPTH - 1));
+    expect(deep.status).toBe(400);
+    expect(codeOf(deep)).toBe('QUERY_TOO_COMPLEX');
+    expect(deep.body.errors![0]!.extensions).toMatchObject({ limit: 'introspectionDepth', max: INTROSPECTION_MAX_DEPTH, actual: INTROSPECTION_MAX_DEPTH + 1 });
+    // the depth outside introspection is MAX_DEPTH's still, beside an introspection field
+    const beside = await dev.gql(`{ __schema { queryType { name } } ${nested(DEFAULT_LIMITS.maxDepth + 1).slice(1, -1)} }`, {}, alice);
+    expect([beside.status, beside.body.errors![0]!.extensions]).toMatchObject([400, { limit: 'depth', max: DEFAULT_LIMITS.maxDepth }]);
+    // fan-out: graphql-js's MaxIntrospectionDepthRule (fields of types of fields of ... )
+    const fanOut = await dev.gql('{ __schema { types { fields { type { fields { type { fields { type { fields { name } } } } } } } } } }');
+    expect(fanOut.status).toBe(400);
+    expect(codeOf(fanOut)).toBe('GRAPHQL_VALIDATION_FAILED');
+    expect(fanOut.body.errors![0]!.message).toMatch(/Maximum introspection depth exceeded/);
   });
 
   it('turns both off in production, unless INTROSPECTION says otherwise', async () => {

@@ -12,7 +12,7 @@ import type { PrincipalModel } from '../../ports/backend.js';
 import { encodingRefusal, parseBody, readBody, type BodyRouteDeps } from '../body.js';
 import { GRAPHQL_METHODS } from '../cors.js';
 import { RequestDeadline } from '../requestSignal.js';
-import { errorHeaders, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
+import { challengeFor, errorHeaders, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
 
 /** Whether a request sends a persisted query's extension (to look one up, or to register one). */
 function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
@@ -131,7 +131,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         // a large body left unread is not read to its end either: the connection goes with it
         const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
         return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), {
-          ...errorHeaders(error),
+          ...errorHeaders(error, req.headers),
           ...(closing ? { connection: 'close' } : {}),
         });
       }
@@ -155,7 +155,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         const busy = rateLimited(1);
         res.setHeader('x-request-id', record.id);
         return sendJson(res, httpStatusOf[busy.code], graphqlError('Too many large request bodies at once: try again shortly', busy.code), {
-          ...errorHeaders(busy),
+          ...errorHeaders(busy, req.headers),
           connection: 'close',
         });
       }
@@ -191,6 +191,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address);
     const answer = await execute({ method, headers: req.headers, search, body, bodyDepth }, context, record);
+    if (answer.status === 401 && answer.headers['www-authenticate'] !== undefined) answer.headers['www-authenticate'] = challengeFor(req.headers);
     if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources);
     res.setHeader('x-request-id', record.id);
     res.writeHead(answer.status, answer.headers);

@@ -247,7 +247,7 @@ export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMe
       await limiter.admit(null, addresses.of(req));
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
-      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error));
+      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error, req.headers));
     }
     const answer = await ideResponse(file, req.headers);
     if (answer === null) return sendJson(res, 404, graphqlError('No such file of the IDE', ErrorCode.NOT_FOUND));
