@@ -240,17 +240,26 @@ const NUMBER_RANGES: ReadonlyMap<string, string> = new Map([
   ['variants', ID_RANGE],
 ]);
 
+/** Ids are read from their digits too (toItemId); customerRating from its decimal text; every other number only as a JSON number. */
+const ID_PATHS: ReadonlySet<string> = new Set(['parentItemId', 'variants']);
+const RATING_FORMS = 'a JSON number, or the decimal as text: digits with an optional fraction ("4.627")';
+
 /**
- * The refusal of a value the parser left out of a record sent to be stored (PUT /v1/items) when
- * it is a number, or text that reads as one, for a numeric field: the field's range, as itemId's
+ * The refusal of a value droppedField found in a record sent to be stored (PUT /v1/items) when it
+ * is a number, or text that reads as one, for a numeric field: the field's range, as itemId's
  * refusal says it (`"parentItemId": 0`, `"numReviews": 2.5` and `"msrp": 1e400` were said to have
- * the wrong type, though numbers as the fields are). Null for anything else: a wrong type.
+ * the wrong type, though numbers as the fields are), and for text what the field takes instead
+ * (`"salePrice": "0x10"` was stored as 16, `"numReviews": "1e3"` as 1000). Null for anything
+ * else: a wrong type. Number() only picks the message here; it reads no value that is kept.
  */
 export function itemNumberRefusal(path: string, value: unknown): string | null {
-  const range = NUMBER_RANGES.get(path.replace(/\[\d+\]$/, ''));
+  const field = path.replace(/\[\d+\]$/, '');
+  const range = NUMBER_RANGES.get(field);
   if (range === undefined) return null;
-  const isNumber = typeof value === 'number' || (typeof value === 'string' && value.trim() !== '' && !Number.isNaN(Number(value)));
-  return isNumber ? range : null;
+  if (typeof value === 'number') return range;
+  if (typeof value !== 'string' || value.trim() === '' || Number.isNaN(Number(value))) return null;
+  if (ID_PATHS.has(field)) return range;
+  return field === 'customerRating' ? `${range}, sent as ${RATING_FORMS}` : `${range}, sent as a JSON number, not text`;
 }
 
 /** The numbers of a record a shopper is shown: amounts from 0 to MAX_AMOUNT, a rating from 0 to 5, a count of reviews. */

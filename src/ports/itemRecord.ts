@@ -45,6 +45,25 @@ const bool = (value: unknown): boolean | undefined => (typeof value === 'boolean
  */
 const NUMBERS_AS_TEXT = new Set(['upc', 'modelNumber']);
 
+/**
+ * customerRating is "a decimal number as text" (recommendations.md): the one number a record sent
+ * to be stored may carry as text, digits with an optional fraction (`"4.627"`), or as a JSON
+ * number. Number() took far more (`"0x10"` as 16, `"1e3"`, `" 12"`, `"+5"`): a client's bug stored
+ * as a rating, where upstream only ever wrote the decimal form.
+ */
+export const DECIMAL_TEXT = /^[0-9]+(\.[0-9]+)?$/;
+
+/**
+ * Whether `value`, sent to be stored in a number field of a record, was sent as the interface
+ * documents it: a JSON number, or for customerRating its decimal text, or for an item id (which
+ * toItemId has already read) a string of its digits. The parser reads an upstream's records
+ * loosely (`"salePrice": "12"` is 12); PUT /v1/items refuses such a string instead.
+ */
+function sentAsNumber(field: string, value: unknown): boolean {
+  if (typeof value === 'number' || field === 'itemId' || field === 'parentItemId') return true;
+  return field === 'customerRating' && typeof value === 'string' && DECIMAL_TEXT.test(value);
+}
+
 function isObject(value: unknown): value is Raw {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -257,8 +276,9 @@ export interface DroppedField {
  * For a record sent to be stored (PUT /v1/items), where a field dropped is data lost: the first
  * field (a path: `attributes.color`, `variants[2]`, `imageEntities[0].largeImage`) that `item`,
  * parsed from `raw`, left out, or a text it kept from a number where only NUMBERS_AS_TEXT may be
- * one, with the value sent there (a number out of range is refused saying the range, not the
- * type); or null. Null values count as absent; fields the interface does not know are not looked at.
+ * one, or a number it read from text where the interface documents a JSON number (all but
+ * customerRating's decimal text and an id's digits: sentAsNumber), with the value sent there (a
+ * number out of range is refused saying the range, not the type); or null. Null values count as absent; fields the interface does not know are not looked at.
  */
 export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
   const parsed = item as unknown as Raw;
@@ -293,6 +313,7 @@ export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
       default:
         if (parsed[field] === undefined) return { path: field, value };
         if (typeof parsed[field] === 'string' && typeof value !== 'string' && !NUMBERS_AS_TEXT.has(field)) return { path: field, value };
+        if (typeof parsed[field] === 'number' && !sentAsNumber(field, value)) return { path: field, value };
     }
   }
   return null;
@@ -317,8 +338,10 @@ function droppedIn(value: unknown, path: string, fields: Fields): DroppedField |
   for (const [field, convert] of fields) {
     const v = value[field];
     if (v === null || v === undefined) continue;
-    // str takes a number too (NUMBERS_AS_TEXT): no nested text is one of those
-    if (convert(v) === undefined || (convert === str && typeof v !== 'string')) return { path: `${path}.${field}`, value: v };
+    // str takes a number too (NUMBERS_AS_TEXT): no nested text is one of those; num takes text, which none of these numbers is
+    if (convert(v) === undefined || (convert === str && typeof v !== 'string') || (convert === num && typeof v !== 'number')) {
+      return { path: `${path}.${field}`, value: v };
+    }
   }
   return null;
 }

@@ -97,7 +97,7 @@ describe('the REST twins, embedded backend', () => {
       ['clearance', 'yes', 'clearance'],
       ['variants', [NEW, 'x'], 'variants[1]'],
       ['imageEntities', [{ largeImage: 'https://img.example/1.jpg' }, { largeImage: true }], 'imageEntities[1].largeImage'],
-      ['bestMarketplacePrice', { price: '12.5', availableOnline: 'yes' }, 'bestMarketplacePrice.availableOnline'],
+      ['bestMarketplacePrice', { price: 12.5, availableOnline: 'yes' }, 'bestMarketplacePrice.availableOnline'],
       ['giftOptions', 'wrap', 'giftOptions'],
     ] as const) {
       expect(await call('PUT', '/v1/items', root, [record, { ...record, itemId: NEW + 1, [field]: value }])).toMatchObject(refusal(400, 4000, `items[1].${path}: ${wrongType}`));
