@@ -93,6 +93,24 @@ async function checkKey(query: URLSearchParams, keys: KeyService, options: CallO
   await keys.authenticate(value, options);
 }
 
+/**
+ * The ids of a lookup's `ids`, as openapi.ts documents them (^[0-9]+( *, *[0-9]+)*$): spaces
+ * (U+0020) next to a comma only, each id then toItemId's to check. Trimming each part took a
+ * leading or trailing space, tab or newline (`ids=%2012`) as the id. No regular expression
+ * splits it: ` *, *` backtracks over a long run of spaces without a comma.
+ */
+function idsOf(raw: string): string[] {
+  const parts = raw.split(',');
+  const last = parts.length - 1;
+  return parts.map((part, i) => {
+    let start = 0;
+    let end = part.length;
+    if (i > 0) while (part.charCodeAt(start) === 0x20) start++;
+    if (i < last) while (end > start && part.charCodeAt(end - 1) === 0x20) end--;
+    return part.slice(start, end);
+  });
+}
+
 /** Items in the order of ids, unknown ones left out; records the list carried are not asked for again. */
 async function itemsFor(ids: number[], recs: RecsService, known: ItemModel[], options: CallOptions): Promise<ItemModel[]> {
   const byId = new Map(known.map((item) => [item.itemId, item]));
@@ -141,8 +159,8 @@ async function handle(
     }
     if (path === '/v1/items') {
       const raw = single(req.query, 'ids');
-      if (raw === undefined || raw.trim() === '') throw badRequest('ids is required');
-      const parts = raw.split(',').map((part) => part.trim());
+      if (raw === undefined || raw === '') throw badRequest('ids is required');
+      const parts = idsOf(raw);
       if (parts.length > MAX_LOOKUP_IDS) throw badRequest(`at most ${MAX_LOOKUP_IDS} ids a call`);
       const ids = parts.map(toItemId);
       if (ids.some((id) => id === null)) throw badRequest(`ids must be comma-separated item ids, each ${ITEM_ID_RANGE}`);
