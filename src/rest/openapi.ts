@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import { ErrorCode } from '../errors.js';
 import { MAX_EVENTS_PER_CALL, MAX_IDENTIFIER_LENGTH, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../ports/ingest.js';
+import { DECIMAL_TEXT } from '../ports/itemRecord.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 import type { RestResponse } from './types.js';
 
@@ -170,7 +171,7 @@ const itemRecord: SchemaObject = {
     preOrder: bool(),
     availableOnline: bool(),
     parentItemId: itemId('Parent item identifier; variants of one product share it.'),
-    customerRating: { type: 'string', pattern: '^[0-9]+(\\.[0-9]+)?$', description: 'Average customer rating: a decimal number as text.', examples: ['4.627'] },
+    customerRating: { type: 'string', pattern: DECIMAL_TEXT.source, description: 'Average customer rating: a decimal number as text.', examples: ['4.627'] },
     numReviews: { type: 'integer', minimum: 0 },
     variants: { type: 'array', items: itemId('A variant.'), description: 'Item identifiers of the variants.' },
     bestMarketplacePrice: ref('schemas', 'MarketplacePrice'),
@@ -421,6 +422,8 @@ export const openApiDocument: OpenApiDocument = {
           `every other text ${MAX_ITEM_TEXT_LENGTH.other}; attributes, imageEntities and variants at most ${MAX_ITEM_LIST_LENGTH.attributes}, ` +
           `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it), and a number out of its field's range (400, saying the range); of the texts only upc and modelNumber may be sent as numbers, ` +
           `whole ones from 0 to ${Number.MAX_SAFE_INTEGER}, kept as their digits (any other number is refused). ` +
+          'Every number is a JSON number (one sent as text, "12" or "0x10", is refused), but customerRating, which may also be its decimal text ("4.627"), ' +
+          'and itemId, parentItemId and variants, which may also be strings of their digits ("31000005"). ' +
           'The same as GraphQL\'s upsertItems mutation.',
         tags: ['ingestion'],
         security: keySecurity,
@@ -442,7 +445,7 @@ export const openApiDocument: OpenApiDocument = {
           name: 'ids',
           in: 'query',
           required: true,
-          description: `Comma-separated item identifiers, at most ${MAX_LOOKUP_IDS}; given once.`,
+          description: `Comma-separated item identifiers, at most ${MAX_LOOKUP_IDS}, each its digits; spaces only next to a comma; given once.`,
           schema: { type: 'string', pattern: '^[0-9]+( *, *[0-9]+)*$' },
           example: '31000005,31000007',
         }],
