@@ -1,6 +1,7 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
 import type { ApiKeyModel, CallOptions, CreateApiKeyInput, KeyService, PrincipalModel } from '../ports/backend.js';
 import { header, json } from './types.js';
+import { unknownField } from './unknownField.js';
 import type { RestRequest, RestResponse } from './types.js';
 import { isUuid } from '../ports/keyIds.js';
 import type { Logger } from '../logger.js';
@@ -90,8 +91,19 @@ function optionalString(body: Record<string, unknown>, field: string): string | 
   return value;
 }
 
+/** What a key's creation reads (api-keys.md's create request, and expiresInDays). */
+const CREATE_FIELDS = ['username', 'userDomain', 'name', 'expiresInDays'] as const;
+const CREATE_FIELD_SET: ReadonlySet<string> = new Set(CREATE_FIELDS);
+
 function createInput(body: unknown): CreateApiKeyInput {
   if (!isObject(body)) throw new Reply(json(400, errors('*', 'The request body must be a JSON object')));
+  // a misspelt `nmae` made a key under the default name (key#3): refused, as GraphQL's input
+  // type and the events' and items' routes refuse a field they do not have
+  for (const field in body) {
+    if (CREATE_FIELD_SET.has(field)) continue;
+    const refused = unknownField(field, CREATE_FIELDS, `a key's creation takes only ${CREATE_FIELDS.join(', ')}`);
+    throw new Reply(json(400, errors(refused.field, refused.message)));
+  }
   const input: CreateApiKeyInput = {
     username: optionalString(body, 'username'),
     userDomain: optionalString(body, 'userDomain'),

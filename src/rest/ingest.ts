@@ -3,6 +3,7 @@ import { checkCallSize, itemNumberRefusal, parseIsoTime } from '../ports/ingest.
 import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
+import { unknownField } from './unknownField.js';
 import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
 import { CallerGone } from '../ports/callSignal.js';
@@ -107,38 +108,6 @@ const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHAS
 /** An event's fields (GraphQL's EventInput, with kind in lower case); any other is refused, as EventInput refuses it. */
 const EVENT_FIELDS = ['kind', 'itemId', 'sessionId', 'userId', 'orderId', 'time', 'eventId'] as const;
 const EVENT_FIELD_SET: ReadonlySet<string> = new Set(EVENT_FIELDS);
-/** The longest part of a field's name a refusal echoes. */
-const MAX_ECHOED_NAME = 40;
-
-/** Edits (insertions, deletions, substitutions) from `a` to `b`, ignoring case: a misspelling's distance. */
-function editDistance(a: string, b: string): number {
-  const x = a.toLowerCase();
-  const y = b.toLowerCase();
-  let row = Array.from({ length: y.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= x.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= y.length; j++) {
-      next[j] = Math.min(row[j]! + 1, next[j - 1]! + 1, row[j - 1]! + (x[i - 1] === y[j - 1] ? 0 : 1));
-    }
-    row = next;
-  }
-  return row[y.length]!;
-}
-
-/** The one of `fields` that `name` most likely misspells (at most 40% of its length edited, case aside), or undefined. */
-function closestField(name: string, fields: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Math.max(1, Math.floor(name.length * 0.4));
-  for (const field of fields) {
-    const distance = editDistance(name, field);
-    if (distance <= bestDistance && (best === undefined || distance < bestDistance)) {
-      best = field;
-      bestDistance = distance;
-    }
-  }
-  return best;
-}
-
 /**
  * The first field of `raw` an event does not have, or null. Dropped silently, a misspelled
  * `eventID` lost the event's idempotency key (a retry stored it twice) and a misspelled `tme` its
@@ -150,14 +119,6 @@ function unknownEventField(raw: Record<string, unknown>): { field: string; messa
     return unknownField(name, EVENT_FIELDS, `an event has only ${EVENT_FIELDS.join(', ')}`);
   }
   return null;
-}
-
-/** The refusal of a field `name` that is none of `fields`, naming it (cut at 40 characters) and the one it likely misspells. */
-function unknownField(name: string, fields: readonly string[], has: string): { field: string; message: string } {
-  const shown = name.length > MAX_ECHOED_NAME ? `${name.slice(0, MAX_ECHOED_NAME)}…` : name;
-  const suggestion = name.length > MAX_ECHOED_NAME ? undefined : closestField(name, fields);
-  const hint = suggestion === undefined ? '' : `; did you mean ${suggestion}?`;
-  return { field: shown, message: `unknown field: ${has}${hint}` };
 }
 
 /**

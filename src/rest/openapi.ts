@@ -487,6 +487,8 @@ export const openApiDocument: OpenApiDocument = {
           },
           expiresInDays: { type: 'integer', minimum: 1, maximum: 3650, description: 'Days until the key expires; it never does when omitted.' },
         },
+        additionalProperties: false,
+        description: 'Any other field is refused (400), naming it.',
       },
       CreatedApiKey: {
         type: 'object',

@@ -70,6 +70,18 @@ describe('POST /api/v1/apikey', () => {
     expect(days).toMatchObject({ status: 400, body: [{ id: 'expiresInDays' }] });
   });
 
+  it('refuses a field a key\'s creation does not take, naming it and what it likely misspells, and makes no key', async () => {
+    const fields = 'username, userDomain, name, expiresInDays';
+    for (const [body, id, message] of [
+      ['{"nmae":"x-typo"}', 'nmae', `unknown field: a key's creation takes only ${fields}; did you mean name?`],
+      ['{"name":"ok-name","expiresInDay":5}', 'expiresInDay', `unknown field: a key's creation takes only ${fields}; did you mean expiresInDays?`],
+      ['{"scope":"read"}', 'scope', `unknown field: a key's creation takes only ${fields}`],
+    ]) {
+      expect(await call('POST', '/api/v1/apikey', { auth: keys.basic('alice'), body })).toMatchObject({ status: 400, body: [{ id, message }] });
+    }
+    expect(keys.keys).toEqual([]);
+  });
+
   it.each(['[1,2]', '"text"', 'null', '{not json', ''])('answers a body that is not a JSON object (%s) with 400', async (body) => {
     const res = await call('POST', '/api/v1/apikey', { auth: keys.basic('alice'), body });
     expect(res).toMatchObject({ status: 400, body: [{ id: '*', message: 'The request body must be a JSON object' }] });
