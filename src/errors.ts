@@ -124,6 +124,14 @@ export const rateLimited = (retryAfter: number): GatewayError =>
 export const upstreamUnavailable = (service: string, detail: string, cause?: unknown): GatewayError =>
   new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, `The ${service} service is unavailable: ${detail}`, { service, cause });
 
+/**
+ * What a request is answered that waited for a service past its deadline: a call stopped by the
+ * request's signal, or a share of a call made for several requests (one sign-in) given up at this
+ * request's own deadline.
+ */
+export const pastDeadline = (service: string, cause?: unknown): GatewayError =>
+  upstreamUnavailable(service, 'no answer before the request deadline', cause);
+
 /** The upstream refused the gateway itself (its own key): an operator's problem, not the client's. */
 export const upstreamRejected = (service: string, detail: string): GatewayError =>
   new GatewayError(ErrorCode.UPSTREAM_REJECTED, `The ${service} service refused the gateway's request: ${detail}`, { service });

@@ -86,6 +86,9 @@ export interface CallOptions {
   waiting?(): boolean;
 }
 
+/** The key service's name in errors (extensions.service) and metrics. */
+export const KEY_SERVICE = 'apikeys';
+
 /** The API key interface (api-keys.md, upstream-facts.md). */
 export interface KeyService {
   /**

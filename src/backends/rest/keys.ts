@@ -1,9 +1,9 @@
 import { connectionCredentialId, credentialId as credentialIdOf, parseAuthorization, withAuthorization, type Credential } from '../../auth/authorization.js';
 import {
-  badUserInput, ErrorCode, forbidden, GatewayError, notFound, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
+  badUserInput, ErrorCode, forbidden, GatewayError, notFound, pastDeadline, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
-import type {
-  ApiKeyModel, CallOptions, CreateApiKeyInput, CreatedApiKeyModel, KeyService, PrincipalModel, UserRef,
+import {
+  KEY_SERVICE, type ApiKeyModel, type CallOptions, type CreateApiKeyInput, type CreatedApiKeyModel, type KeyService, type PrincipalModel, type UserRef,
 } from '../../ports/backend.js';
 import { MemoryCache } from '../../cache/memory.js';
 import type { SharedCache } from '../../ports/cache.js';
@@ -16,7 +16,7 @@ import type { Upstream, UpstreamResponse } from './upstream.js';
 import { isUuid } from '../../ports/keyIds.js';
 import { isCancelled } from '../../ports/callSignal.js';
 
-const SERVICE = 'apikeys';
+const SERVICE = KEY_SERVICE;
 const PATH = '/api/v1/apikey';
 
 /** How long a credential the key service refused is answered 401 without asking again, in ms. */
@@ -196,7 +196,7 @@ export class RestKeyService implements KeyService {
     return new Promise<CachedPrincipal>((resolve, reject) => {
       const onAbort = (): void => {
         if (--shared.waiters === 0) shared.controller.abort(signal.reason);
-        reject(upstreamUnavailable(SERVICE, 'no answer before the request deadline'));
+        reject(pastDeadline(SERVICE));
       };
       if (isCancelled(signal)) return onAbort();
       signal.addEventListener('abort', onAbort, { once: true });

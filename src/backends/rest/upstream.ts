@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Pool } from 'undici';
 import type { Dispatcher } from 'undici';
-import { ErrorCode, GatewayError, upstreamUnavailable } from '../../errors.js';
+import { ErrorCode, GatewayError, pastDeadline, upstreamUnavailable } from '../../errors.js';
 import { CircuitBreaker } from './breaker.js';
 import type { AttemptOutcome, BreakerState } from './breaker.js';
 import type { UpstreamObserver } from '../../ports/observers.js';
@@ -344,6 +344,6 @@ export class Upstream {
   }
 
   private deadline(cause?: unknown): GatewayError {
-    return upstreamUnavailable(this.service, 'no answer before the request deadline', cause);
+    return pastDeadline(this.service, cause);
   }
 }
