@@ -2,8 +2,8 @@ import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { credentialId, parseAuthorization } from './authorization.js';
 import { clientNetwork } from './clientAddress.js';
-import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.js';
-import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
+import { KEY_SERVICE, type CallOptions, type KeyService, type PrincipalModel } from '../ports/backend.js';
+import { ErrorCode, GatewayError, pastDeadline, rateLimited } from '../errors.js';
 import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
 import type { BucketLimit, RateLimitSettings } from '../ports/limits.js';
 import { CallerGone, callerGone, callerOf, callerWaits, CLIENT_GONE, isCancelled, type Caller } from '../ports/callSignal.js';
@@ -172,11 +172,10 @@ export class RateLimiter {
     }
     const { call } = flight;
     const caller = callerOf(given);
-    call.join(caller);
+    const done = joined && attempt.keys.authenticateVerified !== undefined ? flight.done.then((principal) => this.stillVouched(attempt, given, principal)) : flight.done;
     // one that joined after the check was skipped (or its call stopped) for those before it, while
     // their tokens were being given back (a Redis round trip), is still here: it signs in afresh
-    const done = joined && attempt.keys.authenticateVerified !== undefined ? flight.done.then((principal) => this.stillVouched(attempt, given, principal)) : flight.done;
-    return done.catch((error: unknown) => {
+    return call.join(caller, done).catch((error: unknown) => {
       if (error instanceof CallerGone ? callerWaits(caller) : (stoppedCall(error) && call.stoppedWithout(caller))) return this.signIn(attempt, given);
       throw error;
     });
@@ -358,36 +357,42 @@ class AddressedCall implements CallOptions {
 /**
  * The call of a sign-in several requests wait for: waiting while any of them is, and a signal
  * (for a key service over HTTP, which aborts its call with it) aborted only once every one of
- * them has gone (CLIENT_GONE) or is past its deadline (a deadline's reason): the first's leaving
- * must not fail the others, so one past its deadline waits as long as a later one still may. The
- * signal is made when first read and only then are the callers' read, so a sign-in whose key
- * service never reads it (the embedded one) makes none.
+ * them has gone (CLIENT_GONE) or is past its deadline (a deadline's reason). Where the key service
+ * heeds that signal, each request is answered by the call or at its own deadline, whichever comes
+ * first (the error any request past its deadline gets): the first's leaving must not fail the
+ * others, and a later one must not keep the first waiting past its deadline. The signal is made
+ * when first read and only then are the callers' read, so a sign-in whose key service never reads
+ * it (the embedded one, which answers past a deadline as well) makes none.
  */
 class JoinedCall implements CallOptions {
-  private readonly callers: Caller[] = [];
+  private readonly joiners: Joiner[] = [];
   private controller: AbortController | undefined;
-  /** The callers' signals listened to, to let go once the call is settled. */
-  private readonly watched: AbortSignal[] = [];
-  private readonly onAbort = (): void => this.check();
+  /** The callers' signals listened to, and their listeners, to let go once the call is settled. */
+  private readonly watched: [AbortSignal, () => void][] = [];
 
   constructor(readonly clientAddress: string) {}
 
   get signal(): AbortSignal {
     if (this.controller === undefined) {
       this.controller = new AbortController();
-      for (const caller of this.callers) this.watch(caller);
+      for (const joiner of this.joiners) this.watch(joiner);
       this.check();
     }
     return this.controller.signal;
   }
 
-  join(caller: Caller): void {
-    this.callers.push(caller);
-    if (this.controller !== undefined && !this.controller.signal.aborted) this.watch(caller);
+  /** `answer` for `caller`, or its deadline's error first where the key service heeds deadlines. */
+  join<T>(caller: Caller, answer: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const joiner: Joiner = { caller, stop: reject };
+      this.joiners.push(joiner);
+      answer.then(resolve, reject);
+      if (this.controller !== undefined && !this.controller.signal.aborted) this.watch(joiner);
+    });
   }
 
   waiting(): boolean {
-    return this.callers.some(callerWaits);
+    return this.joiners.some((joiner) => callerWaits(joiner.caller));
   }
 
   /**
@@ -401,23 +406,29 @@ class JoinedCall implements CallOptions {
 
   /** The call is over: its callers' signals are let go (a closing connection then only marks its own). */
   settled(): void {
-    for (const signal of this.watched.splice(0)) signal.removeEventListener('abort', this.onAbort);
+    for (const [signal, listener] of this.watched.splice(0)) signal.removeEventListener('abort', listener);
   }
 
-  private watch(caller: Caller): void {
-    const signal = caller?.signal;
-    if (signal === undefined || isCancelled(signal)) return;
-    signal.addEventListener('abort', this.onAbort, { once: true });
-    this.watched.push(signal);
+  /** Answers the joiner at its signal's abort (at once if that has come), and stops the call once no one waits. */
+  private watch(joiner: Joiner): void {
+    const signal = joiner.caller?.signal;
+    // a caller without a signal waits for as long as the call takes
+    if (signal === undefined) return;
+    if (isCancelled(signal)) return joiner.stop(pastDeadline(KEY_SERVICE));
+    const listener = (): void => {
+      joiner.stop(pastDeadline(KEY_SERVICE));
+      this.check();
+    };
+    signal.addEventListener('abort', listener, { once: true });
+    this.watched.push([signal, listener]);
   }
 
   private check(): void {
     const controller = this.controller!;
     if (controller.signal.aborted) return;
     const signals: AbortSignal[] = [];
-    for (const caller of this.callers) {
+    for (const { caller } of this.joiners) {
       const signal = caller?.signal;
-      // a caller without a signal waits for as long as the call takes
       if (signal === undefined || !isCancelled(signal)) return;
       signals.push(signal);
     }
@@ -426,6 +437,12 @@ class JoinedCall implements CallOptions {
     const passed = signals.find((signal) => !callerGone(signal));
     controller.abort(passed === undefined ? CLIENT_GONE : passed.reason);
   }
+}
+
+/** A request waiting for a JoinedCall, and how to answer it before the call ends. */
+interface Joiner {
+  caller: Caller;
+  stop(error: unknown): void;
 }
 
 /** What a key service answers a call its signal stopped (CallOptions.signal). */

@@ -123,19 +123,22 @@ describe('the signal of a sign-in several requests wait for', () => {
   const turns = (): Promise<void> => new Promise((resolve) => setTimeout(resolve, 0));
 
   it('is not aborted while one caller still waits; the first leaving, the second gets its principal', async () => {
-    const limiter = new RateLimiter(new MemoryTokenBuckets(), { ...DEFAULT_RATE_LIMITS, perPrincipal: null });
-    const { keys, signals, answer } = heldKeys();
-    const first = new AbortController();
-    const second = new AbortController();
-    const firstAnswer = signIn(limiter, keys, first.signal);
-    const secondAnswer = signIn(limiter, keys, second.signal);
-    while (signals.length < 1) await turns();
-    first.abort(CLIENT_GONE);
-    expect(signals[0]!.aborted).toBe(false);
-    answer();
-    expect(await secondAnswer).toBe('principal');
-    expect(await firstAnswer).toBe('principal');
-    expect(signals).toHaveLength(1);
+    for (const reason of [CLIENT_GONE, deadlinePassed()]) {
+      const limiter = new RateLimiter(new MemoryTokenBuckets(), { ...DEFAULT_RATE_LIMITS, perPrincipal: null });
+      const { keys, signals, answer } = heldKeys();
+      const first = new AbortController();
+      const second = new AbortController();
+      const firstAnswer = signIn(limiter, keys, first.signal);
+      const secondAnswer = signIn(limiter, keys, second.signal);
+      while (signals.length < 1) await turns();
+      first.abort(reason);
+      expect(signals[0]!.aborted).toBe(false);
+      // the first is answered at its own signal's abort, not when the call the second keeps ends
+      expect(await firstAnswer).toMatch(/no answer before the request deadline/);
+      answer();
+      expect(await secondAnswer).toBe('principal');
+      expect(signals).toHaveLength(1);
+    }
   });
 
   it('is aborted as a client gone when every caller has gone, and as a deadline when one still there passed it', async () => {
