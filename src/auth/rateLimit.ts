@@ -146,7 +146,8 @@ export class RateLimiter {
    * A password sign-in. A credential verified before costs no password work: it is only refused
    * while its address or username is locked out. Otherwise a failure token of the address and of
    * the username is reserved before the password is checked, and given back when it is right (or
-   * when the check could not be made at all): concurrent guesses are refused at once, not after.
+   * when the key service could not be asked at all): concurrent guesses are refused at once, not
+   * after. A check skipped because every request for it had gone is not given back (signInOnce).
    */
   private signIn(attempt: SignInAttempt, given: CallOptions | undefined, afresh = false): Promise<PrincipalModel> {
     // The same credential from the same address, sent again while it is being checked, waits for
@@ -173,8 +174,9 @@ export class RateLimiter {
     const { call } = flight;
     const caller = callerOf(given);
     const done = joined && attempt.keys.authenticateVerified !== undefined ? flight.done.then((principal) => this.stillVouched(attempt, given, principal)) : flight.done;
-    // one that joined after the check was skipped (or its call stopped) for those before it, while
-    // their tokens were being given back (a Redis round trip), is still here: it signs in afresh
+    // one that joined after the call was stopped for those before it, while their tokens were
+    // being given back (a Redis round trip), is still here: it signs in afresh (as would one that
+    // came after a skip, though no request can: a skip gives nothing back, so nothing waits there)
     return call.join(caller, done).catch((error: unknown) => {
       if (error instanceof CallerGone ? callerWaits(caller) : (stoppedCall(error) && call.stoppedWithout(caller))) return this.signIn(attempt, given);
       throw error;
@@ -226,7 +228,10 @@ export class RateLimiter {
       await this.markSignedIn(user, address, true);
       return principal;
     } catch (error) {
-      failed = error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED;
+      // A check skipped because every request waiting for it had gone (CallerGone) keeps its
+      // tokens as a wrong password does: the limits count guesses sent, not checks run, and
+      // whether a guess was right must not come cheaper by leaving before its turn.
+      failed = (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) || error instanceof CallerGone;
       throw error;
     } finally {
       if (!failed) await Promise.all([this.buckets.take(addressBucket(address), failures, -1), reserved ? this.buckets.take(user, failures, -1) : undefined]);

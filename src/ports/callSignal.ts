@@ -47,7 +47,7 @@ export function callerGone(signal: AbortSignal): boolean {
 /**
  * Work not done because everyone who asked for it has gone (a password check still queued when
  * every request waiting for it had closed its connection). No one reads the answer it gets, so it
- * is no failure of ours to log, nor of the caller's to count.
+ * is no failure of ours to log; the login limits still count the guess as a wrong one (RateLimiter).
  */
 export class CallerGone extends Error {
   constructor(what: string) {

@@ -180,6 +180,48 @@ describe('sign-ins whose clients left while they waited for a password check', (
 });
 
 /**
+ * Under the login limits, guesses whose clients left while their checks were queued are skipped
+ * as above, and still count against the limits as wrong passwords do: leaving before the turn
+ * comes must not make a guess free.
+ */
+describe('sign-ins under the login limits whose clients left while they waited for a password check', () => {
+  // two failures an address a minute: the two guesses below use them up for longer than the test takes
+  const started = useGatewayWithLog({ RATE_LIMIT_RPS: '0', AUTH_FAILURES_PER_MINUTE: '2' });
+
+  it('are not checked, yet count: the next sign-in from that address is refused before its check', async () => {
+    const slow = await hashPassword('pw', SLOW);
+    const before = scryptRuns();
+    const holders = Array.from({ length: SCRYPT_CONCURRENCY }, () => verifyPassword('pw', slow));
+    const clients = [new AbortController(), new AbortController()];
+    const sent = clients.map((client, i) =>
+      fetch(`${started.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: basicAuthorization('alice', `guess-${i}`) },
+        body: JSON.stringify({ query: '{ viewer { username } }' }),
+        signal: client.signal,
+      }).then(() => 'answered', () => 'left'),
+    );
+    while (scryptWaiting() < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (const client of clients) client.abort();
+    expect(await Promise.all(sent)).toEqual(['left', 'left']);
+    await Promise.all(holders);
+    // the skips are made as the holders' slots come free
+    while (scryptWaiting() > 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(scryptRuns() - before).toBe(SCRYPT_CONCURRENCY);
+    const next = await fetch(`${started.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: basicAuthorization('alice', 'alice-password') },
+      body: JSON.stringify({ query: '{ viewer { username } }' }),
+    });
+    expect(next.status).toBe(429);
+    expect(((await next.json()) as { errors: { extensions: { code: string } }[] }).errors[0]!.extensions.code).toBe('RATE_LIMITED');
+    expect(scryptRuns() - before).toBe(SCRYPT_CONCURRENCY);
+    const errors = started.lines.filter((line) => (JSON.parse(line) as { level: number }).level >= 50);
+    expect(errors).toEqual([]);
+  }, 30_000);
+});
+
+/**
  * Under the login limits (their default), the same credential sent twice from one address waits
  * for one sign-in of the limiter's: the second request's client is waiting for that check as much
  * as the first's, so the first's leaving must not skip it.

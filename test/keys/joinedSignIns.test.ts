@@ -3,7 +3,7 @@ import { basicAuthorization } from '../../src/auth/authorization.js';
 import { RateLimiter } from '../../src/auth/rateLimit.js';
 import { MemoryTokenBuckets, type TakeResult, type TokenBuckets } from '../../src/auth/tokenBucket.js';
 import { DEFAULT_RATE_LIMITS } from '../../src/config/defaults.js';
-import { upstreamUnavailable } from '../../src/errors.js';
+import { ErrorCode, GatewayError, upstreamUnavailable } from '../../src/errors.js';
 import type { CallOptions, KeyService, PrincipalModel } from '../../src/ports/backend.js';
 import { CallerGone, callerOf, callerWaits, CLIENT_GONE } from '../../src/ports/callSignal.js';
 import type { BucketLimit } from '../../src/ports/limits.js';
@@ -42,48 +42,54 @@ function slowRefunds(): { buckets: TokenBuckets; refunding: ReturnType<typeof ga
 }
 
 /**
- * A sign-in the limiter makes for several requests (the same credential from one address) is
- * skipped by the key service when every request that joined it has gone. A request joining it
- * after that, while the reserved tokens are still being given back (with Redis, a round trip), is
- * still there: it must get an answer, not the skip.
+ * A sign-in the limiter makes is skipped by the key service when every request that joined it has
+ * gone (CallerGone). Its reserved failure tokens are kept, as for a wrong password: leaving before
+ * the check's turn must not make a guess free.
  */
-describe('a request that joins a sign-in skipped for the callers before it', () => {
-  it('signs in afresh and gets its principal', async () => {
-    const principal = { user: { id: 'u1', username: 'alice', domain: null, isAdmin: false } } as unknown as PrincipalModel;
-    const checked = gate();
-    const firstCheck = gate();
+describe('a sign-in skipped because every request for it had gone', () => {
+  const principal = { user: { id: 'u1', username: 'alice', domain: null, isAdmin: false } } as unknown as PrincipalModel;
+  // one failure an address, refilled once a minute: the test is over long before
+  const limits = { ...DEFAULT_RATE_LIMITS, perPrincipal: null, authFailures: { ratePerSecond: 1 / 60, burst: 1 } };
+
+  /** A key service with the embedded one's rule: a check whose every caller has gone is skipped. */
+  function skippingKeys(): { keys: KeyService; checks: () => number } {
     let checks = 0;
     const keys = {
-      // the key service's rule: a check whose every caller has gone is skipped
-      async authenticate(_authorization: string, options?: CallOptions): Promise<PrincipalModel> {
+      authenticate(_authorization: string, options?: CallOptions): Promise<PrincipalModel> {
         checks += 1;
-        if (checks === 1) await firstCheck.promise;
-        if (!callerWaits(callerOf(options))) {
-          checked.open();
-          throw new CallerGone('a password check');
-        }
-        return principal;
+        return callerWaits(callerOf(options)) ? Promise.resolve(principal) : Promise.reject(new CallerGone('a password check'));
       },
     } as unknown as KeyService;
-    const { buckets, refunding, refund } = slowRefunds();
-    const limiter = new RateLimiter(buckets, { ...DEFAULT_RATE_LIMITS, perPrincipal: null });
-    const authorization = basicAuthorization('alice', 'alice-password');
+    return { keys, checks: () => checks };
+  }
 
-    const first = new AbortController();
-    const gone = limiter.authenticate(keys, authorization, '10.0.0.1', { signal: first.signal }).then(
-      () => 'answered',
-      (error: unknown) => (error instanceof CallerGone ? 'skipped' : String(error)),
+  const outcome = (answer: Promise<unknown>): Promise<string> =>
+    answer.then(
+      (got) => (got === principal ? 'principal' : 'another'),
+      (error: unknown) => (error instanceof CallerGone ? 'skipped' : error instanceof GatewayError ? error.code : String(error)),
     );
-    first.abort(CLIENT_GONE);
-    firstCheck.open();
-    await checked.promise;
-    await refunding.promise;
-    // the skipped sign-in is giving its tokens back: this one joins it
-    const second = limiter.authenticate(keys, authorization, '10.0.0.1', { signal: new AbortController().signal });
-    refund.open();
-    expect(await gone).toBe('skipped');
-    expect(await second).toBe(principal);
-    expect(checks).toBe(2);
+
+  it('keeps its tokens: the next sign-in from that address is refused before any check', async () => {
+    const limiter = new RateLimiter(new MemoryTokenBuckets(), limits);
+    const { keys, checks } = skippingKeys();
+    const gone = new AbortController();
+    gone.abort(CLIENT_GONE);
+    expect(await outcome(limiter.authenticate(keys, basicAuthorization('alice', 'guess'), '10.0.0.1', { signal: gone.signal }))).toBe('skipped');
+    expect(checks()).toBe(1);
+    const next = limiter.authenticate(keys, basicAuthorization('alice', 'alice-password'), '10.0.0.1', { signal: new AbortController().signal });
+    expect(await outcome(next)).toBe(ErrorCode.RATE_LIMITED);
+    expect(checks()).toBe(1);
+    expect(limiter.counts.address_locked).toBe(1);
+  });
+
+  it('where a caller still waits, is checked, and a right password gives its tokens back', async () => {
+    const limiter = new RateLimiter(new MemoryTokenBuckets(), limits);
+    const { keys, checks } = skippingKeys();
+    const authorization = basicAuthorization('alice', 'alice-password');
+    for (let i = 0; i < 2; i++) {
+      expect(await outcome(limiter.authenticate(keys, authorization, '10.0.0.1', { signal: new AbortController().signal }))).toBe('principal');
+    }
+    expect(checks()).toBe(2);
   });
 });
 
