@@ -3,10 +3,10 @@ import { LRUCache } from 'lru-cache';
 import { credentialId, parseAuthorization } from './authorization.js';
 import { clientNetwork } from './clientAddress.js';
 import { KEY_SERVICE, type CallOptions, type KeyService, type PrincipalModel } from '../ports/backend.js';
-import { ErrorCode, GatewayError, pastDeadline, rateLimited } from '../errors.js';
+import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
 import type { BucketLimit, RateLimitSettings } from '../ports/limits.js';
-import { CallerGone, callerGone, callerOf, callerWaits, CLIENT_GONE, isCancelled, type Caller } from '../ports/callSignal.js';
+import { CallerGone, callerOf, callerWaits, SharedCall } from '../ports/callSignal.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
 
 /**
@@ -40,7 +40,7 @@ export class RateLimiter {
    * Password sign-ins being checked, by address and credentialId, with the requests waiting for
    * each: the key service skips a check still queued only when all of them have gone.
    */
-  private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; call: JoinedCall }>();
+  private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; call: SharedCall }>();
   /**
    * When this process last marked a username as signed in from a network (by the username's
    * bucket and the network): a sign-in on verified credentials renews its mark at most once a
@@ -161,7 +161,7 @@ export class RateLimiter {
     // answers for it when the key service still vouches for the credential as the store is now
     const joined = flight !== undefined && !afresh;
     if (flight === undefined) {
-      const call = new JoinedCall(attempt.address);
+      const call = new SharedCall(KEY_SERVICE, attempt.address);
       flight = {
         done: this.signInOnce({ ...attempt, options: call }).finally(() => {
           this.signingIn.delete(flightKey);
@@ -357,97 +357,6 @@ class AddressedCall implements CallOptions {
   get signal(): AbortSignal | undefined {
     return this.given?.signal;
   }
-}
-
-/**
- * The call of a sign-in several requests wait for: waiting while any of them is, and a signal
- * (for a key service over HTTP, which aborts its call with it) aborted only once every one of
- * them has gone (CLIENT_GONE) or is past its deadline (a deadline's reason). Where the key service
- * heeds that signal, each request is answered by the call or at its own deadline, whichever comes
- * first (the error any request past its deadline gets): the first's leaving must not fail the
- * others, and a later one must not keep the first waiting past its deadline. The signal is made
- * when first read and only then are the callers' read, so a sign-in whose key service never reads
- * it (the embedded one, which answers past a deadline as well) makes none.
- */
-class JoinedCall implements CallOptions {
-  private readonly joiners: Joiner[] = [];
-  private controller: AbortController | undefined;
-  /** The callers' signals listened to, and their listeners, to let go once the call is settled. */
-  private readonly watched: [AbortSignal, () => void][] = [];
-
-  constructor(readonly clientAddress: string) {}
-
-  get signal(): AbortSignal {
-    if (this.controller === undefined) {
-      this.controller = new AbortController();
-      for (const joiner of this.joiners) this.watch(joiner);
-      this.check();
-    }
-    return this.controller.signal;
-  }
-
-  /** `answer` for `caller`, or its deadline's error first where the key service heeds deadlines. */
-  join<T>(caller: Caller, answer: Promise<T>): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const joiner: Joiner = { caller, stop: reject };
-      this.joiners.push(joiner);
-      answer.then(resolve, reject);
-      if (this.controller !== undefined && !this.controller.signal.aborted) this.watch(joiner);
-    });
-  }
-
-  waiting(): boolean {
-    return this.joiners.some((joiner) => callerWaits(joiner.caller));
-  }
-
-  /**
-   * Whether the call was stopped for every caller before `caller` while `caller` itself was not
-   * gone nor past its deadline: it joined after, and is owed an answer of its own.
-   */
-  stoppedWithout(caller: Caller): boolean {
-    if (this.controller?.signal.aborted !== true) return false;
-    return !isCancelled(caller?.signal);
-  }
-
-  /** The call is over: its callers' signals are let go (a closing connection then only marks its own). */
-  settled(): void {
-    for (const [signal, listener] of this.watched.splice(0)) signal.removeEventListener('abort', listener);
-  }
-
-  /** Answers the joiner at its signal's abort (at once if that has come), and stops the call once no one waits. */
-  private watch(joiner: Joiner): void {
-    const signal = joiner.caller?.signal;
-    // a caller without a signal waits for as long as the call takes
-    if (signal === undefined) return;
-    if (isCancelled(signal)) return joiner.stop(pastDeadline(KEY_SERVICE));
-    const listener = (): void => {
-      joiner.stop(pastDeadline(KEY_SERVICE));
-      this.check();
-    };
-    signal.addEventListener('abort', listener, { once: true });
-    this.watched.push([signal, listener]);
-  }
-
-  private check(): void {
-    const controller = this.controller!;
-    if (controller.signal.aborted) return;
-    const signals: AbortSignal[] = [];
-    for (const { caller } of this.joiners) {
-      const signal = caller?.signal;
-      if (signal === undefined || !isCancelled(signal)) return;
-      signals.push(signal);
-    }
-    if (signals.length === 0) return;
-    // one still there but past its deadline is answered as such, not as a caller gone
-    const passed = signals.find((signal) => !callerGone(signal));
-    controller.abort(passed === undefined ? CLIENT_GONE : passed.reason);
-  }
-}
-
-/** A request waiting for a JoinedCall, and how to answer it before the call ends. */
-interface Joiner {
-  caller: Caller;
-  stop(error: unknown): void;
 }
 
 /** What a key service answers a call its signal stopped (CallOptions.signal). */

@@ -1,20 +1,22 @@
 import { DEFAULT_CACHE_TTL_SECONDS } from '../config/defaults.js';
 import { GatewayError, ErrorCode, notFound } from '../errors.js';
-import type {
-  CallOptions,
-  EventInputModel,
-  IngestService,
-  ItemModel,
-  PrincipalModel,
-  RecordEventsResultModel,
-  RecommendationKind,
-  RecommendationListModel,
-  RecsService,
-  UpsertItemsResultModel,
+import {
+  RECS_SERVICE,
+  type CallOptions,
+  type EventInputModel,
+  type IngestService,
+  type ItemModel,
+  type PrincipalModel,
+  type RecordEventsResultModel,
+  type RecommendationKind,
+  type RecommendationListModel,
+  type RecsService,
+  type UpsertItemsResultModel,
 } from '../ports/backend.js';
 import type { CacheEntry, SharedCache } from '../ports/cache.js';
 import type { ChangeFeed } from '../ports/changeFeed.js';
 import { itemKey, ListSpaces } from './listSpaces.js';
+import { callerOf, SharedCall } from '../ports/callSignal.js';
 
 export interface CachingOptions {
   /** Seconds an item stays cached; default 300 (CACHE_ITEM_TTL_SECONDS). */
@@ -54,6 +56,19 @@ interface Loaded<T> {
 }
 
 /** Ends a flight once its data is in the cache too (see writeBehind), or at once if the load failed. */
+/** A read or fetch several requests wait for: the options it runs with (SharedCall), and its answer. */
+interface Flight<T> {
+  call: SharedCall;
+  answer: Promise<T>;
+}
+
+/** The flight of `loading`, run with `call`, whose callers' signals are let go once it is answered. */
+function flightOf<T>(call: SharedCall, loading: Promise<Loaded<T>>): Flight<T> {
+  const answer = loading.then((loaded) => loaded.items);
+  answer.then(() => call.settled(), () => call.settled());
+  return { call, answer };
+}
+
 function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void {
   loading.then((loaded) => loaded.written, () => undefined).finally(end).catch(() => undefined);
 }
@@ -69,14 +84,15 @@ export class CachingRecsService implements RecsService {
   private readonly recsTtl: number;
   private readonly negativeTtl: number;
   private readonly jitter: number;
-  private readonly itemsInFlight = new Map<number, Promise<ItemModel | null>>();
+  /** Ids being read or fetched, each with the lookup it is in and its place there. */
+  private readonly itemsInFlight = new Map<number, { flight: Flight<(ItemModel | null)[]>; at: number }>();
   /**
    * The items of lists fetched and not yet stored: answered from here, as if in flight. Kept as
    * they are, not as settled promises in itemsInFlight: a promise each for ten items a cold list,
    * nearly all of which nobody asks for before they are stored.
    */
   private readonly listedItems = new Map<number, ItemModel>();
-  private readonly listsInFlight = new Map<string, Promise<RecommendationListModel>>();
+  private readonly listsInFlight = new Map<string, Flight<RecommendationListModel>>();
   private readonly pendingWrites = new Set<Promise<void>>();
   /** The writes of this turn, stored together once it is over (see writeBehind). */
   private writing: WriteBatch | undefined;
@@ -155,29 +171,38 @@ export class CachingRecsService implements RecsService {
   async getItems(ids: readonly number[], options?: CallOptions): Promise<(ItemModel | null)[]> {
     // Single flight covers the cache read too: a request arriving while another one's read or
     // fetch of the same id is under way waits for it, instead of finding the cache still empty.
+    // Each waits as itself (SharedCall): at its own deadline, and a fetch stops only when no one waits.
+    const caller = callerOf(options);
     const result = new Map<number, Promise<ItemModel | null>>();
+    let joined: Map<Flight<(ItemModel | null)[]>, Promise<(ItemModel | null)[]>> | undefined;
     const toLoad: number[] = [];
     for (const id of new Set(ids)) {
       const inFlight = this.itemsInFlight.get(id);
-      const listed = inFlight === undefined ? this.listedItems.get(id) : undefined;
-      if (inFlight) result.set(id, inFlight);
-      else if (listed) result.set(id, Promise.resolve(listed));
+      if (inFlight !== undefined && !inFlight.flight.call.stopped) {
+        joined ??= new Map();
+        let items = joined.get(inFlight.flight);
+        if (items === undefined) {
+          items = inFlight.flight.call.join(caller, inFlight.flight.answer);
+          joined.set(inFlight.flight, items);
+        }
+        const { at } = inFlight;
+        result.set(id, items.then((found) => found[at] ?? null));
+        continue;
+      }
+      const listed = this.listedItems.get(id);
+      if (listed) result.set(id, Promise.resolve(listed));
       else toLoad.push(id);
     }
     if (toLoad.length > 0) {
-      const loading = this.loadItems(toLoad, options);
-      const batch = loading.then((loaded) => loaded.items);
-      const flights = toLoad.map((id, i) => {
-        const one = batch.then((items) => items[i] ?? null);
-        this.itemsInFlight.set(id, one);
-        result.set(id, one);
-        return one;
-      });
+      const call = new SharedCall(RECS_SERVICE);
+      const loading = this.loadItems(toLoad, call);
+      const flight = flightOf(call, loading);
+      toLoad.forEach((id, at) => this.itemsInFlight.set(id, { flight, at }));
+      const items = call.join(caller, flight.answer);
+      toLoad.forEach((id, at) => result.set(id, items.then((found) => found[at] ?? null)));
       endOnceStored(loading, () => {
         // a write may have ended this flight for later callers already, and another begun
-        toLoad.forEach((id, i) => {
-          if (this.itemsInFlight.get(id) === flights[i]) this.itemsInFlight.delete(id);
-        });
+        for (const id of toLoad) if (this.itemsInFlight.get(id)?.flight === flight) this.itemsInFlight.delete(id);
       });
     }
     return Promise.all(ids.map((id) => result.get(id)!));
@@ -300,17 +325,18 @@ export class CachingRecsService implements RecsService {
 
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
     const key = `${this.spaces.space}${kind}:${anchorId}`;
-    let inFlight = this.listsInFlight.get(key);
-    if (!inFlight) {
-      const loading = this.loadList(kind, anchorId, key, options);
-      const flight = loading.then((loaded) => loaded.items);
-      inFlight = flight;
-      this.listsInFlight.set(key, flight);
+    let flight = this.listsInFlight.get(key);
+    if (flight === undefined || flight.call.stopped) {
+      const call = new SharedCall(RECS_SERVICE);
+      const loading = this.loadList(kind, anchorId, key, call);
+      const started = flightOf(call, loading);
+      flight = started;
+      this.listsInFlight.set(key, started);
       endOnceStored(loading, () => {
-        if (this.listsInFlight.get(key) === flight) this.listsInFlight.delete(key);
+        if (this.listsInFlight.get(key) === started) this.listsInFlight.delete(key);
       });
     }
-    return inFlight;
+    return flight.call.join(callerOf(options), flight.answer);
   }
 
   private async loadList(

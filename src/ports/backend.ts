@@ -88,6 +88,8 @@ export interface CallOptions {
 
 /** The key service's name in errors (extensions.service) and metrics. */
 export const KEY_SERVICE = 'apikeys';
+/** The recommendation service's name in errors (extensions.service) and metrics. */
+export const RECS_SERVICE = 'recommendations';
 
 /** The API key interface (api-keys.md, upstream-facts.md). */
 export interface KeyService {

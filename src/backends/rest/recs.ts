@@ -3,15 +3,15 @@ import {
 } from '../../errors.js';
 import type { GatewayError } from '../../errors.js';
 import { ITEM_ID_RANGE, ItemRecordError, parseItemRecord } from '../../ports/itemRecord.js';
-import type {
-  CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService,
+import {
+  RECS_SERVICE, type CallOptions, type ItemModel, type RecommendationKind, type RecommendationListModel, type RecsService,
 } from '../../ports/backend.js';
 import { errorEntries, numericCode, parseJson } from './errorBody.js';
 import type { UpstreamErrorEntry } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
 
-const SERVICE = 'recommendations';
+const SERVICE = RECS_SERVICE;
 /** The upstream takes at most this many ids per product lookup. */
 export const ITEMS_PER_CALL = 20;
 const MAX_RECOMMENDATIONS = 10;
