@@ -23,6 +23,25 @@ export class StoreBusyError extends Error {
   }
 }
 
+/**
+ * A write the store refused because the items it names for the first time would take the items
+ * the store holds (named by any process's events or records) past RECS_MAX_ITEMS: checked inside
+ * the write's transaction, under the write lock, so replicas sharing the store cannot pass it
+ * together. Nothing of the call was written.
+ */
+export class StoreFullError extends Error {
+  constructor(
+    /** Distinct item ids of the call the store did not hold. */
+    readonly fresh: number,
+    /** Distinct items the store held before the call. */
+    readonly held: number,
+    readonly maxItems: number,
+  ) {
+    super(`the call names ${fresh} ${fresh === 1 ? 'item' : 'items'} the store does not hold yet, and it holds ${held} of at most ${maxItems}`);
+    this.name = 'StoreFullError';
+  }
+}
+
 /** DATA_DIR's files hold password hashes and key hashes: the owner's alone. */
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;

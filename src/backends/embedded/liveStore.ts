@@ -63,6 +63,17 @@ export interface SnapshotSink {
   event(row: EventRow): void;
 }
 
+/**
+ * RECS_MAX_ITEMS as the store holds it, for every process sharing it: a write whose item ids new
+ * to the store (named by no stored event or record) would take the distinct items it holds past
+ * `maxItems` is refused whole (StoreFullError), decided inside the write's transaction under the
+ * write lock, so writers in other processes cannot pass it together. A write naming no new item
+ * is never refused. Imports take no cap, and their items count as any.
+ */
+export interface ItemCap {
+  maxItems: number;
+}
+
 export interface RecsDataStore {
   /** For messages: a path or host:port/database, never a password. */
   readonly where: string;
@@ -73,10 +84,11 @@ export interface RecsDataStore {
    * Stores a whole call's events in one transaction; the rows as stored, in id order. An event
    * whose eventId the store holds (from an earlier call, or earlier in this one) is left out, and
    * its id taken in the same transaction as the rows: a call stored twice keeps its events once.
+   * With `cap`, see ItemCap: StoreFullError, nothing stored, where it would pass it.
    */
-  appendEvents(events: readonly RecEvent[]): Promise<EventRow[]>;
-  /** Stores a call's item records in one transaction under one new sequence number. */
-  upsertItems(items: readonly ItemModel[]): Promise<number>;
+  appendEvents(events: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]>;
+  /** Stores a call's item records in one transaction under one new sequence number; `cap` as appendEvents'. */
+  upsertItems(items: readonly ItemModel[], cap?: ItemCap): Promise<number>;
   /** Events with an id above `afterId`, in id order, at most `limit`. */
   eventsAfter(afterId: number, limit: number): Promise<EventRow[]>;
   /** Item records (JSON text) changed by batches above `afterSeq`, and the last such batch. */

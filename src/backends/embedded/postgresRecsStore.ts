@@ -1,11 +1,11 @@
 import type pg from 'pg';
 import { toItemRecord } from '../../ports/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
-import { StoreBusyError, StoreOpenError } from './dataFiles.js';
+import { StoreBusyError, StoreFullError, StoreOpenError } from './dataFiles.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
 import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
-import type { EventRow, ImportRecord, ImportSession, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
+import type { EventRow, ImportRecord, ImportSession, ItemCap, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
 import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER, PRUNE_ROWS, withoutRepeatedIds } from './liveStore.js';
 
 export interface PostgresRecsStoreOptions {
@@ -24,12 +24,23 @@ export interface PostgresRecsStoreOptions {
 /** PostgreSQL's SQL state for a lock wait past lock_timeout. */
 const LOCK_NOT_AVAILABLE = '55P03';
 
-/** A write, its failure as the gateway answers it: a lock wait past lockTimeoutMs is StoreBusyError (503, retry). */
+/** The SQL state recs_item_room raises (ours: PostgreSQL's classes are digits and capitals, and none is RM). */
+const PAST_ITEM_CAP = 'RMI01';
+
+/**
+ * A write, its failure as the gateway answers it: a lock wait past lockTimeoutMs is StoreBusyError
+ * (503, retry); the cap's refusal (recs_item_room) is StoreFullError (400).
+ */
 async function busyOnLockTimeout<T>(write: Promise<T>): Promise<T> {
   try {
     return await write;
   } catch (error) {
-    if ((error as { code?: unknown }).code !== LOCK_NOT_AVAILABLE) throw error;
+    const { code, detail } = error as { code?: unknown; detail?: unknown };
+    if (code === PAST_ITEM_CAP && typeof detail === 'string') {
+      const [held, fresh, maxItems] = detail.split(' ').map(Number);
+      throw new StoreFullError(fresh!, held!, maxItems!);
+    }
+    if (code !== LOCK_NOT_AVAILABLE) throw error;
     throw new StoreBusyError('another process has held the PostgreSQL store\'s write lock for longer than the request may wait', { cause: error });
   }
 }
@@ -59,6 +70,62 @@ CREATE TABLE IF NOT EXISTS recs_events (
 CREATE INDEX IF NOT EXISTS recs_events_by_import ON recs_events (import_id);
 CREATE TABLE IF NOT EXISTS recs_meta (key text PRIMARY KEY, value bigint NOT NULL);
 `;
+
+/**
+ * recs_item_ids: every item id a stored event or record names (what each replica's model holds,
+ * RECS_MAX_ITEMS), kept with the rows under WRITE_LOCK, and counted in recs_meta 'itemIds', so
+ * that a write knows the count without counting. Filled from the rows when a migration makes it.
+ */
+const ITEM_IDS_SQL = 'CREATE TABLE IF NOT EXISTS recs_item_ids (item_id bigint PRIMARY KEY)';
+const FILL_ITEM_IDS_SQL = `
+INSERT INTO recs_item_ids (item_id) SELECT item_id FROM recs_items UNION SELECT item_id FROM recs_events ON CONFLICT DO NOTHING;
+INSERT INTO recs_meta (key, value) SELECT 'itemIds', count(*) FROM recs_item_ids ON CONFLICT (key) DO UPDATE SET value = excluded.value;
+`;
+/**
+ * The cap's refusal, raised from inside the write's one statement (so that the whole statement
+ * rolls back, its events or records with it): `held` the items after the write, `fresh` those it
+ * added. A write adding none passes, as EmbeddedIngest's own check lets it.
+ */
+const ITEM_ROOM_SQL = `
+CREATE FUNCTION recs_item_room(held bigint, fresh bigint, max_items bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+  IF max_items IS NOT NULL AND fresh > 0 AND held > max_items THEN
+    RAISE EXCEPTION USING ERRCODE = '${PAST_ITEM_CAP}', MESSAGE = 'RECS_MAX_ITEMS', DETAIL = format('%s %s %s', held - fresh, fresh, max_items);
+  END IF;
+  RETURN true;
+END $$`;
+
+/**
+ * The CTEs `fresh` (the ids of `ids` new to recs_item_ids, added) and `room` (one row, once the
+ * count is raised by them; recs_item_room's error past `cap`), for a write that joins `room`.
+ * Inside a statement that takes WRITE_LOCK, `source` is its lock CTE: the ids are then added under
+ * it. New ids are found by the primary key's conflicts and the count raised with an upsert, both
+ * of which see the rows other writers committed after the statement's snapshot (taken before it
+ * waited for the lock), as a select would not.
+ */
+function itemRoomCtes(ids: string, cap: string, source = ''): string {
+  return `fresh AS (INSERT INTO recs_item_ids (item_id) SELECT DISTINCT id FROM ${source}unnest(${ids}::bigint[]) AS f(id) ON CONFLICT DO NOTHING RETURNING 1),
+    room AS (INSERT INTO recs_meta (key, value) SELECT 'itemIds', count(*) FROM fresh ON CONFLICT (key) DO UPDATE SET value = recs_meta.value + excluded.value
+      RETURNING recs_item_room(value, (SELECT count(*) FROM fresh), ${cap}::bigint))`;
+}
+
+/** Inside a transaction holding WRITE_LOCK: the ids of `source`'s `column` join recs_item_ids, counted (imports: no cap). */
+async function addItemIds(client: pg.PoolClient, source: string, column: string): Promise<void> {
+  await client.query(`WITH fresh AS (INSERT INTO recs_item_ids (item_id) SELECT DISTINCT ${column} FROM ${source} ON CONFLICT DO NOTHING RETURNING 1)
+    INSERT INTO recs_meta (key, value) SELECT 'itemIds', count(*) FROM fresh ON CONFLICT (key) DO UPDATE SET value = recs_meta.value + excluded.value`);
+}
+
+/**
+ * Inside a transaction holding WRITE_LOCK (taken by an earlier statement, so this one's snapshot
+ * sees every write): ids neither an event nor a record names any more leave recs_item_ids, and
+ * the count is made again. After deletions (a replacing import, a prune); one scan of the events.
+ */
+async function recountItemIds(client: pg.PoolClient): Promise<void> {
+  await client.query(`
+    DELETE FROM recs_item_ids i WHERE NOT EXISTS (SELECT 1 FROM recs_items r WHERE r.item_id = i.item_id)
+      AND NOT EXISTS (SELECT 1 FROM recs_events e WHERE e.item_id = i.item_id);
+    INSERT INTO recs_meta (key, value) SELECT 'itemIds', count(*) FROM recs_item_ids ON CONFLICT (key) DO UPDATE SET value = excluded.value;`);
+}
 
 const EVENT_COLUMNS = 'id, kind, item_id, coalesce(session, -1), coalesce(user_id, -1), coalesce(order_id, -1), time';
 
@@ -167,6 +234,15 @@ export class PostgresRecsStore implements RecsDataStore {
         await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
         if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
         await client.query(SCHEMA_SQL);
+        const { rows: [had] } = await client.query<{ ids: boolean; room: boolean }>(
+          "SELECT to_regclass('recs_item_ids') IS NOT NULL AS ids, to_regprocedure('recs_item_room(bigint, bigint, bigint)') IS NOT NULL AS room");
+        if (!had!.room) await client.query(ITEM_ROOM_SQL);
+        if (!had!.ids) {
+          // the rows as they stand: writers of an earlier version, which do not add to it, held off meanwhile
+          await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+          await client.query(ITEM_IDS_SQL);
+          await client.query(FILL_ITEM_IDS_SQL);
+        }
         // an eventId's time, the first event's that took it (pruneEvents); null for the ids of a
         // schema of an earlier version, which are kept. Asked first: ALTER TABLE takes its lock
         // even when the column is there, and would hold every replica's writes behind it
@@ -217,7 +293,7 @@ export class PostgresRecsStore implements RecsDataStore {
    * commits (its own transaction: the lock is held for that statement and its commit only, never
    * across a round trip while this process builds the next statement's arrays).
    */
-  async appendEvents(all: readonly RecEvent[]): Promise<EventRow[]> {
+  async appendEvents(all: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]> {
     const events = withoutRepeatedIds(all);
     if (events.length === 0) return [];
     // a name another writer's transaction is adding (an import's move) is waited for as the lock is
@@ -229,7 +305,7 @@ export class PostgresRecsStore implements RecsDataStore {
     const orders = events.map((e) => key(NS_ORDER, e.orderId));
     const times = events.map((e) => Math.round(e.time));
     const orNull = (id: number): number | null => (id < 0 ? null : id);
-    const values = [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, WRITE_LOCK];
+    const values = [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, WRITE_LOCK, cap?.maxItems ?? null];
     const rows = (inserted: number[], kept: (i: number) => boolean): EventRow[] => {
       const stored: EventRow[] = [];
       for (let i = 0; i < events.length; i++) {
@@ -240,12 +316,14 @@ export class PostgresRecsStore implements RecsDataStore {
     // Every row is joined with `lock`'s one row before it takes its id (the column default is
     // evaluated above the join, whatever its plan), so the ids are taken under WRITE_LOCK, in the
     // order of n. Only the ids come back: the rest is what was sent (read back whole, 5,000 rows of
-    // seven columns cost more CPU than writing them).
+    // seven columns cost more CPU than writing them). The items' ids join recs_item_ids under the
+    // lock too, and past the cap ($8) the statement fails whole (itemRoomCtes).
     if (!events.some((e) => e.eventId != null)) {
       const result = await busyOnLockTimeout(this.pool.query({
-        text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7))
+        text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7)),
+               ${itemRoomCtes('$2', '$8', 'lock, ')}
                INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
-               SELECT 0, kind, item, s, u, o, t FROM lock, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
+               SELECT 0, kind, item, s, u, o, t FROM lock, room, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[])
                  WITH ORDINALITY AS e(kind, item, s, u, o, t, n) ORDER BY n
                RETURNING id`,
         values,
@@ -261,17 +339,18 @@ export class PostgresRecsStore implements RecsDataStore {
     // is not always read back as sent (a lone surrogate came back as U+FFFD, and matched none).
     const result = await busyOnLockTimeout(this.pool.query({
       text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7)),
+             ${itemRoomCtes('$2', '$8', 'lock, ')},
              taken AS (
-               INSERT INTO recs_keys (ns, name, time) SELECT ${NS_EVENT}, name, t FROM lock, unnest($8::text[], $6::bigint[]) AS c(name, t)
+               INSERT INTO recs_keys (ns, name, time) SELECT ${NS_EVENT}, name, t FROM lock, unnest($9::text[], $6::bigint[]) AS c(name, t)
                WHERE name IS NOT NULL ON CONFLICT DO NOTHING RETURNING name),
              stored AS (
                INSERT INTO recs_events (import_id, kind, item_id, session, user_id, order_id, time)
-               SELECT 0, kind, item, s, u, o, t FROM lock, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $8::text[])
+               SELECT 0, kind, item, s, u, o, t FROM lock, room, unnest($1::smallint[], $2::bigint[], $3::bigint[], $4::bigint[], $5::bigint[], $6::bigint[], $9::text[])
                  WITH ORDINALITY AS e(kind, item, s, u, o, t, eid, n)
                WHERE eid IS NULL OR eid IN (SELECT name FROM taken) ORDER BY n
                RETURNING id)
              SELECT id::text, NULL FROM stored
-             UNION ALL SELECT NULL, n::text FROM unnest($8::text[]) WITH ORDINALITY AS k(eid, n) WHERE eid IN (SELECT name FROM taken)`,
+             UNION ALL SELECT NULL, n::text FROM unnest($9::text[]) WITH ORDINALITY AS k(eid, n) WHERE eid IN (SELECT name FROM taken)`,
       values: [...values, events.map((e) => e.eventId ?? null)],
       rowMode: 'array',
     }));
@@ -321,14 +400,15 @@ export class PostgresRecsStore implements RecsDataStore {
     return ids;
   }
 
-  async upsertItems(items: readonly ItemModel[]): Promise<number> {
+  async upsertItems(items: readonly ItemModel[], cap?: ItemCap): Promise<number> {
     return busyOnLockTimeout(this.transaction(async (client) => {
       await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
       const seq = await PostgresRecsStore.bumpMeta(client, 'itemSeq');
       await client.query(
-        `INSERT INTO recs_items (item_id, record, seq) SELECT id, record, $3 FROM unnest($1::bigint[], $2::text[]) AS r(id, record)
+        `WITH ${itemRoomCtes('$1', '$4')}
+         INSERT INTO recs_items (item_id, record, seq) SELECT id, record, $3 FROM room, unnest($1::bigint[], $2::text[]) AS r(id, record)
          ON CONFLICT (item_id) DO UPDATE SET record = excluded.record, seq = excluded.seq`,
-        [...itemColumns(items), seq]);
+        [...itemColumns(items), seq, cap?.maxItems ?? null]);
       return seq;
     }));
   }
@@ -390,6 +470,13 @@ export class PostgresRecsStore implements RecsDataStore {
     for (let after = 0, lastKey = Number(rows[0]!.keys ?? 0); after < lastKey; after += PRUNE_ROWS) {
       const result = await this.pool.query(`DELETE FROM recs_keys WHERE id > $1 AND id <= $2 AND ns = ${NS_EVENT} AND time < $3`, [after, after + PRUNE_ROWS, cutoff]);
       eventIds += result.rowCount ?? 0;
+    }
+    // the items only the deleted events named no longer count against RECS_MAX_ITEMS
+    if (removed > 0) {
+      await this.transaction(async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+        await recountItemIds(client);
+      });
     }
     return { newest, removed, eventIds };
   }
@@ -467,14 +554,17 @@ export class PostgresRecsStore implements RecsDataStore {
             'INSERT INTO recs_imports (what, format, file, sha256, records, skipped, started_at, finished_at) VALUES ($1, $2, $3, $4, $5, $6, $7, now()) RETURNING id',
             [what, format, file, sha256, records, skipped, startedAt]);
           const importId = Number(rows[0]!.id);
+          if (removed > 0 || (options.replace === true && what === 'catalog')) await recountItemIds(client);
           if (what === 'events') {
             await client.query(keysSql!);
             await client.query(insertSql!, [importId]);
+            await addItemIds(client, 'staged_events', 'item');
           } else {
             const seq = await PostgresRecsStore.bumpMeta(client, 'itemSeq');
             await client.query(
               `INSERT INTO recs_items (item_id, record, seq) SELECT item_id, record, $1 FROM staged_items
                ON CONFLICT (item_id) DO UPDATE SET record = excluded.record, seq = excluded.seq`, [seq]);
+            await addItemIds(client, 'staged_items', 'item_id');
           }
           await client.query('COMMIT');
           return { importId, removed };

@@ -6,10 +6,10 @@ import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
 import { parseItemRecord, toItemRecord } from '../../ports/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
 import { Catalog } from '../../recommender/catalog.js';
-import { makeDataDir, preparePrivateFile, StoreBusyError, storeOpenError } from './dataFiles.js';
+import { makeDataDir, preparePrivateFile, StoreBusyError, StoreFullError, storeOpenError } from './dataFiles.js';
 import type { EventLog, RecEvent } from '../../recommender/eventLog.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
-import type { EventRow, ImportRecord, ImportSession, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
+import type { EventRow, ImportRecord, ImportSession, ItemCap, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
 import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER, PRUNE_ROWS } from './liveStore.js';
 import { promised } from '../../ports/promised.js';
 
@@ -29,6 +29,7 @@ CREATE TABLE IF NOT EXISTS events (
   session INTEGER, user INTEGER, order_id INTEGER, time INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS events_by_import ON events (import_id) WHERE import_id <> 0;
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS item_ids (item_id INTEGER PRIMARY KEY);
 `;
 
 const STAGING = `
@@ -40,7 +41,7 @@ CREATE TEMP TABLE IF NOT EXISTS staged_items (item_id INTEGER PRIMARY KEY, recor
 const PRUNE_PAUSE_MS = 30;
 
 /** The tables and indexes SCHEMA and open() make, by name. */
-const SCHEMA_OBJECTS = ['items', 'imports', 'keys', 'events', 'events_by_import', 'meta', 'items_by_seq'];
+const SCHEMA_OBJECTS = ['items', 'imports', 'keys', 'events', 'events_by_import', 'meta', 'items_by_seq', 'item_ids'];
 
 /** Whether the file holds this version's schema (open() then changes nothing), read without a lock. */
 function schemaIsCurrent(db: SqliteDatabase): boolean {
@@ -140,7 +141,13 @@ export class RecsStore implements RecsDataStore {
       // longer, and the start failed ("locked by another process")
       const open = db;
       if (!schemaIsCurrent(open)) open.transaction(() => {
+        const hadItemIds = open.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'item_ids'").get() !== undefined;
         open.exec(SCHEMA);
+        // item_ids made now, on a file of an earlier version: filled from its rows (RecsStore.takeItemIds)
+        if (!hadItemIds) {
+          const filled = open.prepare('INSERT OR IGNORE INTO item_ids (item_id) SELECT item_id FROM items UNION SELECT item_id FROM events').run().changes;
+          open.prepare("INSERT INTO meta (key, value) VALUES ('itemIds', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value").run(filled);
+        }
         const columns = open.prepare('PRAGMA table_info(items)').all() as { name: string }[];
         if (!columns.some((c) => c.name === 'seq')) {
           open.exec('ALTER TABLE items ADD COLUMN seq INTEGER NOT NULL DEFAULT 0');
@@ -264,6 +271,8 @@ export class RecsStore implements RecsDataStore {
       eventIds += changes;
       if (changes > 0) await sleep(PRUNE_PAUSE_MS);
     }
+    // the items only the deleted events named no longer count against RECS_MAX_ITEMS
+    if (removed > 0) await this.write(() => this.recountItemIds());
     return { newest, removed, eventIds };
   }
 
@@ -403,7 +412,7 @@ export class RecsStore implements RecsDataStore {
     return this.appendKeyStatements;
   }
   /** Calls of appendEvents waiting for the next group commit (commitAppends). */
-  private appending: { events: readonly RecEvent[]; resolve: (rows: EventRow[]) => void; reject: (error: unknown) => void }[] = [];
+  private appending: { events: readonly RecEvent[]; cap: ItemCap | undefined; resolve: (rows: EventRow[]) => void; reject: (error: unknown) => void }[] = [];
 
   /**
    * A call's events, committed durably before the promise resolves. Group commit: the calls made
@@ -411,10 +420,10 @@ export class RecsStore implements RecsDataStore {
    * written in ONE transaction after it (setImmediate), so they share its commit and its fsync,
    * the cost of synchronous=FULL; each still resolves only after that commit, with its own rows.
    */
-  appendEvents(events: readonly RecEvent[]): Promise<EventRow[]> {
+  appendEvents(events: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]> {
     if (events.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
-      this.appending.push({ events, resolve, reject });
+      this.appending.push({ events, cap, resolve, reject });
       if (this.appending.length === 1) setImmediate(() => void this.commitAppends());
     });
   }
@@ -425,19 +434,31 @@ export class RecsStore implements RecsDataStore {
   private async commitAppends(): Promise<void> {
     const group = this.appending;
     this.appending = [];
-    let rows: EventRow[][];
+    let rows: (EventRow[] | StoreFullError)[];
     try {
-      rows = await this.write(() => group.map((call) => this.appendNow(call.events)));
+      // a call past the cap is refused alone, before it writes anything: the others are kept
+      rows = await this.write(() => group.map((call) => {
+        try {
+          return this.appendNow(call.events, call.cap);
+        } catch (error) {
+          if (error instanceof StoreFullError) return error;
+          throw error;
+        }
+      }));
     } catch (error) {
       // nothing of the group was kept: each call alone, so that one call's failure is only its own
       // (a lock held elsewhere is every call's: they are not kept waiting once more)
       if (group.length === 1 || error instanceof StoreBusyError) for (const call of group) call.reject(error);
-      else for (const call of group) this.write(() => this.appendNow(call.events)).then(call.resolve, call.reject);
+      else for (const call of group) this.write(() => this.appendNow(call.events, call.cap)).then(call.resolve, call.reject);
       return;
     }
     this.groupCommits.commits++;
     this.groupCommits.calls += group.length;
-    group.forEach((call, i) => call.resolve(rows[i]!));
+    group.forEach((call, i) => {
+      const stored = rows[i]!;
+      if (stored instanceof StoreFullError) call.reject(stored);
+      else call.resolve(stored);
+    });
   }
 
   /**
@@ -446,7 +467,8 @@ export class RecsStore implements RecsDataStore {
    * (as an import does): under the write lock the rows take the ids after the largest, in order,
    * which is checked, and the rows are answered from what was written.
    */
-  private appendNow(all: readonly RecEvent[]): EventRow[] {
+  private appendNow(all: readonly RecEvent[], cap?: ItemCap): EventRow[] {
+    this.takeItemIds(all.map((e) => e.itemId), cap);
     const events = this.withoutDuplicates(all);
     if (events.length === 0) return [];
     const { lastRow, find, name } = this.appendKeys();
@@ -500,6 +522,47 @@ export class RecsStore implements RecsDataStore {
     return events.filter((e) => e.eventId == null || take.run(e.eventId, Math.round(e.time)).changes === 1);
   }
 
+  private itemIdStatements: { has: Statement; add: Statement; held: Statement; count: Statement } | null = null;
+
+  /**
+   * Inside a write transaction, before anything else of the write: the ids of `ids` new to
+   * item_ids (named by no stored event or record: what every process's model holds, RECS_MAX_ITEMS)
+   * join it, and its count in meta 'itemIds' goes up by them. Past `cap`, StoreFullError, nothing
+   * written: the transaction holds the file's write lock, so processes sharing the file check one
+   * after the other, each seeing what the others committed.
+   */
+  private takeItemIds(ids: readonly number[], cap: ItemCap | undefined): void {
+    this.itemIdStatements ??= {
+      has: this.db.prepare('SELECT 1 FROM item_ids WHERE item_id = ?').pluck(),
+      add: this.db.prepare('INSERT INTO item_ids (item_id) VALUES (?)'),
+      held: this.db.prepare("SELECT value FROM meta WHERE key = 'itemIds'").pluck(),
+      count: this.db.prepare("INSERT INTO meta (key, value) VALUES ('itemIds', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"),
+    };
+    const { has, add, held, count } = this.itemIdStatements;
+    const fresh = new Set<number>();
+    for (const id of ids) if (!fresh.has(id) && has.get(id) === undefined) fresh.add(id);
+    if (fresh.size === 0) return;
+    const before = (held.get() as number | undefined) ?? 0;
+    if (cap !== undefined && before + fresh.size > cap.maxItems) throw new StoreFullError(fresh.size, before, cap.maxItems);
+    for (const id of fresh) add.run(id);
+    count.run(before + fresh.size);
+  }
+
+  /** Inside a write transaction, after an import's insertions: `source`'s item ids join item_ids, counted (imports take no cap). */
+  private addItemIds(source: string): void {
+    const added = this.db.prepare(`INSERT OR IGNORE INTO item_ids (item_id) SELECT item_id FROM ${source}`).run().changes;
+    if (added > 0) this.setMeta('itemIds', this.meta('itemIds') + added);
+  }
+
+  /**
+   * Inside a write transaction, after deletions (a replacing import, a prune): ids no stored event
+   * or record names any more leave item_ids, and its count is made again. One scan of the events.
+   */
+  private recountItemIds(): void {
+    this.db.exec('DELETE FROM item_ids WHERE item_id NOT IN (SELECT item_id FROM items) AND item_id NOT IN (SELECT item_id FROM events)');
+    this.setMeta('itemIds', this.db.prepare('SELECT count(*) FROM item_ids').pluck().get() as number);
+  }
+
   /** Writes records under a new item sequence number (inside a write transaction). */
   private putItems(write: (insert: Statement, seq: number) => void): number {
     const seq = this.meta('itemSeq') + 1;
@@ -508,10 +571,13 @@ export class RecsStore implements RecsDataStore {
     return seq;
   }
 
-  async upsertItems(items: readonly ItemModel[]): Promise<number> {
-    return this.write(() => this.putItems((insert, seq) => {
-      for (const item of items) insert.run(item.itemId, JSON.stringify(toItemRecord(item)), seq);
-    }));
+  async upsertItems(items: readonly ItemModel[], cap?: ItemCap): Promise<number> {
+    return this.write(() => {
+      this.takeItemIds(items.map((item) => item.itemId), cap);
+      return this.putItems((insert, seq) => {
+        for (const item of items) insert.run(item.itemId, JSON.stringify(toItemRecord(item)), seq);
+      });
+    });
   }
 
   eventsAfter(afterId: number, limit: number): Promise<EventRow[]> {
@@ -577,11 +643,15 @@ export class RecsStore implements RecsDataStore {
         const importId = Number(this.db
           .prepare('INSERT INTO imports (what, format, file, sha256, records, skipped, started_at, finished_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)')
           .run(what, format, file, sha256, records, skipped, startedAt, now).lastInsertRowid);
-        if (what === 'events') this.moveStaged(importId);
-        else {
+        if (removed > 0 || (options.replace === true && what === 'catalog')) this.recountItemIds();
+        if (what === 'events') {
+          this.addItemIds('temp.staged_events');
+          this.moveStaged(importId);
+        } else {
           this.putItems((_insert, seq) => {
             this.db.prepare('INSERT OR REPLACE INTO items (item_id, record, seq) SELECT item_id, record, ? FROM temp.staged_items').run(seq);
           });
+          this.addItemIds('temp.staged_items');
           this.db.exec('DELETE FROM temp.staged_items');
         }
         return { importId, removed };
