@@ -5,7 +5,7 @@ import type { Backend, EventInputModel, IngestService, ItemModel, PrincipalModel
 import type { RecEvent } from '../../recommender/eventLog.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
-import { StoreBusyError } from './dataFiles.js';
+import { StoreBusyError, StoreFullError } from './dataFiles.js';
 import { EmbeddedRecs } from './recs.js';
 import { withoutRepeatedIds } from './liveStore.js';
 
@@ -15,12 +15,21 @@ export const STORE_BUSY_RETRY_AFTER_S = 1;
 /**
  * A write the store refused as busy (another process held its write lock too long): nothing of
  * the call was kept, so the client is told to send it again (UPSTREAM_UNAVAILABLE with
- * retryAfter; REST: 503 and Retry-After) rather than given a masked INTERNAL_SERVER_ERROR.
+ * retryAfter; REST: 503 and Retry-After) rather than given a masked INTERNAL_SERVER_ERROR. One it
+ * refused as past RECS_MAX_ITEMS (every process's calls counted, see ItemCap) is BAD_USER_INPUT,
+ * as EmbeddedIngest.withRoom's refusal.
  */
-async function storing<T>(write: () => Promise<T>): Promise<T> {
+async function storing<T>(field: 'events' | 'items', write: () => Promise<T>): Promise<T> {
   try {
     return await write();
   } catch (error) {
+    if (error instanceof StoreFullError) {
+      const { fresh, held, maxItems } = error;
+      throw badUserInput(
+        `${field}: the call names ${fresh} ${fresh === 1 ? 'item' : 'items'} the store does not hold yet, and it holds ${held} of at most ${maxItems} (RECS_MAX_ITEMS), every process's calls counted: nothing was kept`,
+        field,
+      );
+    }
     if (!(error instanceof StoreBusyError)) throw error;
     throw new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, `The recommendation store is busy: another process holds its write lock; nothing of the call was kept, retry in ${STORE_BUSY_RETRY_AFTER_S} s`, {
       service: 'recommendations', retryAfter: STORE_BUSY_RETRY_AFTER_S, cause: error,
@@ -104,6 +113,8 @@ export class EmbeddedIngest implements IngestService {
    * it without end. Checked before anything is stored, against what calls under way may add too
    * (their ids' count, or where that comes near the cap the ids new to the recommender), so that
    * calls running at once cannot pass it together; the reservation is held until `call` ends.
+   * The fast first refusal: processes sharing a store learn each other's items a follow interval
+   * late, so the store's write checks the cap again, against every process's (ItemCap).
    */
   private async withRoom<T>(field: 'events' | 'items', ids: readonly number[], call: () => Promise<T>): Promise<T> {
     const { itemCount, newItemCount } = this.recs;
@@ -128,9 +139,9 @@ export class EmbeddedIngest implements IngestService {
   }
 
   /** A call stored (`write`), then taken by this process's model (`apply`): waited for modelWaitMs in all, storing included; what write gave. */
-  private async storeThenApply<T>(write: () => Promise<T>, apply: (stored: T) => Promise<void>): Promise<T> {
+  private async storeThenApply<T>(field: 'events' | 'items', write: () => Promise<T>, apply: (stored: T) => Promise<void>): Promise<T> {
     const deadline = Date.now() + this.modelWaitMs;
-    const stored = await storing(write);
+    const stored = await storing(field, write);
     await awaitAtMost(apply(stored), deadline - Date.now());
     return stored;
   }
@@ -154,7 +165,7 @@ export class EmbeddedIngest implements IngestService {
         this.recs.applyEvents(fresh);
         storedItems = fresh.map((e) => e.itemId);
       } else {
-        const rows = await this.storeThenApply(() => store.appendEvents(recEvents), (stored) => applyOwnEvents.call(this.recs, stored));
+        const rows = await this.storeThenApply('events', () => store.appendEvents(recEvents, { maxItems: this.maxItems }), (stored) => applyOwnEvents.call(this.recs, stored));
         storedItems = rows.map((row) => row[2]);
       }
       const catalog = this.recs.catalog;
@@ -174,7 +185,7 @@ export class EmbeddedIngest implements IngestService {
     return this.withRoom('items', records.map((item) => item.itemId), async () => {
       const { store, applyOwnItems } = this.recs;
       if (!store || !applyOwnItems) this.recs.applyItems(records);
-      else await this.storeThenApply(() => store.upsertItems(records), (seq) => applyOwnItems.call(this.recs, records, seq));
+      else await this.storeThenApply('items', () => store.upsertItems(records, { maxItems: this.maxItems }), (seq) => applyOwnItems.call(this.recs, records, seq));
       return { upserted: records.length };
     });
   }
