@@ -107,7 +107,7 @@ describe('one upstream call shared by the requests that miss together', () => {
     const upstream = new HeldUpstream();
     const recs = new CachingRecsService(upstream, new MemoryCache());
     const [first, second] = [request(), request()];
-    const answers = [recs.recommend('NEXT_BEST', 10, first.options), recs.recommend('NEXT_BEST', 10, second.options)];
+    const answers = [recs.recommend('NEXT_BEST_PRODUCT', 10, first.options), recs.recommend('NEXT_BEST_PRODUCT', 10, second.options)];
     await settle();
     first.gone();
     expect(upstream.listCalls[0]!.aborted).toBe(false);
@@ -116,7 +116,7 @@ describe('one upstream call shared by the requests that miss together', () => {
     expect(await Promise.all(answers.map(refusal))).toEqual([ErrorCode.UPSTREAM_UNAVAILABLE, ErrorCode.UPSTREAM_UNAVAILABLE]);
 
     const third = request();
-    const thirdAnswer = recs.recommend('NEXT_BEST', 10, third.options);
+    const thirdAnswer = recs.recommend('NEXT_BEST_PRODUCT', 10, third.options);
     await settle();
     expect(upstream.listCalls).toHaveLength(2);
     upstream.open();
