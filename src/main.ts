@@ -104,8 +104,11 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       io.stderr.write(`recs-gateway: ${error.message}\n`);
       return 1;
     }
-    if (error instanceof TypeError && (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      io.stderr.write(`${error.message}\n`);
+    // a mistyped option: one line naming it and where the options are listed
+    const { argsProblem } = await import('./tools/commandArgs.js');
+    const problem = argsProblem(error, command ?? '');
+    if (problem !== null) {
+      io.stderr.write(`${problem}\n`);
       return 2;
     }
     throw error;
@@ -350,8 +353,12 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
 async function user(argv: string[], io: Io): Promise<number> {
   const [sub, ...rest] = argv;
   if (sub !== 'add') {
-    io.stderr.write(USER_ADD_USAGE);
-    return sub === '--help' || sub === '-h' ? 0 : 2;
+    if (sub === '--help' || sub === '-h') {
+      io.stdout.write(USER_ADD_USAGE);
+      return 0;
+    }
+    io.stderr.write(`${sub === undefined ? '' : `unknown subcommand: ${sub}\n\n`}${USER_ADD_USAGE}`);
+    return 2;
   }
   const { values, positionals } = parseArgs({
     args: rest,

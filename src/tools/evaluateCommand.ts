@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Catalog } from '../recommender/catalog.js';
 import { parseArgs } from 'node:util';
+import { argsProblem } from './commandArgs.js';
 import { DEFAULT_EVENTS_MAX_AGE_DAYS } from '../config/defaults.js';
 import { EventLog } from '../recommender/eventLog.js';
 import { readEvents } from './importEvents.js';
@@ -76,7 +77,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
       },
     });
   } catch (error) {
-    err(`${(error as Error).message}\n\n${EVALUATE_HELP}`);
+    err(argsProblem(error, 'evaluate') ?? (error as Error).message);
     return 2;
   }
   const { values, tokens } = parsed;

@@ -3,6 +3,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { argsProblem } from './commandArgs.js';
 import { checkEvents, checkItems, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
 import type { ItemModel } from '../ports/backend.js';
 import { Catalog, loadCatalogFile } from '../recommender/catalog.js';
@@ -68,7 +69,7 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...formatOptions, replace: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
   } catch (error) {
-    err(`${(error as Error).message}\n\n${IMPORT_HELP}`);
+    err(argsProblem(error, 'import') ?? (error as Error).message);
     return 2;
   }
   const { values, positionals } = parsed;
@@ -167,9 +168,10 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     out(`events: ${fmt(report.events)} imported from ${fmt(report.lines)} lines (${fmt(report.ignored)} ignored, ${fmt(report.malformed)} malformed), ${fmt(items.size)} items; ${fmt(counts.events)} events in ${opened.where} (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     if (missing > 0) {
       // an events-only import must never look like it changed nothing visible without saying why
+      const have = `${fmt(missing)} of its items ${missing === 1 ? 'has' : 'have'} no record`;
       out(counts.items === 0
-        ? `${fmt(missing)} of its items have no record: the store has no catalogue yet, so a gateway serves the demo shop (these events count only for demo items) until one is imported (recs-gateway import catalog <file>) or sent (upsertItems)`
-        : `${fmt(missing)} of its items have no record: they count as evidence for the others but are never recommended until their records are imported or sent (upsertItems)`);
+        ? `${have}: the store has no catalogue yet, so a gateway serves the demo shop (these events count only for demo items) until one is imported (recs-gateway import catalog <file>) or sent (upsertItems)`
+        : `${have}: they count as evidence for the others but are never recommended until their records are imported or sent (upsertItems)`);
     }
     return 0;
   } catch (error) {

@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { argsProblem } from './commandArgs.js';
 import { openRecsData } from '../backends/embedded/loadFromStore.js';
 import { describeDatabase } from '../backends/embedded/keys/postgresStore.js';
 import { recsSource } from '../backends/embedded/recs.js';
@@ -29,7 +30,7 @@ export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: num
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { 'older-than-days': { type: 'string' }, 'dry-run': { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
   } catch (error) {
-    err(`${(error as Error).message}\n\n${PRUNE_HELP}`);
+    err(argsProblem(error, 'prune') ?? (error as Error).message);
     return 2;
   }
   const { values, positionals } = parsed;

@@ -1,0 +1,28 @@
+/**
+ * A command line node's parseArgs refused, as the one line a user reads: what is wrong and where
+ * the command's options are listed. Node's own text ("To specify a positional argument starting
+ * with a '-', place it at the end of the command after '--'") answers a question nobody asked
+ * who mistyped an option. Null for an error that is not parseArgs'.
+ */
+export function argsProblem(error: unknown, command: string): string | null {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (!(error instanceof Error) || typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) return null;
+  const see = `see recs-gateway ${command} --help`;
+  const quoted = /'([^']*)'/.exec(error.message)?.[1];
+  switch (code) {
+    case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':
+      return `unknown option ${quoted ?? error.message}; ${see}`;
+    case 'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL':
+      return `unexpected argument ${quoted ?? error.message}; ${see}`;
+    case 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE': {
+      // "Option '--format <value>' argument missing", "Option '--admin' does not take an argument"
+      const option = quoted?.split(' ')[0];
+      if (option !== undefined && error.message.endsWith('argument missing')) return `${option} needs a value; ${see}`;
+      if (option !== undefined && error.message.endsWith('does not take an argument')) return `${option} takes no value; ${see}`;
+      // "--format --item x": the next word looks like an option
+      if (option !== undefined && error.message.includes('is ambiguous')) return `${option} needs a value (one starting with a dash is written ${option}=-x); ${see}`;
+      break;
+    }
+  }
+  return `${error.message.split('\n')[0]!.split('. ')[0]!.replace(/\.$/, '')}; ${see}`;
+}

@@ -1,0 +1,78 @@
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, describe, expect, it } from 'vitest';
+import { main } from '../../src/main.js';
+import { runImport } from '../../src/tools/importCommand.js';
+import { tempDir } from '../helpers/stores.js';
+
+/** A stream that keeps what is written to it. */
+function collect(): { stream: PassThrough; text: () => string } {
+  const stream = new PassThrough();
+  let text = '';
+  stream.on('data', (chunk: Buffer) => (text += chunk.toString()));
+  return { stream, text: () => text };
+}
+
+/** Runs the command line in this process with `env`; resolves with its exit code and output. */
+async function run(argv: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  const stdout = collect();
+  const stderr = collect();
+  const stdin = new PassThrough();
+  stdin.end('');
+  const code = await main(argv, { stdout: stdout.stream, stderr: stderr.stream, stdin, env: { LOG_LEVEL: 'warn', ...env } });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+const VIEWS = 'session_id;user_id;item_id;timeframe;eventdate\n1;NA;100;10;2016-05-09\n1;NA;107;20;2016-05-09\n2;NA;100;10;2016-05-10\n2;NA;107;30;2016-05-10\n';
+
+describe('the command line’s messages', () => {
+  const dirs: { remove(): void }[] = [];
+  const dir = (): string => {
+    const d = tempDir();
+    dirs.push(d);
+    return d.dir;
+  };
+  afterAll(() => {
+    for (const d of dirs) d.remove();
+  });
+
+  it('names an unknown option in one line, with where the options are listed, in every command', async () => {
+    const cases: [string[], string][] = [
+      [['user', 'add', 'x', '--admn'], 'unknown option --admn; see recs-gateway user --help\n'],
+      [['serve', '--port', '80'], 'unknown option --port; see recs-gateway serve --help\n'],
+      [['import', 'events', 'f.csv', '--fromat', 'csv'], 'unknown option --fromat; see recs-gateway import --help\n'],
+      [['evaluate', '--view', 'f.csv'], 'unknown option --view; see recs-gateway evaluate --help\n'],
+      [['prune', 'events', '--dryrun'], 'unknown option --dryrun; see recs-gateway prune --help\n'],
+      [['import', 'events', 'f.csv', '--format'], '--format needs a value; see recs-gateway import --help\n'],
+      [['user', 'add', 'x', '--admin=yes'], '--admin takes no value; see recs-gateway user --help\n'],
+    ];
+    for (const [argv, line] of cases) {
+      const result = await run(argv, { DATA_DIR: dir() });
+      expect([result.code, result.stderr, result.stdout], argv.join(' ')).toEqual([2, line, '']);
+    }
+  });
+
+  it('says a subcommand is unknown before showing the usage', async () => {
+    const list = await run(['user', 'list']);
+    expect(list.code).toBe(2);
+    expect(list.stderr).toMatch(/^unknown subcommand: list\n\nUsage: recs-gateway user add <username>/);
+    const help = await run(['user', '--help']);
+    expect([help.code, help.stderr]).toEqual([0, '']);
+    expect(help.stdout).toMatch(/^Usage: recs-gateway user add/);
+  });
+
+  it('counts an import’s items without a record in good English', async () => {
+    const dataDir = dir();
+    const one = path.join(dir(), 'one.csv');
+    writeFileSync(one, 'session_id;user_id;item_id;timeframe;eventdate\n1;NA;100;10;2016-05-09\n2;NA;100;10;2016-05-10\n');
+    const out = collect();
+    expect(await runImport(['events', one, '--format', 'diginetica-views'], { dataDir, stdout: out.stream, stderr: collect().stream })).toBe(0);
+    expect(out.text()).toContain('\n1 of its items has no record: ');
+    const two = path.join(dir(), 'two.csv');
+    writeFileSync(two, VIEWS);
+    const out2 = collect();
+    expect(await runImport(['events', two, '--format', 'diginetica-views'], { dataDir, stdout: out2.stream, stderr: collect().stream })).toBe(0);
+    expect(out2.text()).toContain('\n2 of its items have no record: ');
+  });
+});
