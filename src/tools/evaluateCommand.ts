@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util';
 import { argsProblem } from './commandArgs.js';
 import { DEFAULT_EVENTS_MAX_AGE_DAYS } from '../config/defaults.js';
 import { EventLog } from '../recommender/eventLog.js';
-import { readEvents } from './importEvents.js';
+import { nothingUsable, nothingUsableLine, readEvents } from './importEvents.js';
 import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from './evaluate.js';
 import type { Method } from './evaluate.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
@@ -145,6 +145,11 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
       return 1;
     }
     for (const s of report.skipped) err(`${path}:${s.line}: skipped: ${s.reason}`);
+    // as import does: a file in another format is a mistake to fix, not an empty table to read
+    if (nothingUsable(report)) {
+      err(`recs-gateway: ${nothingUsableLine(path, format, report)}; fix the file or its --format`);
+      return 1;
+    }
     err(`${path} (${input.format}): ${report.events} events, ${report.ignored} ignored, ${report.malformed} malformed`);
   }
   let catalog: Catalog | null = null;

@@ -7,6 +7,8 @@ export class EventLineError extends Error {}
 /** How one file format's lines become events. */
 export interface EventFormat {
   name: string;
+  /** The lines it expects, for a message about a file it cannot read: its columns. */
+  expected: string;
   delimiter: string;
   /** Whether the first line is a header to skip. */
   header: boolean;
@@ -78,7 +80,7 @@ function digineticaTime(timeframe: string | undefined, date: string | undefined)
 const presets: Record<PresetName, EventFormat> = {
   // timestamp,visitorid,event,itemid,transactionid; no sessions: a visitor's log is split at gaps.
   retailrocket: {
-    name: 'retailrocket', delimiter: ',', header: true, minFields: 4,
+    name: 'retailrocket', expected: 'timestamp,visitorid,event,itemid,transactionid', delimiter: ',', header: true, minFields: 4,
     parse: ([ts, visitor, event, item, tx]) => {
       const kind: EventKind | null = event === 'view' ? 'view' : event === 'transaction' ? 'purchase' : null;
       if (event !== 'view' && event !== 'transaction' && event !== 'addtocart') {
@@ -91,28 +93,28 @@ const presets: Record<PresetName, EventFormat> = {
     },
   },
   'diginetica-views': {
-    name: 'diginetica-views', delimiter: ';', header: true, minFields: 5,
+    name: 'diginetica-views', expected: 'session_id;user_id;item_id;timeframe;eventdate', delimiter: ';', header: true, minFields: 5,
     parse: ([session, user, item, timeframe, date]) => ({
       kind: 'view', session: requiredKey(session, 'session_id'), user: key(user), itemId: itemOf(item),
       time: digineticaTime(timeframe, date), orderId: null,
     }),
   },
   'diginetica-purchases': {
-    name: 'diginetica-purchases', delimiter: ';', header: true, minFields: 6,
+    name: 'diginetica-purchases', expected: 'sessionId;userId;timeframe;eventdate;ordernumber;itemId', delimiter: ';', header: true, minFields: 6,
     parse: ([session, user, timeframe, date, order, item]) => ({
       kind: 'purchase', session: key(session), user: key(user), itemId: itemOf(item),
       time: digineticaTime(timeframe, date), orderId: requiredKey(order, 'ordernumber'),
     }),
   },
   'yoochoose-clicks': {
-    name: 'yoochoose-clicks', delimiter: ',', header: false, minFields: 3,
+    name: 'yoochoose-clicks', expected: 'session,timestamp,item,category (no header)', delimiter: ',', header: false, minFields: 3,
     parse: ([session, ts, item]) => ({
       kind: 'view', session: requiredKey(session, 'session'), user: null, itemId: itemOf(item), time: parseTime(ts), orderId: null,
     }),
   },
   // A session's buys are one checkout, so the session is the order.
   'yoochoose-buys': {
-    name: 'yoochoose-buys', delimiter: ',', header: false, minFields: 3,
+    name: 'yoochoose-buys', expected: 'session,timestamp,item,price,quantity (no header)', delimiter: ',', header: false, minFields: 3,
     parse: ([session, ts, item]) => {
       const s = requiredKey(session, 'session');
       return { kind: 'purchase', session: s, user: null, itemId: itemOf(item), time: parseTime(ts), orderId: s };
@@ -120,7 +122,7 @@ const presets: Record<PresetName, EventFormat> = {
   },
   // user,item,category,behavior,timestamp; cart and fav are intent, not views or purchases.
   taobao: {
-    name: 'taobao', delimiter: ',', header: false, minFields: 5,
+    name: 'taobao', expected: 'user,item,category,behavior,timestamp (no header)', delimiter: ',', header: false, minFields: 5,
     parse: ([user, item, , behavior, ts]) => {
       if (behavior !== 'pv' && behavior !== 'buy' && behavior !== 'cart' && behavior !== 'fav') {
         throw new EventLineError(`unknown behavior ${JSON.stringify(behavior)}`);
@@ -135,7 +137,7 @@ const presets: Record<PresetName, EventFormat> = {
   },
   // No clock: order ids are increasing in time per user, so (order id, position in cart) is the sequence.
   instacart: {
-    name: 'instacart', delimiter: ',', header: true, minFields: 2,
+    name: 'instacart', expected: 'order_id,product_id,add_to_cart_order,reordered', delimiter: ',', header: true, minFields: 2,
     parse: ([order, product, position]) => {
       const o = requiredKey(order, 'order_id');
       const n = Number(o);
@@ -200,8 +202,11 @@ export function csvFormat(options: CsvFormatOptions): CsvFormat {
   const purchases = new Set(options.purchaseValues ?? ['purchase', 'buy', 'transaction']);
   let line = 0;
   const at = (fields: string[], p: number): string | undefined => (p < 0 ? undefined : fields[p]);
+  const delimiter = options.delimiter ?? ',';
+  const columns = Object.entries(names).filter(([, name]) => name !== undefined).map(([field, name]) => `--${field} ${name}`);
   return {
-    name: 'csv', delimiter: options.delimiter ?? ',', header, minFields: 1,
+    name: 'csv', expected: `${columns.join(' ')} separated by ${JSON.stringify(delimiter)}${header ? ', with a header' : ''}`,
+    delimiter, header, minFields: 1,
     bindHeader: (fields) => resolve(fields),
     parse: (fields) => {
       line++;

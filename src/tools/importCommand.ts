@@ -9,7 +9,7 @@ import type { ItemModel } from '../ports/backend.js';
 import { Catalog, loadCatalogFile } from '../recommender/catalog.js';
 import type { RecEvent } from '../recommender/eventLog.js';
 import { EventLineError, type EventFormat } from './eventFormats.js';
-import { readEvents, toEventInput } from './importEvents.js';
+import { nothingUsable, nothingUsableLine, readEvents, toEventInput } from './importEvents.js';
 import type { ImportSession, RecsDataStore } from '../backends/embedded/liveStore.js';
 import { openRecsData } from '../backends/embedded/loadFromStore.js';
 import { FULL_RELOAD_EVENTS, recsSource } from '../backends/embedded/recs.js';
@@ -159,7 +159,11 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     });
     for (const s of report.skipped) err(`${path}:${s.line}: skipped: ${s.reason}`);
     if (report.malformed > report.skipped.length) err(`... and ${fmt(report.malformed - report.skipped.length)} more malformed lines`);
-    if (report.events === 0 && report.malformed > 0) return await failed(session, path);
+    if (nothingUsable(report)) {
+      await session.abandon();
+      err(`recs-gateway: ${nothingUsableLine(path, format!, report)}; nothing was recorded, so the import can be run again once the file or --format is fixed`);
+      return 1;
+    }
     await session.addEvents(pending);
     const { removed } = await session.finish(report.events, report.malformed, replace);
     if (removed > 0) out(`replaced ${removed} earlier import(s) of ${path}`);

@@ -113,3 +113,18 @@ export async function readEvents(
 export async function readEventsFromString(text: string, format: EventFormat, sink: (event: RecEvent) => void): Promise<EventReadReport> {
   return readEvents(Readable.from([text]), format, sink);
 }
+
+/**
+ * Whether a file gave nothing to use: it had lines, and not one read as an event (most likely a
+ * file in another format, or a --format that does not fit it). An empty file is not that.
+ * `import events` records nothing then, and `evaluate` measures nothing: both stop.
+ */
+export function nothingUsable(report: EventReadReport): boolean {
+  return report.events === 0 && report.malformed > 0;
+}
+
+/** The line saying so: the file, what the format expected, and how many lines it could not read. */
+export function nothingUsableLine(path: string, format: EventFormat, report: EventReadReport): string {
+  const lines = `${report.malformed.toLocaleString('en-US')} malformed line${report.malformed === 1 ? '' : 's'}`;
+  return `nothing in ${path} could be read as ${format.name} events (expected ${format.expected}): ${lines}`;
+}

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/main.js';
+import { runEvaluate } from '../../src/tools/evaluateCommand.js';
 import { runImport } from '../../src/tools/importCommand.js';
 import { tempDir } from '../helpers/stores.js';
 
@@ -24,6 +25,8 @@ async function run(argv: string[], env: Record<string, string> = {}): Promise<{ 
   return { code, stdout: stdout.text(), stderr: stderr.text() };
 }
 
+// Diginetica's purchase log, the file the probe gave evaluate as views: not one line reads as a view
+const PURCHASES = 'sessionId;userId;timeframe;eventdate;ordernumber;itemId\n150;NA;1077;2016-05-26;21034;1203\n151;NA;3000;2016-05-26;21035;1204\n';
 const VIEWS = 'session_id;user_id;item_id;timeframe;eventdate\n1;NA;100;10;2016-05-09\n1;NA;107;20;2016-05-09\n2;NA;100;10;2016-05-10\n2;NA;107;30;2016-05-10\n';
 
 describe('the command line’s messages', () => {
@@ -60,6 +63,23 @@ describe('the command line’s messages', () => {
     const help = await run(['user', '--help']);
     expect([help.code, help.stderr]).toEqual([0, '']);
     expect(help.stdout).toMatch(/^Usage: recs-gateway user add/);
+  });
+
+  it('stops evaluate, as import, on a file that yields no event: one line naming the file and what was expected', async () => {
+    const purchases = path.join(dir(), 'purchases.csv');
+    writeFileSync(purchases, PURCHASES);
+    const stdout = collect();
+    const stderr = collect();
+    expect(await runEvaluate(['--views', purchases], { stdout: stdout.stream, stderr: stderr.stream })).toBe(1);
+    // no table of zeros
+    expect(stdout.text()).toBe('');
+    const last = stderr.text().trimEnd().split('\n').at(-1);
+    expect(last).toBe(`recs-gateway: nothing in ${purchases} could be read as diginetica-views events (expected session_id;user_id;item_id;timeframe;eventdate): 2 malformed lines; fix the file or its --format`);
+
+    // import says the same of the same file, through the same check
+    const imported = collect();
+    expect(await runImport(['events', purchases, '--format', 'diginetica-views'], { dataDir: dir(), stdout: collect().stream, stderr: imported.stream })).toBe(1);
+    expect(imported.text()).toContain(`recs-gateway: nothing in ${purchases} could be read as diginetica-views events (expected session_id;user_id;item_id;timeframe;eventdate): 2 malformed lines; nothing was recorded`);
   });
 
   it('counts an import’s items without a record in good English', async () => {
