@@ -7,6 +7,13 @@ export class EventLineError extends Error {}
 /** How one file format's lines become events. */
 export interface EventFormat {
   name: string;
+  /**
+   * How the format reads a file, every choice of columns and values included: a preset's name,
+   * or `csv` with its flags in a fixed order (`csv --item 3 --session 1 --kind view --delimiter ;`).
+   * An import is known by it and the file's content: the same file read another way is not the
+   * same import.
+   */
+  mapping: string;
   /** The lines it expects, for a message about a file it cannot read: its columns. */
   expected: string;
   delimiter: string;
@@ -80,7 +87,7 @@ function digineticaTime(timeframe: string | undefined, date: string | undefined)
 const presets: Record<PresetName, EventFormat> = {
   // timestamp,visitorid,event,itemid,transactionid; no sessions: a visitor's log is split at gaps.
   retailrocket: {
-    name: 'retailrocket', expected: 'timestamp,visitorid,event,itemid,transactionid', delimiter: ',', header: true, minFields: 4,
+    name: 'retailrocket', mapping: 'retailrocket', expected: 'timestamp,visitorid,event,itemid,transactionid', delimiter: ',', header: true, minFields: 4,
     parse: ([ts, visitor, event, item, tx]) => {
       const kind: EventKind | null = event === 'view' ? 'view' : event === 'transaction' ? 'purchase' : null;
       if (event !== 'view' && event !== 'transaction' && event !== 'addtocart') {
@@ -93,28 +100,28 @@ const presets: Record<PresetName, EventFormat> = {
     },
   },
   'diginetica-views': {
-    name: 'diginetica-views', expected: 'session_id;user_id;item_id;timeframe;eventdate', delimiter: ';', header: true, minFields: 5,
+    name: 'diginetica-views', mapping: 'diginetica-views', expected: 'session_id;user_id;item_id;timeframe;eventdate', delimiter: ';', header: true, minFields: 5,
     parse: ([session, user, item, timeframe, date]) => ({
       kind: 'view', session: requiredKey(session, 'session_id'), user: key(user), itemId: itemOf(item),
       time: digineticaTime(timeframe, date), orderId: null,
     }),
   },
   'diginetica-purchases': {
-    name: 'diginetica-purchases', expected: 'sessionId;userId;timeframe;eventdate;ordernumber;itemId', delimiter: ';', header: true, minFields: 6,
+    name: 'diginetica-purchases', mapping: 'diginetica-purchases', expected: 'sessionId;userId;timeframe;eventdate;ordernumber;itemId', delimiter: ';', header: true, minFields: 6,
     parse: ([session, user, timeframe, date, order, item]) => ({
       kind: 'purchase', session: key(session), user: key(user), itemId: itemOf(item),
       time: digineticaTime(timeframe, date), orderId: requiredKey(order, 'ordernumber'),
     }),
   },
   'yoochoose-clicks': {
-    name: 'yoochoose-clicks', expected: 'session,timestamp,item,category (no header)', delimiter: ',', header: false, minFields: 3,
+    name: 'yoochoose-clicks', mapping: 'yoochoose-clicks', expected: 'session,timestamp,item,category (no header)', delimiter: ',', header: false, minFields: 3,
     parse: ([session, ts, item]) => ({
       kind: 'view', session: requiredKey(session, 'session'), user: null, itemId: itemOf(item), time: parseTime(ts), orderId: null,
     }),
   },
   // A session's buys are one checkout, so the session is the order.
   'yoochoose-buys': {
-    name: 'yoochoose-buys', expected: 'session,timestamp,item,price,quantity (no header)', delimiter: ',', header: false, minFields: 3,
+    name: 'yoochoose-buys', mapping: 'yoochoose-buys', expected: 'session,timestamp,item,price,quantity (no header)', delimiter: ',', header: false, minFields: 3,
     parse: ([session, ts, item]) => {
       const s = requiredKey(session, 'session');
       return { kind: 'purchase', session: s, user: null, itemId: itemOf(item), time: parseTime(ts), orderId: s };
@@ -122,7 +129,7 @@ const presets: Record<PresetName, EventFormat> = {
   },
   // user,item,category,behavior,timestamp; cart and fav are intent, not views or purchases.
   taobao: {
-    name: 'taobao', expected: 'user,item,category,behavior,timestamp (no header)', delimiter: ',', header: false, minFields: 5,
+    name: 'taobao', mapping: 'taobao', expected: 'user,item,category,behavior,timestamp (no header)', delimiter: ',', header: false, minFields: 5,
     parse: ([user, item, , behavior, ts]) => {
       if (behavior !== 'pv' && behavior !== 'buy' && behavior !== 'cart' && behavior !== 'fav') {
         throw new EventLineError(`unknown behavior ${JSON.stringify(behavior)}`);
@@ -137,7 +144,7 @@ const presets: Record<PresetName, EventFormat> = {
   },
   // No clock: order ids are increasing in time per user, so (order id, position in cart) is the sequence.
   instacart: {
-    name: 'instacart', expected: 'order_id,product_id,add_to_cart_order,reordered', delimiter: ',', header: true, minFields: 2,
+    name: 'instacart', mapping: 'instacart', expected: 'order_id,product_id,add_to_cart_order,reordered', delimiter: ',', header: true, minFields: 2,
     parse: ([order, product, position]) => {
       const o = requiredKey(order, 'order_id');
       const n = Number(o);
@@ -204,8 +211,14 @@ export function csvFormat(options: CsvFormatOptions): CsvFormat {
   const at = (fields: string[], p: number): string | undefined => (p < 0 ? undefined : fields[p]);
   const delimiter = options.delimiter ?? ',';
   const columns = Object.entries(names).filter(([, name]) => name !== undefined).map(([field, name]) => `--${field} ${name}`);
+  // the defaults spelled out: a flag given with its default value reads the file the same way
+  const mapping = [
+    'csv', ...columns,
+    ...(options.event === undefined ? [`--kind ${options.kind ?? 'view'}`] : [`--view-values ${[...views].join(',')}`, `--purchase-values ${[...purchases].join(',')}`]),
+    `--delimiter ${delimiter === '\t' ? 'tab' : delimiter}`, ...(header ? [] : ['--no-header']),
+  ].join(' ');
   return {
-    name: 'csv', expected: `${columns.join(' ')} separated by ${JSON.stringify(delimiter)}${header ? ', with a header' : ''}`,
+    name: 'csv', mapping, expected: `${columns.join(' ')} separated by ${JSON.stringify(delimiter)}${header ? ', with a header' : ''}`,
     delimiter, header, minFields: 1,
     bindHeader: (fields) => resolve(fields),
     parse: (fields) => {

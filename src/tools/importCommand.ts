@@ -10,7 +10,7 @@ import { Catalog, loadCatalogFile } from '../recommender/catalog.js';
 import type { RecEvent } from '../recommender/eventLog.js';
 import { EventLineError, type EventFormat } from './eventFormats.js';
 import { nothingUsable, nothingUsableLine, readEvents, toEventInput } from './importEvents.js';
-import type { ImportSession, RecsDataStore } from '../backends/embedded/liveStore.js';
+import type { ImportRecord, ImportSession, RecsDataStore } from '../backends/embedded/liveStore.js';
 import { openRecsData } from '../backends/embedded/loadFromStore.js';
 import { FULL_RELOAD_EVENTS, recsSource } from '../backends/embedded/recs.js';
 import { StoreOpenError, systemReason } from '../backends/embedded/dataFiles.js';
@@ -39,11 +39,13 @@ ${FULL_RELOAD_EVENTS.toLocaleString('en-US')} events at once, or a --replace, th
 a worker thread and swap the new model in; until then they serve the previous one.
 
 Events: each line becomes a view or a purchase; malformed lines are reported with their line
-number and skipped. Importing a file whose content was already imported (same SHA-256 and
-format) does nothing, so an import can safely be run twice. An import is all or nothing: one
-that fails (nothing readable in the file, an error, the process killed) leaves the database as
-it was, and can be run again. --replace first deletes earlier
-imports of the same content or the same path (an updated export replacing the old one).
+number and skipped. Importing a file whose content was already imported (same SHA-256) the same
+way (the same --format, and for csv the same column and value flags) does nothing, so an import
+can safely be run twice. The same content read another way is refused, as it would count its
+events twice (once misread); --replace imports it again that way. An import is all or nothing:
+one that fails (nothing readable in the file, an error, the process killed) leaves the database
+as it was, and can be run again. --replace first deletes earlier imports of the same content or
+the same path (an updated export replacing the old one).
 
 Catalog: a JSON array of item records (recommendations.md shape), an object with an "items"
 array, or JSON lines. Invalid records are reported with their line (array position) and skipped;
@@ -98,7 +100,8 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     err(`cannot read ${path}`);
     return 1;
   }
-  const formatName = format?.name ?? 'json';
+  // an import is known by its content and the way it is read (preset, or csv with its columns)
+  const mapping = format?.mapping ?? 'json';
   const t0 = performance.now();
   let store: RecsDataStore | null = null;
   let session: ImportSession | undefined;
@@ -107,12 +110,26 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     const source = recsSource({ dataDir: io.dataDir, databaseUrl: io.databaseUrl ?? null, ...(io.schema ? { schema: io.schema } : {}) })!;
     store = await openRecsData(source);
     const opened = store!;
-    const previous = await opened.findImport(what, formatName, sha256);
-    if (previous !== undefined && values.replace !== true) {
-      out(`${path} was already imported (import #${previous.id}, ${fmt(previous.records)} records, ${previous.finishedAt}); nothing to do. Use --replace to import it again.`);
-      return 0;
+    if (values.replace !== true) {
+      const previous = await opened.findImport(what, mapping, sha256);
+      const done = (i: ImportRecord): string => `import #${i.id}, ${fmt(i.records)} record${i.records === 1 ? '' : 's'}, ${i.finishedAt}`;
+      if (previous !== undefined) {
+        out(`${path} was already imported (${done(previous)}); nothing to do. Use --replace to import it again.`);
+        return 0;
+      }
+      const other = (await opened.imports()).find((i) => i.what === what && i.sha256 === sha256 && i.finishedAt !== null);
+      if (other !== undefined && other.format === 'csv' && format?.name === 'csv') {
+        // before imports were known by their columns, a csv one was recorded as "csv" alone
+        out(`${path} was already imported (${done(other)}) by an earlier version, which did not record its columns; nothing to do. If they were not these (${mapping}), --replace imports it again with them.`);
+        return 0;
+      }
+      if (other !== undefined) {
+        // imported again another way, it would count each event twice, once misread
+        err(`recs-gateway: ${path} was imported as ${other.format} (${done(other)}), not as ${mapping}; --replace imports it again this way (dropping what import #${other.id} stored)`);
+        return 1;
+      }
     }
-    session = await opened.beginImport(what, formatName, path, sha256);
+    session = await opened.beginImport(what, mapping, path, sha256);
     const replace = { replace: values.replace === true };
 
     if (what === 'catalog') {

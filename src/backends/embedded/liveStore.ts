@@ -29,6 +29,7 @@ export interface StoreHead {
 export interface ImportRecord {
   id: number;
   what: 'events' | 'catalog';
+  /** How the file was read: `json` (a catalogue), a preset's name, or csv with its column flags (EventFormat.mapping); `csv` alone before they were recorded. */
   format: string;
   file: string;
   sha256: string;

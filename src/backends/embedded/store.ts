@@ -104,7 +104,8 @@ const isBusy = (error: unknown): boolean => /^SQLITE_BUSY/.test((error as { code
  *   user and order as ids of `keys` (the names as sent), time in ms; the rowid is the monotonic id
  *   followers read after. Events of API calls have import id 0.
  * - `imports`: every imported file with its SHA-256. Importing content already imported (same
- *   SHA-256, kind and format) is skipped, so running an import twice never doubles events;
+ *   SHA-256, kind and format: the format's whole column mapping, EventFormat.mapping) is
+ *   skipped, so running an import twice never doubles events;
  *   `replace` first deletes earlier imports of the same content or the same path. An import is
  *   staged in temporary tables and moved in one transaction (see ImportSession).
  * - `meta`: `generation` (bumped when data is deleted: followers reload whole) and `itemSeq`.
