@@ -176,7 +176,8 @@ async function serve(argv: string[], io: Io): Promise<number> {
  * (StartupError or StoreOpenError for the ones a user can fix), for serve to print as one line.
  * It listens first, with node's own modules alone: a busy port fails at once, and /healthz answers
  * (/readyz and every request 503, with what the start waits for) while Apollo Server, the stores
- * and the recommender load, which took 5 to 12 s for the demo shop on a busy machine.
+ * and the recommender load, which took 5 to 12 s for the demo shop on a busy machine. The
+ * "listening" line waits for the stores to open (sayListening).
  */
 async function start(config: Config, log: ReturnType<typeof createLogger>, io: Io): Promise<{ stop: Gateway['stop']; stopTracing: () => Promise<void> }> {
   const [{ listenFailure }, { createHttpServer, listen, listenAddress, StartingAnswers }] = await Promise.all([
@@ -199,7 +200,15 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
     interfaces: where.allInterfaces ? `${where.address === '0.0.0.0' ? 'all IPv4 interfaces' : 'all'} (set HOST=127.0.0.1 to take connections from this machine only)` : where.address,
     backend: config.backend,
   };
-  log.info(place, 'recs-gateway listening');
+  // Said once the stores are open, not when the socket is: a start that then fails (PostgreSQL
+  // unreachable, a damaged file) prints its one line alone, not after a line saying it listens.
+  // /healthz answers from the listen on all the same.
+  let said = false;
+  const sayListening = (): void => {
+    if (said) return;
+    said = true;
+    log.info(place, 'recs-gateway listening');
+  };
   const closers: (() => Promise<unknown>)[] = [
     () =>
       new Promise<void>((resolve) => {
@@ -228,6 +237,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
       upstreamObserver: combineObservers(metrics.upstreamObserver, tracingUpstreamObserver),
       log: (line) => log.info(line),
       step: (what) => starting.waitFor(what),
+      opened: sayListening,
       // shown once, on the terminal; never through the structured log
       onFirstAdmin: (password) =>
         io.stderr.write(
@@ -236,6 +246,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
         ),
     });
     closers.push(() => backend.close());
+    sayListening();
     starting.waitFor('starting the GraphQL engine');
     const gateway = await createGateway({ config, backend, cache, log, limiter, metrics, httpServer, handOver: () => starting.handOver() });
     // the gateway closes the server, backend, cache and limiter itself from here on
@@ -259,6 +270,8 @@ export interface OpenBackendHooks {
   log?: (line: string) => void;
   /** What the opening does now ("opening the key store", ...), for /readyz while the gateway starts. */
   step?: (what: string) => void;
+  /** Called once the stores are open, before the recommender loads (embedded); not called in REST mode, which has no store. */
+  opened?: () => void;
   /** Told about every upstream call of the REST backend (metrics, traces). */
   upstreamObserver?: UpstreamObserver;
   /** The REST backend's breakers' clock, in ms (tests advance their own). Default Date.now. */
@@ -338,6 +351,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     storeLockRetryMs: config.requestDeadlineMs,
     model: { maxAgeDays: config.recsEventsMaxAgeDays, nextBestRebuildSeconds: config.recsNbpRebuildSeconds },
     ...(hooks.log ? { log: hooks.log } : {}),
+    ...(hooks.opened ? { onStoreOpen: hooks.opened } : {}),
   }).catch(async (error: unknown) => {
     await store.close();
     throw error;

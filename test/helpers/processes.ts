@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import net from 'node:net';
 import { createInterface } from 'node:readline';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -45,20 +46,32 @@ export interface ServeProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
+/** A port nothing listens on now, for a gateway whose address is needed before it logs it. */
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 /**
  * Starts `recs-gateway serve` from source on a free port and waits until it is ready (its backend
  * open), or only until it listens with `until: 'listening'` (it answers /healthz then, and 503
- * to everything else until ready). `built`: as `npm start` runs it instead, from dist/ (which npm
- * install builds), for a measurement of what production runs (through tsx every closure is
- * wrapped, a third slower).
+ * to everything else until ready; it is found by its /healthz on a port chosen here, as its
+ * `recs-gateway listening` line waits for the stores to open). `built`: as `npm start` runs it
+ * instead, from dist/ (which npm install builds), for a measurement of what production runs
+ * (through tsx every closure is wrapped, a third slower).
  */
 export async function startServe(env: Record<string, string>, options: { built?: boolean; until?: 'listening' | 'ready' } = {}): Promise<ServeProcess> {
-  const until = options.until === 'listening' ? 'recs-gateway listening' : 'recs-gateway ready';
+  const port = options.until === 'listening' ? (env.PORT ?? String(await freePort())) : undefined;
+  const healthz = port === undefined ? null : `http://127.0.0.1:${port}`;
   const args = options.built ? ['--no-memory-reducer', 'bin/recs-gateway.js', 'serve'] : ['--import', 'tsx', 'src/main.ts', 'serve'];
   const child = spawn(process.execPath, args, {
     cwd: ROOT,
     // rate limits are tested where they are the subject; elsewhere they would only throttle the test
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...env },
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...env, ...(port === undefined ? {} : { PORT: port }) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
@@ -68,13 +81,32 @@ export async function startServe(env: Record<string, string>, options: { built?:
   const url = await new Promise<string>((resolve, reject) => {
     // a bound against a hang, not a measure of start-up: through tsx on a 2-core machine that
     // runs a second test suite, a start took over 30 s; the tests' own timeouts are 90 and 120 s
-    const timer = setTimeout(() => reject(new Error(`serve did not start: ${stderr}`)), 80_000);
+    let waiting = true;
+    const timer = setTimeout(() => {
+      waiting = false;
+      reject(new Error(`serve did not start: ${stderr}`));
+    }, 80_000);
     child.once('exit', (code) => reject(new Error(`serve exited with ${code}: ${stderr}`)));
+    if (healthz !== null) {
+      const poll = (): void => {
+        fetch(`${healthz}/healthz`).then(
+          (response) => {
+            void response.body?.cancel();
+            if (response.status !== 200) throw new Error(`healthz ${response.status}`);
+            clearTimeout(timer);
+            resolve(healthz);
+          },
+        ).catch(() => {
+          if (waiting && child.exitCode === null) setTimeout(poll, 50);
+        });
+      };
+      poll();
+    }
     createInterface({ input: child.stdout }).on('line', (line) => {
       stdout += `${line}\n`;
       try {
         const entry = JSON.parse(line) as { msg?: string; url?: string };
-        if (entry.msg === until && entry.url) {
+        if (healthz === null && entry.msg === 'recs-gateway ready' && entry.url) {
           clearTimeout(timer);
           resolve(entry.url.replace(/\/graphql$/, ''));
         }

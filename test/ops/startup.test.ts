@@ -62,6 +62,21 @@ describe('a start that cannot succeed', () => {
     }
   });
 
+  // the probe: at the default LOG_LEVEL (info), "recs-gateway listening" came before the one line
+  it('prints that one line alone at the default log level: no "listening" line before it', async () => {
+    const closed = await freePort();
+    const unreachable = await runCli(['serve'], { PORT: '0', DATA_DIR: dataDir(), DATABASE_URL: `postgres://127.0.0.1:${closed}/x`, LOG_LEVEL: 'info' });
+    expect(unreachable.code).toBe(1);
+    expect(unreachable.stdout + unreachable.stderr).toBe(`recs-gateway: cannot use PostgreSQL at 127.0.0.1:${closed}/x (DATABASE_URL): connection refused (is PostgreSQL running there?)\n`);
+
+    const damaged = dataDir();
+    expect((await runCli(['user', 'add', 'ida', '--password', 'ida-password'], { DATA_DIR: damaged })).code).toBe(0);
+    writeFileSync(path.join(damaged, 'recs.db'), 'these are not the bytes of an SQLite database '.repeat(100));
+    const result = await runCli(['serve'], { PORT: '0', DATA_DIR: damaged, LOG_LEVEL: 'info' });
+    expect(result.code).toBe(1);
+    expect(result.stdout + result.stderr).toMatch(new RegExp(`^recs-gateway: cannot open ${damaged}/recs\\.db: not an SQLite database[^\n]*\n$`));
+  });
+
   it('names a damaged or foreign database file in one line', async () => {
     const recs = dataDir();
     // a user first, so that the start fails on recs.db alone (not after creating the administrator)

@@ -761,6 +761,8 @@ export interface OpenEmbeddedRecsOptions {
   fullReloadEvents?: number;
   /** SQLite: how long a write waits for another process's write lock (tests); default LOCK_RETRY_MS (store.ts). */
   storeLockRetryMs?: number;
+  /** Called once the store is open (reachable, readable), before the model loads: the long part. */
+  onStoreOpen?: () => void;
 }
 
 /**
@@ -782,12 +784,14 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
   const interval = options.followIntervalMs ?? FOLLOW_INTERVAL_MS;
   const source = recsSource(options);
   if (source === null) {
+    options.onStoreOpen?.();
     const { catalog, log } = buildDemo({ endsAt: demoEndsAt() });
     const recs = new EmbeddedRecs(catalog, log, options.model);
     say(`recommender: demo shop of ${catalog.size} items and ${log.length} events ready in ${Math.round(performance.now() - t0)} ms`);
     return recs;
   }
   const store = (await openRecsData(source, options.storeLockRetryMs === undefined ? {} : { lockRetryMs: options.storeLockRetryMs }))!;
+  options.onStoreOpen?.();
   const reloadAt = options.fullReloadEvents === undefined ? {} : { fullReloadEvents: options.fullReloadEvents };
   let recs: EmbeddedRecs;
   try {
