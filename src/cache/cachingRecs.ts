@@ -1,7 +1,6 @@
 import { DEFAULT_CACHE_TTL_SECONDS } from '../config/defaults.js';
 import { GatewayError, ErrorCode, notFound } from '../errors.js';
 import {
-  RECS_SERVICE,
   type CallOptions,
   type EventInputModel,
   type IngestService,
@@ -16,7 +15,7 @@ import {
 import type { CacheEntry, SharedCache } from '../ports/cache.js';
 import type { ChangeFeed } from '../ports/changeFeed.js';
 import { itemKey, ListSpaces } from './listSpaces.js';
-import { callerOf, SharedCall } from '../ports/callSignal.js';
+import { isCancelled } from '../ports/callSignal.js';
 
 export interface CachingOptions {
   /** Seconds an item stays cached; default 300 (CACHE_ITEM_TTL_SECONDS). */
@@ -56,18 +55,30 @@ interface Loaded<T> {
 }
 
 /** Ends a flight once its data is in the cache too (see writeBehind), or at once if the load failed. */
-/** A read or fetch several requests wait for: the options it runs with (SharedCall), and its answer. */
+/**
+ * A read or fetch several requests wait for, made with the options of the first (its signal: its
+ * deadline, its client's going). A request that joined it and is still there when that signal
+ * stopped it (the first's client gone, its deadline past, while this one's is later) is not
+ * answered with the stop: it asks again (stoppedFor), in a flight of its own. Cheaper than a
+ * signal of the flight's own that waits for every joiner (ports/callSignal.ts SharedCall, the
+ * rate limiter's), which cost 4% of a cold REST-mode request's CPU (bench/ab.ts --scenario cold,
+ * six rounds: 1.02 to 1.12); a stop costs an upstream call again instead, and stops are rare.
+ */
 interface Flight<T> {
-  call: SharedCall;
+  options: CallOptions | undefined;
   answer: Promise<T>;
+  /** A lookup's ids, in the order of its answer. */
+  ids?: number[];
 }
 
-/** The flight of `loading`, run with `call`, whose callers' signals are let go once it is answered. */
-function flightOf<T>(call: SharedCall, loading: Promise<Loaded<T>>): Flight<T> {
-  const answer = loading.then((loaded) => loaded.items);
-  answer.then(() => call.settled(), () => call.settled());
-  return { call, answer };
+/** The flight of `loading`, made with `options`. */
+function flightOf<T>(options: CallOptions | undefined, loading: Promise<Loaded<T>>): Flight<T> {
+  return { options, answer: loading.then((loaded) => loaded.items) };
 }
+
+/** Whether `flight` was stopped by its maker's signal, or is to be, while the caller with `options` is still waiting. */
+const stoppedFor = (flight: Flight<unknown>, options: CallOptions | undefined): boolean =>
+  flight.options !== options && isCancelled(flight.options?.signal) && !isCancelled(options?.signal);
 
 function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void {
   loading.then((loaded) => loaded.written, () => undefined).finally(end).catch(() => undefined);
@@ -171,21 +182,23 @@ export class CachingRecsService implements RecsService {
   async getItems(ids: readonly number[], options?: CallOptions): Promise<(ItemModel | null)[]> {
     // Single flight covers the cache read too: a request arriving while another one's read or
     // fetch of the same id is under way waits for it, instead of finding the cache still empty.
-    // Each waits as itself (SharedCall): at its own deadline, and a fetch stops only when no one waits.
-    const caller = callerOf(options);
     const result = new Map<number, Promise<ItemModel | null>>();
     let joined: Map<Flight<(ItemModel | null)[]>, Promise<(ItemModel | null)[]>> | undefined;
     const toLoad: number[] = [];
     for (const id of new Set(ids)) {
       const inFlight = this.itemsInFlight.get(id);
-      if (inFlight !== undefined && !inFlight.flight.call.stopped) {
+      if (inFlight !== undefined && !stoppedFor(inFlight.flight, options)) {
+        const { flight, at } = inFlight;
         joined ??= new Map();
-        let items = joined.get(inFlight.flight);
+        let items = joined.get(flight);
         if (items === undefined) {
-          items = inFlight.flight.call.join(caller, inFlight.flight.answer);
-          joined.set(inFlight.flight, items);
+          // stopped for its maker meanwhile: this request's ids of it asked again (see Flight)
+          items = flight.answer.catch((error: unknown) => {
+            if (!stoppedFor(flight, options)) throw error;
+            return this.getItems(flight.ids!, options);
+          });
+          joined.set(flight, items);
         }
-        const { at } = inFlight;
         result.set(id, items.then((found) => found[at] ?? null));
         continue;
       }
@@ -194,12 +207,10 @@ export class CachingRecsService implements RecsService {
       else toLoad.push(id);
     }
     if (toLoad.length > 0) {
-      const call = new SharedCall(RECS_SERVICE);
-      const loading = this.loadItems(toLoad, call);
-      const flight = flightOf(call, loading);
+      const loading = this.loadItems(toLoad, options);
+      const flight: Flight<(ItemModel | null)[]> = { ...flightOf(options, loading), ids: toLoad };
       toLoad.forEach((id, at) => this.itemsInFlight.set(id, { flight, at }));
-      const items = call.join(caller, flight.answer);
-      toLoad.forEach((id, at) => result.set(id, items.then((found) => found[at] ?? null)));
+      toLoad.forEach((id, at) => result.set(id, flight.answer.then((found) => found[at] ?? null)));
       endOnceStored(loading, () => {
         // a write may have ended this flight for later callers already, and another begun
         for (const id of toLoad) if (this.itemsInFlight.get(id)?.flight === flight) this.itemsInFlight.delete(id);
@@ -325,18 +336,21 @@ export class CachingRecsService implements RecsService {
 
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
     const key = `${this.spaces.space}${kind}:${anchorId}`;
-    let flight = this.listsInFlight.get(key);
-    if (flight === undefined || flight.call.stopped) {
-      const call = new SharedCall(RECS_SERVICE);
-      const loading = this.loadList(kind, anchorId, key, call);
-      const started = flightOf(call, loading);
-      flight = started;
-      this.listsInFlight.set(key, started);
-      endOnceStored(loading, () => {
-        if (this.listsInFlight.get(key) === started) this.listsInFlight.delete(key);
+    const inFlight = this.listsInFlight.get(key);
+    if (inFlight !== undefined && !stoppedFor(inFlight, options)) {
+      // stopped for its maker meanwhile: asked again for this request (see Flight)
+      return inFlight.answer.catch((error: unknown) => {
+        if (!stoppedFor(inFlight, options)) throw error;
+        return this.recommend(kind, anchorId, options);
       });
     }
-    return flight.call.join(callerOf(options), flight.answer);
+    const loading = this.loadList(kind, anchorId, key, options);
+    const flight = flightOf(options, loading);
+    this.listsInFlight.set(key, flight);
+    endOnceStored(loading, () => {
+      if (this.listsInFlight.get(key) === flight) this.listsInFlight.delete(key);
+    });
+    return flight.answer;
   }
 
   private async loadList(

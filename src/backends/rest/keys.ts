@@ -180,12 +180,17 @@ export class RestKeyService implements KeyService {
   ): Promise<CachedPrincipal> {
     const { signal } = options;
     let flight = this.inflight.get(credentialId);
-    if (flight === undefined) {
+    // one stopped (every caller had gone) and not yet settled is no answer for a caller still here
+    if (flight === undefined || flight.controller.signal.aborted) {
       const controller = new AbortController();
       // the first caller's address goes upstream: the others sent the very same credential
       const promise = this.lookup(authorization, credentialId, credential, { signal: controller.signal, clientAddress: options.clientAddress }).finally(() => {
-        this.inflight.delete(credentialId);
+        if (this.inflight.get(credentialId)?.promise === promise) this.inflight.delete(credentialId);
       });
+      // Handled here as well as by each caller's: a caller already gone when it came (its signal
+      // cancelled) attaches nothing, and a call stopped for it alone then rejected unheard, an
+      // unhandled rejection that ended the process (a probe: clients leaving at 2 ms as a key was first used)
+      promise.catch(() => undefined);
       flight = { promise, controller, waiters: 0 };
       this.inflight.set(credentialId, flight);
     }
