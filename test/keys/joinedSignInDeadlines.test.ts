@@ -1,6 +1,3 @@
-import { once } from 'node:events';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
@@ -9,6 +6,7 @@ import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
 import { openBackend } from '../../src/main.js';
+import { startHeldKeyService, type HeldKeyService } from '../helpers/heldKeyService.js';
 
 /**
  * Two requests with the same Basic credentials share one sign-in at the key service (REST mode):
@@ -20,46 +18,6 @@ const DEADLINE_MS = 4000;
 /** When the second request is sent, after the first: its deadline is this much later than the first's. */
 const SECOND_AFTER_MS = DEADLINE_MS / 2;
 const ALICE = basicAuthorization('alice', 'alice-password');
-
-interface HeldKeyService {
-  url: string;
-  /** Sign-ins with alice's credentials received so far. */
-  signIns(): number;
-  /** Answers the held sign-ins, and from now on every one at once. */
-  release(): void;
-  close(): void;
-}
-
-/** A key service (node:http) that holds alice's sign-ins until `release`; anything else is answered []. */
-async function startHeldKeyService(): Promise<HeldKeyService> {
-  const holding: ServerResponse[] = [];
-  let signIns = 0;
-  let released = false;
-  const answer = (res: ServerResponse): void => {
-    if (!res.destroyed) res.writeHead(200, { 'content-type': 'application/json' }).end('[]');
-  };
-  const server = http.createServer((req: IncomingMessage, res: ServerResponse) => {
-    req.resume();
-    if (req.headers.authorization !== ALICE) return answer(res);
-    signIns += 1;
-    if (released) return answer(res);
-    holding.push(res);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    signIns: () => signIns,
-    release() {
-      released = true;
-      for (const res of holding.splice(0)) answer(res);
-    },
-    close() {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
-}
 
 interface Answer {
   status: number;
@@ -88,7 +46,7 @@ describe.each([
   let url: string;
 
   beforeAll(async () => {
-    keyService = await startHeldKeyService();
+    keyService = await startHeldKeyService({ holds: (authorization) => authorization === ALICE });
     const config = loadConfig({
       DATA_DIR: '/nonexistent',
       ...limits,
@@ -114,7 +72,7 @@ describe.each([
 
   it('answers the first at its own deadline, and the second with the sign-in', async () => {
     const first = signIn(url);
-    while (keyService.signIns() < 1) await sleep(5);
+    while (keyService.held() < 1) await sleep(5);
     // the first's sign-in is held at the key service; the second joins it well before the first's deadline
     await sleep(SECOND_AFTER_MS);
     const second = signIn(url);
@@ -129,6 +87,6 @@ describe.each([
     expect(secondAnswer.status).toBe(200);
     expect(secondAnswer.body).toEqual({ data: { viewer: { username: 'alice' } } });
     // the second joined the first's call rather than making its own
-    expect(keyService.signIns()).toBe(1);
+    expect(keyService.held()).toBe(1);
   }, 30_000);
 });

@@ -1,6 +1,5 @@
 import { once } from 'node:events';
-import http, { type ServerResponse } from 'node:http';
-import net, { type AddressInfo } from 'node:net';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { RedisCache } from '../../src/cache/redis.js';
@@ -9,6 +8,7 @@ import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
 import { openBackend } from '../../src/main.js';
+import { startHeldKeyService } from '../helpers/heldKeyService.js';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import { CLIENT_GONE } from '../../src/ports/callSignal.js';
 
@@ -21,35 +21,8 @@ import { CLIENT_GONE } from '../../src/ports/callSignal.js';
  */
 const KEY = 'AAECAwQFBgcICQoLDA0ODw';
 
-/** A key service holding every check until `release`, then answering each at once: the key is alice's. */
-async function startHeldKeyService(): Promise<{ url: string; checks: () => number; release: () => void; close: () => void }> {
-  const holding: ServerResponse[] = [];
-  let checks = 0;
-  let released = false;
-  const answer = (res: ServerResponse): void => {
-    if (!res.destroyed) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify([{ id: '6f1c2b9e-3f4a-4c5d-8e7f-0a1b2c3d4e5f', userId: '0b6f8a2e-1c3d-4e5f-9a8b-7c6d5e4f3a2b', name: 'k' }]));
-  };
-  const server = http.createServer((req, res) => {
-    req.resume();
-    checks += 1;
-    if (released) return answer(res);
-    holding.push(res);
-  });
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    checks: () => checks,
-    release() {
-      released = true;
-      for (const res of holding.splice(0)) answer(res);
-    },
-    close() {
-      server.closeAllConnections();
-      server.close();
-    },
-  };
-}
+/** alice's key, as the key service lists it */
+const LISTING = JSON.stringify([{ id: '6f1c2b9e-3f4a-4c5d-8e7f-0a1b2c3d4e5f', userId: '0b6f8a2e-1c3d-4e5f-9a8b-7c6d5e4f3a2b', name: 'k' }]);
 
 /** A request sent whole, its connection closed at once, before any answer. */
 async function sendAndLeave(url: string): Promise<void> {
@@ -83,8 +56,8 @@ describe.each([
   });
 
   it('keeps the process up, and answers the clients that stay with a check of their own', async () => {
-    const keyService = await startHeldKeyService();
-    close = keyService.close;
+    const keyService = await startHeldKeyService({ body: LISTING });
+    close = () => keyService.close();
     const config = loadConfig({
       DATA_DIR: '/nonexistent', ...limits, BACKEND: 'rest',
       APIKEY_SERVICE_URL: keyService.url, RECS_SERVICE_URL: keyService.url, RECS_API_KEY: KEY,
@@ -102,7 +75,7 @@ describe.each([
     await sleep(20);
     const staying = [stays(url), stays(url)];
     // both staying clients wait at the held key service (a check of their own, or one they share)
-    while (keyService.checks() < 1) await sleep(5);
+    while (keyService.held() < 1) await sleep(5);
     await sleep(50);
     keyService.release();
     expect(await Promise.all(staying)).toEqual([0, 1].map(() => ({ data: { viewer: { authenticatedBy: 'API_KEY' } } })));
@@ -113,7 +86,7 @@ describe.each([
 
 describe("REST mode's key check shared by concurrent requests (RestKeyService)", () => {
   it('is stopped for a caller already gone when it came, heard, and a caller after that gets a check of its own', async () => {
-    const keyService = await startHeldKeyService();
+    const keyService = await startHeldKeyService({ body: LISTING });
     try {
       const backend = createRestBackend({ apiKeyServiceUrl: keyService.url, recsServiceUrl: keyService.url, recsApiKey: KEY, retries: 0 });
       // gone before its check began (its connection closed while the shared cache was read): the
@@ -122,7 +95,7 @@ describe("REST mode's key check shared by concurrent requests (RestKeyService)",
       await expect(gone).rejects.toMatchObject({ code: 'UPSTREAM_UNAVAILABLE' });
       // one still there, right after: it was answered with that stop, not a check of its own
       const stays = backend.keys.authenticate(KEY, { signal: new AbortController().signal });
-      while (keyService.checks() < 1) await sleep(5);
+      while (keyService.held() < 1) await sleep(5);
       keyService.release();
       expect((await stays).authenticatedBy).toBe('API_KEY');
       await backend.close?.();
