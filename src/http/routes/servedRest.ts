@@ -11,6 +11,7 @@ import {
 import { openApiResponse } from '../../rest/openapi.js';
 import { encodingRefusal, HttpError, parseJson, readBody, type BodyRouteDeps } from '../body.js';
 import { RequestDeadline } from '../requestSignal.js';
+import { challengeFor } from '../send.js';
 
 /** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
 class ServedRestRequest implements RestRequest {
@@ -151,8 +152,11 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
    */
   function writeRest(req: IncomingMessage, res: ServerResponse, response: RestResponse, bodyRead: boolean): true {
     const closing = !bodyRead && (Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined);
+    // the interfaces' Basic challenge, as upstream-facts.md has it, but to a page's script (challengeFor)
+    const challenge = response.status === 401 && response.headers['www-authenticate'] !== undefined ? { 'www-authenticate': challengeFor(req.headers) } : {};
     res.writeHead(response.status, {
       ...response.headers,
+      ...challenge,
       'content-length': Buffer.byteLength(response.body),
       ...(closing ? { connection: 'close' } : {}),
     });
