@@ -378,11 +378,24 @@ function imagesOf(raw: unknown[]): ImageEntityModel[] {
   return images;
 }
 
+/**
+ * A rating as the decimal text the interface has (DECIMAL_TEXT): String() writes a small one in
+ * exponent form (`0.0000001` came back as `1e-7`, which PUT /v1/items then refused), so its digits
+ * are placed after the point here. A rating is 0 to 5: no exponent is ever positive.
+ */
+function decimalText(value: number): string {
+  const text = String(value);
+  const at = text.indexOf('e-');
+  if (at === -1) return text;
+  const digits = text.slice(0, at).replace('.', '');
+  return `0.${'0'.repeat(Number(text.slice(at + 2)) - 1)}${digits}`;
+}
+
 /** The record as the REST interface serves it: customerRating as text, attributes as an object. */
 export function toItemRecord(item: ItemModel): Record<string, unknown> {
   const { attributes, customerRating, ...rest } = item;
   const record: Record<string, unknown> = { ...rest };
-  if (customerRating !== undefined && customerRating !== null) record.customerRating = String(customerRating);
+  if (customerRating !== undefined && customerRating !== null) record.customerRating = decimalText(customerRating);
   if (attributes.length > 0) record.attributes = Object.fromEntries(attributes.map((a) => [a.name, a.value]));
   return record;
 }

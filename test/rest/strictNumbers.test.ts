@@ -52,6 +52,16 @@ describe('numbers sent by clients are read strictly', () => {
   describe('PUT /v1/items', () => {
     const STORED = 99_000_301;
     const FRESH = 99_000_302;
+
+    it('serves back a small customerRating as decimal text, which it takes again (1e-7 it refused)', async () => {
+      const ROUND = 99_000_303;
+      for (const rating of ['0.0000001', '0.000000015', '4.627']) {
+        expect(await call('PUT', '/v1/items', root, [{ itemId: ROUND, name: 'Round Trip', customerRating: rating }])).toMatchObject({ status: 200 });
+        const served = await lookup(ROUND);
+        expect((served.body as { customerRating?: unknown }).customerRating).toBe(rating);
+        expect(await call('PUT', '/v1/items', root, [served.body])).toMatchObject({ status: 200, body: { upserted: 1 } });
+      }
+    });
     const before = { itemId: STORED, name: 'Strict Stand', salePrice: 5, msrp: 7, customerRating: '4.5', numReviews: 3, bestMarketplacePrice: { price: 6 } };
 
     beforeAll(async () => {
