@@ -69,16 +69,26 @@ interface Flight<T> {
   answer: Promise<T>;
   /** A lookup's ids, in the order of its answer. */
   ids?: number[];
+  /** Whether it failed with its maker's signal cancelled: stopped for its maker (its client gone, its deadline past). */
+  stopped: boolean;
 }
 
-/** The flight of `loading`, made with `options`. */
-function flightOf<T>(options: CallOptions | undefined, loading: Promise<Loaded<T>>): Flight<T> {
-  return { options, answer: loading.then((loaded) => loaded.items) };
+/**
+ * The flight of `loading`, made with `options`. Its maker waits for it, so its signal is cancelled
+ * when it fails only where that failure is the stop (a maker's signal is cancelled too once its
+ * request is answered, which a flight kept until its answer is stored outlives).
+ */
+function flightOf<T>(options: CallOptions | undefined, loading: Promise<Loaded<T>>, ids?: number[]): Flight<T> {
+  const flight: Flight<T> = { options, answer: loading.then((loaded) => loaded.items), stopped: false, ...(ids === undefined ? {} : { ids }) };
+  flight.answer.catch(() => {
+    flight.stopped = isCancelled(options?.signal);
+  });
+  return flight;
 }
 
-/** Whether `flight` was stopped by its maker's signal, or is to be, while the caller with `options` is still waiting. */
+/** Whether `flight` was stopped for its maker while the caller with `options` is still waiting: it asks again. */
 const stoppedFor = (flight: Flight<unknown>, options: CallOptions | undefined): boolean =>
-  flight.options !== options && isCancelled(flight.options?.signal) && !isCancelled(options?.signal);
+  flight.stopped && flight.options !== options && !isCancelled(options?.signal);
 
 function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void {
   loading.then((loaded) => loaded.written, () => undefined).finally(end).catch(() => undefined);
@@ -187,7 +197,7 @@ export class CachingRecsService implements RecsService {
     const toLoad: number[] = [];
     for (const id of new Set(ids)) {
       const inFlight = this.itemsInFlight.get(id);
-      if (inFlight !== undefined && !stoppedFor(inFlight.flight, options)) {
+      if (inFlight !== undefined && !inFlight.flight.stopped) {
         const { flight, at } = inFlight;
         joined ??= new Map();
         let items = joined.get(flight);
@@ -208,7 +218,7 @@ export class CachingRecsService implements RecsService {
     }
     if (toLoad.length > 0) {
       const loading = this.loadItems(toLoad, options);
-      const flight: Flight<(ItemModel | null)[]> = { ...flightOf(options, loading), ids: toLoad };
+      const flight = flightOf(options, loading, toLoad);
       toLoad.forEach((id, at) => this.itemsInFlight.set(id, { flight, at }));
       toLoad.forEach((id, at) => result.set(id, flight.answer.then((found) => found[at] ?? null)));
       endOnceStored(loading, () => {
@@ -337,7 +347,7 @@ export class CachingRecsService implements RecsService {
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
     const key = `${this.spaces.space}${kind}:${anchorId}`;
     const inFlight = this.listsInFlight.get(key);
-    if (inFlight !== undefined && !stoppedFor(inFlight, options)) {
+    if (inFlight !== undefined && !inFlight.stopped) {
       // stopped for its maker meanwhile: asked again for this request (see Flight)
       return inFlight.answer.catch((error: unknown) => {
         if (!stoppedFor(inFlight, options)) throw error;
