@@ -78,14 +78,15 @@ export function callerWaits(caller: Caller): boolean {
 }
 
 /**
- * Work done once for several requests (a sign-in for a credential sent again from one address, an
- * upstream's list or items that concurrent requests miss together), as the options it runs with:
+ * Work done once for several requests (the rate limiter's sign-in for a credential sent again from
+ * one address), as the options it runs with:
  * waiting while any of them is, and a signal (for a service over HTTP, which aborts its call with
  * it) aborted only once every one of them has gone (CLIENT_GONE) or is past its deadline (a
  * deadline's reason). Where the service heeds that signal, each request is answered by the work or
  * at its own deadline, whichever comes first (pastDeadline): the first's leaving must not fail the
- * others (a mobile client closing its connection failed every request sharing its list), and a
- * later one must not keep the first waiting past its deadline. The signal is made when first read
+ * others, and a later one must not keep the first waiting past its deadline. (Its own signal and a
+ * listener on each caller's cost a few microseconds: REST mode's shared lists and items, on the
+ * cold path, let a caller ask again instead: CachingRecsService.) The signal is made when first read
  * and only then are the callers' read, so work whose service never reads it (the embedded key
  * service, which answers past a deadline as well) makes none.
  */
