@@ -31,7 +31,7 @@ export const BEARER_CHALLENGE = 'Bearer realm="recs-gateway"';
  * node's fetch sends `cors` too.
  */
 export function challengeFor(headers: IncomingHttpHeaders): string {
-  return headers['sec-fetch-dest'] === 'empty' ? BEARER_CHALLENGE : BASIC_CHALLENGE;
+  return headers['sec-fetch-dest']?.toLowerCase() === 'empty' ? BEARER_CHALLENGE : BASIC_CHALLENGE;
 }
 
 /** The headers a request-level error carries: the challenge with a 401 (challengeFor), Retry-After with a 429. */

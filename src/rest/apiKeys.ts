@@ -80,6 +80,11 @@ export function apiKeyEncoded(message: string, headers: Record<string, string>):
   return json(415, errors('*', message), headers);
 }
 
+/** A key's creation whose body passed its limit (BODY_LIMIT_BYTES): 413 in the interface's error body, the connection closed, as the ingestion routes answer it. */
+export function apiKeyBodyTooLarge(message: string): RestResponse {
+  return json(413, errors('*', message), { connection: 'close' });
+}
+
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -72,13 +72,18 @@ describe.each(storeKinds)('served REST interfaces, embedded backend on $name', (
 
   it("challenges a browser page's script (Sec-Fetch-Dest: empty) with Bearer, which opens no password box, on every route", async () => {
     for (const [method, path, body] of [['GET', '/api/v1/apikey', undefined], ['POST', '/api/v1/apikey', {}], ['POST', '/v1/events', []], ['PUT', '/v1/items', []]] as const) {
-      for (const [dest, challenge] of [[undefined, 'Basic realm="recs-gateway"'], ['empty', 'Bearer realm="recs-gateway"'], ['document', 'Basic realm="recs-gateway"']] as const) {
+      for (const [dest, challenge] of [[undefined, 'Basic realm="recs-gateway"'], ['empty', 'Bearer realm="recs-gateway"'], ['EMPTY', 'Bearer realm="recs-gateway"'], ['document', 'Basic realm="recs-gateway"']] as const) {
         const headers: Record<string, string> = { 'content-type': 'application/json', ...(dest === undefined ? {} : { 'sec-fetch-dest': dest }) };
         const response = await fetch(`${gw.url}${path}`, { method, headers, body: body === undefined ? null : JSON.stringify(body) });
         await response.body?.cancel();
         expect([path, response.status, response.headers.get('www-authenticate')]).toEqual([path, 401, challenge]);
       }
     }
+  });
+
+  it("answers a key's creation over the body limit with 413 in the interface's error body, not GraphQL's", async () => {
+    const response = await call('POST', '/api/v1/apikey', alice, { name: 'x'.repeat(1_100_000) });
+    expect([response.status, response.body]).toEqual([413, [{ id: '*', message: 'Request body larger than 1048576 bytes' }]]);
   });
 
   it('validation errors: 400 [{id, message}]; another user’s create 403; an unknown username 400, not 500', async () => {

@@ -5,7 +5,7 @@ import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
 import type { KeyService } from '../../ports/backend.js';
 import {
-  apiKeyEncoded, apiKeyErrorResponse, apiKeyNotJson, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, ingestUnsupportedEncoding, isApiKeyJson, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  apiKeyBodyTooLarge, apiKeyEncoded, apiKeyErrorResponse, apiKeyNotJson, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, ingestUnsupportedEncoding, isApiKeyJson, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
@@ -125,8 +125,9 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
         try {
           raw = await readBody(req, limit);
         } catch (error) {
-          if (!(error instanceof HttpError) || ingest === null) throw error;
-          return writeRest(req, res, ingestBodyTooLarge(limit), false);
+          if (!(error instanceof HttpError) || error.status !== 413) throw error;
+          // in the route's own error body (a key's creation got GraphQL's shape)
+          return writeRest(req, res, ingest !== null ? ingestBodyTooLarge(limit) : apiKeyBodyTooLarge(error.message), false);
         }
         read = true;
       }
