@@ -1,16 +1,16 @@
 import { DEFAULT_CACHE_TTL_SECONDS } from '../config/defaults.js';
 import { GatewayError, ErrorCode, notFound } from '../errors.js';
-import {
-  type CallOptions,
-  type EventInputModel,
-  type IngestService,
-  type ItemModel,
-  type PrincipalModel,
-  type RecordEventsResultModel,
-  type RecommendationKind,
-  type RecommendationListModel,
-  type RecsService,
-  type UpsertItemsResultModel,
+import type {
+  CallOptions,
+  EventInputModel,
+  IngestService,
+  ItemModel,
+  PrincipalModel,
+  RecordEventsResultModel,
+  RecommendationKind,
+  RecommendationListModel,
+  RecsService,
+  UpsertItemsResultModel,
 } from '../ports/backend.js';
 import type { CacheEntry, SharedCache } from '../ports/cache.js';
 import type { ChangeFeed } from '../ports/changeFeed.js';
@@ -54,7 +54,6 @@ interface Loaded<T> {
   written: Promise<void> | undefined;
 }
 
-/** Ends a flight once its data is in the cache too (see writeBehind), or at once if the load failed. */
 /**
  * A read or fetch several requests wait for, made with the options of the first (its signal: its
  * deadline, its client's going). A request that joined it and is still there when that signal
@@ -90,6 +89,7 @@ function flightOf<T>(options: CallOptions | undefined, loading: Promise<Loaded<T
 const stoppedFor = (flight: Flight<unknown>, options: CallOptions | undefined): boolean =>
   flight.stopped && flight.options !== options && !isCancelled(options?.signal);
 
+/** Ends a flight once its data is in the cache too (see writeBehind), or at once if the load failed. */
 function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void {
   loading.then((loaded) => loaded.written, () => undefined).finally(end).catch(() => undefined);
 }
