@@ -334,7 +334,10 @@ export const openApiDocument: OpenApiDocument = {
           '200': { description: 'The new key.', content: jsonContent(ref('schemas', 'CreatedApiKey')) },
           '400': ref('responses', 'KeyBadRequest'),
           '403': ref('responses', 'KeyForbidden'),
-          '413': ref('responses', 'BodyTooLarge'),
+          '413': keyResponse(
+            'A body over BODY_LIMIT_BYTES (1 MiB by default); refused before the key service sees it, the connection closed.',
+            [{ id: '*', message: 'Request body larger than 1048576 bytes' }],
+          ),
           '415': keyResponse(
             'A body sent as anything but JSON (Content-Type: application/json, parameters allowed), with none, or compressed (Content-Encoding): left unread, no key made. ' +
               'A form or text/plain POST is what another site can make a browser send.',
@@ -571,24 +574,6 @@ export const openApiDocument: OpenApiDocument = {
         required: ['upserted'],
         properties: { upserted: { type: 'integer', minimum: 0, description: 'How many items were stored: one for each itemId of the call, a record sent twice counted once.' } },
       },
-      GatewayError: {
-        type: 'object',
-        description: 'An error the gateway answers before a REST handler sees the request, in the GraphQL response shape.',
-        required: ['errors'],
-        properties: {
-          errors: {
-            type: 'array',
-            items: {
-              type: 'object',
-              required: ['message'],
-              properties: {
-                message: str(),
-                extensions: { type: 'object', properties: { code: str() } },
-              },
-            },
-          },
-        },
-      },
     },
     responses: {
       KeyBadRequest: keyResponse('A request the key service refuses: a bad field, a name taken, an unknown username.', [{ id: 'name', message: 'An API key named ci-key already exists for this user' }]),
@@ -601,10 +586,6 @@ export const openApiDocument: OpenApiDocument = {
       KeyRateLimited: keyResponse('Too many requests, or too many failed sign-ins.', [{ id: '*', message: 'Too many requests: retry in 1 s' }], { 'Retry-After': ref('headers', 'Retry-After') }),
       KeyBadGateway: keyResponse('The upstream key service refused the gateway.', [{ id: '*', message: "The apikeys service refused the gateway's request: unexpected HTTP 418" }]),
       KeyUnavailable: keyResponse('The key service is unavailable or did not answer in time.', [{ id: '*', message: 'The apikeys service is unavailable: HTTP 503' }], { 'Retry-After': ref('headers', 'Retry-After') }),
-      BodyTooLarge: {
-        description: 'A request body over the gateway\'s limit; refused before the key service sees it.',
-        content: jsonContent(ref('schemas', 'GatewayError')),
-      },
       RecsBadRequest: {
         description: `A malformed request (code ${RecsErrorCode.BAD_REQUEST}), or an unknown anchor item (code ${RecsErrorCode.INVALID_ITEM}, Invalid itemId).`,
         content: jsonContent(ref('schemas', 'RecsErrors'), { errors: [{ code: RecsErrorCode.INVALID_ITEM, message: 'Invalid itemId' }] }),

@@ -234,7 +234,7 @@ describe('GET /openapi.json, and the answers it describes, over HTTP', () => {
     }
   }, 30_000);
 
-  it('a body over the limit: 413 in the gateway\'s own error shape, as described', async () => {
+  it('a key\'s creation over the body limit: 413 in the key interface\'s error body, as described', async () => {
     const tooLarge = await call('POST', '/api/v1/apikey', alice, { name: 'x'.repeat(4096) }, limited.url);
     expect(tooLarge.status).toBe(413);
     expectDescribed(tooLarge, '/api/v1/apikey', 'post');
