@@ -58,36 +58,34 @@ interface Loaded<T> {
  * A read or fetch several requests wait for, made with the options of the first (its signal: its
  * deadline, its client's going). A request that joined it and is still there when that signal
  * stopped it (the first's client gone, its deadline past, while this one's is later) is not
- * answered with the stop: it asks again (stoppedFor), in a flight of its own. Cheaper than a
- * signal of the flight's own that waits for every joiner (ports/callSignal.ts SharedCall, the
- * rate limiter's), which cost 4% of a cold REST-mode request's CPU (bench/ab.ts --scenario cold,
- * six rounds: 1.02 to 1.12); a stop costs an upstream call again instead, and stops are rare.
+ * answered with the stop: it asks again (stoppedFor), in a flight of its own. Nothing is added to
+ * a flight that is not stopped: a signal of its own that waits for every joiner
+ * (ports/callSignal.ts SharedCall, the rate limiter's) costs an AbortController and a listener on
+ * each caller's signal; a stop here costs an upstream call again instead, and stops are rare.
  */
 interface Flight<T> {
   options: CallOptions | undefined;
   answer: Promise<T>;
-  /** A lookup's ids, in the order of its answer. */
-  ids?: number[];
-  /** Whether it failed with its maker's signal cancelled: stopped for its maker (its client gone, its deadline past). */
-  stopped: boolean;
+  /** A lookup's ids, in the order of its answer; undefined for a list. */
+  ids: number[] | undefined;
+}
+
+/** The flight of `loading`, made with `options`. */
+function flightOf<T>(options: CallOptions | undefined, loading: Promise<Loaded<T>>, ids?: number[]): Flight<T> {
+  return { options, answer: loading.then((loaded) => loaded.items), ids };
 }
 
 /**
- * The flight of `loading`, made with `options`. Its maker waits for it, so its signal is cancelled
- * when it fails only where that failure is the stop (a maker's signal is cancelled too once its
- * request is answered, which a flight kept until its answer is stored outlives).
+ * Asked of a joiner as `flight` fails: whether it was stopped for its maker (whose signal is
+ * cancelled then only if that was the cause: the maker waits for this very answer) while the
+ * caller with `options` is still there (it then takes the flight out of the map, which
+ * endOnceStored would a few microtasks on, and asks again). A flight that
+ * answered stays until its answer is stored, and its maker's signal is cancelled once the maker is
+ * answered, which is why this is asked at the failure and not when joining (dfdc3b9 did: 2
+ * upstream calls for 100 identical requests, test/reliability/singleFlight.test.ts).
  */
-function flightOf<T>(options: CallOptions | undefined, loading: Promise<Loaded<T>>, ids?: number[]): Flight<T> {
-  const flight: Flight<T> = { options, answer: loading.then((loaded) => loaded.items), stopped: false, ...(ids === undefined ? {} : { ids }) };
-  flight.answer.catch(() => {
-    flight.stopped = isCancelled(options?.signal);
-  });
-  return flight;
-}
-
-/** Whether `flight` was stopped for its maker while the caller with `options` is still waiting: it asks again. */
 const stoppedFor = (flight: Flight<unknown>, options: CallOptions | undefined): boolean =>
-  flight.stopped && flight.options !== options && !isCancelled(options?.signal);
+  flight.options !== options && isCancelled(flight.options?.signal) && !isCancelled(options?.signal);
 
 /** Ends a flight once its data is in the cache too (see writeBehind), or at once if the load failed. */
 function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void {
@@ -197,7 +195,7 @@ export class CachingRecsService implements RecsService {
     const toLoad: number[] = [];
     for (const id of new Set(ids)) {
       const inFlight = this.itemsInFlight.get(id);
-      if (inFlight !== undefined && !inFlight.flight.stopped) {
+      if (inFlight !== undefined) {
         const { flight, at } = inFlight;
         joined ??= new Map();
         let items = joined.get(flight);
@@ -205,6 +203,7 @@ export class CachingRecsService implements RecsService {
           // stopped for its maker meanwhile: this request's ids of it asked again (see Flight)
           items = flight.answer.catch((error: unknown) => {
             if (!stoppedFor(flight, options)) throw error;
+            for (const id of flight.ids!) if (this.itemsInFlight.get(id)?.flight === flight) this.itemsInFlight.delete(id);
             return this.getItems(flight.ids!, options);
           });
           joined.set(flight, items);
@@ -347,10 +346,11 @@ export class CachingRecsService implements RecsService {
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
     const key = `${this.spaces.space}${kind}:${anchorId}`;
     const inFlight = this.listsInFlight.get(key);
-    if (inFlight !== undefined && !inFlight.stopped) {
+    if (inFlight !== undefined) {
       // stopped for its maker meanwhile: asked again for this request (see Flight)
       return inFlight.answer.catch((error: unknown) => {
         if (!stoppedFor(inFlight, options)) throw error;
+        if (this.listsInFlight.get(key) === inFlight) this.listsInFlight.delete(key);
         return this.recommend(kind, anchorId, options);
       });
     }
