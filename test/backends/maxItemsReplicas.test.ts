@@ -1,10 +1,9 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { gql, startServe } from '../helpers/processes.js';
-import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+import { sharedRecsStoreKinds } from '../helpers/stores.js';
+import { pool } from '../helpers/pool.js';
 import { itemsFrom } from '../helpers/liveEvents.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
-import { promised } from '../../src/ports/promised.js';
 import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 
 /**
@@ -23,49 +22,7 @@ const IDS_A_CALL = 10;
 const CALLS = 12;
 const IN_FLIGHT = 3;
 
-interface Setup {
-  name: 'sqlite' | 'postgres';
-  open(): Promise<{ env(i: number): Record<string, string>; source: RecsSource; dispose: () => Promise<void> }>;
-}
-
-const BASE_ENV = { REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '0', RECS_MAX_ITEMS: String(MAX_ITEMS) };
-
-const setups: Setup[] = [
-  {
-    name: 'sqlite',
-    open() {
-      return promised(() => {
-        const data = tempDir('recs-maxitems-');
-        return {
-          env: () => ({ ...BASE_ENV, DATA_DIR: data.dir, DATABASE_URL: '' }),
-          source: { kind: 'sqlite', dataDir: data.dir } as const,
-          dispose: () => Promise.resolve(data.remove()),
-        };
-      });
-    },
-  },
-  {
-    name: 'postgres',
-    async open() {
-      const schema = testSchema();
-      const client = new pg.Client({ connectionString: DATABASE_URL });
-      await client.connect();
-      await client.query(`CREATE SCHEMA ${schema}`);
-      await client.end();
-      const url = new URL(DATABASE_URL);
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      const dirs = [tempDir('recs-maxitems-pg-a-'), tempDir('recs-maxitems-pg-b-')];
-      return {
-        env: (i) => ({ ...BASE_ENV, DATA_DIR: dirs[i]!.dir, DATABASE_URL: url.toString() }),
-        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
-        async dispose() {
-          for (const d of dirs) d.remove();
-          await dropSchema(schema);
-        },
-      };
-    },
-  },
-];
+const setups = sharedRecsStoreKinds('recs-maxitems', { REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '0', RECS_MAX_ITEMS: String(MAX_ITEMS) });
 
 /** The distinct items the store holds, named by a record or an event, read by a connection of its own. */
 async function storedItems(source: RecsSource): Promise<{ records: Set<number>; events: Map<number, number> }> {
@@ -84,19 +41,6 @@ async function storedItems(source: RecsSource): Promise<{ records: Set<number>; 
 }
 
 type Outcome = { ok: true; ids: number[] } | { ok: false; ids: number[]; code: string | undefined; message: string | undefined };
-
-/** Runs `calls` at most `inFlight` at a time, in order. */
-async function pooled<T>(calls: (() => Promise<T>)[], inFlight: number): Promise<T[]> {
-  const results: T[] = [];
-  let next = 0;
-  await Promise.all(Array.from({ length: inFlight }, async () => {
-    while (next < calls.length) {
-      const i = next++;
-      results[i] = await calls[i]!();
-    }
-  }));
-  return results;
-}
 
 describe.each(setups)('RECS_MAX_ITEMS held by the $name store across two gateway processes', (setup) => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -145,7 +89,7 @@ describe.each(setups)('RECS_MAX_ITEMS held by the $name store across two gateway
         { i: sent.map((itemId) => ({ itemId, name: `thing ${itemId}`, categoryPath: 'Home/Lamps' })) }, { authorization: auth! });
       return outcome(sent, 'upsertItems', body);
     });
-    const [fromOne, fromTwo] = await Promise.all([pooled(eventCalls, IN_FLIGHT), pooled(itemCalls, IN_FLIGHT)]);
+    const [fromOne, fromTwo] = await Promise.all([pool(CALLS, IN_FLIGHT, (c) => eventCalls[c]!()), pool(CALLS, IN_FLIGHT, (c) => itemCalls[c]!())]);
 
     const { records, events } = await storedItems(store.source);
     const held = new Set([...records, ...events.keys()]);

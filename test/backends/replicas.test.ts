@@ -1,10 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import pg from 'pg';
 import { coViews, sendEvents } from '../helpers/liveEvents.js';
 import { gql, startServe, type ServeProcess } from '../helpers/processes.js';
-import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
-import { promised } from '../../src/ports/promised.js';
-import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
+import { sharedRecsStoreKinds } from '../helpers/stores.js';
 import { storedEvents } from '../helpers/liveEvents.js';
 
 /**
@@ -15,51 +12,7 @@ import { storedEvents } from '../helpers/liveEvents.js';
  */
 const BOUND_MS = 10_000;
 
-interface Setup {
-  name: 'sqlite' | 'postgres';
-  /** The environment of replica `i`, and the store to count rows in. */
-  open(): Promise<{ env(i: number): Record<string, string>; source: RecsSource; dispose: () => Promise<void> }>;
-}
-
-const BASE_ENV = { REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '250' };
-
-const setups: Setup[] = [
-  {
-    name: 'sqlite',
-    open() {
-      return promised(() => {
-        const data = tempDir('recs-replicas-');
-        return {
-          env: () => ({ ...BASE_ENV, DATA_DIR: data.dir, DATABASE_URL: '' }),
-          source: { kind: 'sqlite', dataDir: data.dir } as const,
-          dispose: () => Promise.resolve(data.remove()),
-        };
-      });
-    },
-  },
-  {
-    name: 'postgres',
-    async open() {
-      const schema = testSchema();
-      const client = new pg.Client({ connectionString: DATABASE_URL });
-      await client.connect();
-      await client.query(`CREATE SCHEMA ${schema}`);
-      await client.end();
-      // keys and recommender data alike in the test's own schema
-      const url = new URL(DATABASE_URL);
-      url.searchParams.set('options', `-c search_path=${schema}`);
-      const dirs = [tempDir('recs-replicas-pg-a-'), tempDir('recs-replicas-pg-b-')];
-      return {
-        env: (i) => ({ ...BASE_ENV, DATA_DIR: dirs[i]!.dir, DATABASE_URL: url.toString() }),
-        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
-        async dispose() {
-          for (const d of dirs) d.remove();
-          await dropSchema(schema);
-        },
-      };
-    },
-  },
-];
+const setups = sharedRecsStoreKinds('recs-replicas', { REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '250' });
 
 let poll = 0;
 /** The first post-browse neighbour of `anchor`; a new alias each time, so no cached answer can stand in. */

@@ -115,3 +115,49 @@ export const recsStoreKinds: { name: 'sqlite' | 'postgres'; fresh: (prefix: stri
     },
   },
 ];
+
+/** A store two `recs-gateway serve` processes share: each one's environment, the store to read, and its removal. */
+export interface SharedRecsStore {
+  env: (i: number) => Record<string, string>;
+  source: RecsSource;
+  dispose: () => Promise<void>;
+}
+
+/**
+ * The stores replicas share (PostgreSQL: one schema, keys and recommender data alike, each process
+ * a DATA_DIR of its own; SQLite: one DATA_DIR), each process's environment `env` and where its store is.
+ */
+export const sharedRecsStoreKinds = (prefix: string, env: Record<string, string>): { name: 'sqlite' | 'postgres'; open: () => Promise<SharedRecsStore> }[] => [
+  {
+    name: 'sqlite',
+    open: () => {
+      const data = tempDir(`${prefix}-`);
+      return Promise.resolve({
+        env: () => ({ ...env, DATA_DIR: data.dir, DATABASE_URL: '' }),
+        source: { kind: 'sqlite', dataDir: data.dir } as const,
+        dispose: () => Promise.resolve(data.remove()),
+      });
+    },
+  },
+  {
+    name: 'postgres',
+    async open() {
+      const schema = testSchema();
+      const client = new pg.Client({ connectionString: DATABASE_URL });
+      await client.connect();
+      await client.query(`CREATE SCHEMA ${schema}`);
+      await client.end();
+      const url = new URL(DATABASE_URL);
+      url.searchParams.set('options', `-c search_path=${schema}`);
+      const dirs = [tempDir(`${prefix}-pg-a-`), tempDir(`${prefix}-pg-b-`)];
+      return {
+        env: (i) => ({ ...env, DATA_DIR: dirs[i]!.dir, DATABASE_URL: url.toString() }),
+        source: { kind: 'postgres', connectionString: DATABASE_URL, schema },
+        async dispose() {
+          for (const d of dirs) d.remove();
+          await dropSchema(schema);
+        },
+      };
+    },
+  },
+];

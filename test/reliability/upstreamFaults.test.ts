@@ -5,6 +5,7 @@ import {
   type FaultProxy, type RestGateway, type TimedResponse, type Upstream,
 } from './harness.js';
 import { ManualClock } from '../helpers/clock.js';
+import { pool } from '../helpers/pool.js';
 
 // Faults between the gateway under test (REST mode, in-process) and a real upstream process,
 // injected by proxies of the test's own; the proxies count what the upstream would see.
@@ -107,21 +108,6 @@ describe('an upstream that does not answer', () => {
     expect(Math.max(...health)).toBeLessThan(500);
   });
 });
-
-/** Runs `total` operations `concurrency` at a time. */
-async function pool<T>(total: number, concurrency: number, run: (i: number) => Promise<T>): Promise<T[]> {
-  const results = new Array<T>(total);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < total) {
-        const i = next++;
-        results[i] = await run(i);
-      }
-    }),
-  );
-  return results;
-}
 
 describe('a 503 storm', () => {
   it('GETs: the upstream sees at most 1.2 x the client requests + 3', async () => {
