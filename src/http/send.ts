@@ -16,7 +16,7 @@ export function sendMethodNotAllowed(res: ServerResponse, method: string, allow:
   sendJson(res, 405, graphqlError(`Method ${method} not allowed`, ErrorCode.BAD_REQUEST), { allow });
 }
 
-/** The challenge of a 401 on /graphql for anything but a page's script (see challengeFor). */
+/** The challenge of a 401, /graphql's and the REST interfaces', for anything but a page's script (see challengeFor). */
 export const BASIC_CHALLENGE = 'Basic realm="recs-gateway"';
 /** The challenge of a 401 to a page's script: the scheme of a key, which asks nothing of a browser. */
 export const BEARER_CHALLENGE = 'Bearer realm="recs-gateway"';
