@@ -1,4 +1,4 @@
-import type { Backend, PrincipalModel } from '../ports/backend.js';
+import type { Backend, ItemModel, PrincipalModel } from '../ports/backend.js';
 import type { Loaders } from './loaders.js';
 import type { RequestRecord } from '../observability/requestScope.js';
 
@@ -14,6 +14,11 @@ export interface GatewayContext {
   signal: AbortSignal;
   /** The caller's address as the gateway trusts it, for calls that forward it (X-Forwarded-For). */
   clientAddress?: string;
+  /**
+   * Set (empty) by the prepared path for an operation it serialises from its records
+   * (src/graphql/itemFragments.ts): the resolvers that answer a list of items add it here.
+   */
+  itemLists?: (readonly (ItemModel | null)[])[] | undefined;
 }
 
 /**
@@ -22,6 +27,8 @@ export interface GatewayContext {
  * RequestDeadline).
  */
 export class RequestContext implements GatewayContext {
+  itemLists: (readonly (ItemModel | null)[])[] | undefined = undefined;
+
   constructor(
     readonly principal: PrincipalModel | null,
     readonly backend: Backend,

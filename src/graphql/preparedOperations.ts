@@ -47,6 +47,8 @@ import {
 import { DEFAULT_PREPARED_DOCUMENTS } from '../config/defaults.js';
 import { fragmentsOf } from './limits.js';
 import { ClockDependentError } from './scalars.js';
+import type { GatewayContext } from './context.js';
+import { itemListPlan, type ItemListPlan } from './itemFragments.js';
 
 /**
  * Query texts longer than this are checked (and answered) each time rather than remembered: a
@@ -92,6 +94,8 @@ export interface PreparedOperation {
   arrayForObject: ((variables: Record<string, unknown> | undefined) => boolean) | null;
   /** The Cache-Control header Apollo's cache-control plugin gives an answer without errors. */
   cacheControl: string;
+  /** Set when the answer is one list of records, serialised from each record's text (itemFragments.ts). */
+  itemList: ItemListPlan | null;
   /** Times it has run; it is compiled once this reaches COMPILE_AFTER_RUNS. */
   runs: number;
 }
@@ -128,6 +132,7 @@ const REFUSED: PreparedOperation = Object.freeze({
   compilable: false,
   arrayForObject: null,
   cacheControl: 'no-store',
+  itemList: null,
   runs: 0,
 }) as PreparedOperation;
 
@@ -200,8 +205,11 @@ type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?
  * can remove one. Documents where they might not agree are left to Apollo.
  */
 export class PreparedOperations {
-  /** Answers given (`compiled` of them by compiled code), requests handed over after all, and requests refused as Apollo would. */
-  readonly stats = { answered: 0, compiled: 0, handedOver: 0, refused: 0, templated: 0, retried: 0 };
+  /**
+   * Answers given (`compiled` of them by compiled code, `fromRecords` serialised from their
+   * records' texts), requests handed over after all, and requests refused as Apollo would.
+   */
+  readonly stats = { answered: 0, compiled: 0, handedOver: 0, refused: 0, templated: 0, retried: 0, fromRecords: 0 };
   private readonly schema: GraphQLSchema;
   private readonly parseOptions: ParseOptions;
   /** The gateway's own rules (the query limits): cheap, and run alone first. */
@@ -318,6 +326,8 @@ export class PreparedOperations {
     }
     let compiled = this.compiledFor(request);
     if (compiled !== null && request.operation.arrayForObject?.(request.variables)) compiled = null;
+    const plan = request.operation.itemList;
+    if (plan !== null) (contextValue as GatewayContext).itemLists = [];
     const result: ExecutionResult = compiled
       ? await compiled.query(undefined, contextValue, request.variables ?? {})
       : await execute({
@@ -344,7 +354,11 @@ export class PreparedOperations {
     if (!result.errors || result.errors.length === 0) {
       headers['cache-control'] = request.operation.cacheControl;
       headers['content-type'] = request.contentType;
-      return { status: 200, headers, body: `${JSON.stringify({ data: result.data, extensions: result.extensions })}\n`, firstErrorCode: null };
+      const lists = plan === null || result.extensions !== undefined ? undefined : (contextValue as GatewayContext).itemLists;
+      const fromRecords = lists?.length === 1 ? plan!.serialise(result.data as Record<string, unknown>, lists[0]!) : null;
+      if (fromRecords !== null) this.stats.fromRecords += 1;
+      const body = fromRecords ?? `${JSON.stringify({ data: result.data, extensions: result.extensions })}\n`;
+      return { status: 200, headers, body, firstErrorCode: null };
     }
     // as Apollo's normalizeAndFormatErrors; an answer with errors is no-store
     const formatted = formatErrors(result.errors, this.formatError);
@@ -525,6 +539,7 @@ export class PreparedOperations {
       compilable: compilesAlike(this.schema, document, operation),
       arrayForObject: arraysForObjects(this.schema, operation),
       cacheControl,
+      itemList: itemListPlan(this.schema, operation),
       runs: 0,
     };
   }

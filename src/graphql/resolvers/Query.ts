@@ -26,7 +26,9 @@ export const Query: QueryResolvers = {
     if (itemIds.length > MAX_ITEM_IDS) throw badUserInput(`At most ${MAX_ITEM_IDS} itemIds a query`, 'itemIds');
     const items = await context.loaders.items.loadMany(itemIds);
     // graphql-js turns an Error in a list into a null with its own error at that index
-    return items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];
+    const answer = items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];
+    context.itemLists?.push(answer);
+    return answer;
   },
 
   postBrowsedProducts: (_, { itemId, first }, context) => {

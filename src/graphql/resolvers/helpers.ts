@@ -44,7 +44,9 @@ export async function loadRecommendedItems(
   anchorId: number,
   first: number | null | undefined,
 ): Promise<ItemModel[]> {
-  return (await recommendationsWithItems(context, kind, anchorId, first)).items;
+  const { items } = await recommendationsWithItems(context, kind, anchorId, first);
+  context.itemLists?.push(items);
+  return items;
 }
 
 async function recommendationsWithItems(
@@ -73,7 +75,9 @@ export function recommendedItemsNow(
   anchorId: number,
   first: number | null | undefined,
 ): ItemModel[] | undefined {
-  return recommendationsNow(context, kind, anchorId, first)?.items;
+  const items = recommendationsNow(context, kind, anchorId, first)?.items;
+  if (items !== undefined) context.itemLists?.push(items);
+  return items;
 }
 
 /** loadRecommendations' answer at once where it can be (as recommendedItemsNow). */
