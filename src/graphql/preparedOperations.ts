@@ -326,7 +326,7 @@ export class PreparedOperations {
     }
     let compiled = this.compiledFor(request);
     if (compiled !== null && request.operation.arrayForObject?.(request.variables)) compiled = null;
-    const plan = request.operation.itemList;
+    const plan = request.operation.itemList !== null && (contextValue as GatewayContext).backend?.recordsAreValues === true ? request.operation.itemList : null;
     if (plan !== null) (contextValue as GatewayContext).itemLists = [];
     const result: ExecutionResult = compiled
       ? await compiled.query(undefined, contextValue, request.variables ?? {})

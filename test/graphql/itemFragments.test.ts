@@ -177,3 +177,22 @@ describe('answers serialised from their records, over HTTP', () => {
     expect(after.text).toBe(`${JSON.stringify({ data: { items: [{ itemId: ANCHOR, name: 'Renamed "quoted" \u00e9', salePrice: 12.5 }] } })}\n`);
   });
 });
+
+describe('a backend whose records are read anew for each request (REST mode)', () => {
+  it('serialises its answers whole: texts kept with such records would only be thrown away', async () => {
+    const opened = await sqlite.open();
+    const backend = await embeddedWithUsers(opened.store);
+    const gw = await startTestGateway({ ...backend, recordsAreValues: undefined }, { RESPONSE_CACHE_MAX_ENTRIES: '0' });
+    try {
+      for (let i = 0; i < COMPILE_AFTER_RUNS + 3; i++) {
+        const answer = await gw.gql(`{ items(itemIds: [${ANCHOR}]) { itemId } }`, undefined, { authorization: root });
+        expect(answer.body).toEqual({ data: { items: [{ itemId: ANCHOR }] } });
+      }
+      expect(gw.gateway.preparedStats!.answered).toBeGreaterThanOrEqual(COMPILE_AFTER_RUNS);
+      expect(gw.gateway.preparedStats!.fromRecords).toBe(0);
+    } finally {
+      await gw.stop();
+      await opened.dispose();
+    }
+  });
+});

@@ -220,6 +220,7 @@ export function createEmbeddedBackend(
       recommender: () => live.state(),
       onDataChange: (listener: () => void) => live.onChange(listener),
       recsNow: { item: (itemId: number) => live.catalog.get(itemId) ?? null, recommend: (kind, anchorId) => live.recommendNow(kind, anchorId) },
+      recordsAreValues: true,
     } satisfies Partial<Backend> : {}),
     async check() {
       try {
