@@ -177,7 +177,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
  * It listens first, with node's own modules alone: a busy port fails at once, and /healthz answers
  * (/readyz and every request 503, with what the start waits for) while Apollo Server, the stores
  * and the recommender load, which took 5 to 12 s for the demo shop on a busy machine. The
- * "listening" line waits for the stores to open (sayListening).
+ * "listening" line waits for all of it: see where it is logged.
  */
 async function start(config: Config, log: ReturnType<typeof createLogger>, io: Io): Promise<{ stop: Gateway['stop']; stopTracing: () => Promise<void> }> {
   const [{ listenFailure }, { createHttpServer, listen, listenAddress, StartingAnswers }] = await Promise.all([
@@ -199,15 +199,6 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
     // `::` takes IPv4 too (node listens dual-stack); 0.0.0.0 takes no IPv6
     interfaces: where.allInterfaces ? `${where.address === '0.0.0.0' ? 'all IPv4 interfaces' : 'all'} (set HOST=127.0.0.1 to take connections from this machine only)` : where.address,
     backend: config.backend,
-  };
-  // Said once the stores are open, not when the socket is: a start that then fails (PostgreSQL
-  // unreachable, a damaged file) prints its one line alone, not after a line saying it listens.
-  // /healthz answers from the listen on all the same.
-  let said = false;
-  const sayListening = (): void => {
-    if (said) return;
-    said = true;
-    log.info(place, 'recs-gateway listening');
   };
   const closers: (() => Promise<unknown>)[] = [
     () =>
@@ -237,7 +228,6 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
       upstreamObserver: combineObservers(metrics.upstreamObserver, tracingUpstreamObserver),
       log: (line) => log.info(line),
       step: (what) => starting.waitFor(what),
-      opened: sayListening,
       // shown once, on the terminal; never through the structured log
       onFirstAdmin: (password) =>
         io.stderr.write(
@@ -246,12 +236,16 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
         ),
     });
     closers.push(() => backend.close());
-    sayListening();
     starting.waitFor('starting the GraphQL engine');
     const gateway = await createGateway({ config, backend, cache, log, limiter, metrics, httpServer, handOver: () => starting.handOver() });
     // the gateway closes the server, backend, cache and limiter itself from here on
     closers.length = 0;
     closers.push(stopTracing, () => gateway.stop());
+    // Said once nothing of the start can fail any more, not when the socket is: a start that fails
+    // (PostgreSQL unreachable, a damaged file, a model that cannot be loaded from the store) prints
+    // its one line alone, never after a line saying it listens. /healthz answers from the listen
+    // on all the same.
+    log.info(place, 'recs-gateway listening');
     log.info({ url: place.url }, 'recs-gateway ready');
     return { stop: () => gateway.stop(), stopTracing };
   } catch (error) {
@@ -270,8 +264,6 @@ export interface OpenBackendHooks {
   log?: (line: string) => void;
   /** What the opening does now ("opening the key store", ...), for /readyz while the gateway starts. */
   step?: (what: string) => void;
-  /** Called once the stores are open, before the recommender loads (embedded); not called in REST mode, which has no store. */
-  opened?: () => void;
   /** Told about every upstream call of the REST backend (metrics, traces). */
   upstreamObserver?: UpstreamObserver;
   /** The REST backend's breakers' clock, in ms (tests advance their own). Default Date.now. */
@@ -351,7 +343,6 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     storeLockRetryMs: config.requestDeadlineMs,
     model: { maxAgeDays: config.recsEventsMaxAgeDays, nextBestRebuildSeconds: config.recsNbpRebuildSeconds },
     ...(hooks.log ? { log: hooks.log } : {}),
-    ...(hooks.opened ? { onStoreOpen: hooks.opened } : {}),
   }).catch(async (error: unknown) => {
     await store.close();
     throw error;

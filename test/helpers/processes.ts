@@ -60,7 +60,7 @@ async function freePort(): Promise<number> {
  * Starts `recs-gateway serve` from source on a free port and waits until it is ready (its backend
  * open), or only until it listens with `until: 'listening'` (it answers /healthz then, and 503
  * to everything else until ready; it is found by its /healthz on a port chosen here, as its
- * `recs-gateway listening` line waits for the stores to open). `built`: as `npm start` runs it
+ * `recs-gateway listening` line waits for the whole start). `built`: as `npm start` runs it
  * instead, from dist/ (which npm install builds), for a measurement of what production runs
  * (through tsx every closure is wrapped, a third slower).
  */

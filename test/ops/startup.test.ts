@@ -2,7 +2,9 @@ import { once } from 'node:events';
 import { chmodSync, existsSync, statSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
+import { RecsStore } from '../../src/backends/embedded/store.js';
 import { freePort } from '../helpers/redis.js';
 import { runCli, startServe, type RunResult, type ServeProcess } from '../helpers/processes.js';
 import { runNode } from '../helpers/runNode.js';
@@ -75,6 +77,22 @@ describe('a start that cannot succeed', () => {
     const result = await runCli(['serve'], { PORT: '0', DATA_DIR: damaged, LOG_LEVEL: 'info' });
     expect(result.code).toBe(1);
     expect(result.stdout + result.stderr).toMatch(new RegExp(`^recs-gateway: cannot open ${damaged}/recs\\.db: not an SQLite database[^\n]*\n$`));
+  });
+
+  // the probe: a model load that failed after the stores opened printed "recs-gateway listening",
+  // then the failure as a bare JSON.parse message
+  it('prints one line alone, naming the store, when the model cannot be loaded from a store that opened', async () => {
+    const dir = dataDir();
+    expect((await runCli(['user', 'add', 'una', '--password', 'una-password'], { DATA_DIR: dir })).code).toBe(0);
+    // a store that opens (a real SQLite file with its tables) holding a record that is not JSON
+    await RecsStore.open(dir).close();
+    const db = new Database(path.join(dir, 'recs.db'));
+    db.prepare('INSERT INTO items (item_id, record) VALUES (?, ?)').run(31000005, '{not json');
+    db.close();
+    const result = await runCli(['serve'], { PORT: '0', DATA_DIR: dir, LOG_LEVEL: 'info' });
+    expect(result.code).toBe(1);
+    expect(result.stdout).toBe('');
+    expect(result.stderr).toMatch(new RegExp(`^recs-gateway: cannot load the recommender from ${dir}/recs\\.db: [^\n]*JSON[^\n]*\n$`));
   });
 
   it('names a damaged or foreign database file in one line', async () => {

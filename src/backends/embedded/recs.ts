@@ -14,6 +14,7 @@ import type { RebuildAnswer } from './rebuildWorker.js';
 import { Recommender } from '../../recommender/recommend.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { rowToRecEvent } from './liveStore.js';
+import { StoreOpenError } from './dataFiles.js';
 import { demoWithStored, loadInWorker, openRecsData, startWorker } from './loadFromStore.js';
 import type { Loaded } from './loadFromStore.js';
 import { promised } from '../../ports/promised.js';
@@ -761,8 +762,6 @@ export interface OpenEmbeddedRecsOptions {
   fullReloadEvents?: number;
   /** SQLite: how long a write waits for another process's write lock (tests); default LOCK_RETRY_MS (store.ts). */
   storeLockRetryMs?: number;
-  /** Called once the store is open (reachable, readable), before the model loads: the long part. */
-  onStoreOpen?: () => void;
 }
 
 /**
@@ -784,14 +783,12 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
   const interval = options.followIntervalMs ?? FOLLOW_INTERVAL_MS;
   const source = recsSource(options);
   if (source === null) {
-    options.onStoreOpen?.();
     const { catalog, log } = buildDemo({ endsAt: demoEndsAt() });
     const recs = new EmbeddedRecs(catalog, log, options.model);
     say(`recommender: demo shop of ${catalog.size} items and ${log.length} events ready in ${Math.round(performance.now() - t0)} ms`);
     return recs;
   }
   const store = (await openRecsData(source, options.storeLockRetryMs === undefined ? {} : { lockRetryMs: options.storeLockRetryMs }))!;
-  options.onStoreOpen?.();
   const reloadAt = options.fullReloadEvents === undefined ? {} : { fullReloadEvents: options.fullReloadEvents };
   let recs: EmbeddedRecs;
   try {
@@ -809,7 +806,11 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
     }
   } catch (error) {
     await store.close();
-    throw error;
+    // The store opened but what it holds cannot be loaded (a record that is not JSON, say): a
+    // start stops on one line naming the store, not on a bare message from deep in a worker.
+    if (error instanceof StoreOpenError) throw error;
+    const why = (error instanceof Error ? error.message : String(error)).split('\n')[0];
+    throw new StoreOpenError(`cannot load the recommender from ${store.where}: ${why}`, { cause: error });
   }
   recs.follow(interval, say);
   return recs;
