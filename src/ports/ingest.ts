@@ -242,7 +242,7 @@ const NUMBER_RANGES: ReadonlyMap<string, string> = new Map([
 
 /** Ids are read from their digits too (toItemId); customerRating from its decimal text; every other number only as a JSON number. */
 const ID_PATHS: ReadonlySet<string> = new Set(['parentItemId', 'variants']);
-const RATING_FORMS = 'a JSON number, or the decimal as text: digits with an optional fraction ("4.627")';
+const RATING_FORMS = 'a JSON number, or the decimal as text: ASCII digits 0-9 with an optional fraction ("4.627")';
 
 /**
  * The refusal of a value droppedField found in a record sent to be stored (PUT /v1/items) when it
@@ -257,9 +257,12 @@ export function itemNumberRefusal(path: string, value: unknown): string | null {
   const range = NUMBER_RANGES.get(field);
   if (range === undefined) return null;
   if (typeof value === 'number') return range;
+  // customerRating is the one number a record may send as text: any text it cannot read ("",
+  // fullwidth "３.５", Arabic-Indic "٣٫٥") is told the form it takes, not "the wrong type"
+  if (field === 'customerRating' && typeof value === 'string') return `${range}, sent as ${RATING_FORMS}`;
   if (typeof value !== 'string' || value.trim() === '' || Number.isNaN(Number(value))) return null;
   if (ID_PATHS.has(field)) return range;
-  return field === 'customerRating' ? `${range}, sent as ${RATING_FORMS}` : `${range}, sent as a JSON number, not text`;
+  return `${range}, sent as a JSON number, not text`;
 }
 
 /** The numbers of a record a shopper is shown: amounts from 0 to MAX_AMOUNT, a rating from 0 to 5, a count of reviews. */
