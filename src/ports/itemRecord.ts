@@ -14,12 +14,21 @@ type Raw = Record<string, unknown>;
 /** What an item id is, for refusals: the whole numbers a JSON number holds exactly. */
 export const ITEM_ID_RANGE = `a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`;
 
-/** A positive safe integer, from a number or a string of digits; null otherwise. */
+/**
+ * A positive safe integer, from a number or a string of digits; null otherwise. Leading zeros are
+ * the same id (recommendations.md: an integer), however many: "0031000005" was 31000005 but
+ * thirty zeros before it made more than 16 digits, and "out of range" of an id that is not.
+ */
 export function toItemId(value: unknown): number | null {
   let n: number;
   if (typeof value === 'number') n = value;
-  else if (typeof value === 'string' && /^[0-9]{1,16}$/.test(value)) n = Number(value);
-  else return null;
+  else if (typeof value === 'string') {
+    let start = 0;
+    while (value.charCodeAt(start) === 0x30 && start < value.length - 1) start++;
+    const digits = start === 0 ? value : value.slice(start);
+    if (!/^[0-9]{1,16}$/.test(digits)) return null;
+    n = Number(digits);
+  } else return null;
   return Number.isSafeInteger(n) && n > 0 ? n : null;
 }
 

@@ -546,7 +546,7 @@ export const openApiDocument: OpenApiDocument = {
         additionalProperties: false,
         properties: {
           kind: { enum: ['view', 'purchase'], description: 'view or purchase.' },
-          itemId: { oneOf: [itemId('The item viewed or bought; it may have no record yet.'), { type: 'string', pattern: '^[0-9]{1,16}$' }] },
+          itemId: { oneOf: [itemId('The item viewed or bought; it may have no record yet.'), { type: 'string', pattern: '^0*[0-9]{1,16}$' }] },
           sessionId: { type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH, description: 'The browsing session.' },
           userId: { type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH, description: 'The shopper, across sessions.' },
           orderId: { type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH, description: 'The order of a purchase.' },

@@ -190,6 +190,30 @@ describe('numbers sent by clients are read strictly', () => {
       expect((await get('/v1/nbp', { itemId: String(KNOWN) })).status).toBe(200);
       expect(await lookup(KNOWN)).toMatchObject({ status: 200, body: { itemId: KNOWN } });
     }, 30_000);
+
+    // the probe: thirty leading zeros made more than 16 digits, refused as out of range
+    it('leading zeros, however many, are the same id: ids=, itemId=, the path, PUT and POST alike; 2^53 behind them still refused', async () => {
+      const padded = `${'0'.repeat(30)}${KNOWN}`;
+      const items = await get('/v1/items', { ids: `${padded}, ${'0'.repeat(40)}31000007` });
+      expect(items.status).toBe(200);
+      expect((items.body as { items: { itemId: number }[] }).items.map((item) => item.itemId)).toEqual([KNOWN, 31000007]);
+      expect(await lookup(padded)).toMatchObject({ status: 200, body: { itemId: KNOWN } });
+      expect((await get('/v1/nbp', { itemId: padded })).status).toBe(200);
+      expect(await get('/v1/nbp', { itemId: String(KNOWN) })).toEqual(await get('/v1/nbp', { itemId: padded }));
+
+      const STORED = 99_000_311;
+      const put = await call('PUT', '/v1/items', root, [{ itemId: `${'0'.repeat(30)}${STORED}`, name: 'Padded Shelf', parentItemId: padded, variants: [padded] }]);
+      expect(put).toMatchObject({ status: 200, body: { upserted: 1 } });
+      expect((await lookup(STORED)).body).toEqual({ itemId: STORED, name: 'Padded Shelf', parentItemId: KNOWN, variants: [KNOWN] });
+      const view = { kind: 'view', itemId: padded, sessionId: 'padded', eventId: 'padded-1' };
+      expect(await call('POST', '/v1/events', root, [view])).toEqual({ status: 200, body: { accepted: 1, duplicates: 0, itemsWithoutRecord: 0 } });
+
+      // zeros change no value: past 2^53 − 1 and 0 itself stay refused, with the range
+      for (const ids of [`${'0'.repeat(30)}${2 ** 53}`, '0'.repeat(30)]) {
+        expect(await get('/v1/items', { ids }), ids).toMatchObject(refusal(`ids must be comma-separated item ids, each a whole number from 1 to ${MAX}`));
+        expect(await get('/v1/nbp', { itemId: ids }), ids).toMatchObject(refusal(`itemId must be a whole number from 1 to ${MAX}`));
+      }
+    }, 30_000);
   });
 
   describe('GraphQL ItemId', () => {
@@ -200,8 +224,20 @@ describe('numbers sent by clients are read strictly', () => {
         expect(codeOf(answer), JSON.stringify(id)).toBe('BAD_USER_INPUT');
         expect(answer.body.errors?.[0]?.message).toContain(`ItemId must be a whole number from 1 to ${MAX} (2^53 − 1), or a string of its digits; got ${JSON.stringify(id)}`);
       }
-      for (const id of [31000005, '31000005']) {
+      for (const id of [31000005, '31000005', `${'0'.repeat(30)}31000005`]) {
         expect((await gw.gql(query, { id }, { authorization: root })).body).toEqual({ data: { item: { itemId: 31000005 } } });
+      }
+    }, 30_000);
+
+    it('a string of digits with leading zeros, in a variable or written in the query, is the same id as in REST', async () => {
+      const padded = `${'0'.repeat(30)}31000005`;
+      const literal = await gw.gql(`{ item(itemId: "${padded}") { itemId } }`, {}, { authorization: root });
+      expect(literal.body).toEqual({ data: { item: { itemId: 31000005 } } });
+      const query = 'query($id: ItemId!) { item(itemId: $id) { itemId } }';
+      for (const id of [`${'0'.repeat(30)}${2 ** 53}`, '0'.repeat(30)]) {
+        const answer = await gw.gql(query, { id }, { authorization: root });
+        expect(codeOf(answer), id).toBe('BAD_USER_INPUT');
+        expect(answer.body.errors?.[0]?.message).toContain(`ItemId must be a whole number from 1 to ${MAX} (2^53 − 1), or a string of its digits`);
       }
     }, 30_000);
   });
