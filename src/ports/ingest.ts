@@ -265,6 +265,17 @@ export function itemNumberRefusal(path: string, value: unknown): string | null {
   return `${range}, sent as a JSON number, not text`;
 }
 
+/**
+ * The refusal of an attribute's value that droppedField found in a record sent to be stored (PUT
+ * /v1/items): recommendations.md has attributes map names to string values, as GraphQL's
+ * ItemAttributeInput does. A number was stored as JavaScript writes it (1e21 as "1e+21", its text
+ * as sent lost with JSON.parse), so every value that is not text is refused, naming the attribute.
+ * Null for any other path.
+ */
+export function attributeValueRefusal(path: string): string | null {
+  return path.startsWith('attributes.') ? 'must be a string, as every attribute\'s value is (recommendations.md): send a number or true/false as text, in quotes' : null;
+}
+
 /** The numbers of a record a shopper is shown: amounts from 0 to MAX_AMOUNT, a rating from 0 to 5, a count of reviews. */
 function checkAmounts(item: ItemModel, i: number): void {
   const fail = (field: string, message: string): never => {

@@ -296,7 +296,9 @@ export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
     switch (field) {
       case 'attributes': {
         if (!isObject(value)) return { path: field, value };
-        for (const [name, v] of Object.entries(value)) if (!['string', 'number', 'boolean'].includes(typeof v)) return { path: `attributes.${name}`, value: v };
+        // recommendations.md: "map of string keys to string values"; a number was kept as JavaScript
+        // writes it (1e21 served back as "1e+21"), its text as sent lost with JSON.parse
+        for (const [name, v] of Object.entries(value)) if (typeof v !== 'string') return { path: `attributes.${name}`, value: v };
         break;
       }
       case 'variants': {

@@ -1,5 +1,5 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
-import { checkCallSize, itemNumberRefusal, parseIsoTime } from '../ports/ingest.js';
+import { attributeValueRefusal, checkCallSize, itemNumberRefusal, parseIsoTime } from '../ports/ingest.js';
 import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
@@ -193,7 +193,7 @@ export function parseItems(body: unknown): ItemModel[] {
     }
     const dropped = droppedField(raw, item);
     if (dropped !== null) {
-      const message = itemNumberRefusal(dropped.path, dropped.value) ?? 'has the wrong type for an item record (recommendations.md)';
+      const message = itemNumberRefusal(dropped.path, dropped.value) ?? attributeValueRefusal(dropped.path) ?? 'has the wrong type for an item record (recommendations.md)';
       return fail('items', i, dropped.path, message);
     }
     return item;
