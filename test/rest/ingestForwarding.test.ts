@@ -1,3 +1,5 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -130,6 +132,49 @@ describe('REST mode in front of an embedded gateway', () => {
       expect(await Promise.all(twins)).toEqual(Array.from({ length: 8 }, () => ({ errors: [{ code: 403, message: 'Only administrators may send events and item records' }] })));
       expect(await Promise.all(graphql)).toEqual(Array.from({ length: 2 }, () => ({ code: 'FORBIDDEN' })));
     }
+  }, 60_000);
+});
+
+/**
+ * An upstream in a process of its own that answers POST /v1/events 403 as soon as it has the head
+ * and then closes the connection, the body unread (GET /api/v1/apikey, the sign-in: 200). In
+ * another process it answers while the forwarder is still sending: in this process it could not.
+ */
+const CLOSING_UPSTREAM = `
+const http = require('node:http');
+const refusal = '{"errors":[{"code":403,"message":"Only administrators may send events and item records"}]}';
+http.createServer((req, res) => {
+  if (req.method === 'GET') return res.end('[]');
+  res.writeHead(403, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(refusal) });
+  res.end(refusal, () => req.socket.destroy());
+}).listen(0, '127.0.0.1', function () { console.log(this.address().port); });
+`;
+
+describe('REST mode in front of an upstream that answers 403 before reading a batch and closes the connection', () => {
+  let upstream: ChildProcess;
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    upstream = spawn(process.execPath, ['-e', CLOSING_UPSTREAM], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const [port] = (await once(upstream.stdout!, 'data')) as [Buffer];
+    const url = `http://127.0.0.1:${port.toString().trim()}`;
+    gw = await startTestGateway(createRestBackend({ apiKeyServiceUrl: url, recsServiceUrl: url, recsApiKey: 'gateway-key', authCacheTtlMs: 0 }));
+  }, 30_000);
+  afterAll(async () => {
+    await gw?.stop().catch(() => undefined);
+    upstream?.kill();
+  });
+
+  // the answer was in the socket, unread, when the body's write failed (EPIPE, ECONNRESET): 1 in
+  // 4 of these batches got 503 UPSTREAM_UNAVAILABLE, a failure against the breaker
+  it('the upstream\'s 403 reaches the client, not the broken write: every one of 20 batches of 6 MB, 4 at once', async () => {
+    const pad = 'x'.repeat(180);
+    const events = Array.from({ length: 10_000 }, (_, i) => ({ kind: 'view', itemId: A, sessionId: `s${pad}-${i}`, userId: `u${pad}-${i}`, orderId: `o${pad}-${i}` }));
+    const answers: unknown[] = [];
+    for (let round = 0; round < 5; round++) {
+      answers.push(...await Promise.all(Array.from({ length: 4 }, () => post(gw.url, 'POST', '/v1/events', alice, events))));
+    }
+    expect(answers).toEqual(Array.from({ length: 20 }, () => ({ status: 403, body: { errors: [{ code: 403, message: 'Only administrators may send events and item records' }] } })));
   }, 60_000);
 });
 

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Pool } from 'undici';
+import type { Socket } from 'node:net';
+import { Pool, buildConnector } from 'undici';
 import type { Dispatcher } from 'undici';
 import { ErrorCode, GatewayError, pastDeadline, upstreamUnavailable } from '../../errors.js';
 import { CircuitBreaker } from './breaker.js';
@@ -95,6 +96,29 @@ function abortOutcome(signal: AbortSignal): AttemptOutcome {
 }
 
 const ignore = (): void => undefined;
+
+/** What a write gets from a connection the peer has closed or reset: its answer may still be there to read. */
+const WRITE_ON_CLOSED = new Set(['EPIPE', 'ECONNRESET']);
+
+/**
+ * Lets a socket's answer outlive a failed write. An upstream may answer a request before it has
+ * read the body (a 403 to who may not send a batch, a 413) and then close the connection; the
+ * body still being sent then fails with EPIPE or ECONNRESET, and node destroyed the socket with
+ * that error, the answer unread in the kernel's buffer: a 6 MB batch a non-administrator sent
+ * got UPSTREAM_UNAVAILABLE instead of the upstream's FORBIDDEN, and a failure counted against the
+ * breaker (1 in 4 of such batches with the upstream in another process,
+ * test/rest/ingestForwarding.test.ts). Such a write is taken as done, its bytes dropped; the
+ * reading side goes on: it gives the answer, then the end of the connection (or its reset),
+ * which fails the request as before when no answer came. Any other write error is passed on.
+ */
+function answersOutliveWrites(socket: Socket): void {
+  const write = socket._write.bind(socket);
+  const writev = socket._writev?.bind(socket);
+  const keepAnswer = (callback: (error?: Error | null) => void) => (error?: Error | null): void =>
+    callback(error != null && WRITE_ON_CLOSED.has(errorCode(error) ?? '') ? null : error);
+  socket._write = (chunk: unknown, encoding, callback) => write(chunk, encoding, keepAnswer(callback));
+  if (writev !== undefined) socket._writev = (chunks, callback) => writev(chunks, keepAnswer(callback));
+}
 
 /**
  * One request's response, collected as text straight from undici's dispatch callbacks. Through
@@ -225,9 +249,15 @@ export class Upstream {
     // A base URL may carry a path prefix (a service mounted under /concord, say); the pool
     // takes the origin only.
     this.basePath = url.pathname.replace(/\/+$/, '');
+    // undici's own connector, as the pool would build it from connectTimeout, its sockets wrapped
+    const connect = buildConnector({ timeout: settings.connectTimeoutMs });
     this.pool = new Pool(url.origin, {
       connections: settings.connections,
-      connectTimeout: settings.connectTimeoutMs,
+      connect: (options, callback) => connect(options, (...made) => {
+        // undefined, not null as typed, when the connection failed
+        if (made[1] != null) answersOutliveWrites(made[1]);
+        callback(...made);
+      }),
       headersTimeout: settings.headersTimeoutMs,
       bodyTimeout: settings.bodyTimeoutMs,
       keepAliveTimeout: settings.keepAliveTimeoutMs,
