@@ -1,13 +1,17 @@
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresRecsStore } from '../../src/backends/embedded/postgresRecsStore.js';
+import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
 import type { RecEvent } from '../../src/recommender/eventLog.js';
-import { DATABASE_URL, dropSchema, testSchema } from '../helpers/stores.js';
+import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 
 /*
- * A prune's recount of the stored item ids on PostgreSQL (recs_item_ids and recs_meta 'itemIds',
- * what RECS_MAX_ITEMS is checked against): its scan of the events is made without the write lock,
- * and writes that name an id it would drop, made meanwhile, keep that id, counted.
+ * A prune's recount of the stored item ids (recs_item_ids and recs_meta 'itemIds' on PostgreSQL,
+ * item_ids and meta on SQLite: what RECS_MAX_ITEMS is checked against): its scan of the events is
+ * made without the write lock, and writes that name an id it would drop, made meanwhile, keep that
+ * id, counted.
  */
 
 /** The store's write lock (postgresRecsStore.ts WRITE_LOCK): every write takes it. */
@@ -109,6 +113,84 @@ describe('prune events on PostgreSQL: the item ids no event or record names any 
 
     const after = await itemIds(client, schema);
     // 1000, the 80 old ids written again, the 40 new ones
+    expect(after.named.length).toBe(121);
+    expect(after).toEqual({ held: after.named, counted: after.named.length, named: after.named });
+  }, 60_000);
+});
+
+describe('prune events on SQLite: the item ids no event or record names any more', () => {
+  const disposals: (() => void)[] = [];
+  afterAll(() => {
+    for (const dispose of disposals.reverse()) dispose();
+  });
+
+  /** A store in a DATA_DIR of its own, and a second connection to its file (another process's, as far as SQLite knows). */
+  function fresh(): { store: RecsStore; other: Database.Database } {
+    const dir = tempDir('recs-prune-ids-');
+    disposals.push(dir.remove);
+    const store = RecsStore.open(dir.dir);
+    disposals.push(() => void store.close());
+    const other = new Database(join(dir.dir, DB_FILE));
+    disposals.push(() => other.close());
+    return { store, other };
+  }
+
+  const itemIdsOf = (db: Database.Database): { held: number[]; counted: number; named: number[] } => ({
+    held: db.prepare('SELECT item_id FROM item_ids ORDER BY 1').pluck().all() as number[],
+    counted: db.prepare("SELECT value FROM meta WHERE key = 'itemIds'").pluck().get() as number,
+    named: db.prepare('SELECT item_id FROM events UNION SELECT item_id FROM items ORDER BY 1').pluck().all() as number[],
+  });
+
+  // a replacing import may delete the newest events, and rowids are then taken again below the
+  // last one the scan saw: it bumps the generation, and the prune recounts under the lock instead
+  it.each([
+    ['a write', 'INSERT INTO events (import_id, kind, item_id, session, user, order_id, time) VALUES (0, 0, 7, NULL, NULL, NULL, ?)'],
+    ['a replacing import (a rowid below the last the scan saw)', `INSERT INTO meta (key, value) VALUES ('generation', 1) ON CONFLICT (key) DO UPDATE SET value = value + 1;
+      INSERT INTO events (rowid, import_id, kind, item_id, session, user, order_id, time) VALUES (5, 0, 0, 7, NULL, NULL, NULL, ?)`],
+  ])('an event naming an id the prune found unnamed, stored by %s between its scan and its deletion, keeps the id', async (_what, sql) => {
+    const { store, other } = fresh();
+    await store.appendEvents([...Array.from({ length: 20 }, (_, i) => event(i + 1, 200, `old-${i}`)), event(1000, 1, 'new')]);
+    expect(itemIdsOf(other).counted).toBe(21);
+
+    // once the prune's scan is made (its one read transaction), another process takes the write
+    // lock and stores an event naming item 7 (held by item_ids still, so it adds none) before the prune has it
+    const transaction = store.db.transaction.bind(store.db);
+    let written: Promise<void> | undefined;
+    store.db.transaction = ((fn: (...args: never[]) => unknown) => {
+      const made = transaction(fn);
+      return Object.assign((...args: never[]) => {
+        const result = made(...args);
+        other.exec('BEGIN IMMEDIATE');
+        const statements = sql.split(';');
+        for (const statement of statements.slice(0, -1)) other.exec(statement);
+        other.prepare(statements.at(-1)!).run(Date.now());
+        written = new Promise((resolve) => setTimeout(() => resolve(void other.exec('COMMIT')), 50));
+        return result;
+      }, made);
+    }) as typeof store.db.transaction;
+    const pruned = await store.pruneEvents(MAX_AGE);
+    await written;
+    expect(pruned.removed).toBe(20);
+
+    const after = itemIdsOf(other);
+    expect(after.named).toEqual([7, 1000]);
+    expect(after).toEqual({ held: after.named, counted: 2, named: after.named });
+  }, 30_000);
+
+  it('with writes racing it that name ids it would drop, the count is the ids named, exactly', async () => {
+    const { store, other } = fresh();
+    const old = Array.from({ length: 30_000 }, (_, i) => event((i % 300) + 1, 200, `old-${i % 3000}`));
+    for (let at = 0; at < old.length; at += 5_000) await store.appendEvents(old.slice(at, at + 5_000));
+    await store.appendEvents([event(1000, 1, 'new')]);
+
+    const writes = Array.from({ length: 40 }, (_, w) => [event(w * 7 + 1, 0, `w-${w}`), event(w * 7 + 2, 0, `w-${w}`), event(2000 + w, 0, `w-${w}`)]);
+    const writer = async (lane: number): Promise<void> => {
+      for (let w = lane; w < writes.length; w += 4) await store.appendEvents(writes[w]!);
+    };
+    const [pruned] = await Promise.all([store.pruneEvents(MAX_AGE), ...[0, 1, 2, 3].map(writer)]);
+    expect(pruned.removed).toBe(old.length);
+
+    const after = itemIdsOf(other);
     expect(after.named.length).toBe(121);
     expect(after).toEqual({ held: after.named, counted: after.named.length, named: after.named });
   }, 60_000);

@@ -273,7 +273,7 @@ export class RecsStore implements RecsDataStore {
       if (changes > 0) await sleep(PRUNE_PAUSE_MS);
     }
     // the items only the deleted events named no longer count against RECS_MAX_ITEMS
-    if (removed > 0) await this.write(() => this.recountItemIds());
+    if (removed > 0) await this.dropUnnamedItemIds();
     return { newest, removed, eventIds };
   }
 
@@ -562,6 +562,34 @@ export class RecsStore implements RecsDataStore {
   private recountItemIds(): void {
     this.db.exec('DELETE FROM item_ids WHERE item_id NOT IN (SELECT item_id FROM items) AND item_id NOT IN (SELECT item_id FROM events)');
     this.setMeta('itemIds', this.db.prepare('SELECT count(*) FROM item_ids').pluck().get() as number);
+  }
+
+  /**
+   * After a prune: the ids neither an event nor a record names any more leave item_ids, and its
+   * count goes down by as many. recountItemIds's scan of the events held the write lock, and so
+   * every other process's writes, for as long as it took; the scan is made first, in a read
+   * transaction (WAL lets writers go on beside it), and gives the candidates with the last rowid
+   * it saw. Under the lock only the events since (past that rowid) and the records can name a
+   * candidate again; the rest are deleted. A rowid is the largest one plus one, so rowids follow
+   * commits as long as no event at the top is deleted: a prune keeps the newest, and a replacing
+   * import, which may delete it, bumps the generation; then the whole recount is made under the
+   * lock, as before. An id that became unnamed after the scan stays, counted, for the next prune.
+   */
+  private async dropUnnamedItemIds(): Promise<void> {
+    const seen = this.db.transaction(() => ({
+      generation: this.meta('generation'),
+      last: (this.db.prepare('SELECT max(rowid) FROM events').pluck().get() as number | null) ?? 0,
+      ids: this.db.prepare('SELECT item_id FROM item_ids WHERE item_id NOT IN (SELECT item_id FROM items) AND item_id NOT IN (SELECT item_id FROM events)').pluck().all() as number[],
+    }))();
+    if (seen.ids.length === 0) return;
+    await this.write(() => {
+      if (this.meta('generation') !== seen.generation) return this.recountItemIds();
+      const named = new Set(this.db.prepare('SELECT item_id FROM events WHERE rowid > ?').pluck().all(seen.last) as number[]);
+      const drop = this.db.prepare('DELETE FROM item_ids WHERE item_id = ? AND NOT EXISTS (SELECT 1 FROM items WHERE item_id = ?)');
+      let dropped = 0;
+      for (const id of seen.ids) if (!named.has(id)) dropped += drop.run(id, id).changes;
+      if (dropped > 0) this.setMeta('itemIds', this.meta('itemIds') - dropped);
+    });
   }
 
   /** Writes records under a new item sequence number (inside a write transaction). */
