@@ -11,14 +11,29 @@ const MAX_SHOWN = 40;
  * 9007199254740992 has (the limit is 2^53 − 1, where a JSON number stops being exact), and of a
  * literal that was no integer or string, its kind ("FloatValue").
  */
-function invalidItemId(sent: string | undefined): GraphQLError {
+function invalidItemId(sent: string | undefined, literal?: ValueNode): GraphQLError {
   const shown = sent === undefined ? 'nothing' : sent.length > MAX_SHOWN ? `${sent.slice(0, MAX_SHOWN)}…` : sent;
-  return new GraphQLError(`ItemId must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} (2^53 − 1), or a string of its digits; got ${shown}`);
+  return new GraphQLError(`ItemId must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} (2^53 − 1), or a string of its digits; got ${shown}`, literal ? { nodes: literal } : {});
 }
 
 const invalidItemIdValue = (value: unknown): GraphQLError => invalidItemId(JSON.stringify(value));
 /** A literal as written; a list or an object is printed whole first, so no longer than MAX_SHOWN of it is shown. */
-const invalidItemIdLiteral = (ast: ValueNode): GraphQLError => invalidItemId(print(ast));
+const invalidItemIdLiteral = (ast: ValueNode): GraphQLError => invalidItemId(print(ast), ast);
+
+/**
+ * A literal's refusal pointing at the literal: graphql-js's validation reports a GraphQLError a
+ * scalar's parseLiteral throws as it is, so one made without the node had no `locations`, where
+ * every other validation error has them.
+ */
+function atLiteral<T>(ast: ValueNode, parse: () => T): T {
+  try {
+    return parse();
+  } catch (error) {
+    if (!(error instanceof GraphQLError) || error.nodes !== undefined) throw error;
+    const Refusal = error.constructor as typeof GraphQLError;
+    throw new Refusal(error.message, { nodes: ast, extensions: error.extensions });
+  }
+}
 
 /** Item ids past 2^31: a JSON number out, a number or a digit string in. */
 export const ItemIdScalar = new GraphQLScalarType<number, number>({
@@ -75,6 +90,6 @@ export const DateTimeScalar = new GraphQLScalarType<number | Date | string, stri
     return isoTime(typeof value === 'string' ? value : null);
   },
   parseLiteral(ast) {
-    return isoTime(ast.kind === Kind.STRING ? ast.value : null);
+    return atLiteral(ast, () => isoTime(ast.kind === Kind.STRING ? ast.value : null));
   },
 });

@@ -158,8 +158,11 @@ describe('the ingestion API\'s checks on every path', () => {
       expect(rest.message, time).toMatch(/^events\[0\]\.time: must/);
     }
     // in the document's text too: refused before it runs, on both paths alike
-    const literal = await bothPaths('mutation { recordEvents(events: [{ kind: VIEW, itemId: 99100001, sessionId: "s", time: "9999-01-01T00:00:00Z" }]) { accepted } }', {});
+    const text = 'mutation { recordEvents(events: [{ kind: VIEW, itemId: 99100001, sessionId: "s", time: "9999-01-01T00:00:00Z" }]) { accepted } }';
+    const literal = await bothPaths(text, {});
     expect([literal.status, literal.body.errors![0]!.message]).toEqual([400, expect.stringContaining('DateTime must not be more than a day in the future') as string]);
+    // pointing at the literal, as every other validation error does (a probe found none)
+    expect((literal.body.errors![0] as { locations?: unknown }).locations).toEqual([{ line: 1, column: text.indexOf('"9999') + 1 }]);
     expect(recs.itemCount).toBe(before);
     // RFC 3339's t and z as well as T and Z (the probe found them refused), in variables, in the text, and on REST
     for (const time of ['2026-11-23T07:40:00+01:00', '2026-11-23T06:40:00Z', '1970-01-01T00:00:00Z', '2026-11-23t06:40:00z', '2026-11-23t07:40:00+01:00']) {

@@ -126,6 +126,8 @@ describe('the gateway over HTTP', () => {
     for (const [literal, shown] of literals) {
       const response = await gw.gql(`{ item(itemId: ${literal}) { itemId } }`, {}, { authorization: key });
       expect([response.status, codeOf(response), response.body.errors?.[0]?.message], literal).toEqual([400, 'GRAPHQL_VALIDATION_FAILED', `${range} ${shown}`]);
+      // where in the text, as every other validation error says (the probe: none was given)
+      expect((response.body.errors?.[0] as { locations?: unknown } | undefined)?.locations, literal).toEqual([{ line: 1, column: 16 }]);
     }
     const variables: [unknown, string][] = [
       [9007199254740992, '9007199254740992'],
