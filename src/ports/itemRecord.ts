@@ -227,6 +227,34 @@ export function parseItemRecord(raw: unknown): ItemModel {
   return new ParsedItem(itemId, raw);
 }
 
+/** The most of a damaged stored record a message shows. */
+const SHOWN_OF_STORED = 40;
+
+/**
+ * A record as a store holds it (its JSON text), read as parseItemRecord reads one sent. A store's
+ * text that is not JSON (a damaged file, a hand edit) is an ItemRecordError that shows its start
+ * escaped, as JSON: JSON.parse's own message quoted it raw, NUL bytes and all, into the one line
+ * a start that fails prints.
+ */
+export function parseStoredRecord(stored: string | Uint8Array): ItemModel {
+  // a TEXT column holds a BLOB as well, read as bytes (a hand edit, a damaged page)
+  const json = typeof stored === 'string' ? stored : Buffer.from(stored).toString('utf8');
+  let raw: unknown;
+  try {
+    raw = JSON.parse(json);
+  } catch {
+    const start = json.length > SHOWN_OF_STORED ? `${json.slice(0, SHOWN_OF_STORED)}…` : json;
+    throw new ItemRecordError(`a stored item record is not JSON: ${JSON.stringify(start)}`);
+  }
+  try {
+    return parseItemRecord(raw);
+  } catch (error) {
+    if (!(error instanceof ItemRecordError)) throw error;
+    const id = isObject(raw) ? toItemId(raw.itemId) : null;
+    throw new ItemRecordError(`a stored item record${id === null ? '' : ` (itemId ${id})`} cannot be read: ${error.message}`);
+  }
+}
+
 /** The nested objects of a record (what a refusal says of each, and its fields): what unknownNestedField checks. */
 const NESTED: readonly (readonly [field: string, has: string, fields: readonly string[]])[] = [
   ['bestMarketplacePrice', 'a marketplace price has only', MARKETPLACE_FIELDS.map(([name]) => name)],

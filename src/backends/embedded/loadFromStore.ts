@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { parseItemRecord } from '../../ports/itemRecord.js';
+import { parseStoredRecord } from '../../ports/itemRecord.js';
 import { Catalog } from '../../recommender/catalog.js';
 import { EventLog } from '../../recommender/eventLog.js';
 import type { EventLogColumns } from '../../recommender/eventLog.js';
@@ -126,7 +126,7 @@ export function loadInWorker(request: LoadRequest, onWorker: (worker: Worker | n
       if (settled) return;
       try {
         const end = Math.min(queue.length, at + RECORDS_PER_TURN);
-        for (; at < end; at++) catalog.add(parseItemRecord(JSON.parse(queue[at]!)));
+        for (; at < end; at++) catalog.add(parseStoredRecord(queue[at]!));
         if (at < queue.length) return void setImmediate(pump);
         queue.length = 0;
         at = 0;

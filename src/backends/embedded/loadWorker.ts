@@ -5,7 +5,7 @@
  * arrays and the event log's columns, transferred rather than copied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { parseItemRecord } from '../../ports/itemRecord.js';
+import { parseStoredRecord } from '../../ports/itemRecord.js';
 import { Catalog } from '../../recommender/catalog.js';
 import { EventLog } from '../../recommender/eventLog.js';
 import type { EventLogColumns } from '../../recommender/eventLog.js';
@@ -54,7 +54,7 @@ async function run({ source, options }: LoadRequest): Promise<void> {
     let chunk: string[] = [];
     const head = await store.snapshot({
       record(json) {
-        catalog.add(parseItemRecord(JSON.parse(json)));
+        catalog.add(parseStoredRecord(json));
         chunk.push(json);
         if (chunk.length === RECORDS_PER_MESSAGE) {
           post({ type: 'records', records: chunk });

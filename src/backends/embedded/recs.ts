@@ -7,7 +7,7 @@ import type { EventLog } from '../../recommender/eventLog.js';
 import type { CompactionUnderWay, RecEvent } from '../../recommender/eventLog.js';
 import { buildModel } from '../../recommender/model.js';
 import type { ModelOptions, RecModel } from '../../recommender/model.js';
-import { parseItemRecord } from '../../ports/itemRecord.js';
+import { parseStoredRecord } from '../../ports/itemRecord.js';
 import { KINDS, LiveModel } from '../../recommender/live.js';
 import type { ApplyStats, Kind, RebuildJob } from '../../recommender/live.js';
 import type { RebuildAnswer } from './rebuildWorker.js';
@@ -596,7 +596,7 @@ export class EmbeddedRecs implements RecsService {
       if (head.lastItemSeq > this.head.lastItemSeq) {
         const { seq, records } = await store.itemsAfter(this.head.lastItemSeq);
         if (seq > this.head.lastItemSeq && !this.closed) {
-          this.applyItems(records.map((r) => parseItemRecord(JSON.parse(r))));
+          this.applyItems(records.map(parseStoredRecord));
           this.head.lastItemSeq = seq;
         }
       }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import type { Database as SqliteDatabase, Statement } from 'better-sqlite3';
-import { parseItemRecord, toItemRecord } from '../../ports/itemRecord.js';
+import { parseStoredRecord, toItemRecord } from '../../ports/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
 import { Catalog } from '../../recommender/catalog.js';
 import { makeDataDir, preparePrivateFile, StoreBusyError, StoreFullError, storeOpenError } from './dataFiles.js';
@@ -711,10 +711,10 @@ export class RecsStore implements RecsDataStore {
     }
   }
 
-  /** The stored catalogue; every record goes through parseItemRecord again. */
+  /** The stored catalogue; every record goes through parseStoredRecord (parseItemRecord) again. */
   loadCatalog(): Catalog {
     const catalog = new Catalog();
-    for (const record of this.catalogRecords()) catalog.add(parseItemRecord(JSON.parse(record)));
+    for (const record of this.catalogRecords()) catalog.add(parseStoredRecord(record));
     return catalog;
   }
 
