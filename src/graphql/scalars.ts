@@ -16,7 +16,8 @@ function invalidItemId(sent: string | undefined, literal?: ValueNode): GraphQLEr
   return new GraphQLError(`ItemId must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} (2^53 − 1), or a string of its digits; got ${shown}`, literal ? { nodes: literal } : {});
 }
 
-const invalidItemIdValue = (value: unknown): GraphQLError => invalidItemId(JSON.stringify(value));
+// JSON.stringify writes -0 as 0, which would say a refused -0 was 0 (a probe)
+const invalidItemIdValue = (value: unknown): GraphQLError => invalidItemId(Object.is(value, -0) ? '-0' : JSON.stringify(value));
 /** A literal as written; a list or an object is printed whole first, so no longer than MAX_SHOWN of it is shown. */
 const invalidItemIdLiteral = (ast: ValueNode): GraphQLError => invalidItemId(print(ast), ast);
 

@@ -273,7 +273,7 @@ export function itemNumberRefusal(path: string, value: unknown): string | null {
  * Null for any other path.
  */
 export function attributeValueRefusal(path: string): string | null {
-  return path.startsWith('attributes.') ? 'must be a string, as every attribute\'s value is (recommendations.md): send a number or true/false as text, in quotes' : null;
+  return path.startsWith('attributes.') || path.startsWith('attributes[') ? 'must be a string, as every attribute\'s value is (recommendations.md): send a number or true/false as text, in quotes' : null;
 }
 
 /** The numbers of a record a shopper is shown: amounts from 0 to MAX_AMOUNT, a rating from 0 to 5, a count of reviews. */

@@ -227,6 +227,11 @@ export function parseItemRecord(raw: unknown): ItemModel {
   return new ParsedItem(itemId, raw);
 }
 
+/** An attribute's path in a refusal: `attributes.size`, or `attributes[""]` for a name that is no plain word. */
+export function attributePath(name: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `attributes.${name}` : `attributes[${JSON.stringify(name)}]`;
+}
+
 /** The most of a damaged stored record a message shows. */
 const SHOWN_OF_STORED = 40;
 
@@ -326,7 +331,7 @@ export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
         if (!isObject(value)) return { path: field, value };
         // recommendations.md: "map of string keys to string values"; a number was kept as JavaScript
         // writes it (1e21 served back as "1e+21"), its text as sent lost with JSON.parse
-        for (const [name, v] of Object.entries(value)) if (typeof v !== 'string') return { path: `attributes.${name}`, value: v };
+        for (const [name, v] of Object.entries(value)) if (typeof v !== 'string') return { path: attributePath(name), value: v };
         break;
       }
       case 'variants': {

@@ -139,6 +139,14 @@ describe('the gateway over HTTP', () => {
       const response = await gw.gql('query($id: ItemId!) { item(itemId: $id) { itemId } }', { id: value }, { authorization: key });
       expect([response.status, codeOf(response), response.body.errors?.[0]?.message], shown).toEqual([400, 'BAD_USER_INPUT', `Variable "$id" got invalid value; ${range} ${shown}`]);
     }
+    // -0 written in the body's JSON (JSON.stringify writes it as 0, which a probe was told it got)
+    const negativeZero = await fetch(`${gw.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: key },
+      body: '{"query":"query($id: ItemId!) { item(itemId: $id) { itemId } }","variables":{"id":-0}}',
+    });
+    expect(negativeZero.status).toBe(400);
+    expect(((await negativeZero.json()) as { errors: { message: string }[] }).errors[0]!.message).toBe(`Variable "$id" got invalid value; ${range} -0`);
     // the limit itself is an item id (unknown in the demo shop)
     const largest = await gw.gql('{ item(itemId: 9007199254740991) { itemId } }', {}, { authorization: key });
     expect(largest.body.errors?.[0]?.message).toBe('No item with itemId 9007199254740991');

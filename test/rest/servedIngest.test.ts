@@ -117,6 +117,11 @@ describe('the REST twins, embedded backend', () => {
       const sent = [first, { itemId: NEW + 1, name: 'Vireo Labs Shelf', attributes: { color: 'Blue', [name]: value } }];
       expect(await call('PUT', '/v1/items', root, sent), `${name}: ${JSON.stringify(value)}`).toMatchObject(refusal(400, 4000, `items[1].attributes.${name}: ${message}`));
     }
+    // a name that is no plain word is quoted (a probe: "" was shown as "attributes.:")
+    for (const name of ['', 'shoe size', 'a.b']) {
+      const sent = [{ itemId: NEW, name: 'Vireo Labs Rack', attributes: { [name]: 7 } }];
+      expect(await call('PUT', '/v1/items', root, sent), name).toMatchObject(refusal(400, 4000, `items[0].attributes[${JSON.stringify(name)}]: ${message}`));
+    }
     expect((await lookup()).status).toBe(400);
     // sent as text, it is kept as sent
     const record = { itemId: NEW, name: 'Vireo Labs Rack', attributes: { size: '1e21', waterproof: 'true' } };
