@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PostgresRecsStore } from '../../src/backends/embedded/postgresRecsStore.js';
+import { PostgresRecsStore, writeLockFor } from '../../src/backends/embedded/postgresRecsStore.js';
 import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
 import type { RecEvent } from '../../src/recommender/eventLog.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
@@ -14,8 +14,6 @@ import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores
  * id, counted.
  */
 
-/** The store's write lock (postgresRecsStore.ts WRITE_LOCK): every write takes it. */
-const WRITE_LOCK = 7_311_923_021;
 const DAY = 86_400_000;
 const MAX_AGE = 90 * DAY;
 
@@ -77,7 +75,7 @@ describe('prune events on PostgreSQL: the item ids no event or record names any 
     disposals.push(() => holder.end());
     const pid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     await holder.query('BEGIN');
-    await holder.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+    await holder.query('SELECT pg_advisory_xact_lock($1)', [writeLockFor(schema)]);
     let writing: Promise<unknown> | undefined;
     let pruning: Promise<{ removed: number }> | undefined;
     try {

@@ -8,6 +8,7 @@ import { createEmbeddedBackend, STORE_BUSY_RETRY_AFTER_S } from '../../src/backe
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { writeLockFor } from '../../src/backends/embedded/postgresRecsStore.js';
 import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import { loadConfig } from '../../src/config/env.js';
@@ -144,10 +145,10 @@ describe('the gateway as serve makes it, while another process holds the write l
 });
 
 describe('the gateway as serve makes it on PostgreSQL, while another session holds the store\'s write lock', () => {
-  /** The advisory lock every write to the events and items takes (postgresRecsStore.ts WRITE_LOCK). */
-  const WRITE_LOCK = 7_311_923_021;
   const data = tempDir('recs-busy-pg-');
   const schema = testSchema();
+  /** The advisory lock every write to the events and items in the schema takes (postgresRecsStore.ts writeLockFor). */
+  const WRITE_LOCK = writeLockFor(schema);
   let gateway: Gateway;
   let url: string;
   let admin: string;

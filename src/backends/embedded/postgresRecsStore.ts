@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import { toItemRecord } from '../../ports/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
@@ -52,8 +53,26 @@ const MIGRATION_LOCK = 7_311_923_020;
  * at insert time, and without it a transaction could commit ids below ones a follower has already
  * read past (id 7 committing after id 8 was read): under it, ids become visible in order. It costs
  * parallelism between writers, which PostgreSQL would spend on the same index pages anyway.
+ *
+ * An advisory lock is the database's, not a schema's: with one key for every schema, gateways of
+ * different deployments (or test runs) sharing a database in schemas of their own held each
+ * other's writes, and a session holding one store's lock made another's writes busy. So the key
+ * is the store's schema's (writeLockFor); `public`, where a gateway keeps its tables unless told
+ * otherwise, keeps this one, which gateways of earlier versions take, so that they and newer ones
+ * still exclude each other there during a rolling upgrade. (In a schema of its own, a gateway of
+ * an earlier version and a newer one do not, until the earlier ones are gone.)
  */
 const WRITE_LOCK = 7_311_923_021;
+
+/**
+ * The write lock's key for the store in `schema` (PostgreSQL's current_schema() of its
+ * connections; null when none of its search_path exists): WRITE_LOCK for `public` (and null), a
+ * key of the schema's name for any other. A bigint, as text.
+ */
+export function writeLockFor(schema: string | null): string {
+  if (schema === null || schema === 'public') return String(WRITE_LOCK);
+  return createHash('sha256').update(`recs-gateway write lock\0${schema}`).digest().readBigInt64BE(0).toString();
+}
 /** Rows a statement when moving staged rows or paging a snapshot. */
 const PAGE = 50_000;
 
@@ -206,6 +225,8 @@ export class PostgresRecsStore implements RecsDataStore {
   readonly kind = 'postgresql';
   private readonly pool: pg.Pool;
   private readonly schema: string | undefined;
+  /** writeLockFor the schema the connections use, read once (lockKey). */
+  private writeLock: Promise<string> | undefined;
 
   constructor(options: PostgresRecsStoreOptions) {
     this.pool = openPool({ connectionString: options.connectionString, schema: options.schema, max: options.max ?? 4, lockTimeoutMs: options.lockTimeoutMs });
@@ -223,6 +244,21 @@ export class PostgresRecsStore implements RecsDataStore {
     }
   }
 
+  /**
+   * The key of this store's write lock (writeLockFor its schema). Asked for before a transaction
+   * takes a connection of the pool, never inside one: its first read takes a connection of its own.
+   */
+  private lockKey(): Promise<string> {
+    this.writeLock ??= this.pool.query<{ schema: string | null }>('SELECT current_schema() AS schema').then(
+      ({ rows }) => writeLockFor(rows[0]?.schema ?? null),
+      (error: unknown) => {
+        this.writeLock = undefined;
+        throw error;
+      },
+    );
+    return this.writeLock;
+  }
+
   /** Creates the tables when missing; StoreOpenError (one line, no password) when PostgreSQL cannot be used. */
   async migrate(): Promise<void> {
     try {
@@ -234,12 +270,15 @@ export class PostgresRecsStore implements RecsDataStore {
         await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
         if (this.schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${this.schema}`);
         await client.query(SCHEMA_SQL);
+        const { rows: [where] } = await client.query<{ schema: string | null }>('SELECT current_schema() AS schema');
+        const lock = writeLockFor(where?.schema ?? null);
+        this.writeLock = Promise.resolve(lock);
         const { rows: [had] } = await client.query<{ ids: boolean; room: boolean }>(
           "SELECT to_regclass('recs_item_ids') IS NOT NULL AS ids, to_regprocedure('recs_item_room(bigint, bigint, bigint)') IS NOT NULL AS room");
         if (!had!.room) await client.query(ITEM_ROOM_SQL);
         if (!had!.ids) {
           // the rows as they stand: writers of an earlier version, which do not add to it, held off meanwhile
-          await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+          await client.query('SELECT pg_advisory_xact_lock($1)', [lock]);
           await client.query(ITEM_IDS_SQL);
           await client.query(FILL_ITEM_IDS_SQL);
         }
@@ -305,7 +344,7 @@ export class PostgresRecsStore implements RecsDataStore {
     const orders = events.map((e) => key(NS_ORDER, e.orderId));
     const times = events.map((e) => Math.round(e.time));
     const orNull = (id: number): number | null => (id < 0 ? null : id);
-    const values = [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, WRITE_LOCK, cap?.maxItems ?? null];
+    const values = [kinds, events.map((e) => e.itemId), sessions.map(orNull), users.map(orNull), orders.map(orNull), times, await this.lockKey(), cap?.maxItems ?? null];
     const rows = (inserted: number[], kept: (i: number) => boolean): EventRow[] => {
       const stored: EventRow[] = [];
       for (let i = 0; i < events.length; i++) {
@@ -401,8 +440,9 @@ export class PostgresRecsStore implements RecsDataStore {
   }
 
   async upsertItems(items: readonly ItemModel[], cap?: ItemCap): Promise<number> {
+    const lock = await this.lockKey();
     return busyOnLockTimeout(this.transaction(async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+      await client.query('SELECT pg_advisory_xact_lock($1)', [lock]);
       const seq = await PostgresRecsStore.bumpMeta(client, 'itemSeq');
       await client.query(
         `WITH ${itemRoomCtes('$1', '$4')}
@@ -494,8 +534,9 @@ export class PostgresRecsStore implements RecsDataStore {
            AND NOT EXISTS (SELECT 1 FROM recs_events e WHERE e.item_id = i.item_id)) AS ids`);
     const { last, ids } = rows[0]!;
     if (ids.length === 0) return;
+    const lock = await this.lockKey();
     await this.transaction(async (client) => {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+      await client.query('SELECT pg_advisory_xact_lock($1)', [lock]);
       // a statement of its own, after the lock: its snapshot has every write that went before
       await client.query(
         `WITH gone AS (DELETE FROM recs_item_ids i WHERE i.item_id = ANY($1::bigint[])
@@ -529,6 +570,7 @@ export class PostgresRecsStore implements RecsDataStore {
 
   /** Staged in temporary tables of one connection of its own; moved under the write lock by finish. */
   async beginImport(what: ImportRecord['what'], format: string, file: string, sha256: string): Promise<ImportSession> {
+    const lock = await this.lockKey();
     const client = await this.pool.connect();
     let released = false;
     const release = (): void => {
@@ -561,7 +603,7 @@ export class PostgresRecsStore implements RecsDataStore {
       finish: async (records, skipped, options = {}) => {
         try {
           await client.query('BEGIN');
-          await client.query('SELECT pg_advisory_xact_lock($1)', [WRITE_LOCK]);
+          await client.query('SELECT pg_advisory_xact_lock($1)', [lock]);
           let removed = 0;
           if (options.replace === true && what === 'catalog') {
             removed = (await client.query("DELETE FROM recs_imports WHERE what = 'catalog'")).rowCount ?? 0;
