@@ -6,6 +6,7 @@ import {
   isObjectType,
   Kind,
   OperationTypeNode,
+  type GraphQLObjectType,
   type GraphQLOutputType,
   type GraphQLSchema,
   type OperationDefinitionNode,
@@ -141,9 +142,8 @@ export function itemListPlan(schema: GraphQLSchema, operation: OperationDefiniti
   const [root, ...more] = operation.selectionSet.selections;
   if (root === undefined || more.length > 0 || root.kind !== Kind.FIELD || root.directives?.length || !root.selectionSet) return null;
   const field = schema.getQueryType()?.getFields()[root.name.value];
-  if (field === undefined || !isListOfItems(field.type)) return null;
-  const item = getNamedType(field.type);
-  if (!isObjectType(item)) return null;
+  const item = field === undefined ? null : listedItems(field.type);
+  if (item === null) return null;
   const fields = item.getFields();
   for (const selection of root.selectionSet.selections) {
     if (selection.kind !== Kind.FIELD || selection.directives?.length || selection.arguments?.length || selection.selectionSet) return null;
@@ -155,10 +155,10 @@ export function itemListPlan(schema: GraphQLSchema, operation: OperationDefiniti
   return new ItemListPlan(root.alias?.value ?? root.name.value);
 }
 
-/** [Item], [Item!], [Item]! or [Item!]!. */
-function isListOfItems(type: GraphQLOutputType): boolean {
+/** The Item type of [Item], [Item!], [Item]! or [Item!]!; null for any other type. */
+function listedItems(type: GraphQLOutputType): GraphQLObjectType | null {
   const list = isNonNullType(type) ? type.ofType : type;
-  if (!isListType(list)) return false;
+  if (!isListType(list)) return null;
   const element = isNonNullType(list.ofType) ? list.ofType.ofType : list.ofType;
-  return isObjectType(element) && element.name === ITEM_TYPE;
+  return isObjectType(element) && element.name === ITEM_TYPE ? element : null;
 }

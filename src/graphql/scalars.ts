@@ -11,15 +11,15 @@ const MAX_SHOWN = 40;
  * 9007199254740992 has (the limit is 2^53 − 1, where a JSON number stops being exact), and of a
  * literal that was no integer or string, its kind ("FloatValue").
  */
-function invalidItemId(sent: string | undefined, literal?: ValueNode): GraphQLError {
+function invalidItemId(sent: string | undefined): GraphQLError {
   const shown = sent === undefined ? 'nothing' : sent.length > MAX_SHOWN ? `${sent.slice(0, MAX_SHOWN)}…` : sent;
-  return new GraphQLError(`ItemId must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} (2^53 − 1), or a string of its digits; got ${shown}`, literal ? { nodes: literal } : {});
+  return new GraphQLError(`ItemId must be a whole number from 1 to ${Number.MAX_SAFE_INTEGER} (2^53 − 1), or a string of its digits; got ${shown}`);
 }
 
 // JSON.stringify writes -0 as 0, which would say a refused -0 was 0 (a probe)
 const invalidItemIdValue = (value: unknown): GraphQLError => invalidItemId(Object.is(value, -0) ? '-0' : JSON.stringify(value));
 /** A literal as written; a list or an object is printed whole first, so no longer than MAX_SHOWN of it is shown. */
-const invalidItemIdLiteral = (ast: ValueNode): GraphQLError => invalidItemId(print(ast), ast);
+const invalidItemIdLiteral = (ast: ValueNode): GraphQLError => invalidItemId(print(ast));
 
 /**
  * A literal's refusal pointing at the literal: graphql-js's validation reports a GraphQLError a
@@ -50,10 +50,12 @@ export const ItemIdScalar = new GraphQLScalarType<number, number>({
     return id;
   },
   parseLiteral(ast) {
-    // graphql-js would reject 5000000001 as an Int literal; read the digits ourselves
-    const id = ast.kind === Kind.INT || ast.kind === Kind.STRING ? toItemId(ast.kind === Kind.INT ? Number(ast.value) : ast.value) : null;
-    if (id === null || (ast.kind === Kind.INT && String(id) !== ast.value.replace(/^0+/, ''))) throw invalidItemIdLiteral(ast);
-    return id;
+    return atLiteral(ast, () => {
+      // graphql-js would reject 5000000001 as an Int literal; read the digits ourselves
+      const id = ast.kind === Kind.INT || ast.kind === Kind.STRING ? toItemId(ast.kind === Kind.INT ? Number(ast.value) : ast.value) : null;
+      if (id === null || (ast.kind === Kind.INT && String(id) !== ast.value.replace(/^0+/, ''))) throw invalidItemIdLiteral(ast);
+      return id;
+    });
   },
 });
 

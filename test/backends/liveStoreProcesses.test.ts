@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { afterAll, describe, expect, it } from 'vitest';
 import { coViews } from '../helpers/liveEvents.js';
 import { sendEvents } from '../helpers/liveEvents.js';
-import { gql, startServe } from '../helpers/processes.js';
+import { firstAdmin, gql, startServe } from '../helpers/processes.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 import { storedEvents } from '../helpers/liveEvents.js';
 
@@ -77,8 +77,7 @@ describe.skipIf(!hasMutation)('over HTTP (needs the recordEvents mutation)', () 
     try {
       const env = { DATA_DIR: data.dir, DATABASE_URL: '', REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '200' };
       const first = await startServe(env);
-      const password = /password\n\n\s+(\S+)/.exec(first.stderr())?.[1];
-      const admin = `Basic ${Buffer.from(`admin:${password}`).toString('base64')}`;
+      const admin = firstAdmin(first);
       const second = await startServe(env);
       try {
         await gql(first.url, 'mutation($i:[ItemInput!]!){ upsertItems(items:$i){ upserted } }',

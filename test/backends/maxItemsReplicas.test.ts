@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { gql, startServe } from '../helpers/processes.js';
+import { createKey, firstAdmin, gql, startServe } from '../helpers/processes.js';
 import { sharedRecsStoreKinds } from '../helpers/stores.js';
 import { pool } from '../helpers/pool.js';
 import { itemsFrom } from '../helpers/liveEvents.js';
@@ -61,12 +61,7 @@ describe.each(setups)('RECS_MAX_ITEMS held by the $name store across two gateway
     cleanups.push(() => one.stop());
     const two = await startServe(store.env(1));
     cleanups.push(() => two.stop());
-    const password = /password\n\n\s+(\S+)/.exec(one.stderr())?.[1];
-    expect(password).toBeDefined();
-    const created = await gql(one.url, 'mutation { createApiKey(input: { name: "maxitems" }) { key } }', {},
-      { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` });
-    const auth = (created.body.data?.createApiKey as { key?: string } | undefined)?.key;
-    expect(auth).toMatch(/\S/);
+    const auth = await createKey(one.url, firstAdmin(one), 'maxitems');
 
     const ids = (from: number): number[] => Array.from({ length: IDS_A_CALL }, (_, i) => from + i);
     const outcome = (sent: number[], field: string, body: Awaited<ReturnType<typeof gql>>['body']): Outcome => {
@@ -80,13 +75,13 @@ describe.each(setups)('RECS_MAX_ITEMS held by the $name store across two gateway
     const eventCalls = Array.from({ length: CALLS }, (_, c) => async (): Promise<Outcome> => {
       const sent = ids(100_000 + c * IDS_A_CALL);
       const events = sent.flatMap((itemId, i) => [1, 2].map((k) => ({ kind: 'VIEW', itemId, sessionId: `one-${c}-${i}`, time: new Date(now + k).toISOString() })));
-      const { body } = await gql(one.url, 'mutation($e:[EventInput!]!){ recordEvents(events:$e){ accepted } }', { e: events }, { authorization: auth! });
+      const { body } = await gql(one.url, 'mutation($e:[EventInput!]!){ recordEvents(events:$e){ accepted } }', { e: events }, { authorization: auth });
       return outcome(sent, 'recordEvents', body);
     });
     const itemCalls = Array.from({ length: CALLS }, (_, c) => async (): Promise<Outcome> => {
       const sent = ids(200_000 + c * IDS_A_CALL);
       const { body } = await gql(two.url, 'mutation($i:[ItemInput!]!){ upsertItems(items:$i){ upserted } }',
-        { i: sent.map((itemId) => ({ itemId, name: `thing ${itemId}`, categoryPath: 'Home/Lamps' })) }, { authorization: auth! });
+        { i: sent.map((itemId) => ({ itemId, name: `thing ${itemId}`, categoryPath: 'Home/Lamps' })) }, { authorization: auth });
       return outcome(sent, 'upsertItems', body);
     });
     const [fromOne, fromTwo] = await Promise.all([pool(CALLS, IN_FLIGHT, (c) => eventCalls[c]!()), pool(CALLS, IN_FLIGHT, (c) => itemCalls[c]!())]);

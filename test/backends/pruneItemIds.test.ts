@@ -31,6 +31,25 @@ async function itemIds(client: pg.Client, schema: string): Promise<{ held: numbe
 }
 
 /**
+ * A prune with writes racing it that name ids it would drop. Items 1 to 300 are named only by
+ * 30,000 events too old to count (more than one of the prune's deletions: 20,000 rows), 1000 by a
+ * recent one; 40 writes of 3 events each, 4 at a time, name ids among the old ones and new ones
+ * (2000 to 2039) while the prune runs. Afterwards 121 ids are named: 1000, the 80 old ones written
+ * again, the 40 new ones.
+ */
+async function pruneRacedByWrites(store: Pick<PostgresRecsStore, 'appendEvents' | 'pruneEvents'>): Promise<void> {
+  const old = Array.from({ length: 30_000 }, (_, i) => event((i % 300) + 1, 200, `old-${i % 3000}`));
+  for (let at = 0; at < old.length; at += 5_000) await store.appendEvents(old.slice(at, at + 5_000));
+  await store.appendEvents([event(1000, 1, 'new')]);
+  const writes = Array.from({ length: 40 }, (_, w) => [event(w * 7 + 1, 0, `w-${w}`), event(w * 7 + 2, 0, `w-${w}`), event(2000 + w, 0, `w-${w}`)]);
+  const writer = async (lane: number): Promise<void> => {
+    for (let w = lane; w < writes.length; w += 4) await store.appendEvents(writes[w]!);
+  };
+  const [pruned] = await Promise.all([store.pruneEvents(MAX_AGE), ...[0, 1, 2, 3].map(writer)]);
+  expect(pruned.removed).toBe(old.length);
+}
+
+/**
  * Waits (at most 200 looks, 25 ms apart) until a session waits behind the session `pid` on a
  * statement starting with `text`; asked on `client`, outside the holder's transaction (which sees
  * pg_stat_activity as it was when it first looked).
@@ -96,21 +115,8 @@ describe('prune events on PostgreSQL: the item ids no event or record names any 
 
   it('with writes racing it that name ids it would drop, the count is the ids named, exactly', async () => {
     const { store, schema, client } = await fresh();
-    // items 1 to 300 named only by events too old to count (more than one of the prune's deletions: 20,000 rows)
-    const old = Array.from({ length: 30_000 }, (_, i) => event((i % 300) + 1, 200, `old-${i % 3000}`));
-    for (let at = 0; at < old.length; at += 5_000) await store.appendEvents(old.slice(at, at + 5_000));
-    await store.appendEvents([event(1000, 1, 'new')]);
-
-    // 40 writes of 3 events each, 4 at a time, naming ids among the old ones and new ones
-    const writes = Array.from({ length: 40 }, (_, w) => [event(w * 7 + 1, 0, `w-${w}`), event(w * 7 + 2, 0, `w-${w}`), event(2000 + w, 0, `w-${w}`)]);
-    const writer = async (lane: number): Promise<void> => {
-      for (let w = lane; w < writes.length; w += 4) await store.appendEvents(writes[w]!);
-    };
-    const [pruned] = await Promise.all([store.pruneEvents(MAX_AGE), ...[0, 1, 2, 3].map(writer)]);
-    expect(pruned.removed).toBe(old.length);
-
+    await pruneRacedByWrites(store);
     const after = await itemIds(client, schema);
-    // 1000, the 80 old ids written again, the 40 new ones
     expect(after.named.length).toBe(121);
     expect(after).toEqual({ held: after.named, counted: after.named.length, named: after.named });
   }, 60_000);
@@ -177,17 +183,7 @@ describe('prune events on SQLite: the item ids no event or record names any more
 
   it('with writes racing it that name ids it would drop, the count is the ids named, exactly', async () => {
     const { store, other } = fresh();
-    const old = Array.from({ length: 30_000 }, (_, i) => event((i % 300) + 1, 200, `old-${i % 3000}`));
-    for (let at = 0; at < old.length; at += 5_000) await store.appendEvents(old.slice(at, at + 5_000));
-    await store.appendEvents([event(1000, 1, 'new')]);
-
-    const writes = Array.from({ length: 40 }, (_, w) => [event(w * 7 + 1, 0, `w-${w}`), event(w * 7 + 2, 0, `w-${w}`), event(2000 + w, 0, `w-${w}`)]);
-    const writer = async (lane: number): Promise<void> => {
-      for (let w = lane; w < writes.length; w += 4) await store.appendEvents(writes[w]!);
-    };
-    const [pruned] = await Promise.all([store.pruneEvents(MAX_AGE), ...[0, 1, 2, 3].map(writer)]);
-    expect(pruned.removed).toBe(old.length);
-
+    await pruneRacedByWrites(store);
     const after = itemIdsOf(other);
     expect(after.named.length).toBe(121);
     expect(after).toEqual({ held: after.named, counted: after.named.length, named: after.named });

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { coViews, sendEvents } from '../helpers/liveEvents.js';
-import { gql, startServe, type ServeProcess } from '../helpers/processes.js';
+import { createKey, firstAdmin, gql, startServe, type ServeProcess } from '../helpers/processes.js';
 import { sharedRecsStoreKinds } from '../helpers/stores.js';
 import { storedEvents } from '../helpers/liveEvents.js';
 
@@ -46,14 +46,8 @@ describe.each(setups)('two gateway processes on one $name store', (setup) => {
     cleanups.push(() => one.stop());
     const two = await startServe(store.env(1));
     cleanups.push(() => two.stop());
-    const password = /password\n\n\s+(\S+)/.exec(one.stderr())?.[1];
-    expect(password).toBeDefined();
     // an API key: a password sign-in pays its scrypt check every call
-    const created = await gql(one.url, 'mutation { createApiKey(input: { name: "replicas" }) { key } }', {},
-      { authorization: `Basic ${Buffer.from(`admin:${password}`).toString('base64')}` });
-    const key = (created.body.data?.createApiKey as { key?: string } | undefined)?.key;
-    expect(key).toMatch(/\S/);
-    const auth = key!;
+    const auth = await createKey(one.url, firstAdmin(one), 'replicas');
 
     const upserted = await gql(one.url, 'mutation($i:[ItemInput!]!){ upsertItems(items:$i){ upserted } }',
       { i: Array.from({ length: 20 }, (_, k) => ({ itemId: 900 + k, name: `thing ${900 + k}`, categoryPath: 'Home/Lamps' })) }, { authorization: auth });
@@ -78,8 +72,7 @@ describe.each(setups)('two gateway processes on one $name store', (setup) => {
     cleanups.push(() => one.stop());
     const two = await startServe(store.env(1));
     cleanups.push(() => two.stop());
-    const password = /password\n\n\s+(\S+)/.exec(one.stderr())?.[1];
-    const admin = `Basic ${Buffer.from(`admin:${password}`).toString('base64')}`;
+    const admin = firstAdmin(one);
     await gql(one.url, 'mutation($i:[ItemInput!]!){ upsertItems(items:$i){ upserted } }',
       { i: Array.from({ length: 12 }, (_, k) => ({ itemId: 900 + k, name: `thing ${900 + k}`, categoryPath: 'A/B' })) }, { authorization: admin });
     expect(await sendEvents(one.url, admin, coViews(900, 905, 250, 1))).toEqual({ accepted: 500 });

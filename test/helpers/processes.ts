@@ -141,3 +141,21 @@ export async function gql(
   });
   return { status: response.status, body: (await response.json()) as never };
 }
+
+/**
+ * The administrator's Basic credentials a first `serve` on an empty store printed (its password,
+ * shown that once on stderr); throws when it printed none (not the first start).
+ */
+export function firstAdmin(first: ServeProcess): string {
+  const password = /password\n\n\s+(\S+)/.exec(first.stderr())?.[1];
+  if (password === undefined) throw new Error(`serve printed no first administrator's password:\n${first.stderr()}`);
+  return `Basic ${Buffer.from(`admin:${password}`).toString('base64')}`;
+}
+
+/** An API key named `name` made through the gateway at `url` by `authorization`; throws when none came back. */
+export async function createKey(url: string, authorization: string, name: string): Promise<string> {
+  const created = await gql(url, 'mutation($n: String!) { createApiKey(input: { name: $n }) { key } }', { n: name }, { authorization });
+  const key = (created.body.data?.createApiKey as { key?: string } | undefined)?.key;
+  if (key === undefined || key === '') throw new Error(`no key created: ${JSON.stringify(created.body)}`);
+  return key;
+}
