@@ -1,6 +1,6 @@
 import { GraphQLError, GraphQLScalarType, Kind, print, type ValueNode } from 'graphql';
 import { toItemId } from '../ports/itemRecord.js';
-import { eventTimeProblem, parseIsoTime } from '../ports/ingest.js';
+import { eventTimeProblem, isoTimeProblem, parseIsoTime } from '../ports/ingest.js';
 
 /** The most of a refused value a message shows. */
 const MAX_SHOWN = 40;
@@ -75,7 +75,10 @@ export class ClockDependentError extends GraphQLError {}
  */
 function isoTime(text: string | null): number {
   const ms = text === null ? null : parseIsoTime(text);
-  if (ms === null) throw new GraphQLError('DateTime must be an ISO 8601 string with an offset (2026-11-23T06:40:00Z or +01:00)');
+  if (ms === null) {
+    const problem = text === null ? null : isoTimeProblem(text);
+    throw new GraphQLError(`DateTime must be an ISO 8601 string with an offset (2026-11-23T06:40:00Z or +01:00)${problem === null ? '' : `: ${problem}`}`);
+  }
   const now = Date.now();
   const problem = eventTimeProblem(ms, now);
   if (problem !== null) throw ms > now ? new ClockDependentError(`DateTime ${problem}`) : new GraphQLError(`DateTime ${problem}`);

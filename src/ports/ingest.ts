@@ -117,6 +117,60 @@ export function parseIsoTime(text: string): number | null {
 }
 
 /**
+ * Why parseIsoTime refused `text`, for its message: the part that is out of range (no day 30 in
+ * February, hour 24, an offset of +25:00) or missing (the time of day, the offset); null when the
+ * text is not in the form at all, which the message's example then shows. Only asked after a
+ * refusal, so it walks the text again as parseIsoTime does rather than slow that down; it names
+ * only the numbers read from the text, never the text itself.
+ */
+export function isoTimeProblem(text: string): string | null {
+  const length = text.length;
+  if (length < 10 || text.charCodeAt(4) !== DASH || text.charCodeAt(7) !== DASH) return null;
+  const century = twoDigits(text, 0);
+  const yearOfCentury = twoDigits(text, 2);
+  const month = twoDigits(text, 5);
+  const day = twoDigits(text, 8);
+  if (century < 0 || yearOfCentury < 0 || month < 0 || day < 0) return null;
+  const pad = (n: number): string => String(n).padStart(2, '0');
+  const year = century * 100 + yearOfCentury;
+  if (month < 1 || month > 12) return `month ${pad(month)} is out of range (01 to 12)`;
+  const days = daysInMonth(year, month);
+  if (day < 1 || day > days) return `${String(year).padStart(4, '0')}-${pad(month)} has no day ${pad(day)} (01 to ${days})`;
+  if (length === 10) return 'it has no time of day and offset (T06:40:00Z)';
+  const separator = text.charCodeAt(10) === SPACE ? SPACE : text.charCodeAt(10) & ~LOWER_CASE_BIT;
+  const hour = twoDigits(text, 11);
+  const minute = twoDigits(text, 14);
+  if ((separator !== LETTER_T && separator !== SPACE) || text.charCodeAt(13) !== COLON || hour < 0 || minute < 0) return null;
+  if (hour > 23) return `hour ${pad(hour)} is out of range (00 to 23)`;
+  if (minute > 59) return `minute ${pad(minute)} is out of range (00 to 59)`;
+  let i = 16;
+  if (i < length && text.charCodeAt(i) === COLON) {
+    const second = twoDigits(text, i + 1);
+    if (second < 0) return null;
+    if (second === 60) return 'second 60 (a leap second) is not taken: send 59';
+    if (second > 59) return `second ${pad(second)} is out of range (00 to 59)`;
+    i += 3;
+    if (i < length && text.charCodeAt(i) === DOT) {
+      const start = ++i;
+      while (text.charCodeAt(i) >= 48 && text.charCodeAt(i) <= 57) i++;
+      if (i - start < 1 || i - start > 9) return 'a fraction of a second has 1 to 9 digits';
+    }
+  }
+  if (i === length) return 'it has no offset: add Z for UTC or the local offset (+01:00); without one the instant is not known';
+  const zone = text.charCodeAt(i);
+  if ((zone & ~LOWER_CASE_BIT) === LETTER_Z) return null;
+  if (zone !== PLUS && zone !== MINUS) return null;
+  const offsetHours = twoDigits(text, i + 1);
+  const colon = text.charCodeAt(i + 3) === COLON;
+  const offsetMinutes = twoDigits(text, colon ? i + 4 : i + 3);
+  if (offsetHours < 0 || offsetMinutes < 0 || (colon ? i + 6 : i + 5) !== length) return null;
+  if (offsetHours > 23 || offsetMinutes > 59) {
+    return `offset ${String.fromCharCode(zone)}${pad(offsetHours)}:${pad(offsetMinutes)} is out of range (-23:59 to +23:59)`;
+  }
+  return null;
+}
+
+/**
  * Why an event may not have this time (ms since 1970), or null when it may: the range the store
  * keeps, from 1970 (the stores' integer ms, the model's recency, are counted from it) to a day
  * ahead of `now`. checkEvents asks it of every event, and GraphQL's DateTime of every input, so

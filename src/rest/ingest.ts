@@ -1,5 +1,5 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
-import { attributeValueRefusal, checkCallSize, itemNumberRefusal, parseIsoTime } from '../ports/ingest.js';
+import { attributeValueRefusal, checkCallSize, itemNumberRefusal, isoTimeProblem, parseIsoTime } from '../ports/ingest.js';
 import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../ports/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
@@ -57,8 +57,6 @@ export function ingestErrorResponse(error: unknown, authorization: string | unde
       return json(503, errorBody(503, error.message), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
     case ErrorCode.UPSTREAM_REJECTED:
       return json(502, errorBody(502, error.message));
-    case ErrorCode.NOT_IMPLEMENTED:
-      return json(501, errorBody(501, error.message));
     default:
       return json(500, errorBody(500, 'Internal server error'));
   }
@@ -100,7 +98,8 @@ function timeOf(value: unknown, index: number, now: number): number {
   if (typeof value === 'number' && Number.isSafeInteger(value)) return value;
   const ms = typeof value === 'string' ? parseIsoTime(value) : null;
   if (ms !== null) return ms;
-  return fail('events', index, 'time', 'must be an ISO 8601 date with an offset (2026-11-23T06:40:00Z or +01:00) or whole milliseconds since 1970');
+  const problem = typeof value === 'string' ? isoTimeProblem(value) : null;
+  return fail('events', index, 'time', `must be an ISO 8601 date with an offset (2026-11-23T06:40:00Z or +01:00) or whole milliseconds since 1970${problem === null ? '' : `: ${problem}`}`);
 }
 
 const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHASE' };

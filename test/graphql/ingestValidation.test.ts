@@ -173,6 +173,35 @@ describe('the ingestion API\'s checks on every path', () => {
     }
   }, 30_000);
 
+  it('says what is wrong with a time that is in the form but is no instant: the day, the hour, the second, the offset', async () => {
+    // a probe found each of these told only that an offset was wanted, though each had one
+    const cases: [string, string][] = [
+      ['2026-02-30T06:40:00Z', '2026-02 has no day 30 (01 to 28)'],
+      ['2028-02-30T06:40:00Z', '2028-02 has no day 30 (01 to 29)'],
+      ['2026-13-01T06:40:00Z', 'month 13 is out of range (01 to 12)'],
+      ['2026-11-23T24:00:00Z', 'hour 24 is out of range (00 to 23)'],
+      ['2026-11-23T06:61:00Z', 'minute 61 is out of range (00 to 59)'],
+      ['2026-11-23T23:59:60Z', 'second 60 (a leap second) is not taken: send 59'],
+      ['2026-11-23T06:40:00+25:00', 'offset +25:00 is out of range (-23:59 to +23:59)'],
+      ['2026-11-23T06:40:00', 'it has no offset: add Z for UTC or the local offset (+01:00)'],
+      ['2026-11-23', 'it has no time of day and offset (T06:40:00Z)'],
+    ];
+    const before = recs.itemCount;
+    for (const [time, reason] of cases) {
+      const answer = await bothPaths(RECORD, { events: [{ kind: 'VIEW', itemId: 99100001, sessionId: 's', time }] });
+      expect([answer.status, codeOf(answer)], time).toEqual([400, 'BAD_USER_INPUT']);
+      expect(answer.body.errors![0]!.message, time).toContain(`DateTime must be an ISO 8601 string with an offset (2026-11-23T06:40:00Z or +01:00): ${reason}`);
+      const literal = await bothPaths(`mutation { recordEvents(events: [{ kind: VIEW, itemId: 99100001, sessionId: "s", time: "${time}" }]) { accepted } }`, {});
+      expect([literal.status, literal.body.errors![0]!.message], time).toEqual([400, expect.stringContaining(`: ${reason}`) as string]);
+      const rest = await twin('POST', '/v1/events', [{ kind: 'view', itemId: 99100001, sessionId: 's', time }]);
+      expect([rest.status, rest.message], time).toEqual([400, expect.stringContaining(`events[0].time: must be an ISO 8601 date with an offset (2026-11-23T06:40:00Z or +01:00) or whole milliseconds since 1970: ${reason}`) as string]);
+    }
+    // a text not in the form at all is shown the form, with nothing added
+    const rest = await twin('POST', '/v1/events', [{ kind: 'view', itemId: 99100001, sessionId: 's', time: 'soon' }]);
+    expect(rest.message).toBe('events[0].time: must be an ISO 8601 date with an offset (2026-11-23T06:40:00Z or +01:00) or whole milliseconds since 1970');
+    expect(recs.itemCount).toBe(before);
+  }, 30_000);
+
   it('refuses a time written in the text a day ahead only while it is: the refusal is not remembered', async () => {
     // a probe found the same text refused from memory after its time had come within a day
     const real = Date.now();

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseIsoTime } from '../../src/ports/ingest.js';
+import { isoTimeProblem, parseIsoTime } from '../../src/ports/ingest.js';
 
 // The hand-written reader of event times (GraphQL's DateTime, POST /v1/events) against the one it
 // replaced: a regular expression, a check of days through Date.UTC, then Date.parse. Of the texts
@@ -142,5 +142,32 @@ describe('parseIsoTime', () => {
     // a small t or z reads as the capital the old reader took
     const old = capitalised(text) ?? text;
     if (!['0001-13-01', '0012-01-01 00:00Z'].includes(text) && hasOffset(old)) expect(before(old)).toBe(expected);
+  });
+});
+
+describe('isoTimeProblem: why a time was refused', () => {
+  it('names the part out of range or missing, and nothing for a text not in the form', () => {
+    expect(isoTimeProblem('2026-04-31T00:00:00Z')).toBe('2026-04 has no day 31 (01 to 30)');
+    expect(isoTimeProblem('2026-00-10T00:00:00Z')).toBe('month 00 is out of range (01 to 12)');
+    expect(isoTimeProblem('2026-11-23 24:00:00Z')).toBe('hour 24 is out of range (00 to 23)');
+    expect(isoTimeProblem('2026-11-23T10:00:61Z')).toBe('second 61 is out of range (00 to 59)');
+    expect(isoTimeProblem('2026-11-23T10:00:00.Z')).toBe('a fraction of a second has 1 to 9 digits');
+    expect(isoTimeProblem('2026-11-23T10:00:00.1234567890Z')).toBe('a fraction of a second has 1 to 9 digits');
+    expect(isoTimeProblem('2026-11-23T10:00:00-0960')).toBe('offset -09:60 is out of range (-23:59 to +23:59)');
+    for (const text of ['', 'soon', '2026/11/23', '2026-11-23X10:00Z', '2026-11-23T10:00:00Q', '2026-11-23T10:00:00+1', '2026-11-23T10:00:00Zjunk']) {
+      expect(isoTimeProblem(text), text).toBeNull();
+    }
+  });
+
+  it('never throws, and never repeats more of the text than two digits at a time', () => {
+    fc.assert(
+      fc.property(fc.string({ maxLength: 40 }), fc.constantFrom('2026-11-23T10:00:00Z', '2026-02-29T24:61:60+25:99'), fc.nat(30), (junk, base, at) => {
+        const text = base.slice(0, at) + junk + base.slice(at);
+        if (parseIsoTime(text) !== null) return;
+        const problem = isoTimeProblem(text);
+        if (problem !== null && junk.length > 2) expect(problem.includes(junk), text).toBe(false);
+      }),
+      { numRuns: 2_000 },
+    );
   });
 });
