@@ -50,8 +50,6 @@ export function apiKeyErrorResponse(error: unknown, authorization: string | unde
       return json(503, errors('*', error.message), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
     case ErrorCode.UPSTREAM_REJECTED:
       return json(502, errors('*', error.message));
-    case ErrorCode.NOT_IMPLEMENTED:
-      return json(501, errors('*', error.message));
     default:
       return json(500, errors('*', 'Internal server error'));
   }
