@@ -56,6 +56,10 @@ const { values: flags } = parseArgs({
     // A (or B): for builds older than this target's imports (the layout before config/ and http/)
     'a-root': { type: 'string' },
     'b-root': { type: 'string' },
+    // node/V8 flags for one build's process besides `npm start`'s, space-separated: the same
+    // build twice with and without a flag (e.g. --b-flags=--max-semi-space-size=32)
+    'a-flags': { type: 'string' },
+    'b-flags': { type: 'string' },
   },
 });
 const ROOT = new URL('../', import.meta.url).pathname;
@@ -113,7 +117,8 @@ async function start(build: string, upstream?: Gateway, profile?: 'a' | 'b'): Pr
     ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'], profile)}`]
     : [];
   const root = profile === undefined ? undefined : flags[`${profile}-root`];
-  const child = spawn('taskset', ['-c', upstream || !rest ? '1' : '0', process.execPath, ...profiling, '--no-memory-reducer', '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: root ?? ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+  const own = profile === undefined ? [] : (flags[`${profile}-flags`]?.split(' ').filter(Boolean) ?? []);
+  const child = spawn('taskset', ['-c', upstream || !rest ? '1' : '0', process.execPath, ...profiling, '--no-memory-reducer', ...own, '--import', 'tsx', 'bench/targets/gateway.ts'], { cwd: root ?? ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
   children.push(child);
   const url = await new Promise<string>((resolve, reject) => {
     child.once('exit', (code) => reject(new Error(`${build} exited with ${code}`)));
