@@ -1,7 +1,7 @@
 import { GraphQLError, type GraphQLFormattedError } from 'graphql';
 import { ErrorCode, isErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
-import { isTokenLimitError } from './limits.js';
+import { tokenLimitOf } from './limits.js';
 
 const TOO_MANY_VARIABLE_ERRORS = /^Too many errors processing variables/;
 const VARIABLE_VALUE_REFUSED = /^Variable "\$[_A-Za-z][_0-9A-Za-z]*" got invalid value /;
@@ -35,9 +35,19 @@ export function variableErrorWithoutValue(message: string, error: unknown): stri
 export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError {
   return (formatted, error) => {
     const code = formatted.extensions?.code;
-    if (formatted.extensions?.limit !== undefined || (code === ErrorCode.GRAPHQL_PARSE_FAILED && isTokenLimitError(formatted.message))) {
+    if (formatted.extensions?.limit !== undefined) {
       // Apollo files every validation failure under one code; a limit gets its own
       return { ...formatted, extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX } };
+    }
+    const tokens = code === ErrorCode.GRAPHQL_PARSE_FAILED ? tokenLimitOf(formatted.message) : null;
+    if (tokens !== null) {
+      // graphql-js words it as a syntax error ("Syntax Error: Document contains more that 2000
+      // tokens"): said as the other limits are, a probe found the two read as a contradiction
+      return {
+        ...formatted,
+        message: `Query too complex: the document has more than ${tokens} tokens, the limit (MAX_TOKENS)`,
+        extensions: { ...formatted.extensions, code: ErrorCode.QUERY_TOO_COMPLEX, limit: 'tokens', max: tokens },
+      };
     }
     // Apollo refuses a few requests with an error of no code and a 4xx status of its own (a
     // persisted query whose hash does not match its text, an unknown persisted-query version):

@@ -271,10 +271,14 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
 }
 
 /**
- * Whether a parse error is graphql-js refusing a document over MAX_TOKENS (it reports that as a
- * syntax error; the gateway files it with the other limits, under QUERY_TOO_COMPLEX).
+ * The limit a parse error is graphql-js refusing a document over (MAX_TOKENS), or null when it is
+ * another syntax error: graphql-js reports it as one, and the gateway files it with the other
+ * limits, under QUERY_TOO_COMPLEX.
  */
-export const isTokenLimitError = (message: string): boolean => /^Syntax Error: Document contains more tha[nt] \d+ tokens/.test(message);
+export function tokenLimitOf(message: string): number | null {
+  const match = /^Syntax Error: Document contains more tha[nt] (\d+) tokens/.exec(message);
+  return match === null ? null : Number(match[1]);
+}
 
 /**
  * What resolving one entity of an `_entities` field costs (its selection, fragments followed),

@@ -63,6 +63,15 @@ describe.each(storeKinds.slice(0, 1))('query limits, batching and body size over
     const { value: response, ms } = await timed(() => gw.gql(query, {}, alice));
     expect(response.status).toBe(400);
     expect(codeOf(response)).toBe('QUERY_TOO_COMPLEX');
+    // said as the other limits are, not as graphql-js's "Syntax Error: Document contains more that 2000 tokens"
+    expect(response.body.errors![0]).toMatchObject({
+      message: 'Query too complex: the document has more than 2000 tokens, the limit (MAX_TOKENS)',
+      extensions: { code: 'QUERY_TOO_COMPLEX', limit: 'tokens', max: 2000 },
+    });
+    // and alike on GET, where a probe found it
+    const got = await fetch(`${gw.url}/graphql?query=${encodeURIComponent(`{ viewer { ${'x '.repeat(2100)} } }`)}`, { headers: { ...alice, 'apollo-require-preflight': 'true' } });
+    const gotBody = (await got.json()) as GraphQLResponse['body'];
+    expect([got.status, gotBody.errors![0]!.message, gotBody.errors![0]!.extensions!.code]).toEqual([400, 'Query too complex: the document has more than 2000 tokens, the limit (MAX_TOKENS)', 'QUERY_TOO_COMPLEX']);
     console.log(`token limit refused in ${ms.toFixed(1)} ms`);
     expect(ms).toBeLessThan(FAST_MS);
   });
