@@ -4,6 +4,7 @@ import { DAY_MS, ORDER_SCALE, TopK, anchorFactor, orderDecay, recencyWeight, ref
 import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours, PriorStats } from './cooccurrence.js';
 import type { ModelOptions } from './model.js';
 import { DEFAULT_SESSION_GAP_MS } from './sessions.js';
+import { GroupCells } from './groupCells.js';
 
 /*
  * One kind's live index (LiveNeighbours): its groups with an item-to-position index, n(b) and N
@@ -65,8 +66,6 @@ export function nextBestLiveSets(options: ModelOptions): LiveSet[] {
   ];
 }
 
-const NONE: number[] = [];
-
 export function growInt32(a: Int32Array, n: number, fill = 0): Int32Array {
   if (a.length >= n) return a;
   const b = new Int32Array(Math.max(n, 2 * a.length)).fill(fill);
@@ -83,8 +82,8 @@ function growFloat64(a: Float64Array, n: number): Float64Array {
 
 /**
  * One kind's neighbours, kept current. Groups live in slots (freed ones reused); item b's
- * positions are (itemGroup[b][j], itemPos[b][j]), and groupSlot[g][p] is where position p of
- * group g sits in its item's list, so that a group leaves in O(its size).
+ * positions are (itemGroup[b][j], itemPos[b][j]), and groupSlot[g][p] (in GroupCells) is where
+ * position p of group g sits in its item's list, so that a group leaves in O(its size).
  */
 export class LiveNeighbours {
   private readonly keys: Map<number, number[]>[];
@@ -102,11 +101,9 @@ export class LiveNeighbours {
     s: number;
     from: MapIterator<[number, number | number[]]> | null;
   } | null = null;
-  // Plain arrays of small integers: for groups of a few items they cost a fraction of a typed
-  // array's fixed overhead (an ArrayBuffer and its backing store each), in memory and in GC.
-  private groupItems: number[][] = [];
+  /** Every group's items and their slots (GroupCells): groupSlot of the comment above is the n cells after its items. */
+  private readonly groups = new GroupCells();
   private groupWeight: number[] = [];
-  private groupSlot: number[][] = [];
   private readonly freeGroups: number[] = [];
   /** Positions of all groups (what a build walks). */
   private positions = 0;
@@ -222,8 +219,12 @@ export class LiveNeighbours {
       if (log.kind[e] !== set.kind) continue;
       const key = set.keyOf(log, e);
       if (key < 0) continue;
-      let list = this.keys[s]!.get(key);
-      if (list === undefined) this.keys[s]!.set(key, (list = []));
+      this.touchedKeys[s]!.add(key);
+      const list = this.keys[s]!.get(key);
+      if (list === undefined) {
+        this.keys[s]!.set(key, [e]);
+        continue;
+      }
       // After every event at or before its time: the build's order (time, then log order).
       const t = log.time[e]!;
       let lo = 0;
@@ -233,9 +234,9 @@ export class LiveNeighbours {
         if (log.time[list[mid]!]! <= t) lo = mid + 1;
         else hi = mid;
       }
-      if (lo === list.length) list.push(e);
+      if (list.length < EXACT_LIST) this.keys[s]!.set(key, lo === list.length ? list.concat(e) : withAt(list, lo, e));
+      else if (lo === list.length) list.push(e);
       else list.splice(lo, 0, e);
-      this.touchedKeys[s]!.add(key);
     }
   }
 
@@ -408,15 +409,14 @@ export class LiveNeighbours {
       items.push(item);
     }
     if (set.keepLast) items.reverse();
-    // Exactly sized: an array grown by push keeps room for 16 more, several times a small group's size.
-    const groupItems = items.slice();
     const weight = this.halfLifeMs > 0 ? set.weight * recencyWeight(log.time[list[to - 1]!]!, this.halfLifeMs, this.ownStep) : set.weight;
-    const g = this.freeGroups.pop() ?? this.groupItems.length;
-    const slot = new Array<number>(items.length).fill(0);
+    const g = this.freeGroups.pop() ?? this.groups.capacity;
+    const slots = this.groups.add(g, items) + items.length;
+    const cells = this.groups.cells;
     const mark = ++this.stampCounter;
     for (let p = 0; p < items.length; p++) {
       const b = items[p]!;
-      slot[p] = this.itemGroup[b]!.length;
+      cells[slots + p] = this.itemGroup[b]!.length;
       this.itemGroup[b]!.push(g);
       this.itemPos[b]!.push(p);
       if (this.itemStamp[b] !== mark) {
@@ -425,8 +425,6 @@ export class LiveNeighbours {
         this.changed(b, marking);
       }
     }
-    this.groupItems[g] = groupItems;
-    this.groupSlot[g] = slot;
     this.groupWeight[g] = weight;
     this.positions += items.length;
     this.total += weight;
@@ -436,22 +434,23 @@ export class LiveNeighbours {
 
   private removeGroup(g: number, marking: boolean): void {
     this.keepSums(g, -1);
-    const items = this.groupItems[g]!;
-    const slot = this.groupSlot[g]!;
+    const cells = this.groups.cells;
+    const start = this.groups.start(g);
+    const n = this.groups.length(g);
     const weight = this.groupWeight[g]!;
     const mark = ++this.stampCounter;
-    for (let p = 0; p < items.length; p++) {
-      const b = items[p]!;
+    for (let p = 0; p < n; p++) {
+      const b = cells[start + p]!;
       const groups = this.itemGroup[b]!;
       const positions = this.itemPos[b]!;
-      const at = slot[p]!;
+      const at = cells[start + n + p]!;
       const last = groups.length - 1;
       if (at !== last) {
         const mg = groups[last]!;
         const mp = positions[last]!;
         groups[at] = mg;
         positions[at] = mp;
-        this.groupSlot[mg]![mp] = at;
+        cells[this.groups.start(mg) + this.groups.length(mg) + mp] = at;
       }
       groups.pop();
       positions.pop();
@@ -461,10 +460,9 @@ export class LiveNeighbours {
         this.changed(b, marking);
       }
     }
-    this.positions -= items.length;
+    this.positions -= n;
     this.total -= weight;
-    this.groupItems[g] = NONE;
-    this.groupSlot[g] = NONE;
+    this.groups.remove(g);
     this.groupWeight[g] = 0;
     this.freeGroups.push(g);
   }
@@ -503,12 +501,13 @@ export class LiveNeighbours {
     const groups = this.itemGroup[b];
     if (groups === undefined) return;
     const positions = this.itemPos[b]!;
+    const cells = this.groups.cells;
     for (let j = 0; j < groups.length; j++) {
-      const items = this.groupItems[groups[j]!]!;
+      const start = this.groups.start(groups[j]!);
       const k = positions[j]!;
       const lo = Math.max(0, k - this.window);
-      const hi = Math.min(items.length, k + this.window + 1);
-      for (let p = lo; p < hi; p++) this.markDirty(items[p]!);
+      const hi = Math.min(this.groups.length(groups[j]!), k + this.window + 1);
+      for (let p = lo; p < hi; p++) this.markDirty(cells[start + p]!);
     }
   }
 
@@ -656,7 +655,8 @@ export class LiveNeighbours {
 
   /** A mark per group slot (stamped with stampCounter), grown with the slots. */
   private groupMarks(): Int32Array {
-    if (this.groupMark.length < this.groupItems.length) this.groupMark = new Int32Array(Math.max(this.groupItems.length, 2 * this.groupMark.length));
+    const n = this.groups.capacity;
+    if (this.groupMark.length < n) this.groupMark = new Int32Array(Math.max(n, 2 * this.groupMark.length));
     return this.groupMark;
   }
 
@@ -702,17 +702,19 @@ export class LiveNeighbours {
     const weight = this.slotWeight;
     const counts = this.slotCount;
     const touched = this.touched;
+    const cells = this.groups.cells;
     let nTouched = 0;
     for (let j = 0; j < groups.length; j++) {
       const g = groups[j]!;
       const k = positions[j]!;
-      const items = this.groupItems[g]!;
+      const start = this.groups.start(g);
+      const n = this.groups.length(g);
       const w = this.groupWeight[g]! * scale;
       if (this.ordered) {
         const wb = w * this.backward;
-        const hi = Math.min(items.length, k + this.window + 1);
+        const hi = Math.min(n, k + this.window + 1);
         for (let p = this.backward === 0 ? k + 1 : Math.max(0, k - this.window); p < hi; p++) {
-          const b = items[p]!;
+          const b = cells[start + p]!;
           if (b === a) continue;
           const i = b << 2;
           const stamp = counts[i + 3]!;
@@ -724,8 +726,8 @@ export class LiveNeighbours {
           weight[b << 1]! += p > k ? w * this.decay[p - k]! : wb * this.decay[k - p]!;
         }
       } else {
-        for (let p = 0; p < items.length; p++) {
-          const b = items[p]!;
+        for (let p = 0; p < n; p++) {
+          const b = cells[start + p]!;
           if (b === a) continue;
           const i = b << 2;
           if (counts[i + 2] === 0) touched[nTouched++] = b;
@@ -827,27 +829,29 @@ export class LiveNeighbours {
    * double, so sums kept over time equal sums gathered at once, bit for bit.
    */
   private sumGroup(kept: NeighbourSums, a: number, g: number, sign: number): void {
-    const items = this.groupItems[g]!;
+    const cells = this.groups.cells;
+    const start = this.groups.start(g);
+    const n = this.groups.length(g);
     const w = this.groupWeight[g]!;
     if (this.neighbourStamp.length < this.occurrences.length) this.neighbourStamp = new Int32Array(this.occurrences.length);
     const seen = this.neighbourStamp;
     const mark = ++this.stampCounter;
     kept.changes++;
-    for (let k = 0; k < items.length; k++) {
-      if (items[k] !== a) continue;
+    for (let k = 0; k < n; k++) {
+      if (cells[start + k] !== a) continue;
       if (this.ordered) {
         const wb = w * this.backward;
-        const hi = Math.min(items.length, k + this.window + 1);
+        const hi = Math.min(n, k + this.window + 1);
         for (let p = this.backward === 0 ? k + 1 : Math.max(0, k - this.window); p < hi; p++) {
-          const b = items[p]!;
+          const b = cells[start + p]!;
           if (b === a) continue;
           const first = seen[b] !== mark;
           seen[b] = mark;
           kept.add(b, sign * (p > k ? w * this.decay[p - k]! : wb * this.decay[k - p]!), first ? sign : 0);
         }
       } else {
-        for (let p = 0; p < items.length; p++) {
-          const b = items[p]!;
+        for (let p = 0; p < n; p++) {
+          const b = cells[start + p]!;
           if (b !== a) kept.add(b, sign * w, sign);
         }
       }
@@ -857,11 +861,14 @@ export class LiveNeighbours {
   /** Group g came (sign 1) or goes (-1): the sums kept for the anchors it holds follow. */
   private keepSums(g: number, sign: number): void {
     if (this.sums.size === 0) return;
-    const items = this.groupItems[g]!;
-    for (let p = 0; p < items.length; p++) {
-      const kept = this.sums.get(items[p]!);
+    const cells = this.groups.cells;
+    const start = this.groups.start(g);
+    const n = this.groups.length(g);
+    for (let p = 0; p < n; p++) {
+      const a = cells[start + p]!;
+      const kept = this.sums.get(a);
       // an anchor twice in the group: summed once, over both its positions
-      if (kept !== undefined && items.indexOf(items[p]!) === p) this.sumGroup(kept, items[p]!, g, sign);
+      if (kept !== undefined && firstAt(cells, start, p, a)) this.sumGroup(kept, a, g, sign);
     }
   }
 
@@ -891,6 +898,7 @@ export class LiveNeighbours {
       for (const [key, list] of this.keys[s]!) {
         // Stable: equal times keep the log's order, as in the build.
         list.sort((x, y) => log.time[x]! - log.time[y]!);
+        if (list.length < EXACT_LIST) this.keys[s]!.set(key, list.slice());
         this.recompute(s, key, cutoff, false);
         if (++n % (LOAD_STEP >> 4) === 0) yield;
       }
@@ -991,6 +999,28 @@ function priorOf(stats: PriorStats, total: number, partners: number, partnerWeig
  * count stamps each neighbour with the group last seen, which a group seen again after another
  * would count twice (the swap-removal of groups that left mixes the lists).
  */
+/**
+ * Below this many events, a key's list is made anew, exactly sized, for each event it takes: an
+ * array grown by push keeps room for 16 more, three times what a visit of five views needs, and
+ * there is one list for every visit and order (BENCHMARKS.md, the twenty-fourth pass).
+ */
+const EXACT_LIST = 16;
+
+/** A copy of `list` with `e` at `at`, exactly sized. */
+function withAt(list: readonly number[], at: number, e: number): number[] {
+  const copy = new Array<number>(list.length + 1);
+  for (let i = 0; i < at; i++) copy[i] = list[i]!;
+  copy[at] = e;
+  for (let i = at; i < list.length; i++) copy[i + 1] = list[i]!;
+  return copy;
+}
+
+/** Whether cells[start + p] is the first of cells[start ..] to hold `a`. */
+function firstAt(cells: Int32Array, start: number, p: number, a: number): boolean {
+  for (let q = 0; q < p; q++) if (cells[start + q] === a) return false;
+  return true;
+}
+
 function byGroup(groups: number[], positions: number[]): { groups: number[]; positions: number[] } {
   const keys = new Float64Array(groups.length);
   for (let j = 0; j < groups.length; j++) keys[j] = groups[j]! * 2_097_152 + positions[j]!;
