@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import type { ErrorCode } from '../errors.js';
 import type { ServerLimits } from '../ports/limits.js';
 import { Cors, corsMethods } from './cors.js';
+import { lingerAfterAnswer } from './linger.js';
 
 // Only node's own modules at run time: `serve` loads this, listens and answers /healthz before
 // Apollo Server, the stores and the recommender are even loaded (issue 22: /healthz within
@@ -49,6 +50,7 @@ const NO_HOST_HEADERS: Readonly<Record<string, string>> = {
 export function refusedWithoutHost(req: IncomingMessage, res: ServerResponse, cors: Cors | null): boolean {
   if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return false;
   cors?.allowFor(res, req.headers.origin);
+  lingerAfterAnswer(req, res);
   res.writeHead(400, NO_HOST_HEADERS);
   res.end(NO_HOST_BODY);
   return true;
@@ -126,6 +128,7 @@ export class StartingAnswers {
     // a body is not read: a large one takes the connection with it
     const length = req.headers['content-length'];
     const closing = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
+    if (closing) lingerAfterAnswer(req, res);
     const send = (status: number, body: unknown, headers: Record<string, string> = {}): void => {
       const text = JSON.stringify(body);
       res.writeHead(status, {

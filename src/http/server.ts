@@ -18,6 +18,7 @@ import type { SharedCache } from '../ports/cache.js';
 import { HttpError, LargeBodies } from './body.js';
 import { Cors, corsMethods, GRAPHQL_METHODS } from './cors.js';
 import { drainHttpServer, followConnections } from './drain.js';
+import { lingerAfterAnswer } from './linger.js';
 import { createHttpServer, listen, listenAddress, refusedWithoutHost } from './listener.js';
 import { graphqlRoute } from './routes/graphql.js';
 import { serveHealth, serveReadiness } from './routes/health.js';
@@ -194,9 +195,12 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     handle(req, res, observeRequest(req, res, requestId, sinks)).catch((error: unknown) => {
       if (!res.headersSent && !res.hasHeader('x-request-id')) res.setHeader('x-request-id', requestId);
       if (error instanceof HttpError) {
-        // a body refused as too large is not read to its end: the connection goes with it
-        if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST), error.status === 413 ? { connection: 'close' } : {});
-        else res.destroy();
+        // a body refused as too large is not read to its end: the connection goes with it, once
+        // what is still coming of the body is drained for a bounded while (linger.ts)
+        if (!res.headersSent) {
+          if (error.status === 413) lingerAfterAnswer(req, res);
+          sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST), error.status === 413 ? { connection: 'close' } : {});
+        } else res.destroy();
         return;
       }
       // the path alone (an absolute-form target may carry credentials): never its query or authority

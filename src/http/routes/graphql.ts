@@ -11,6 +11,7 @@ import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
 import { encodingRefusal, parseBody, readBody, type BodyRouteDeps } from '../body.js';
 import { GRAPHQL_METHODS } from '../cors.js';
+import { lingerAfterAnswer } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { challengeFor, errorHeaders, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
 
@@ -106,7 +107,10 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       res.setHeader('x-request-id', record.id);
       // a body is not read: one sent takes the connection with it
       const length = req.headers['content-length'];
-      if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) res.setHeader('connection', 'close');
+      if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) {
+        res.setHeader('connection', 'close');
+        lingerAfterAnswer(req, res);
+      }
       return sendMethodNotAllowed(res, method, GRAPHQL_METHODS);
     }
     if (method !== 'POST' && wantsIde(req, search)) {
@@ -130,6 +134,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         res.setHeader('x-request-id', record.id);
         // a large body left unread is not read to its end either: the connection goes with it
         const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
+        // (once what is still coming is drained for a bounded while: linger.ts)
+        if (closing) lingerAfterAnswer(req, res);
         return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), {
           ...errorHeaders(error, req.headers),
           ...(closing ? { connection: 'close' } : {}),
@@ -147,6 +153,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       const encoded = encodingRefusal(req);
       if (encoded !== null) {
         res.setHeader('x-request-id', record.id);
+        lingerAfterAnswer(req, res);
         // the GraphQL path's 415 shape (a GET's content type): BAD_REQUEST, Apollo's code for the envelope
         return sendJson(res, 415, graphqlError(encoded.message, ErrorCode.BAD_REQUEST), encoded.headers);
       }
@@ -154,6 +161,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       if (!largeBodies.admit(req, res, limit)) {
         const busy = rateLimited(1);
         res.setHeader('x-request-id', record.id);
+        lingerAfterAnswer(req, res);
         return sendJson(res, httpStatusOf[busy.code], graphqlError('Too many large request bodies at once: try again shortly', busy.code), {
           ...errorHeaders(busy, req.headers),
           connection: 'close',

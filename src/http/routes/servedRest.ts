@@ -10,6 +10,7 @@ import {
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
 import { encodingRefusal, HttpError, parseJson, readBody, type BodyRouteDeps } from '../body.js';
+import { lingerAfterAnswer } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { challengeFor } from '../send.js';
 
@@ -149,10 +150,13 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
 
   /**
    * A REST answer; a body left unread that is large is not read to its end either: the connection
-   * goes. `bodyRead` true: read, or to be discarded as it comes (node does once the answer is sent).
+   * goes, once what is still coming is drained for a bounded while (linger.ts), as it does after
+   * an answer that closes it itself (413, 415). `bodyRead` true: read, or to be discarded as it
+   * comes (node does once the answer is sent).
    */
   function writeRest(req: IncomingMessage, res: ServerResponse, response: RestResponse, bodyRead: boolean): true {
     const closing = !bodyRead && (Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined);
+    if (closing || response.headers.connection === 'close') lingerAfterAnswer(req, res);
     // the interfaces' Basic challenge, as upstream-facts.md has it, but to a page's script (challengeFor)
     const challenge = response.status === 401 && response.headers['www-authenticate'] !== undefined ? { 'www-authenticate': challengeFor(req.headers) } : {};
     res.writeHead(response.status, {

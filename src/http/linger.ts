@@ -1,0 +1,91 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
+
+// Only node's own modules at run time: listener.ts (loaded before the gateway) uses this.
+
+/**
+ * A lingering close, as nginx's (lingering_close, lingering_time, lingering_timeout) and Apache's:
+ * a request answered with `Connection: close` before its body was read (413, 415, a 401 or 429
+ * before the body) is not closed under a client still sending it. Node destroyed the socket once
+ * the answer was written: the unread bytes made the kernel send a reset, and a client still
+ * writing met EPIPE before it read its answer (in up to 17 of 20 tries of a 1 MiB body, a client
+ * in another process). Now the answer goes, then a FIN (the client reads the answer to its end), and
+ * what the client still sends is read and dropped, never kept, until it stops sending, closes, or
+ * a budget below is spent; then the socket is destroyed.
+ *
+ * The budgets are constants, as the drain's grace is (drain.ts): a lingering connection is bounded
+ * by them and still counts against MAX_CONNECTIONS until it closes, so a client gets no more of
+ * the gateway from one than from a slow body, and a stopping gateway waits LINGER_MAX_MS for one
+ * at most (well within DRAIN_GRACE_MS).
+ */
+
+/**
+ * Bytes read and dropped after the answer, at most: twice the default INGEST_BODY_LIMIT_BYTES, so
+ * that a batch somewhat over the largest limit is still answered; past it the answer has long been
+ * out (a client that reads as it sends has it), and a client sending a body this far over its
+ * limit gets the reset. nginx reads on for lingering_time whatever the bytes; Go reads 256 KiB.
+ */
+export const LINGER_MAX_BYTES = 16 * 1024 * 1024;
+
+/** How long a socket lingers after the answer, at most, in ms (nginx's lingering_time is 30 s: ours is a fallback, not a transfer). */
+export const LINGER_MAX_MS = 2_000;
+
+/**
+ * How long a lingering socket waits for the client's next bytes, in ms: a client that sent
+ * nothing for this long has stopped, or is too starved to be waited for (nginx's
+ * lingering_timeout is 5 s; Go waits 500 ms after its FIN, without reading).
+ */
+export const LINGER_IDLE_MS = 1_000;
+
+/**
+ * Makes the close that follows `res` (sent with `Connection: close`) a lingering one when `req`'s
+ * body has not all come by then; a request read to its end closes as before. Call it before the
+ * answer is ended: node closes the socket from its own 'finish' listener (socket.destroySoon),
+ * which runs before any added after it.
+ */
+export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  const socket = res.socket;
+  // a pipelined request's answer waits for the socket: it closes as it did
+  if (socket === null || req.complete) return;
+  socket.destroySoon = function destroySoonLingering(this: Socket): void {
+    if (req.complete || this.destroyed) Socket.prototype.destroySoon.call(this);
+    else linger(this);
+  };
+}
+
+/** Sends what is written and a FIN, then reads and drops what comes within the budgets, then destroys the socket. */
+function linger(socket: Socket): void {
+  socket.end();
+  let left = LINGER_MAX_BYTES;
+  const stop = (): void => {
+    clearTimeout(whole);
+    clearTimeout(idle);
+    socket.destroy();
+  };
+  const whole = setTimeout(stop, LINGER_MAX_MS).unref();
+  const idle = setTimeout(stop, LINGER_IDLE_MS).unref();
+  socket.once('close', () => {
+    clearTimeout(whole);
+    clearTimeout(idle);
+  });
+  // The socket leaves node's HTTP parser (the parser's 'data' listener goes; adding one of ours
+  // makes node hand reads to JavaScript rather than to the parser): a request sent behind the
+  // body is not served. A FIN from the client still reaches the parser ('end'), which finds the
+  // body cut short and destroys the socket through 'clientError': the client is done sending.
+  const takeOver = (): void => {
+    socket.removeAllListeners('data');
+    socket.on('data', (chunk: Buffer) => {
+      left -= chunk.length;
+      if (left < 0) stop();
+      else idle.refresh();
+    });
+  };
+  if (socket.readableFlowing === false) {
+    // paused by the parser (a body nobody read pushed back): node's own 'resume' listener, which
+    // goes with the parser, starts the socket's reads again; taken over after it, in the same tick
+    socket.once('resume', takeOver);
+    socket.resume();
+  } else {
+    takeOver();
+  }
+}
