@@ -74,11 +74,11 @@ export type RecsState = RecommenderStateModel;
  */
 export const COMPACT_MIN_EVENTS = 100_000;
 /**
- * Events a step of a compaction scans or copies: about a millisecond on a quiet host
- * (bench/compaction.ts), up to about 14 ms for the steps where a new map grows past a power of
- * two (V8 copies it whole), whatever the step's size; under a probe's load, up to 111 ms of wall
- * time. The last step, which swaps the log and the live indexes' maps in, grows with the events
- * kept: 3 to 7 ms at 720,000.
+ * Events a step of a compaction scans or copies (a key's name moved counting 8: NAME_COST):
+ * about a millisecond on a quiet host (bench/compaction.ts), up to about 14 ms for the steps where
+ * a new map grows past a power of two (V8 copies it whole), whatever the step's size; under a
+ * probe's load, up to 111 ms of wall time. The last step, which swaps the log and the live
+ * indexes' maps in, grows with the events kept: about 3 ms at 720,000 (renumbering the expiry heap).
  */
 export const COMPACT_STEP_EVENTS = 65_536;
 
