@@ -11,6 +11,8 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** For a 413, the limit the body went past. */
+    readonly limit?: number,
   ) {
     super(message);
   }
@@ -84,7 +86,7 @@ export function encodingRefusal(req: IncomingMessage): { message: string; header
 }
 
 export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const tooLarge = () => new HttpError(413, `Request body larger than ${limit} bytes`);
+  const tooLarge = () => new HttpError(413, `Request body larger than ${limit} bytes`, limit);
   if (Number(req.headers['content-length']) > limit) return Promise.reject(tooLarge());
   // events rather than an async iterator: a few microseconds a request on the hot path
   return new Promise((resolve, reject) => {

@@ -18,7 +18,7 @@ import type { SharedCache } from '../ports/cache.js';
 import { HttpError, LargeBodies } from './body.js';
 import { Cors, corsMethods, GRAPHQL_METHODS } from './cors.js';
 import { drainHttpServer, followConnections } from './drain.js';
-import { lingerAfterAnswer } from './linger.js';
+import { inTurn, lingerAfterAnswer, lingerBudgetFor } from './linger.js';
 import { createHttpServer, listen, listenAddress, refusedWithoutHost } from './listener.js';
 import { graphqlRoute } from './routes/graphql.js';
 import { serveHealth, serveReadiness } from './routes/health.js';
@@ -188,7 +188,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const sinks = { log, metrics };
   const clientErrors = config.corsOrigins === '*' ? CLIENT_ERRORS_ANY_ORIGIN : CLIENT_ERRORS;
   options.handOver?.();
-  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => {
+  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => inTurn(req, res, () => onRequest(req, res)));
+  function onRequest(req: IncomingMessage, res: ServerResponse): void {
     if (refusedWithoutHost(req, res, cors)) return;
     const sent = req.headers['x-request-id'];
     const requestId = typeof sent === 'string' ? sent.slice(0, 64) : randomUUID();
@@ -198,7 +199,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         // a body refused as too large is not read to its end: the connection goes with it, once
         // what is still coming of the body is drained for a bounded while (linger.ts)
         if (!res.headersSent) {
-          if (error.status === 413) lingerAfterAnswer(req, res);
+          if (error.status === 413) lingerAfterAnswer(req, res, lingerBudgetFor(error.limit ?? 0));
           sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST), error.status === 413 ? { connection: 'close' } : {});
         } else res.destroy();
         return;
@@ -214,7 +215,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       if (!res.headersSent) sendJson(res, 500, graphqlError('Internal server error', ErrorCode.INTERNAL_SERVER_ERROR));
       else res.destroy();
     });
-  });
+  }
   // a client that sends garbage gets a 400 from node; it must not take the process down
   httpServer.on('clientError', (error, socket) => {
     // a client too slow to send its request (REQUEST_TIMEOUT_MS) is told so, as RFC 9110 says

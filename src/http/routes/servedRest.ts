@@ -10,7 +10,7 @@ import {
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
 import { encodingRefusal, HttpError, parseJson, readBody, type BodyRouteDeps } from '../body.js';
-import { lingerAfterAnswer } from '../linger.js';
+import { lingerAfterAnswer, lingerBudgetFor } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { challengeFor } from '../send.js';
 
@@ -127,7 +127,8 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
           raw = await readBody(req, limit);
         } catch (error) {
           if (!(error instanceof HttpError) || error.status !== 413) throw error;
-          // in the route's own error body (a key's creation got GraphQL's shape)
+          // in the route's own error body (a key's creation got GraphQL's shape), lingering for twice the limit
+          lingerAfterAnswer(req, res, lingerBudgetFor(limit));
           return writeRest(req, res, ingest !== null ? ingestBodyTooLarge(limit) : apiKeyBodyTooLarge(error.message), false);
         }
         read = true;
