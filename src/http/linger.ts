@@ -83,13 +83,13 @@ export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse, max
  * read whole and emits every request in it: requests sent in one write behind a refused body ran
  * (a batch of events stored), and their answers were lost with the connection (a probe).
  */
-export function inTurn(req: IncomingMessage, res: ServerResponse, handle: () => void): void {
+export function inTurn(req: IncomingMessage, res: ServerResponse, handle: (req: IncomingMessage, res: ServerResponse) => void): void {
   const socket = req.socket;
   if (closing.has(socket)) return;
-  if (res.socket !== null) handle();
+  if (res.socket !== null) handle(req, res);
   else {
     res.once('socket', () => {
-      if (!closing.has(socket)) handle();
+      if (!closing.has(socket)) handle(req, res);
     });
   }
 }

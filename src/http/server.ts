@@ -188,7 +188,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const sinks = { log, metrics };
   const clientErrors = config.corsOrigins === '*' ? CLIENT_ERRORS_ANY_ORIGIN : CLIENT_ERRORS;
   options.handOver?.();
-  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => inTurn(req, res, () => onRequest(req, res)));
+  httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => inTurn(req, res, onRequest));
   function onRequest(req: IncomingMessage, res: ServerResponse): void {
     if (refusedWithoutHost(req, res, cors)) return;
     const sent = req.headers['x-request-id'];
