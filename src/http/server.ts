@@ -25,6 +25,7 @@ import { serveHealth, serveReadiness } from './routes/health.js';
 import { IDE_ASSET_PREFIX, ideRoute } from './routes/ide.js';
 import { serveMetrics } from './routes/metrics.js';
 import { servedRestRoute, serveOpenApi } from './routes/servedRest.js';
+import { ingestRoute } from '../rest/index.js';
 import { graphqlError, sendJson, sendMethodNotAllowed } from './send.js';
 
 export { listenAddress, type ListenAddress } from './listener.js';
@@ -216,6 +217,20 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       else res.destroy();
     });
   }
+  /**
+   * `Expect: 100-continue`: node answered "100 Continue" to every such request, so a client that
+   * waits for it before sending its body (curl does, for bodies over a MiB) sent a body already
+   * declared past any limit its route has, only to get its 413 after it (a probe). Such a request
+   * gets no 100: the 413 comes first, and the client need not send the body at all.
+   */
+  httpServer.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
+    const declared = Number(req.headers['content-length']);
+    const most = req.headers.authorization === undefined
+      ? anonymousBodyLimit
+      : ingestRoute(req.method, req.url?.split('?')[0] ?? '') !== null ? ingestBodyLimit : config.bodyLimitBytes;
+    if (!(declared > most)) res.writeContinue();
+    httpServer.emit('request', req, res);
+  });
   // a client that sends garbage gets a 400 from node; it must not take the process down
   httpServer.on('clientError', (error, socket) => {
     // a client too slow to send its request (REQUEST_TIMEOUT_MS) is told so, as RFC 9110 says

@@ -199,6 +199,24 @@ describe('a body refused before it is read', () => {
     expect(answers[2]).toContain('"openapi"');
   });
 
+  it('answers Expect: 100-continue with the 413 at once where the declared body is past any limit of its route, else 100 Continue', async () => {
+    // curl waits for the 100 before a body over a MiB: node sent it to every such request, and the
+    // body went only to be refused (a probe)
+    const root = basicAuthorization('root', 'root-password');
+    const firstStatus = async (path: string, length: number, authorization?: string): Promise<number> => {
+      const head = `POST ${path} HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\nexpect: 100-continue\r\n${authorization ? `authorization: ${authorization}\r\n` : ''}content-length: ${length}\r\n\r\n`;
+      return statusOf(await exchange(gw.url, [head], (text) => text.includes('\r\n\r\n')));
+    };
+    // without credentials: 32 KiB
+    expect(await firstStatus('/graphql', 2 * MiB)).toBe(413);
+    expect(await firstStatus('/graphql', 1000)).toBe(100);
+    // with them: BODY_LIMIT_BYTES (64 KiB here) on /graphql, INGEST_BODY_LIMIT_BYTES (8 MiB) on the batches' route
+    expect(await firstStatus('/graphql', 2 * MiB, alice)).toBe(413);
+    expect(await firstStatus('/graphql', 60 * 1024, alice)).toBe(100);
+    expect(await firstStatus('/v1/events', 9 * MiB, root)).toBe(413);
+    expect(await firstStatus('/v1/events', 2 * MiB, root)).toBe(100);
+  });
+
   it('closes the connection of a client sending far past the byte budget, within a bound', async () => {
     // declared as 1 GiB, sent until the gateway closes: an anonymous request, so the gateway reads
     // LINGER_REFUSED_BYTES at most after its answer (a probe's 40 such clients kept a core busy at
