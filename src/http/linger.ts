@@ -42,11 +42,11 @@ export function lingerBudgetFor(limit: number): number {
   return Math.min(LINGER_MAX_BYTES, Math.max(LINGER_REFUSED_BYTES, 2 * limit));
 }
 
-/** The budget a socket lingers for, where an answer asked for one: the largest asked. */
-const budgets = new WeakMap<Socket, number>();
-
-/** Connections whose answer closes them (lingerAfterAnswer): nothing after it on them is served (inTurn). */
-const closing = new WeakSet<Socket>();
+/**
+ * Connections whose answer closes them (lingerAfterAnswer), with the bytes they linger for (the
+ * largest asked; 0 where the body had all come): nothing after that answer on them is served (inTurn).
+ */
+const closing = new WeakMap<Socket, number>();
 
 /** How long a socket lingers after the answer, at most, in ms (nginx's lingering_time is 30 s: ours is a fallback, not a transfer). */
 export const LINGER_MAX_MS = 2_000;
@@ -66,13 +66,13 @@ export const LINGER_IDLE_MS = 1_000;
  */
 export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse, maxBytes = LINGER_REFUSED_BYTES): void {
   const socket = res.socket;
-  if (socket !== null) closing.add(socket);
   // a pipelined request's answer waits for the socket: it closes as it did
-  if (socket === null || req.complete) return;
-  budgets.set(socket, Math.max(budgets.get(socket) ?? 0, maxBytes));
+  if (socket === null) return;
+  closing.set(socket, Math.max(closing.get(socket) ?? 0, req.complete ? 0 : maxBytes));
+  if (req.complete) return;
   socket.destroySoon = function destroySoonLingering(this: Socket): void {
     if (req.complete || this.destroyed) Socket.prototype.destroySoon.call(this);
-    else linger(this, budgets.get(this) ?? LINGER_REFUSED_BYTES);
+    else linger(this, closing.get(this)!);
   };
 }
 

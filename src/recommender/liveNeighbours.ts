@@ -868,7 +868,7 @@ export class LiveNeighbours {
       const a = cells[start + p]!;
       const kept = this.sums.get(a);
       // an anchor twice in the group: summed once, over both its positions
-      if (kept !== undefined && firstAt(cells, start, p, a)) this.sumGroup(kept, a, g, sign);
+      if (kept !== undefined && cells.indexOf(a, start) === start + p) this.sumGroup(kept, a, g, sign);
     }
   }
 
@@ -1013,12 +1013,6 @@ function withAt(list: readonly number[], at: number, e: number): number[] {
   copy[at] = e;
   for (let i = at; i < list.length; i++) copy[i + 1] = list[i]!;
   return copy;
-}
-
-/** Whether cells[start + p] is the first of cells[start ..] to hold `a`. */
-function firstAt(cells: Int32Array, start: number, p: number, a: number): boolean {
-  for (let q = 0; q < p; q++) if (cells[start + q] === a) return false;
-  return true;
 }
 
 function byGroup(groups: number[], positions: number[]): { groups: number[]; positions: number[] } {
