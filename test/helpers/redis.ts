@@ -40,6 +40,45 @@ export async function freePort(): Promise<number> {
   return port;
 }
 
+/** Whether nothing listens on `port` of loopback now. */
+async function canListen(port: number): Promise<boolean> {
+  const server = net.createServer();
+  const listening = await new Promise<boolean>((resolve) => {
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => resolve(true));
+  });
+  if (listening) await new Promise((resolve) => server.close(resolve));
+  return listening;
+}
+
+/**
+ * A free port below the kernel's ephemeral range (32768 and up on Linux): the port-0 listeners of
+ * tests running beside cannot be given it while an OwnRedis is down for a restart. One was, in a
+ * CI run: the restarted redis-server could not bind, and the gateway's cache met another test's
+ * server for the rest of the file ("the cache did not become ready").
+ */
+async function ownPort(): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
+    if (await canListen(port)) return port;
+  }
+  return freePort();
+}
+
+/** Whether a Redis answers PING on `port` of loopback (not merely something listening there). */
+function answersPing(port: number): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    const socket = net.connect(port, '127.0.0.1', () => socket.write('PING\r\n'));
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('data', (chunk: Buffer) => done(chunk.toString('latin1').startsWith('+PONG')));
+    socket.once('error', () => done(false));
+    socket.setTimeout(1000, () => done(false));
+  });
+}
+
 /**
  * A redis-server of the test's own on a free port, that the test can stop, freeze (SIGSTOP) and
  * restart by its process id without touching the machine's Redis.
@@ -49,7 +88,7 @@ export class OwnRedis {
   private constructor(readonly port: number) {}
 
   static async start(): Promise<OwnRedis> {
-    const redis = new OwnRedis(await freePort());
+    const redis = new OwnRedis(await ownPort());
     await redis.start();
     return redis;
   }
@@ -66,15 +105,10 @@ export class OwnRedis {
     this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
       stdio: 'ignore',
     });
+    const child = this.child;
     for (let i = 0; i < 100; i++) {
-      const ok = await new Promise<boolean>((resolve) => {
-        const socket = net.connect(this.port, '127.0.0.1', () => {
-          socket.end();
-          resolve(true);
-        });
-        socket.on('error', () => resolve(false));
-      });
-      if (ok) return;
+      if (child.exitCode !== null) throw new Error(`redis-server exited at its start (port ${this.port} taken?)`);
+      if (await answersPing(this.port)) return;
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     throw new Error('redis-server did not start');
