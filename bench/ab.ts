@@ -25,13 +25,14 @@
  * (`npx tsx bench/cpuprofile.ts <file>` summarises one).
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { cpuMsOf } from './procCpu.js';
+import { MIXED_WARM, isEventsBody, mixedBodies } from './mix.js';
 import { buildDemo } from '../src/backends/embedded/demo.js';
 import { EmbeddedKeyService } from '../src/backends/embedded/keys/keyService.js';
 import { SqliteKeyStore } from '../src/backends/embedded/keys/sqliteStore.js';
@@ -60,13 +61,18 @@ const { values: flags } = parseArgs({
     // build twice with and without a flag (e.g. --b-flags=--max-semi-space-size=32)
     'a-flags': { type: 'string' },
     'b-flags': { type: 'string' },
+    // environment variables for one build's process, space-separated NAME=value: the same build
+    // with and without a setting (e.g. --b-env=RESPONSE_CACHE_MAX_ENTRIES=0)
+    'a-env': { type: 'string' },
+    'b-env': { type: 'string' },
   },
 });
 const ROOT = new URL('../', import.meta.url).pathname;
 const FIELDS = '{ itemId name salePrice brandName customerRating }';
 const NESTED = '{ itemId name salePrice variantItems { itemId name salePrice color size } }';
 const scenario = flags.scenario;
-if (!['lookup', 'inline', 'cached', 'cold', 'nested'].includes(scenario)) throw new Error(`no scenario ${scenario}`);
+if (!['lookup', 'inline', 'cached', 'cold', 'nested', 'mixed'].includes(scenario)) throw new Error(`no scenario ${scenario}`);
+const mixed = scenario === 'mixed';
 const rest = scenario === 'cold' || scenario === 'nested';
 
 execFileSync('taskset', ['-a', '-p', '-c', '0', String(process.pid)], { stdio: 'ignore' });
@@ -83,12 +89,21 @@ const keys = new EmbeddedKeyService(store);
 const principal = await keys.authenticate(basicAuthorization('bench', 'bench-password'));
 const key = (await keys.createKey(principal, { name: 'client' })).key;
 const recsKey = (await keys.createKey(principal, { name: 'gateway' })).key;
+// the mix's recordEvents batches need an administrator
+await addUser(store, { username: 'bench-admin', password: 'bench-admin-password', isAdmin: true });
+const adminKey = (await keys.createKey(await keys.authenticate(basicAuthorization('bench-admin', 'bench-admin-password')), { name: 'events' })).key;
 await store.close();
+// the mix writes events: each build a store of its own, with the same keys
+for (const side of ['a', 'b']) {
+  mkdirSync(path.join(dataDir, side));
+  copyFileSync(path.join(dataDir, 'keys.db'), path.join(dataDir, side, 'keys.db'));
+}
 const demo = buildDemo();
 const recs = new EmbeddedRecs(demo.catalog, demo.log);
 const anchors = [...demo.catalog.values()].map((item) => item.itemId).filter((id) => recs.recommendNow('NEXT_BEST_PRODUCT', id).entries.length === 10);
-const bodies =
-  scenario === 'inline'
+const bodies = mixed
+  ? mixedBodies([...demo.catalog.values()].map((item) => item.itemId), 0.05)
+  : scenario === 'inline'
     ? anchors.map((id) => JSON.stringify({ query: `{ productRecommendations(itemId: ${id}) ${FIELDS} }` }))
     : (scenario === 'cached' ? anchors.slice(0, 1) : anchors).map((itemId) =>
         JSON.stringify({ query: `query Recs($itemId: ItemId!) { productRecommendations(itemId: $itemId) ${scenario === 'nested' ? NESTED : FIELDS} }`, variables: { itemId } }),
@@ -102,9 +117,10 @@ interface Gateway {
 /** Starts a build; `profile` names its profile's directory under --cpu-prof (the builds compared, not the upstream). */
 async function start(build: string, upstream?: Gateway, profile?: 'a' | 'b'): Promise<Gateway> {
   const env = {
-    ...process.env, REDIS_URL: undefined, LOG_LEVEL: 'warn', NODE_ENV: 'production', BACKEND: 'embedded', DATA_DIR: dataDir, BENCH_DIST: build,
+    ...process.env, REDIS_URL: undefined, LOG_LEVEL: 'warn', NODE_ENV: 'production', BACKEND: 'embedded', BENCH_DIST: build,
+    DATA_DIR: mixed && profile !== undefined ? path.join(dataDir, profile) : dataDir,
     RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0',
-    ...(scenario === 'cached' ? {} : { RESPONSE_CACHE_MAX_ENTRIES: '0' }),
+    ...(scenario === 'cached' || mixed ? {} : { RESPONSE_CACHE_MAX_ENTRIES: '0' }),
     ...(upstream
       ? {
           BACKEND: 'rest', APIKEY_SERVICE_URL: upstream.origin, RECS_SERVICE_URL: upstream.origin, RECS_API_KEY: recsKey,
@@ -112,6 +128,7 @@ async function start(build: string, upstream?: Gateway, profile?: 'a' | 'b'): Pr
           CACHE_RECS_TTL_SECONDS: '1', ...(scenario === 'nested' ? {} : { CACHE_ITEM_TTL_SECONDS: '1' }),
         }
       : {}),
+    ...Object.fromEntries((profile === undefined ? [] : (flags[`${profile}-env`]?.split(' ').filter(Boolean) ?? [])).map((pair) => [pair.slice(0, pair.indexOf('=')), pair.slice(pair.indexOf('=') + 1)])),
   };
   const profiling = flags['cpu-prof'] !== undefined && profile !== undefined
     ? ['--cpu-prof', '--cpu-prof-interval=100', `--cpu-prof-dir=${path.resolve(flags['cpu-prof'], profile)}`]
@@ -130,14 +147,24 @@ async function start(build: string, upstream?: Gateway, profile?: 'a' | 'b'): Pr
 }
 const bodiesOf = (count: string | undefined): string[] => (count === undefined ? bodies : bodies.slice(0, Number(count)));
 const bodiesFor = new Map<string, string[]>();
-let next = 0;
-async function round(target: Gateway, seconds: number): Promise<{ rps: number; cpuUs: number; p99: number; bad: number }> {
+/** Where each build is in its bodies: the mix's events make a build's state follow what it was sent. */
+const cursors = new Map<string, number>();
+const adminHeaders = { 'content-type': 'application/json', authorization: adminKey };
+async function round(target: Gateway, seconds: number, amount?: number): Promise<{ rps: number; cpuUs: number; p99: number; bad: number }> {
   const own = bodiesFor.get(target.url) ?? bodies;
+  const headers = { 'content-type': 'application/json', authorization: key };
   const cpu0 = cpuMsOf(target.pid);
   const result = await autocannon({
-    url: target.url, connections: Number(flags.connections), duration: seconds, method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: key }, body: own[0],
-    requests: [{ setupRequest: (request: Record<string, unknown>) => ({ ...request, body: own[next++ % own.length] }) }],
+    url: target.url, connections: Number(flags.connections), ...(amount === undefined ? { duration: seconds } : { amount }), method: 'POST',
+    headers, body: own[0],
+    requests: [{
+      setupRequest: (request: Record<string, unknown>) => {
+        const at = cursors.get(target.url) ?? 0;
+        cursors.set(target.url, at + 1);
+        const payload = own[at % own.length]!;
+        return { ...request, body: payload, headers: mixed && isEventsBody(payload) ? adminHeaders : headers };
+      },
+    }],
   });
   const cpu = cpuMsOf(target.pid) - cpu0;
   return { rps: result.requests.total / result.duration, cpuUs: (cpu * 1000) / result.requests.total, p99: result.latency.p99, bad: result.non2xx + result.errors };
@@ -150,9 +177,9 @@ bodiesFor.set(a.url, bodiesOf(flags['a-anchors']));
 bodiesFor.set(b.url, bodiesOf(flags['b-anchors']));
 const named = (side: 'a' | 'b'): string => (flags[`${side}-root`] !== undefined ? `${flags[`${side}-root`]}/dist` : flags[side]);
 console.log(`${scenario}: A ${named('a')} (${bodiesFor.get(a.url)!.length} bodies), B ${named('b')} (${bodiesFor.get(b.url)!.length} bodies); load average ${os.loadavg()[0]!.toFixed(2)}`);
-// warm-up: the JIT's, and the prepared path's compiling
-await round(a, Number(flags.seconds));
-await round(b, Number(flags.seconds));
+// warm-up: the JIT's, and the prepared path's compiling; the mix's, its response cache's steady state
+await round(a, Number(flags.seconds), mixed ? MIXED_WARM : undefined);
+await round(b, Number(flags.seconds), mixed ? MIXED_WARM : undefined);
 const ratios: number[] = [];
 for (let i = 0; i < Number(flags.rounds); i++) {
   const [first, second] = i % 2 === 0 ? [a, b] : [b, a];
