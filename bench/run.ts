@@ -419,24 +419,29 @@ const oneTarget = async (id: string, name: string, run: () => Promise<Row | null
   if (row) report(row);
 };
 
-await oneTarget('raw', 'raw node:http, same JSON bytes', async () => {
+/** Scenario (1): raw node:http answering the gateway's bytes. */
+async function measureRaw(): Promise<Measured> {
   const raw = await start('raw', { BENCH_BODY_FILE: bodyFile });
   try {
-    return { id: 'raw', name: '(1) raw node:http, same bytes', m: await load({ target: raw, url: `${raw.url}/graphql`, headers: auth, bodies: [hotBody] }) };
+    return await load({ target: raw, url: `${raw.url}/graphql`, headers: auth, bodies: [hotBody] });
   } finally {
     await raw.stop();
   }
-});
+}
 
-await oneTarget('apollo', 'bare Apollo Server 5, static list', async () => {
+/** Scenario (2): bare Apollo Server with a static list. */
+async function measureApollo(): Promise<Measured> {
   const apollo = await start('apollo', { BENCH_APOLLO: 'static', BENCH_ITEMS_FILE: itemsFile, NODE_ENV: 'production' });
   try {
     expectRecs('bare apollo', await post(apollo.url, hotBody, {}));
-    return { id: 'apollo', name: '(2) bare Apollo Server 5, static list', m: await load({ target: apollo, url: apollo.url, headers: {}, bodies: [hotBody] }) };
+    return await load({ target: apollo, url: apollo.url, headers: {}, bodies: [hotBody] });
   } finally {
     await apollo.stop();
   }
-});
+}
+
+await oneTarget('raw', 'raw node:http, same JSON bytes', async () => ({ id: 'raw', name: '(1) raw node:http, same bytes', m: await measureRaw() }));
+await oneTarget('apollo', 'bare Apollo Server 5, static list', async () => ({ id: 'apollo', name: '(2) bare Apollo Server 5, static list', m: await measureApollo() }));
 
 await oneTarget('naive', 'Apollo + RESTDataSource over REST, no cache', async () => {
   const naive = await start('apollo', { BENCH_APOLLO: 'naive', BENCH_UPSTREAM_URL: `${upstream.url}/`, BENCH_RECS_KEY: recsKey });
@@ -825,6 +830,31 @@ if (wanted('recommender')) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// the host's speed, again: the references measured first are measured once more at the end, so
+// that a host whose speed moved during the run (a shared machine: bare Apollo went from 297 to
+// 512 µs a request within half an hour on one host) says so beside ratios taken minutes apart
+
+/** Past this change of a reference's CPU a request between the run's start and end, the run is marked unsteady. */
+const DRIFT_LIMIT = 0.15;
+const drift: { name: string; before: Measured; after: Measured }[] = [];
+if (rows.some((row) => row.id !== 'raw' && row.id !== 'apollo')) {
+  for (const [id, name, measure] of [['raw', '(1) raw node:http', measureRaw], ['apollo', '(2) bare Apollo', measureApollo]] as const) {
+    const before = rows.find((row) => row.id === id)?.m;
+    if (before === undefined) continue;
+    console.log(`${id}, again: the host's speed at the end of the run`);
+    drift.push({ name, before, after: await measure() });
+  }
+}
+const driftOf = (d: (typeof drift)[number]): number => d.after.cpuUs / d.before.cpuUs - 1;
+const unsteady = drift.filter((d) => Math.abs(driftOf(d)) > DRIFT_LIMIT);
+if (unsteady.length > 0) {
+  notes.push(
+    `the host's speed moved during the run (${unsteady.map((d) => `${d.name} ${fmt(driftOf(d) * 100, 0)}%`).join(', ')} CPU a request from the start to the end, ` +
+      `over the ${fmt(DRIFT_LIMIT * 100, 0)}% allowed): ratios between scenarios measured far apart are not to be trusted; run again, or compare builds with bench/ab.ts`,
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
 // the table
 
 const byId = new Map(rows.map((row) => [row.id, row]));
@@ -919,6 +949,14 @@ const lines = [
   '|---|---|---|',
   ...targets,
   '',
+  ...(drift.length > 0
+    ? [
+        `The host's speed, the references again at the end of the run: ${drift
+          .map((d) => `${d.name} ${Math.round(d.before.cpuUs)} then ${Math.round(d.after.cpuUs)} µs CPU a request (${driftOf(d) >= 0 ? '+' : ''}${fmt(driftOf(d) * 100, 0)}%), ${Math.round(d.before.rps)} then ${Math.round(d.after.rps)} req/s`)
+          .join('; ')}${unsteady.length > 0 ? ': **unsteady** (see the note below)' : `: steady (within ±${fmt(DRIFT_LIMIT * 100, 0)}%)`}.`,
+        '',
+      ]
+    : []),
   ...(extra.lookup
     ? [
         `(7) lookup through GraphQL, embedded, uncached, one request at a time over ${extra.lookup.requests} distinct anchors: ` +
