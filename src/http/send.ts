@@ -11,6 +11,20 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 /** A request-level error in the GraphQL response shape, for failures before Apollo sees the request. */
 export const graphqlError = (message: string, code: ErrorCode) => ({ errors: [{ message, extensions: { code } }] });
 
+/**
+ * A GatewayError refused before Apollo sees the request, in the GraphQL response shape with the
+ * extensions a resolver's error of it shows (`field`, `service`, and `retryAfter` in whole seconds,
+ * as its Retry-After header says), not its code alone: a client reads RATE_LIMITED's wait there.
+ */
+export function gatewayErrorBody(error: GatewayError, message = error.message): { errors: [{ message: string; extensions: Record<string, unknown> }] } {
+  const extensions: Record<string, unknown> = { code: error.code };
+  const { field, service } = error.extensions as { field?: unknown; service?: unknown };
+  if (field !== undefined) extensions.field = field;
+  if (service !== undefined) extensions.service = service;
+  if (error.retryAfter !== undefined) extensions.retryAfter = Math.ceil(error.retryAfter);
+  return { errors: [{ message, extensions }] };
+}
+
 /** 405 for a method a route does not take, with the methods it does (BAD_REQUEST, as Apollo files a wrong method). */
 export function sendMethodNotAllowed(res: ServerResponse, method: string, allow: string): void {
   sendJson(res, 405, graphqlError(`Method ${method} not allowed`, ErrorCode.BAD_REQUEST), { allow });

@@ -367,6 +367,8 @@ describe.each(storeKinds.slice(0, 1))('rate limits over HTTP ($name store)', (ki
     expect(limited.status).toBe(429);
     expect(codeOf(limited)).toBe('RATE_LIMITED');
     expect(Number(limited.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    // the wait in the body too, as the README's Errors table has it: a GraphQL client reads extensions
+    expect(limited.body.errors?.[0]?.extensions?.retryAfter).toBe(Number(limited.headers.get('retry-after')));
     expect(JSON.stringify(limited.body)).not.toContain(key);
 
     const rest = await fetch(`${gw.url}/api/v1/apikey`, { headers: { authorization: key } });
@@ -390,6 +392,7 @@ describe.each(storeKinds.slice(0, 1))('rate limits over HTTP ($name store)', (ki
     expect(codeOf(right)).toBe('RATE_LIMITED');
     // 3 a minute: the next attempt is some 20 s away
     expect(Number(right.headers.get('retry-after'))).toBeGreaterThan(10);
+    expect(right.body.errors?.[0]?.extensions?.retryAfter).toBe(Number(right.headers.get('retry-after')));
     const rest = await fetch(`${gw.url}/api/v1/apikey`, { headers: { authorization: 'AAECAwQFBgcICQoLDA0ODw' } });
     expect(rest.status).toBe(429);
   });

@@ -13,7 +13,7 @@ import { encodingRefusal, parseBody, readBody, type BodyRouteDeps } from '../bod
 import { GRAPHQL_METHODS } from '../cors.js';
 import { lingerAfterAnswer } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
-import { challengeFor, errorHeaders, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
+import { challengeFor, errorHeaders, gatewayErrorBody, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
 
 /** Whether a request sends a persisted query's extension (to look one up, or to register one). */
 function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
@@ -136,7 +136,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
         // (once what is still coming is drained for a bounded while: linger.ts)
         if (closing) lingerAfterAnswer(req, res);
-        return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), {
+        return sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error), {
           ...errorHeaders(error, req.headers),
           ...(closing ? { connection: 'close' } : {}),
         });
@@ -162,7 +162,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         const busy = rateLimited(1);
         res.setHeader('x-request-id', record.id);
         lingerAfterAnswer(req, res);
-        return sendJson(res, httpStatusOf[busy.code], graphqlError('Too many large request bodies at once: try again shortly', busy.code), {
+        return sendJson(res, httpStatusOf[busy.code], gatewayErrorBody(busy, 'Too many large request bodies at once: try again shortly'), {
           ...errorHeaders(busy, req.headers),
           connection: 'close',
         });

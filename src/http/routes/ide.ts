@@ -5,7 +5,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import { ErrorCode, GatewayError, httpStatusOf } from '../../errors.js';
-import { errorHeaders, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
+import { errorHeaders, gatewayErrorBody, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
 
 /** The query the IDE opens with: it must run as it is (a test runs it). */
 export const DEFAULT_QUERY = `# recs-gateway: GraphiQL, served by the gateway itself (no CDN, works offline).
@@ -247,7 +247,7 @@ export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMe
       await limiter.admit(null, addresses.of(req));
     } catch (error) {
       if (!(error instanceof GatewayError)) throw error;
-      return sendJson(res, httpStatusOf[error.code], graphqlError(error.message, error.code), errorHeaders(error, req.headers));
+      return sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error), errorHeaders(error, req.headers));
     }
     const answer = await ideResponse(file, req.headers);
     if (answer === null) return sendJson(res, 404, graphqlError('No such file of the IDE', ErrorCode.NOT_FOUND));
