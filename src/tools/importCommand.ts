@@ -95,9 +95,12 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
   }
   const path = resolve(file);
   try {
-    await stat(path);
-  } catch {
-    err(`cannot read ${path}`);
+    if ((await stat(path)).isDirectory()) {
+      err(`recs-gateway: cannot read ${path}: it is a directory; name the file to import`);
+      return 1;
+    }
+  } catch (error) {
+    err(`recs-gateway: cannot read ${path}: ${systemReason(error)}`);
     return 1;
   }
   // an import is known by its content and the way it is read (preset, or csv with its columns)
@@ -135,8 +138,9 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     if (what === 'catalog') {
       const catalog = new Catalog();
       const report = await loadCatalogFile(path, catalog);
-      for (const s of report.skipped.slice(0, 100)) err(`${path}:${s.line}: skipped: ${s.reason}`);
-      if (report.loaded === 0 && report.skipped.length > 0) return await failed(session, path);
+      for (const s of report.skipped.slice(0, SKIPPED_SHOWN)) err(`${path}:${s.line}: skipped: ${s.reason}`);
+      if (report.skipped.length > SKIPPED_SHOWN) err(`... and ${fmt(report.skipped.length - SKIPPED_SHOWN)} more skipped records`);
+      if (report.loaded === 0 && report.skipped.length > 0) return await failed(session, path, report.skipped.length);
       // the checks of upsertItems, a call's worth at a time
       let batch: ItemModel[] = [];
       const flush = async (): Promise<void> => {
@@ -203,12 +207,16 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     await store?.close();
   }
 
-  async function failed(opened: ImportSession, file: string): Promise<number> {
+  // (a catalogue has no --format to fix: only the file)
+  async function failed(opened: ImportSession, file: string, skipped: number): Promise<number> {
     await opened.abandon();
-    err(`recs-gateway: nothing in ${file} could be imported (see the lines above); nothing was recorded, so the import can be run again once the file or --format is fixed`);
+    err(`recs-gateway: nothing in ${file} could be read as item records (expected a JSON array of records, an object with an "items" array, or JSON lines): ${fmt(skipped)} skipped; nothing was recorded, so the import can be run again once the file is fixed`);
     return 1;
   }
 }
+
+/** The skipped records of a catalogue a run lists one by one; the rest are counted. */
+const SKIPPED_SHOWN = 100;
 
 /** Events staged a write. */
 const IMPORT_BATCH = 20_000;

@@ -106,7 +106,10 @@ describe('an import that fails', () => {
   it('reports a file it cannot read, and an unusable DATA_DIR, in one line', async () => {
     const missing = await runCli(['import', 'catalog', '/nonexistent/items.json'], { DATA_DIR: dataDir() });
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toBe('cannot read /nonexistent/items.json\n');
+    expect(missing.stderr).toBe('recs-gateway: cannot read /nonexistent/items.json: no such file or directory\n');
+    const folder = await runCli(['import', 'catalog', dataDir()], { DATA_DIR: dataDir() });
+    expect(folder.code).toBe(1);
+    expect(folder.stderr).toMatch(/^recs-gateway: cannot read .*: it is a directory; name the file to import\n$/);
 
     const file = path.join(dataDir(), 'plain-file');
     writeFileSync(file, '');

@@ -82,6 +82,20 @@ describe('the command line’s messages', () => {
     expect(imported.text()).toContain(`recs-gateway: nothing in ${purchases} could be read as diginetica-views events (expected session_id;user_id;item_id;timeframe;eventdate): 2 malformed lines; nothing was recorded`);
   });
 
+  it('stops a catalogue import of a file that holds no record: the first 100 lines, a count of the rest, and one line that names no --format (a catalogue has none)', async () => {
+    const notJson = path.join(dir(), 'passwd');
+    writeFileSync(notJson, Array.from({ length: 150 }, (_, i) => `user${i}:x:${i}:${i}::/home/user${i}:/bin/sh`).join('\n'));
+    const out = collect();
+    const errors = collect();
+    expect(await runImport(['catalog', notJson], { dataDir: dir(), stdout: out.stream, stderr: errors.stream })).toBe(1);
+    expect(out.text()).toBe('');
+    const lines = errors.text().trimEnd().split('\n');
+    expect(lines).toHaveLength(102);
+    expect(lines[0]).toMatch(new RegExp(`^${notJson}:1: skipped: not JSON: `));
+    expect(lines[100]).toBe('... and 50 more skipped records');
+    expect(lines[101]).toBe(`recs-gateway: nothing in ${notJson} could be read as item records (expected a JSON array of records, an object with an "items" array, or JSON lines): 150 skipped; nothing was recorded, so the import can be run again once the file is fixed`);
+  });
+
   it('counts an import’s items without a record in good English', async () => {
     const dataDir = dir();
     const one = path.join(dir(), 'one.csv');
