@@ -56,6 +56,8 @@ describe('a start that cannot succeed', () => {
       [`postgres://postgres:hunter2@127.0.0.1:${closed}/test`, new RegExp(`PostgreSQL at 127\\.0\\.0\\.1:${closed}/test \\(DATABASE_URL\\): connection refused`)],
       [withDatabase(DATABASE_URL, 'recs_no_such_database', 'hunter2'), /database "recs_no_such_database" does not exist/],
       [withUser(DATABASE_URL, 'recs_no_such_role', 'hunter2'), /role "recs_no_such_role" does not exist|password authentication failed/],
+      // a search_path naming a schema nobody created (the README's `?options=-c search_path=shop_a`)
+      [withSearchPath(withDatabase(DATABASE_URL, new URL(DATABASE_URL).pathname.slice(1), 'hunter2'), 'recs_no_such_schema'), /no schema has been selected to create in: the schema DATABASE_URL's search_path names does not exist; create it first \(CREATE SCHEMA <name>\)$/m],
     ];
     for (const [url, pattern] of cases) {
       const result = await runCli(['serve'], { PORT: '0', DATA_DIR: dataDir(), DATABASE_URL: url });
@@ -220,6 +222,12 @@ function withDatabase(url: string, database: string, password: string): string {
   const parsed = new URL(url);
   parsed.pathname = `/${database}`;
   parsed.password = password;
+  return parsed.href;
+}
+
+function withSearchPath(url: string, schema: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('options', `-c search_path=${schema}`);
   return parsed.href;
 }
 

@@ -99,6 +99,8 @@ export function describeDatabase(connectionString: string): string {
  */
 export function postgresReason(error: unknown): string {
   const code = (error as { code?: string } | null)?.code ?? '';
+  // invalid_schema_name: "no schema has been selected to create in" says nothing of why
+  if (code === '3F000') return `${(error as Error).message}: the schema DATABASE_URL's search_path names does not exist; create it first (CREATE SCHEMA <name>)`;
   if (/^[0-9A-Z]{5}$/.test(code)) return (error as Error).message;
   switch (code) {
     case 'ECONNREFUSED':
