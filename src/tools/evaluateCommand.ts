@@ -11,6 +11,7 @@ import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from './e
 import type { Method } from './evaluate.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
 import type { CommandIo } from './importCommand.js';
+import { systemReason } from '../backends/embedded/dataFiles.js';
 
 export const EVALUATE_HELP = `Usage:
   recs-gateway evaluate --events <file> --format <format> [--events <file> --format <format> ...]
@@ -141,7 +142,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     try {
       report = await readEvents(path, format, (e) => log.add(e), { onProgress: (lines) => err(`  ${path}: ${lines.toLocaleString('en-US')} lines`) });
     } catch (error) {
-      err(`cannot read ${path}: ${(error as Error).message}`);
+      err(`recs-gateway: cannot read ${path}: ${systemReason(error)}`);
       return 1;
     }
     for (const s of report.skipped) err(`${path}:${s.line}: skipped: ${s.reason}`);
@@ -158,7 +159,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     try {
       catalog = await readCategories(path, values['category-column'] ?? 'category');
     } catch (error) {
-      err(`cannot read ${path}: ${(error as Error).message}`);
+      err(`recs-gateway: cannot read ${path}: ${systemReason(error)}`);
       return 1;
     }
     err(`${path}: ${catalog.size} items with a category`);

@@ -96,6 +96,21 @@ describe('the command line’s messages', () => {
     expect(lines[101]).toBe(`recs-gateway: nothing in ${notJson} could be read as item records (expected a JSON array of records, an object with an "items" array, or JSON lines): 150 skipped; nothing was recorded, so the import can be run again once the file is fixed`);
   });
 
+  it('says in one line, as import does, why evaluate cannot read a file: no stack, no raw errno text', async () => {
+    const missing = path.join(dir(), 'nothing-here.csv');
+    const folder = dir();
+    const cases: [string[], string][] = [
+      [['--events', missing, '--format', 'retailrocket'], `recs-gateway: cannot read ${missing}: no such file or directory\n`],
+      [['--events', folder, '--format', 'retailrocket'], `recs-gateway: cannot read ${folder}: it is a directory, not a file\n`],
+    ];
+    for (const [argv, line] of cases) {
+      const out = collect();
+      const errors = collect();
+      expect(await runEvaluate(argv, { stdout: out.stream, stderr: errors.stream }), argv.join(' ')).toBe(1);
+      expect([errors.text(), out.text()]).toEqual([line, '']);
+    }
+  });
+
   it('counts an import’s items without a record in good English', async () => {
     const dataDir = dir();
     const one = path.join(dir(), 'one.csv');

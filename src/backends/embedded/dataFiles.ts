@@ -136,6 +136,8 @@ export function systemReason(error: unknown): string {
       return 'no such file or directory';
     case 'ENOTDIR':
       return 'a part of the path is not a directory';
+    case 'EISDIR':
+      return 'it is a directory, not a file';
     case 'EROFS':
       return 'read-only file system';
     case 'ENOSPC':
