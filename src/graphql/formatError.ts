@@ -4,6 +4,14 @@ import type { Logger } from '../logger.js';
 import { tokenLimitOf } from './limits.js';
 
 const TOO_MANY_VARIABLE_ERRORS = /^Too many errors processing variables/;
+
+/**
+ * Apollo's refusal of __schema and __type where introspection is off ends "pass introspection:
+ * true to ApolloServer in production", advice for Apollo's own users: a gateway's turn it on with
+ * a setting.
+ */
+export const INTROSPECTION_OFF_MESSAGE =
+  'GraphQL introspection (__schema, __type) is off on this gateway: set INTROSPECTION=true to turn it on (NODE_ENV=production turns it off by default)';
 const VARIABLE_VALUE_REFUSED = /^Variable "\$[_A-Za-z][_0-9A-Za-z]*" got invalid value /;
 
 /**
@@ -63,7 +71,9 @@ export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedErr
     }
     if (isErrorCode(code) && code !== ErrorCode.INTERNAL_SERVER_ERROR) {
       const { stacktrace: _stacktrace, ...extensions } = formatted.extensions ?? {};
-      const message = code === ErrorCode.BAD_USER_INPUT ? (variableErrorWithoutValue(formatted.message, error) ?? formatted.message) : formatted.message;
+      const message = code === ErrorCode.BAD_USER_INPUT
+        ? (variableErrorWithoutValue(formatted.message, error) ?? formatted.message)
+        : extensions.validationErrorCode === 'INTROSPECTION_DISABLED' ? INTROSPECTION_OFF_MESSAGE : formatted.message;
       return { ...formatted, message, extensions };
     }
     // not one of ours: log it whole, show nothing of it

@@ -127,6 +127,10 @@ describe('the subgraph SDL where introspection is off', () => {
       expect(JSON.stringify(service.body)).not.toContain('@key');
       const schema = await counted.gw.gql('{ __schema { queryType { name } } }', {}, headers);
       expect(codeOf(schema)).toBe('GRAPHQL_VALIDATION_FAILED');
+      // the gateway's setting, not Apollo's advice to "pass introspection: true to ApolloServer"
+      expect(schema.body.errors?.[0]?.message).toBe(
+        'GraphQL introspection (__schema, __type) is off on this gateway: set INTROSPECTION=true to turn it on (NODE_ENV=production turns it off by default)',
+      );
     }
     const entities = await counted.gw.gql<{ _entities: { itemId: number }[] }>(ENTITIES, { representations: [item(PHONE)] }, { authorization: counted.key });
     expect(entities.body.data!._entities[0]!.itemId).toBe(PHONE);
