@@ -21,6 +21,7 @@ Commands:
   import catalog <file>       add item records to DATA_DIR/recs.db
   prune events                delete the events too old to count (RECS_EVENTS_MAX_AGE_DAYS) from the store
   evaluate                    measure the recommender on an event log (HR@10, NDCG@10, coverage)
+  --version                   print the version
 
 Run recs-gateway <command> --help for a command's options. Configuration comes from
 environment variables: see the README's configuration table.
@@ -72,6 +73,15 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       case 'evaluate': {
         const { runEvaluate } = await import('./tools/evaluateCommand.js');
         return await runEvaluate(rest, io);
+      }
+      case '--version':
+      case '-v':
+      case 'version': {
+        // package.json beside src/ and dist/ alike (one level up from this module)
+        const { readFileSync } = await import('node:fs');
+        const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+        io.stdout.write(`recs-gateway ${version}\n`);
+        return 0;
       }
       case undefined:
       case '--help':

@@ -1,3 +1,6 @@
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { gql, runCli, startServe, type ServeProcess } from '../helpers/processes.js';
@@ -30,6 +33,25 @@ describe('the recs-gateway command line', () => {
     const unknown = await runCli(['frobnicate'], {});
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('Unknown command: frobnicate');
+  });
+
+  it('prints its version, which a probe found reported as an unknown command', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const answer = await runCli([flag], {});
+      expect([answer.code, answer.stdout, answer.stderr]).toEqual([0, `recs-gateway ${version}\n`, '']);
+    }
+  });
+
+  it('says in one line that the build is missing, where an install skipped it', () => {
+    // bin/ as installed, with no dist/ beside it
+    const root = dataDir();
+    mkdirSync(path.join(root, 'bin'));
+    copyFileSync(new URL('../../bin/recs-gateway.js', import.meta.url), path.join(root, 'bin', 'recs-gateway.js'));
+    writeFileSync(path.join(root, 'package.json'), '{"type":"module"}');
+    const run = spawnSync(process.execPath, [path.join(root, 'bin', 'recs-gateway.js'), '--help'], { encoding: 'utf8', timeout: 20_000 });
+    expect(run.status).toBe(1);
+    expect(run.stderr).toBe('recs-gateway: the build is missing (dist/main.js): run `npm run build` (npm install runs it, unless scripts are off)\n');
   });
 
   it('stops a bad configuration with a clear message and no secret', async () => {

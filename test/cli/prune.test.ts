@@ -241,6 +241,8 @@ for (const kind of kinds) {
       // given a window, it prunes even then
       expect((await prune(store, ['events', '--older-than-days', '30'], 0)).out).toMatch(/^events: 6 older than 30 days/);
       expect(await eventCount(store)).toBe(6);
+      // one day is a day (a probe read "older than 1 days")
+      expect((await prune(store, ['events', '--older-than-days', '1', '--dry-run'], 0)).out).toMatch(/^events: \d+ older than 1 day before the newest/);
     }, 60_000);
   });
 }
