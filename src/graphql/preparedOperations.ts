@@ -45,6 +45,7 @@ import {
   type GraphQLAnswer,
 } from './envelope.js';
 import { DEFAULT_PREPARED_DOCUMENTS } from '../config/defaults.js';
+import { documentWeight } from './documentStore.js';
 import { fragmentsOf } from './limits.js';
 import { ClockDependentError } from './scalars.js';
 import type { GatewayContext } from './context.js';
@@ -55,10 +56,15 @@ import { itemListPlan, type ItemListPlan } from './itemFragments.js';
  * document holds its whole source text (loc.source), and a text can be mostly a comment.
  */
 const MAX_PREPARED_QUERY = 16 * 1024;
-/** Characters the remembered query texts (with the answers to those that fail) may hold at most. */
-const PREPARED_TEXT_CHARS = 8 * 1024 * 1024;
-/** Characters of source text the compiled operations' documents may hold at most. */
-const COMPILED_TEXT_CHARS = 4 * 1024 * 1024;
+/**
+ * Bytes the remembered query texts, their documents (as documentWeight estimates them) and the
+ * answers to those that fail may hold at most. A document holds its tokens as well as its text:
+ * sized by its characters alone, a thousand dense 3.5 KB texts sent without credentials took a
+ * gateway from 130 MB to 550 MB.
+ */
+const PREPARED_BYTES = 32 * 1024 * 1024;
+/** Bytes (documentWeight) the compiled operations' documents may hold at most. */
+const COMPILED_BYTES = 16 * 1024 * 1024;
 /** Operation names remembered per query text. */
 const MAX_OPERATIONS_PER_DOCUMENT = 16;
 /** The content type of a refusal of the gateway's own for an Accept Apollo has not answered yet (Apollo's for no Accept). */
@@ -167,8 +173,8 @@ type Prepared = Extract<Known, { document: DocumentNode }>;
 /** A signature's template with its operations, or a mark that its texts take the usual path. */
 type Template = (LiteralTemplate & { known: Prepared }) | { unusable: true };
 
-/** Characters of source text the templates may hold at most. */
-const TEMPLATE_TEXT_CHARS = 4 * 1024 * 1024;
+/** Bytes the templates (their signatures and documents, as documentWeight estimates them) may hold at most. */
+const TEMPLATE_BYTES = 32 * 1024 * 1024;
 
 type CacheHint = { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE'; inheritMaxAge?: boolean };
 
@@ -229,9 +235,9 @@ export class PreparedOperations {
   /** Operation -> its compiled form, or a mark that the compiler refused it. */
   private readonly compiled = new LRUCache<PreparedOperation, CompiledQuery | { refused: true }>({
     max: MAX_COMPILED,
-    // a compiled operation holds its document, and so the document's whole source text
-    maxSize: COMPILED_TEXT_CHARS,
-    sizeCalculation: (_compiled, operation) => 1 + (operation.document.loc?.source.body.length ?? 0),
+    // a compiled operation holds its document, and so the document's whole source text and tokens
+    maxSize: COMPILED_BYTES,
+    sizeCalculation: (_compiled, operation) => documentWeight(operation.document),
     dispose: (_compiled, operation) => (operation.runs = 0),
   });
 
@@ -245,16 +251,16 @@ export class PreparedOperations {
     this.formatError = options.formatError;
     this.documents = new LRUCache({
       max: options.maxDocuments ?? DEFAULT_PREPARED_DOCUMENTS,
-      maxSize: PREPARED_TEXT_CHARS,
-      // a document's source is the key itself (the same string); a refusal adds its answer
-      sizeCalculation: (value, key) => 1 + key.length + ('refused' in value ? value.refused.body.length : 0),
+      maxSize: PREPARED_BYTES,
+      // a document's source is the key itself (the same string), which documentWeight counts; a refusal holds the text and its answer
+      sizeCalculation: (value, key) => ('document' in value ? documentWeight(value.document) : 1 + key.length + ('refused' in value ? value.refused.body.length : 0)),
     });
     this.maxTokens = options.parseOptions.maxTokens ?? Infinity;
     this.templates = new LRUCache({
       max: options.maxDocuments ?? 1_000,
-      maxSize: TEMPLATE_TEXT_CHARS,
-      // the key, and the first text's source, which the template's document holds
-      sizeCalculation: (value, key) => 1 + key.length + ('unusable' in value ? 0 : (value.document.loc?.source.body.length ?? 0)),
+      maxSize: TEMPLATE_BYTES,
+      // the key, and the first text's source and tokens, which the template's document holds
+      sizeCalculation: (value, key) => 1 + key.length + ('unusable' in value ? 0 : documentWeight(value.document)),
     });
   }
 

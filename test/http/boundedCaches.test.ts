@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_PERSISTED_QUERY, PERSISTED_QUERY_TTL_SECONDS, PersistedQueryCache } from '../../src/cache/apq.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import type { CacheEntry, SharedCache } from '../../src/ports/cache.js';
-import { DOCUMENT_STORE_CHARS, MAX_STORED_DOCUMENT, createDocumentStore } from '../../src/graphql/documentStore.js';
+import { DOCUMENT_STORE_BYTES, MAX_STORED_DOCUMENT, createDocumentStore, documentWeight } from '../../src/graphql/documentStore.js';
 
 // The caches a stranger fills (parsed documents, persisted queries) are bounded by what they hold
 // in bytes, not only by how many entries: one entry can be a megabyte of comment.
@@ -24,9 +24,24 @@ describe('the document store handed to Apollo', () => {
     let kept = 0;
     for (let n = 0; n < count; n++) if (await store.get(`q${n}`)) kept += 1;
     expect(kept).toBeGreaterThan(0);
-    expect(kept * size).toBeLessThanOrEqual(DOCUMENT_STORE_CHARS);
+    expect(kept * size).toBeLessThanOrEqual(DOCUMENT_STORE_BYTES);
     // the newest are the ones kept
     expect(await store.get(`q${count - 1}`)).toBeDefined();
+  });
+
+  it('keeps short documents by what they hold, their tokens too, not by their few characters', async () => {
+    // a 30-character query parsed holds about 3.2 KB (its ten tokens, their locations, the
+    // nodes): sized by its characters, 16 MiB held half a million of them, over 1.5 GB of heap,
+    // which anyone with a key could fill with persisted queries under distinct hashes
+    const store = createDocumentStore();
+    const count = 20_000;
+    for (let n = 0; n < count; n++) await store.set(`q${n}`, parse(`{ b${n}: viewer { id } }`));
+    let kept = 0;
+    for (let n = 0; n < count; n++) if (await store.get(`q${n}`)) kept += 1;
+    expect(kept).toBeGreaterThan(0);
+    expect(kept * 3000).toBeLessThanOrEqual(DOCUMENT_STORE_BYTES);
+    expect(await store.get(`q${count - 1}`)).toBeDefined();
+    expect(documentWeight(parse('{ b1: viewer { id } }'))).toBeGreaterThanOrEqual(3000);
   });
 });
 
