@@ -156,7 +156,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.setHeader('x-request-id', record.id);
     let url: URL;
     try {
-      url = new URL(target, 'http://gateway');
+      // an origin-form target ('/…') is a path, and '//host/…' in it no authority: resolved as a
+      // reference, '//x/api/v1/apikey' was served as /api/v1/apikey (and '/\\x/…' alike), past
+      // a proxy's rule for /api/; absolute-form ('http://host/…') keeps its own path
+      url = target.startsWith('/') ? new URL(`http://gateway${target}`) : new URL(target, 'http://gateway');
     } catch {
       throw new HttpError(400, 'The request target is not a valid URL');
     }

@@ -48,6 +48,21 @@ describe(`answers before a route (${kind.name} store)`, () => {
     for (const dispose of disposals) await dispose().catch(() => undefined);
   });
 
+  it("reads a request's path as a path: '//host/…' is no authority, and routes nowhere", async () => {
+    // the probe: '//evil.example/healthz' was answered as /healthz, '//x/v1/…' by the REST
+    // interface, '//graphql' as "No route for /": the URL parser took '//…' for a host
+    for (const path of ['//evil.example/healthz', '//evil.example/openapi.json', '//x/v1/items/31000005', '//x/api/v1/apikey', '//graphql']) {
+      const answer = await raw(plain.url, `GET ${path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+      expect([path, statusOf(answer)]).toEqual([path, 404]);
+      expect(bodyOf(answer)).toEqual({ errors: [{ message: `No route for ${path}`, extensions: { code: 'NOT_FOUND' } }] });
+    }
+    const backslash = await raw(plain.url, 'GET /\\evil.example/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    expect(statusOf(backslash)).toBe(404);
+    // an absolute-form target keeps its path
+    expect(statusOf(await raw(plain.url, `GET ${plain.url}/healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`))).toBe(200);
+    expect(statusOf(await raw(plain.url, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n'))).toBe(200);
+  });
+
   it('answers a method /graphql does not take with 405, Allow: GET, POST and BAD_REQUEST, before the CSRF check and the credential', async () => {
     // the probe: a PUT without a content type got Apollo's CSRF 400
     for (const method of ['PUT', 'DELETE', 'PATCH', 'OPTIONS']) {
