@@ -234,6 +234,14 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (!(declared > most)) res.writeContinue();
     httpServer.emit('request', req, res);
   });
+  /**
+   * An `Expect` other than 100-continue: node's own 417 had an empty body, where every other
+   * refusal is JSON with a code of the closed set (a probe). The body, if sent anyway, is read
+   * and dropped by node, as for any answer given before its request was read.
+   */
+  httpServer.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
+    sendJson(res, 417, graphqlError('The Expect header takes only 100-continue', ErrorCode.BAD_REQUEST));
+  });
   // a client that sends garbage gets a 400 from node; it must not take the process down
   httpServer.on('clientError', (error, socket) => {
     // a client too slow to send its request (REQUEST_TIMEOUT_MS) is told so, as RFC 9110 says

@@ -48,6 +48,23 @@ describe(`answers before a route (${kind.name} store)`, () => {
     for (const dispose of disposals) await dispose().catch(() => undefined);
   });
 
+  it('answers an Expect other than 100-continue with 417 in JSON, BAD_REQUEST, and serves what follows on the connection', async () => {
+    // the probe: node's own 417 came with an empty chunked body
+    const body = '{"query":"{ viewer { username } }"}';
+    const request = (expect: string) =>
+      `POST /graphql HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nExpect: ${expect}\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const answer = await raw(plain.url, request('200-ok'), 1_000);
+    expect(statusOf(answer)).toBe(417);
+    expect(headerOf(answer, 'content-type')).toBe('application/json; charset=utf-8');
+    const first = answer.slice(answer.indexOf('\r\n\r\n') + 4);
+    expect(JSON.parse(first.slice(0, Number(headerOf(answer, 'content-length'))))).toEqual({
+      errors: [{ message: 'The Expect header takes only 100-continue', extensions: { code: 'BAD_REQUEST' } }],
+    });
+    // the body sent anyway is no request of its own; the next request on the connection is answered
+    const both = await raw(plain.url, `${request('200-ok')}GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`);
+    expect([...both.matchAll(/HTTP\/1\.1 (\d{3})/g)].map((match) => match[1])).toEqual(['417', '200']);
+  });
+
   it("reads a request's path as a path: '//host/…' is no authority, and routes nowhere", async () => {
     // the probe: '//evil.example/healthz' was answered as /healthz, '//x/v1/…' by the REST
     // interface, '//graphql' as "No route for /": the URL parser took '//…' for a host
