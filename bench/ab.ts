@@ -32,7 +32,7 @@ import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { cpuMsOf } from './procCpu.js';
-import { MIXED_WARM, isEventsBody, mixedBodies } from './mix.js';
+import { EVENTS_SHARE, MIXED_WARM, isEventsBody, mixedBodies } from './mix.js';
 import { buildDemo } from '../src/backends/embedded/demo.js';
 import { EmbeddedKeyService } from '../src/backends/embedded/keys/keyService.js';
 import { SqliteKeyStore } from '../src/backends/embedded/keys/sqliteStore.js';
@@ -102,7 +102,7 @@ const demo = buildDemo();
 const recs = new EmbeddedRecs(demo.catalog, demo.log);
 const anchors = [...demo.catalog.values()].map((item) => item.itemId).filter((id) => recs.recommendNow('NEXT_BEST_PRODUCT', id).entries.length === 10);
 const bodies = mixed
-  ? mixedBodies([...demo.catalog.values()].map((item) => item.itemId), 0.05)
+  ? mixedBodies([...demo.catalog.values()].map((item) => item.itemId), EVENTS_SHARE)
   : scenario === 'inline'
     ? anchors.map((id) => JSON.stringify({ query: `{ productRecommendations(itemId: ${id}) ${FIELDS} }` }))
     : (scenario === 'cached' ? anchors.slice(0, 1) : anchors).map((itemId) =>

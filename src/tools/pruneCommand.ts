@@ -65,10 +65,10 @@ export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: num
     const { newest, removed, eventIds } = await store.pruneEvents(days * DAY_MS, dryRun);
     const { events } = await store.counts();
     if (newest === null) out(`no events in ${store.where}: nothing to prune`);
-    else if (dryRun) {
-      out(`events: ${fmt(removed)} older than ${fmt(days)} ${days === 1 ? 'day' : 'days'} before the newest (${new Date(newest).toISOString()}) would be deleted, ${fmt(events - removed)} left in ${store.where}; ${fmt(eventIds)} eventIds of events that old would be forgotten (dry run: nothing deleted)`);
-    } else {
-      out(`events: ${fmt(removed)} older than ${fmt(days)} ${days === 1 ? 'day' : 'days'} before the newest (${new Date(newest).toISOString()}) deleted, ${fmt(events)} left in ${store.where}; ${fmt(eventIds)} eventIds of events that old forgotten (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
+    else {
+      const older = `events: ${fmt(removed)} older than ${fmt(days)} ${days === 1 ? 'day' : 'days'} before the newest (${new Date(newest).toISOString()})`;
+      if (dryRun) out(`${older} would be deleted, ${fmt(events - removed)} left in ${store.where}; ${fmt(eventIds)} eventIds of events that old would be forgotten (dry run: nothing deleted)`);
+      else out(`${older} deleted, ${fmt(events)} left in ${store.where}; ${fmt(eventIds)} eventIds of events that old forgotten (${((performance.now() - t0) / 1000).toFixed(1)} s)`);
     }
     return 0;
   } catch (error) {
