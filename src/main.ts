@@ -194,7 +194,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
     import('./startup.js'),
     import('./http/listener.js'),
   ]);
-  const httpServer = createHttpServer(config.server);
+  const httpServer = createHttpServer(config.server, config.trustProxy);
   try {
     await listen(httpServer, config.port, config.host);
   } catch (error) {

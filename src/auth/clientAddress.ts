@@ -52,7 +52,7 @@ export class ClientAddresses {
    */
   of(req: IncomingMessage): string {
     const peer = unmapped(req.socket.remoteAddress ?? 'unknown');
-    if (this.trusted === null || !this.isTrusted(peer)) return peer;
+    if (!this.isTrusted(peer)) return peer;
     const header = req.headers['x-forwarded-for'];
     if (header === undefined) return peer;
     const hops = (Array.isArray(header) ? header.join(',') : header).split(',');
@@ -65,10 +65,12 @@ export class ClientAddresses {
     return peer;
   }
 
-  private isTrusted(address: string): boolean {
+  /** Whether `address` is a proxy named in TRUST_PROXY (IPv4-mapped or not). */
+  isTrusted(address: string): boolean {
+    if (this.trusted === null) return false;
     const plain = unmapped(address);
     const family = isIP(plain);
-    return family !== 0 && this.trusted!.check(plain, family === 6 ? 'ipv6' : 'ipv4');
+    return family !== 0 && this.trusted.check(plain, family === 6 ? 'ipv6' : 'ipv4');
   }
 }
 

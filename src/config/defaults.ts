@@ -32,10 +32,11 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
 };
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = {
-  headersTimeoutMs: 10_000,
+  headersTimeoutMs: 5_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 5_000,
   maxConnections: 1024,
+  maxConnectionsPerAddress: 128,
 };
 
 /** RESPONSE_CACHE_MAX_ENTRIES: PUBLIC answers kept in process. */

@@ -1,9 +1,11 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { ClientAddresses } from '../auth/clientAddress.js';
 import type { ErrorCode } from '../errors.js';
 import type { ServerLimits } from '../ports/limits.js';
 import { Cors, corsMethods } from './cors.js';
 import { lingerAfterAnswer } from './linger.js';
+import { PeerLimits } from './peers.js';
 
 // Only node's own modules at run time: `serve` loads this, listens and answers /healthz before
 // Apollo Server, the stores and the recommender are even loaded (issue 22: /healthz within
@@ -11,10 +13,11 @@ import { lingerAfterAnswer } from './linger.js';
 
 /**
  * The node:http server with the client limits: a slow client (slowloris headers, a body that
- * never ends) is answered 408 and cut off at the timeout, and connections past the cap are
- * closed unanswered, so a few hundred sockets cannot hold the process.
+ * never ends) is answered 408 and cut off at the timeout, and connections past the cap, or past
+ * one address's share of it, are closed unanswered, so a few hundred sockets cannot hold the
+ * process. `trustProxy`: TRUST_PROXY, whose proxies have no share of their own.
  */
-export function createHttpServer(limits: ServerLimits): http.Server {
+export function createHttpServer(limits: ServerLimits, trustProxy: readonly string[] = []): http.Server {
   const server = http.createServer({
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
@@ -27,6 +30,7 @@ export function createHttpServer(limits: ServerLimits): http.Server {
     requireHostHeader: false,
   });
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
+  new PeerLimits(limits, new ClientAddresses(trustProxy)).follow(server);
   return server;
 }
 

@@ -118,7 +118,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     principal.user.isAdmin || backend.keys.checksKeysLocally !== true ? ingestBodyLimit : config.bodyLimitBytes;
   const largeBodies = new LargeBodies(Math.max(LARGE_BODIES_IN_FLIGHT_BYTES, ingestBodyLimit), config.bodyLimitBytes);
 
-  const httpServer = options.httpServer ?? createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS);
+  const httpServer = options.httpServer ?? createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS, config.trustProxy);
   followConnections(httpServer);
   const engine = await createGraphQLEngine(config, cache, metrics, log);
   const { responseCache } = engine;

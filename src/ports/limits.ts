@@ -89,14 +89,15 @@ export interface RateLimitSettings {
 /**
  * What a slow or greedy client may hold. Node's own defaults (60 s for the headers, 300 s for a
  * whole request, no cap) let a few hundred slowloris sockets hold the process; these follow
- * Apollo Router (`server.http.header_read_timeout` 10 s, `traffic_shaping.router.timeout` 30 s)
- * and nginx (`keepalive_timeout`, `worker_connections 1024`).
+ * Apollo Router (`traffic_shaping.router.timeout` 30 s) and nginx (`keepalive_timeout`,
+ * `worker_connections 1024`), with a header deadline shorter than either's and a cap per address.
  */
 export interface ServerLimits {
   /**
    * HEADERS_TIMEOUT_MS: the most a client may take to send a request's headers (node's
    * `server.headersTimeout`; Apollo Router's header_read_timeout, nginx's client_header_timeout);
-   * then 408 and the connection is closed. Default 10000.
+   * then 408 and the connection is closed. A head comes in one write: the time is for a lossy
+   * link's retransmissions, not for a client's pace. Default 5000.
    */
   headersTimeoutMs: number;
   /**
@@ -117,4 +118,12 @@ export interface ServerLimits {
    * worker_connections); a connection past it is closed at once, unanswered. 0: no cap. Default 1024.
    */
   maxConnections: number;
+  /**
+   * MAX_CONNECTIONS_PER_ADDRESS: open connections one client network (an IPv4 address, an IPv6
+   * /64) may have at most, by the connection's peer (no header is read yet); one past it is
+   * closed at once, unanswered. A proxy in TRUST_PROXY is not capped: it carries every client's
+   * connections. 0: no cap. Default 128: what a key's burst (100 requests at once) needs, an
+   * eighth of MAX_CONNECTIONS's default.
+   */
+  maxConnectionsPerAddress: number;
 }

@@ -24,19 +24,25 @@ class RawClient {
   readonly closed: Promise<void>;
   readonly openedAt = Date.now();
 
-  constructor(url: string) {
+  /** `from`: the local address to connect from (127.0.0.2 and on are loopback too: another client address). */
+  constructor(url: string, from?: string) {
     const { hostname, port } = new URL(url);
-    this.socket = net.connect(Number(port), hostname);
+    this.socket = net.connect({ port: Number(port), host: hostname, ...(from ? { localAddress: from } : {}) });
     this.socket.setEncoding('utf8');
     this.socket.on('data', (chunk: string) => (this.received += chunk));
     this.socket.on('error', () => undefined);
-    this.closed = once(this.socket, 'close').then(() => {
-      this.closedAt = Date.now();
-    });
+    // not events.once: a reset ('error' first) would reject it
+    this.closed = new Promise((resolve) =>
+      this.socket.once('close', () => {
+        this.closedAt = Date.now();
+        resolve();
+      }),
+    );
   }
 
+  /** Once connected, or closed (a connection the server resets may be gone before this is asked). */
   async connected(): Promise<this> {
-    if (this.socket.connecting) await once(this.socket, 'connect');
+    if (this.socket.connecting) await Promise.race([once(this.socket, 'connect'), this.closed]);
     return this;
   }
 
@@ -185,10 +191,86 @@ describe('MAX_CONNECTIONS', () => {
   });
 });
 
+describe('one address holding connections, with the default limits', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway(idleBackend());
+  });
+  afterAll(() => gw.stop());
+
+  const { maxConnections, maxConnectionsPerAddress, headersTimeoutMs } = DEFAULT_SERVER_LIMITS;
+
+  it("closes an address's connections past its share at once, serves another address, and times out a silent one", async () => {
+    // a client of its own that sends nothing: its 408 comes at HEADERS_TIMEOUT_MS
+    const silent = await new RawClient(gw.url, '127.0.0.3').connected();
+    // the probe's 1,100 sockets from one address, each with half a request head
+    const flood = await Promise.all(Array.from({ length: maxConnections + 76 }, () => new RawClient(gw.url).connected()));
+    const closed = (): number => flood.filter((client) => client.closedAt !== null).length;
+    try {
+      for (const client of flood) client.socket.write('GET /healthz HTTP/1.1\r\nhost: gate');
+      // all but the address's share are closed unanswered, long before any timeout
+      await expect.poll(closed, { timeout: 5_000 }).toBe(flood.length - maxConnectionsPerAddress);
+      expect(flood.filter((client) => client.closedAt !== null && client.received !== '')).toEqual([]);
+      // a new one from there is refused too; from another address, answered
+      const more = await new RawClient(gw.url).connected();
+      await more.closedWithin(5_000);
+      expect(more.received).toBe('');
+      const other = await new RawClient(gw.url, '127.0.0.2').connected();
+      other.socket.write('GET /healthz HTTP/1.1\r\nhost: gateway\r\nconnection: close\r\n\r\n');
+      await other.closedWithin(5_000);
+      expect(other.received).toMatch(/^HTTP\/1\.1 200 [\s\S]*\{"status":"ok"\}$/);
+
+      // node looks for expired heads every second at most: up to a second late, and a loaded
+      // machine's timers later still, but well before the 10 s the default was
+      const ms = await silent.closedWithin(headersTimeoutMs + 4_000);
+      expect(ms).toBeGreaterThanOrEqual(headersTimeoutMs - 100);
+      expect(ms).toBeLessThan(headersTimeoutMs + 3_000);
+      expect(silent.received).toMatch(/^HTTP\/1\.1 408 /);
+      // the half heads the address kept open are timed out alike
+      const timedOut = (): number => flood.filter((client) => /^HTTP\/1\.1 408 /.test(client.received)).length;
+      await expect.poll(timedOut, { timeout: 4_000 }).toBe(maxConnectionsPerAddress);
+    } finally {
+      for (const client of [silent, ...flood]) client.socket.destroy();
+    }
+  }, 30_000);
+});
+
+describe('MAX_CONNECTIONS_PER_ADDRESS behind a proxy', () => {
+  let gw: TestGateway;
+  beforeAll(async () => {
+    gw = await startTestGateway(idleBackend(), { MAX_CONNECTIONS_PER_ADDRESS: '2', TRUST_PROXY: '127.0.0.4' });
+  });
+  afterAll(() => gw.stop());
+
+  /** Three connections from `from` held open at once; whether each got its answer. */
+  async function threeFrom(from: string): Promise<boolean[]> {
+    const clients = await Promise.all([1, 2, 3].map(() => new RawClient(gw.url, from).connected()));
+    try {
+      for (const client of clients) client.socket.write('GET /healthz HTTP/1.1\r\nhost: gateway\r\n\r\n');
+      await expect.poll(() => clients.every((c) => c.closedAt !== null || c.received.includes('{"status":"ok"}')), { timeout: 5_000 }).toBe(true);
+      return clients.map((c) => c.received.includes('{"status":"ok"}'));
+    } finally {
+      for (const client of clients) client.socket.destroy();
+    }
+  }
+
+  it("caps a client's own connections, never a trusted proxy's, which carries everyone's", async () => {
+    expect((await threeFrom('127.0.0.5')).filter(Boolean)).toHaveLength(2);
+    expect(await threeFrom('127.0.0.4')).toEqual([true, true, true]);
+  });
+});
+
 describe('the client limits in the configuration', () => {
-  it('defaults to 10 s for headers, 30 s for a request, 5 s keep-alive and 1024 connections', () => {
+  it('defaults to 5 s for headers, 30 s for a request, 5 s keep-alive, 1024 connections and 128 an address', () => {
     expect(loadConfig({}).server).toEqual(DEFAULT_SERVER_LIMITS);
-    expect(DEFAULT_SERVER_LIMITS).toEqual({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5_000, maxConnections: 1024 });
+    expect(DEFAULT_SERVER_LIMITS).toEqual({
+      headersTimeoutMs: 5_000,
+      requestTimeoutMs: 30_000,
+      keepAliveTimeoutMs: 5_000,
+      maxConnections: 1024,
+      maxConnectionsPerAddress: 128,
+    });
+    expect(loadConfig({ MAX_CONNECTIONS_PER_ADDRESS: '0' }).server.maxConnectionsPerAddress).toBe(0);
   });
 
   it('refuses a headers timeout longer than the request timeout, and bad numbers', () => {

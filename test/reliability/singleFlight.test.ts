@@ -34,7 +34,9 @@ async function setup(cache: 'memory' | 'redis'): Promise<{ keys: FaultProxy; rec
   running.push(recs);
   const prefix = testPrefix();
   prefixes.push(prefix);
-  const env: Record<string, string> = cache === 'redis' ? { REDIS_URL, REDIS_KEY_PREFIX: prefix } : {};
+  // 200 requests at once below, each on a connection of its own from one address: more than
+  // MAX_CONNECTIONS_PER_ADDRESS lets one address hold by default
+  const env: Record<string, string> = { MAX_CONNECTIONS_PER_ADDRESS: '0', ...(cache === 'redis' ? { REDIS_URL, REDIS_KEY_PREFIX: prefix } : {}) };
   const gw = await startRestGateway({
     keysUrl: keys.url, recsUrl: recs.url, recsApiKey: upstream.gatewayKey, env, redisCommandTimeoutMs: 10_000,
   });
