@@ -37,6 +37,7 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
   keepAliveTimeoutMs: 5_000,
   maxConnections: 1024,
   maxConnectionsPerAddress: 128,
+  lingerBytesPerSecond: 1024 * 1024,
 };
 
 /** RESPONSE_CACHE_MAX_ENTRIES: PUBLIC answers kept in process. */

@@ -424,6 +424,7 @@ export function loadConfig(env: Env = process.env): Config {
       keepAliveTimeoutMs: int('KEEP_ALIVE_TIMEOUT_MS', DEFAULT_SERVER_LIMITS.keepAliveTimeoutMs, 1, 600_000),
       maxConnections: int('MAX_CONNECTIONS', DEFAULT_SERVER_LIMITS.maxConnections, 0, 1_000_000),
       maxConnectionsPerAddress: int('MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_SERVER_LIMITS.maxConnectionsPerAddress, 0, 1_000_000),
+      lingerBytesPerSecond: int('LINGER_BYTES_PER_SECOND', DEFAULT_SERVER_LIMITS.lingerBytesPerSecond, 0, 1024 * 1024 * 1024),
     },
     // --- Exposure limits (security review) ---
     maxKeysPerUser: int('MAX_KEYS_PER_USER', DEFAULT_MAX_KEYS_PER_USER, 1, 1_000_000),

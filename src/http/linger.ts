@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
+import { lingerSpend } from './peers.js';
 
 // Only node's own modules at run time: listener.ts (loaded before the gateway) uses this.
 
@@ -13,10 +14,11 @@ import { Socket } from 'node:net';
  * what the client still sends is read and dropped, never kept, until it stops sending, closes, or
  * a budget below is spent; then the socket is destroyed.
  *
- * The budgets are constants, as the drain's grace is (drain.ts): a lingering connection is bounded
- * by them and still counts against MAX_CONNECTIONS until it closes, so a client gets no more of
- * the gateway from one than from a slow body, and a stopping gateway waits LINGER_MAX_MS for one
- * at most (well within DRAIN_GRACE_MS).
+ * A connection's budgets are constants, as the drain's grace is (drain.ts): a lingering connection
+ * is bounded by them and still counts against MAX_CONNECTIONS until it closes, so a client gets no
+ * more of the gateway from one than from a slow body, and a stopping gateway waits LINGER_MAX_MS
+ * for one at most (well within DRAIN_GRACE_MS). What an address's connections linger for together
+ * is LINGER_BYTES_PER_SECOND's (peers.ts): past it, its refusals close at once, as node's did.
  */
 
 /**
@@ -94,8 +96,17 @@ export function inTurn(req: IncomingMessage, res: ServerResponse, handle: (req: 
   }
 }
 
-/** Sends what is written and a FIN, then reads and drops what comes within the budgets, then destroys the socket. */
+/**
+ * Sends what is written and a FIN, then reads and drops what comes within the budgets, then
+ * destroys the socket; at once, as node would, when the client's address has spent its own
+ * (LINGER_BYTES_PER_SECOND: a client opening connection after connection to send junk costs a
+ * read of each body otherwise).
+ */
 function linger(socket: Socket, maxBytes: number): void {
+  if (!lingerSpend(socket, 0)) {
+    Socket.prototype.destroySoon.call(socket);
+    return;
+  }
   socket.end();
   let left = maxBytes;
   const stop = (): void => {
@@ -117,7 +128,7 @@ function linger(socket: Socket, maxBytes: number): void {
     socket.removeAllListeners('data');
     socket.on('data', (chunk: Buffer) => {
       left -= chunk.length;
-      if (left < 0) stop();
+      if (left < 0 || !lingerSpend(socket, chunk.length)) stop();
       else idle.refresh();
     });
   };

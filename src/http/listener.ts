@@ -4,7 +4,7 @@ import { ClientAddresses } from '../auth/clientAddress.js';
 import type { ErrorCode } from '../errors.js';
 import type { ServerLimits } from '../ports/limits.js';
 import { Cors, corsMethods } from './cors.js';
-import { lingerAfterAnswer } from './linger.js';
+import { LINGER_MAX_BYTES, lingerAfterAnswer } from './linger.js';
 import { PeerLimits } from './peers.js';
 
 // Only node's own modules at run time: `serve` loads this, listens and answers /healthz before
@@ -15,7 +15,8 @@ import { PeerLimits } from './peers.js';
  * The node:http server with the client limits: a slow client (slowloris headers, a body that
  * never ends) is answered 408 and cut off at the timeout, and connections past the cap, or past
  * one address's share of it, are closed unanswered, so a few hundred sockets cannot hold the
- * process. `trustProxy`: TRUST_PROXY, whose proxies have no share of their own.
+ * process; an address's refused bodies are read (lingered) within its budget. `trustProxy`:
+ * TRUST_PROXY, whose proxies have no share of their own.
  */
 export function createHttpServer(limits: ServerLimits, trustProxy: readonly string[] = []): http.Server {
   const server = http.createServer({
@@ -30,7 +31,7 @@ export function createHttpServer(limits: ServerLimits, trustProxy: readonly stri
     requireHostHeader: false,
   });
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
-  new PeerLimits(limits, new ClientAddresses(trustProxy)).follow(server);
+  new PeerLimits({ ...limits, lingerBurstBytes: LINGER_MAX_BYTES }, new ClientAddresses(trustProxy)).follow(server);
   return server;
 }
 

@@ -126,4 +126,13 @@ export interface ServerLimits {
    * eighth of MAX_CONNECTIONS's default.
    */
   maxConnectionsPerAddress: number;
+  /**
+   * LINGER_BYTES_PER_SECOND: bytes of refused bodies (a 413, or a 401 or 429 before the body)
+   * one client network may have read and dropped after their answers, a second (a lingering close:
+   * src/http/linger.ts); an address that lingered for none lately may have one refusal's whole
+   * budget (16 MiB at most) at once. Past it, a refused body's connection is closed with its answer,
+   * unread. A proxy in TRUST_PROXY has no such budget. 0: none, each refusal lingers within its own
+   * budgets. Default 1048576.
+   */
+  lingerBytesPerSecond: number;
 }

@@ -6,6 +6,7 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
+import { DEFAULT_SERVER_LIMITS } from '../../src/config/defaults.js';
 import { LINGER_MAX_BYTES, LINGER_MAX_MS, LINGER_REFUSED_BYTES, lingerBudgetFor } from '../../src/http/linger.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
@@ -59,12 +60,12 @@ const bodyOf = (text: string): unknown => JSON.parse(text.slice(text.indexOf('\r
 /**
  * What the gateway at `url` sent back on one raw connection (in this process) to `writes`, each
  * written in turn, until it closed the connection or `done` said the client had all (then the
- * client closes it); at most 10 s.
+ * client closes it); at most 10 s. `from`: the local address to connect from.
  */
-function exchange(url: string, writes: (string | Buffer)[], done?: (text: string) => boolean): Promise<string> {
+function exchange(url: string, writes: (string | Buffer)[], done?: (text: string) => boolean, from?: string): Promise<string> {
   const { hostname, port } = new URL(url);
   return new Promise<string>((resolve) => {
-    const socket = connect(Number(port), hostname);
+    const socket = connect({ port: Number(port), host: hostname, ...(from ? { localAddress: from } : {}) });
     let text = '';
     const timer = setTimeout(() => socket.destroy(), 10_000);
     socket.on('data', (chunk: Buffer) => {
@@ -101,8 +102,9 @@ describe('a body refused before it is read', () => {
   beforeAll(async () => {
     const opened = await kind.open();
     dispose = opened.dispose;
-    // BODY_LIMIT_BYTES 64 KiB: the REST route's 413 well within a MiB
-    gw = await startTestGateway(await embeddedWithUsers(opened.store), { BODY_LIMIT_BYTES: String(64 * 1024) });
+    // BODY_LIMIT_BYTES 64 KiB: the REST route's 413 well within a MiB; the clients below send
+    // tens of refused MiB from one address, past what it may have read by default (tested below)
+    gw = await startTestGateway(await embeddedWithUsers(opened.store), { BODY_LIMIT_BYTES: String(64 * 1024), LINGER_BYTES_PER_SECOND: '0' });
   });
   afterAll(async () => {
     await gw?.stop().catch(() => undefined);
@@ -299,6 +301,55 @@ describe('a body refused before it is read', () => {
       gw.gateway.httpServer.off('connection', follow);
     }
   });
+});
+
+describe("one address's refused bodies, with the default limits", () => {
+  let gw: TestGateway;
+  let dispose: () => Promise<void>;
+  beforeAll(async () => {
+    const opened = await kind.open();
+    dispose = opened.dispose;
+    gw = await startTestGateway(await embeddedWithUsers(opened.store));
+  });
+  afterAll(async () => {
+    await gw?.stop().catch(() => undefined);
+    await dispose?.();
+  });
+
+  it('are read for it within LINGER_BYTES_PER_SECOND, while a first offender still reads its answer and others are served', async () => {
+    const sockets: Socket[] = [];
+    const follow = (socket: Socket): void => void sockets.push(socket);
+    gw.gateway.httpServer.on('connection', follow);
+    const { lingerBytesPerSecond } = DEFAULT_SERVER_LIMITS;
+    try {
+      // 60 junk bodies of 1 MB, 4 at a time, each under the byte budget of one linger
+      const started = Date.now();
+      const junk = await sendFromElsewhere(gw.url, { path: '/graphql', bytes: 1000 * 1000, from: '127.0.0.2', tries: 15, together: 4, within: 20_000 });
+      const seconds = (Date.now() - started) / 1000;
+      const fromJunk = sockets.filter((socket) => socket.remoteAddress === '127.0.0.2');
+      expect(fromJunk).toHaveLength(60);
+      const read = fromJunk.reduce((sum, socket) => sum + socket.bytesRead, 0);
+      // every body whole (57 MiB) before; now a first linger's whole budget, what refills while
+      // they send, and what each connection's first reads bring with the head
+      expect(read).toBeLessThan(LINGER_MAX_BYTES + lingerBytesPerSecond * (seconds + 1) + 60 * 256 * 1024);
+      // the refusals it still read are 413s (those past the budget may meet the reset instead)
+      expect(junk.filter((outcome) => statusOf(outcome.received) === 413).length).toBeGreaterThan(16);
+
+      // another address's first somewhat-too-large body: lingered, its answer read every time
+      const { answered, lost } = await tries(gw.url, { path: '/graphql', bytes: 40_000, from: '127.0.0.3' }, 5);
+      expect(lost).toEqual([]);
+      expect(answered.map((outcome) => statusOf(outcome.received))).toEqual([413, 413, 413, 413, 413]);
+      // and a request that needs no lingering is served, from the junk's address too
+      const query = JSON.stringify({ query: '{ __typename }' });
+      const request = `POST /graphql HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\ncontent-length: ${query.length}\r\nconnection: close\r\n\r\n${query}`;
+      for (const from of ['127.0.0.2', '127.0.0.1']) {
+        const received = await exchange(gw.url, [request], undefined, from);
+        expect([statusOf(received), bodyOf(received)], from).toEqual([200, { data: { __typename: 'Query' } }]);
+      }
+    } finally {
+      gw.gateway.httpServer.off('connection', follow);
+    }
+  }, 60_000);
 });
 
 describe('stopping while a refused body is still coming', () => {

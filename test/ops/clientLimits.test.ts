@@ -261,7 +261,7 @@ describe('MAX_CONNECTIONS_PER_ADDRESS behind a proxy', () => {
 });
 
 describe('the client limits in the configuration', () => {
-  it('defaults to 5 s for headers, 30 s for a request, 5 s keep-alive, 1024 connections and 128 an address', () => {
+  it('defaults to 5 s for headers, 30 s for a request, 5 s keep-alive, 1024 connections, 128 and a MiB lingered a second an address', () => {
     expect(loadConfig({}).server).toEqual(DEFAULT_SERVER_LIMITS);
     expect(DEFAULT_SERVER_LIMITS).toEqual({
       headersTimeoutMs: 5_000,
@@ -269,8 +269,10 @@ describe('the client limits in the configuration', () => {
       keepAliveTimeoutMs: 5_000,
       maxConnections: 1024,
       maxConnectionsPerAddress: 128,
+      lingerBytesPerSecond: 1024 * 1024,
     });
     expect(loadConfig({ MAX_CONNECTIONS_PER_ADDRESS: '0' }).server.maxConnectionsPerAddress).toBe(0);
+    expect(loadConfig({ LINGER_BYTES_PER_SECOND: '0' }).server.lingerBytesPerSecond).toBe(0);
   });
 
   it('refuses a headers timeout longer than the request timeout, and bad numbers', () => {
