@@ -32,7 +32,7 @@ const SERVE_USAGE = `Usage: recs-gateway serve
 Starts the GraphQL gateway on PORT (default 4000): POST and GET /graphql, the GraphiQL IDE at
 /graphql in a browser, /healthz and /readyz. Settings come from the environment (PORT, DATA_DIR,
 DATABASE_URL, REDIS_URL, BACKEND, ...). SIGTERM or SIGINT drains in-flight requests and stops;
-a second signal stops at once.
+a second signal, a second or more after the first, stops at once.
 `;
 
 const USER_ADD_USAGE = `Usage: recs-gateway user add <username> [--domain <domain>] [--admin] [--password <password>]
@@ -125,6 +125,13 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
   }
 }
 
+/**
+ * A signal this soon after the one that began the stop is that one again, passed on (npm start
+ * forwards SIGINT and SIGTERM to the gateway, which a group's signal has reached already); one
+ * later stops at once.
+ */
+export const SIGNAL_ECHO_MS = 1_000;
+
 async function serve(argv: string[], io: Io): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' } } });
   if (values.help) {
@@ -155,13 +162,16 @@ async function serve(argv: string[], io: Io): Promise<number> {
   if (gateway === null) return 1;
   const { stop: stopGateway, stopTracing } = gateway;
   return new Promise<number>((resolve) => {
-    let signals = 0;
+    let firstAt: number | undefined;
     const onSignal = (signal: NodeJS.Signals) => {
-      signals += 1;
-      if (signals > 1) {
+      if (firstAt !== undefined) {
+        // one stop delivered twice: a terminal's Ctrl-C (or a supervisor's signal to the whole
+        // group) reaches npm and the gateway both, and npm passes its own on a moment later
+        if (performance.now() - firstAt < SIGNAL_ECHO_MS) return;
         log.warn({ signal }, 'second signal: exiting now');
         process.exit(1);
       }
+      firstAt = performance.now();
       log.info({ signal }, 'draining in-flight requests');
       stopGateway()
         .then(stopTracing)

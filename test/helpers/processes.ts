@@ -62,17 +62,28 @@ async function freePort(): Promise<number> {
  * to everything else until ready; it is found by its /healthz on a port chosen here, as its
  * `recs-gateway listening` line waits for the whole start). `built`: as `npm start` runs it
  * instead, from dist/ (which npm install builds), for a measurement of what production runs
- * (through tsx every closure is wrapped, a third slower).
+ * (through tsx every closure is wrapped, a third slower). `npm`: `npm start` itself, the README's
+ * command (dist/ too), in a process group of its own as a terminal's job is: the child is npm.
  */
-export async function startServe(env: Record<string, string>, options: { built?: boolean; until?: 'listening' | 'ready' } = {}): Promise<ServeProcess> {
+export async function startServe(env: Record<string, string>, options: { built?: boolean; npm?: boolean; until?: 'listening' | 'ready' } = {}): Promise<ServeProcess> {
   const port = options.until === 'listening' ? (env.PORT ?? String(await freePort())) : undefined;
   const healthz = port === undefined ? null : `http://127.0.0.1:${port}`;
   const args = options.built ? ['--no-memory-reducer', 'bin/recs-gateway.js', 'serve'] : ['--import', 'tsx', 'src/main.ts', 'serve'];
-  const child = spawn(process.execPath, args, {
+  const child = spawn(options.npm ? 'npm' : process.execPath, options.npm ? ['start'] : args, {
     cwd: ROOT,
     // rate limits are tested where they are the subject; elsewhere they would only throttle the test
-    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...NO_RATE_LIMITS, ...env, ...(port === undefined ? {} : { PORT: port }) },
+    env: {
+      ...process.env,
+      PORT: '0',
+      HOST: '127.0.0.1',
+      LOG_LEVEL: 'info',
+      ...NO_RATE_LIMITS,
+      ...env,
+      ...(port === undefined ? {} : { PORT: port }),
+      ...(options.npm ? { npm_config_update_notifier: 'false' } : {}),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.npm === true,
   });
   let stderr = '';
   let stdout = '';
