@@ -56,14 +56,29 @@ describe('a start that cannot succeed', () => {
       [`postgres://postgres:hunter2@127.0.0.1:${closed}/test`, new RegExp(`PostgreSQL at 127\\.0\\.0\\.1:${closed}/test \\(DATABASE_URL\\): connection refused`)],
       [withDatabase(DATABASE_URL, 'recs_no_such_database', 'hunter2'), /database "recs_no_such_database" does not exist/],
       [withUser(DATABASE_URL, 'recs_no_such_role', 'hunter2'), /role "recs_no_such_role" does not exist|password authentication failed/],
-      // a search_path naming a schema nobody created (the README's `?options=-c search_path=shop_a`)
-      [withSearchPath(withDatabase(DATABASE_URL, new URL(DATABASE_URL).pathname.slice(1), 'hunter2'), 'recs_no_such_schema'), /no schema has been selected to create in: the schema DATABASE_URL's search_path names does not exist; create it first \(CREATE SCHEMA <name>\)$/m],
     ];
     for (const [url, pattern] of cases) {
       const result = await runCli(['serve'], { PORT: '0', DATA_DIR: dataDir(), DATABASE_URL: url });
       expectOneLine(result, pattern);
       expect(result.stderr + result.stdout).not.toContain('hunter2');
     }
+  });
+
+  it('stops on a search_path naming a missing schema as soon as on a missing database', async () => {
+    const database = new URL(DATABASE_URL).pathname.slice(1);
+    const timed = async (url: string): Promise<[RunResult, number]> => {
+      const started = performance.now();
+      const result = await runCli(['serve'], { PORT: '0', DATA_DIR: dataDir(), DATABASE_URL: url });
+      return [result, performance.now() - started];
+    };
+    const [noDatabase, noDatabaseMs] = await timed(withDatabase(DATABASE_URL, 'recs_no_such_database', 'hunter2'));
+    expectOneLine(noDatabase, /database "recs_no_such_database" does not exist/);
+    // a search_path naming a schema nobody created (the README's `?options=-c search_path=shop_a`)
+    const [noSchema, noSchemaMs] = await timed(withSearchPath(withDatabase(DATABASE_URL, database, 'hunter2'), 'recs_no_such_schema'));
+    expectOneLine(noSchema, /no schema has been selected to create in: the schema DATABASE_URL's search_path names does not exist; create it first \(CREATE SCHEMA <name>\)$/m);
+    expect(noSchema.stderr + noSchema.stdout).not.toContain('hunter2');
+    // a connection left in the key store's pool held the process for pg's 10 s idle timeout
+    expect(noSchemaMs).toBeLessThan(noDatabaseMs + 5_000);
   });
 
   // the probe: at the default LOG_LEVEL (info), "recs-gateway listening" came before the one line

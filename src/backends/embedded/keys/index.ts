@@ -8,11 +8,19 @@ export interface KeyStoreConfig {
   databaseUrl: string | null;
 }
 
-/** PostgreSQL when a database URL is given, SQLite in DATA_DIR/keys.db otherwise. */
+/**
+ * PostgreSQL when a database URL is given, SQLite in DATA_DIR/keys.db otherwise. A failed
+ * migration closes the store: a pool's idle connection would hold the failed start open.
+ */
 export async function openKeyStore(config: KeyStoreConfig): Promise<KeyStore> {
   const store = config.databaseUrl
     ? new PostgresKeyStore({ connectionString: config.databaseUrl })
     : new SqliteKeyStore(path.join(config.dataDir, 'keys.db'));
-  await store.migrate();
+  try {
+    await store.migrate();
+  } catch (error) {
+    await store.close().catch(() => undefined);
+    throw error;
+  }
   return store;
 }
