@@ -1,6 +1,7 @@
 import type { ParseArgsConfig } from 'node:util';
 import { PRESET_NAMES, csvFormat, isPresetName, presetFormat } from './eventFormats.js';
 import type { EventFormat } from './eventFormats.js';
+import { catalogCsvFormat, type CatalogCsvFormat } from './catalogFormat.js';
 
 /** The flags naming an event file's format, shared by `import events` and `evaluate`. */
 export const formatOptions = {
@@ -37,6 +38,9 @@ type FormatValues = { [K in keyof typeof formatOptions]?: (typeof formatOptions)
 
 const list = (value: string | undefined): string[] | undefined => (value === undefined ? undefined : value.split(',').map((v) => v.trim()));
 
+/** `--delimiter`: a character, or `tab` (or `\\t` as typed) for a tab. */
+const delimiterOf = (value: string | undefined): string | undefined => (value === '\\t' || value === 'tab' ? '\t' : value);
+
 /** The format named by the flags; throws an Error with a usage message when they do not add up. */
 export function formatFromArgs(values: FormatValues): EventFormat {
   const name = values.format;
@@ -46,10 +50,61 @@ export function formatFromArgs(values: FormatValues): EventFormat {
   if (values.item === undefined) throw new Error('--format csv needs --item COLUMN');
   const kind = values.kind;
   if (kind !== undefined && kind !== 'view' && kind !== 'purchase') throw new Error('--kind is view or purchase');
-  const delimiter = values.delimiter === '\\t' || values.delimiter === 'tab' ? '\t' : values.delimiter;
   return csvFormat({
     item: values.item, session: values.session, user: values.user, time: values.time, order: values.order, event: values.event,
     viewValues: list(values['view-values']), purchaseValues: list(values['purchase-values']),
-    kind, delimiter, header: values['no-header'] !== true,
+    kind, delimiter: delimiterOf(values.delimiter), header: values['no-header'] !== true,
+  });
+}
+
+/**
+ * The flags of `import catalog --format csv` beyond those it shares with the events' csv
+ * (--format, --item, --delimiter, --no-header).
+ */
+export const catalogFormatOptions = {
+  name: { type: 'string' },
+  parent: { type: 'string' },
+  'category-node': { type: 'string' },
+  'category-path': { type: 'string' },
+  brand: { type: 'string' },
+  price: { type: 'string' },
+} as const satisfies ParseArgsConfig['options'];
+
+export const CATALOG_FORMAT_HELP = `Catalogue formats (--format):
+  json (default)        a JSON array of item records, an object with an "items" array, or JSON lines
+  csv                   any delimited file, one item a line, columns named by header name or 1-based position:
+    --item COL --name COL (required) --parent COL --brand COL --price COL (salePrice)
+    --category-node COL[,COL...]   categoryNode: the columns' values joined with _, root first
+    --category-path COL[,COL...]   categoryPath: the columns' values joined with /, root first
+    --delimiter CHAR (default ,)  --no-header
+  Instacart's products.csv: --format csv --item product_id --name product_name --category-node department_id,aisle_id`;
+
+type CatalogValues = FormatValues & { [K in keyof typeof catalogFormatOptions]?: string };
+
+const EVENT_ONLY = ['session', 'user', 'time', 'order', 'event', 'kind', 'view-values', 'purchase-values'] as const;
+const CSV_ONLY = ['item', 'delimiter', 'no-header', ...Object.keys(catalogFormatOptions)] as (keyof CatalogValues)[];
+
+/** The flags of one import that belong to the other (`--name` on events, `--session` on a catalogue); throws naming the first. */
+export function refuseOtherFlags(values: CatalogValues, what: 'events' | 'catalog'): void {
+  const others = what === 'events' ? Object.keys(catalogFormatOptions) : EVENT_ONLY;
+  const given = others.find((flag) => values[flag as keyof CatalogValues] !== undefined);
+  if (given !== undefined) throw new Error(`--${given} is a flag of import ${what === 'events' ? 'catalog' : 'events'}, not of import ${what}`);
+}
+
+/** A catalogue's csv format named by the flags; null for JSON. Throws an Error with a usage message when they do not add up. */
+export function catalogFormatFromArgs(values: CatalogValues): CatalogCsvFormat | null {
+  refuseOtherFlags(values, 'catalog');
+  const name = values.format ?? 'json';
+  if (name === 'json') {
+    const given = CSV_ONLY.find((flag) => values[flag] !== undefined);
+    if (given !== undefined) throw new Error(`--${given} reads a csv catalogue: add --format csv`);
+    return null;
+  }
+  if (name !== 'csv') throw new Error(`unknown catalogue format ${JSON.stringify(name)}: json (the default) or csv`);
+  if (values.item === undefined || values.name === undefined) throw new Error('--format csv needs --item COLUMN and --name COLUMN');
+  return catalogCsvFormat({
+    item: values.item, name: values.name, parent: values.parent, brand: values.brand, price: values.price,
+    categoryNode: list(values['category-node']), categoryPath: list(values['category-path']),
+    delimiter: delimiterOf(values.delimiter), header: values['no-header'] !== true,
   });
 }

@@ -1,5 +1,6 @@
 import { ITEM_ID_RANGE, toItemId } from '../ports/itemRecord.js';
 import type { EventKind, RecEvent } from '../recommender/eventLog.js';
+import { columnIndex } from './delimited.js';
 
 /** A line that cannot be read as an event: reported with its line number and skipped. */
 export class EventLineError extends Error {}
@@ -197,11 +198,7 @@ export function csvFormat(options: CsvFormatOptions): CsvFormat {
   const pos: Record<keyof typeof names, number> = { item: -1, session: -1, user: -1, time: -1, order: -1, event: -1 };
   const resolve = (headerFields: string[] | null): void => {
     for (const [field, name] of Object.entries(names) as [keyof typeof names, string | undefined][]) {
-      if (name === undefined) continue;
-      let index = headerFields === null ? -1 : headerFields.indexOf(name);
-      if (index < 0 && /^[0-9]+$/.test(name)) index = Number(name) - 1;
-      if (index < 0) throw new Error(`column ${JSON.stringify(name)} (--${field}) is not in the header${headerFields === null ? ' (without a header, name columns by 1-based position)' : `: ${headerFields.join(', ')}`}`);
-      pos[field] = index;
+      if (name !== undefined) pos[field] = columnIndex(name, headerFields, `--${field}`);
     }
   };
   if (!header) resolve(null);

@@ -15,7 +15,8 @@ import { openRecsData } from '../backends/embedded/loadFromStore.js';
 import { FULL_RELOAD_EVENTS, recsSource } from '../backends/embedded/recs.js';
 import { StoreOpenError, systemReason } from '../backends/embedded/dataFiles.js';
 import { DB_FILE } from '../backends/embedded/store.js';
-import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
+import { CATALOG_FORMAT_HELP, FORMAT_HELP, catalogFormatFromArgs, catalogFormatOptions, formatFromArgs, formatOptions, refuseOtherFlags } from './eventFormatArgs.js';
+import { loadCatalogCsv, type CatalogCsvFormat } from './catalogFormat.js';
 
 /** Where a CLI command writes and which DATA_DIR it works on. */
 export interface CommandIo {
@@ -30,7 +31,7 @@ export interface CommandIo {
 
 export const IMPORT_HELP = `Usage:
   recs-gateway import events <file> --format <format> [format flags] [--replace]
-  recs-gateway import catalog <file> [--replace]
+  recs-gateway import catalog <file> [--format csv <catalogue flags>] [--replace]
 
 Imports into DATA_DIR/${DB_FILE}, or into PostgreSQL when DATABASE_URL is set: the store the
 gateway's recordEvents and upsertItems write to, with the same checks. Running gateways on it
@@ -48,10 +49,13 @@ as it was, and can be run again. --replace first deletes earlier imports of the 
 the same path (an updated export replacing the old one).
 
 Catalog: a JSON array of item records (recommendations.md shape), an object with an "items"
-array, or JSON lines. Invalid records are reported with their line (array position) and skipped;
-an item id imported again replaces the earlier record. --replace empties the catalogue first.
+array, or JSON lines; or with --format csv, a delimited file whose columns the flags name.
+Invalid records are reported with their line (array position) and skipped; an item id imported
+again replaces the earlier record. --replace empties the catalogue first.
 
 ${FORMAT_HELP}
+
+${CATALOG_FORMAT_HELP}
 `;
 
 async function sha256Of(path: string): Promise<string> {
@@ -69,7 +73,7 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
   const err = (line: string): void => void io.stderr.write(`${line}\n`);
   let parsed;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...formatOptions, replace: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, strict: true, options: { ...formatOptions, ...catalogFormatOptions, replace: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } } });
   } catch (error) {
     err(argsProblem(error, 'import') ?? (error as Error).message);
     return 2;
@@ -85,13 +89,15 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     return 2;
   }
   let format: EventFormat | undefined;
-  if (what === 'events') {
-    try {
+  let catalogFormat: CatalogCsvFormat | null = null;
+  try {
+    if (what === 'events') {
+      refuseOtherFlags(values, 'events');
       format = formatFromArgs(values);
-    } catch (error) {
-      err((error as Error).message);
-      return 2;
-    }
+    } else catalogFormat = catalogFormatFromArgs(values);
+  } catch (error) {
+    err((error as Error).message);
+    return 2;
   }
   const path = resolve(file);
   try {
@@ -104,7 +110,7 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     return 1;
   }
   // an import is known by its content and the way it is read (preset, or csv with its columns)
-  const mapping = format?.mapping ?? 'json';
+  const mapping = format?.mapping ?? catalogFormat?.mapping ?? 'json';
   const t0 = performance.now();
   let store: RecsDataStore | null = null;
   let session: ImportSession | undefined;
@@ -137,7 +143,7 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
 
     if (what === 'catalog') {
       const catalog = new Catalog();
-      const report = await loadCatalogFile(path, catalog);
+      const report = catalogFormat === null ? await loadCatalogFile(path, catalog) : await loadCatalogCsv(path, catalogFormat, catalog);
       for (const s of report.skipped.slice(0, SKIPPED_SHOWN)) err(`${path}:${s.line}: skipped: ${s.reason}`);
       if (report.skipped.length > SKIPPED_SHOWN) err(`... and ${fmt(report.skipped.length - SKIPPED_SHOWN)} more skipped records`);
       if (report.loaded === 0 && report.skipped.length > 0) return await failed(session, path, report.skipped.length);
@@ -207,10 +213,11 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
     await store?.close();
   }
 
-  // (a catalogue has no --format to fix: only the file)
   async function failed(opened: ImportSession, file: string, skipped: number): Promise<number> {
     await opened.abandon();
-    err(`recs-gateway: nothing in ${file} could be read as item records (expected a JSON array of records, an object with an "items" array, or JSON lines): ${fmt(skipped)} skipped; nothing was recorded, so the import can be run again once the file is fixed`);
+    const expected = catalogFormat === null ? 'a JSON array of records, an object with an "items" array, or JSON lines' : catalogFormat.expected;
+    const fix = catalogFormat === null ? 'the file is fixed' : 'the file or its flags are fixed';
+    err(`recs-gateway: nothing in ${file} could be read as item records (expected ${expected}): ${fmt(skipped)} skipped; nothing was recorded, so the import can be run again once ${fix}`);
     return 1;
   }
 }

@@ -1,10 +1,9 @@
-import { createReadStream } from 'node:fs';
-import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import type { EventInputModel } from '../ports/backend.js';
 import type { RecEvent } from '../recommender/eventLog.js';
 import { EventLineError } from './eventFormats.js';
 import type { CsvFormat, EventFormat } from './eventFormats.js';
+import { readDelimited } from './delimited.js';
 
 /** A line skipped on import, 1-based. */
 export interface SkippedLine {
@@ -35,16 +34,6 @@ function isCsvFormat(format: EventFormat): format is CsvFormat {
   return 'bindHeader' in format;
 }
 
-function split(line: string, delimiter: string): string[] {
-  const fields = line.split(delimiter);
-  for (let i = 0; i < fields.length; i++) {
-    const f = fields[i]!;
-    // Plain CSV quoting of whole fields is enough for these logs: none has a delimiter inside a value.
-    if (f.length >= 2 && f.charCodeAt(0) === 34 && f.charCodeAt(f.length - 1) === 34) fields[i] = f.slice(1, -1);
-  }
-  return fields;
-}
-
 /** An event as the API takes it (for checkEvents, which every entry shares). */
 export function toEventInput(e: RecEvent): EventInputModel {
   return { kind: e.kind === 'purchase' ? 'PURCHASE' : 'VIEW', itemId: e.itemId, sessionId: e.session, userId: e.user, orderId: e.orderId, time: e.time };
@@ -62,8 +51,6 @@ export async function readEvents(
   sink: (event: RecEvent) => void | Promise<void>,
   options: ReadEventsOptions = {},
 ): Promise<EventReadReport> {
-  const stream = typeof input === 'string' ? createReadStream(input) : input;
-  const rl = createInterface({ input: stream, crlfDelay: Infinity });
   const maxReported = options.maxReported ?? 100;
   const report: EventReadReport = { lines: 0, events: 0, ignored: 0, malformed: 0, skipped: [] };
   const skip = (line: number, reason: string): void => {
@@ -71,41 +58,43 @@ export async function readEvents(
     if (report.skipped.length < maxReported) report.skipped.push({ line, reason });
   };
   let lastProgress = Date.now();
-  for await (const raw of rl) {
-    const lineNo = ++report.lines;
-    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    if (lineNo === 1 && format.header) {
-      if (isCsvFormat(format)) format.bindHeader(split(line, format.delimiter));
-      continue;
-    }
-    if (line.trim() === '') continue;
-    const fields = split(line, format.delimiter);
-    if (fields.length < format.minFields) {
-      skip(lineNo, `expected at least ${format.minFields} fields separated by ${JSON.stringify(format.delimiter)}, got ${fields.length}`);
-      continue;
-    }
-    let event: RecEvent | null;
-    try {
-      event = format.parse(fields);
-      if (event !== null) {
-        const written = sink(event);
-        if (written !== undefined) await written;
-      }
-    } catch (error) {
-      if (!(error instanceof EventLineError)) throw error;
-      skip(lineNo, error.message);
-      continue;
-    }
+  const onHeader = (fields: string[]): void => {
+    if (isCsvFormat(format)) format.bindHeader(fields);
+  };
+  const count = (event: RecEvent | null, lineNo: number): void => {
     if (event === null) report.ignored++;
     else report.events++;
     if (options.onProgress !== undefined && (lineNo & 0xffff) === 0) {
       const now = Date.now();
       if (now - lastProgress >= 1000) {
         lastProgress = now;
-        options.onProgress(report.lines, report.events);
+        options.onProgress(lineNo, report.events);
       }
     }
-  }
+  };
+  const refused = (error: unknown, lineNo: number): void => {
+    if (!(error instanceof EventLineError)) throw error;
+    skip(lineNo, error.message);
+  };
+  // a promise only when the sink returns one: a line costs no microtask of its own
+  report.lines = await readDelimited(input, format, onHeader, (fields, lineNo) => {
+    if (fields.length < format.minFields) {
+      skip(lineNo, `expected at least ${format.minFields} fields separated by ${JSON.stringify(format.delimiter)}, got ${fields.length}`);
+      return undefined;
+    }
+    let event: RecEvent | null;
+    let written: void | Promise<void> = undefined;
+    try {
+      event = format.parse(fields);
+      if (event !== null) written = sink(event);
+    } catch (error) {
+      refused(error, lineNo);
+      return undefined;
+    }
+    // a sink may return what it did (push's count): only a promise is waited for
+    if (!(written instanceof Promise)) return count(event, lineNo);
+    return written.then(() => count(event, lineNo), (error: unknown) => refused(error, lineNo));
+  });
   return report;
 }
 

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
+import { afterAll } from 'vitest';
 import { PostgresKeyStore } from '../../src/backends/embedded/keys/postgresStore.js';
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
@@ -35,6 +36,19 @@ export function countKeyLookups(store: KeyStore): () => number {
 export function tempDir(prefix = 'recs-gateway-test-'): { dir: string; remove: () => void } {
   const dir = mkdtempSync(path.join(tmpdir(), prefix));
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Makes temporary directories for one test file, removed after its last test (call it at the top of a describe). */
+export function scratchDirs(): () => string {
+  const made: { remove: () => void }[] = [];
+  afterAll(() => {
+    for (const d of made) d.remove();
+  });
+  return () => {
+    const d = tempDir();
+    made.push(d);
+    return d.dir;
+  };
 }
 
 export const testSchema = (): string => `recs_test_${randomBytes(6).toString('hex')}`;

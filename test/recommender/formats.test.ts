@@ -93,6 +93,13 @@ describe('event import presets', () => {
     expect(events).toEqual([{ kind: 'purchase', session: null, user: 'u7', itemId: 42, time: 1, orderId: null }]);
   });
 
+  it('csv: a quoted field may hold the delimiter, and "" a quote', async () => {
+    const { events, report } = await read(csvFormat({ item: 'sku', user: 'who' }), 'who,sku\n"Doe, Jane",42\n"say ""hi""",43\n"unclosed,44\n');
+    expect(report).toMatchObject({ events: 3, malformed: 0 });
+    // a quote never closed is read as written
+    expect(events.map((e) => [e.user, e.itemId])).toEqual([['Doe, Jane', 42], ['say "hi"', 43], ['"unclosed', 44]]);
+  });
+
   it('reports malformed lines with their line numbers and keeps the rest', async () => {
     const { events, report } = await read(preset('diginetica-views'), [
       'session_id;user_id;item_id;timeframe;eventdate',
