@@ -21,6 +21,7 @@ Commands:
   import catalog <file>       add item records to DATA_DIR/recs.db
   prune events                delete the events too old to count (RECS_EVENTS_MAX_AGE_DAYS) from the store
   evaluate                    measure the recommender on an event log (HR@10, NDCG@10, coverage)
+  manifest <files or dirs>    write a trusted-documents manifest (TRUSTED_DOCUMENTS) from .graphql files
   --version                   print the version
 
 Run recs-gateway <command> --help for a command's options. Configuration comes from
@@ -73,6 +74,10 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       case 'evaluate': {
         const { runEvaluate } = await import('./tools/evaluateCommand.js');
         return await runEvaluate(rest, io);
+      }
+      case 'manifest': {
+        const { runManifest } = await import('./tools/manifestCommand.js');
+        return await runManifest(rest, io);
       }
       case '--version':
       case '-v':

@@ -45,6 +45,11 @@ export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: Sh
   const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
   const schema = buildGatewaySchema({ introspection: config.introspection, maxCost: config.limits.maxCost });
   const trustedDocuments = config.trustedDocuments ? new TrustedDocuments(config.trustedDocuments) : null;
+  // which file the start took, never its operations
+  if (config.trustedDocuments) {
+    const { path, operations, only } = config.trustedDocuments;
+    log.info({ manifest: path, operations: operations.size, only }, 'trusted documents loaded');
+  }
   const parseOptions = { maxTokens: config.limits.maxTokens };
   const validationRules = [operationTypesRule, queryLimitsRule(config.limits)];
   const formatError = gatewayFormatError(log);

@@ -9,9 +9,9 @@ const FOUNDATION = ['config', 'ports', 'errors.ts', 'logger.ts'];
 const ALLOWED: Record<string, readonly string[]> = {
   // the composition root: config -> stores, caches, backends -> server; signals
   'main.ts': ['startup.ts', 'tools', 'http', 'graphql', 'rest', 'backends', 'recommender', 'observability', 'auth', 'cache', ...FOUNDATION],
-  // the command line's offline work (import, evaluate), and start-up's error reporting; the
-  // server never imports them
-  tools: ['backends', 'recommender', ...FOUNDATION],
+  // the command line's offline work (import, evaluate; manifest checks documents against the
+  // schema), and start-up's error reporting; the server never imports them
+  tools: ['backends', 'recommender', 'graphql', ...FOUNDATION],
   'startup.ts': ['backends', ...FOUNDATION],
   // node:http: routes, bodies, the lifecycle
   http: ['graphql', 'rest', 'observability', 'auth', 'cache', ...FOUNDATION],
