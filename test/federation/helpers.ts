@@ -9,6 +9,29 @@ export const PHONE = 31000005;
 export const OTHERS = [31000028, 31000019] as const;
 export const UNKNOWN = 5000000001;
 
+/** A second subgraph of the test's own: products that know the Walmart item id of what they sell. */
+export const PRODUCTS_SDL = `
+extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
+
+scalar ItemId
+
+type Product @key(fields: "id") {
+  id: ID!
+  title: String!
+  walmartItemId: ItemId!
+  "The item, from the recs subgraph."
+  item: Item
+}
+
+type Item @key(fields: "itemId", resolvable: false) {
+  itemId: ItemId!
+}
+
+type Query {
+  products: [Product!]!
+}
+`;
+
 export interface CountedGateway {
   gw: TestGateway;
   /** An API key of alice's. */

@@ -8,30 +8,7 @@ import { parse } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { match } from '../helpers/matchers.js';
 import type { GraphQLResponse } from '../helpers/gateway.js';
-import { OTHERS, PHONE, UNKNOWN, useCountedGateway } from './helpers.js';
-
-/** A second subgraph of the test's own: products that know the Walmart item id of what they sell. */
-const PRODUCTS_SDL = `
-extend schema @link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])
-
-scalar ItemId
-
-type Product @key(fields: "id") {
-  id: ID!
-  title: String!
-  walmartItemId: ItemId!
-  "The item, from the recs subgraph."
-  item: Item
-}
-
-type Item @key(fields: "itemId", resolvable: false) {
-  itemId: ItemId!
-}
-
-type Query {
-  products: [Product!]!
-}
-`;
+import { OTHERS, PHONE, PRODUCTS_SDL, UNKNOWN, useCountedGateway } from './helpers.js';
 
 const PRODUCTS = [
   { id: 'p1', title: 'The phone', walmartItemId: PHONE },
