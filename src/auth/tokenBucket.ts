@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
-import { connectRedis } from '../cache/redis.js';
+import { connectRedis, REDIS_UNREACHABLE } from '../cache/redis.js';
 import type { BucketLimit } from '../ports/limits.js';
 import { promised } from '../ports/promised.js';
 
@@ -352,8 +352,8 @@ export class RedisTokenBuckets implements TokenBuckets {
     try {
       await this.redis.ping();
       return 'ok';
-    } catch (error) {
-      return `unreachable (${this.redis.status}): ${(error as Error).message}; limits are kept per process meanwhile`;
+    } catch {
+      return `${REDIS_UNREACHABLE}; limits are kept per process meanwhile`;
     }
   }
 

@@ -47,6 +47,12 @@ export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix
   return redis;
 }
 
+/**
+ * What /readyz, which anyone may ask, says of a Redis it cannot reach: not ioredis's state or
+ * error text (an address, its options), which the warning logAvailability writes holds.
+ */
+export const REDIS_UNREACHABLE = 'unreachable (the log says why)';
+
 /** redis://host:port/db: where Redis is, without the user and password a URL may carry. */
 export function redisLocation(url: string): string {
   try {
@@ -153,8 +159,8 @@ export class RedisCache implements SharedCache {
     try {
       await this.redis.ping();
       return 'ok';
-    } catch (error) {
-      return `unreachable (${this.redis.status}): ${(error as Error).message}`;
+    } catch {
+      return REDIS_UNREACHABLE;
     }
   }
 
