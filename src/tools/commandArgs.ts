@@ -1,3 +1,12 @@
+/** Where a command's options are listed, for the one line of a usage error. */
+export const seeHelp = (command: string): string => `see recs-gateway ${command} --help`;
+
+/**
+ * A usage error as one line: what is wrong and where the options are listed (the whole help
+ * after it buried the reason under a screenful).
+ */
+export const usageProblem = (reason: string, command: string): string => `${reason}; ${seeHelp(command)}`;
+
 /**
  * A command line node's parseArgs refused, as the one line a user reads: what is wrong and where
  * the command's options are listed. Node's own text ("To specify a positional argument starting
@@ -7,7 +16,7 @@
 export function argsProblem(error: unknown, command: string): string | null {
   const code = (error as { code?: unknown } | null)?.code;
   if (!(error instanceof Error) || typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) return null;
-  const see = `see recs-gateway ${command} --help`;
+  const see = seeHelp(command);
   const quoted = /'([^']*)'/.exec(error.message)?.[1];
   switch (code) {
     case 'ERR_PARSE_ARGS_UNKNOWN_OPTION':

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Catalog } from '../recommender/catalog.js';
 import { parseArgs } from 'node:util';
-import { argsProblem } from './commandArgs.js';
+import { argsProblem, usageProblem } from './commandArgs.js';
 import { DEFAULT_EVENTS_MAX_AGE_DAYS } from '../config/defaults.js';
 import { EventLog } from '../recommender/eventLog.js';
 import { nothingUsable, nothingUsableLine, readEvents } from './importEvents.js';
@@ -102,13 +102,13 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
   }
   if (waiting.length > 0) {
     if (pendingFormat === undefined) {
-      err(`--events ${waiting[0]} needs a --format\n\n${EVALUATE_HELP}`);
+      err(usageProblem(`--events ${waiting[0]} needs a --format`, 'evaluate'));
       return 2;
     }
     for (const file of waiting) inputs.push({ file, format: pendingFormat });
   }
   if (inputs.length === 0) {
-    err(`no event files given\n\n${EVALUATE_HELP}`);
+    err(usageProblem('no event files given: name them with --events <file> --format <format>, or --views and --purchases', 'evaluate'));
     return 2;
   }
   const fraction = values['test-fraction'] === undefined ? 0.2 : Number(values['test-fraction']);

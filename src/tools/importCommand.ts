@@ -3,7 +3,7 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { argsProblem } from './commandArgs.js';
+import { argsProblem, usageProblem } from './commandArgs.js';
 import { checkEvents, checkItems, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
 import type { ItemModel } from '../ports/backend.js';
 import { Catalog, loadCatalogFile } from '../recommender/catalog.js';
@@ -85,7 +85,10 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
   }
   const [what, file, ...extra] = positionals;
   if ((what !== 'events' && what !== 'catalog') || file === undefined || extra.length > 0) {
-    err(`expected "import events <file>" or "import catalog <file>"\n\n${IMPORT_HELP}`);
+    const reason = what !== 'events' && what !== 'catalog'
+      ? 'expected "import events <file>" or "import catalog <file>"'
+      : file === undefined ? `name the file to import: import ${what} <file>` : `unexpected argument ${extra[0]}: one file an import`;
+    err(usageProblem(reason, 'import'));
     return 2;
   }
   let format: EventFormat | undefined;

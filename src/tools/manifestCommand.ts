@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { Kind, parse, print, validate, visit, type DefinitionNode, type DocumentNode, type FragmentDefinitionNode, type OperationDefinitionNode } from 'graphql';
 import { MANIFEST_FORMAT } from '../config/manifest.js';
 import { systemReason } from '../backends/embedded/dataFiles.js';
-import { argsProblem } from './commandArgs.js';
+import { argsProblem, usageProblem } from './commandArgs.js';
 
 export const MANIFEST_HELP = `Usage: recs-gateway manifest <file or directory>... [--output <file>]
 
@@ -121,7 +121,7 @@ export async function runManifest(argv: string[], io: { stdout: NodeJS.WritableS
     return 0;
   }
   if (positionals.length === 0) {
-    err('name the .graphql files or directories of the operations; see recs-gateway manifest --help');
+    err(usageProblem('name the .graphql files or directories of the operations', 'manifest'));
     return 2;
   }
   try {

@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { argsProblem } from './commandArgs.js';
+import { argsProblem, usageProblem } from './commandArgs.js';
 import { openRecsData } from '../backends/embedded/loadFromStore.js';
 import { describeDatabase } from '../backends/embedded/keys/postgresStore.js';
 import { recsSource } from '../backends/embedded/recs.js';
@@ -39,7 +39,7 @@ export async function runPrune(argv: string[], io: CommandIo & { maxAgeDays: num
     return 0;
   }
   if (positionals.length !== 1 || positionals[0] !== 'events') {
-    err(`expected "prune events"\n\n${PRUNE_HELP}`);
+    err(usageProblem('expected "prune events"', 'prune'));
     return 2;
   }
   const given = values['older-than-days'];

@@ -56,6 +56,26 @@ describe('the command line’s messages', () => {
     }
   });
 
+  it('says in one line what is missing, and where the help is, when a command is given too little', async () => {
+    const cases: [string[], string][] = [
+      [['evaluate'], 'no event files given: name them with --events <file> --format <format>, or --views and --purchases; see recs-gateway evaluate --help\n'],
+      [['evaluate', '--events', 'f.csv'], '--events f.csv needs a --format; see recs-gateway evaluate --help\n'],
+      [['import'], 'expected "import events <file>" or "import catalog <file>"; see recs-gateway import --help\n'],
+      [['import', 'events'], 'name the file to import: import events <file>; see recs-gateway import --help\n'],
+      [['import', 'catalog'], 'name the file to import: import catalog <file>; see recs-gateway import --help\n'],
+      [['import', 'events', 'a.csv', 'b.csv', '--format', 'instacart'], 'unexpected argument b.csv: one file an import; see recs-gateway import --help\n'],
+      [['prune'], 'expected "prune events"; see recs-gateway prune --help\n'],
+    ];
+    for (const [argv, line] of cases) {
+      const result = await run(argv, { DATA_DIR: dir() });
+      expect([result.code, result.stderr, result.stdout], argv.join(' ')).toEqual([2, line, '']);
+    }
+    // the help is where the line says
+    const help = await run(['evaluate', '--help']);
+    expect([help.code, help.stderr]).toEqual([0, '']);
+    expect(help.stdout).toMatch(/^Usage:\n  recs-gateway evaluate --events <file> --format <format>/);
+  });
+
   it('says a subcommand is unknown before showing the usage', async () => {
     const list = await run(['user', 'list']);
     expect(list.code).toBe(2);
