@@ -420,11 +420,20 @@ export class CachingRecsService implements RecsService {
  * caller empty the caches at will.
  */
 export class CachingIngestService implements IngestService {
+  readonly knownMayIngest?: IngestService['knownMayIngest'];
+  readonly askMayIngest?: IngestService['askMayIngest'];
+
   constructor(
     private readonly upstream: IngestService,
     private readonly recs: CachingRecsService,
     private readonly onChange: () => void,
-  ) {}
+  ) {
+    // who may send is the upstream's to say, as the forwarded calls are
+    if (upstream.knownMayIngest && upstream.askMayIngest) {
+      this.knownMayIngest = upstream.knownMayIngest.bind(upstream);
+      this.askMayIngest = upstream.askMayIngest.bind(upstream);
+    }
+  }
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options?: CallOptions): Promise<RecordEventsResultModel> {
     const result = await this.upstream.recordEvents(principal, events, options);

@@ -97,8 +97,8 @@ export interface Config {
   anonymousBodyLimitBytes: number;
   /**
    * INGEST_BODY_LIMIT_BYTES: the largest body accepted from a caller who may send events and item
-   * records (an administrator; in REST mode, where the upstream decides who is one, any
-   * authenticated caller): 10,000 events of three 36-character ids each take about 2 MiB. Default
+   * records (an administrator; in REST mode, a caller the upstream lets send them, asked before
+   * such a body is read): 10,000 events of three 36-character ids each take about 2 MiB. Default
    * 8 MiB; at least BODY_LIMIT_BYTES.
    */
   ingestBodyLimitBytes: number;

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClientAddresses } from '../auth/clientAddress.js';
 import type { RateLimiter } from '../auth/rateLimit.js';
 import type { Config } from '../config/env.js';
-import type { Backend, PrincipalModel } from '../ports/backend.js';
+import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
 import { isJsonContentType } from '../graphql/contentType.js';
 import { MAX_JSON_DEPTH } from '../graphql/envelope.js';
 
@@ -63,10 +63,26 @@ export interface BodyRouteDeps {
   addresses: ClientAddresses;
   /** The most a request without credentials may send; a larger body left unread closes the connection. */
   anonymousBodyLimit: number;
-  /** The most a signed-in caller may send (administrators more: batches of events). */
-  bodyLimitOf: (principal: PrincipalModel) => number;
+  /** INGEST_BODY_LIMIT_BYTES: the most one who may send events and item records may send (others: BODY_LIMIT_BYTES). */
+  ingestBodyLimit: number;
+  /**
+   * Whether a signed-in caller may send events and item records, and so bodies up to
+   * ingestBodyLimit. `ask`: the options of a call to find out where that is not known yet (REST
+   * mode, whose upstream decides), given when a body that may pass BODY_LIMIT_BYTES is on its way;
+   * null: 'unknown' then. A promise only where it asks; rejects as that call fails.
+   */
+  ingestRightOf: (principal: PrincipalModel, ask: CallOptions | null) => IngestRight | Promise<IngestRight>;
   /** Large bodies read at once, all requests together. */
   largeBodies: LargeBodies;
+}
+
+/** Whether a caller may send events and item records: 'unknown' where nobody asked the upstream yet. */
+export type IngestRight = 'allowed' | 'refused' | 'unknown';
+
+/** Whether a request's body may be longer than `limit`: declared so, or of no declared length (chunked). */
+export function mayBeLonger(req: IncomingMessage, limit: number): boolean {
+  const declared = req.headers['content-length'];
+  return declared === undefined ? req.headers['transfer-encoding'] !== undefined : Number(declared) > limit;
 }
 
 /**

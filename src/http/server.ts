@@ -13,9 +13,9 @@ import type { ResponseCache } from '../graphql/responseCache.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
-import type { Backend, PrincipalModel } from '../ports/backend.js';
+import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
-import { HttpError, LargeBodies } from './body.js';
+import { HttpError, LargeBodies, type IngestRight } from './body.js';
 import { Cors, corsMethods, GRAPHQL_METHODS } from './cors.js';
 import { drainHttpServer, followConnections } from './drain.js';
 import { inTurn, lingerAfterAnswer, lingerBudgetFor } from './linger.js';
@@ -113,9 +113,19 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const addresses = new ClientAddresses(config.trustProxy ?? []);
   const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, config.bodyLimitBytes);
   const ingestBodyLimit = Math.max(config.ingestBodyLimitBytes ?? DEFAULT_INGEST_BODY_LIMIT_BYTES, config.bodyLimitBytes);
-  /** Batches of events need room: for who may send them (where the upstream decides, anyone it might let). */
-  const bodyLimitOf = (principal: PrincipalModel): number =>
-    principal.user.isAdmin || backend.keys.checksKeysLocally !== true ? ingestBodyLimit : config.bodyLimitBytes;
+  /**
+   * Who may send batches of events (and bodies the size of one): an administrator. Where the
+   * upstream decides (REST mode), as it answered for the credential, else asked when `ask` is
+   * given, so that a batch nobody may send is refused before it is read.
+   */
+  const { ingest } = backend;
+  const ingestRightOf = (principal: PrincipalModel, ask: CallOptions | null): IngestRight | Promise<IngestRight> => {
+    if (principal.user.isAdmin) return 'allowed';
+    if (ingest.knownMayIngest === undefined || ingest.askMayIngest === undefined) return 'refused';
+    const known = ingest.knownMayIngest(principal);
+    if (known !== undefined) return known ? 'allowed' : 'refused';
+    return ask === null ? 'unknown' : ingest.askMayIngest(principal, ask).then((may) => (may ? 'allowed' : 'refused'));
+  };
   const largeBodies = new LargeBodies(Math.max(LARGE_BODIES_IN_FLIGHT_BYTES, ingestBodyLimit), config.bodyLimitBytes);
 
   const httpServer = options.httpServer ?? createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS, config.trustProxy);
@@ -129,9 +139,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { apollo, prepared } = engine;
   const cors = config.corsOrigins ? new Cors(config.corsOrigins) : null;
   const serveIde = ideRoute({ limiter, addresses });
-  const servedRest = servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log, ingestBodyLimit });
+  const bodyRoutes = { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies };
+  const servedRest = servedRestRoute({ ...bodyRoutes, log });
   const varyByOrigin = cors?.variesByOrigin ?? false;
-  const graphql = graphqlRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, engine, serveIde, varyByOrigin });
+  const graphql = graphqlRoute({ ...bodyRoutes, metrics, engine, serveIde, varyByOrigin });
 
   /**
    * Routes a request. Not async itself: /graphql's promise is handed back as it is (an async

@@ -331,6 +331,14 @@ export interface UpsertItemsResultModel {
 export interface IngestService {
   recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options?: CallOptions): Promise<RecordEventsResultModel>;
   upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options?: CallOptions): Promise<UpsertItemsResultModel>;
+  /**
+   * Where the principal's isAdmin does not say who may send events and item records (REST mode:
+   * the upstream decides): true or false as the upstream last answered for this credential
+   * (remembered for AUTH_CACHE_TTL_MS), undefined when it has not. Absent: isAdmin says.
+   */
+  knownMayIngest?(principal: PrincipalModel): boolean | undefined;
+  /** With knownMayIngest: asks the upstream, by a call that changes nothing, and remembers its answer. */
+  askMayIngest?(principal: PrincipalModel, options?: CallOptions): Promise<boolean>;
 }
 
 /** A backend: its interfaces, and how to release what it holds. */

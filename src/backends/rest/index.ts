@@ -32,16 +32,14 @@ export function createRestBackend(options: RestBackendOptions): RestBackend {
   const settings = upstreamSettings(options);
   const apikeys = new Upstream('apikeys', options.apiKeyServiceUrl, settings, options.observer, options.now);
   const recommendations = new Upstream('recommendations', options.recsServiceUrl, settings, options.observer, options.now);
+  const authCacheTtlMs = options.authCacheTtlMs ?? DEFAULT_AUTH_CACHE_TTL_MS;
+  const authCacheMaxEntries = options.authCacheMaxEntries ?? DEFAULT_AUTH_CACHE_MAX_ENTRIES;
   return {
-    keys: new RestKeyService(
-      apikeys,
-      options.authCacheTtlMs ?? DEFAULT_AUTH_CACHE_TTL_MS,
-      options.authCacheMaxEntries ?? DEFAULT_AUTH_CACHE_MAX_ENTRIES,
-      options.sharedCache,
-    ),
+    keys: new RestKeyService(apikeys, authCacheTtlMs, authCacheMaxEntries, options.sharedCache),
     recs: new RestRecsService(recommendations, options.recsApiKey),
-    // the caller's own credentials, to the upstream's twins: it decides who may send them
-    ingest: new RestIngestService(recommendations),
+    // the caller's own credentials, to the upstream's twins: it decides who may send them, and
+    // what it answered a credential is remembered as long as the credential itself
+    ingest: new RestIngestService(recommendations, authCacheTtlMs, authCacheMaxEntries),
     async check() {
       // Unauthenticated requests: any HTTP answer below 500 proves reachability without
       // spending the gateway key's rate limit.

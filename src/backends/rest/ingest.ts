@@ -1,12 +1,14 @@
+import { LRUCache } from 'lru-cache';
 import {
   badUserInput, forbidden, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable, type GatewayError,
 } from '../../errors.js';
-import { checkCallSize } from '../../ports/ingest.js';
+import { checkCallSize, ingestForbidden } from '../../ports/ingest.js';
 import { toItemRecord } from '../../ports/itemRecord.js';
 import type {
   CallOptions, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel, UpsertItemsResultModel,
 } from '../../ports/backend.js';
 import { errorEntries, forClient, parseJson } from './errorBody.js';
+import { DEFAULT_AUTH_CACHE_MAX_ENTRIES, DEFAULT_AUTH_CACHE_TTL_MS } from './options.js';
 import { parseRetryAfter, type Upstream, type UpstreamResponse } from './upstream.js';
 
 const SERVICE = 'recommendations';
@@ -21,17 +23,63 @@ function countOf(value: unknown, most = 2 ** 31 - 1): number | undefined {
 }
 
 /**
+ * What an upstream twin's answer says of whether the caller may send: refused (403), or past that
+ * check, which a twin makes before it reads the body (taken, 200; read and found wrong, 400).
+ */
+const mayIngestBy = (status: number): boolean | undefined => (status === 403 ? false : status === 200 || status === 400 ? true : undefined);
+
+/**
  * The live recommender in REST mode: events and item records forwarded to the upstream's own
  * twins (POST /v1/events, PUT /v1/items, as a recs-gateway serves them) with the caller's
  * Authorization, so the upstream decides who is an administrator and what is valid; only a
  * call's size (at most 10,000 events or 1,000 records, the API's contract) is checked here, so
  * that an oversized call is refused before it is sent. Neither is retried: a batch that timed out may well have been kept.
+ *
+ * What the upstream answered a credential (403, or past that check) is remembered as the
+ * authentication is, so that a caller it refused is refused here, its batch unsent and unread.
  */
 export class RestIngestService implements IngestService {
-  constructor(private readonly upstream: Upstream) {}
+  /** By credentialId: whether the upstream lets the credential send; null when nothing is remembered. */
+  private readonly mayIngest: LRUCache<string, boolean> | null;
+
+  constructor(
+    private readonly upstream: Upstream,
+    /** How long an answer is remembered (AUTH_CACHE_TTL_MS); 0: never. */
+    ttlMs = DEFAULT_AUTH_CACHE_TTL_MS,
+    maxEntries = DEFAULT_AUTH_CACHE_MAX_ENTRIES,
+  ) {
+    this.mayIngest = ttlMs > 0 && maxEntries > 0 ? new LRUCache({ max: maxEntries, ttl: ttlMs }) : null;
+  }
+
+  knownMayIngest(principal: PrincipalModel): boolean | undefined {
+    return this.mayIngest?.get(principal.credentialId);
+  }
+
+  /**
+   * An empty PUT /v1/items: an upstream twin refuses who may not send before it reads a body, and
+   * an empty call of one who may stores nothing (nor moves the upstream's item sequence).
+   */
+  async askMayIngest(principal: PrincipalModel, options: CallOptions = {}): Promise<boolean> {
+    const response = await this.send('PUT', '/v1/items', principal, [], options);
+    const may = this.learn(principal, response.status);
+    if (may === undefined) throw this.error(response, 'either', principal);
+    return may;
+  }
+
+  private learn(principal: PrincipalModel, status: number): boolean | undefined {
+    const may = mayIngestBy(status);
+    if (may !== undefined) this.mayIngest?.set(principal.credentialId, may);
+    return may;
+  }
+
+  /** A caller the upstream refused lately is refused here, its call not sent. */
+  private refuseKnown(principal: PrincipalModel): void {
+    if (this.knownMayIngest(principal) === false) throw ingestForbidden();
+  }
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options: CallOptions = {}): Promise<RecordEventsResultModel> {
     checkCallSize('events', events.length);
+    this.refuseKnown(principal);
     const body = events.map((e) => {
       const event: Record<string, unknown> = { kind: e.kind === 'PURCHASE' ? 'purchase' : 'view', itemId: e.itemId };
       if (e.sessionId !== null) event.sessionId = e.sessionId;
@@ -42,6 +90,7 @@ export class RestIngestService implements IngestService {
       return event;
     });
     const response = await this.send('POST', '/v1/events', principal, body, options);
+    this.learn(principal, response.status);
     const answer = parseJson(response.text) as { accepted?: unknown; duplicates?: unknown; itemsWithoutRecord?: unknown } | undefined;
     if (response.status !== 200) throw this.error(response, 'events', principal);
     // no more taken than sent, and no count GraphQL's Int cannot serialize (that was an INTERNAL_SERVER_ERROR)
@@ -52,7 +101,9 @@ export class RestIngestService implements IngestService {
 
   async upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options: CallOptions = {}): Promise<UpsertItemsResultModel> {
     checkCallSize('items', items.length);
+    this.refuseKnown(principal);
     const response = await this.send('PUT', '/v1/items', principal, items.map(toItemRecord), options);
+    this.learn(principal, response.status);
     if (response.status !== 200) throw this.error(response, 'items', principal);
     const answer = parseJson(response.text) as { upserted?: unknown } | undefined;
     const upserted = countOf(answer?.upserted, items.length);
@@ -67,7 +118,7 @@ export class RestIngestService implements IngestService {
   }
 
   /** The one place an upstream twin's status becomes an error. */
-  private error({ status, text, headers }: UpstreamResponse, what: 'events' | 'items', principal: PrincipalModel): GatewayError {
+  private error({ status, text, headers }: UpstreamResponse, what: 'events' | 'items' | 'either', principal: PrincipalModel): GatewayError {
     const given = (errorEntries(parseJson(text), text) ?? [])[0]?.message;
     const said = given === undefined ? undefined : forClient(given, principal.authorization);
     if (status === 400 || status === 413) {
@@ -79,7 +130,7 @@ export class RestIngestService implements IngestService {
     if (status === 404 || status === 405) {
       return upstreamRejected(SERVICE, what === 'events'
         ? 'the upstream takes no events (POST /v1/events is not one of its routes)'
-        : 'the upstream takes no item records (PUT /v1/items is not one of its routes)');
+        : `the upstream takes no ${what === 'items' ? 'item records' : 'events or item records'} (PUT /v1/items is not one of its routes)`);
     }
     if (status === 429) return rateLimited((parseRetryAfter(headers['retry-after']) ?? 1000) / 1000);
     if (status >= 500) return upstreamUnavailable(SERVICE, `HTTP ${status}`);

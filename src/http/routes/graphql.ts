@@ -9,7 +9,7 @@ import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
-import { encodingRefusal, parseBody, readBody, type BodyRouteDeps } from '../body.js';
+import { encodingRefusal, mayBeLonger, parseBody, readBody, type BodyRouteDeps } from '../body.js';
 import { GRAPHQL_METHODS } from '../cors.js';
 import { lingerAfterAnswer } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
@@ -80,7 +80,7 @@ export interface GraphQLRouteDeps extends BodyRouteDeps {
 
 /** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
-  const { config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, metrics, serveIde } = deps;
+  const { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies, metrics, serveIde } = deps;
   const { responseCache, trustedDocuments, execute } = deps.engine;
   // what a shared cache must key a PUBLIC answer by (the response cache stores it with the answer)
   const publicVary = deps.varyByOrigin === true ? 'authorization, origin' : 'authorization';
@@ -131,15 +131,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         principal = await limiter.authenticate(backend.keys, authorization, address, deadline);
       } catch (error) {
         if (!(error instanceof GatewayError)) throw error;
-        res.setHeader('x-request-id', record.id);
-        // a large body left unread is not read to its end either: the connection goes with it
-        const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
-        // (once what is still coming is drained for a bounded while: linger.ts)
-        if (closing) lingerAfterAnswer(req, res);
-        return sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error), {
-          ...errorHeaders(error, req.headers),
-          ...(closing ? { connection: 'close' } : {}),
-        });
+        return refuseUnread(req, res, error, record);
       }
     }
 
@@ -157,7 +149,22 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         // the GraphQL path's 415 shape (a GET's content type): BAD_REQUEST, Apollo's code for the envelope
         return sendJson(res, 415, graphqlError(encoded.message, ErrorCode.BAD_REQUEST), encoded.headers);
       }
-      const limit = principal === null ? anonymousBodyLimit : bodyLimitOf(principal);
+      let limit = principal === null ? anonymousBodyLimit : config.bodyLimitBytes;
+      // a body past BODY_LIMIT_BYTES is a batch of events, read only for who may send one: anyone
+      // else gets the 413 before it is read (in REST mode the upstream is asked, once a credential)
+      if (principal !== null && mayBeLonger(req, limit)) {
+        deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
+        let right = ingestRightOf(principal, { signal: deadline.signal, clientAddress: address });
+        if (typeof right !== 'string') {
+          try {
+            right = await right;
+          } catch (error) {
+            if (!(error instanceof GatewayError)) throw error;
+            return refuseUnread(req, res, error, record);
+          }
+        }
+        if (right === 'allowed') limit = ingestBodyLimit;
+      }
       if (!largeBodies.admit(req, res, limit)) {
         const busy = rateLimited(1);
         res.setHeader('x-request-id', record.id);
@@ -205,6 +212,18 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     res.writeHead(answer.status, answer.headers);
     for await (const chunk of answer.chunks) res.write(chunk);
     res.end();
+  }
+
+  /** A refusal before the body is read: a large one is not read to its end either, the connection goes with it. */
+  function refuseUnread(req: IncomingMessage, res: ServerResponse, error: GatewayError, record: RequestRecord): void {
+    res.setHeader('x-request-id', record.id);
+    const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
+    // (once what is still coming is drained for a bounded while: linger.ts)
+    if (closing) lingerAfterAnswer(req, res);
+    sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error), {
+      ...errorHeaders(error, req.headers),
+      ...(closing ? { connection: 'close' } : {}),
+    });
   }
 
   /** Answers from the response cache when it holds a fresh answer for key; false when it does not. */

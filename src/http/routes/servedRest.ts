@@ -9,7 +9,7 @@ import {
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
-import { encodingRefusal, HttpError, parseJson, readBody, type BodyRouteDeps } from '../body.js';
+import { encodingRefusal, HttpError, mayBeLonger, parseJson, readBody, type BodyRouteDeps } from '../body.js';
 import { lingerAfterAnswer, lingerBudgetFor } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { challengeFor } from '../send.js';
@@ -40,18 +40,16 @@ class ServedRestRequest implements RestRequest {
   }
 }
 
-/** What the served REST interfaces' route needs. */
+/** What the served REST interfaces' route needs (a refused batch up to ingestBodyLimit is discarded as it comes after the 403, not cut off). */
 export interface ServedRestDeps extends BodyRouteDeps {
   log: Logger;
-  /** INGEST_BODY_LIMIT_BYTES: a non-administrator's batch up to it is discarded as it comes after the 403, not cut off. */
-  ingestBodyLimit: number;
 }
 
 /**
  * The served REST interfaces (/api/v1/apikey…, /v1/…): a function that answers a request of
  * theirs and resolves true, or resolves false for any other path.
  */
-export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, bodyLimitOf, largeBodies, log, ingestBodyLimit }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
+export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, ingestRightOf, largeBodies, log, ingestBodyLimit }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
   /**
    * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
    * of its address's bucket; credentials are checked from the headers before a byte of a body is
@@ -87,7 +85,8 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
       let limit = 0;
       if (!anonymous && authorization !== undefined) {
         // with the request's signal: a sign-in still queued when its client has gone is skipped
-        const answer = guarded.authenticate(authorization, new RequestDeadline(res, config.requestDeadlineMs));
+        const deadline = new RequestDeadline(res, config.requestDeadlineMs);
+        const answer = guarded.authenticate(authorization, deadline);
         const outcome = await answer.then(
           (principal) => ({ principal }),
           (error: unknown) => ({ error }),
@@ -98,7 +97,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
           authenticate: (value, options) =>
             value !== authorization ? guarded.authenticate(value, options) : answer,
         };
-        limit = 'error' in outcome ? 0 : ingest !== null ? bodyLimitOf(outcome.principal) : config.bodyLimitBytes;
+        limit = 'error' in outcome ? 0 : config.bodyLimitBytes;
         // a key's creation: JSON only, unread otherwise (a cross-site form or text/plain POST; see apiKeyNotJson)
         if (isKeys && !('error' in outcome)) {
           if (!isApiKeyJson(req.headers['content-type'])) return writeRest(req, res, apiKeyNotJson(), false);
@@ -106,14 +105,25 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
           if (encoded !== null) return writeRest(req, res, apiKeyEncoded(encoded.message, encoded.headers), false);
         }
         if (ingest !== null && !('error' in outcome)) {
-          // who may not send events is told so before a byte of the batch is read or checked
+          // who may not send events is told so before a byte of the batch is read or checked (in
+          // REST mode once the upstream said so, which it is asked before a large body is read)
+          let right = ingestRightOf(outcome.principal, mayBeLonger(req, limit) ? { signal: deadline.signal, clientAddress: address } : null);
+          if (typeof right !== 'string') {
+            try {
+              right = await right;
+            } catch (error) {
+              if (!(error instanceof GatewayError)) throw error;
+              return writeRest(req, res, refusal(error), false);
+            }
+          }
           // A batch up to INGEST_BODY_LIMIT_BYTES is then discarded as it comes, not cut off: a
           // REST-mode gateway forwarding a non-administrator's batch met the closed connection while
           // still sending (EPIPE), and answered 503 UPSTREAM_UNAVAILABLE, a failure against its breaker
-          if (!outcome.principal.user.isAdmin && backend.keys.checksKeysLocally === true) {
+          if (right === 'refused') {
             const declared = Number(req.headers['content-length']);
             return writeRest(req, res, refusal(ingestForbidden()), Number.isSafeInteger(declared) && declared <= ingestBodyLimit);
           }
+          if (right === 'allowed') limit = ingestBodyLimit;
           // JSON only: a form or text/plain POST is what a browser sends cross-site, with the Basic
           // credentials it remembers, and no preflight (Apollo's CSRF prevention, for the twins)
           if (!isJsonContentType(req.headers['content-type'])) return writeRest(req, res, ingestNotJson(), false);
