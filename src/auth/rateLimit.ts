@@ -119,20 +119,29 @@ export class RateLimiter {
   }
 
   /**
-   * A key (or a value that is no credential at all). From an address locked out by failures, a
-   * key is still checked where that is a local lookup (or already verified): only a wrong one is
-   * refused with 429. Where checking means asking a remote key service, a locked-out address is
-   * refused before anything is sent, so strangers' guesses never reach it through this gateway.
+   * A key (or a value that is no credential at all), checked even from an address locked out by
+   * failures (a 128-bit key is not guessed by trying): only a wrong one gets 429 there. A call to a
+   * remote key service costs the address a key-check token (beforeCheck), given back for a valid key.
    */
-  private async checkKey(keys: KeyService, authorization: string, address: string, failures: BucketLimit, options?: CallOptions): Promise<PrincipalModel> {
+  private async checkKey(keys: KeyService, authorization: string, address: string, failures: BucketLimit, options: AddressedCall): Promise<PrincipalModel> {
     const look = await this.buckets.take(addressBucket(address), failures, 0);
     if (!look.allowed) {
       const known = (await vouchedFor(keys, authorization));
       if (known !== undefined) return known;
-      if (keys.checksKeysLocally !== true) throw this.refused('address_locked', look.retryAfterMs);
+    }
+    const checks = keys.checksKeysLocally === true ? null : (this.settings.keyChecks ?? null);
+    let reserved = false;
+    if (checks !== null) {
+      options.beforeCheck = async () => {
+        const taken = await this.buckets.take(keyCheckBucket(address), checks, 1);
+        if (!taken.allowed) throw this.refused('address_locked', taken.retryAfterMs);
+        reserved = true;
+      };
     }
     try {
-      return await keys.authenticate(authorization, options);
+      const principal = await keys.authenticate(authorization, options);
+      if (reserved) await this.buckets.take(keyCheckBucket(address), checks!, -1);
+      return principal;
     } catch (error) {
       if (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) {
         if (!look.allowed) throw this.refused('address_locked', look.retryAfterMs);
@@ -349,6 +358,8 @@ interface SignInAttempt {
 
 /** A call's options with the client's address; the signal is still only made when read (RequestDeadline). */
 class AddressedCall implements CallOptions {
+  beforeCheck?: () => Promise<void>;
+
   constructor(
     private readonly given: CallOptions | undefined,
     readonly clientAddress: string,
@@ -367,6 +378,9 @@ const userBucket = (userId: string | null): string => `alluser:${userId}`;
 
 /** An address's failed sign-ins: its network's, an IPv6 address's /64 (clientNetwork). */
 const addressBucket = (address: string): string => `authfail:${clientNetwork(address)}`;
+
+/** An address's calls to a remote key service that found no valid key (RateLimitSettings.keyChecks). */
+const keyCheckBucket = (address: string): string => `authfail-check:${clientNetwork(address)}`;
 
 /**
  * A username's failed password sign-ins, by a hash of the name as the key service matches it

@@ -29,6 +29,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   perKey: {},
   perUser: { ratePerSecond: 100, burst: 200 },
   authFailures: { ratePerSecond: 10 / 60, burst: 10 },
+  keyChecks: { ratePerSecond: 1, burst: 60 },
 };
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = {

@@ -119,7 +119,7 @@ export interface Config {
   introspection: boolean;
   /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS: see src/ports/limits.ts. */
   limits: QueryLimits;
-  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE: see src/ports/limits.ts. */
+  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE, AUTH_KEY_CHECKS_PER_MINUTE: see src/ports/limits.ts. */
   rateLimits: RateLimitSettings;
   /**
    * OTEL_EXPORTER_OTLP_ENDPOINT: where traces go (OTLP over HTTP, e.g. http://collector:4318).
@@ -302,6 +302,7 @@ export function loadConfig(env: Env = process.env): Config {
     const rps = int('RATE_LIMIT_RPS', defaults.perPrincipal?.ratePerSecond ?? 0, 0, 1_000_000);
     const burst = int('RATE_LIMIT_BURST', Math.max(defaults.perPrincipal?.burst ?? 0, 2 * rps), 1, 10_000_000);
     const failures = int('AUTH_FAILURES_PER_MINUTE', defaults.authFailures?.burst ?? 0, 0, 100_000);
+    const keyChecks = int('AUTH_KEY_CHECKS_PER_MINUTE', defaults.keyChecks?.burst ?? 0, 0, 100_000);
     // per user: twice the per-principal figures unless set; off with it unless set
     const userRps = int('RATE_LIMIT_USER_RPS', rps === 0 ? 0 : 2 * rps, 0, 1_000_000);
     const userBurst = int('RATE_LIMIT_USER_BURST', Math.max(2 * burst, 2 * userRps, 1), 1, 10_000_000);
@@ -319,6 +320,7 @@ export function loadConfig(env: Env = process.env): Config {
       perKey,
       perUser: userRps === 0 ? null : { ratePerSecond: userRps, burst: userBurst },
       authFailures: failures === 0 ? null : { ratePerSecond: failures / 60, burst: failures },
+      keyChecks: keyChecks === 0 ? null : { ratePerSecond: keyChecks / 60, burst: keyChecks },
     };
   }
 

@@ -84,6 +84,12 @@ export interface CallOptions {
    * decides instead of the signal whether the caller has gone (ports/callSignal.ts callerOf).
    */
   waiting?(): boolean;
+  /**
+   * Called just before a credential is sent to be checked (REST mode's key service, on a miss of
+   * what it remembers; once for requests that share the check): it may reject (RATE_LIMITED), and
+   * then nothing is sent. The rate limiter bounds what failures cost the key service with it.
+   */
+  beforeCheck?(): Promise<void>;
 }
 
 /** The key service's name in errors (extensions.service) and metrics. */
@@ -114,10 +120,10 @@ export interface KeyService {
    */
   authenticateVerified?(authorization: string): Promise<PrincipalModel | undefined>;
   /**
-   * True when authenticate checks a key without a network call (a local store): the rate limiter
-   * then checks keys even from an address locked out by failures, so a valid key is never refused
-   * for others' failures. Where false or absent, a locked-out address's unknown keys are refused
-   * without being sent anywhere.
+   * True when authenticate checks a key without a network call (a local store). Where false or
+   * absent, the rate limiter bounds the checks of an address's unknown keys that reach the key
+   * service apart (CallOptions.beforeCheck, AUTH_KEY_CHECKS_PER_MINUTE); a valid key is checked
+   * from an address locked out by failures either way.
    */
   readonly checksKeysLocally?: boolean;
   /** The keys of the principal, or of `of` for an administrator; sorted by name. */

@@ -53,9 +53,10 @@ export interface BucketLimit {
  * sign-in reserves a token of the address's failure bucket and of the username's before the
  * scrypt work (given back when the password is right), so neither concurrency nor many addresses
  * get more guesses than the limit, and an address or username whose bucket is empty is answered
- * 429 without any password work. A valid API key is never refused for others' failures: a key
- * check is a cheap lookup, so it is made even from a locked-out address (where the key service
- * can make it locally), and only a wrong key from there gets the 429.
+ * 429 without any password work. A valid API key is not refused for others' failures: a key is
+ * checked even from a locked-out address, and only a wrong key from there gets the 429. Where a
+ * check is a call to a remote key service, what an address's wrong keys cost it is bounded apart
+ * (keyChecks), not by refusing the address's valid keys.
  */
 export interface RateLimitSettings {
   /**
@@ -84,6 +85,14 @@ export interface RateLimitSettings {
    * AUTH_FAILURES_PER_MINUTE=0 (null here) turns it off.
    */
   authFailures: BucketLimit | null;
+  /**
+   * AUTH_KEY_CHECKS_PER_MINUTE: where a key check is a call to a remote key service (REST mode),
+   * the calls an address's keys may make that find no valid key, a minute (the burst the same): a
+   * token is reserved before each call and given back when the key is valid. A valid key is
+   * checked even from an address locked out by AUTH_FAILURES_PER_MINUTE, within this. Default 60;
+   * off (null here, or absent) with 0, or with AUTH_FAILURES_PER_MINUTE=0.
+   */
+  keyChecks?: BucketLimit | null;
 }
 
 /**

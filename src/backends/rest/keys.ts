@@ -107,6 +107,8 @@ export class RestKeyService implements KeyService {
     // answer came after this request arrived, like that of a flight this request would have joined.
     const justAuthenticated = this.cache.get(credentialId);
     if (justAuthenticated !== undefined) return withAuthorization(justAuthenticated.principal, authorization);
+    // a check to be sent (none of this credential under way to join): whoever bounds them may refuse it
+    if (options.beforeCheck !== undefined && !this.inflight.has(credentialId)) await options.beforeCheck();
     return withAuthorization(await this.sharedLookup(authorization, credentialId, credential, options), authorization);
   }
 
