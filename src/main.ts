@@ -159,7 +159,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
   process.on('SIGINT', stopWhileStarting);
   const gateway = await start(config, log, io).catch((error: unknown) => {
     const debug = ['debug', 'trace'].includes(config.logLevel);
-    io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl], [config.recsApiKey]), debug)}\n`);
+    io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl], [config.recsApiKey, config.rateLimitKeySecret]), debug)}\n`);
     return null;
   });
   process.off('SIGTERM', stopWhileStarting);
@@ -246,7 +246,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
     const metrics = new GatewayMetrics({ processMetrics: true });
     const cache = openCache(config, { log });
     closers.push(() => cache.close());
-    const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix });
+    const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, secret: config.rateLimitKeySecret });
     closers.push(() => limiter.close());
     const backend = await openBackend(config, {
       cache,

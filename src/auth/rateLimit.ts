@@ -61,10 +61,10 @@ export class RateLimiter {
     this.userLimit = perUser === undefined || perUser === null || perUser.ratePerSecond <= 0 ? null : perUser;
   }
 
-  /** Redis-backed buckets when a URL is given, in-process ones otherwise. */
-  static open(settings: RateLimitSettings, redis?: { url: string | null; keyPrefix?: string }): RateLimiter {
+  /** Redis-backed buckets when a URL is given (named in Redis by an HMAC under `secret`, see RedisTokenBuckets), in-process ones otherwise. */
+  static open(settings: RateLimitSettings, redis?: { url: string | null; keyPrefix?: string; secret?: string | null }): RateLimiter {
     const buckets = redis?.url
-      ? new RedisTokenBuckets({ url: redis.url, ...(redis.keyPrefix !== undefined ? { keyPrefix: redis.keyPrefix } : {}) })
+      ? new RedisTokenBuckets({ url: redis.url, ...(redis.keyPrefix !== undefined ? { keyPrefix: redis.keyPrefix } : {}), secret: redis.secret ?? null })
       : new MemoryTokenBuckets();
     return new RateLimiter(buckets, settings);
   }

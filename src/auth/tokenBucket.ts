@@ -1,3 +1,4 @@
+import { createHmac, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { connectRedis, REDIS_UNREACHABLE } from '../cache/redis.js';
@@ -198,7 +199,18 @@ export interface RedisTokenBucketsOptions {
    * good for here, in ms; default 1000. 0 asks Redis on every take.
    */
   leaseMs?: number;
+  /**
+   * RATE_LIMIT_KEY_SECRET: the key of the HMAC that names the buckets and marks in Redis, so that
+   * no client address (nor user or key id) is written there as it is; the same on every process
+   * sharing the buckets. Default: a random salt kept in Redis (`<prefix>ratelimit:salt`), which
+   * whoever holds a copy of Redis holds too.
+   */
+  secret?: string | null;
 }
+
+/** A bucket's or mark's name as written to Redis, keyed by `key`: its kind, then 22 characters of an HMAC of the whole name. */
+export const nameInRedis = (key: Buffer | string, name: string): string =>
+  `${name.slice(0, name.indexOf(':') + 1)}${createHmac('sha256', key).update(name).digest('base64url').slice(0, 22)}`;
 
 /**
  * Buckets shared by every gateway process through Redis. Redis trouble never fails a request:
@@ -229,8 +241,16 @@ export class RedisTokenBuckets implements TokenBuckets {
   private downUntil = 0;
   /** Takes that went to the in-memory buckets because Redis was failing (for tests and metrics). */
   fallbacks = 0;
+  /** Names as written to Redis, once the key is known (at once with a secret, else once the salt is read). */
+  private keyOf: ((name: string) => string) | null = null;
+  /** The salt's read (or its making) under way; null when none is. */
+  private salting: Promise<(name: string) => string> | null = null;
+  /** The salt this process names by, when it has one: put back by check() should Redis lose it. */
+  private salt: string | null = null;
 
   constructor(options: RedisTokenBucketsOptions) {
+    const { secret } = options;
+    if (secret) this.keyOf = (name) => nameInRedis(secret, name);
     this.backoffMs = options.backoffMs ?? 1000;
     this.leaseMs = options.leaseMs ?? 1000;
     this.leases = new LRUCache<string, Lease>({ max: 100_000 });
@@ -274,7 +294,7 @@ export class RedisTokenBuckets implements TokenBuckets {
     }
     if (this.usable()) {
       try {
-        const asked = this.take_(name, limit.ratePerSecond, limit.burst, cost, want);
+        const asked = this.take_(await this.inRedis(name), limit.ratePerSecond, limit.burst, cost, want);
         if (want > cost) {
           const settled = asked.then(
             () => undefined,
@@ -323,16 +343,40 @@ export class RedisTokenBuckets implements TokenBuckets {
 
   async mark(name: string, ttlMs: number): Promise<void> {
     await this.inRedisOr(
-      async () => void (await this.redis.set(`mark:${name}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)))),
+      async () => void (await this.redis.set(`mark:${await this.inRedis(name)}`, '1', 'PX', Math.max(1, Math.ceil(ttlMs)))),
       () => this.fallback.mark(name, ttlMs),
     );
   }
 
   marked(name: string): Promise<boolean> {
     return this.inRedisOr(
-      async () => (await this.redis.exists(`mark:${name}`)) === 1,
+      async () => (await this.redis.exists(`mark:${await this.inRedis(name)}`)) === 1,
       () => this.fallback.marked(name),
     );
+  }
+
+  /** `name` as written to Redis: its salt read first, the first time, where no secret is set. */
+  private async inRedis(name: string): Promise<string> {
+    return (this.keyOf ?? (await this.salted()))(name);
+  }
+
+  /**
+   * Without a secret: the salt the processes sharing Redis name by, made by the first of them
+   * (SET NX) and read by the others. A failed read is tried again by the next take.
+   */
+  private salted(): Promise<(name: string) => string> {
+    this.salting ??= (async () => {
+      await this.redis.set('salt', randomBytes(32).toString('base64'), 'NX');
+      const salt = await this.redis.get('salt');
+      if (salt === null) throw new Error('the rate limits\' salt is missing from Redis');
+      const key = Buffer.from(salt, 'base64');
+      this.salt = salt;
+      this.keyOf = (named) => nameInRedis(key, named);
+      return this.keyOf;
+    })().finally(() => {
+      this.salting = null;
+    });
+    return this.salting;
   }
 
   /** `ask` of Redis while it is usable; on its failure (backing off) or meanwhile, `fallback` of the in-process store. */
@@ -351,6 +395,8 @@ export class RedisTokenBuckets implements TokenBuckets {
   async check(): Promise<string> {
     try {
       await this.redis.ping();
+      // a salt Redis lost (a flush, an eviction) is put back, so that a process starting later names as this one does
+      if (this.salt !== null) await this.redis.set('salt', this.salt, 'NX');
       return 'ok';
     } catch {
       return `${REDIS_UNREACHABLE}; limits are kept per process meanwhile`;

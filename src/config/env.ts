@@ -62,6 +62,12 @@ export interface Config {
   redisUrl: string | null;
   /** REDIS_KEY_PREFIX: prefix of every key the gateway writes in Redis. Default `recs-gateway:`. */
   redisKeyPrefix: string;
+  /**
+   * RATE_LIMIT_KEY_SECRET: the key of the HMAC that names the rate limits' buckets in Redis (no
+   * client address is written there as it is); the same on every gateway sharing them. Default:
+   * none, and a random salt kept in Redis names them, which a copy of Redis holds too.
+   */
+  rateLimitKeySecret: string | null;
   /** CACHE_ITEM_TTL_SECONDS: how long an item is cached. Default 300. */
   cacheItemTtlSeconds: number;
   /** CACHE_RECS_TTL_SECONDS: how long a recommendation list is cached. Default 300. */
@@ -392,6 +398,7 @@ export function loadConfig(env: Env = process.env): Config {
     recsMaxItems: int('RECS_MAX_ITEMS', DEFAULT_MAX_ITEMS, 1, 1_000_000_000),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
+    rateLimitKeySecret: token('RATE_LIMIT_KEY_SECRET'),
     cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.item, 1, 86_400),
     cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.recs, 1, 86_400),
     cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.negative, 1, 60),

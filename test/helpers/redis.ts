@@ -9,7 +9,7 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export const testPrefix = (): string => `recs-gateway-test:${randomBytes(4).toString('hex')}:`;
 
-/** Deletes the keys under a prefix this test wrote, and returns what they were (for secret checks). */
+/** Deletes the keys under a prefix this test wrote, and returns what they were (for secret checks; a hash's fields as JSON). */
 export async function drainPrefix(prefix: string): Promise<Record<string, string>> {
   const redis = new Redis(REDIS_URL, { lazyConnect: true });
   await redis.connect();
@@ -20,7 +20,7 @@ export async function drainPrefix(prefix: string): Promise<Record<string, string
       const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}*`, 'COUNT', 1000);
       cursor = next;
       for (const key of keys) {
-        const value = await redis.get(key);
+        const value = (await redis.type(key)) === 'hash' ? JSON.stringify(await redis.hgetall(key)) : await redis.get(key);
         if (value !== null) found[key] = value;
       }
       if (keys.length > 0) await redis.del(...keys);

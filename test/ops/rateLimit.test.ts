@@ -4,7 +4,7 @@ import type { KeyService, PrincipalModel } from '../../src/ports/backend.js';
 import { unauthenticated } from '../../src/errors.js';
 import { loadConfig } from '../../src/config/env.js';
 import { principalBucket, RateLimiter, SIGNED_IN_FROM_DAYS } from '../../src/auth/rateLimit.js';
-import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from '../../src/auth/tokenBucket.js';
+import { MemoryTokenBuckets, nameInRedis, RedisTokenBuckets, type TokenBuckets } from '../../src/auth/tokenBucket.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { Redis } from 'ioredis';
 import { OwnRedis, REDIS_URL, testPrefix } from '../helpers/redis.js';
@@ -129,12 +129,16 @@ describe.each(kinds)('token buckets, $name', (kind) => {
   });
 });
 
+/** The key of the two processes' names in Redis, and a bucket's or mark's name there under it. */
+const SECRET = 'the-test-deployment-secret';
+const inRedis = (name: string): string => `ratelimit:${nameInRedis(SECRET, name)}`;
+
 /** Two gateway processes' buckets on one Redis under a prefix of the test's own, ready; closed and dropped after. */
 async function withTwoProcesses(run: (a: RedisTokenBuckets, b: RedisTokenBuckets, prefix: string) => Promise<void>): Promise<void> {
   const prefix = testPrefix();
   // 10 s a command, as above: a fallback to in-process buckets would change the counts
-  const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix, commandTimeoutMs: 10_000 });
-  const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix, commandTimeoutMs: 10_000 });
+  const a = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix, commandTimeoutMs: 10_000, secret: SECRET });
+  const b = new RedisTokenBuckets({ url: REDIS_URL, keyPrefix: prefix, commandTimeoutMs: 10_000, secret: SECRET });
   try {
     await Promise.all([waitReady(a), waitReady(b)]);
     await run(a, b, prefix);
@@ -151,7 +155,7 @@ describe('Redis token buckets across processes and failures', () => {
       const limit = { ratePerSecond: 0.01, burst: 6 };
       const results = await Promise.all(Array.from({ length: 10 }, (_, i) => (i % 2 ? a : b).take('shared', limit)));
       expect(results.filter((r) => r.allowed)).toHaveLength(6);
-      expect(await dropBuckets(prefix)).toEqual([`${prefix}ratelimit:shared`]);
+      expect(await dropBuckets(prefix)).toEqual([`${prefix}${inRedis('shared')}`]);
     }));
 
   it('leases a tenth of a large burst at a time, and two processes together never get more than the burst', () =>
@@ -159,7 +163,7 @@ describe('Redis token buckets across processes and failures', () => {
       const redis = new Redis(REDIS_URL);
       try {
         const limit = { ratePerSecond: 0.01, burst: 100 };
-        const tokensInRedis = async (): Promise<number> => Number(await redis.hget(`${prefix}ratelimit:lease`, 'tokens'));
+        const tokensInRedis = async (): Promise<number> => Number(await redis.hget(`${prefix}${inRedis('lease')}`, 'tokens'));
         expect((await a.take('lease', limit)).allowed).toBe(true);
         // one round trip took ten: nine are spent here without asking Redis
         expect(Math.round(await tokensInRedis())).toBe(90);
@@ -172,7 +176,7 @@ describe('Redis token buckets across processes and failures', () => {
         // many takers at once: one lease request in flight at a time, and exactly the burst between them
         const many = await Promise.all(Array.from({ length: 150 }, () => a.take('burst-at-once', limit)));
         expect(many.filter((r) => r.allowed)).toHaveLength(100);
-        expect(Math.round(Number(await redis.hget(`${prefix}ratelimit:burst-at-once`, 'tokens')))).toBe(0);
+        expect(Math.round(Number(await redis.hget(`${prefix}${inRedis('burst-at-once')}`, 'tokens')))).toBe(0);
       } finally {
         redis.disconnect();
       }
@@ -191,7 +195,7 @@ describe('Redis token buckets across processes and failures', () => {
         // a mark is kept, and asked after from another process
         await a.mark('signedin:home', 60_000);
         expect(await b.marked('signedin:home')).toBe(true);
-        expect(await redis.pttl(`${prefix}ratelimit:mark:signedin:home`)).toBeGreaterThan(50_000);
+        expect(await redis.pttl(`${prefix}ratelimit:mark:${nameInRedis(SECRET, 'signedin:home')}`)).toBeGreaterThan(50_000);
       } finally {
         redis.disconnect();
       }
