@@ -192,7 +192,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       case '/openapi.json':
         return serveOpenApi(req, res);
       case '/readyz':
-        return serveReadiness(res, backend, cache, limiter);
+        return serveReadiness(req, res, { backend, cache, limiter, addresses, metricsToken: config.metricsToken });
       case '/metrics':
         return serveMetrics(req, res, metrics, config.metricsToken);
       default:
