@@ -15,6 +15,7 @@ import type {
 } from '../../../ports/backend.js';
 import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from './apiKeyValue.js';
 import { verifyPassword } from './passwords.js';
+import { lookupProblem } from './users.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
 import { isUuid } from '../../../ports/keyIds.js';
 import { callerOf, callerWaits, type Caller } from '../../../ports/callSignal.js';
@@ -292,6 +293,8 @@ export class EmbeddedKeyService implements KeyService {
       return self.id;
     }
     if (!self.isAdmin) throw forbidden();
+    const problem = lookupProblem(username, domain || null);
+    if (problem !== null) throw badUserInput(problem.message, problem.field);
     const user = await this.store.findUser(username, domain || null);
     if (!user) throw badUserInput(`User not found: ${domain ? `${username}@${domain}` : username}`, 'username');
     return user.id;

@@ -2,8 +2,20 @@ import { randomBytes } from 'node:crypto';
 import { hashPassword, type ScryptCost } from './passwords.js';
 import { UserExistsError, type KeyStore, type UserRecord } from './store.js';
 
-const NAME = /^[^\s:@]{1,128}$/;
-const DOMAIN = /^[^\s:@]{1,253}$/;
+const NAME = /^[^\s:@\x00-\x1f\x7f]{1,128}$/;
+const DOMAIN = /^[^\s:@\x00-\x1f\x7f]{1,253}$/;
+/** A control character: no user is named with one, and PostgreSQL's text takes no NUL. */
+const CONTROL = /[\x00-\x1f\x7f]/;
+
+/**
+ * What makes a username or domain to look up one no user can have (a control character: addUser
+ * refuses them, and a NUL would fail PostgreSQL's query), as a message and the input's field; null otherwise.
+ */
+export function lookupProblem(username: string, domain: string | null): { message: string; field: 'username' | 'userDomain' } | null {
+  if (CONTROL.test(username)) return { message: 'username holds a control character, which no username has', field: 'username' };
+  if (domain !== null && CONTROL.test(domain)) return { message: 'userDomain holds a control character, which no domain has', field: 'userDomain' };
+  return null;
+}
 
 export class UserInputError extends Error {}
 
@@ -19,8 +31,8 @@ export interface AddUser {
  * (it starts the domain); a password has at least 8 characters.
  */
 export async function addUser(store: KeyStore, user: AddUser, cost?: ScryptCost): Promise<UserRecord> {
-  if (!NAME.test(user.username)) throw new UserInputError('a username has 1 to 128 characters and no spaces, : or @');
-  if (user.domain && !DOMAIN.test(user.domain)) throw new UserInputError('a domain has no spaces, : or @');
+  if (!NAME.test(user.username)) throw new UserInputError('a username has 1 to 128 characters and no spaces, control characters, : or @');
+  if (user.domain && !DOMAIN.test(user.domain)) throw new UserInputError('a domain has no spaces, control characters, : or @');
   if (user.password.length < 8) throw new UserInputError('a password has at least 8 characters');
   try {
     return await store.createUser({
