@@ -12,6 +12,8 @@ export const DEFAULT_LIMITS: QueryLimits = {
   maxTokens: 2000,
   maxCost: 5000,
   maxSameNameFields: 10,
+  maxTypeFields: 5,
+  maxIntrospectionCost: 10_000,
 };
 
 /**

@@ -123,7 +123,7 @@ export interface Config {
   verifiedPasswordTtlSeconds: number;
   /** INTROSPECTION: true or false; default on except in production. */
   introspection: boolean;
-  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS: see src/ports/limits.ts. */
+  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS, MAX_TYPE_FIELDS, MAX_INTROSPECTION_COST: see src/ports/limits.ts. */
   limits: QueryLimits;
   /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE, AUTH_KEY_CHECKS_PER_MINUTE: see src/ports/limits.ts. */
   rateLimits: RateLimitSettings;
@@ -421,6 +421,8 @@ export function loadConfig(env: Env = process.env): Config {
       maxTokens: int('MAX_TOKENS', DEFAULT_LIMITS.maxTokens, 10, 100_000),
       maxCost: int('MAX_COST', DEFAULT_LIMITS.maxCost, 1, 10_000_000),
       maxSameNameFields: int('MAX_SAME_NAME_FIELDS', DEFAULT_LIMITS.maxSameNameFields!, 1, 1000),
+      maxTypeFields: int('MAX_TYPE_FIELDS', DEFAULT_LIMITS.maxTypeFields!, 0, 1000),
+      maxIntrospectionCost: int('MAX_INTROSPECTION_COST', DEFAULT_LIMITS.maxIntrospectionCost!, 1, 10_000_000),
     },
     rateLimits: rateLimits(),
     otlpEndpoint: url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']),

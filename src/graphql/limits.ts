@@ -6,12 +6,14 @@ import {
   type DocumentNode,
   type FieldNode,
   type FragmentDefinitionNode,
+  type GraphQLSchema,
   type OperationDefinitionNode,
   type SelectionSetNode,
   type ValidationContext,
   type ValidationRule,
 } from 'graphql';
 import { DEFAULT_LIMITS, INTROSPECTION_MAX_DEPTH } from '../config/defaults.js';
+import { introspectionCost } from './introspectionCost.js';
 import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL } from '../ports/ingest.js';
 import { MAX_ITEM_IDS, MAX_RECOMMENDATIONS, type QueryLimits } from '../ports/limits.js';
 
@@ -46,16 +48,22 @@ function multiplier(field: FieldNode): number {
 }
 
 export const limitError = (limit: string, max: number, actual: number, node?: ASTNode): GraphQLError =>
-  new GraphQLError(`Query too complex: ${limit} ${actual} exceeds the limit of ${max}`, {
+  new GraphQLError(LIMIT_MESSAGES[limit]?.(max) ?? `Query too complex: ${limit} ${actual} exceeds the limit of ${max}`, {
     nodes: node,
     extensions: { limit, max, actual },
   });
 
+/** Messages of the limits whose count alone would not say what to change. */
+const LIMIT_MESSAGES: Readonly<Record<string, (max: number) => string>> = {
+  // counting stops past the limit: the count shown would be the limit plus one
+  introspectionCost: (max) =>
+    `Query too complex: its introspection (__schema, __type) answers more than ${max} fields, the limit (MAX_INTROSPECTION_COST): ask for fewer fields, or fewer types, a request`,
+};
+
 /**
- * `__schema` fields an operation may hold. The cost counts an introspection list as one, whatever
- * it holds, so that the standard introspection query passes MAX_COST; one `__schema` answers that
- * query (100 to 150 KB here), but a probe's 21 aliases of it, each under the depth and cost
- * limits, made 2.9 MB and 130 to 250 ms an anonymous request (RSS to 1.5 GB at 30 at once).
+ * `__schema` fields an operation may hold: one answers the standard introspection query. What
+ * introspection answers is counted apart (introspectionCost, against MAX_INTROSPECTION_COST); the
+ * cost counts an introspection list as one, whatever it holds.
  */
 const MAX_SCHEMA_FIELDS = 1;
 
@@ -69,6 +77,8 @@ interface Measure {
   introspectionDepth: number;
   /** `__schema` fields, each spread of a fragment counted (see MAX_SCHEMA_FIELDS). */
   schemaFields: number;
+  /** `__type` fields, each spread of a fragment counted (MAX_TYPE_FIELDS). */
+  typeFields: number;
   cost: number;
   aliases: number;
   directives: number;
@@ -111,7 +121,7 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
   };
 
   const measureSet = (set: SelectionSetNode | undefined): Measure => {
-    const total: Measure = { depth: 0, introspectionDepth: 0, schemaFields: 0, cost: 0, aliases: 0, directives: 0, sameName: 0, landing: new Map() };
+    const total: Measure = { depth: 0, introspectionDepth: 0, schemaFields: 0, typeFields: 0, cost: 0, aliases: 0, directives: 0, sameName: 0, landing: new Map() };
     if (!set) return total;
     const land = (from: Map<string, number>) => {
       for (const [name, count] of from) total.landing.set(name, (total.landing.get(name) ?? 0) + count);
@@ -128,6 +138,7 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
         inner = measureSet(selection.selectionSet);
         if (isIntrospection(selection.name.value)) {
           if (selection.name.value === '__schema') total.schemaFields += 1;
+          else total.typeFields += 1;
           total.depth = Math.max(total.depth, 1);
           total.introspectionDepth = Math.max(total.introspectionDepth, 1 + inner.depth);
         } else {
@@ -150,6 +161,7 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
       }
       total.introspectionDepth = Math.max(total.introspectionDepth, inner.introspectionDepth);
       total.schemaFields += inner.schemaFields;
+      total.typeFields += inner.typeFields;
       total.aliases += inner.aliases;
       total.directives += inner.directives;
       total.sameName = Math.max(total.sameName, inner.sameName);
@@ -209,8 +221,11 @@ function onceFieldsOf(operation: OperationDefinitionNode, fragments: Map<string,
   return found;
 }
 
-/** The limit errors of a document, in the order of its operations and of the limits. */
-export function limitErrors(document: DocumentNode, limits: QueryLimits): GraphQLError[] {
+/**
+ * The limit errors of a document, in the order of its operations and of the limits; with the
+ * schema, what each operation's introspection answers is counted too (introspectionCost).
+ */
+export function limitErrors(document: DocumentNode, limits: QueryLimits, schema?: GraphQLSchema): GraphQLError[] {
   const errors: GraphQLError[] = [];
   let fragments: Map<string, FragmentDefinitionNode> | undefined;
   for (const { operation, measure } of measureOperations(document)) {
@@ -228,10 +243,17 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits): GraphQ
         );
       }
     }
+    const maxTypeFields = limits.maxTypeFields ?? DEFAULT_LIMITS.maxTypeFields!;
+    const maxIntrospectionCost = limits.maxIntrospectionCost ?? DEFAULT_LIMITS.maxIntrospectionCost!;
+    // counted on the schema only where the counts above let it run at all
+    const introspects = schema !== undefined && measure.schemaFields + measure.typeFields > 0 && measure.schemaFields <= MAX_SCHEMA_FIELDS && measure.typeFields <= maxTypeFields;
+    if (introspects) fragments ??= fragmentsOf(document);
     const checks: [string, number, number][] = [
       ['depth', limits.maxDepth, measure.depth],
       ['introspectionDepth', Math.max(limits.maxDepth, INTROSPECTION_MAX_DEPTH), measure.introspectionDepth],
       ['schemaFields', MAX_SCHEMA_FIELDS, measure.schemaFields],
+      ['typeFields', maxTypeFields, measure.typeFields],
+      ['introspectionCost', maxIntrospectionCost, introspects ? introspectionCost(schema, operation.selectionSet, fragments!, maxIntrospectionCost) : 0],
       ['aliases', limits.maxAliases, measure.aliases],
       ['directives', limits.maxDirectives, measure.directives],
       ['cost', limits.maxCost, measure.cost],
@@ -261,7 +283,7 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits): GraphQ
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   return (context: ValidationContext) => {
     const document = context.getDocument();
-    const errors = limitErrors(document, limits);
+    const errors = limitErrors(document, limits, context.getSchema());
     if (errors.length > 0) {
       for (const error of errors) context.reportError(error);
       if (!Object.isFrozen(document)) (document as { definitions: DocumentNode['definitions'] }).definitions = [];

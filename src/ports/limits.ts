@@ -36,6 +36,17 @@ export interface QueryLimits {
    * repeats a field more than a couple of times (fragments that each ask for `id` do).
    */
   maxSameNameFields?: number;
+  /**
+   * MAX_TYPE_FIELDS: `__type` fields in one operation, each spread of a fragment counted (an
+   * operation holds one `__schema` at most); default 5.
+   */
+  maxTypeFields?: number;
+  /**
+   * MAX_INTROSPECTION_COST: fields an operation's introspection (`__schema`, `__type`) answers,
+   * counted on the schema, where the cost counts an introspection list as one whatever it holds;
+   * default 10000 (graphql-js's getIntrospectionQuery, all options on, answers about 3,700).
+   */
+  maxIntrospectionCost?: number;
 }
 
 /** A token bucket's shape: it holds at most `burst` tokens and refills `ratePerSecond` a second. */

@@ -1,4 +1,4 @@
-import { parse, specifiedRules, validate } from 'graphql';
+import { getIntrospectionQuery, parse, specifiedRules, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
 import { queryLimitsRule } from '../../src/graphql/limits.js';
@@ -47,5 +47,35 @@ describe('the query limits', () => {
       'Cannot query field "nope" on type "Query".',
       'Variable "$unused" is never used in operation "Q".',
     ]);
+  });
+});
+
+describe('introspection', () => {
+  const full = getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true, oneOf: true });
+  const typeFields = (n: number, selection: string) => `{ ${Array.from({ length: n }, (_, i) => `t${i}: __type(name: "Item") ${selection}`).join(' ')} }`;
+
+  it('passes the standard introspection query, the one GraphiQL and codegen send', () => {
+    expect(limitMessages(getIntrospectionQuery())).toEqual([]);
+    expect(limitMessages(full)).toEqual([]);
+  });
+
+  it('count __type fields as __schema fields are, each spread of a fragment counted', () => {
+    expect(limitMessages(typeFields(5, '{ name }'))).toEqual([]);
+    expect(limitMessages(typeFields(6, '{ name }'))).toEqual(['Query too complex: typeFields 6 exceeds the limit of 5']);
+    expect(limitMessages('{ ...Q ...Q2 } fragment Q on Query { a: __type(name: "Item") { name } b: __type(name: "Item") { name } c: __type(name: "Item") { name } } fragment Q2 on Query { ...Q }')).toEqual([
+      'Query too complex: typeFields 6 exceeds the limit of 5',
+    ]);
+  });
+
+  it('count what introspection answers on the schema, not its lists as one', () => {
+    const fullType = full.slice(full.indexOf('fragment FullType'));
+    const limited = (query: string, maxIntrospectionCost: number) =>
+      validate(schema, parse(query), [queryLimitsRule({ ...DEFAULT_LIMITS, maxIntrospectionCost })]).map((error) => error.extensions.limit);
+    // one type's fields, arguments and their types, against every type's (a type named by a variable may be any)
+    expect(limited(`{ __type(name: "Item") { ...FullType } } ${fullType}`, 2000)).toEqual([]);
+    expect(limited(`query($name: String!) { __type(name: $name) { ...FullType } } ${fullType}`, 2000)).toEqual(['introspectionCost']);
+    // the standard query's answer is about 3,700 fields: counted as that, not as its own 100 or so
+    expect(limited(full, 3000)).toEqual(['introspectionCost']);
+    expect(limited(full, 4000)).toEqual([]);
   });
 });
