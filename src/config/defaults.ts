@@ -8,6 +8,7 @@ import type { QueryLimits, RateLimitSettings, ServerLimits } from '../ports/limi
 export const DEFAULT_LIMITS: QueryLimits = {
   maxDepth: 10,
   maxAliases: 30,
+  maxAliasLength: 100,
   maxDirectives: 20,
   maxTokens: 2000,
   maxCost: 5000,
@@ -45,6 +46,14 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
 
 /** RESPONSE_CACHE_MAX_ENTRIES: PUBLIC answers kept in process. */
 export const DEFAULT_RESPONSE_CACHE_ENTRIES = 10_000;
+/**
+ * RESPONSE_CACHE_MAX_BYTES: bytes of PUBLIC answers kept in process; an answer over a
+ * RESPONSE_CACHE_SHARE-th of it is not kept, so that one answer never evicts many.
+ */
+export const DEFAULT_RESPONSE_CACHE_BYTES = 64 * 1024 * 1024;
+export const RESPONSE_CACHE_SHARE = 64;
+/** MAX_RESPONSE_BYTES: bytes of item records one GraphQL answer may hold (src/graphql/answerBudget.ts). */
+export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;
 /** PREPARED_OPERATIONS_MAX_DOCUMENTS: query texts kept parsed and validated for the fast path. */
 export const DEFAULT_PREPARED_DOCUMENTS = 1_000;
 

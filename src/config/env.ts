@@ -12,6 +12,8 @@ import {
   DEFAULT_MAX_KEYS_PER_USER,
   DEFAULT_PREPARED_DOCUMENTS,
   DEFAULT_RATE_LIMITS,
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_RESPONSE_CACHE_BYTES,
   DEFAULT_RESPONSE_CACHE_ENTRIES,
   DEFAULT_SERVER_LIMITS,
 } from './defaults.js';
@@ -80,6 +82,17 @@ export interface Config {
    */
   responseCacheMaxEntries: number;
   /**
+   * RESPONSE_CACHE_MAX_BYTES: bytes of answers the response cache keeps; an answer over a 64th of
+   * it is not kept, so that one answer never evicts many. Default 64 MiB.
+   */
+  responseCacheMaxBytes: number;
+  /**
+   * MAX_RESPONSE_BYTES: bytes of item records one GraphQL answer may hold, each record counted
+   * whole each time it is answered (src/graphql/answerBudget.ts); past it, QUERY_TOO_COMPLEX.
+   * Default 4 MiB.
+   */
+  maxResponseBytes: number;
+  /**
    * PREPARED_OPERATIONS_MAX_DOCUMENTS: query texts kept parsed and validated, whose queries then
    * run without Apollo Server's request pipeline, with the same answers
    * (src/graphql/preparedOperations.ts); 0 sends every request through Apollo. Default 1000.
@@ -123,7 +136,7 @@ export interface Config {
   verifiedPasswordTtlSeconds: number;
   /** INTROSPECTION: true or false; default on except in production. */
   introspection: boolean;
-  /** MAX_DEPTH, MAX_ALIASES, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS, MAX_TYPE_FIELDS, MAX_INTROSPECTION_COST: see src/ports/limits.ts. */
+  /** MAX_DEPTH, MAX_ALIASES, MAX_ALIAS_LENGTH, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS, MAX_TYPE_FIELDS, MAX_INTROSPECTION_COST: see src/ports/limits.ts. */
   limits: QueryLimits;
   /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE, AUTH_KEY_CHECKS_PER_MINUTE: see src/ports/limits.ts. */
   rateLimits: RateLimitSettings;
@@ -403,6 +416,8 @@ export function loadConfig(env: Env = process.env): Config {
     cacheRecsTtlSeconds: int('CACHE_RECS_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.recs, 1, 86_400),
     cacheNegativeTtlSeconds: int('CACHE_NEGATIVE_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.negative, 1, 60),
     responseCacheMaxEntries: int('RESPONSE_CACHE_MAX_ENTRIES', DEFAULT_RESPONSE_CACHE_ENTRIES, 0, 1_000_000),
+    responseCacheMaxBytes: int('RESPONSE_CACHE_MAX_BYTES', DEFAULT_RESPONSE_CACHE_BYTES, 64 * 1024, 16 * 1024 * 1024 * 1024),
+    maxResponseBytes: int('MAX_RESPONSE_BYTES', DEFAULT_MAX_RESPONSE_BYTES, 1024, 1024 * 1024 * 1024),
     preparedOperationsMaxDocuments: int('PREPARED_OPERATIONS_MAX_DOCUMENTS', DEFAULT_PREPARED_DOCUMENTS, 0, 100_000),
     apiKeyServiceUrl: url('APIKEY_SERVICE_URL', ['http:', 'https:']),
     recsServiceUrl: url('RECS_SERVICE_URL', ['http:', 'https:']),
@@ -417,6 +432,7 @@ export function loadConfig(env: Env = process.env): Config {
     limits: {
       maxDepth: int('MAX_DEPTH', DEFAULT_LIMITS.maxDepth, 1, 100),
       maxAliases: int('MAX_ALIASES', DEFAULT_LIMITS.maxAliases, 0, 1000),
+      maxAliasLength: int('MAX_ALIAS_LENGTH', DEFAULT_LIMITS.maxAliasLength!, 1, 100_000),
       maxDirectives: int('MAX_DIRECTIVES', DEFAULT_LIMITS.maxDirectives, 0, 1000),
       maxTokens: int('MAX_TOKENS', DEFAULT_LIMITS.maxTokens, 10, 100_000),
       maxCost: int('MAX_COST', DEFAULT_LIMITS.maxCost, 1, 10_000_000),

@@ -1,4 +1,6 @@
+import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/defaults.js';
 import type { Backend, ItemModel, PrincipalModel } from '../ports/backend.js';
+import { AnswerBudget } from './answerBudget.js';
 import type { Loaders } from './loaders.js';
 import type { RequestRecord } from '../observability/requestScope.js';
 
@@ -19,6 +21,8 @@ export interface GatewayContext {
    * (src/graphql/itemFragments.ts): the resolvers that answer a list of items add it here.
    */
   itemLists?: (readonly (ItemModel | null)[])[] | undefined;
+  /** What the answer may hold of item records (MAX_RESPONSE_BYTES): resolvers charge what they return. */
+  answerBudget?: AnswerBudget;
 }
 
 /**
@@ -28,6 +32,7 @@ export interface GatewayContext {
  */
 export class RequestContext implements GatewayContext {
   itemLists: (readonly (ItemModel | null)[])[] | undefined = undefined;
+  readonly answerBudget: AnswerBudget;
 
   constructor(
     readonly principal: PrincipalModel | null,
@@ -36,7 +41,10 @@ export class RequestContext implements GatewayContext {
     private readonly deadline: { readonly signal: AbortSignal },
     readonly request?: RequestRecord,
     readonly clientAddress?: string,
-  ) {}
+    maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+  ) {
+    this.answerBudget = new AnswerBudget(maxResponseBytes);
+  }
 
   get signal(): AbortSignal {
     return this.deadline.signal;

@@ -21,7 +21,7 @@ import { TrustedDocuments } from './trustedDocuments.js';
 
 /** The settings GraphQL execution reads. */
 export type GraphQLEngineConfig = Pick<Config, 'introspection' | 'limits'> &
-  Partial<Pick<Config, 'responseCacheMaxEntries' | 'preparedOperationsMaxDocuments' | 'trustedDocuments'>>;
+  Partial<Pick<Config, 'responseCacheMaxEntries' | 'responseCacheMaxBytes' | 'preparedOperationsMaxDocuments' | 'trustedDocuments'>>;
 
 /**
  * Everything that executes GraphQL, built once per gateway: Apollo Server (started), the prepared
@@ -42,7 +42,7 @@ export interface GraphQLEngine {
 
 export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: SharedCache, metrics: GatewayMetrics, log: Logger): Promise<GraphQLEngine> {
   const maxResponses = config.responseCacheMaxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES;
-  const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxTokens: config.limits.maxTokens }) : null;
+  const responseCache = maxResponses > 0 ? new ResponseCache({ maxEntries: maxResponses, maxBytes: config.responseCacheMaxBytes, maxTokens: config.limits.maxTokens }) : null;
   const schema = buildGatewaySchema({ introspection: config.introspection, maxCost: config.limits.maxCost });
   const trustedDocuments = config.trustedDocuments ? new TrustedDocuments(config.trustedDocuments) : null;
   // which file the start took, never its operations

@@ -81,6 +81,8 @@ interface Measure {
   typeFields: number;
   cost: number;
   aliases: number;
+  /** The longest alias's characters: an alias is written into the answer once for every value it is answered for. */
+  aliasLength: number;
   directives: number;
   /** The most fields with one response name in any one selection set at or below it. */
   sameName: number;
@@ -121,7 +123,7 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
   };
 
   const measureSet = (set: SelectionSetNode | undefined): Measure => {
-    const total: Measure = { depth: 0, introspectionDepth: 0, schemaFields: 0, typeFields: 0, cost: 0, aliases: 0, directives: 0, sameName: 0, landing: new Map() };
+    const total: Measure = { depth: 0, introspectionDepth: 0, schemaFields: 0, typeFields: 0, cost: 0, aliases: 0, aliasLength: 0, directives: 0, sameName: 0, landing: new Map() };
     if (!set) return total;
     const land = (from: Map<string, number>) => {
       for (const [name, count] of from) total.landing.set(name, (total.landing.get(name) ?? 0) + count);
@@ -132,7 +134,10 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
       total.directives += selection.directives?.length ?? 0;
       let inner: Measure;
       if (selection.kind === Kind.FIELD) {
-        if (selection.alias) total.aliases += 1;
+        if (selection.alias) {
+          total.aliases += 1;
+          total.aliasLength = Math.max(total.aliasLength, selection.alias.value.length);
+        }
         const responseName = selection.alias?.value ?? selection.name.value;
         total.landing.set(responseName, (total.landing.get(responseName) ?? 0) + 1);
         inner = measureSet(selection.selectionSet);
@@ -163,6 +168,7 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
       total.schemaFields += inner.schemaFields;
       total.typeFields += inner.typeFields;
       total.aliases += inner.aliases;
+      total.aliasLength = Math.max(total.aliasLength, inner.aliasLength);
       total.directives += inner.directives;
       total.sameName = Math.max(total.sameName, inner.sameName);
     }
@@ -255,6 +261,7 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits, schema?
       ['typeFields', maxTypeFields, measure.typeFields],
       ['introspectionCost', maxIntrospectionCost, introspects ? introspectionCost(schema, operation.selectionSet, fragments!, maxIntrospectionCost) : 0],
       ['aliases', limits.maxAliases, measure.aliases],
+      ['aliasLength', limits.maxAliasLength ?? DEFAULT_LIMITS.maxAliasLength!, measure.aliasLength],
       ['directives', limits.maxDirectives, measure.directives],
       ['cost', limits.maxCost, measure.cost],
       ['sameNameFields', limits.maxSameNameFields ?? DEFAULT_LIMITS.maxSameNameFields!, measure.sameName],

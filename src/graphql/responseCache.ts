@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
 import { Lexer, Source, stripIgnoredCharacters, TokenKind } from 'graphql';
 import { LRUCache } from 'lru-cache';
-import { DEFAULT_LIMITS, DEFAULT_RESPONSE_CACHE_ENTRIES } from '../config/defaults.js';
+import { DEFAULT_LIMITS, DEFAULT_RESPONSE_CACHE_BYTES, DEFAULT_RESPONSE_CACHE_ENTRIES, RESPONSE_CACHE_SHARE } from '../config/defaults.js';
 import type { ItemModel, RecommendationListModel, RecsNow } from '../ports/backend.js';
 import { isJsonContentType } from './contentType.js';
 
@@ -9,7 +9,7 @@ import { isJsonContentType } from './contentType.js';
 export interface ResponseCacheOptions {
   /** Responses kept at most; default DEFAULT_RESPONSE_CACHE_ENTRIES (10,000). */
   maxEntries?: number;
-  /** Bytes of response bodies kept at most; default 64 MiB. */
+  /** Bytes of response bodies kept at most (RESPONSE_CACHE_MAX_BYTES); an answer over a RESPONSE_CACHE_SHARE-th of it is not kept; default 64 MiB. */
   maxBytes?: number;
   /** Longest time a response is kept, in seconds, whatever its maxAge; default 300. */
   maxTtlSeconds?: number;
@@ -118,6 +118,8 @@ export interface ResponseCacheStats {
   rechecked: number;
   /** Answers dropped because a data change changed one of their sources. */
   changed: number;
+  /** Answers not kept because they were over a RESPONSE_CACHE_SHARE-th of the cache's bytes. */
+  oversized: number;
 }
 
 /** Bodies longer than this are not remembered as sent (their key is still cached by normalised query). */
@@ -158,7 +160,7 @@ const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
  * gateway's own key). A request without a valid credential never reaches the cache.
  */
 export class ResponseCache {
-  readonly stats: ResponseCacheStats = { hits: 0, misses: 0, stored: 0, rechecked: 0, changed: 0 };
+  readonly stats: ResponseCacheStats = { hits: 0, misses: 0, stored: 0, rechecked: 0, changed: 0, oversized: 0 };
   /** Data changes seen (dataChanged); an answer computed before the last one is checked before it is served. */
   private version = 0;
   /** Whether dataChanged is called (followData): answers then record their sources. */
@@ -172,14 +174,18 @@ export class ResponseCache {
   private readonly maxTtlSeconds: number;
   private readonly now: () => number;
   private readonly maxTokens: number;
+  /** The largest answer kept: one larger would evict many others. */
+  private readonly maxAnswerBytes: number;
 
   constructor(options: ResponseCacheOptions = {}) {
     this.now = options.now ?? Date.now;
     this.maxTokens = options.maxTokens ?? DEFAULT_LIMITS.maxTokens;
     this.maxTtlSeconds = options.maxTtlSeconds ?? 300;
+    const maxBytes = options.maxBytes ?? DEFAULT_RESPONSE_CACHE_BYTES;
+    this.maxAnswerBytes = Math.floor(maxBytes / RESPONSE_CACHE_SHARE);
     this.entries = new LRUCache<string, Entry>({
       max: options.maxEntries ?? DEFAULT_RESPONSE_CACHE_ENTRIES,
-      maxSize: options.maxBytes ?? 64 * 1024 * 1024,
+      maxSize: maxBytes,
       sizeCalculation: (entry, key) => entry.body.length + key.length,
     });
     // Both are filled before authentication, so both are bounded in bytes too, not only in
@@ -289,6 +295,10 @@ export class ResponseCache {
       if (name !== 'age' && name !== 'x-request-id' && name !== 'content-length') kept.push(name, value);
     }
     const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : body;
+    if (bytes.length + key.length > this.maxAnswerBytes) {
+      this.stats.oversized += 1;
+      return;
+    }
     kept.push('content-length', String(bytes.length));
     const now = this.now();
     // followed data: an answer whose sources are unknown could never be checked, nor trusted

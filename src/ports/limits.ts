@@ -23,6 +23,11 @@ export interface QueryLimits {
   maxDepth: number;
   /** MAX_ALIASES: aliased fields in one operation; default 30. */
   maxAliases: number;
+  /**
+   * MAX_ALIAS_LENGTH: characters of an alias; default 100. An alias is written into the answer
+   * for every value of its field, so a long one under a list multiplied the answer's bytes.
+   */
+  maxAliasLength?: number;
   /** MAX_DIRECTIVES: directives in one operation; default 20. */
   maxDirectives: number;
   /** MAX_TOKENS: lexical tokens in a document (checked by the parser); default 2000. */

@@ -50,6 +50,13 @@ describe('the query limits', () => {
   });
 });
 
+describe('aliases', () => {
+  it('may be at most MAX_ALIAS_LENGTH characters: each is written for every value of its field', () => {
+    expect(limitMessages(`{ ${'a'.repeat(100)}: viewer { id } }`)).toEqual([]);
+    expect(limitMessages(`{ viewer { id ${'b'.repeat(101)}: username } }`)).toEqual(['Query too complex: aliasLength 101 exceeds the limit of 100']);
+  });
+});
+
 describe('introspection', () => {
   const full = getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true, oneOf: true });
   const typeFields = (n: number, selection: string) => `{ ${Array.from({ length: n }, (_, i) => `t${i}: __type(name: "Item") ${selection}`).join(' ')} }`;

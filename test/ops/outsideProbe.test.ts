@@ -1,6 +1,7 @@
-import { getIntrospectionQuery } from 'graphql';
+import { getIntrospectionQuery, getNamedType, isLeafType, type GraphQLObjectType } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
+import { buildGatewaySchema } from '../../src/graphql/schema.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
@@ -8,6 +9,7 @@ import { storeKinds } from '../helpers/stores.js';
 // over real HTTP on the embedded backend, bounded in requests, with a valid client answered too.
 
 const alice = basicAuthorization('alice', 'alice-password');
+const root = basicAuthorization('root', 'root-password');
 const ITEM = 31000005;
 const CACHED = `{ item(itemId: ${ITEM}) { itemId name } }`;
 
@@ -61,5 +63,59 @@ describe('introspection (finding 1)', () => {
     expect(gw.gateway.preparedStats?.refused).toBeGreaterThanOrEqual(2);
     const valid = await gw.gql<{ item: { itemId: number } }>(CACHED, undefined, { authorization: alice });
     expect(valid.body.data?.item.itemId).toBe(ITEM);
+  });
+});
+
+describe('the bytes an answer holds (finding 3)', () => {
+  let gw: Awaited<ReturnType<typeof gatewayWith>>;
+  const ids = Array.from({ length: 100 }, (_, i) => 900_001 + i);
+  // records with a long text each: 8,000 two-byte characters, 16 KB of JSON
+  const records = ids.map((itemId) => ({ itemId, name: `Long ${itemId}`, longDescription: 'é'.repeat(8000) }));
+  const ALIASED = `query($ids: [ItemId!]!) { ${Array.from({ length: 30 }, (_, i) => `a${i}: items(itemIds: $ids) { longDescription }`).join(' ')} }`;
+  const leaves = (() => {
+    const item = buildGatewaySchema({ introspection: true }).getType('Item') as GraphQLObjectType;
+    return Object.values(item.getFields()).filter((field) => field.args.length === 0 && isLeafType(getNamedType(field.type))).map((field) => field.name);
+  })();
+
+  beforeAll(async () => {
+    gw = await gatewayWith();
+    const stored = await gw.gql('mutation($items: [ItemInput!]!) { upsertItems(items: $items) { upserted } }', { items: records }, { authorization: root });
+    expect(stored.body.data).toEqual({ upsertItems: { upserted: 100 } });
+  });
+  afterAll(() => gw.dispose());
+
+  it('refuses aliases of items over long records with QUERY_TOO_COMPLEX before the answer is built, and answers a valid key meanwhile', async () => {
+    const started = performance.now();
+    const [refused, cached] = await Promise.all([
+      fetch(`${gw.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: alice }, body: JSON.stringify({ query: ALIASED, variables: { ids } }) }),
+      gw.gql<{ item: { itemId: number } }>(CACHED, undefined, { authorization: alice }),
+    ]);
+    const text = await refused.text();
+    // 30 x 100 records of 16 KB: 48 MB before
+    expect(text.length).toBeLessThan(64 * 1024);
+    const body = JSON.parse(text) as { data: unknown; errors: { extensions: { code: string } }[] };
+    expect(body.errors[0]!.extensions.code).toBe('QUERY_TOO_COMPLEX');
+    expect(body.data).toBeNull();
+    expect(performance.now() - started).toBeLessThan(10_000);
+    expect(cached.body.data?.item.itemId).toBe(ITEM);
+  });
+
+  it('answers 100 items with every field once, and keeps an answer over a 64th of the response cache out of it', async () => {
+    const query = `query($ids: [ItemId!]!) { items(itemIds: $ids) { ${leaves.join(' ')} } }`;
+    const stats = gw.gateway.responseCacheStats!;
+    const before = { ...stats };
+    for (let i = 0; i < 2; i++) {
+      const answer = await gw.gql<{ items: { itemId: number; longDescription: string }[] }>(query, { ids }, { authorization: alice });
+      expect(answer.status).toBe(200);
+      expect(answer.body.data?.items.map((item) => item.itemId)).toEqual(ids);
+      expect(answer.body.data?.items[99]?.longDescription).toHaveLength(8000);
+    }
+    // 1.6 MB, over a 64th of RESPONSE_CACHE_MAX_BYTES (64 MiB): asked twice, computed twice
+    expect(stats.oversized - before.oversized).toBe(2);
+    expect(stats.stored).toBe(before.stored);
+    expect(stats.hits).toBe(before.hits);
+    // a small answer is still kept
+    await gw.gql(`{ items(itemIds: [${ids[0]}]) { itemId name } }`, undefined, { authorization: alice });
+    expect(stats.stored).toBe(before.stored + 1);
   });
 });

@@ -1,16 +1,16 @@
 import type { ItemResolvers } from '../../__generated__/resolvers-types.js';
-import { existingItems, loadRecommendations, loadRecommendedItems, recommendationListNow, recommendedItemsNow } from './helpers.js';
+import { charged, existingItems, loadRecommendations, loadRecommendedItems, recommendationListNow, recommendedItemsNow } from './helpers.js';
 
 export const Item: ItemResolvers = {
   parent: async (item, _, context) => {
     if (!item.parentItemId || item.parentItemId === item.itemId) return null;
-    return context.loaders.items.load(item.parentItemId);
+    return charged(context, await context.loaders.items.load(item.parentItemId));
   },
 
   variantItems: async (item, _, context) => {
     const ids = (item.variants ?? []).filter((id) => id !== item.itemId);
     // unknown variants are left out (the schema says so); variants that failed to load are an error
-    return existingItems(await context.loaders.items.loadMany(ids));
+    return charged(context, existingItems(await context.loaders.items.loadMany(ids)));
   },
 
   postBrowsedProducts: (item, { first }, context) =>

@@ -2,7 +2,7 @@ import type { QueryResolvers } from '../../__generated__/resolvers-types.js';
 import type { ItemModel } from '../../ports/backend.js';
 import { badUserInput, notFound } from '../../errors.js';
 import { MAX_ITEM_IDS } from '../../ports/limits.js';
-import { loadRecommendations, loadRecommendedItems, recommendationListNow, recommendedItemsNow, requirePrincipal } from './helpers.js';
+import { charged, loadRecommendations, loadRecommendedItems, recommendationListNow, recommendedItemsNow, requirePrincipal } from './helpers.js';
 
 export const Query: QueryResolvers = {
   viewer: (_, __, context) => context.principal,
@@ -18,13 +18,13 @@ export const Query: QueryResolvers = {
     requirePrincipal(context);
     const item = await context.loaders.items.load(itemId);
     if (!item) throw notFound(`No item with itemId ${itemId}`);
-    return item;
+    return charged(context, item);
   },
 
   items: async (_, { itemIds }, context) => {
     requirePrincipal(context);
     if (itemIds.length > MAX_ITEM_IDS) throw badUserInput(`At most ${MAX_ITEM_IDS} itemIds a query`, 'itemIds');
-    const items = await context.loaders.items.loadMany(itemIds);
+    const items = charged(context, await context.loaders.items.loadMany(itemIds));
     // graphql-js turns an Error in a list into a null with its own error at that index
     const answer = items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];
     context.itemLists?.push(answer);

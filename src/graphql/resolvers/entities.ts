@@ -5,7 +5,7 @@ import type { GatewayContext } from '../context.js';
 import { badUserInput, forbidden, notFound } from '../../errors.js';
 import { MAX_ITEM_IDS } from '../../ports/limits.js';
 import { entityCost, limitError } from '../limits.js';
-import { requirePrincipal } from './helpers.js';
+import { charged, requirePrincipal } from './helpers.js';
 
 /** The one entity type this subgraph resolves. */
 const ENTITY = 'Item';
@@ -45,7 +45,7 @@ async function entities(
   }
 
   const ids = representations.map(itemIdOf);
-  const loaded = await context.loaders.items.loadMany(ids.filter((id): id is number => typeof id === 'number'));
+  const loaded = charged(context, await context.loaders.items.loadMany(ids.filter((id): id is number => typeof id === 'number')));
   let next = 0;
   // graphql-js turns an Error in a list into a null with its own error at that index
   return ids.map((id) => {

@@ -5,6 +5,12 @@ import type { GatewayContext } from '../context.js';
 import { badUserInput, unauthenticated } from '../../errors.js';
 import { MAX_RECOMMENDATIONS } from '../../ports/limits.js';
 
+/** `items` after charging them to the request's answer budget (AnswerBudget: QUERY_TOO_COMPLEX past it). */
+export function charged<T extends ItemModel | null | readonly (ItemModel | null | Error)[]>(context: GatewayContext, items: T): T {
+  context.answerBudget?.charge(items);
+  return items;
+}
+
 export function requirePrincipal(context: GatewayContext): PrincipalModel {
   if (!context.principal) throw unauthenticated();
   return context.principal;
@@ -46,7 +52,7 @@ export async function loadRecommendedItems(
 ): Promise<ItemModel[]> {
   const { items } = await recommendationsWithItems(context, kind, anchorId, first);
   context.itemLists?.push(items);
-  return items;
+  return charged(context, items);
 }
 
 async function recommendationsWithItems(
@@ -76,8 +82,9 @@ export function recommendedItemsNow(
   first: number | null | undefined,
 ): ItemModel[] | undefined {
   const items = recommendationsNow(context, kind, anchorId, first)?.items;
-  if (items !== undefined) context.itemLists?.push(items);
-  return items;
+  if (items === undefined) return undefined;
+  context.itemLists?.push(items);
+  return charged(context, items);
 }
 
 /** loadRecommendations' answer at once where it can be (as recommendedItemsNow). */

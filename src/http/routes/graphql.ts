@@ -4,6 +4,7 @@ import { RequestContext } from '../../graphql/context.js';
 import { persistedQueryProblem, type PersistedQueryExtension } from '../../graphql/envelope.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
 import { createLoaders } from '../../graphql/loaders.js';
+import type { Config } from '../../config/env.js';
 import type { AnswerSources } from '../../graphql/responseCache.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
@@ -70,6 +71,7 @@ function wantsIde(req: IncomingMessage, search: string): boolean {
 
 /** What /graphql needs: GraphQL's entry point (the engine), and what sits in front of it: HTTP, authentication, the response cache. */
 export interface GraphQLRouteDeps extends BodyRouteDeps {
+  config: BodyRouteDeps['config'] & Partial<Pick<Config, 'maxResponseBytes'>>;
   metrics: GatewayMetrics;
   engine: GraphQLEngine;
   /** The IDE's page, for a browser's GET /graphql without a query. */
@@ -204,7 +206,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     // what a cacheable answer reads is recorded, so that a data change drops it only if it changed it
     const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
-    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address);
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address, config.maxResponseBytes);
     const answer = await execute({ method, headers: req.headers, search, body, bodyDepth }, context, record);
     if (answer.status === 401 && answer.headers['www-authenticate'] !== undefined) answer.headers['www-authenticate'] = challengeFor(req.headers);
     if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources);
