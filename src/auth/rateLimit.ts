@@ -18,7 +18,7 @@ function vouchedFor(keys: KeyService, authorization: string): PrincipalModel | u
 }
 
 /** What a limiter decided, for metrics. */
-export type RateLimitOutcome = 'allowed' | 'principal_limited' | 'user_limited' | 'address_locked' | 'username_locked';
+export type RateLimitOutcome = 'allowed' | 'principal_limited' | 'user_limited' | 'address_locked' | 'username_locked' | 'new_documents_limited';
 
 export class RateLimiter {
   /** Decisions since start, by outcome, for /metrics. */
@@ -28,6 +28,7 @@ export class RateLimiter {
     user_limited: 0,
     address_locked: 0,
     username_locked: 0,
+    new_documents_limited: 0,
   };
 
   /** RATE_LIMIT_PER_KEY's limits, made once (null exempts a key): a request spends no allocation on them. */
@@ -337,6 +338,24 @@ export class RateLimiter {
     if (limit !== null || userLimit !== null) this.counts.allowed += 1;
   }
 
+  /**
+   * Whether the caller (its user, else its address) may send a query text the gateway does not
+   * know: RATE_LIMITED when its new-document bucket is empty. A look, spending nothing: the
+   * token is spent by `validated`, once the text turned out to need parsing and validating.
+   */
+  async mayValidate(principal: PrincipalModel | null, address: string): Promise<void> {
+    const limit = this.settings.newDocuments;
+    if (limit === null || limit === undefined) return;
+    const look = await this.buckets.take(newDocumentsBucket(principal, address), limit, 0);
+    if (!look.allowed) throw this.refused('new_documents_limited', look.retryAfterMs);
+  }
+
+  /** Spends a token of the caller's new-document bucket: its request's text was parsed and validated afresh. */
+  async validated(principal: PrincipalModel | null, address: string): Promise<void> {
+    const limit = this.settings.newDocuments;
+    if (limit !== null && limit !== undefined) await this.buckets.take(newDocumentsBucket(principal, address), limit, 1);
+  }
+
   check(): Promise<string> {
     return this.buckets.check();
   }
@@ -372,6 +391,10 @@ class AddressedCall implements CallOptions {
 
 /** What a key service answers a call its signal stopped (CallOptions.signal). */
 const stoppedCall = (error: unknown): boolean => error instanceof GatewayError && error.code === ErrorCode.UPSTREAM_UNAVAILABLE;
+
+/** New documents' bucket: a user's over all their keys and sign-ins, else the principal's (an address without one). */
+const newDocumentsBucket = (principal: PrincipalModel | null, address: string): string =>
+  principal?.user.id ? `newdocs:user:${principal.user.id}` : `newdocs:${principalBucket(principal, address)}`;
 
 /** What all of a user's requests spend from, whichever key or password they come with. */
 const userBucket = (userId: string | null): string => `alluser:${userId}`;

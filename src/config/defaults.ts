@@ -33,6 +33,7 @@ export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
   perUser: { ratePerSecond: 100, burst: 200 },
   authFailures: { ratePerSecond: 10 / 60, burst: 10 },
   keyChecks: { ratePerSecond: 1, burst: 60 },
+  newDocuments: { ratePerSecond: 5, burst: 20 },
 };
 
 export const DEFAULT_SERVER_LIMITS: ServerLimits = {

@@ -138,7 +138,7 @@ export interface Config {
   introspection: boolean;
   /** MAX_DEPTH, MAX_ALIASES, MAX_ALIAS_LENGTH, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS, MAX_TYPE_FIELDS, MAX_INTROSPECTION_COST: see src/ports/limits.ts. */
   limits: QueryLimits;
-  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE, AUTH_KEY_CHECKS_PER_MINUTE: see src/ports/limits.ts. */
+  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE, AUTH_KEY_CHECKS_PER_MINUTE, NEW_DOCUMENTS_RPS, NEW_DOCUMENTS_BURST: see src/ports/limits.ts. */
   rateLimits: RateLimitSettings;
   /**
    * OTEL_EXPORTER_OTLP_ENDPOINT: where traces go (OTLP over HTTP, e.g. http://collector:4318).
@@ -334,12 +334,15 @@ export function loadConfig(env: Env = process.env): Config {
       }
       perKey[match[1]!.toLowerCase()] = Number(match[2]);
     }
+    const newRps = int('NEW_DOCUMENTS_RPS', defaults.newDocuments?.ratePerSecond ?? 0, 0, 100_000);
+    const newBurst = int('NEW_DOCUMENTS_BURST', Math.max(defaults.newDocuments?.burst ?? 1, newRps), 1, 1_000_000);
     return {
       perPrincipal: rps === 0 ? null : { ratePerSecond: rps, burst },
       perKey,
       perUser: userRps === 0 ? null : { ratePerSecond: userRps, burst: userBurst },
       authFailures: failures === 0 ? null : { ratePerSecond: failures / 60, burst: failures },
       keyChecks: keyChecks === 0 ? null : { ratePerSecond: keyChecks / 60, burst: keyChecks },
+      newDocuments: newRps === 0 ? null : { ratePerSecond: newRps, burst: newBurst },
     };
   }
 

@@ -23,6 +23,8 @@ export interface GatewayContext {
   itemLists?: (readonly (ItemModel | null)[])[] | undefined;
   /** What the answer may hold of item records (MAX_RESPONSE_BYTES): resolvers charge what they return. */
   answerBudget?: AnswerBudget;
+  /** Set when the request's document was parsed and validated afresh (NEW_DOCUMENTS_RPS: src/graphql/newDocuments.ts). */
+  validated?: boolean;
 }
 
 /**
@@ -33,6 +35,7 @@ export interface GatewayContext {
 export class RequestContext implements GatewayContext {
   itemLists: (readonly (ItemModel | null)[])[] | undefined = undefined;
   readonly answerBudget: AnswerBudget;
+  validated = false;
 
   constructor(
     readonly principal: PrincipalModel | null,

@@ -10,6 +10,7 @@ import type { GatewayMetrics } from '../observability/metrics.js';
 import type { SharedCache } from '../ports/cache.js';
 import type { GatewayContext } from './context.js';
 import { createDocumentStore } from './documentStore.js';
+import { NewDocuments, validationMarkPlugin } from './newDocuments.js';
 import { graphqlExecution, type ExecuteGraphQL } from './execute.js';
 import { gatewayFormatError } from './formatError.js';
 import { queryLimitsRule } from './limits.js';
@@ -35,6 +36,8 @@ export interface GraphQLEngine {
   prepared: PreparedOperations | null;
   responseCache: ResponseCache | null;
   trustedDocuments: TrustedDocuments | null;
+  /** The query texts parsed and validated before, which the new-document limit passes. */
+  newDocuments: NewDocuments;
   formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
   /** A request past HTTP (authenticated, its body read and parsed, not in the response cache) -> its answer. */
   execute: ExecuteGraphQL;
@@ -74,6 +77,7 @@ export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: Sh
       // apollo-federation-include-trace (traces go through OpenTelemetry here)
       ApolloServerPluginInlineTraceDisabled(),
       observabilityPlugin<GatewayContext>(metrics),
+      validationMarkPlugin<GatewayContext>(),
     ],
     formatError,
   });
@@ -94,5 +98,5 @@ export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: Sh
       : null;
   await apollo.start();
   const execute = graphqlExecution({ apollo, prepared, formatError }, metrics);
-  return { apollo, prepared, responseCache, trustedDocuments, formatError, execute };
+  return { apollo, prepared, responseCache, trustedDocuments, newDocuments: new NewDocuments(), formatError, execute };
 }

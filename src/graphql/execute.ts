@@ -7,6 +7,7 @@ import type { RequestRecord } from '../observability/requestScope.js';
 import { tracingActive } from '../observability/tracing.js';
 import type { GatewayContext } from './context.js';
 import { checkEnvelope, refusalAnswer, type FormatError } from './envelope.js';
+import { validationsSoFar } from './limits.js';
 import type { PreparedOperations } from './preparedOperations.js';
 
 /** A GraphQL request as HTTP delivered it: the method in upper case, the body read and parsed (undefined for a GET). */
@@ -64,7 +65,10 @@ export function graphqlExecution(parts: ExecutionParts, metrics: GatewayMetrics)
     if (prepared === null && !envelope.ok && envelope.stage === 'gateway') {
       return refusalAnswer(envelope.stage, [envelope.error], 'application/json; charset=utf-8', formatError);
     }
+    // the prepared path validates synchronously, here; Apollo marks the context itself (validationMarkPlugin)
+    const validatedBefore = validationsSoFar();
     const fast = prepared?.fromEnvelope(method, headers, envelope) ?? null;
+    if (validationsSoFar() !== validatedBefore) context.validated = true;
     if (fast !== null) {
       // counted and named as the observability plugin counts and names Apollo's
       const started = performance.now();

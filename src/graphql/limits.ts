@@ -273,6 +273,15 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits, schema?
   return errors;
 }
 
+/** Documents validated in this process (queryLimitsRule runs first in every validation of both paths). */
+let validations = 0;
+
+/**
+ * How many documents this process has validated so far: a synchronous stretch of work validated
+ * one when this grew across it (src/graphql/execute.ts, for the new-document limit).
+ */
+export const validationsSoFar = (): number => validations;
+
 /**
  * One validation rule for depth, aliases, directives, cost and fields of one response name,
  * following fragments.
@@ -289,6 +298,7 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits, schema?
  */
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   return (context: ValidationContext) => {
+    validations += 1;
     const document = context.getDocument();
     const errors = limitErrors(document, limits, context.getSchema());
     if (errors.length > 0) {

@@ -109,6 +109,13 @@ export interface RateLimitSettings {
    * off (null here, or absent) with 0, or with AUTH_FAILURES_PER_MINUTE=0.
    */
   keyChecks?: BucketLimit | null;
+  /**
+   * NEW_DOCUMENTS_RPS / NEW_DOCUMENTS_BURST: query texts a second that the gateway parses and
+   * validates afresh, per user (over all their keys and password sign-ins), else per client
+   * address; a text it knows, or one that runs on a known text's literal template, spends
+   * nothing. Default 5/s, burst 20; NEW_DOCUMENTS_RPS=0 (null or absent here) turns it off.
+   */
+  newDocuments?: BucketLimit | null;
 }
 
 /**

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 const ROOT = new URL('../../', import.meta.url).pathname;
 
 /** The environment that turns the rate limits off, for tests whose subject is something else. */
-export const NO_RATE_LIMITS = { RATE_LIMIT_RPS: '0', AUTH_FAILURES_PER_MINUTE: '0' } as const;
+export const NO_RATE_LIMITS = { RATE_LIMIT_RPS: '0', AUTH_FAILURES_PER_MINUTE: '0', NEW_DOCUMENTS_RPS: '0' } as const;
 
 export interface RunResult {
   code: number | null;

@@ -11,6 +11,8 @@ import { storeKinds } from '../helpers/stores.js';
 const alice = basicAuthorization('alice', 'alice-password');
 const root = basicAuthorization('root', 'root-password');
 const ITEM = 31000005;
+/** Ten more items of the demo shop. */
+const DEMO_ITEMS = [31000007, 31000010, 31000015, 31000018, 31000019, 31000024, 31000028, 31000032, 31000036, 31000041];
 const CACHED = `{ item(itemId: ${ITEM}) { itemId name } }`;
 
 /** A gateway over the demo shop on a fresh SQLite store, with `env`; stopped with its store. */
@@ -117,5 +119,77 @@ describe('the bytes an answer holds (finding 3)', () => {
     // a small answer is still kept
     await gw.gql(`{ items(itemIds: [${ids[0]}]) { itemId name } }`, undefined, { authorization: alice });
     expect(stats.stored).toBe(before.stored + 1);
+  });
+});
+
+describe('new documents (finding 6)', () => {
+  let gw: Awaited<ReturnType<typeof gatewayWith>>;
+  const bob = basicAuthorization('bob@corp.example', 'bob-password');
+  // dense: 40 fragments, each spread in one selection set, compared pairwise by validation
+  const fields = ['name', 'upc', 'msrp', 'salePrice', 'brandName', 'color', 'size', 'stock', 'age', 'gender'];
+  const dense = (name: string) => {
+    const fragments = Array.from({ length: 40 }, (_, i) => `fragment ${name}F${i} on Item { ${fields[i % 10]} ${fields[(i * 7 + 3) % 10]} }`);
+    return `query ${name} { item(itemId: ${ITEM}) { ${fragments.map((_, i) => `...${name}F${i}`).join(' ')} } } ${fragments.join(' ')}`;
+  };
+  const get = async (query: string, authorization: string) => {
+    const response = await fetch(`${gw.url}/graphql?${new URLSearchParams({ query }).toString()}`, { headers: { authorization, 'apollo-require-preflight': 'true' } });
+    return { status: response.status, headers: response.headers, body: (await response.json()) as { data?: unknown; errors?: { extensions?: Record<string, unknown> }[] } };
+  };
+
+  /**
+   * New texts sent one after the other until one is refused: at most the burst (3) and a token a
+   * second since the first (1/s) are answered, and one is refused within 20.
+   */
+  async function untilRefused<T extends { status: number }>(send: (n: number) => Promise<T>): Promise<{ refused: T }> {
+    const started = performance.now();
+    for (let n = 0; n < 20; n++) {
+      const answer = await send(n);
+      if (answer.status === 429) {
+        expect(n).toBeLessThanOrEqual(3 + Math.ceil((performance.now() - started) / 1000));
+        expect(n).toBeGreaterThanOrEqual(3);
+        return { refused: answer };
+      }
+      expect(answer.status).toBe(200);
+    }
+    throw new Error('20 new texts, none refused');
+  }
+
+  beforeAll(async () => {
+    gw = await gatewayWith({ NEW_DOCUMENTS_RPS: '1', NEW_DOCUMENTS_BURST: '3' });
+  });
+  afterAll(() => gw.dispose());
+
+  it('refuses a user\'s new query texts past NEW_DOCUMENTS_BURST, on both paths, and still answers their known ones and other users', async () => {
+    // a query alice asks often, cached (its first answer teaches the prepared path the content type)
+    expect((await gw.gql(CACHED, undefined, { authorization: alice })).status).toBe(200);
+    // the prepared path (POSTs)
+    const posted = await untilRefused((n) => gw.gql(dense(`A${n}`), undefined, { authorization: alice }));
+    const refused = posted.refused;
+    expect(refused.status).toBe(429);
+    expect(codeOf(refused)).toBe('RATE_LIMITED');
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
+    expect(refused.body.errors?.[0]?.message).toContain('NEW_DOCUMENTS_RPS');
+    // texts it sent before spend nothing, and are answered while it may send no new one
+    const known = await gw.gql<{ item: { name: string } }>(dense('A1'), undefined, { authorization: alice });
+    expect(known.status).toBe(200);
+    expect(known.body.data?.item.name).toEqual(expect.any(String));
+
+    // Apollo's path (GETs): another user's bucket, spent as Apollo validates
+    const got = await untilRefused((n) => get(dense(`B${n}`), bob));
+    expect(got.refused.body.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED');
+    expect((await get(dense('B0'), bob)).status).toBe(200);
+
+    // a third user is untouched; texts that differ from one it sent only in a literal run on that
+    // one's template, and spend nothing of its bucket
+    expect((await gw.gql(dense('C1'), undefined, { authorization: root })).status).toBe(200);
+    const templated = gw.gateway.preparedStats!.templated;
+    for (const id of DEMO_ITEMS) expect((await gw.gql(dense('C1').replace(String(ITEM), String(id)), undefined, { authorization: root })).status).toBe(200);
+    expect(gw.gateway.preparedStats!.templated).toBe(templated + 10);
+    expect((await gw.gql(dense('C2'), undefined, { authorization: root })).status).toBe(200);
+    // alice's cached query, while her texts may still be refused
+    const hits = gw.gateway.responseCacheStats!.hits;
+    const cached = await gw.gql<{ item: { itemId: number } }>(CACHED, undefined, { authorization: alice });
+    expect(cached.body.data?.item.itemId).toBe(ITEM);
+    expect(gw.gateway.responseCacheStats!.hits).toBe(hits + 1);
   });
 });

@@ -83,7 +83,7 @@ export interface GraphQLRouteDeps extends BodyRouteDeps {
 /** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
   const { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies, metrics, serveIde } = deps;
-  const { responseCache, trustedDocuments, execute } = deps.engine;
+  const { responseCache, trustedDocuments, newDocuments, execute } = deps.engine;
   // what a shared cache must key a PUBLIC answer by (the response cache stores it with the answer)
   const publicVary = deps.varyByOrigin === true ? 'authorization, origin' : 'authorization';
 
@@ -201,6 +201,18 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     // persisted queries are registered in a cache every process shares: not by strangers, whose
     // query is answered as if sent without its hash (a hash alone is only looked up)
     if (principal === null && asksPersistedQuery(method, body, search)) ({ body, search } = withoutRegistration(method, body, search));
+    // a text not parsed here before is let through while its caller's new-document bucket holds a
+    // token, and spends one if it was parsed and validated (src/graphql/newDocuments.ts)
+    const unknownText = newDocuments.unknownText(method, body, search);
+    if (unknownText !== null) {
+      try {
+        await limiter.mayValidate(principal, address);
+      } catch (error) {
+        if (!(error instanceof GatewayError)) throw error;
+        res.setHeader('x-request-id', record.id);
+        return sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error, `Too many new query texts (NEW_DOCUMENTS_RPS): retry in ${Math.ceil(error.retryAfter ?? 1)} s; texts sent before are still answered`), errorHeaders(error, req.headers));
+      }
+    }
     // GraphQL from here (src/graphql/execute.ts): the envelope checked once, then the fast path or Apollo
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
     // what a cacheable answer reads is recorded, so that a data change drops it only if it changed it
@@ -208,6 +220,10 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address, config.maxResponseBytes);
     const answer = await execute({ method, headers: req.headers, search, body, bodyDepth }, context, record);
+    if (context.validated) {
+      if (unknownText !== null) newDocuments.remember(unknownText);
+      limiter.validated(principal, address).catch(() => undefined);
+    }
     if (answer.status === 401 && answer.headers['www-authenticate'] !== undefined) answer.headers['www-authenticate'] = challengeFor(req.headers);
     if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources);
     res.setHeader('x-request-id', record.id);
