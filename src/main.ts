@@ -243,7 +243,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
       ]);
     const stopTracing = await startTracing(config);
     closers.push(stopTracing);
-    const metrics = new GatewayMetrics({ processMetrics: true });
+    const metrics = new GatewayMetrics({ processMetrics: true, operationNames: config.metricsOperationNames, operationNamesPerUser: config.metricsOperationNamesPerUser });
     const cache = openCache(config, { log });
     closers.push(() => cache.close());
     const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, secret: config.rateLimitKeySecret });

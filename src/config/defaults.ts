@@ -94,3 +94,15 @@ export const DEFAULT_EVENTS_MAX_AGE_DAYS = 90;
  * Ten minutes: a quiet shop's popularity and category figures barely move in that time.
  */
 export const DEFAULT_NBP_REBUILD_SECONDS = 600;
+
+/**
+ * METRICS_OPERATION_NAMES: distinct operation names /metrics carries as label values (later ones
+ * are `other`): the names come from clients, and the cap bounds the series whatever they send.
+ */
+export const DEFAULT_METRICS_OPERATION_NAMES = 100;
+/**
+ * METRICS_OPERATION_NAMES_PER_USER: of those, the names one user (all their keys and sign-ins)
+ * may bring in; an administrator's are not counted. One client inventing names takes this many
+ * slots, never all of them.
+ */
+export const DEFAULT_METRICS_OPERATION_NAMES_PER_USER = 20;

@@ -13,6 +13,8 @@ import {
   DEFAULT_PREPARED_DOCUMENTS,
   DEFAULT_RATE_LIMITS,
   DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_METRICS_OPERATION_NAMES,
+  DEFAULT_METRICS_OPERATION_NAMES_PER_USER,
   DEFAULT_RESPONSE_CACHE_BYTES,
   DEFAULT_RESPONSE_CACHE_ENTRIES,
   DEFAULT_SERVER_LIMITS,
@@ -160,6 +162,13 @@ export interface Config {
    * Default: none, and /metrics is open (keep it off the public network then).
    */
   metricsToken: string | null;
+  /** METRICS_OPERATION_NAMES: operation names /metrics labels at most (later ones are `other`). Default 100. */
+  metricsOperationNames: number;
+  /**
+   * METRICS_OPERATION_NAMES_PER_USER: of those, the names one user may bring in (an
+   * administrator's are not counted). Default 20.
+   */
+  metricsOperationNamesPerUser: number;
   // --- Trusted documents (src/graphql/trustedDocuments.ts) ---
   /**
    * TRUSTED_DOCUMENTS: the path of a persisted-query manifest (Apollo's format, or GraphQL Code
@@ -459,6 +468,8 @@ export function loadConfig(env: Env = process.env): Config {
     // --- Exposure limits (security review) ---
     maxKeysPerUser: int('MAX_KEYS_PER_USER', DEFAULT_MAX_KEYS_PER_USER, 1, 1_000_000),
     metricsToken: token('METRICS_TOKEN'),
+    metricsOperationNames: int('METRICS_OPERATION_NAMES', DEFAULT_METRICS_OPERATION_NAMES, 0, 100_000),
+    metricsOperationNamesPerUser: int('METRICS_OPERATION_NAMES_PER_USER', DEFAULT_METRICS_OPERATION_NAMES_PER_USER, 0, 100_000),
     trustedDocuments: trustedDocuments(),
     corsOrigins: corsOrigins(),
   };

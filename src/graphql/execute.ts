@@ -82,7 +82,7 @@ export function graphqlExecution(parts: ExecutionParts, metrics: GatewayMetrics)
       const answer = await prepared!.execute(fast, context);
       if (answer !== null) {
         const code = answer.firstErrorCode;
-        metrics.graphqlAnswered(operation, code === null ? 'ok' : isErrorCode(code) ? code : 'error', started, record, context.principal === null);
+        metrics.graphqlAnswered(operation, code === null ? 'ok' : isErrorCode(code) ? code : 'error', started, record, context.principal);
         return answer;
       }
     }

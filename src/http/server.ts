@@ -61,7 +61,7 @@ const CLIENT_ERRORS_ANY_ORIGIN = clientErrorAnswers('access-control-allow-origin
 
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'responseCacheMaxBytes' | 'maxResponseBytes' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments' | 'corsOrigins'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'responseCacheMaxBytes' | 'maxResponseBytes' | 'metricsOperationNames' | 'metricsOperationNamesPerUser' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments' | 'corsOrigins'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -104,7 +104,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const log = options.log ?? silentLogger;
   const cache = options.cache ?? new MemoryCache();
   const limiter = options.limiter ?? RateLimiter.open(config.rateLimits);
-  const metrics = options.metrics ?? new GatewayMetrics();
+  const metrics = options.metrics ?? new GatewayMetrics({ operationNames: config.metricsOperationNames, operationNamesPerUser: config.metricsOperationNamesPerUser });
   metrics.watch({
     cache: cache.stats,
     rateLimits: limiter.counts,

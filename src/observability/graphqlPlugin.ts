@@ -3,6 +3,7 @@ import { trace } from '@opentelemetry/api';
 import { isErrorCode } from '../errors.js';
 import type { GatewayMetrics } from './metrics.js';
 import type { RequestRecord } from './requestScope.js';
+import type { PrincipalModel } from '../ports/backend.js';
 import { promised } from '../ports/promised.js';
 
 /**
@@ -10,7 +11,7 @@ import { promised } from '../ports/promised.js';
  * span and access-log line after the operation. The outcome is `ok` or the first error's code,
  * read after formatError, so it is always from the closed set.
  */
-export function observabilityPlugin<T extends { request?: RequestRecord; principal?: unknown }>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
+export function observabilityPlugin<T extends { request?: RequestRecord; principal?: PrincipalModel | null }>(metrics: GatewayMetrics): ApolloServerPlugin<T> {
   return {
     requestDidStart: () => promised(() => {
       const started = performance.now();
@@ -30,7 +31,7 @@ export function observabilityPlugin<T extends { request?: RequestRecord; princip
           const code = errors?.[0]?.extensions?.code;
           const outcome = errors === undefined || errors.length === 0 ? 'ok' : isErrorCode(code) ? code : 'error';
           const { request, principal } = requestContext.contextValue;
-          metrics.graphqlAnswered(operation, outcome, started, request, principal === null || principal === undefined);
+          metrics.graphqlAnswered(operation, outcome, started, request, principal ?? null);
         }),
       };
     }),

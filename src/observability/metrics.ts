@@ -2,15 +2,12 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BreakerState, UpstreamObserver } from '../ports/observers.js';
 import type { CacheStats } from '../ports/cache.js';
+import type { PrincipalModel } from '../ports/backend.js';
 import type { RateLimitOutcome } from '../auth/rateLimit.js';
+import { DEFAULT_METRICS_OPERATION_NAMES, DEFAULT_METRICS_OPERATION_NAMES_PER_USER } from '../config/defaults.js';
 import { RequestCounter, RequestHistogram } from './requestMetrics.js';
 import type { RequestRecord } from './requestScope.js';
 
-/**
- * Distinct operation names kept as label values; later newcomers are counted as `other`. The
- * names come from clients: the cap bounds the series /metrics carries whatever they send.
- */
-export const MAX_OPERATION_NAMES = 100;
 const MAX_OPERATION_NAME_LENGTH = 64;
 /** The labels that are not names, and `other`, for every name not (yet) kept. */
 const FIXED_OPERATION_LABELS = new Set(['invalid', 'anonymous', 'other']);
@@ -28,6 +25,10 @@ const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly operationNames = new Set<string>();
+  /** Names each user brought in (by user id, else credential), for their share. */
+  private readonly namesBrought = new Map<string, number>();
+  private readonly maxNames: number;
+  private readonly maxNamesPerUser: number;
 
   // what every request, upstream call and batch records: see requestMetrics.ts for why these are
   // not prom-client's own
@@ -87,10 +88,10 @@ export class GatewayMetrics {
   /**
    * Counts and times one answered operation (by Apollo, or by the response cache before it).
    * `operation` is operationLabel's answer; the metrics carry it only once it is a kept name.
-   * `anonymous`: the request came without credentials, so its name may not take a slot.
+   * `caller`: who asked (null without credentials: its name may not take a slot).
    */
-  graphqlAnswered(operation: string, outcome: string, startedAt: number, record?: RequestRecord, anonymous = false): void {
-    const label = this.keptLabel(operation, anonymous ? 'anonymous-caller' : outcome);
+  graphqlAnswered(operation: string, outcome: string, startedAt: number, record: RequestRecord | undefined, caller: PrincipalModel | null): void {
+    const label = this.keptLabel(operation, outcome, caller);
     this.graphqlRequests.inc(label, outcome);
     this.graphqlDuration.observe((performance.now() - startedAt) / 1000, label);
     if (record && record.operation === undefined) record.operation = operation;
@@ -98,16 +99,22 @@ export class GatewayMetrics {
 
   /**
    * The metric label of an operation name: the name once an operation under it has succeeded
-   * (the first MAX_OPERATION_NAMES such names), `other` for any other name. Success is the test
-   * because a name that only ever fails (a typo, a probe, a flood of invented names answered
-   * UNAUTHENTICATED or GRAPHQL_VALIDATION_FAILED) says nothing an operator can act on by name,
-   * and it would take a slot a real operation needs. Nor does a request without credentials
-   * (`{ viewer }` succeeds without them): only a client with a key or password can name a label,
-   * and the cap bounds what inventing names costs them.
+   * for a caller with credentials (the first METRICS_OPERATION_NAMES such names), `other` for
+   * any other name. Success is the test because a name that only ever fails (a typo, a probe, a
+   * flood of invented names answered UNAUTHENTICATED or GRAPHQL_VALIDATION_FAILED) says nothing
+   * an operator can act on by name. A slot is not first come, first served for anyone: a user
+   * brings in at most METRICS_OPERATION_NAMES_PER_USER names (an administrator, who runs the
+   * gateway, any number), so one client's invented names leave the rest to everyone else's.
    */
-  private keptLabel(operation: string, outcome: string): string {
+  private keptLabel(operation: string, outcome: string, caller: PrincipalModel | null): string {
     if (this.operationNames.has(operation) || FIXED_OPERATION_LABELS.has(operation)) return operation;
-    if (outcome !== 'ok' || this.operationNames.size >= MAX_OPERATION_NAMES) return 'other';
+    if (outcome !== 'ok' || caller === null || this.operationNames.size >= this.maxNames) return 'other';
+    if (!caller.user.isAdmin) {
+      const user = caller.user.id ?? caller.credentialId;
+      const brought = this.namesBrought.get(user) ?? 0;
+      if (brought >= this.maxNamesPerUser) return 'other';
+      this.namesBrought.set(user, brought + 1);
+    }
     this.operationNames.add(operation);
     return operation;
   }
@@ -116,7 +123,13 @@ export class GatewayMetrics {
   private breakers: (() => Record<string, BreakerState>) | undefined;
   private rateLimits: Readonly<Record<RateLimitOutcome, number>> | undefined;
 
-  constructor(options: { processMetrics?: boolean } = {}) {
+  /**
+   * `operationNames`: METRICS_OPERATION_NAMES, names kept as labels at most; `operationNamesPerUser`:
+   * METRICS_OPERATION_NAMES_PER_USER, of those one user may bring in (see keptLabel).
+   */
+  constructor(options: { processMetrics?: boolean; operationNames?: number; operationNamesPerUser?: number } = {}) {
+    this.maxNames = options.operationNames ?? DEFAULT_METRICS_OPERATION_NAMES;
+    this.maxNamesPerUser = options.operationNamesPerUser ?? DEFAULT_METRICS_OPERATION_NAMES_PER_USER;
     // The cache, breakers and limiter keep their own counters; they are read at scrape time.
     const cacheStats = (): CacheStats | undefined => this.cacheStats;
     const breakers = (): Record<string, BreakerState> => this.breakers?.() ?? {};

@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-node';
 import { SpanKind } from '@opentelemetry/api';
+import { principal } from '../helpers/liveEvents.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { createRestBackend, type RestBackend } from '../../src/backends/rest/index.js';
@@ -141,9 +142,11 @@ describe('observability of a GraphQL request in REST mode', () => {
     expect(fresh.operationLabel('x'.repeat(500), true)).toHaveLength(64);
     expect(fresh.operationLabel(null, true)).toBe('anonymous');
     expect(fresh.operationLabel('Named', false)).toBe('invalid');
-    fresh.graphqlAnswered('Failing', 'NOT_FOUND', performance.now());
-    for (let i = 0; i < 300; i++) fresh.graphqlAnswered(fresh.operationLabel(`Op${i}`, true), 'ok', performance.now());
-    fresh.graphqlAnswered('Op5', 'UNAUTHENTICATED', performance.now());
+    // an administrator's names, which no share bounds
+    const admin = principal(true);
+    fresh.graphqlAnswered('Failing', 'NOT_FOUND', performance.now(), undefined, admin);
+    for (let i = 0; i < 300; i++) fresh.graphqlAnswered(fresh.operationLabel(`Op${i}`, true), 'ok', performance.now(), undefined, admin);
+    fresh.graphqlAnswered('Op5', 'UNAUTHENTICATED', performance.now(), undefined, null);
     const { body } = await fresh.render();
     expect(body).toContain('recs_gateway_graphql_requests_total{operation="Op5",outcome="UNAUTHENTICATED"} 1');
     expect(body).toContain('recs_gateway_graphql_requests_total{operation="Op99",outcome="ok"} 1');

@@ -179,7 +179,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       text = (await readBody(req, limit)).toString('utf8');
       // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
       cacheKey = cached?.knownKey(req.headers, text) ?? null;
-      if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
+      if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
       ({ body, depth: bodyDepth } = parseBody(text, req.headers['content-type']));
     }
     // a listed hash becomes its body; with TRUSTED_DOCUMENTS_ONLY nothing else runs (before any
@@ -195,7 +195,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     }
     if (cached !== null && cacheKey === null) {
       cacheKey = cached.keyOf(method, req.headers, body, text);
-      if (cacheKey !== null && serveCached(res, cacheKey, record)) return;
+      if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
     }
 
     // persisted queries are registered in a cache every process shares: not by strangers, whose
@@ -245,10 +245,10 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
   }
 
   /** Answers from the response cache when it holds a fresh answer for key; false when it does not. */
-  function serveCached(res: ServerResponse, key: string, record: RequestRecord): boolean {
+  function serveCached(res: ServerResponse, key: string, record: RequestRecord, principal: PrincipalModel | null): boolean {
     const started = performance.now();
     const hit = responseCache!.serve(key, res, record.id);
-    if (hit !== null) metrics.graphqlAnswered(hit, 'ok', started, record);
+    if (hit !== null) metrics.graphqlAnswered(hit, 'ok', started, record, principal);
     return hit !== null;
   }
 
