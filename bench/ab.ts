@@ -119,7 +119,7 @@ async function start(build: string, upstream?: Gateway, profile?: 'a' | 'b'): Pr
   const env = {
     ...process.env, REDIS_URL: undefined, LOG_LEVEL: 'warn', NODE_ENV: 'production', BACKEND: 'embedded', BENCH_DIST: build,
     DATA_DIR: mixed && profile !== undefined ? path.join(dataDir, profile) : dataDir,
-    RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0',
+    RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0', NEW_DOCUMENTS_RPS: '0',
     ...(scenario === 'cached' || mixed ? {} : { RESPONSE_CACHE_MAX_ENTRIES: '0' }),
     ...(upstream
       ? {

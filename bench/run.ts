@@ -115,7 +115,7 @@ interface Target {
 
 /** Starts bench/targets/<script>.ts pinned to `cpu` and waits for its {"url"} line. */
 /** Rate limits too high to refuse anything, so the limiter's work is measured but not its 429s. */
-const UNLIMITED = { RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0' };
+const UNLIMITED = { RATE_LIMIT_RPS: '1000000', RATE_LIMIT_BURST: '10000000', AUTH_FAILURES_PER_MINUTE: '0', NEW_DOCUMENTS_RPS: '0' };
 
 async function start(script: string, env: Record<string, string>, cpu = SERVER_CPU, nodeFlags: string[] = []): Promise<Target> {
   // the gateways with the V8 flag `npm start` passes (package.json)
