@@ -16,6 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { typeAliasesQuery } from '../test/helpers/attacks.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 const ITEM = 31000005;
@@ -41,13 +42,7 @@ async function attack(url: string, admin: string, user: string, key: string): Pr
     if (Object.values(statuses).reduce((a, b) => a + b) === 1) console.log(`first attack answer: ${answer.status}, ${answer.text.length} characters`);
   };
   if (scenario === 'introspection') {
-    const query = [
-      `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __type(name: "Query") { ...T }`).join(' ')} }`,
-      'fragment T on __Type { fields(includeDeprecated: true) { name description args { ...V } type { ...R } } }',
-      'fragment V on __InputValue { name description type { ...R } }',
-      'fragment R on __Type { name fields { ...F } ofType { name fields { ...F } ofType { name fields { ...F } ofType { name fields { ...F } } } } }',
-      'fragment F on __Field { name description deprecationReason args { name description } type { kind name description ofType { kind name description ofType { name } } } }',
-    ].join('\n');
+    const query = typeAliasesQuery(30);
     while (!stop) {
       void send({ query });
       await sleep(333);

@@ -2,6 +2,7 @@ import { getIntrospectionQuery, getNamedType, isLeafType, type GraphQLObjectType
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { buildGatewaySchema } from '../../src/graphql/schema.js';
+import { typeAliasesQuery } from '../helpers/attacks.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
@@ -28,14 +29,6 @@ async function gatewayWith(env: Record<string, string> = {}): Promise<TestGatewa
   };
 }
 
-/** 30 aliases of `__type(name: "Query")` through fragments that reach every field's type's fields: 2.3 MB before issue 41. */
-export const TYPE_ALIASES_QUERY = [
-  `{ ${Array.from({ length: 30 }, (_, i) => `a${i}: __type(name: "Query") { ...T }`).join(' ')} }`,
-  'fragment T on __Type { fields(includeDeprecated: true) { name description args { ...V } type { ...R } } }',
-  'fragment V on __InputValue { name description type { ...R } }',
-  'fragment R on __Type { name fields { ...F } ofType { name fields { ...F } ofType { name fields { ...F } ofType { name fields { ...F } } } } }',
-  'fragment F on __Field { name description deprecationReason args { name description } type { kind name description ofType { kind name description ofType { name } } } }',
-].join('\n');
 
 describe('introspection (finding 1)', () => {
   let gw: Awaited<ReturnType<typeof gatewayWith>>;
@@ -47,10 +40,10 @@ describe('introspection (finding 1)', () => {
   it('refuses an anonymous body whose __type aliases multiply the answer, on both paths, and answers the standard query and a valid key', async () => {
     const full = getIntrospectionQuery({ descriptions: true, specifiedByUrl: true, directiveIsRepeatable: true, schemaDescription: true, inputValueDeprecation: true, oneOf: true });
     // five aliases are within MAX_TYPE_FIELDS, and what they answer is not
-    const five = TYPE_ALIASES_QUERY.replace(/^\{.*\}$/m, `{ ${Array.from({ length: 5 }, (_, i) => `a${i}: __type(name: "Query") { ...T }`).join(' ')} }`);
+    const five = typeAliasesQuery(5);
     // Apollo answers first; its 200 to the standard query teaches the prepared path the content type, which answers after
     for (const path of ['apollo', 'prepared']) {
-      const refused = await gw.gql(TYPE_ALIASES_QUERY);
+      const refused = await gw.gql(typeAliasesQuery(30));
       expect(refused.status, path).toBe(400);
       expect(codeOf(refused)).toBe('QUERY_TOO_COMPLEX');
       expect(refused.body.errors?.[0]?.message).toContain('typeFields 30 exceeds the limit of 5');
