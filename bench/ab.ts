@@ -177,7 +177,7 @@ bodiesFor.set(a.url, bodiesOf(flags['a-anchors']));
 bodiesFor.set(b.url, bodiesOf(flags['b-anchors']));
 const named = (side: 'a' | 'b'): string => (flags[`${side}-root`] !== undefined ? `${flags[`${side}-root`]}/dist` : flags[side]);
 console.log(`${scenario}: A ${named('a')} (${bodiesFor.get(a.url)!.length} bodies), B ${named('b')} (${bodiesFor.get(b.url)!.length} bodies); load average ${os.loadavg()[0]!.toFixed(2)}`);
-// warm-up: the JIT's, and the prepared path's compiling; the mix's, its response cache's steady state
+// warm-up: the JIT's, and the takeover's learning and compiling; the mix's, its response cache's steady state
 await round(a, Number(flags.seconds), mixed ? MIXED_WARM : undefined);
 await round(b, Number(flags.seconds), mixed ? MIXED_WARM : undefined);
 const ratios: number[] = [];

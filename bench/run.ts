@@ -612,7 +612,7 @@ await oneTarget('lookup', 'lookup through GraphQL, embedded, no response cache, 
 });
 
 // (7b) the same lookups with the anchor written into the query text, as hand-written clients do:
-// every text is new, and shares its prepared document with the others (src/http/literalTemplates.ts)
+// every text is new to Apollo, which parses and validates it
 const inlineQuery = (id: number): string => `{ productRecommendations(itemId: ${id}) { itemId name salePrice brandName customerRating } }`;
 await oneTarget('inline', 'lookup through GraphQL, embedded, no response cache, the anchor inline', async () => {
   const uncached = await start('gateway', { ...embeddedEnv, RESPONSE_CACHE_MAX_ENTRIES: '0' }, SERVER_CPU, profileFlags);

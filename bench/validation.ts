@@ -2,9 +2,8 @@
  * What validating a hostile document costs, before and after the limits run first (not a test):
  * npx tsx bench/validation.ts
  * "before" is one validate() with graphql-js's rules and the query limits without the limit on
- * fields of one response name (what Apollo did, and the prepared path did too, then Apollo
- * again); "after" is the prepared path's: the limits alone first (src/graphql/limits.ts), graphql-js's
- * rules only for a document within them. Each round parses afresh (a document over a limit is
+ * fields of one response name; "after" is the limits alone first (src/graphql/limits.ts),
+ * graphql-js's rules only for a document within them. Each round parses afresh (a document over a limit is
  * emptied by the rule). Prints CPU milliseconds per document, and how many times a normal query
  * that costs, measured in the same run.
  */

@@ -11,7 +11,7 @@
  *                          is its whole work);
  *                          GET /__bench/auth returns {calls, ns} and resets them
  *   BENCH_DIST=<dir>       the build to run, a directory beside dist/ (default dist)
- *   BENCH_STATS=1          GET /__bench/stats returns the prepared path's and the response
+ *   BENCH_STATS=1          GET /__bench/stats returns the takeover's and the response
  *                          cache's counters since start
  *   BENCH_PHASES=1         times the phases of each request sent with `x-bench-phases: 1` (made
  *                          one at a time): before the first upstream call, the upstream calls,
@@ -202,7 +202,7 @@ if (process.env.BENCH_TIME_AUTH === '1') {
 if (process.env.BENCH_STATS === '1') {
   intercept((req, res) => {
     if (req.url !== '/__bench/stats') return false;
-    answerJson(res, { prepared: gateway.preparedStats, responseCache: gateway.responseCacheStats });
+    answerJson(res, { takeover: gateway.takeoverStats, responseCache: gateway.responseCacheStats });
     return true;
   });
 }

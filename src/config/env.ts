@@ -95,9 +95,9 @@ export interface Config {
    */
   maxResponseBytes: number;
   /**
-   * PREPARED_OPERATIONS_MAX_DOCUMENTS: query texts kept parsed and validated, whose queries then
-   * run without Apollo Server's request pipeline, with the same answers
-   * (src/graphql/preparedOperations.ts); 0 sends every request through Apollo. Default 1000.
+   * PREPARED_OPERATIONS_MAX_DOCUMENTS: exact queries Apollo accepted that the takeover answers
+   * again without Apollo's pipeline (src/graphql/takeover.ts); 0 sends every request through
+   * Apollo. Default 1000.
    */
   preparedOperationsMaxDocuments: number;
   /** APIKEY_SERVICE_URL: the key service, for BACKEND=rest. */

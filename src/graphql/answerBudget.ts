@@ -45,4 +45,9 @@ export class AnswerBudget {
     }
     this.spent += bytes;
   }
+
+  /** Forgets what was charged: the request runs again from scratch. */
+  reset(): void {
+    this.spent = 0;
+  }
 }

@@ -1,5 +1,6 @@
 import { DEFAULT_MAX_RESPONSE_BYTES } from '../config/defaults.js';
-import type { Backend, ItemModel, PrincipalModel } from '../ports/backend.js';
+import type { Backend, PrincipalModel } from '../ports/backend.js';
+import { newResolved, type Resolved } from './apollo.js';
 import { AnswerBudget } from './answerBudget.js';
 import type { Loaders } from './loaders.js';
 import type { RequestRecord } from '../observability/requestScope.js';
@@ -16,15 +17,10 @@ export interface GatewayContext {
   signal: AbortSignal;
   /** The caller's address as the gateway trusts it, for calls that forward it (X-Forwarded-For). */
   clientAddress?: string;
-  /**
-   * Set (empty) by the prepared path for an operation it serialises from its records
-   * (src/graphql/itemFragments.ts): the resolvers that answer a list of items add it here.
-   */
-  itemLists?: (readonly (ItemModel | null)[])[] | undefined;
   /** What the answer may hold of item records (MAX_RESPONSE_BYTES): resolvers charge what they return. */
-  answerBudget?: AnswerBudget;
-  /** Set when the request's document was parsed and validated afresh (NEW_DOCUMENTS_RPS: src/graphql/newDocuments.ts). */
-  validated?: boolean;
+  answerBudget: AnswerBudget;
+  /** What became of the operation, for the route (written by the engine). */
+  resolved: Resolved;
 }
 
 /**
@@ -33,9 +29,8 @@ export interface GatewayContext {
  * RequestDeadline).
  */
 export class RequestContext implements GatewayContext {
-  itemLists: (readonly (ItemModel | null)[])[] | undefined = undefined;
   readonly answerBudget: AnswerBudget;
-  validated = false;
+  readonly resolved = newResolved();
 
   constructor(
     readonly principal: PrincipalModel | null,

@@ -36,7 +36,7 @@ export function variableErrorWithoutValue(message: string, error: unknown): stri
 }
 
 /**
- * The formatError of both GraphQL paths (Apollo's and the prepared one): codes from the closed
+ * Apollo's formatError: codes from the closed
  * set pass without a stack trace, a limit gets QUERY_TOO_COMPLEX, anything else is logged whole
  * and shown as INTERNAL_SERVER_ERROR with nothing of it.
  */

@@ -292,9 +292,7 @@ export const validationsSoFar = (): number => validations;
  * of `viewer { id }` took 150 ms). A rule cannot stop validate(), so when a limit fails this one
  * reports its errors as it is made (before the walk) and empties the document's definitions:
  * the other rules then walk nothing. The document is the one just parsed for this request, and a
- * document that fails validation is never stored or executed (not by Apollo, not by the prepared
- * path). Validating with this rule alone first (src/graphql/preparedOperations.ts) and with every
- * rule at once (Apollo) thus give the same errors.
+ * document that fails validation is never stored or executed.
  */
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   return (context: ValidationContext) => {

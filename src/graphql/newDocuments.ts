@@ -1,4 +1,3 @@
-import type { ApolloServerPlugin } from '@apollo/server';
 import { LRUCache } from 'lru-cache';
 
 /** Characters of the texts remembered, at most. */
@@ -9,9 +8,8 @@ const MAX_REMEMBERED_TEXT = 16 * 1024;
 /**
  * The query texts this gateway has parsed and validated, so that a request with one of them
  * skips the new-document limit (RateLimiter.mayValidate). Parsing and validating a new dense
- * document costs milliseconds; a known one, or one that runs on a literal template
- * (src/graphql/literalTemplates.ts), a lookup. Which of them a request was is only known once
- * it has run (RequestContext.validated): a text not known here is let through while its
+ * document costs milliseconds, a known one a lookup. Which of them a request was is only known
+ * once it has run (Resolved.validated): a text not known here is let through while its
  * caller's bucket holds a token, and charged one if it was validated, and only then remembered.
  */
 export class NewDocuments {
@@ -31,15 +29,4 @@ export class NewDocuments {
   remember(text: string): void {
     if (text.length <= MAX_REMEMBERED_TEXT) this.known.set(text, true);
   }
-}
-
-/** Marks a request whose document Apollo validates afresh (its document store did not hold it). */
-export function validationMarkPlugin<T extends { validated?: boolean }>(): ApolloServerPlugin<T> {
-  const listener = {
-    validationDidStart: ({ contextValue }: { contextValue: T }) => {
-      contextValue.validated = true;
-      return Promise.resolve();
-    },
-  };
-  return { requestDidStart: () => Promise.resolve(listener) };
 }

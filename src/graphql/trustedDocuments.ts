@@ -29,7 +29,7 @@ const notInList = (message: string): GatewayError => new GatewayError(ErrorCode.
 /**
  * Applies the trusted documents to requests. Where it must run: after authentication, on the
  * request's parsed JSON body (or its query string, for a GET), before anything reads the body
- * as GraphQL (the response cache's key, the prepared path, Apollo).
+ * as GraphQL (the response cache's key, the takeover, Apollo).
  */
 export class TrustedDocuments {
   private readonly byId: ReadonlyMap<string, TrustedOperation>;

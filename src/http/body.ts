@@ -4,7 +4,6 @@ import type { RateLimiter } from '../auth/rateLimit.js';
 import type { Config } from '../config/env.js';
 import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
 import { isJsonContentType } from '../graphql/contentType.js';
-import { MAX_JSON_DEPTH } from '../graphql/envelope.js';
 
 /** A request refused before any route could answer it: a status, and a message a client may see. */
 export class HttpError extends Error {
@@ -122,11 +121,10 @@ export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 }
 
 /**
- * How deep a request body's JSON may nest: the envelope and variables nested MAX_JSON_DEPTH deep,
- * with room to spare. Checked on the text before JSON.parse, whose work on a megabyte of `[[[…`
- * (hundreds of milliseconds of one event loop) comes before any limit could look at the result.
+ * How deep a request's JSON may nest: checked on the text before JSON.parse, whose work on a
+ * megabyte of `[[[` comes before any limit could look at the result.
  */
-const MAX_BODY_DEPTH = MAX_JSON_DEPTH + 8;
+export const MAX_BODY_DEPTH = 40;
 
 /**
  * How deep JSON text nests (strings skipped), exactly up to `max + 1`, where the scan stops: linear.
@@ -162,35 +160,20 @@ function depthOf(text: string, max: number): number {
   return deepest;
 }
 
-/**
- * A body's JSON, refused with 400 when it is not JSON or nests too deeply; with how deep its text
- * nests at most (which spares the envelope a walk of the variables for their depth).
- */
-export function parseJsonWithDepth(text: string): { value: unknown; depth: number } {
-  const depth = depthOf(text, MAX_BODY_DEPTH);
-  if (depth > MAX_BODY_DEPTH) throw new HttpError(400, `The request body nests deeper than ${MAX_BODY_DEPTH} levels`);
+/** A body's JSON, refused with 400 when it is not JSON or nests too deeply. */
+export function parseJson(text: string): unknown {
+  if (nestsTooDeep(text)) throw new HttpError(400, `The request body nests deeper than ${MAX_BODY_DEPTH} levels`);
   try {
-    return { value: JSON.parse(text), depth };
+    return JSON.parse(text);
   } catch {
     throw new HttpError(400, 'The request body is not valid JSON');
   }
 }
 
-/** A body's JSON, refused with 400 when it is not JSON or nests too deeply. */
-export function parseJson(text: string): unknown {
-  return parseJsonWithDepth(text).value;
-}
-
-/**
- * A body as the GraphQL paths take it: JSON for a JSON content type, else the text (Apollo refuses
- * it); with how deep it nests at most (parseJsonWithDepth; 0 for a body that is not JSON).
- */
-export function parseBody(text: string, contentType: string | undefined): { body: unknown; depth: number } {
-  if (text.length === 0) return { body: undefined, depth: 0 };
-  if (isJsonContentType(contentType)) {
-    const { value, depth } = parseJsonWithDepth(text);
-    return { body: value, depth };
-  }
-  // Apollo answers a body of another type with its own 400 (and CSRF prevention relies on that)
-  return { body: text, depth: 0 };
+/** Whether JSON text nests deeper than MAX_BODY_DEPTH. */
+export const nestsTooDeep = (text: string): boolean => depthOf(text, MAX_BODY_DEPTH) > MAX_BODY_DEPTH;
+/** A body as GraphQL takes it: JSON for a JSON content type, else the text (Apollo refuses it). */
+export function parseBody(text: string, contentType: string | undefined): unknown {
+  if (text.length === 0) return undefined;
+  return isJsonContentType(contentType) ? parseJson(text) : text;
 }

@@ -8,7 +8,7 @@ import { DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, DEFAULT_INGEST_BODY_LIMIT_BYTES, DE
 import type { Config } from '../config/env.js';
 import { ErrorCode } from '../errors.js';
 import { createGraphQLEngine } from '../graphql/engine.js';
-import type { PreparedOperations } from '../graphql/preparedOperations.js';
+import type { Takeover } from '../graphql/takeover.js';
 import type { ResponseCache } from '../graphql/responseCache.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { GatewayMetrics } from '../observability/metrics.js';
@@ -89,8 +89,8 @@ export interface Gateway {
   listen(port: number, host?: string): Promise<string>;
   /** Stops taking requests, lets in-flight ones finish, then closes the backend. */
   stop(): Promise<void>;
-  /** Requests the prepared path answered, and handed to Apollo after all; null when it is off. */
-  readonly preparedStats: PreparedOperations['stats'] | null;
+  /** Requests the takeover answered, and handed back to Apollo; null when it is off. */
+  readonly takeoverStats: Takeover['stats'] | null;
   /** The response cache's hits, misses and answers stored; null when it is off. */
   readonly responseCacheStats: ResponseCache['stats'] | null;
 }
@@ -130,13 +130,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
 
   const httpServer = options.httpServer ?? createHttpServer(config.server ?? DEFAULT_SERVER_LIMITS, config.trustProxy);
   followConnections(httpServer);
-  const engine = await createGraphQLEngine(config, cache, metrics, log);
+  const engine = await createGraphQLEngine(config, cache, log);
   const { responseCache } = engine;
   if (responseCache !== null && backend.onDataChange) {
     responseCache.followData(backend.recsNow ?? null);
     backend.onDataChange(() => responseCache.dataChanged());
   }
-  const { apollo, prepared } = engine;
+  const { apollo, takeover } = engine;
   const cors = config.corsOrigins ? new Cors(config.corsOrigins) : null;
   const serveIde = ideRoute({ limiter, addresses });
   const bodyRoutes = { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies };
@@ -267,7 +267,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   let stopping: Promise<void> | undefined;
   return {
     httpServer,
-    preparedStats: prepared?.stats ?? null,
+    get takeoverStats() {
+      return takeover?.stats ?? null;
+    },
     responseCacheStats: engine.responseCache?.stats ?? null,
     listen: async (port, host) => {
       await listen(httpServer, port, host);

@@ -364,13 +364,6 @@ export interface Backend {
   onDataChange?(listener: () => void): void;
   /** The data now, for checking cached answers after onDataChange; absent where onDataChange is absent. */
   recsNow?: RecsNow;
-  /**
-   * True where a record is answered as the same object for as long as it is unchanged, and a
-   * changed one is a new object (the embedded catalogue): an answer's text made from a record may
-   * then be kept with it (src/graphql/itemFragments.ts). Absent where records are read anew for
-   * each request (REST mode's cold ones), which would only make texts to throw away.
-   */
-  recordsAreValues?: boolean;
   close(): Promise<void>;
   /** The circuit breakers of its upstreams, by upstream, for /metrics; absent where there are none. */
   breakerState?: () => Record<string, BreakerState>;

@@ -38,7 +38,7 @@ describe('a subscription sent to the gateway', () => {
   const query = 'subscription Live { viewer { username } }';
   const sha256 = createHash('sha256').update(query).digest('hex');
   const paths: [string, () => Promise<Response>][] = [
-    ['POST with a key (the prepared path)', () => post(JSON.stringify({ query }), { authorization: key })],
+    ['POST with a key', () => post(JSON.stringify({ query }), { authorization: key })],
     ['POST with a key, twice (a prepared document)', () => post(JSON.stringify({ query, operationName: 'Live' }), { authorization: key })],
     ['POST anonymous', () => post(JSON.stringify({ query }))],
     ['POST with a persisted-query extension (Apollo)', () => post(JSON.stringify({ query, extensions: { persistedQuery: { version: 1, sha256Hash: sha256 } } }), { authorization: key })],

@@ -94,15 +94,15 @@ describe('trusted documents', () => {
     it('runs a listed operation sent as its hash alone, as if its body had been sent, on either GraphQL path', async () => {
       const full = await gw.post({ query: ITEM, variables: { itemId: PHONE } });
       expect(full.body.errors).toBeUndefined();
-      const prepared = gw.gateway.preparedStats!.answered;
-      // Apollo answers a document the first time; the prepared path answers it after that
+      const prepared = gw.gateway.takeoverStats!.answered;
+      // Apollo answers a document the first time; the takeover answers it after that
       for (const itemId of [PHONE, 31000028, 31000019]) {
         const byHash = await gw.post({ operationName: 'Item', variables: { itemId }, extensions: persisted(ITEM) });
         expect(byHash.status).toBe(200);
         expect((byHash.body.data as { item: { itemId: number } }).item.itemId).toBe(itemId);
         expect(byHash.body).toEqual((await gw.post({ query: ITEM, variables: { itemId } })).body);
       }
-      expect(gw.gateway.preparedStats!.answered).toBeGreaterThan(prepared);
+      expect(gw.gateway.takeoverStats!.answered).toBeGreaterThan(prepared);
     });
 
     it('runs it from a GET with the hash in extensions', async () => {

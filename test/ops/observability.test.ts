@@ -175,15 +175,16 @@ describe('observability of a GraphQL request in REST mode', () => {
     expect(JSON.stringify(logLines)).not.toContain(key);
   });
 
-  it('names the operation type of a query and of a mutation the prepared path answers', async () => {
-    const types = async (query: string): Promise<unknown[]> => {
+  it('names the operation type of a query the takeover answers and of a mutation Apollo answers', async () => {
+    const types = async (query: string, takenOver: number): Promise<unknown[]> => {
       exporter.reset();
-      const answeredBefore = gateway.preparedStats!.answered;
+      const answeredBefore = gateway.takeoverStats!.answered;
       for (let n = 0; n < 3; n++) await gql(url, query, { id: '00000000-0000-4000-8000-000000000000' }, { authorization: key });
-      expect(gateway.preparedStats!.answered - answeredBefore).toBe(3);
+      expect(gateway.takeoverStats!.answered - answeredBefore).toBe(takenOver);
       return exporter.getFinishedSpans().filter((s) => s.kind === SpanKind.SERVER).map((s) => [s.attributes['graphql.operation.name'], s.attributes['graphql.operation.type']]);
     };
-    expect(await types('query Typed { viewer { isAdmin } }')).toEqual(Array(3).fill(['Typed', 'query']));
-    expect(await types('mutation Drop($id: ID!) { deleteApiKey(id: $id) { ok } }')).toEqual(Array(3).fill(['Drop', 'mutation']));
+    // Apollo answers a query's first request, the takeover the others; mutations always go to Apollo
+    expect(await types('query Typed { viewer { isAdmin } }', 2)).toEqual(Array(3).fill(['Typed', 'query']));
+    expect(await types('mutation Drop($id: ID!) { deleteApiKey(id: $id) { ok } }', 0)).toEqual(Array(3).fill(['Drop', 'mutation']));
   });
 });

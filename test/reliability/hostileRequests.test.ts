@@ -59,7 +59,7 @@ describe('hostile GraphQL requests over HTTP', () => {
     const backend = await embeddedWithUsers(opened.store);
     prepared = await start({}, backend);
     apolloOnly = await start({ PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' }, Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() }));
-    // the prepared path answers once Apollo has answered a request with the same Accept
+    // the takeover answers once Apollo has answered the same request
     for (const gw of [prepared, apolloOnly]) expect((await post(gw.url, JSON.stringify({ query: '{ viewer { id } }' }))).status).toBe(200);
   });
   afterAll(async () => {

@@ -220,7 +220,6 @@ export function createEmbeddedBackend(
       recommender: () => live.state(),
       onDataChange: (listener: () => void) => live.onChange(listener),
       recsNow: { item: (itemId: number) => live.catalog.get(itemId) ?? null, recommend: (kind, anchorId) => live.recommendNow(kind, anchorId) },
-      recordsAreValues: true,
     } satisfies Partial<Backend> : {}),
     async check() {
       try {

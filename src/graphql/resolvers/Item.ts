@@ -1,5 +1,5 @@
 import type { ItemResolvers } from '../../__generated__/resolvers-types.js';
-import { charged, existingItems, loadRecommendations, loadRecommendedItems, recommendationListNow, recommendedItemsNow } from './helpers.js';
+import { charged, existingItems, recommendationList, recommendedItems } from './helpers.js';
 
 export const Item: ItemResolvers = {
   parent: async (item, _, context) => {
@@ -14,11 +14,11 @@ export const Item: ItemResolvers = {
   },
 
   postBrowsedProducts: (item, { first }, context) =>
-    recommendedItemsNow(context, 'POST_BROWSE', item.itemId, first) ?? loadRecommendedItems(context, 'POST_BROWSE', item.itemId, first),
+    recommendedItems(context, 'POST_BROWSE', item.itemId, first),
 
   productRecommendations: (item, { first }, context) =>
-    recommendedItemsNow(context, 'NEXT_BEST_PRODUCT', item.itemId, first) ?? loadRecommendedItems(context, 'NEXT_BEST_PRODUCT', item.itemId, first),
+    recommendedItems(context, 'NEXT_BEST_PRODUCT', item.itemId, first),
 
   recommendations: (item, { kind, first }, context) =>
-    recommendationListNow(context, kind, item.itemId, first) ?? loadRecommendations(context, kind, item.itemId, first),
+    recommendationList(context, kind, item.itemId, first),
 };

@@ -2,7 +2,7 @@ import type { QueryResolvers } from '../../__generated__/resolvers-types.js';
 import type { ItemModel } from '../../ports/backend.js';
 import { badUserInput, notFound } from '../../errors.js';
 import { MAX_ITEM_IDS } from '../../ports/limits.js';
-import { charged, loadRecommendations, loadRecommendedItems, recommendationListNow, recommendedItemsNow, requirePrincipal } from './helpers.js';
+import { charged, recommendationList, recommendedItems, requirePrincipal } from './helpers.js';
 
 export const Query: QueryResolvers = {
   viewer: (_, __, context) => context.principal,
@@ -26,23 +26,21 @@ export const Query: QueryResolvers = {
     if (itemIds.length > MAX_ITEM_IDS) throw badUserInput(`At most ${MAX_ITEM_IDS} itemIds a query`, 'itemIds');
     const items = charged(context, await context.loaders.items.loadMany(itemIds));
     // graphql-js turns an Error in a list into a null with its own error at that index
-    const answer = items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];
-    context.itemLists?.push(answer);
-    return answer;
+    return items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];
   },
 
   postBrowsedProducts: (_, { itemId, first }, context) => {
     requirePrincipal(context);
-    return recommendedItemsNow(context, 'POST_BROWSE', itemId, first) ?? loadRecommendedItems(context, 'POST_BROWSE', itemId, first);
+    return recommendedItems(context, 'POST_BROWSE', itemId, first);
   },
 
   productRecommendations: (_, { itemId, first }, context) => {
     requirePrincipal(context);
-    return recommendedItemsNow(context, 'NEXT_BEST_PRODUCT', itemId, first) ?? loadRecommendedItems(context, 'NEXT_BEST_PRODUCT', itemId, first);
+    return recommendedItems(context, 'NEXT_BEST_PRODUCT', itemId, first);
   },
 
   recommendations: (_, { itemId, kind, first }, context) => {
     requirePrincipal(context);
-    return recommendationListNow(context, kind, itemId, first) ?? loadRecommendations(context, kind, itemId, first);
+    return recommendationList(context, kind, itemId, first);
   },
 };

@@ -7,7 +7,7 @@ import { MAX_RECOMMENDATIONS } from '../../ports/limits.js';
 
 /** `items` after charging them to the request's answer budget (AnswerBudget: QUERY_TOO_COMPLEX past it). */
 export function charged<T extends ItemModel | null | readonly (ItemModel | null | Error)[]>(context: GatewayContext, items: T): T {
-  context.answerBudget?.charge(items);
+  context.answerBudget.charge(items);
   return items;
 }
 
@@ -16,105 +16,48 @@ export function requirePrincipal(context: GatewayContext): PrincipalModel {
   return context.principal;
 }
 
-/** `first` as a list's length (10 when not given), or null where checkFirst refuses it. */
-function lengthOf(first: number | null | undefined): number | null {
-  const n = first ?? MAX_RECOMMENDATIONS;
-  return Number.isInteger(n) && n >= 1 && n <= MAX_RECOMMENDATIONS ? n : null;
-}
-
+/** `first` as a list's length (10 when not given); BAD_USER_INPUT outside 1 to 10. */
 export function checkFirst(first: number | null | undefined): number {
-  const n = lengthOf(first);
-  if (n === null) throw badUserInput(`first must be from 1 to ${MAX_RECOMMENDATIONS}`, 'first');
+  const n = first ?? MAX_RECOMMENDATIONS;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_RECOMMENDATIONS) throw badUserInput(`first must be from 1 to ${MAX_RECOMMENDATIONS}`, 'first');
   return n;
 }
 
+type Listed = { list: RecommendationListModel; items: ItemModel[] };
+
 /**
  * A recommendation list cut to `first`, keeping only the items that can be returned (an id the
- * catalogue no longer knows is dropped, and the ranks close up). An item that could not be
- * loaded (the upstream failed) is an error, not a drop: whether it belongs in the first `first`
- * is unknown, and a silently shorter list would be cached and served as if complete.
+ * catalogue no longer knows is dropped, and the ranks close up); at once, without a promise,
+ * where the backend holds the list and its records (Loaders.listNow).
  */
-export async function loadRecommendations(
-  context: GatewayContext,
-  kind: RecommendationKind,
-  anchorId: number,
-  first: number | null | undefined,
-): Promise<RecommendationListModel> {
-  return (await recommendationsWithItems(context, kind, anchorId, first)).list;
+export function recommendationList(context: GatewayContext, kind: RecommendationKind, anchorId: number, first: number | null | undefined): RecommendationListModel | Promise<RecommendationListModel> {
+  const listed = listedFor(context, kind, anchorId, checkFirst(first));
+  return 'list' in listed ? listed.list : listed.then((found) => found.list);
 }
 
-/** The items of loadRecommendations' list, in its order: loaded once, not asked of the loader again. */
-export async function loadRecommendedItems(
-  context: GatewayContext,
-  kind: RecommendationKind,
-  anchorId: number,
-  first: number | null | undefined,
-): Promise<ItemModel[]> {
-  const { items } = await recommendationsWithItems(context, kind, anchorId, first);
-  context.itemLists?.push(items);
-  return charged(context, items);
+/** The items of recommendationList's list, in its order, charged to the answer's budget. */
+export function recommendedItems(context: GatewayContext, kind: RecommendationKind, anchorId: number, first: number | null | undefined): ItemModel[] | Promise<ItemModel[]> {
+  const listed = listedFor(context, kind, anchorId, checkFirst(first));
+  return 'list' in listed ? charged(context, listed.items) : listed.then((found) => charged(context, found.items));
 }
 
-async function recommendationsWithItems(
-  context: GatewayContext,
-  kind: RecommendationKind,
-  anchorId: number,
-  first: number | null | undefined,
-): Promise<{ list: RecommendationListModel; items: ItemModel[] }> {
-  const n = checkFirst(first);
+function listedFor(context: GatewayContext, kind: RecommendationKind, anchorId: number, n: number): Listed | Promise<Listed> {
   const { loaders } = context;
-  const list = await loaders.recommendations.load(kind, anchorId);
-  // the records the list came with (the embedded backend's and the REST interface's), else by id
-  return cut(list, loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId))), n);
-}
-
-/**
- * loadRecommendedItems' answer at once, with no promise, where the backend has the list and its
- * records at hand (the embedded backend: Loaders.listNow); undefined where not, or where anything
- * would fail (a bad `first`, an unknown anchor): then loadRecommendedItems answers, and fails, as
- * before. A resolver returns this ?? that, so that graphql-jit runs a query of such fields
- * without a promise job (issue 22: the uncached lookup).
- */
-export function recommendedItemsNow(
-  context: GatewayContext,
-  kind: RecommendationKind,
-  anchorId: number,
-  first: number | null | undefined,
-): ItemModel[] | undefined {
-  const items = recommendationsNow(context, kind, anchorId, first)?.items;
-  if (items === undefined) return undefined;
-  context.itemLists?.push(items);
-  return charged(context, items);
-}
-
-/** loadRecommendations' answer at once where it can be (as recommendedItemsNow). */
-export function recommendationListNow(
-  context: GatewayContext,
-  kind: RecommendationKind,
-  anchorId: number,
-  first: number | null | undefined,
-): RecommendationListModel | undefined {
-  return recommendationsNow(context, kind, anchorId, first)?.list;
-}
-
-function recommendationsNow(
-  context: GatewayContext,
-  kind: RecommendationKind,
-  anchorId: number,
-  first: number | null | undefined,
-): { list: RecommendationListModel; items: ItemModel[] } | undefined {
-  const n = lengthOf(first);
-  if (n === null) return undefined; // checkFirst's refusal, on the loader's path
-  const list = context.loaders.listNow(kind, anchorId);
-  const items = list === undefined ? null : context.loaders.itemsOf(list);
-  return items === null ? undefined : cut(list!, items, n);
+  const now = loaders.listNow(kind, anchorId);
+  const items = now === undefined ? null : loaders.itemsOf(now);
+  if (items !== null) return cut(now!, items, n);
+  return (async () => {
+    const list = await loaders.recommendations.load(kind, anchorId);
+    // the records the list came with (the embedded backend's and the REST interface's), else by id
+    return cut(list, loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId))), n);
+  })();
 }
 
 /**
  * A list cut to its first `n` entries whose items exist, the ranks closed up over any dropped;
  * `loaded` its items in the order of its entries. An item that failed to load is thrown.
  */
-function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null | Error)[], n: number): { list: RecommendationListModel; items: ItemModel[] } {
+function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null | Error)[], n: number): Listed {
   const entries: RecommendationEntryModel[] = [];
   const items: ItemModel[] = [];
   for (let i = 0; i < list.entries.length && entries.length < n; i++) {

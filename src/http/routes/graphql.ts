@@ -1,68 +1,22 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError, httpStatusOf, rateLimited } from '../../errors.js';
 import { RequestContext } from '../../graphql/context.js';
-import { persistedQueryProblem, type PersistedQueryExtension } from '../../graphql/envelope.js';
+import { asksPersistedQuery, withoutRegistration } from '../../graphql/persistedQueries.js';
 import type { GraphQLEngine } from '../../graphql/engine.js';
 import { createLoaders } from '../../graphql/loaders.js';
 import type { Config } from '../../config/env.js';
 import type { AnswerSources } from '../../graphql/responseCache.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
+import { trace } from '@opentelemetry/api';
+import { isErrorCode } from '../../errors.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
-import { encodingRefusal, mayBeLonger, parseBody, readBody, type BodyRouteDeps } from '../body.js';
+import { encodingRefusal, MAX_BODY_DEPTH, mayBeLonger, nestsTooDeep, parseBody, readBody, type BodyRouteDeps } from '../body.js';
 import { GRAPHQL_METHODS } from '../cors.js';
 import { lingerAfterAnswer } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { challengeFor, errorHeaders, gatewayErrorBody, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
-
-/** Whether a request sends a persisted query's extension (to look one up, or to register one). */
-function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
-  if (method === 'GET') {
-    // read as Apollo reads it: JSON, where `persisted\u0051uery` is the same key (and refuses it when it is none)
-    const parsed = parsedOr(new URLSearchParams(search).get('extensions'));
-    return typeof parsed === 'object' && parsed !== null && 'persistedQuery' in parsed;
-  }
-  if (typeof body !== 'object' || body === null) return false;
-  const { extensions } = body as { extensions?: unknown };
-  return typeof extensions === 'object' && extensions !== null && 'persistedQuery' in extensions;
-}
-
-/**
- * A stranger's request with a persisted query's extension, as it may run: where it sends the query
- * too, and the extension would register it (version 1, the query's own SHA-256), without the
- * extension; otherwise as it is: a hash alone is only looked up, and Apollo refuses a wrong hash
- * or version (400) before it registers anything.
- */
-function withoutRegistration(method: string, body: unknown, search: string): { body: unknown; search: string } {
-  if (method === 'GET') {
-    const params = new URLSearchParams(search);
-    const query = params.get('query');
-    if (query === null || !registers(query, parsedOr(params.get('extensions')))) return { body, search };
-    params.delete('extensions');
-    return { body, search: `?${params.toString()}` };
-  }
-  const { extensions, ...rest } = body as { query?: unknown; extensions: Record<string, unknown> };
-  if (!registers(rest.query, extensions)) return { body, search };
-  const { persistedQuery: _dropped, ...others } = extensions;
-  return { body: Object.keys(others).length === 0 ? rest : { ...rest, extensions: others }, search };
-}
-
-/** JSON's value of `text`, or null where there is none or it is no JSON. */
-function parsedOr(text: string | null): unknown {
-  try {
-    return text === null ? null : JSON.parse(text);
-  } catch {
-    return null;
-  }
-}
-
-/** Whether Apollo would register `query` under these extensions (persistedQueryProblem: none). */
-function registers(query: unknown, extensions: unknown): boolean {
-  if (typeof query !== 'string' || typeof extensions !== 'object' || extensions === null) return false;
-  const persisted = (extensions as { persistedQuery?: PersistedQueryExtension }).persistedQuery;
-  return typeof persisted === 'object' && persisted !== null && persistedQueryProblem(query, persisted) === null;
-}
 
 function wantsIde(req: IncomingMessage, search: string): boolean {
   const params = new URLSearchParams(search);
@@ -139,7 +93,6 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
 
     let text: string | undefined;
     let body: unknown;
-    let bodyDepth: number | undefined;
     let cacheKey: string | null = null;
     // The hot path (src/graphql/responseCache.ts): authenticated callers only, PUBLIC answers only.
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
@@ -180,7 +133,13 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
       cacheKey = cached?.knownKey(req.headers, text) ?? null;
       if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
-      ({ body, depth: bodyDepth } = parseBody(text, req.headers['content-type']));
+      body = parseBody(text, req.headers['content-type']);
+    } else {
+      const deep = deepParameter(search);
+      if (deep !== null) {
+        res.setHeader('x-request-id', record.id);
+        return sendJson(res, 400, graphqlError(`\`${deep}\` nests deeper than ${MAX_BODY_DEPTH} levels`, ErrorCode.BAD_REQUEST));
+      }
     }
     // a listed hash becomes its body; with TRUSTED_DOCUMENTS_ONLY nothing else runs (before any
     // parsing as GraphQL, and before the response cache, which would answer a text's variants)
@@ -189,10 +148,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       res.setHeader('x-request-id', record.id);
       return sendJson(res, httpStatusOf[trusted.code], graphqlError(trusted.message, trusted.code));
     }
-    if (trusted !== null) {
-      ({ body, search } = trusted);
-      bodyDepth = undefined; // another body, which may hold the variables as sent
-    }
+    if (trusted !== null) ({ body, search } = trusted);
     if (cached !== null && cacheKey === null) {
       cacheKey = cached.keyOf(method, req.headers, body, text);
       if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
@@ -213,14 +169,26 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         return sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error, `Too many new query texts (NEW_DOCUMENTS_RPS): retry in ${Math.ceil(error.retryAfter ?? 1)} s; texts sent before are still answered`), errorHeaders(error, req.headers));
       }
     }
-    // GraphQL from here (src/graphql/execute.ts): the envelope checked once, then the fast path or Apollo
+    // GraphQL from here (src/graphql/engine.ts): the takeover or Apollo
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
     // what a cacheable answer reads is recorded, so that a data change drops it only if it changed it
     const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address, config.maxResponseBytes);
-    const answer = await execute({ method, headers: req.headers, search, body, bodyDepth }, context, record);
-    if (context.validated) {
+    const started = performance.now();
+    const answer = await execute({ method, headers: req.headers, search, body }, context);
+    const { resolved } = context;
+    const operation = metrics.operationLabel(resolved.operationName, resolved.operationType !== null);
+    record.operation = operation;
+    const code = resolved.firstErrorCode;
+    const outcome = code !== null ? (isErrorCode(code) ? code : 'error') : answer.status >= 400 ? ErrorCode.BAD_REQUEST : 'ok';
+    metrics.graphqlAnswered(operation, outcome, started, record, principal);
+    if (tracingActive() && resolved.operationType !== null) {
+      const span = trace.getActiveSpan();
+      span?.setAttribute('graphql.operation.name', operation);
+      span?.setAttribute('graphql.operation.type', resolved.operationType);
+    }
+    if (resolved.validated) {
       if (unknownText !== null) newDocuments.remember(unknownText);
       limiter.validated(principal, address).catch(() => undefined);
     }
@@ -275,6 +243,16 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     }
     res.end(bytes);
     responseCache!.offer(cacheKey!, status, headers, bytes, record.operation, sources);
+  }
+
+  /** The name of a GET's JSON parameter that nests too deep to parse; null when none does. */
+  function deepParameter(search: string): string | null {
+    const params = new URLSearchParams(search);
+    for (const name of ['variables', 'extensions']) {
+      const value = params.get(name);
+      if (value !== null && nestsTooDeep(value)) return name;
+    }
+    return null;
   }
 
   function graphql(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
