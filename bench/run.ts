@@ -35,10 +35,12 @@ Measures this gateway beside raw node:http, bare Apollo Server and a naive Apoll
 127.0.0.1, and writes the table to BENCHMARKS.md.
 
 Options:
-  --duration <s>       measured seconds per load scenario (default 10)
-  --warmup <s>         unmeasured seconds before each (default 2)
+  --duration <s>       measured seconds per load scenario (default 10; 3 with --quick)
+  --warmup <s>         unmeasured seconds before each (default 2; 1 with --quick)
   --connections <n>    concurrent connections (default 20)
-  --cold-requests <n>  distinct anchors for the cold scenarios (default 1000)
+  --cold-requests <n>  distinct anchors for the cold scenarios (default 1000; 300 with --quick)
+  --quick              every scenario but the recommender's build (unless --only names it), shorter:
+                       for checking the run and its report, not for figures to keep
   --only <ids>         comma-separated scenario ids (${SCENARIOS.join(',')})
   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
   --no-write           print only; leave BENCHMARKS.md alone
@@ -64,10 +66,11 @@ try {
   parsed = parseArgs({
     options: {
       help: { type: 'boolean', short: 'h', default: false },
-      duration: { type: 'string', default: '10' },
-      warmup: { type: 'string', default: '2' },
+      duration: { type: 'string' },
+      warmup: { type: 'string' },
       connections: { type: 'string', default: '20' },
-      'cold-requests': { type: 'string', default: '1000' },
+      'cold-requests': { type: 'string' },
+      quick: { type: 'boolean', default: false },
       only: { type: 'string' },
       'with-10m': { type: 'boolean', default: false },
       'no-write': { type: 'boolean', default: false },
@@ -83,7 +86,11 @@ if (flags.help) {
   process.stdout.write(USAGE);
   process.exit(0);
 }
+const QUICK = flags.quick;
+/** Each sizing option's default, and the shorter one of --quick; an option given wins over both. */
+const sized = { duration: QUICK ? '3' : '10', warmup: QUICK ? '1' : '2', connections: '20', 'cold-requests': QUICK ? '300' : '1000' };
 for (const name of ['duration', 'warmup', 'connections', 'cold-requests'] as const) {
+  flags[name] ??= sized[name];
   const value = Number(flags[name]);
   if (!Number.isFinite(value) || value < 0 || (name !== 'warmup' && value === 0)) usageError(`--${name} must be a positive number, got "${flags[name]}"`);
 }
@@ -95,9 +102,10 @@ const WARMUP = Number(flags.warmup);
 const CONNECTIONS = Number(flags.connections);
 const COLD_REQUESTS = Number(flags['cold-requests']);
 /** Requests of the one-at-a-time latency run of scenario (7). */
-const LOOKUP_SEQUENTIAL = 2000;
+const LOOKUP_SEQUENTIAL = QUICK ? 500 : 2000;
 const only = flags.only ? new Set(flags.only.split(',')) : null;
-const wanted = (id: string): boolean => only === null || only.has(id);
+// --quick leaves out the recommender's build (minutes on a loaded machine) unless --only names it
+const wanted = (id: string): boolean => (only === null ? !(QUICK && id === 'recommender') : only.has(id));
 
 // ---------------------------------------------------------------------------------------------
 // processes
@@ -324,7 +332,7 @@ const anchors = [...demo.catalog.values()].map((item) => item.itemId).filter((id
 const hotAnchor = anchors[0]!;
 console.log(`${anchors.length} anchors with 10 recommendations; hot anchor ${hotAnchor}`);
 /** Anchors of the unmeasured warm-up before the cold runs. */
-const WARM_ANCHORS = 2000;
+const WARM_ANCHORS = QUICK ? 500 : 2000;
 /** Anchors of the unmeasured warm-up before the nested cold run (6), from the same warm set. */
 const NESTED_WARM_ANCHORS = 300;
 /** Sets of distinct anchors: (5) one at a time, (5) at 20 connections, (6), (5)'s timed phases. */
@@ -347,6 +355,7 @@ interface Row {
 }
 const rows: Row[] = [];
 const notes: string[] = [];
+if (QUICK) notes.push('a --quick run: shorter scenarios and fewer cold anchors, so noisier figures; for checking the run, not for keeping');
 const fmt = (x: number, digits = 2): string => (Number.isFinite(x) ? x.toFixed(digits) : '–');
 
 /** The cold gateway's phases (bench/targets/gateway.ts, BENCH_PHASES), medians in ms. */
