@@ -11,6 +11,10 @@ export interface TakeResult {
   retryAfterMs: number;
 }
 
+// Our own buckets, not rate-limiter-flexible's fixed windows: those let twice the burst through at a
+// window's edge, answer no take without a promise and lease nothing from Redis (BENCHMARKS.md,
+// "Rate limits on rate-limiter-flexible, weighed").
+
 /**
  * Named token buckets. `take` removes `cost` tokens when at least `max(cost, 1)` are there; a
  * cost of 0 only asks whether one token is left (a look that spends nothing, and stores nothing:
