@@ -230,8 +230,8 @@ export class PreparedOperations {
   /** A text's signature (its tokens, literals marked) -> the template its texts share. */
   private readonly templates: LRUCache<string, Template>;
   private readonly maxTokens: number;
-  /** Accept header ('' for none) -> the content type Apollo answered it with. */
-  private readonly contentTypes = new Map<string, string>();
+  /** Accept header ('' for none) -> the content type Apollo answered it with; the least recently used go first. */
+  private readonly contentTypes = new LRUCache<string, string>({ max: MAX_ACCEPTS });
   /** Operation -> its compiled form, or a mark that the compiler refused it. */
   private readonly compiled = new LRUCache<PreparedOperation, CompiledQuery | { refused: true }>({
     max: MAX_COMPILED,
@@ -473,7 +473,6 @@ export class PreparedOperations {
   learnContentType(headers: IncomingHttpHeaders, contentType: string | undefined): void {
     const accept = headers.accept ?? '';
     if (contentType === undefined || this.contentTypes.has(accept) || accept.length > 256) return;
-    if (this.contentTypes.size >= MAX_ACCEPTS) return;
     this.contentTypes.set(accept, contentType);
   }
 

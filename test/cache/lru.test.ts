@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { MemoryTokenBuckets } from '../../src/auth/tokenBucket.js';
 import { ClockedLRU } from '../../src/cache/lru.js';
 
 describe('ClockedLRU', () => {
@@ -32,5 +33,17 @@ describe('ClockedLRU', () => {
     cache.set('c', 'xxxx');
     expect(cache.calculatedSize).toBeLessThanOrEqual(10);
     expect([...cache.keys()].sort()).toEqual(['a', 'c']);
+  });
+});
+
+describe('MemoryTokenBuckets marks', () => {
+  it('are not served once their TTL is over', async () => {
+    let now = 0;
+    const buckets = new MemoryTokenBuckets(10, () => now);
+    await buckets.mark('signedin:a', 1000);
+    now = 999;
+    expect(await buckets.marked('signedin:a')).toBe(true);
+    now = 1000;
+    expect(await buckets.marked('signedin:a')).toBe(false);
   });
 });
