@@ -1,6 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
+import { ClockedLRU } from '../cache/lru.js';
 import { connectRedis, REDIS_UNREACHABLE } from '../cache/redis.js';
 import type { BucketLimit } from '../ports/limits.js';
 import { promised } from '../ports/promised.js';
@@ -79,8 +80,8 @@ export class MemoryTokenBuckets implements TokenBuckets {
    * a bucket each) cannot push a username's or an address's failures out and buy more guesses.
    */
   private readonly failures: LRUCache<string, Bucket>;
-  /** Marks by name: when each ends. Only a caller's own success makes one (RateLimiter's sign-ins). */
-  private readonly marks: LRUCache<string, number>;
+  /** Marks by name, each for its TTL. Only a caller's own success makes one (RateLimiter's sign-ins). */
+  private readonly marks: ClockedLRU<string, true>;
 
   constructor(
     maxBuckets = 100_000,
@@ -88,7 +89,7 @@ export class MemoryTokenBuckets implements TokenBuckets {
   ) {
     this.buckets = new LRUCache<string, Bucket>({ max: maxBuckets });
     this.failures = new LRUCache<string, Bucket>({ max: maxBuckets });
-    this.marks = new LRUCache<string, number>({ max: maxBuckets });
+    this.marks = new ClockedLRU<string, true>({ max: maxBuckets, now });
   }
 
   take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
@@ -112,12 +113,12 @@ export class MemoryTokenBuckets implements TokenBuckets {
 
   mark(name: string, ttlMs: number): Promise<void> {
     return promised(() => {
-      this.marks.set(name, this.now() + ttlMs);
+      this.marks.set(name, true, { ttl: ttlMs });
     });
   }
 
   marked(name: string): Promise<boolean> {
-    return promised(() => (this.marks.get(name) ?? 0) > this.now());
+    return promised(() => this.marks.has(name));
   }
 
   check(): Promise<'ok'> {

@@ -16,6 +16,7 @@ import type { CacheEntry, SharedCache } from '../ports/cache.js';
 import type { ChangeFeed } from '../ports/changeFeed.js';
 import { itemKey, ListSpaces } from './listSpaces.js';
 import { isCancelled } from '../ports/callSignal.js';
+import { ClockedLRU } from './lru.js';
 
 export interface CachingOptions {
   /** Seconds an item stays cached; default 300 (CACHE_ITEM_TTL_SECONDS). */
@@ -30,10 +31,14 @@ export interface CachingOptions {
   now?: () => number;
 }
 
-/** Items remembered as stored lately, at most; past it the memory starts over (a few MB). */
+/** Items remembered as stored lately, at most; the least recently stored go first (a few MB). */
 const STORED_AT_MAX = 100_000;
-/** Parsed items kept for their cached text (see CachingRecsService.parsed), at most (tens of MB). */
+/** Parsed items kept for their cached text (see CachingRecsService.parsed), at most. */
 const PARSED_MAX = 10_000;
+/** Bytes the parsed items and their texts may hold at most (PARSED_BYTES_PER_CHAR a character of text). */
+const PARSED_BYTES = 32 * 1024 * 1024;
+/** A parsed item's text and the item itself, in bytes a character of the text. */
+const PARSED_BYTES_PER_CHAR = 3;
 
 /** What is kept for a list: ids and reasons only; items are kept once each, shared by every list. */
 type StoredList = Omit<RecommendationListModel, 'items'> | { notFound: true };
@@ -122,7 +127,7 @@ export class CachingRecsService implements RecsService {
    * CPU. An item is never older than its TTL either way; a newer copy the upstream sent meanwhile
    * waits for the next store. Lookups (getItems) store what they fetched always: they were misses.
    */
-  private readonly storedAt = new Map<number, number>();
+  private readonly storedAt: ClockedLRU<number, number>;
   /**
    * The item each id's cached text was last parsed from or serialised to. A hit whose text is
    * that same text (the memory cache hands back the very string stored) is answered with the
@@ -130,7 +135,11 @@ export class CachingRecsService implements RecsService {
    * stored moments before. The cache still decides what is there (expiry, newer copies, deletes);
    * this only skips the parse of a text already parsed. Items are shared, as lists' items are.
    */
-  private readonly parsed = new Map<number, { text: string; item: ItemModel }>();
+  private readonly parsed = new ClockedLRU<number, { text: string; item: ItemModel }>({
+    max: PARSED_MAX,
+    maxSize: PARSED_BYTES,
+    sizeCalculation: (value) => 1 + value.text.length * PARSED_BYTES_PER_CHAR,
+  });
   private readonly now: () => number;
   /** The lists' key space, moved by every write forwarded here or heard of (src/cache/listSpaces.ts). */
   private readonly spaces: ListSpaces;
@@ -145,6 +154,8 @@ export class CachingRecsService implements RecsService {
     this.negativeTtl = Math.min(options.negativeTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS.negative, 60);
     this.jitter = options.jitter ?? 0.1;
     this.now = options.now ?? Date.now;
+    // an item stored here is cached no longer than its TTL with the most jitter
+    this.storedAt = new ClockedLRU({ max: STORED_AT_MAX, ttl: Math.ceil(this.itemTtl * 1000 * (1 + this.jitter)), now: this.now });
     this.spaces = new ListSpaces(cache, {
       forgetItems: (itemIds) => this.forgetItems(itemIds),
       forgetAll: () => this.forgetAll(),
@@ -158,7 +169,6 @@ export class CachingRecsService implements RecsService {
 
   private itemEntries(items: readonly ItemModel[]): CacheEntry[] {
     const now = this.now();
-    if (this.storedAt.size + items.length > STORED_AT_MAX) this.storedAt.clear();
     return items.map((item) => {
       this.storedAt.set(item.itemId, now);
       const value = JSON.stringify(item);
@@ -168,7 +178,6 @@ export class CachingRecsService implements RecsService {
   }
 
   private remember(id: number, text: string, item: ItemModel): void {
-    if (this.parsed.size >= PARSED_MAX) this.parsed.clear();
     this.parsed.set(id, { text, item });
   }
 

@@ -1,9 +1,10 @@
 import type http from 'node:http';
 import type { Socket } from 'node:net';
+import { LRUCache } from 'lru-cache';
 import { type ClientAddresses, clientNetwork } from '../auth/clientAddress.js';
 import type { ServerLimits } from '../ports/limits.js';
 
-// Only node's own modules at run time: listener.ts (loaded before the gateway) uses this.
+// Only node's own modules and lru-cache at run time: listener.ts (loaded before the gateway) uses this.
 
 /** Networks whose lingered bytes are remembered at most: the least recently seen go first. */
 const MAX_LINGERING_NETWORKS = 10_000;
@@ -26,8 +27,11 @@ const peers = new WeakMap<Socket, { limits: PeerLimits; network: string }>();
 export class PeerLimits {
   /** Open connections by network; a network with none has no entry. */
   private readonly open = new Map<string, number>();
-  /** Lingered bytes each network may still have read (a token bucket), least recently spent first. */
-  private readonly lingering = new Map<string, { bytes: number; at: number }>();
+  /**
+   * Lingered bytes each network may still have read (a token bucket), least recently spent first
+   * out; a bucket goes once it would have refilled, as a network seen for the first time starts full.
+   */
+  private readonly lingering = new LRUCache<string, { bytes: number; at: number }>({ max: MAX_LINGERING_NETWORKS });
 
   constructor(
     private readonly settings: PeerSettings,
@@ -73,13 +77,10 @@ export class PeerLimits {
     const bucket = this.lingering.get(network) ?? { bytes: burst, at: now };
     bucket.bytes = Math.min(burst, bucket.bytes + ((now - bucket.at) * rate) / 1000);
     bucket.at = now;
-    // to the end of the insertion order: the first is the least recently spent
-    this.lingering.delete(network);
-    this.lingering.set(network, bucket);
-    if (this.lingering.size > MAX_LINGERING_NETWORKS) this.lingering.delete(this.lingering.keys().next().value!);
-    if (bucket.bytes <= 0) return false;
-    bucket.bytes -= bytes;
-    return true;
+    const allowed = bucket.bytes > 0;
+    if (allowed) bucket.bytes -= bytes;
+    this.lingering.set(network, bucket, { ttl: Math.max(1, Math.ceil(((burst - bucket.bytes) * 1000) / rate)) });
+    return allowed;
   }
 }
 

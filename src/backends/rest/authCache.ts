@@ -1,3 +1,4 @@
+import { ClockedLRU } from '../../cache/lru.js';
 import type { PrincipalModel } from '../../ports/backend.js';
 
 /** A principal without its raw credential: what may sit in memory between requests. */
@@ -30,52 +31,36 @@ export const DELETED_KEY_MARGIN_MS = 60_000;
  * Entries never hold the raw Authorization value: a hit is rebuilt with the caller's own header.
  */
 export class AuthCache {
-  private readonly entries = new Map<string, CachedAuth & { expiresAt: number }>();
+  private readonly entries: ClockedLRU<string, CachedAuth> | null;
   /**
    * Keys deleted through this process, until no entry made before the delete can still be
    * written: an authentication in flight across the delete must not bring its key back.
    */
-  private readonly deleted = new Map<string, number>();
+  private readonly deleted: ClockedLRU<string, true> | null;
 
-  constructor(
-    private readonly ttlMs: number,
-    private readonly maxEntries: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(ttlMs: number, maxEntries: number, now: () => number = Date.now) {
+    const on = ttlMs > 0 && maxEntries > 0;
+    this.entries = on ? new ClockedLRU({ max: maxEntries, ttl: ttlMs, now }) : null;
+    // bounded like the entries: past it the least recently held goes (its entries were evicted already)
+    this.deleted = on ? new ClockedLRU({ max: maxEntries, now }) : null;
+  }
 
   get size(): number {
-    return this.entries.size;
+    return this.entries?.size ?? 0;
   }
 
   get(credentialId: string): CachedAuth | undefined {
-    const entry = this.entries.get(credentialId);
-    if (entry === undefined) return undefined;
-    this.entries.delete(credentialId);
-    if (entry.expiresAt <= this.now()) return undefined;
-    // Map keeps insertion order: re-inserting makes this the most recently used.
-    this.entries.set(credentialId, entry);
-    return entry;
+    return this.entries?.get(credentialId);
   }
 
   set(auth: CachedAuth): void {
-    if (this.ttlMs <= 0 || this.maxEntries <= 0 || auth.keyIds.length > MAX_CACHED_KEY_IDS) return;
-    const now = this.now();
-    for (const id of auth.keyIds) {
-      const until = this.deleted.get(id);
-      if (until !== undefined && until > now) return;
-    }
-    const credentialId = auth.principal.credentialId;
-    this.entries.delete(credentialId);
-    while (this.entries.size >= this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest === undefined) break;
-      this.entries.delete(oldest);
-    }
-    this.entries.set(credentialId, { ...auth, expiresAt: now + this.ttlMs });
+    if (this.entries === null || auth.keyIds.length > MAX_CACHED_KEY_IDS) return;
+    if (auth.keyIds.some((id) => this.deleted!.has(id))) return;
+    this.entries.set(auth.principal.credentialId, auth);
   }
 
   forget(credentialId: string): void {
-    this.entries.delete(credentialId);
+    this.entries?.delete(credentialId);
   }
 
   /**
@@ -83,12 +68,10 @@ export class AuthCache {
    * `holdMs`, so a deleted key stops at once whoever deleted it (its owner or an administrator).
    */
   evictKey(keyId: string, holdMs: number): void {
-    for (const [id, entry] of this.entries) if (entry.keyIds.includes(keyId)) this.entries.delete(id);
-    const now = this.now();
-    for (const [id, until] of this.deleted) if (until <= now) this.deleted.delete(id);
-    // bounded like the entries: past it the oldest hold goes (its entries were evicted already)
-    if (this.deleted.size >= this.maxEntries) this.deleted.delete(this.deleted.keys().next().value!);
-    this.deleted.set(keyId, now + holdMs);
+    if (this.entries === null) return;
+    const stale = [...this.entries.entries()].filter(([, entry]) => entry.keyIds.includes(keyId));
+    for (const [id] of stale) this.entries.delete(id);
+    this.deleted!.set(keyId, true, { ttl: holdMs });
   }
 }
 
@@ -99,31 +82,22 @@ export class AuthCache {
  * In this process only: a hash of Basic credentials must not reach a shared store.
  */
 export class RefusedCredentials {
-  private readonly entries = new Map<string, number>();
+  /** Oldest first out: a flood of distinct bad keys only shortens how long each is remembered. */
+  private readonly entries: ClockedLRU<string, true> | null;
 
-  constructor(
-    private readonly ttlMs: number,
-    private readonly maxEntries: number,
-    private readonly now: () => number = Date.now,
-  ) {}
+  constructor(ttlMs: number, maxEntries: number, now: () => number = Date.now) {
+    this.entries = ttlMs > 0 && maxEntries > 0 ? new ClockedLRU({ max: maxEntries, ttl: ttlMs, now }) : null;
+  }
 
   has(credentialId: string): boolean {
-    const until = this.entries.get(credentialId);
-    if (until === undefined) return false;
-    if (until > this.now()) return true;
-    this.entries.delete(credentialId);
-    return false;
+    return this.entries?.has(credentialId) ?? false;
   }
 
   add(credentialId: string): void {
-    if (this.ttlMs <= 0 || this.maxEntries <= 0) return;
-    this.entries.delete(credentialId);
-    // oldest first out: a flood of distinct bad keys only shortens how long each is remembered
-    while (this.entries.size >= this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-    this.entries.set(credentialId, this.now() + this.ttlMs);
+    this.entries?.set(credentialId, true);
   }
 
   forget(credentialId: string): void {
-    this.entries.delete(credentialId);
+    this.entries?.delete(credentialId);
   }
 }

@@ -19,12 +19,13 @@ import { lookupProblem } from './users.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
 import { isUuid } from '../../../ports/keyIds.js';
 import { callerOf, callerWaits, type Caller } from '../../../ports/callSignal.js';
+import { ClockedLRU } from '../../../cache/lru.js';
 
 type PasswordCredential = Extract<Credential, { kind: 'password' }>;
 
 const isExpired = (key: KeyRecord, now: number): boolean => key.expiresAt !== null && key.expiresAt.getTime() <= now;
 
-/** Verified keys kept at most; past it the map starts over (lookups are cheap, memory is bounded). */
+/** Verified keys kept at most, and keys whose last use is remembered: the least recently used go first. */
 const MAX_VERIFIED_KEYS = 10_000;
 
 export interface EmbeddedKeyServiceOptions {
@@ -79,12 +80,12 @@ export class EmbeddedKeyService implements KeyService {
   private readonly lastUsedResolutionMs: number;
   private readonly now: () => number;
   /** When each key's lastUsedAt was last written, so a busy key costs one write a minute. */
-  private readonly lastTouched = new Map<string, number>();
+  private readonly lastTouched: ClockedLRU<string, number>;
   /**
    * Verified keys and password sign-ins by credentialId (never the key or the password), valid
    * for the store's data version in verifiedVersion; a password's entry has no key.
    */
-  private readonly verified = new Map<string, { principal: Omit<PrincipalModel, 'authorization'>; key: KeyRecord | null; expiresAt: number }>();
+  private readonly verified: ClockedLRU<string, { principal: Omit<PrincipalModel, 'authorization'>; key: KeyRecord | null }>;
   /** The data version the verified keys hold for; none read yet (NaN equals nothing). */
   private verifiedVersion = Number.NaN;
   private readonly verifiedKeyTtlMs: number;
@@ -111,6 +112,9 @@ export class EmbeddedKeyService implements KeyService {
     this.verifiedKeyTtlMs = options.verifiedKeyTtlMs ?? 30_000;
     this.maxKeysPerUser = options.maxKeysPerUser ?? DEFAULT_MAX_KEYS_PER_USER;
     this.verifiedPasswordTtlMs = options.verifiedPasswordTtlMs ?? 60_000;
+    this.verified = new ClockedLRU({ max: MAX_VERIFIED_KEYS, now: this.now });
+    // an entry is of use until the next write is due
+    this.lastTouched = new ClockedLRU({ max: MAX_VERIFIED_KEYS, ttl: this.lastUsedResolutionMs, now: this.now });
   }
 
   async authenticate(authorization: string, options?: CallOptions): Promise<PrincipalModel> {
@@ -148,7 +152,7 @@ export class EmbeddedKeyService implements KeyService {
     if (!found || isExpired(found.key, now)) throw unauthenticated();
     this.touch(found.key, now);
     const principal = this.principal(found.user, 'API_KEY', found.key.id, authorization, id);
-    if (this.verifiedKeyTtlMs > 0) this.remember(id, principal, found.key, version, now + this.verifiedKeyTtlMs);
+    if (this.verifiedKeyTtlMs > 0) this.remember(id, principal, found.key, version, now, this.verifiedKeyTtlMs);
     return principal;
   }
 
@@ -165,26 +169,25 @@ export class EmbeddedKeyService implements KeyService {
     const ok = await verifyPassword(password, user?.passwordHash ?? null, wanted);
     if (!user || !ok) throw unauthenticated();
     const principal = this.principal(user, 'PASSWORD', null, authorization, id);
-    if (this.verifiedPasswordTtlMs > 0) this.remember(id, principal, null, version, now + this.verifiedPasswordTtlMs);
+    if (this.verifiedPasswordTtlMs > 0) this.remember(id, principal, null, version, now, this.verifiedPasswordTtlMs);
     return principal;
   }
 
   /**
    * Keeps a verified credential, when what it was verified against is still the store's data as
-   * last read: `version` was read before the lookup, and NaN (none read) matches nothing.
+   * last read: `version` was read before the lookup, and NaN (none read) matches nothing. It is
+   * trusted for `ttlMs` from `since`, when the lookup began.
    */
-  private remember(id: string, principal: PrincipalModel, key: KeyRecord | null, version: number, expiresAt: number): void {
+  private remember(id: string, principal: PrincipalModel, key: KeyRecord | null, version: number, since: number, ttlMs: number): void {
     if (version !== this.verifiedVersion) return;
-    if (this.verified.size >= MAX_VERIFIED_KEYS) this.verified.clear();
     const { authorization: _secret, ...kept } = principal;
-    this.verified.set(id, { principal: kept, key, expiresAt });
+    this.verified.set(id, { principal: kept, key }, { ttl: ttlMs, start: since });
   }
 
   /** Forgets the user's verified password sign-ins: their keys changed, so must what vouches for them. */
   private forgetPasswordsOf(userId: string): void {
-    for (const [credential, entry] of this.verified) {
-      if (entry.key === null && entry.principal.user.id === userId) this.verified.delete(credential);
-    }
+    const gone = [...this.verified.entries()].filter(([, entry]) => entry.key === null && entry.principal.user.id === userId);
+    for (const [credential] of gone) this.verified.delete(credential);
   }
 
   /** Answers where the store's version is read without waiting (SQLite): PostgreSQL's is a query. */
@@ -221,7 +224,7 @@ export class EmbeddedKeyService implements KeyService {
       this.verifiedVersion = version;
     }
     const hit = this.verified.get(id);
-    if (hit === undefined || now >= hit.expiresAt) return undefined;
+    if (hit === undefined) return undefined;
     if (hit.key !== null) {
       if (isExpired(hit.key, now)) return undefined;
       this.touch(hit.key, now);
@@ -275,7 +278,7 @@ export class EmbeddedKeyService implements KeyService {
     if (!(await this.store.deleteKey(id.toLowerCase(), owner))) throw notFound(`API key not found: ${id}`);
     this.lastTouched.delete(id.toLowerCase());
     // this process's own write does not move the data version: forget the key here and now
-    for (const [credential, entry] of this.verified) {
+    for (const [credential, entry] of [...this.verified.entries()]) {
       if (entry.key?.id === id.toLowerCase()) {
         this.verified.delete(credential);
         this.forgetPasswordsOf(entry.principal.user.id!);
@@ -337,7 +340,7 @@ export class EmbeddedKeyService implements KeyService {
   private touch(key: KeyRecord, now: number): void {
     const last = this.lastTouched.get(key.id) ?? key.lastUsedAt?.getTime() ?? 0;
     if (now - last < this.lastUsedResolutionMs) return;
-    this.lastTouched.set(key.id, now);
+    this.lastTouched.set(key.id, now, { start: now });
     // best effort: a failed write costs an imprecise lastUsedAt, never the request
     this.store.touchKey(key.id, new Date(now)).catch(() => this.lastTouched.delete(key.id));
   }
