@@ -8,6 +8,7 @@ export default defineConfig({
   resolve: base.resolve,
   test: {
     include: ['test/reliability/soak/*.soak.ts'],
+    globalSetup: base.test?.globalSetup,
     maxWorkers: 1,
     testTimeout: 15 * 60_000,
     hookTimeout: 120_000,
