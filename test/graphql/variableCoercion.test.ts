@@ -20,6 +20,7 @@ import { COMPILE_AFTER_RUNS, PreparedOperations } from '../../src/graphql/prepar
 import { silentLogger } from '../../src/logger.js';
 import { buildGatewaySchema } from '../../src/graphql/schema.js';
 import type { Backend, PrincipalModel } from '../../src/ports/backend.js';
+import { propertyRuns } from '../helpers/runs.js';
 
 // The prepared path compiles the gateway's mutations with graphql-jit once they come back
 // (src/graphql/preparedOperations.ts), so their variables are coerced by graphql-jit's generated
@@ -144,7 +145,7 @@ describe("graphql-jit's coercion of the gateway's mutation variables against gra
     expect(compiledBefore).toBe(1);
     const arbitrary = fc.record(Object.fromEntries(field.args.map((arg) => [arg.name, valuesOf(arg.type)])), { requiredKeys: [] });
     // upsertItems' values are deep: fewer runs, and about one in five is taken
-    const runs = field.name === 'upsertItems' ? 300 : 1000;
+    const runs = field.name === 'upsertItems' ? propertyRuns(100, 300) : propertyRuns(300, 1000);
     let taken = 0;
     await fc.assert(
       fc.asyncProperty(arbitrary, async (generated) => {

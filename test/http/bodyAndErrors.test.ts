@@ -6,6 +6,7 @@ import { gatewayFormatError } from '../../src/graphql/formatError.js';
 import { checkEnvelope, MAX_JSON_DEPTH } from '../../src/graphql/envelope.js';
 import { HttpError, parseBody, parseJson, parseJsonWithDepth } from '../../src/http/body.js';
 import { createLogger } from '../../src/logger.js';
+import { propertyRuns } from '../helpers/runs.js';
 
 // Parts of the request path that need no HTTP to be tried: how a body is read as JSON, and what
 // a client sees of an error (src/http/body.ts, src/graphql/formatError.ts).
@@ -60,7 +61,7 @@ describe('a request body', () => {
         })();
         expect(refused).toBe(depthOf(value) > MAX_JSON_DEPTH + 8);
       }),
-      { numRuns: 2000 },
+      { numRuns: propertyRuns(500, 2000) },
     );
   });
 });
