@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
 
-/** The files whose properties run longer here (propertyRuns in test/helpers/runs.ts). */
+/** The files whose properties (and repeated cases) run longer here: propertyRuns in test/helpers/runs.ts. */
 const LONG_PROPERTIES = [
   'test/graphql/isoTime.test.ts',
   'test/graphql/variableCoercion.test.ts',
@@ -10,6 +10,7 @@ const LONG_PROPERTIES = [
   'test/recommender/groupCells.test.ts',
   'test/recommender/live.test.ts',
   'test/reliability/fuzz.test.ts',
+  'test/rest/ingestForwarding.test.ts',
 ];
 
 // npm run test:soak: the long reliability runs (a minute of load, Redis cycled under load, a
