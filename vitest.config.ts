@@ -10,6 +10,8 @@ export default defineConfig({
   },
   test: {
     include: ['test/**/*.test.ts'],
+    // tests start the gateway as `npm start` does, from dist/: built here once, not per process
+    globalSetup: ['test/helpers/build.ts'],
     // Tests share one machine's Redis and PostgreSQL under their own prefixes and databases;
     // two files at a time keeps the 2-core machine responsive.
     maxWorkers: 2,

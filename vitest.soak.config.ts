@@ -1,13 +1,27 @@
 import { defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
 
+/** The files whose properties (and repeated cases) run longer here: propertyRuns in test/helpers/runs.ts. */
+const LONG_PROPERTIES = [
+  'test/graphql/isoTime.test.ts',
+  'test/http/bodyAndErrors.test.ts',
+  'test/http/executionPaths.test.ts',
+  'test/recommender/groupCells.test.ts',
+  'test/recommender/live.test.ts',
+  'test/reliability/fuzz.test.ts',
+  'test/rest/ingestForwarding.test.ts',
+];
+
 // npm run test:soak: the long reliability runs (a minute of load, Redis cycled under load, a
-// hundred crashes), kept out of npm test. One file at a time: they measure the machine.
+// hundred crashes, the heap under large queries) and the long property runs, kept out of
+// npm test. One file at a time: they measure the machine.
 export default defineConfig({
   // the same module resolution as npm test (one graphql-js, as Node loads it)
   resolve: base.resolve,
   test: {
-    include: ['test/reliability/soak/*.soak.ts'],
+    include: ['test/reliability/soak/*.soak.ts', ...LONG_PROPERTIES],
+    env: { SOAK: '1' },
+    globalSetup: base.test?.globalSetup,
     maxWorkers: 1,
     testTimeout: 15 * 60_000,
     hookTimeout: 120_000,

@@ -26,6 +26,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { coViews, sendEvents } from '../test/helpers/liveEvents.js';
 import type { EventInputModel } from '../src/ports/backend.js';
+import buildOnce from '../test/helpers/build.js';
 import { gql, startServe } from '../test/helpers/processes.js';
 import { tempDir } from '../test/helpers/stores.js';
 import { drainPrefix } from '../test/helpers/redis.js';
@@ -68,6 +69,7 @@ async function keyOf(base: string, authorization: string): Promise<string> {
   const created = await gql(base, 'mutation { createApiKey(input: { name: "bench" }) { key } }', {}, { authorization });
   return (created.body.data?.createApiKey as { key?: string } | undefined)?.key ?? '';
 }
+await buildOnce();
 try {
   let env: (i: number) => Record<string, string>;
   // a key, as a client's traffic would use

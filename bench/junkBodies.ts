@@ -19,6 +19,7 @@ import { basicAuthorization } from '../src/auth/authorization.js';
 import { EmbeddedKeyService } from '../src/backends/embedded/keys/keyService.js';
 import { SqliteKeyStore } from '../src/backends/embedded/keys/sqliteStore.js';
 import { addUser } from '../src/backends/embedded/keys/users.js';
+import buildOnce from '../test/helpers/build.js';
 import { startServe } from '../test/helpers/processes.js';
 import { TEST_COST, tempDir } from '../test/helpers/stores.js';
 
@@ -44,10 +45,8 @@ const { key, id } = await keys.createKey(await keys.authenticate(basicAuthorizat
 await store.close();
 // the defaults of a plain `npm start` (startServe turns the rate limits off unless told), the
 // key exempt: a 429 of its own would hide what the junk costs it
-const serve = await startServe(
-  { DATA_DIR: dir, REDIS_URL: '', RATE_LIMIT_RPS: '50', AUTH_FAILURES_PER_MINUTE: '10', RATE_LIMIT_PER_KEY: `${id}=0` },
-  { built: true },
-);
+await buildOnce();
+const serve = await startServe({ DATA_DIR: dir, REDIS_URL: '', RATE_LIMIT_RPS: '50', AUTH_FAILURES_PER_MINUTE: '10', RATE_LIMIT_PER_KEY: `${id}=0` });
 const { port } = new URL(serve.url);
 const pid = serve.child.pid!;
 // the gateway on a core of its own and the clients on another (--pin): what the junk costs the

@@ -4,7 +4,7 @@ import { createWriteStream, existsSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RecsStore } from '../../src/backends/embedded/store.js';
-import { runCli } from '../helpers/processes.js';
+import { GATEWAY_ARGS, runCli } from '../helpers/processes.js';
 import { tempDir } from '../helpers/stores.js';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
@@ -78,7 +78,7 @@ describe('an import that fails', () => {
     out.end();
     await once(out, 'finish');
 
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'import', 'catalog', items], {
+    const child = spawn(process.execPath, [...GATEWAY_ARGS, 'import', 'catalog', items], {
       cwd: ROOT,
       env: { ...process.env, DATA_DIR },
       stdio: 'ignore',

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { GATEWAY_ARGS } from '../helpers/processes.js';
 import { runNode } from '../helpers/runNode.js';
 
 // A module hook that names every file module loaded, on stderr (node's own modules are left out).
@@ -10,7 +11,7 @@ const REGISTER = `import { register } from 'node:module'; register(${JSON.string
 
 /** The files the command line loads for `args`, and what it printed. */
 async function loadedBy(args: string[], env: Record<string, string> = {}) {
-  const result = await runNode(['--import', 'tsx', '--import', `data:text/javascript,${encodeURIComponent(REGISTER)}`, 'src/main.ts', ...args], {
+  const result = await runNode(['--import', `data:text/javascript,${encodeURIComponent(REGISTER)}`, ...GATEWAY_ARGS, ...args], {
     env: { LOG_LEVEL: 'warn', ...env },
   });
   const loaded = [...result.stderr.matchAll(/^loaded (.*)$/gm)].map((match) => match[1]!);
@@ -23,16 +24,16 @@ describe('the command line loads nothing heavy to answer --help', () => {
     expect(stdout).toContain('Usage: recs-gateway');
     expect(code).toBe(args.length === 0 ? 2 : 0);
     // the hook saw the command line itself, so it was listening
-    expect(loaded.some((url) => url.endsWith('/src/main.ts'))).toBe(true);
+    expect(loaded.some((url) => url.endsWith('/dist/main.js'))).toBe(true);
     // no package (graphql, pino, ioredis, Apollo Server), no configuration, no server
-    expect(loaded.filter((url) => url.includes('/node_modules/') && !url.includes('/node_modules/tsx/'))).toEqual([]);
-    expect(loaded.filter((url) => /\/src\/(config|server|logger|startup)\.ts$/.test(url))).toEqual([]);
+    expect(loaded.filter((url) => url.includes('/node_modules/'))).toEqual([]);
+    expect(loaded.filter((url) => /\/dist\/(config|server|logger|startup)\.js$/.test(url))).toEqual([]);
   }, 30_000);
 
   it('loads the configuration for a command that runs, and reports a bad setting as before', async () => {
     const { loaded, stderr, code } = await loadedBy(['serve'], { PORT: 'eighty' });
     expect(code).toBe(2);
     expect(stderr).toContain('PORT must be a whole number from 0 to 65535, got "eighty"');
-    expect(loaded.some((url) => url.endsWith('/src/config/env.ts'))).toBe(true);
+    expect(loaded.some((url) => url.endsWith('/dist/config/env.js'))).toBe(true);
   }, 30_000);
 });

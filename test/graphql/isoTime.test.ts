@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isoTimeProblem, parseIsoTime } from '../../src/ports/ingest.js';
+import { propertyRuns } from '../helpers/runs.js';
 
 // The hand-written reader of event times (GraphQL's DateTime, POST /v1/events) against the one it
 // replaced: a regular expression, a check of days through Date.UTC, then Date.parse. Of the texts
@@ -95,13 +96,13 @@ const isoLike = fc
 
 describe('parseIsoTime', () => {
   it('takes what the regular expression and Date.parse took with an offset, giving the same instant, and nothing without one', () => {
-    fc.assert(fc.property(isoLike, (text) => agrees(text)), { numRuns: 50_000 });
+    fc.assert(fc.property(isoLike, (text) => agrees(text)), { numRuns: propertyRuns(5_000, 50_000) });
   });
 
   it('refuses what is not of that shape, as the old reader did', () => {
     const mutated = fc.tuple(isoLike, fc.nat(30), fc.string({ maxLength: 3 })).map(([text, at, insert]) => text.slice(0, at) + insert + text.slice(at + 1));
     fc.assert(fc.property(fc.oneof(mutated, fc.string({ maxLength: 40 }), fc.string({ unit: fc.constantFrom(...'0123456789-:T+Z. '), maxLength: 35 })), (text) => agrees(text)), {
-      numRuns: 50_000,
+      numRuns: propertyRuns(5_000, 50_000),
     });
   });
 
@@ -180,7 +181,7 @@ describe('isoTimeProblem: why a time was refused', () => {
         const problem = isoTimeProblem(text);
         if (problem !== null) expect(sentences.has(problem.replace(/[0-9]/g, '')), `${JSON.stringify(text)}: ${problem}`).toBe(true);
       }),
-      { numRuns: 2_000 },
+      { numRuns: propertyRuns(500, 2_000) },
     );
     // the counterexample CI found for the test before: "has" in the text, and in the sentence
     expect(isoTimeProblem('2026-02-29hasT24:61:60+25:99')).toBe('2026-02 has no day 29 (01 to 28)');

@@ -17,9 +17,12 @@ export interface RunResult {
 /** How long runCli lets a command run before it kills it (a hung start fails its test, and leaves nothing running). */
 const CLI_DEADLINE_MS = 60_000;
 
-/** Runs the command line from source (no build needed) and waits for it to end: SIGKILL past CLI_DEADLINE_MS. */
+/** The built command line as `npm start` runs it (vitest's global setup builds dist/ before the tests). */
+export const GATEWAY_ARGS = ['--no-memory-reducer', 'bin/recs-gateway.js'] as const;
+
+/** Runs the built command line and waits for it to end: SIGKILL past CLI_DEADLINE_MS. */
 export async function runCli(args: string[], env: Record<string, string>, input?: string): Promise<RunResult> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+  const child = spawn(process.execPath, [...GATEWAY_ARGS, ...args], {
     cwd: ROOT,
     env: { ...process.env, LOG_LEVEL: 'warn', ...env },
     stdio: ['pipe', 'pipe', 'pipe'],
@@ -57,19 +60,16 @@ async function freePort(): Promise<number> {
 }
 
 /**
- * Starts `recs-gateway serve` from source on a free port and waits until it is ready (its backend
- * open), or only until it listens with `until: 'listening'` (it answers /healthz then, and 503
- * to everything else until ready; it is found by its /healthz on a port chosen here, as its
- * `recs-gateway listening` line waits for the whole start). `built`: as `npm start` runs it
- * instead, from dist/ (which npm install builds), for a measurement of what production runs
- * (through tsx every closure is wrapped, a third slower). `npm`: `npm start` itself, the README's
- * command (dist/ too), in a process group of its own as a terminal's job is: the child is npm.
+ * Starts `recs-gateway serve` as `npm start` runs it, from dist/, on a free port and waits until
+ * it is ready (its backend open), or only until it listens with `until: 'listening'` (it answers
+ * /healthz then, and 503 to everything else until ready; it is found by its /healthz on a port
+ * chosen here, as its `recs-gateway listening` line waits for the whole start). `npm`: `npm start`
+ * itself, the README's command, in a process group of its own as a terminal's job is: the child is npm.
  */
-export async function startServe(env: Record<string, string>, options: { built?: boolean; npm?: boolean; until?: 'listening' | 'ready' } = {}): Promise<ServeProcess> {
+export async function startServe(env: Record<string, string>, options: { npm?: boolean; until?: 'listening' | 'ready' } = {}): Promise<ServeProcess> {
   const port = options.until === 'listening' ? (env.PORT ?? String(await freePort())) : undefined;
   const healthz = port === undefined ? null : `http://127.0.0.1:${port}`;
-  const args = options.built ? ['--no-memory-reducer', 'bin/recs-gateway.js', 'serve'] : ['--import', 'tsx', 'src/main.ts', 'serve'];
-  const child = spawn(options.npm ? 'npm' : process.execPath, options.npm ? ['start'] : args, {
+  const child = spawn(options.npm ? 'npm' : process.execPath, options.npm ? ['start'] : [...GATEWAY_ARGS, 'serve'], {
     cwd: ROOT,
     // rate limits are tested where they are the subject; elsewhere they would only throttle the test
     env: {
@@ -90,8 +90,8 @@ export async function startServe(env: Record<string, string>, options: { built?:
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = once(child, 'exit');
   const url = await new Promise<string>((resolve, reject) => {
-    // a bound against a hang, not a measure of start-up: through tsx on a 2-core machine that
-    // runs a second test suite, a start took over 30 s; the tests' own timeouts are 90 and 120 s
+    // a bound against a hang, not a measure of start-up, for a 2-core machine that runs a second
+    // test suite; the tests' own timeouts are 90 and 120 s
     let waiting = true;
     const timer = setTimeout(() => {
       waiting = false;

@@ -5,6 +5,7 @@ import { ErrorCode } from '../../src/errors.js';
 import { gatewayFormatError } from '../../src/graphql/formatError.js';
 import { HttpError, MAX_BODY_DEPTH, parseBody, parseJson } from '../../src/http/body.js';
 import { createLogger } from '../../src/logger.js';
+import { propertyRuns } from '../helpers/runs.js';
 
 // Parts of the request path that need no HTTP to be tried: how a body is read as JSON, and what
 // a client sees of an error (src/http/body.ts, src/graphql/formatError.ts).
@@ -58,7 +59,7 @@ describe('a request body', () => {
         })();
         expect(refused).toBe(depthOf(value) > MAX_BODY_DEPTH);
       }),
-      { numRuns: 500 },
+      { numRuns: propertyRuns(500, 2000) },
     );
   });
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { MAX_PERSISTED_QUERY, PERSISTED_QUERY_TTL_SECONDS, PersistedQueryCache } from '../../src/cache/apq.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import type { CacheEntry, SharedCache } from '../../src/ports/cache.js';
-import { DOCUMENT_STORE_BYTES, MAX_STORED_DOCUMENT, createDocumentStore, documentWeight } from '../../src/graphql/documentStore.js';
+import { DOCUMENT_BYTES_PER_TOKEN, DOCUMENT_STORE_BYTES, MAX_STORED_DOCUMENT, createDocumentStore, documentWeight } from '../../src/graphql/documentStore.js';
 
 // The caches a stranger fills (parsed documents, persisted queries) are bounded by what they hold
 // in bytes, not only by how many entries: one entry can be a megabyte of comment.
@@ -42,6 +42,26 @@ describe('the document store handed to Apollo', () => {
     expect(kept * 3000).toBeLessThanOrEqual(DOCUMENT_STORE_BYTES);
     expect(await store.get(`q${count - 1}`)).toBeDefined();
     expect(documentWeight(parse('{ b1: viewer { id } }'))).toBeGreaterThanOrEqual(3000);
+  });
+});
+
+// What the heap soak (test/reliability/soak/heap.soak.ts) measures in a process, by weight: every
+// cache of parsed documents sizes them by documentWeight, so a weight that counts what a document
+// holds bounds the heap they take.
+describe('the weight of a parsed document', () => {
+  it('counts the whole source of a query that is mostly comment', () => {
+    const padding = 'x'.repeat(64 * 1024);
+    const text = `#1 ${padding}\n{ viewer { id } }`;
+    expect(documentWeight(parse(text))).toBeGreaterThanOrEqual(text.length);
+  });
+
+  it('counts every token of a dense query: 15 lists of 100 ids, some 1,700 tokens in 3.5 KB', () => {
+    const ids = Array.from({ length: 100 }, (_, k) => 1 + (k % 9)).join(' ');
+    const text = `{ ${Array.from({ length: 15 }, (_, j) => `x0_${j}: items(itemIds: [${ids}]) { name }`).join(' ')} }`;
+    expect(text.length).toBeLessThan(4000);
+    expect(documentWeight(parse(text))).toBeGreaterThanOrEqual(1_600 * DOCUMENT_BYTES_PER_TOKEN);
+    // the store's budget holds a bounded number of them, not a thousand
+    expect(DOCUMENT_STORE_BYTES / documentWeight(parse(text))).toBeLessThan(60);
   });
 });
 

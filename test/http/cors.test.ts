@@ -11,6 +11,7 @@ import { ConfigError, loadConfig } from '../../src/config/env.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { listen, StartingAnswers } from '../../src/http/listener.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { GATEWAY_ARGS } from '../helpers/processes.js';
 import { storeKinds, tempDir } from '../helpers/stores.js';
 
 /**
@@ -259,7 +260,7 @@ describe('CORS_ORIGINS values', () => {
   it('stops serve with one line naming CORS_ORIGINS', async () => {
     const { dir, remove } = tempDir();
     // a gateway that starts (as one that ignored the setting would) is stopped after 20 s
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    const child = spawn(process.execPath, [...GATEWAY_ARGS, 'serve'], {
       cwd: new URL('../../', import.meta.url).pathname,
       env: { ...process.env, LOG_LEVEL: 'warn', DATA_DIR: dir, PORT: '0', HOST: '127.0.0.1', CORS_ORIGINS: 'https://app.example/' },
       stdio: ['ignore', 'ignore', 'pipe'],

@@ -13,6 +13,7 @@ import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommend
 import { buildKind, LiveModel } from '../../src/recommender/live.js';
 import { Recommender } from '../../src/recommender/recommend.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { propertyRuns } from '../helpers/runs.js';
 
 const DAY = 86_400_000;
 
@@ -174,7 +175,7 @@ describe('the live model gives the lists of a full build over the same events', 
         const { recs, events } = applyCase(c, options);
         expectSame(recs, events, options);
       }),
-      { numRuns: 400 },
+      { numRuns: propertyRuns(100, 400) },
     );
   }, 120_000);
 });
@@ -207,7 +208,7 @@ describe('a log compacted between batches (the events past the window dropped fr
         });
         expectCompactedLog(recs, log, events, options);
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(75, 300) },
     );
   }, 120_000);
 });
@@ -235,7 +236,7 @@ describe('a log compacted in steps, batches arriving between them', () => {
         expectSame(recs, events, options);
         expectCompactedLog(recs, log, events, options);
       }),
-      { numRuns: 300 },
+      { numRuns: propertyRuns(75, 300) },
     );
   }, 120_000);
 
@@ -316,7 +317,7 @@ describe('the lists do not depend on the order a process numbered the items in',
           }
         }
       }),
-      { numRuns: 200 },
+      { numRuns: propertyRuns(50, 200) },
     );
   }, 120_000);
 

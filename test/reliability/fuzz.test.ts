@@ -6,6 +6,7 @@ import { isErrorCode } from '../../src/errors.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 import { PHONE, report } from './harness.js';
+import { propertyRuns } from '../helpers/runs.js';
 
 // Property-based fuzzing over real HTTP against the embedded gateway: whatever a client sends,
 // no 5xx, no crash, JSON where JSON is promised, only codes of the closed set, and no secret.
@@ -43,8 +44,9 @@ interface Answer {
 }
 
 async function send(path: string, init: RequestInit): Promise<Answer> {
-  // an answer that never comes is a failure too, and fast-check shrinks it like any other
-  const response = await fetch(`${gw.url}${path}`, { ...init, signal: AbortSignal.timeout(5000) });
+  // an answer that never comes is a failure too, and fast-check shrinks it like any other; the
+  // bound is for a hang, wide enough for a machine that runs a second suite
+  const response = await fetch(`${gw.url}${path}`, { ...init, signal: AbortSignal.timeout(30_000) });
   return { status: response.status, text: await response.text(), headers: response.headers };
 }
 
@@ -84,7 +86,7 @@ const OPERATIONS: { query: string; vars: string[] }[] = [
 ];
 
 describe('fuzzing the gateway over HTTP', () => {
-  it('GraphQL variables (600 runs)', async () => {
+  it(`GraphQL variables (${propertyRuns(150, 600)} runs)`, async () => {
     const arbitrary = fc.record({
       op: fc.constantFrom(...OPERATIONS),
       values: fc.array(oddValue, { minLength: 3, maxLength: 3 }),
@@ -102,11 +104,11 @@ describe('fuzzing the gateway over HTTP', () => {
         });
         check(answer, true);
       }),
-      { numRuns: 600 },
+      { numRuns: propertyRuns(150, 600) },
     );
   }, 60_000);
 
-  it('raw request bodies and GET query strings on /graphql (600 runs)', async () => {
+  it(`raw request bodies and GET query strings on /graphql (${propertyRuns(150, 600)} runs)`, async () => {
     const body = fc.oneof(
       fc.string({ maxLength: 300 }),
       fc.json({ maxDepth: 3 }),
@@ -126,7 +128,7 @@ describe('fuzzing the gateway over HTTP', () => {
       }),
       // found by an earlier run (a 500): kept as a fixed case
       {
-        numRuns: 600,
+        numRuns: propertyRuns(150, 600),
         examples: [
           ['{"query":""}', 'application/json', false, false],
           // a persisted query whose hash does not match was a 400 with INTERNAL_SERVER_ERROR, logged as a fault
@@ -139,7 +141,7 @@ describe('fuzzing the gateway over HTTP', () => {
     );
   }, 60_000);
 
-  it('headers (400 runs)', async () => {
+  it(`headers (${propertyRuns(100, 400)} runs)`, async () => {
     // Known users only: an unknown user's password is checked against a decoy hash at the full
     // production cost (0.4 s, so that timing tells nothing), too slow to draw hundreds of times.
     const authorization = fc.oneof(
@@ -175,11 +177,11 @@ describe('fuzzing the gateway over HTTP', () => {
         check(answer, true);
         if (answer.status === 401) expect(answer.text).toContain('UNAUTHENTICATED');
       }),
-      { numRuns: 400 },
+      { numRuns: propertyRuns(100, 400) },
     );
   }, 60_000);
 
-  it('REST paths and query strings (500 runs)', async () => {
+  it(`REST paths and query strings (${propertyRuns(125, 500)} runs)`, async () => {
     const rawValue = fc.oneof(
       printable.map(encodeURIComponent),
       printable, // not encoded: stray %, & and = reach the parser as they are
@@ -213,7 +215,7 @@ describe('fuzzing the gateway over HTTP', () => {
         // the REST interfaces answer with their own bodies; a 5xx would be a gateway fault here
         check(answer, false);
       }),
-      { numRuns: 500 },
+      { numRuns: propertyRuns(125, 500) },
     );
   }, 60_000);
 });

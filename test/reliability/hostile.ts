@@ -29,7 +29,7 @@ export interface HostileGateway {
  * second an address) and exempts the well-behaved key (RATE_LIMIT_PER_KEY), as an operator would
  * for a service's own key: the setting of the latency soak.
  */
-export async function startHostileTarget(limits: 'unthrottled' | 'defaults' = 'unthrottled', options: { built?: boolean } = {}): Promise<HostileGateway> {
+export async function startHostileTarget(limits: 'unthrottled' | 'defaults' = 'unthrottled'): Promise<HostileGateway> {
   const { dir, remove } = tempDir('recs-hostile-');
   const store = new SqliteKeyStore(path.join(dir, 'keys.db'));
   await addUser(store, { username: 'alice', password: 'alice-password' }, TEST_COST);
@@ -45,7 +45,7 @@ export async function startHostileTarget(limits: 'unthrottled' | 'defaults' = 'u
     AUTH_FAILURES_PER_MINUTE: '10',
     TRUST_PROXY: '127.0.0.1',
     ...(limits === 'unthrottled' ? { RATE_LIMIT_RPS: '100000' } : { RATE_LIMIT_RPS: '50', RATE_LIMIT_PER_KEY: `${created.id}=0` }),
-  }, options);
+  });
   return {
     serve,
     key: created.key,

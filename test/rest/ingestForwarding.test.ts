@@ -12,6 +12,7 @@ import { createGateway, type Gateway } from '../../src/http/server.js';
 import { openBackend } from '../../src/main.js';
 import { graphqlClient } from '../helpers/gateway.js';
 import { NO_RATE_LIMITS } from '../helpers/processes.js';
+import { propertyRuns } from '../helpers/runs.js';
 import { codeOf, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startRestUpstream, type RestUpstream } from '../helpers/restUpstream.js';
 
@@ -40,6 +41,8 @@ const coViews = (sessions: number, prefix: string) =>
  * and answered, not how long an upstream may take. On a loaded machine the upstream (a gateway
  * process run through tsx) took past the 5 s headers timeout, and a 403 due came as a 503.
  */
+/** Rounds of large batches sent at once: a race shows over many, which test:soak runs. */
+const ROUNDS = propertyRuns(2, 5);
 const PATIENT = { headersTimeoutMs: 60_000, bodyTimeoutMs: 60_000 };
 const PATIENT_ENV = { REQUEST_DEADLINE_MS: '60000', UPSTREAM_HEADERS_TIMEOUT_MS: '60000', UPSTREAM_BODY_TIMEOUT_MS: '60000' };
 
@@ -136,7 +139,7 @@ describe('REST mode in front of an embedded gateway', () => {
     const events = Array.from({ length: 10_000 }, (_, i) => ({ kind: 'view', itemId: A, sessionId: `s${pad}-${i}`, userId: `u${pad}-${i}`, orderId: `o${pad}-${i}` }));
     const variables = { events: events.map((e) => ({ ...e, kind: 'VIEW' })) };
     // 6 MB each, four of each kind at once: within what this gateway reads at once (64 MiB)
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       const twins = Array.from({ length: 8 }, () => post(gw.url, 'POST', '/v1/events', alice, events).then((answer) => answer.body));
       const graphql = Array.from({ length: 2 }, () => gw.gql(RECORD, variables, { authorization: alice }).then((answer) => [answer.status, answer.body.errors?.[0]?.extensions]));
       expect(await Promise.all(twins)).toEqual(Array.from({ length: 8 }, () => ({ errors: [{ code: 403, message: 'Only administrators may send events and item records' }] })));
@@ -179,14 +182,14 @@ describe('REST mode in front of an upstream that answers 403 before reading a ba
 
   // the answer was in the socket, unread, when the body's write failed (EPIPE, ECONNRESET): 1 in
   // 4 of these batches got 503 UPSTREAM_UNAVAILABLE, a failure against the breaker
-  it('the upstream\'s 403 reaches the client, not the broken write: every one of 20 batches of 6 MB, 4 at once', async () => {
+  it(`the upstream's 403 reaches the client, not the broken write: every one of ${ROUNDS * 4} batches of 6 MB, 4 at once`, async () => {
     const pad = 'x'.repeat(180);
     const events = Array.from({ length: 10_000 }, (_, i) => ({ kind: 'view', itemId: A, sessionId: `s${pad}-${i}`, userId: `u${pad}-${i}`, orderId: `o${pad}-${i}` }));
     const answers: unknown[] = [];
-    for (let round = 0; round < 5; round++) {
+    for (let round = 0; round < ROUNDS; round++) {
       answers.push(...await Promise.all(Array.from({ length: 4 }, () => post(gw.url, 'POST', '/v1/events', alice, events))));
     }
-    expect(answers).toEqual(Array.from({ length: 20 }, () => ({ status: 403, body: { errors: [{ code: 403, message: 'Only administrators may send events and item records' }] } })));
+    expect(answers).toEqual(Array.from({ length: ROUNDS * 4 }, () => ({ status: 403, body: { errors: [{ code: 403, message: 'Only administrators may send events and item records' }] } })));
   }, 60_000);
 });
 

@@ -33,7 +33,7 @@ const RATE = Number(process.env.SOAK_HOSTILE_RATE ?? 1000);
 let target: HostileGateway;
 beforeAll(async () => {
   // as production runs it (npm start: dist/, which npm install builds)
-  target = await startHostileTarget('defaults', { built: true });
+  target = await startHostileTarget('defaults');
 });
 afterAll(async () => {
   await target?.stop();

@@ -3,18 +3,19 @@ import { once } from 'node:events';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers/stores.js';
+import { tempDir } from '../../helpers/stores.js';
 
 // Large distinct query texts must not pile up in the gateway's heap: each cache that keeps a
 // parsed document keeps its whole source text (loc.source), and the text can be mostly comment.
+// In npm test, test/http/boundedCaches.test.ts checks the weights that bound those caches.
 
-const FIXTURE = new URL('./fixtures/heapGateway.ts', import.meta.url).pathname;
+const FIXTURE = new URL('../fixtures/heapGateway.ts', import.meta.url).pathname;
 const MiB = 1024 * 1024;
 
 describe('the heap under large distinct queries', () => {
   const dir = tempDir();
   const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', FIXTURE, path.join(dir.dir, 'keys.db')], {
-    cwd: new URL('../../', import.meta.url).pathname,
+    cwd: new URL('../../../', import.meta.url).pathname,
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
