@@ -1,4 +1,5 @@
 import { hash } from 'node:crypto';
+import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 import { ErrorCode } from '../errors.js';
 import { MAX_EVENTS_PER_CALL, MAX_IDENTIFIER_LENGTH, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../ports/ingest.js';
 import { DECIMAL_TEXT } from '../ports/itemRecord.js';
@@ -13,98 +14,22 @@ import type { RestResponse } from './types.js';
  * handlers' real answers, so a change to either that the other misses fails there.
  */
 
-/** The subset of OpenAPI 3.1's types this description uses. */
-type JsonType = 'string' | 'integer' | 'number' | 'boolean' | 'object' | 'array' | 'null';
+type Reference = OpenAPIV3_1.ReferenceObject;
+type SchemaObject = OpenAPIV3_1.SchemaObject;
+type Schema = SchemaObject | Reference;
+type MediaType = OpenAPIV3_1.MediaTypeObject;
+type ResponseObject = OpenAPIV3_1.ResponseObject;
+type Operation = OpenAPIV3_1.OperationObject;
+type SecurityRequirement = OpenAPIV3_1.SecurityRequirementObject;
 
-export interface Reference {
-  $ref: string;
-  description?: string;
-}
+/** A path's operations as 3.1 has them: the library's PathItemObject also demands 3.0's (kogosoftwarellc/open-api#910). */
+type PathItem = { [method in OpenAPIV3_1.HttpMethods]?: Operation } & Pick<OpenAPIV3_1.PathItemObject, 'parameters'>;
 
-/** A JSON Schema 2020-12 schema, as OpenAPI 3.1's Schema Object is. */
-export interface SchemaObject {
-  type?: JsonType | JsonType[];
-  title?: string;
-  description?: string;
-  format?: string;
-  pattern?: string;
-  const?: unknown;
-  enum?: unknown[];
-  minimum?: number;
-  maximum?: number;
-  minLength?: number;
-  maxLength?: number;
-  minItems?: number;
-  maxItems?: number;
-  items?: Schema;
-  properties?: Record<string, Schema>;
-  required?: string[];
-  additionalProperties?: boolean | Schema;
-  oneOf?: Schema[];
-  examples?: unknown[];
-}
-
-export type Schema = SchemaObject | Reference;
-
-interface MediaType {
-  schema: Schema;
-  example?: unknown;
-}
-
-interface Header {
-  description: string;
-  required?: boolean;
-  schema: Schema;
-}
-
-export interface ResponseObject {
-  description: string;
-  headers?: Record<string, Header | Reference>;
-  content?: Record<string, MediaType>;
-}
-
-interface Parameter {
-  name: string;
-  in: 'query' | 'path' | 'header';
-  description: string;
-  required?: boolean;
-  schema: Schema;
-  example?: unknown;
-}
-
-type SecurityRequirement = Record<string, string[]>;
-
-export interface Operation {
-  operationId: string;
-  summary: string;
-  description?: string;
-  tags: string[];
-  security: SecurityRequirement[];
-  parameters?: (Parameter | Reference)[];
-  requestBody?: { required: boolean; content: Record<string, MediaType> };
-  responses: Record<string, ResponseObject | Reference>;
-}
-
-type Method = 'get' | 'post' | 'put' | 'delete';
-export type PathItem = Partial<Record<Method, Operation>> & { parameters?: (Parameter | Reference)[] };
-
-type SecurityScheme =
-  | { type: 'apiKey'; in: 'header' | 'query'; name: string; description: string }
-  | { type: 'http'; scheme: 'basic' | 'bearer'; description: string };
-
-export interface OpenApiDocument {
-  openapi: '3.1.0';
-  info: { title: string; version: string; description: string; license: { name: string; identifier: string } };
-  tags: { name: string; description: string }[];
+/** The served document: its paths and the components it uses always there. */
+export type OpenApiDocument = Omit<OpenAPIV3_1.Document, 'paths' | 'components'> & {
   paths: Record<string, PathItem>;
-  components: {
-    schemas: Record<string, SchemaObject>;
-    responses: Record<string, ResponseObject>;
-    parameters: Record<string, Parameter>;
-    headers: Record<string, Header>;
-    securitySchemes: Record<string, SecurityScheme>;
-  };
-}
+  components: Required<Pick<OpenAPIV3_1.ComponentsObject, 'schemas' | 'responses' | 'parameters' | 'headers' | 'securitySchemes'>>;
+};
 
 const JSON_TYPE = 'application/json';
 const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string): Reference => ({ $ref: `#/components/${kind}/${name}` });
@@ -116,7 +41,8 @@ const str = (description?: string): SchemaObject => (description ? { type: 'stri
 const url = (description?: string): SchemaObject => ({ ...str(description), format: 'uri' });
 const num = (description?: string): SchemaObject => (description ? { type: 'number', description } : { type: 'number' });
 const bool = (description?: string): SchemaObject => (description ? { type: 'boolean', description } : { type: 'boolean' });
-const itemId = (description: string): SchemaObject => ({ type: 'integer', format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description });
+/** Also a parameter's schema, which the library types as 3.0's. */
+const itemId = (description: string): OpenAPIV3.NonArraySchemaObject => ({ type: 'integer', format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description });
 
 /**
  * The item record as src/backends/itemRecord.ts's toItemRecord serves it (the fields of
