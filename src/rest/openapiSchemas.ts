@@ -1,4 +1,5 @@
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
+import type { CreateApiKeyInput, EventInputModel, GiftOptionsModel, ImageEntityModel, ItemModel, MarketplacePriceModel } from '../ports/backend.js';
 import { MAX_IDENTIFIER_LENGTH } from '../ports/ingest.js';
 import { DECIMAL_TEXT } from '../ports/itemRecord.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
@@ -12,6 +13,12 @@ export type Reference = OpenAPIV3_1.ReferenceObject;
 export type SchemaObject = OpenAPIV3_1.SchemaObject;
 export type Schema = SchemaObject | Reference;
 type MediaType = OpenAPIV3_1.MediaTypeObject;
+
+/**
+ * A request body's properties: one per field of the model its validator builds (src/ports/backend.ts),
+ * so that a field added to the model and not to its description, or the reverse, fails to compile.
+ */
+type FieldsOf<Model> = Record<keyof Model, Schema>;
 
 const JSON_TYPE = 'application/json';
 export const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string): Reference => ({ $ref: `#/components/${kind}/${name}` });
@@ -90,7 +97,7 @@ const itemRecord: SchemaObject = {
       additionalProperties: { type: 'string' },
       description: 'Free-form attributes; the set of names varies per item. Absent when the item has none.',
     },
-  },
+  } satisfies FieldsOf<ItemModel>,
 };
 
 const keyErrors: SchemaObject = {
@@ -157,7 +164,7 @@ export const schemas: Record<string, SchemaObject> = {
         description: 'Name of the key, unique per user; key#<n> when omitted.',
       },
       expiresInDays: { type: 'integer', minimum: 1, maximum: 3650, description: 'Days until the key expires; it never does when omitted.' },
-    },
+    } satisfies FieldsOf<CreateApiKeyInput>,
     additionalProperties: false,
     description: 'Any other field is refused (400), naming it.',
   },
@@ -191,18 +198,18 @@ export const schemas: Record<string, SchemaObject> = {
     properties: {
       price: num(), sellerInfo: str(), standardShipRate: num(), twoThreeDayShippingRate: num(),
       availableOnline: bool(), clearance: bool(), offerType: str(),
-    },
+    } satisfies FieldsOf<MarketplacePriceModel>,
   },
   GiftOptions: {
     type: 'object',
-    properties: { allowGiftWrap: bool(), allowGiftMessage: bool(), allowGiftReceipt: bool() },
+    properties: { allowGiftWrap: bool(), allowGiftMessage: bool(), allowGiftReceipt: bool() } satisfies FieldsOf<GiftOptionsModel>,
   },
   ImageEntity: {
     type: 'object',
     properties: {
       thumbnailImage: url(), mediumImage: url(), largeImage: url(),
       entityType: str('PRIMARY or SECONDARY.'),
-    },
+    } satisfies FieldsOf<ImageEntityModel>,
   },
   RecsErrors: recsErrors,
   Event: {
@@ -226,7 +233,7 @@ export const schemas: Record<string, SchemaObject> = {
         type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH,
         description: 'Your own id for the event: one stored before (or earlier in the call) is not stored again, so a call may be sent again safely.',
       },
-    },
+    } satisfies FieldsOf<EventInputModel>,
   },
   RecordedEvents: {
     type: 'object',
