@@ -1,0 +1,304 @@
+import type { OpenAPIV3_1 } from 'openapi-types';
+import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../ports/ingest.js';
+import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
+import { itemId, jsonContent, ref, type Reference } from './openapiSchemas.js';
+
+/*
+ * The operations of the OpenAPI description (src/rest/openapi.ts): each route's parameters,
+ * security and answers, and the responses, parameters, headers and security schemes they share.
+ */
+
+type ResponseObject = OpenAPIV3_1.ResponseObject;
+type Operation = OpenAPIV3_1.OperationObject;
+type SecurityRequirement = OpenAPIV3_1.SecurityRequirementObject;
+
+/** A path's operations as 3.1 has them: the library's PathItemObject also demands 3.0's (kogosoftwarellc/open-api#910). */
+export type PathItem = { [method in OpenAPIV3_1.HttpMethods]?: Operation } & Pick<OpenAPIV3_1.PathItemObject, 'parameters'>;
+
+const keyResponse = (description: string, example: unknown, headers?: Record<string, Reference>): ResponseObject => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: jsonContent(ref('schemas', 'KeyServiceErrors'), example),
+});
+const recsResponse = (description: string, code: number, message: string, headers?: Record<string, Reference>): ResponseObject => ({
+  description,
+  ...(headers ? { headers } : {}),
+  content: jsonContent(ref('schemas', 'RecsErrors'), { errors: [{ code, message }] }),
+});
+
+/** The responses of the live recommender's twins besides their own: the recommendation body, statuses as the key interface's. */
+const ingestFailures = {
+  '400': recsResponse(
+    `A malformed body or a bad entry (code ${RecsErrorCode.BAD_REQUEST}), naming the first bad entry's index and field; nothing of the call is kept.`,
+    RecsErrorCode.BAD_REQUEST, 'events[3].sessionId: a view needs a sessionId or a userId',
+  ),
+  '401': recsResponse(
+    'No, bad, unknown, expired or deleted credentials. A request with no credentials, or with Basic ones, is challenged.',
+    401, 'Authentication required: send a valid API key or credentials in the Authorization header',
+    { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') },
+  ),
+  '403': recsResponse('The caller is no administrator.', 403, 'Only administrators may send events and item records'),
+  '413': recsResponse('A body over INGEST_BODY_LIMIT_BYTES (8 MiB by default) for an administrator.', 413, 'Request body larger than 8388608 bytes: send fewer events or records a call'),
+  '415': recsResponse('A body sent as anything but JSON (Content-Type: application/json), or compressed (Content-Encoding), left unread.', 415, 'Send the batch as JSON: Content-Type: application/json'),
+  '429': recsResponse('Too many requests.', 429, 'Too many requests: retry in 1 s', { 'Retry-After': ref('headers', 'Retry-After') }),
+  '502': recsResponse(
+    'In REST mode: the upstream refused the gateway, or takes no events or item records.',
+    502, "The recommendations service refused the gateway's request: the upstream takes no events (POST /v1/events is not one of its routes)",
+  ),
+  '503': recsResponse('In REST mode: the upstream is unavailable or did not answer in time.', 503, 'The recommendations service is unavailable: HTTP 503', { 'Retry-After': ref('headers', 'Retry-After') }),
+};
+
+/** The security of the key interface: any one of the three forms of the Authorization header. */
+const keySecurity: SecurityRequirement[] = [{ apiKeyHeader: [] }, { bearerKey: [] }, { basicAuth: [] }];
+const recsSecurity: SecurityRequirement[] = [{ apiKeyQuery: [] }];
+
+/** The responses every operation of one interface may give besides its own. */
+const keyFailures = {
+  '401': ref('responses', 'KeyUnauthorized'),
+  '429': ref('responses', 'KeyRateLimited'),
+  '502': ref('responses', 'KeyBadGateway'),
+  '503': ref('responses', 'KeyUnavailable'),
+};
+const recsFailures = {
+  '403': ref('responses', 'RecsAccountInactive'),
+  '429': ref('responses', 'RecsRateLimited'),
+  '502': ref('responses', 'RecsBadGateway'),
+  '503': ref('responses', 'RecsUnavailable'),
+};
+
+const recommendationOperation = (operationId: string, summary: string, description: string): Operation => ({
+  operationId,
+  summary,
+  description,
+  tags: ['recommendations'],
+  security: recsSecurity,
+  parameters: [ref('parameters', 'itemId')],
+  responses: {
+    '200': {
+      description: 'At most 10 item records, most relevant first; or, when there is nothing to recommend, ' +
+        `the upstream's own way of saying so: an error body with code ${RecsErrorCode.NO_RECOMMENDATIONS} (an empty list, not a failure).`,
+      content: jsonContent({
+        oneOf: [
+          { type: 'array', items: ref('schemas', 'ItemRecord'), minItems: 1, maxItems: 10 },
+          ref('schemas', 'RecsErrors'),
+        ],
+      }),
+    },
+    '400': ref('responses', 'RecsBadRequest'),
+    ...recsFailures,
+  },
+});
+
+export const paths: Record<string, PathItem> = {
+  '/api/v1/apikey': {
+    get: {
+      operationId: 'listApiKeys',
+      summary: 'The keys of the authenticated user, sorted by name: metadata only, never a key value.',
+      tags: ['api-keys'],
+      security: keySecurity,
+      responses: {
+        '200': { description: 'The keys, sorted by name.', content: jsonContent({ type: 'array', items: ref('schemas', 'ApiKeyRecord') }) },
+        ...keyFailures,
+      },
+    },
+    post: {
+      operationId: 'createApiKey',
+      summary: 'Creates a key; the response is the only place its value ever appears.',
+      tags: ['api-keys'],
+      security: keySecurity,
+      requestBody: { required: false, content: jsonContent(ref('schemas', 'CreateApiKeyRequest'), { name: 'ci-key' }) },
+      responses: {
+        '200': { description: 'The new key.', content: jsonContent(ref('schemas', 'CreatedApiKey')) },
+        '400': ref('responses', 'KeyBadRequest'),
+        '403': ref('responses', 'KeyForbidden'),
+        '413': keyResponse(
+          'A body over BODY_LIMIT_BYTES (1 MiB by default); refused before the key service sees it, the connection closed.',
+          [{ id: '*', message: 'Request body larger than 1048576 bytes' }],
+        ),
+        '415': keyResponse(
+          'A body sent as anything but JSON (Content-Type: application/json, parameters allowed), with none, or compressed (Content-Encoding): left unread, no key made. ' +
+            'A form or text/plain POST is what another site can make a browser send.',
+          [{ id: '*', message: 'Send the body as JSON: Content-Type: application/json' }],
+        ),
+        ...keyFailures,
+      },
+    },
+  },
+  '/api/v1/apikey/{id}': {
+    delete: {
+      operationId: 'deleteApiKey',
+      summary: 'Deletes a key of the authenticated user (an administrator may delete anyone\'s); it stops working at once.',
+      tags: ['api-keys'],
+      security: keySecurity,
+      parameters: [{ name: 'id', in: 'path', required: true, description: 'Identifier of the key.', schema: { type: 'string', format: 'uuid' } }],
+      responses: {
+        '200': { description: 'Deleted.', content: jsonContent(ref('schemas', 'DeletedApiKey')) },
+        '400': keyResponse(
+          'No such key: an unknown id and another user\'s key answer alike, so the answer does not tell which ids exist.',
+          [{ id: '*', message: 'API key not found: 00000000-0000-4000-8000-000000000000' }],
+        ),
+        '403': ref('responses', 'KeyForbidden'),
+        '404': keyResponse('The id is not a UUID: no such resource.', [{ id: 'id', message: 'No such resource: the key id must be a UUID' }]),
+        ...keyFailures,
+      },
+    },
+  },
+  '/v1/postbrowse': {
+    get: recommendationOperation(
+      'postBrowsedProducts',
+      'Post browsed products: items viewed together with the anchor.',
+      'For retargeting, or alternatives when the viewed item is out of stock.',
+    ),
+  },
+  '/v1/nbp': {
+    get: recommendationOperation(
+      'productRecommendations',
+      'Product recommendation (next best product): items bought together with the anchor.',
+      'For a widget after a verified transaction, or an upsell.',
+    ),
+  },
+  '/v1/items/{itemId}': {
+    get: {
+      operationId: 'getItem',
+      summary: 'Product lookup: one item.',
+      tags: ['recommendations'],
+      security: recsSecurity,
+      parameters: [{ name: 'itemId', in: 'path', required: true, description: 'Item identifier.', schema: itemId('Item identifier.') }],
+      responses: {
+        '200': { description: 'The item.', content: jsonContent(ref('schemas', 'ItemRecord')) },
+        '400': recsResponse('An unknown or malformed item id.', RecsErrorCode.INVALID_ITEM, 'Invalid itemId'),
+        ...recsFailures,
+      },
+    },
+  },
+  '/v1/events': {
+    post: {
+      operationId: 'recordEvents',
+      summary: `Records what shoppers did, for the recommender: at most ${MAX_EVENTS_PER_CALL} events a call, all kept or none.`,
+      description: 'Administrators only (a password or a key of theirs in the Authorization header). Answered once the events are kept; ' +
+        'the recommendations follow within seconds. The same as GraphQL\'s recordEvents mutation.',
+      tags: ['ingestion'],
+      security: keySecurity,
+      requestBody: {
+        required: true,
+        content: jsonContent(
+          { type: 'array', items: ref('schemas', 'Event'), maxItems: MAX_EVENTS_PER_CALL },
+          [{ kind: 'view', itemId: 31000005, sessionId: 's-81f2', time: '2026-11-23T06:40:00Z' }, { kind: 'purchase', itemId: 31000005, orderId: 'o-1177' }],
+        ),
+      },
+      responses: {
+        '200': { description: 'The events were kept.', content: jsonContent(ref('schemas', 'RecordedEvents'), { accepted: 2, itemsWithoutRecord: 0 }) },
+        ...ingestFailures,
+      },
+    },
+  },
+  '/v1/items': {
+    put: {
+      operationId: 'upsertItems',
+      summary: `Adds or replaces item records: at most ${MAX_ITEMS_PER_CALL} a call, all stored or none.`,
+      description: 'Administrators only. Each record replaces the item\'s previous record whole; itemId and a non-empty name are required; ' +
+        'of an itemId sent twice in one call the last record is stored. ' +
+        `Texts are capped (UTF-16 code units): shortDescription and longDescription ${MAX_ITEM_TEXT_LENGTH.description}, URLs ${MAX_ITEM_TEXT_LENGTH.url}, ` +
+        `every other text ${MAX_ITEM_TEXT_LENGTH.other}; attributes, imageEntities and variants at most ${MAX_ITEM_LIST_LENGTH.attributes}, ` +
+        `${MAX_ITEM_LIST_LENGTH.imageEntities} and ${MAX_ITEM_LIST_LENGTH.variants} entries. A field of the wrong type refuses the call (400, naming it), and a number out of its field's range (400, saying the range); of the texts only upc and modelNumber may be sent as numbers, ` +
+        `whole ones from 0 to ${Number.MAX_SAFE_INTEGER}, kept as their digits (any other number is refused). ` +
+        'Every number is a JSON number (one sent as text, "12" or "0x10", is refused), but customerRating, which may also be its decimal text ("4.627"), ' +
+        'and itemId, parentItemId and variants, which may also be strings of their digits ("31000005"). ' +
+        'The same as GraphQL\'s upsertItems mutation.',
+      tags: ['ingestion'],
+      security: keySecurity,
+      requestBody: {
+        required: true,
+        content: jsonContent({ type: 'array', items: ref('schemas', 'ItemRecord'), maxItems: MAX_ITEMS_PER_CALL }, [{ itemId: 31000005, name: 'Vireo Labs Phone 6' }]),
+      },
+      responses: {
+        '200': { description: 'The records were stored.', content: jsonContent(ref('schemas', 'UpsertedItems'), { upserted: 1 }) },
+        ...ingestFailures,
+      },
+    },
+    get: {
+      operationId: 'getItems',
+      summary: `Product lookup: up to ${MAX_LOOKUP_IDS} items by id.`,
+      tags: ['recommendations'],
+      security: recsSecurity,
+      parameters: [{
+        name: 'ids',
+        in: 'query',
+        required: true,
+        description: `Comma-separated item identifiers, at most ${MAX_LOOKUP_IDS}, each its digits; spaces only next to a comma; given once.`,
+        schema: { type: 'string', pattern: '^[0-9]+( *, *[0-9]+)*$' },
+        example: '31000005,31000007',
+      }],
+      responses: {
+        '200': {
+          description: 'The known items, in the order asked, each once; unknown ids are left out.',
+          content: jsonContent(ref('schemas', 'ItemList')),
+        },
+        '400': ref('responses', 'RecsBadRequest'),
+        ...recsFailures,
+      },
+    },
+  },
+};
+
+/** components.responses: the answers more than one operation gives. */
+export const responses: Record<string, ResponseObject> = {
+  KeyBadRequest: keyResponse('A request the key service refuses: a bad field, a name taken, an unknown username.', [{ id: 'name', message: 'An API key named ci-key already exists for this user' }]),
+  KeyUnauthorized: keyResponse(
+    'No, bad, unknown, expired or deleted credentials. A request with no credentials, or with Basic ones, is challenged.',
+    [{ id: '*', message: 'Authentication required: send a valid API key or credentials in the Authorization header' }],
+    { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') },
+  ),
+  KeyForbidden: keyResponse('Not permitted: a non-administrator acting for another user.', [{ id: '*', message: 'Operation is not permitted' }]),
+  KeyRateLimited: keyResponse('Too many requests, or too many failed sign-ins.', [{ id: '*', message: 'Too many requests: retry in 1 s' }], { 'Retry-After': ref('headers', 'Retry-After') }),
+  KeyBadGateway: keyResponse('The upstream key service refused the gateway.', [{ id: '*', message: "The apikeys service refused the gateway's request: unexpected HTTP 418" }]),
+  KeyUnavailable: keyResponse('The key service is unavailable or did not answer in time.', [{ id: '*', message: 'The apikeys service is unavailable: HTTP 503' }], { 'Retry-After': ref('headers', 'Retry-After') }),
+  RecsBadRequest: {
+    description: `A malformed request (code ${RecsErrorCode.BAD_REQUEST}), or an unknown anchor item (code ${RecsErrorCode.INVALID_ITEM}, Invalid itemId).`,
+    content: jsonContent(ref('schemas', 'RecsErrors'), { errors: [{ code: RecsErrorCode.INVALID_ITEM, message: 'Invalid itemId' }] }),
+  },
+  RecsAccountInactive: recsResponse(
+    'A missing, unknown, deleted or malformed apiKey: Account Inactive, with no hint which.',
+    RecsErrorCode.ACCOUNT_INACTIVE, 'Account Inactive',
+  ),
+  RecsRateLimited: recsResponse('Too many requests.', 429, 'Too Many Requests', { 'Retry-After': ref('headers', 'Retry-After') }),
+  RecsBadGateway: recsResponse('The upstream recommendation service refused the gateway.', 502, 'Bad Gateway'),
+  RecsUnavailable: recsResponse('The recommendation service is unavailable or did not answer in time.', 503, 'Service Unavailable', { 'Retry-After': ref('headers', 'Retry-After') }),
+};
+
+export const parameters: Record<string, OpenAPIV3_1.ParameterObject> = {
+  itemId: {
+    name: 'itemId',
+    in: 'query',
+    required: true,
+    description: 'The anchor item\'s identifier, given once.',
+    schema: itemId('Item identifier.'),
+    example: 31000005,
+  },
+};
+
+export const headers: Record<string, OpenAPIV3_1.HeaderObject> = {
+  'WWW-Authenticate': { description: 'Basic realm="recs-gateway"', schema: { type: 'string' } },
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer', minimum: 0 } },
+};
+
+export const securitySchemes: Record<string, OpenAPIV3_1.SecuritySchemeObject> = {
+  apiKeyHeader: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'Authorization',
+    description: 'An API key as the whole Authorization header value.',
+  },
+  bearerKey: { type: 'http', scheme: 'bearer', description: 'An API key after Bearer.' },
+  basicAuth: {
+    type: 'http',
+    scheme: 'basic',
+    description: 'User name and password; a domain user signs in as <username>@<domain>.',
+  },
+  apiKeyQuery: {
+    type: 'apiKey',
+    in: 'query',
+    name: 'apiKey',
+    description: 'An API key (never a password), given once; anything wrong with it is 403 Account Inactive.',
+  },
+};
