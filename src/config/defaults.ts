@@ -14,10 +14,7 @@ export const DEFAULT_LIMITS: QueryLimits = {
   maxIntrospectionCost: 10_000,
 };
 
-/**
- * Introspection nesting allowed past MAX_DEPTH: the standard introspection query, which IDEs and
- * code generators send, nests deeper than MAX_DEPTH's default. This bounds a chain of `ofType`.
- */
+/** Introspection depth past MAX_DEPTH: IDEs' standard introspection query nests deeper; this bounds `ofType` chains. */
 export const INTROSPECTION_MAX_DEPTH = 20;
 
 export const DEFAULT_RATE_LIMITS: RateLimitSettings = {
@@ -39,7 +36,6 @@ export const DEFAULT_SERVER_LIMITS: ServerLimits = {
 };
 
 export const DEFAULT_RESPONSE_CACHE_ENTRIES = 10_000;
-/** RESPONSE_CACHE_MAX_BYTES; an answer over a RESPONSE_CACHE_SHARE-th is not kept, so one never evicts many. */
 export const DEFAULT_RESPONSE_CACHE_BYTES = 64 * 1024 * 1024;
 export const RESPONSE_CACHE_SHARE = 64;
 export const DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024;

@@ -49,10 +49,7 @@ export interface Config {
   redisUrl: string | null;
   /** REDIS_KEY_PREFIX; default `recs-gateway:`. */
   redisKeyPrefix: string;
-  /**
-   * RATE_LIMIT_KEY_SECRET: HMAC key naming rate-limit buckets in Redis, so no address is stored plain.
-   * Default none: a random salt kept in Redis, which a copy of Redis then holds too.
-   */
+  /** RATE_LIMIT_KEY_SECRET: HMAC key so no address is stored plain in Redis; default a random salt kept there. */
   rateLimitKeySecret: string | null;
   /** CACHE_ITEM_TTL_SECONDS; default 300. */
   cacheItemTtlSeconds: number;
@@ -84,10 +81,7 @@ export interface Config {
   ingestBodyLimitBytes: number;
   /** TRUST_PROXY: proxy addresses or CIDR blocks whose X-Forwarded-For is believed; default none. */
   trustProxy: string[];
-  /**
-   * VERIFIED_PASSWORD_TTL_SECONDS: how long a verified password skips scrypt, kept under a keyed
-   * hash and dropped when the user's keys or the store change; 0 off; default 60.
-   */
+  /** VERIFIED_PASSWORD_TTL_SECONDS: a verified password skips scrypt this long (keyed hash); 0 off; default 60. */
   verifiedPasswordTtlSeconds: number;
   /** INTROSPECTION; default on except in production. */
   introspection: boolean;

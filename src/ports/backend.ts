@@ -48,7 +48,6 @@ export interface CreatedApiKeyModel {
   apiKey: ApiKeyModel;
 }
 
-/** Names another user, for administrators. */
 export interface UserRef {
   username: string;
   domain: string | null;
@@ -246,10 +245,7 @@ export interface UpsertItemsResultModel {
   upserted: number;
 }
 
-/**
- * Events and item records in, for administrators only. A call is atomic and answered once durable;
- * REST mode forwards it with the caller's credentials.
- */
+/** Events and item records in, administrators only; a call is atomic and answered once durable. */
 export interface IngestService {
   recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options?: CallOptions): Promise<RecordEventsResultModel>;
   upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options?: CallOptions): Promise<UpsertItemsResultModel>;

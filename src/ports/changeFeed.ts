@@ -1,7 +1,4 @@
-/**
- * How REST-mode gateways on one shared cache tell each other a write was taken upstream, so that
- * every gateway drops what it keeps, not only the writer (src/cache/changeFeed.ts).
- */
+/** How REST-mode gateways on one cache tell each other of upstream writes, so every one drops what it keeps. */
 export interface ChangeNotice {
   /** The shared count of writes this one made. */
   writes: number;
@@ -12,10 +9,7 @@ export interface ChangeNotice {
 export interface ChangeFeed {
   /** The shared count of writes now; null when it cannot be read (the cache's store is down). */
   current(): Promise<number | null>;
-  /**
-   * Tells the other gateways of a write; null when they could not be told (TTLs then apply).
-   * `staleKeys` are deleted in the same step, so no gateway reads them even if the cache's delete failed.
-   */
+  /** Tells the others of a write (null if it could not); `staleKeys` are deleted in the same step. */
   announce(itemIds: readonly number[], staleKeys?: readonly string[]): Promise<number | null>;
   /** Calls `notice` per announced write; `connected` on each (re)connect, since notices may have been missed. */
   listen(notice: (change: ChangeNotice) => void, connected: () => void): void;

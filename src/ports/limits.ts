@@ -20,10 +20,7 @@ export interface QueryLimits {
   maxTokens: number;
   /** MAX_COST: fields weighted by how often they run (a list costs its `first`); default 5000. */
   maxCost: number;
-  /**
-   * Fields sharing one response name in a selection set; default 10. Validation compares
-   * every pair of them, so its time grows with the square of this.
-   */
+  /** MAX_SAME_NAME_FIELDS: same-name fields in one selection set; default 10. Validation is quadratic in it. */
   maxSameNameFields?: number;
   /** MAX_TYPE_FIELDS: `__type` fields in one operation, fragment spreads counted; default 5. */
   maxTypeFields?: number;
@@ -37,10 +34,7 @@ export interface BucketLimit {
   burst: number;
 }
 
-/**
- * Request rate limits. A user's keys share the user's bucket, so more keys buy no more requests;
- * a valid key is never refused for other clients' failures from its address.
- */
+/** Request rate limits; a user's keys share one bucket, so more keys buy no more requests. */
 export interface RateLimitSettings {
   /** RATE_LIMIT_RPS / RATE_LIMIT_BURST: per key, user or address; default 50/s, burst 100; 0 (null) off. */
   perPrincipal: BucketLimit | null;
@@ -50,10 +44,7 @@ export interface RateLimitSettings {
   perUser?: BucketLimit | null;
   /** AUTH_FAILURES_PER_MINUTE: failed sign-ins per address and per username; default 10; 0 (null) off. */
   authFailures: BucketLimit | null;
-  /**
-   * AUTH_KEY_CHECKS_PER_MINUTE: remote key checks that find no valid key, per address; default 60.
-   * Bounds the key service's load without refusing an address's valid keys.
-   */
+  /** AUTH_KEY_CHECKS_PER_MINUTE: remote key checks finding no valid key, per address; default 60. */
   keyChecks?: BucketLimit | null;
   /** NEW_DOCUMENTS_RPS / _BURST: query texts parsed afresh per user or address; default 5/s, burst 20. */
   newDocuments?: BucketLimit | null;
@@ -71,9 +62,6 @@ export interface ServerLimits {
   maxConnections: number;
   /** MAX_CONNECTIONS_PER_ADDRESS: per IPv4 address or IPv6 /64, trusted proxies exempt; default 128. */
   maxConnectionsPerAddress: number;
-  /**
-   * LINGER_BYTES_PER_SECOND: refused-body bytes one client network may drain after its answers
-   * (src/http/linger.ts); past it the connection closes unread. 0: none; default 1048576.
-   */
+  /** LINGER_BYTES_PER_SECOND: refused-body bytes a client network may drain (src/http/linger.ts); 0 none; default 1048576. */
   lingerBytesPerSecond: number;
 }
