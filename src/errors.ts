@@ -1,11 +1,7 @@
 import { GraphQLError } from 'graphql';
 import { ApolloServerErrorCode } from '@apollo/server/errors';
 
-/**
- * The closed set of `extensions.code` values a client can see. Apollo Server's own request
- * errors (parse, validation, persisted queries, bad request) are part of it; formatError turns
- * anything else into INTERNAL_SERVER_ERROR with its message masked.
- */
+/** The closed set of `extensions.code` values a client can see; formatError masks anything else as INTERNAL_SERVER_ERROR. */
 export const ErrorCode = {
   UNAUTHENTICATED: 'UNAUTHENTICATED',
   FORBIDDEN: 'FORBIDDEN',
@@ -15,7 +11,7 @@ export const ErrorCode = {
   QUERY_TOO_COMPLEX: 'QUERY_TOO_COMPLEX',
   UPSTREAM_UNAVAILABLE: 'UPSTREAM_UNAVAILABLE',
   UPSTREAM_REJECTED: 'UPSTREAM_REJECTED',
-  /** An operation that is not among the trusted documents, where only they run (Apollo Router's code for it). */
+  /** Not among the trusted documents where only they run (Apollo Router's code). */
   PERSISTED_QUERY_NOT_IN_LIST: 'PERSISTED_QUERY_NOT_IN_LIST',
   INTERNAL_SERVER_ERROR: 'INTERNAL_SERVER_ERROR',
   GRAPHQL_PARSE_FAILED: ApolloServerErrorCode.GRAPHQL_PARSE_FAILED,
@@ -34,7 +30,7 @@ export function isErrorCode(value: unknown): value is ErrorCode {
   return typeof value === 'string' && codes.has(value);
 }
 
-/** The HTTP status a response gets when this is its only error (and the REST status served). */
+/** The HTTP status when this is the only error, and the REST status served. */
 export const httpStatusOf: Record<ErrorCode, number> = {
   UNAUTHENTICATED: 401,
   FORBIDDEN: 403,
@@ -59,13 +55,11 @@ export interface GatewayErrorOptions {
   field?: string;
   /** Seconds to wait, for RATE_LIMITED and UPSTREAM_UNAVAILABLE. */
   retryAfter?: number;
-  /** The upstream service concerned. */
   service?: string;
-  /** Not shown to clients: kept for logs only. */
+  /** Kept for logs only, never shown to clients. */
   cause?: unknown;
 }
 
-/** A client-visible error: a GraphQLError whose code is from the closed set. */
 export class GatewayError extends GraphQLError {
   readonly code: ErrorCode;
   readonly field: string | undefined;
@@ -76,19 +70,18 @@ export class GatewayError extends GraphQLError {
     if (options.field !== undefined) extensions.field = options.field;
     if (options.service !== undefined) extensions.service = options.service;
     if (options.retryAfter !== undefined) extensions.retryAfter = options.retryAfter;
-    // Only a request-level failure decides the HTTP status; a field error inside a partial
-    // result keeps the 200 that GraphQL over HTTP expects.
+    // Only a request-level failure decides the HTTP status; a field error in a partial
+    // result keeps the 200 GraphQL over HTTP expects.
     if (code === ErrorCode.UNAUTHENTICATED) {
-      // Basic; a browser page's script gets Bearer instead (src/http/send.ts challengeFor)
+      // a browser page's script gets Bearer instead (src/http/send.ts challengeFor)
       extensions.http = { status: 401, headers: new Map([['www-authenticate', 'Basic realm="recs-gateway"']]) };
     } else if (code === ErrorCode.RATE_LIMITED) {
       const headers = new Map<string, string>();
       if (options.retryAfter !== undefined) headers.set('retry-after', String(Math.ceil(options.retryAfter)));
       extensions.http = { status: 429, headers };
     }
-    // An answer to the client, not a fault: no stack is captured (graphql-js wraps every resolver
-    // error and reads its stack, whose formatting was 5% of a request that ends in NOT_FOUND). A
-    // cause keeps its own stack for the logs.
+    // An answer to the client, not a fault: no stack is captured, since graphql-js reads the stack
+    // of every resolver error. A cause keeps its own stack for the logs.
     const stackTraceLimit = Error.stackTraceLimit;
     Error.stackTraceLimit = 0;
     try {
@@ -97,7 +90,7 @@ export class GatewayError extends GraphQLError {
       Error.stackTraceLimit = stackTraceLimit;
     }
     this.name = 'GatewayError';
-    // a plain value, so reading it (graphql-js does, for every resolver error) formats nothing
+    // a plain value, so reading it formats nothing
     if (!(options.cause instanceof Error)) Object.defineProperty(this, 'stack', { value: `GatewayError: ${message}`, writable: true, configurable: true });
     this.code = code;
     this.field = options.field;
@@ -122,15 +115,11 @@ export const rateLimited = (retryAfter: number): GatewayError =>
 export const upstreamUnavailable = (service: string, detail: string, cause?: unknown): GatewayError =>
   new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, `The ${service} service is unavailable: ${detail}`, { service, cause });
 
-/**
- * What a request is answered that waited for a service past its deadline: a call stopped by the
- * request's signal, or a share of a call made for several requests (one sign-in) given up at this
- * request's own deadline.
- */
+/** The answer for a request that waited for a service past its own deadline. */
 export const pastDeadline = (service: string, cause?: unknown): GatewayError =>
   upstreamUnavailable(service, 'no answer before the request deadline', cause);
 
-/** The upstream refused the gateway itself (its own key): an operator's problem, not the client's. */
+/** The upstream refused the gateway's own key: an operator's problem, not the client's. */
 export const upstreamRejected = (service: string, detail: string): GatewayError =>
   new GatewayError(ErrorCode.UPSTREAM_REJECTED, `The ${service} service refused the gateway's request: ${detail}`, { service });
 

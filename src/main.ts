@@ -1,10 +1,8 @@
 import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-// Nothing is loaded up front but node's own modules: a command loads what it needs when it runs,
-// so --help answers at once (graphql, pino and ioredis are behind the configuration: test/cli/
-// startup.test.ts), and serve listens (a busy port or a bad setting reported, /healthz answered)
-// before Apollo Server, the stores and the recommender are even loaded.
+// Only node's own modules load up front: --help answers at once, and serve listens (and
+// answers /healthz) before Apollo, the stores and the recommender are loaded.
 import type { Config } from './config/env.js';
 import type { createLogger } from './logger.js';
 import type { Gateway } from './http/server.js';
@@ -52,7 +50,6 @@ interface Io {
 
 const defaultIo = (): Io => ({ stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, env: process.env });
 
-/** Runs the command line; resolves with the exit code (serve resolves once it has stopped). */
 export async function main(argv: string[], io: Io = defaultIo()): Promise<number> {
   const [command, ...rest] = argv;
   try {
@@ -82,7 +79,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       case '--version':
       case '-v':
       case 'version': {
-        // package.json beside src/ and dist/ alike (one level up from this module)
+        // package.json is one level up from both src/ and dist/
         const { readFileSync } = await import('node:fs');
         const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
         io.stdout.write(`recs-gateway ${version}\n`);
@@ -99,13 +96,12 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
         return 2;
     }
   } catch (error) {
-    // the modules whose errors are told apart: loaded by the command that threw, if by any
     const [{ ConfigError }, { UserInputError }, { StoreOpenError }] = await Promise.all([
       import('./config/env.js'),
       import('./backends/embedded/keys/users.js'),
       import('./backends/embedded/dataFiles.js'),
     ]);
-    // a bad setting stops a start with one line, as a failed start does (startupFailureLine)
+    // a bad setting stops a start with one line, as a failed start does
     if (error instanceof ConfigError) {
       io.stderr.write(`recs-gateway: ${error.message}\n`);
       return 2;
@@ -114,12 +110,10 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       io.stderr.write(`${error.message}\n`);
       return 2;
     }
-    // a store that cannot be opened (user add, import): one line, as for serve
     if (error instanceof StoreOpenError) {
       io.stderr.write(`recs-gateway: ${error.message}\n`);
       return 1;
     }
-    // a mistyped option: one line naming it and where the options are listed
     const { argsProblem } = await import('./tools/commandArgs.js');
     const problem = argsProblem(error, command ?? '');
     if (problem !== null) {
@@ -130,11 +124,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
   }
 }
 
-/**
- * A signal this soon after the one that began the stop is that one again, passed on (npm start
- * forwards SIGINT and SIGTERM to the gateway, which a group's signal has reached already); one
- * later stops at once.
- */
+/** A second signal this soon is the first passed on again (npm forwards what reached the group); later ones stop at once. */
 export const SIGNAL_ECHO_MS = 1_000;
 
 async function serve(argv: string[], io: Io): Promise<number> {
@@ -150,7 +140,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
   ]);
   const config = loadConfig(io.env);
   const log = createLogger({ level: config.logLevel, destination: io.stdout === process.stdout ? asyncStdout() : io.stdout });
-  // a signal while it starts stops it at once: nothing is served yet that could be drained
+  // a signal while starting stops at once: nothing is served yet to drain
   const stopWhileStarting = (signal: NodeJS.Signals) => {
     log.warn({ signal }, 'stopped before the gateway was ready');
     process.exit(0);
@@ -170,8 +160,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
     let firstAt: number | undefined;
     const onSignal = (signal: NodeJS.Signals) => {
       if (firstAt !== undefined) {
-        // one stop delivered twice: a terminal's Ctrl-C (or a supervisor's signal to the whole
-        // group) reaches npm and the gateway both, and npm passes its own on a moment later
+        // one stop delivered twice: Ctrl-C reaches npm and the gateway both, and npm passes its own on
         if (performance.now() - firstAt < SIGNAL_ECHO_MS) return;
         log.warn({ signal }, 'second signal: exiting now');
         process.exit(1);
@@ -197,12 +186,8 @@ async function serve(argv: string[], io: Io): Promise<number> {
 }
 
 /**
- * Everything serve opens, in order; a failure closes what was opened and rejects with the error
- * (StartupError or StoreOpenError for the ones a user can fix), for serve to print as one line.
- * It listens first, with node's own modules alone: a busy port fails at once, and /healthz answers
- * (/readyz and every request 503, with what the start waits for) while Apollo Server, the stores
- * and the recommender load, which took 5 to 12 s for the demo shop on a busy machine. The
- * "listening" line waits for all of it: see where it is logged.
+ * Everything serve opens, in order; a failure closes what was opened. It listens first, so a busy
+ * port fails at once and /healthz answers while the slow parts load.
  */
 async function start(config: Config, log: ReturnType<typeof createLogger>, io: Io): Promise<{ stop: Gateway['stop']; stopTracing: () => Promise<void> }> {
   const [{ listenFailure }, { createHttpServer, listen, listenAddress, StartingAnswers }] = await Promise.all([
@@ -253,7 +238,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
       upstreamObserver: combineObservers(metrics.upstreamObserver, tracingUpstreamObserver),
       log: (line) => log.info(line),
       step: (what) => starting.waitFor(what),
-      // shown once, on the terminal; never through the structured log
+      // shown once on the terminal, never through the structured log
       onFirstAdmin: (password) =>
         io.stderr.write(
           `\nNo users yet: created the administrator "admin" with the password\n\n    ${password}\n\n` +
@@ -263,13 +248,9 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
     closers.push(() => backend.close());
     starting.waitFor('starting the GraphQL engine');
     const gateway = await createGateway({ config, backend, cache, log, limiter, metrics, httpServer, handOver: () => starting.handOver() });
-    // the gateway closes the server, backend, cache and limiter itself from here on
     closers.length = 0;
     closers.push(stopTracing, () => gateway.stop());
-    // Said once nothing of the start can fail any more, not when the socket is: a start that fails
-    // (PostgreSQL unreachable, a damaged file, a model that cannot be loaded from the store) prints
-    // its one line alone, never after a line saying it listens. /healthz answers from the listen
-    // on all the same.
+    // said once nothing of the start can fail any more, so a failed start prints its one line alone
     log.info(place, 'recs-gateway listening');
     log.info({ url: place.url }, 'recs-gateway ready');
     return { stop: () => gateway.stop(), stopTracing };
@@ -281,24 +262,19 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
 }
 
 export interface OpenBackendHooks {
-  /** The shared cache; the REST backend's items and lists go through it. */
   cache: SharedCache;
-  /** Called with the generated password when the first start created the administrator. */
   onFirstAdmin?: (password: string) => void;
-  /** Progress lines while the embedded recommender loads. */
   log?: (line: string) => void;
-  /** What the opening does now ("opening the key store", ...), for /readyz while the gateway starts. */
+  /** What the opening does now, for /readyz while the gateway starts. */
   step?: (what: string) => void;
-  /** Told about every upstream call of the REST backend (metrics, traces). */
   upstreamObserver?: UpstreamObserver;
-  /** The REST backend's breakers' clock, in ms (tests advance their own). Default Date.now. */
+  /** The REST backend's breakers' clock, ms; default Date.now. */
   now?: () => number;
 }
 
 /**
- * The backend config asks for, decided once at start-up. The REST backend's recommendations go
- * through the shared cache; the embedded one answers from memory in microseconds, faster than a
- * Redis round trip, so it is not cached. Each implementation is loaded only when asked for.
+ * The configured backend, decided once. REST recommendations go through the shared cache; the
+ * embedded one answers from memory faster than a Redis round trip, so it is not cached.
  */
 export async function openBackend(config: Config, hooks: OpenBackendHooks): Promise<Backend> {
   if (config.backend === 'rest') {
@@ -326,7 +302,6 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
       for (const listener of listeners) listener();
     };
     // on a shared Redis, a write forwarded by any gateway drops what every one of them cached
-    // (its commands off the request path but a write's: longer than the cache's 100 ms)
     const feed = config.redisUrl ? new RedisChangeFeed({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: 500 }) : null;
     if (feed !== null) {
       recs.onOthersChange(changed);
@@ -334,7 +309,6 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     }
     return {
       keys: rest.keys,
-      // a write forwarded and taken drops what this process cached (lists, the records written, answers)
       ingest: new CachingIngestService(rest.ingest, recs, changed),
       recs,
       onDataChange: (listener) => listeners.push(listener),
@@ -356,15 +330,13 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   hooks.step?.('opening the key store');
   const store = await openKeyStore(config);
   hooks.step?.('loading the recommender');
-  // the recommender first: a start that fails on recs.db shows no administrator password it then loses
+  // the recommender first: a start failing on recs.db must not show an admin password it then loses
   const recs = await openEmbeddedRecs({
     dataDir: config.dataDir,
     databaseUrl: config.databaseUrl,
     followIntervalMs: config.recsFollowIntervalMs,
-    // a recordEvents or upsertItems kept waiting on another process's write lock (an import's
-    // final move) answers 503 with Retry-After within the request's deadline, as an upstream
-    // would, not after the store's minute: past a client's or a balancer's timeout (AWS ALB and
-    // nginx: 60 s), a call may be stored after its client was told it failed, and sent twice
+    // a write waiting on another process's lock answers 503 within the request's deadline, as an upstream
+    // would: past a client's timeout it might be stored after the client was told it failed, then resent
     storeLockRetryMs: config.requestDeadlineMs,
     model: { maxAgeDays: config.recsEventsMaxAgeDays, nextBestRebuildSeconds: config.recsNbpRebuildSeconds },
     ...(hooks.log ? { log: hooks.log } : {}),
@@ -428,7 +400,6 @@ async function user(argv: string[], io: Io): Promise<number> {
   }
 }
 
-/** The password from standard input: a prompt on a terminal, else the first line of the stream. */
 async function readPassword(io: Io): Promise<string> {
   if (io.stdin.isTTY) io.stderr.write('Password: ');
   const lines = createInterface({ input: io.stdin, terminal: false });
@@ -440,7 +411,6 @@ async function readPassword(io: Io): Promise<string> {
   throw new UserInputError('no password given: pass --password or write it to standard input');
 }
 
-// run when executed directly (tsx src/main.ts, node dist/main.js)
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   process.exitCode = await main(process.argv.slice(2));
 }

@@ -26,11 +26,7 @@ export function listenFailure(error: unknown, port: number, host: string | undef
   }
 }
 
-/**
- * The one line a failed start prints: the message of a failure we know the cause of, else the
- * error's message (its stack only on request, LOG_LEVEL=debug), with every secret of the
- * configuration blanked out in case some library quoted one.
- */
+/** The one line a failed start prints, every configured secret blanked out in case a library quoted one. */
 export function startupFailureLine(error: unknown, secrets: readonly string[], withStack = false): string {
   const known = error instanceof StartupError || error instanceof StoreOpenError;
   let text = error instanceof Error ? (withStack && !known ? (error.stack ?? error.message) : error.message) : String(error);
@@ -39,7 +35,6 @@ export function startupFailureLine(error: unknown, secrets: readonly string[], w
   return `recs-gateway: ${known ? '' : 'cannot start: '}${text}`;
 }
 
-/** The passwords of URL settings and other secrets, for startupFailureLine to blank out. */
 export function configSecrets(urls: readonly (string | null | undefined)[], others: readonly (string | null | undefined)[] = []): string[] {
   const secrets: string[] = [];
   for (const raw of urls) {
@@ -48,7 +43,7 @@ export function configSecrets(urls: readonly (string | null | undefined)[], othe
       const url = new URL(raw);
       if (url.password) secrets.push(url.password, decodeURIComponent(url.password));
     } catch {
-      // config.ts has refused it already
+      // an unparsable URL was refused by config already
     }
   }
   for (const other of others) if (other) secrets.push(other);

@@ -3,16 +3,12 @@ import type { Redis } from 'ioredis';
 import type { ChangeFeed, ChangeNotice } from '../ports/changeFeed.js';
 import { connectRedis, type RedisCacheOptions } from './redis.js';
 
-/** The most item ids a notice carries (upsertItems takes at most 1,000 records a call). */
 const MAX_NOTICE_ITEMS = 10_000;
-/** The longest notice: a sender, a count and MAX_NOTICE_ITEMS ids of up to 16 digits with their commas. */
 const MAX_NOTICE_CHARS = 64 + MAX_NOTICE_ITEMS * 17;
 
 /**
- * Deletes the entries the write made stale, counts the write and publishes its notice in one step,
- * so that notices go out in the order of their counts, a count is never taken without its notice,
- * and never without the deletes: KEYS[1] the count, KEYS[2..] the entries, ARGV[1] the channel,
- * ARGV[2] the sender, ARGV[3] the item ids, comma-separated.
+ * Deletes the stale entries, counts the write and publishes its notice in one step, so notices go out
+ * in count order and a count never comes without its notice or deletes.
  */
 const ANNOUNCE = `
 for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -20,10 +16,9 @@ local n = redis.call('INCR', KEYS[1])
 redis.call('PUBLISH', ARGV[1], ARGV[2] .. ' ' .. n .. ' ' .. ARGV[3])
 return n`;
 
-/** `<sender> <count> <ids>`; null for anything else (nothing on the channel is trusted to be ours). */
+/** `<sender> <count> <ids>`; null for anything else: nothing on the channel is trusted to be ours. */
 function parseNotice(message: string): (ChangeNotice & { sender: string }) | null {
-  // a notice's ids are at most MAX_NOTICE_ITEMS of at most 16 digits: anything longer is refused
-  // before it is split (a 30 MB message on the channel took a gateway's heap from 46 to 275 MB)
+  // refused before it is split: a huge message on the channel would balloon the heap
   if (message.length > MAX_NOTICE_CHARS) return null;
   const [sender, count, ids, extra] = message.split(' ');
   if (sender === undefined || count === undefined || ids === undefined || extra !== undefined || !/^\d{1,15}$/.test(count)) return null;
@@ -33,11 +28,8 @@ function parseNotice(message: string): (ChangeNotice & { sender: string }) | nul
 }
 
 /**
- * The change feed of gateways on one Redis (and key prefix): a counter (`<prefix>changes`) and a
- * pub/sub channel of the same name. Two connections: pub/sub takes one for itself. Redis trouble
- * is never a request's: a write that cannot be announced is answered all the same (null), and a
- * subscription lost is taken up again when Redis is back (the listener then reads the count:
- * notices sent meanwhile were missed).
+ * The change feed over Redis: a counter and a pub/sub channel. Redis trouble is never a request's: an
+ * unannounced write is answered anyway, and a lost subscription resumes (listener rereads the count).
  */
 export class RedisChangeFeed implements ChangeFeed {
   private readonly commands: Redis & { announceChange(...keysThenArgs: (number | string)[]): Promise<number> };
@@ -52,9 +44,8 @@ export class RedisChangeFeed implements ChangeFeed {
     // a channel is not a key: ioredis does not prefix it
     this.channel = `${keyPrefix}changes`;
     this.commands = connectRedis(options) as RedisChangeFeed['commands'];
-    // the number of keys first in each call: the count and the stale entries (prefixed as keys are)
     this.commands.defineCommand('announceChange', { lua: ANNOUNCE });
-    // subscribed again by hand on every (re)connection, so that the listener hears of it once the subscription holds
+    // subscribed again by hand on each (re)connection, so the listener hears once the subscription holds
     this.subscriber = connectRedis(options, { autoResubscribe: false, connectionName: `recs-gateway-changes-${this.sender}` });
   }
 
@@ -84,7 +75,6 @@ export class RedisChangeFeed implements ChangeFeed {
       clearTimeout(this.retry);
       if (this.closed || this.subscriber.status !== 'ready') return;
       this.subscriber.subscribe(this.channel).then(connected, () => {
-        // a slow Redis: tried again shortly, unless a reconnection does it first
         this.retry = setTimeout(subscribe, 1000).unref();
       });
     };
@@ -101,25 +91,18 @@ export class RedisChangeFeed implements ChangeFeed {
   }
 }
 
-/**
- * The change feed of gateways in one process (tests): what RedisChangeFeed does, through a
- * shared object. `interrupt` stands for a lost connection: the feed misses what is announced
- * until `resume`, which tells its listener it is connected again.
- */
+/** The change feed of gateways in one process (tests); `interrupt` stands for a lost connection. */
 export class MemoryChangeHub {
   private writes = 0;
   private readonly feeds = new Set<MemoryChangeFeed>();
 
-  /**
-   * Redis restarted empty, or its count was evicted: the count starts over from nothing, and every
-   * feed connects again (its listener told, as after `resume`).
-   */
+  /** Redis restarted empty or evicted the count: it starts over, and every feed reconnects. */
   lose(): void {
     this.writes = 0;
     for (const feed of this.feeds) feed.resume();
   }
 
-  /** A notice on the channel that no gateway sent (`writes` counted by nobody): every feed hears it. */
+  /** A notice no gateway sent: every feed hears it. */
   forge(change: ChangeNotice): void {
     for (const feed of this.feeds) feed.deliver(change);
   }

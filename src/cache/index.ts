@@ -5,13 +5,9 @@ import { RedisCache } from './redis.js';
 import { TieredCache } from './tiered.js';
 import type { SharedCache } from '../ports/cache.js';
 
-/**
- * Redis (with a few seconds' in-process tier in front) when REDIS_URL is set, the in-process LRU
- * otherwise; the server starts either way.
- */
+/** Redis, with a short in-process tier in front, when REDIS_URL is set; else the in-process LRU. */
 export function openCache(
   config: Pick<Config, 'redisUrl' | 'redisKeyPrefix'>,
-  /** commandTimeoutMs: see RedisCacheOptions (tests on a busy machine give Redis longer). */
   options: { log?: Logger; commandTimeoutMs?: number } = {},
 ): SharedCache {
   if (!config.redisUrl) return new MemoryCache();

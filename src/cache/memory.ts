@@ -5,7 +5,7 @@ import { promised } from '../ports/promised.js';
 export interface MemoryCacheOptions {
   /** Entries kept at most; default 50,000. */
   maxEntries?: number;
-  /** Characters of keys and values kept at most; default 64 Mi (a value larger than that is not kept). */
+  /** Characters of keys and values kept at most; default 64 Mi. */
   maxChars?: number;
 }
 
@@ -15,8 +15,7 @@ export class MemoryCache implements SharedCache {
   private readonly lru: LRUCache<string, string>;
 
   constructor(options: MemoryCacheOptions = {}) {
-    // bounded in size as well as in entries: the values (persisted queries, cached upstream
-    // answers) are of any length, and the oldest go first when they add up
+    // bounded by size too: values are of any length
     this.lru = new LRUCache<string, string>({
       max: options.maxEntries ?? 50_000,
       maxSize: options.maxChars ?? 64 * 1024 * 1024,
@@ -49,7 +48,6 @@ export class MemoryCache implements SharedCache {
     });
   }
 
-  /** Forgets `keys` at once (all of them without keys): TieredCache's in-process tier. */
   forget(keys?: readonly string[]): void {
     if (keys === undefined) this.lru.clear();
     else for (const key of keys) this.lru.delete(key);

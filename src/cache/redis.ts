@@ -5,55 +5,41 @@ import { promised } from '../ports/promised.js';
 
 export interface RedisCacheOptions {
   url: string;
-  /** Prefix of every key this gateway writes; default `recs-gateway:`. Tests use their own. */
+  /** Default `recs-gateway:`. */
   keyPrefix?: string;
-  /** How long a command may take before it counts as a miss, in ms; default 100. */
+  /** ms a command may take before it counts as a miss; default 100. */
   commandTimeoutMs?: number;
-  /** After a failure, how long to treat Redis as down without asking it, in ms; default 1000. */
+  /** ms Redis is treated as down after a failure; default 1000. */
   backoffMs?: number;
-  /** The back-off's clock, in ms; default Date.now (tests advance their own). */
   now?: () => number;
-  /**
-   * Told once when Redis cannot be reached (at start or later) and once when it is back; never per
-   * command. Default: nothing is logged.
-   */
+  /** Told once when Redis becomes unreachable and once when back, never per command; default none. */
   log?: Logger;
 }
 
-/**
- * An ioredis client for which Redis trouble is never a request's trouble: no offline queue (a
- * command while disconnected fails at once), no per-command retries, a command timeout, and
- * reconnection in the background. Shared by the cache and the rate limiter.
- */
+/** An ioredis client for which Redis trouble is never a request's: no offline queue, no retries, a timeout. */
 export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'log'>, overrides: RedisOptions = {}): Redis {
   const redis = new Redis(options.url, {
     keyPrefix: options.keyPrefix ?? 'recs-gateway:',
     commandTimeout: options.commandTimeoutMs ?? 100,
     connectTimeout: 1000,
-    // how long a close waits for the socket's 'close' before destroying it: ioredis waits the whole
-    // of it (2 s by default, its timer holding the process) for a socket that closed already, which
-    // is every socket of a Redis gone away; a live one closes within a round trip
+    // ioredis waits the whole timeout for a socket already closed, holding the process on shutdown
     disconnectTimeout: 100,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     retryStrategy: (attempt) => Math.min(100 * attempt, 1000),
-    // a restarted Redis is found again without the caller doing anything
     reconnectOnError: () => true,
     ...overrides,
   });
-  // failures are counted where commands fail; an unhandled 'error' event would only be noise
+  // failures are counted where commands fail; the 'error' event would only be noise
   redis.on('error', () => undefined);
   if (options.log) logAvailability(redis, options.url, options.log);
   return redis;
 }
 
-/**
- * What /readyz, which anyone may ask, says of a Redis it cannot reach: not ioredis's state or
- * error text (an address, its options), which the warning logAvailability writes holds.
- */
+/** What the public /readyz says of an unreachable Redis: never ioredis's error text, which holds addresses. */
 export const REDIS_UNREACHABLE = 'unreachable (the log says why)';
 
-/** redis://host:port/db: where Redis is, without the user and password a URL may carry. */
+/** Where Redis is, without the user and password a URL may carry. */
 export function redisLocation(url: string): string {
   try {
     const parsed = new URL(url);
@@ -63,11 +49,7 @@ export function redisLocation(url: string): string {
   }
 }
 
-/**
- * One warning when Redis cannot be reached (the first failed attempt at start, or the first after
- * it was up), one info line when it is ready again: ioredis retries every second and reports each
- * failed attempt, which would be a line a second for as long as Redis is away.
- */
+/** One warning when Redis goes and one line when back, since ioredis reports every failed retry. */
 function logAvailability(redis: Redis, url: string, log: Logger): void {
   const redisUrl = redisLocation(url);
   let state: 'connecting' | 'up' | 'down' = 'connecting';
@@ -84,11 +66,8 @@ function logAvailability(redis: Redis, url: string, log: Logger): void {
 }
 
 /**
- * Redis through ioredis, set up so Redis trouble costs a request at most one command timeout:
- * no offline queue (a command while disconnected fails at once), no per-command retries, a
- * command timeout, reconnection in the background, and a short back-off after a failure during
- * which the cache answers misses without asking (so a frozen Redis does not add 100 ms to every
- * request, only to the one that probes).
+ * Redis trouble costs a request at most one command timeout: after a failure a short back-off answers
+ * misses without asking, so a frozen Redis delays only the probe.
  */
 export class RedisCache implements SharedCache {
   readonly stats = newStats();

@@ -4,20 +4,16 @@ import { newStats, type CacheEntry, type CacheStats, type SharedCache } from '..
 export interface TieredCacheOptions {
   /** Seconds an entry read from or written to the shared tier is also kept in process; default 5. */
   localTtlSeconds?: number;
-  /** Entries kept in process at most; default 10,000. */
   localMaxEntries?: number;
 }
 
 /**
- * A short-lived in-process tier in front of the shared one (Redis). A hot entry costs no Redis
- * round trip for a few seconds, and while Redis is slow or down the entries of the last seconds
- * still answer, so a burst of requests does not become a burst of upstream calls. Entries stay
- * shared: whatever one process writes, every process reads from Redis once its local copy ages out.
+ * A short in-process tier in front of Redis: hot entries skip a round trip, and while Redis is down
+ * recent entries still answer, so a burst of requests is no burst of upstream calls.
  */
 export class TieredCache implements SharedCache {
   private readonly local: MemoryCache;
   private readonly localTtl: number;
-  /** Hits of either tier, the shared tier's misses and errors. */
   readonly stats: CacheStats = newStats();
 
   constructor(
@@ -28,7 +24,6 @@ export class TieredCache implements SharedCache {
     this.local = new MemoryCache({ maxEntries: options.localMaxEntries ?? 10_000 });
   }
 
-  /** Runs a call of the shared tier and adds what it counted to this cache's counters. */
   private async counted<T>(call: () => Promise<T>): Promise<T> {
     const { hits, misses, errors } = this.shared.stats;
     try {

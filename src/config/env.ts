@@ -23,164 +23,89 @@ import { ConfigError, isAddressPattern, originProblem } from './valueProblems.js
 
 export { ConfigError };
 
-/**
- * The gateway's configuration: the only reader of environment variables. Every setting, its
- * variable and its default is listed here and in the README's configuration table.
- */
+/** The gateway's configuration; env.ts is the only reader of environment variables (README lists them). */
 export interface Config {
   /** PORT: the HTTP port. Default 4000; 0 picks a free one. */
   port: number;
   /** HOST: the address to listen on. Default: every interface. */
   host: string | undefined;
-  /** NODE_ENV=production turns introspection off and masks internal errors. */
+  /** NODE_ENV=production: introspection off, internal errors masked. */
   production: boolean;
-  /** BACKEND: `embedded` (default; no other service needed) or `rest`. */
+  /** BACKEND: `embedded` (default) or `rest`. */
   backend: 'embedded' | 'rest';
-  /** DATA_DIR: where the embedded backend keeps its SQLite files. Default `./data`. */
+  /** DATA_DIR: the embedded backend's SQLite files; default `./data`. */
   dataDir: string;
-  /**
-   * DATABASE_URL: a postgres:// URL puts users and keys in PostgreSQL, so several gateway
-   * processes share one store. Default: SQLite in DATA_DIR/keys.db.
-   */
+  /** DATABASE_URL: postgres:// shares users and keys between processes; default SQLite in DATA_DIR. */
   databaseUrl: string | null;
-  /**
-   * RECS_FOLLOW_INTERVAL_MS: how often the embedded recommender reads what other processes stored
-   * (events, item records, imports) after what it has applied; 0: never. Default 250.
-   */
+  /** RECS_FOLLOW_INTERVAL_MS: how often to read what other processes stored; 0 never; default 250. */
   recsFollowIntervalMs: number;
-  /**
-   * RECS_EVENTS_MAX_AGE_DAYS: events older than this many days before the newest event stop
-   * counting in the embedded recommender (ModelOptions.maxAgeDays); 0: never. Default 90.
-   */
+  /** RECS_EVENTS_MAX_AGE_DAYS: older events stop counting; 0 never; default 90. */
   recsEventsMaxAgeDays: number;
-  /**
-   * RECS_NBP_REBUILD_SECONDS: with purchases since, next-best-product's full build is at most this
-   * many seconds old (between builds it is kept from the last one's prior statistics: see
-   * ModelOptions.nextBestRebuildSeconds); 0: rebuilt after every batch with purchases. Default 600.
-   */
+  /** RECS_NBP_REBUILD_SECONDS: most age of next-best-product's full build; 0 after every batch; default 600. */
   recsNbpRebuildSeconds: number;
-  /**
-   * RECS_MAX_ITEMS: distinct items the embedded recommender may hold (named by events or records);
-   * a call that would add items past it is refused with BAD_USER_INPUT, nothing of it kept. Default 2000000.
-   */
+  /** RECS_MAX_ITEMS: distinct items held; a call past it is refused whole; default 2000000. */
   recsMaxItems: number;
-  /** REDIS_URL: the shared cache. Default: none (an in-process cache). */
+  /** REDIS_URL: the shared cache; default none (in process). */
   redisUrl: string | null;
-  /** REDIS_KEY_PREFIX: prefix of every key the gateway writes in Redis. Default `recs-gateway:`. */
+  /** REDIS_KEY_PREFIX; default `recs-gateway:`. */
   redisKeyPrefix: string;
-  /**
-   * RATE_LIMIT_KEY_SECRET: the key of the HMAC that names the rate limits' buckets in Redis (no
-   * client address is written there as it is); the same on every gateway sharing them. Default:
-   * none, and a random salt kept in Redis names them, which a copy of Redis holds too.
-   */
+  /** RATE_LIMIT_KEY_SECRET: HMAC key so no address is stored plain in Redis; default a random salt kept there. */
   rateLimitKeySecret: string | null;
-  /** CACHE_ITEM_TTL_SECONDS: how long an item is cached. Default 300. */
+  /** CACHE_ITEM_TTL_SECONDS; default 300. */
   cacheItemTtlSeconds: number;
-  /** CACHE_RECS_TTL_SECONDS: how long a recommendation list is cached. Default 300. */
+  /** CACHE_RECS_TTL_SECONDS; default 300. */
   cacheRecsTtlSeconds: number;
-  /** CACHE_NEGATIVE_TTL_SECONDS: how long an unknown item is remembered, 1 to 60. Default 30. */
+  /** CACHE_NEGATIVE_TTL_SECONDS: unknown items, 1 to 60; default 30. */
   cacheNegativeTtlSeconds: number;
-  /**
-   * RESPONSE_CACHE_MAX_ENTRIES: PUBLIC GraphQL answers kept in process, served to authenticated
-   * callers before the GraphQL pipeline (src/graphql/responseCache.ts); 0 turns it off. Default 10000.
-   */
+  /** RESPONSE_CACHE_MAX_ENTRIES: PUBLIC answers kept in process; 0 off; default 10000. */
   responseCacheMaxEntries: number;
-  /**
-   * RESPONSE_CACHE_MAX_BYTES: bytes of answers the response cache keeps; an answer over a 64th of
-   * it is not kept, so that one answer never evicts many. Default 64 MiB.
-   */
+  /** RESPONSE_CACHE_MAX_BYTES: an answer over a 64th is not kept; default 64 MiB. */
   responseCacheMaxBytes: number;
-  /**
-   * MAX_RESPONSE_BYTES: bytes of item records one GraphQL answer may hold, each record counted
-   * whole each time it is answered (src/graphql/answerBudget.ts); past it, QUERY_TOO_COMPLEX.
-   * Default 4 MiB.
-   */
+  /** MAX_RESPONSE_BYTES: item record bytes one answer may hold, else QUERY_TOO_COMPLEX; default 4 MiB. */
   maxResponseBytes: number;
-  /**
-   * PREPARED_OPERATIONS_MAX_DOCUMENTS: exact queries Apollo accepted that the takeover answers
-   * again without Apollo's pipeline (src/graphql/takeover.ts); 0 sends every request through
-   * Apollo. Default 1000.
-   */
+  /** PREPARED_OPERATIONS_MAX_DOCUMENTS: queries the takeover answers without Apollo; 0 off; default 1000. */
   preparedOperationsMaxDocuments: number;
-  /** APIKEY_SERVICE_URL: the key service, for BACKEND=rest. */
+  /** APIKEY_SERVICE_URL, for BACKEND=rest. */
   apiKeyServiceUrl: string | null;
-  /** RECS_SERVICE_URL: the recommendation service, for BACKEND=rest. */
+  /** RECS_SERVICE_URL, for BACKEND=rest. */
   recsServiceUrl: string | null;
-  /** RECS_API_KEY: the gateway's own key for the recommendation service, for BACKEND=rest. */
+  /** RECS_API_KEY: the gateway's own key for the recommendation service. */
   recsApiKey: string | null;
-  /** REQUEST_DEADLINE_MS: the most a GraphQL request may spend on upstream calls. Default 10000. */
+  /** REQUEST_DEADLINE_MS: most a request may spend upstream; default 10000. */
   requestDeadlineMs: number;
-  /** BODY_LIMIT_BYTES: the largest request body accepted. Default 1 MiB. */
+  /** BODY_LIMIT_BYTES; default 1 MiB. */
   bodyLimitBytes: number;
-  /**
-   * ANONYMOUS_BODY_LIMIT_BYTES: the largest body accepted from a request without credentials
-   * (all it may ask is `viewer` and, where allowed, introspection). Default 32 KiB; at most
-   * BODY_LIMIT_BYTES.
-   */
+  /** ANONYMOUS_BODY_LIMIT_BYTES: without credentials little may be asked; default 32 KiB, at most BODY_LIMIT_BYTES. */
   anonymousBodyLimitBytes: number;
-  /**
-   * INGEST_BODY_LIMIT_BYTES: the largest body accepted from a caller who may send events and item
-   * records (an administrator; in REST mode, a caller the upstream lets send them, asked before
-   * such a body is read): 10,000 events of three 36-character ids each take about 2 MiB. Default
-   * 8 MiB; at least BODY_LIMIT_BYTES.
-   */
+  /** INGEST_BODY_LIMIT_BYTES: for callers who may send events and records; default 8 MiB, at least BODY_LIMIT_BYTES. */
   ingestBodyLimitBytes: number;
-  /**
-   * TRUST_PROXY: the addresses of the proxies in front of the gateway, comma-separated (IPv4 or
-   * IPv6, or CIDR blocks such as 10.0.0.0/8). A request from one of them is counted against the
-   * address its X-Forwarded-For names (the last one that is not itself a trusted proxy).
-   * Default: none; the peer's address counts.
-   */
+  /** TRUST_PROXY: proxy addresses or CIDR blocks whose X-Forwarded-For is believed; default none. */
   trustProxy: string[];
-  /**
-   * VERIFIED_PASSWORD_TTL_SECONDS: how long a password sign-in, once verified, is trusted without
-   * the scrypt work again (kept under a keyed hash, never the password; dropped at once when the
-   * user's keys change, and when another process changes the store). 0 turns it off. Default 60.
-   */
+  /** VERIFIED_PASSWORD_TTL_SECONDS: a verified password skips scrypt this long (keyed hash); 0 off; default 60. */
   verifiedPasswordTtlSeconds: number;
-  /** INTROSPECTION: true or false; default on except in production. */
+  /** INTROSPECTION; default on except in production. */
   introspection: boolean;
-  /** MAX_DEPTH, MAX_ALIASES, MAX_ALIAS_LENGTH, MAX_DIRECTIVES, MAX_TOKENS, MAX_COST, MAX_SAME_NAME_FIELDS, MAX_TYPE_FIELDS, MAX_INTROSPECTION_COST: see src/ports/limits.ts. */
+  /** MAX_DEPTH, MAX_COST and the other query limits: see src/ports/limits.ts. */
   limits: QueryLimits;
-  /** RATE_LIMIT_RPS, RATE_LIMIT_BURST, RATE_LIMIT_PER_KEY, AUTH_FAILURES_PER_MINUTE, AUTH_KEY_CHECKS_PER_MINUTE, NEW_DOCUMENTS_RPS, NEW_DOCUMENTS_BURST: see src/ports/limits.ts. */
+  /** RATE_LIMIT_* , AUTH_* and NEW_DOCUMENTS_* limits: see src/ports/limits.ts. */
   rateLimits: RateLimitSettings;
-  /**
-   * OTEL_EXPORTER_OTLP_ENDPOINT: where traces go (OTLP over HTTP, e.g. http://collector:4318).
-   * Default: none, and tracing costs nothing.
-   */
+  /** OTEL_EXPORTER_OTLP_ENDPOINT: OTLP over HTTP; default none, and tracing costs nothing. */
   otlpEndpoint: string | null;
-  /** OTEL_SERVICE_NAME: the service name traces carry. Default `recs-gateway`. */
+  /** OTEL_SERVICE_NAME; default `recs-gateway`. */
   serviceName: string;
-  /** LOG_LEVEL: pino's level (fatal, error, warn, info, debug, trace, silent); debug or trace also print a failed start's stack. Default `info`. */
+  /** LOG_LEVEL: pino's level; debug or trace also print a failed start's stack; default `info`. */
   logLevel: string;
-  // --- Exposure limits (security review): keys per user, who may read /metrics ---
-  /**
-   * MAX_KEYS_PER_USER: the most API keys one user may have in the embedded backend (each key is
-   * a rate-limit bucket of its own). Default 100.
-   */
+  /** MAX_KEYS_PER_USER: each key is its own rate-limit bucket; default 100. */
   maxKeysPerUser: number;
-  /**
-   * METRICS_TOKEN: when set, GET /metrics needs `Authorization: Bearer <token>` (else 401).
-   * Default: none, and /metrics is open (keep it off the public network then).
-   */
+  /** METRICS_TOKEN: GET /metrics needs `Bearer <token>`; default none, /metrics open. */
   metricsToken: string | null;
-  /** METRICS_OPERATION_NAMES: operation names /metrics labels at most (later ones are `other`). Default 100. */
+  /** METRICS_OPERATION_NAMES: later names are labelled `other`; default 100. */
   metricsOperationNames: number;
-  /**
-   * METRICS_OPERATION_NAMES_PER_USER: of those, the names one user may bring in (an
-   * administrator's are not counted). Default 20.
-   */
+  /** METRICS_OPERATION_NAMES_PER_USER; administrators not counted; default 20. */
   metricsOperationNamesPerUser: number;
-  // --- Trusted documents (src/graphql/trustedDocuments.ts) ---
-  /**
-   * TRUSTED_DOCUMENTS: the path of a persisted-query manifest (Apollo's format, or GraphQL Code
-   * Generator's {"<sha256>": "<body>"}); its operations may then be sent as
-   * extensions.persistedQuery.sha256Hash alone. TRUSTED_DOCUMENTS_ONLY=true refuses any other
-   * operation with PERSISTED_QUERY_NOT_IN_LIST (400). Read at start: a missing file or a
-   * malformed manifest stops it. Default: none, and only false.
-   */
+  /** TRUSTED_DOCUMENTS(_ONLY): a persisted-query manifest, read at start; only: refuse unlisted operations; default none. */
   trustedDocuments: TrustedDocumentsSettings | null;
-  /** The REST backend's upstream settings; each left out takes the default in src/backends/rest/options.ts. */
+  /** The REST backend's upstream settings; defaults in src/backends/rest/options.ts. */
   upstream: {
     /** UPSTREAM_CONNECT_TIMEOUT_MS, default 2000. */
     connectTimeoutMs?: number;
@@ -196,25 +121,20 @@ export interface Config {
     breakerFailures?: number;
     /** BREAKER_OPEN_MS before a probe, default 10000. */
     breakerOpenMs?: number;
-    /** AUTH_CACHE_TTL_MS: how long a credential the key service accepted is trusted, default 30000. */
+    /** AUTH_CACHE_TTL_MS: how long an accepted credential is trusted, default 30000. */
     authCacheTtlMs?: number;
   };
-  /**
-   * CORS_ORIGINS: the origins whose pages may call /graphql and the REST interfaces from a browser,
-   * comma-separated, each exactly as a browser sends it (https://app.example, http://localhost:5173),
-   * or `*` for any origin (src/http/cors.ts). Default: none, and no answer carries CORS headers.
-   */
+  /** CORS_ORIGINS: origins exactly as browsers send them, or `*`; default none, no CORS headers. */
   corsOrigins: string[] | '*' | null;
-  /** How long clients may take to send a request, and how many may be connected; see ServerLimits. */
+  /** Client timeouts and connection caps; see ServerLimits. */
   server: ServerLimits;
 }
 
-/** pino's levels: LOG_LEVEL takes one of them, in any case. */
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
 type Env = Record<string, string | undefined>;
 
-/** Reads the configuration from `env` (process.env by default); throws ConfigError listing every bad value. */
+/** Reads the configuration from `env`; throws ConfigError listing every bad value. */
 export function loadConfig(env: Env = process.env): Config {
   const problems: string[] = [];
   const get = (name: string): string | undefined => {
@@ -277,7 +197,6 @@ export function loadConfig(env: Env = process.env): Config {
     const burst = int('RATE_LIMIT_BURST', Math.max(defaults.perPrincipal?.burst ?? 0, 2 * rps), 1, 10_000_000);
     const failures = int('AUTH_FAILURES_PER_MINUTE', defaults.authFailures?.burst ?? 0, 0, 100_000);
     const keyChecks = int('AUTH_KEY_CHECKS_PER_MINUTE', defaults.keyChecks?.burst ?? 0, 0, 100_000);
-    // per user: twice the per-principal figures unless set; off with it unless set
     const userRps = int('RATE_LIMIT_USER_RPS', rps === 0 ? 0 : 2 * rps, 0, 1_000_000);
     const userBurst = int('RATE_LIMIT_USER_BURST', Math.max(2 * burst, 2 * userRps, 1), 1, 10_000_000);
     const perKey: Record<string, number> = {};
@@ -301,11 +220,7 @@ export function loadConfig(env: Env = process.env): Config {
     };
   }
 
-  /**
-   * CORS_ORIGINS: `*`, or origins as a browser sends them in Origin: scheme://host[:port], lower
-   * case, no default port, no path (nor a trailing slash), which is what they are compared with.
-   * The first bad one is named.
-   */
+  /** CORS_ORIGINS as browsers send Origin (lower case, no default port, no path), since that is what is compared. */
   function corsOrigins(): string[] | '*' | null {
     const origins = list('CORS_ORIGINS');
     if (origins.length === 0) return null;
@@ -320,7 +235,6 @@ export function loadConfig(env: Env = process.env): Config {
     return origins;
   }
 
-  // --- Trusted documents ---
   function trustedDocuments(): TrustedDocumentsSettings | null {
     const file = get('TRUSTED_DOCUMENTS');
     const only = bool('TRUSTED_DOCUMENTS_ONLY', false);
@@ -337,9 +251,7 @@ export function loadConfig(env: Env = process.env): Config {
     }
   }
 
-  // --- Log level ---
-  // pino throws on a level it does not know, after the configuration was read: a stack trace
-  // where a failed start prints one line
+  // pino throws on an unknown level after config is read: a stack where a failed start prints one line
   function logLevel(): string {
     const raw = get('LOG_LEVEL');
     if (raw === undefined) return 'info';
@@ -411,7 +323,6 @@ export function loadConfig(env: Env = process.env): Config {
       maxConnectionsPerAddress: int('MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_SERVER_LIMITS.maxConnectionsPerAddress, 0, 1_000_000),
       lingerBytesPerSecond: int('LINGER_BYTES_PER_SECOND', DEFAULT_SERVER_LIMITS.lingerBytesPerSecond, 0, 1024 * 1024 * 1024),
     },
-    // --- Exposure limits (security review) ---
     maxKeysPerUser: int('MAX_KEYS_PER_USER', DEFAULT_MAX_KEYS_PER_USER, 1, 1_000_000),
     metricsToken: token('METRICS_TOKEN'),
     metricsOperationNames: int('METRICS_OPERATION_NAMES', DEFAULT_METRICS_OPERATION_NAMES, 0, 100_000),

@@ -2,15 +2,10 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse } from 'graphql';
 
-/**
- * The manifest TRUSTED_DOCUMENTS names, read at start-up by config (a missing file or a malformed
- * manifest stops the start): Apollo's persisted-query manifest, or GraphQL Code Generator's
- * {"<sha256>": "<body>"}. src/graphql/trustedDocuments.ts serves what it lists.
- */
+/** The TRUSTED_DOCUMENTS manifest (Apollo's or GraphQL Code Generator's format), read at start-up. */
 
 export const MANIFEST_FORMAT = 'apollo-persisted-query-manifest';
 
-/** One listed operation. */
 export interface TrustedOperation {
   /** SHA-256 of body, lower-case hex. */
   id: string;
@@ -18,13 +13,10 @@ export interface TrustedOperation {
   body: string;
 }
 
-/** What config.ts reads from TRUSTED_DOCUMENTS and TRUSTED_DOCUMENTS_ONLY. */
 export interface TrustedDocumentsSettings {
-  /** TRUSTED_DOCUMENTS: the manifest's path, as resolved. */
   path: string;
   /** TRUSTED_DOCUMENTS_ONLY: refuse every operation that is not listed. */
   only: boolean;
-  /** The listed operations by id. */
   operations: ReadonlyMap<string, TrustedOperation>;
 }
 
@@ -33,15 +25,11 @@ const sha256 = (text: string): string => createHash('sha256').update(text).diges
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** A manifest's problem, as one line. */
 class ManifestError extends Error {}
 
 const oneLine = (message: string): string => message.replace(/\s+/g, ' ').trim();
 
-/**
- * The operations of the manifest at `path`. Throws an Error whose message is one line naming the
- * problem (the file, the JSON, the format, or which operation and what is wrong with it).
- */
+/** The manifest's operations; throws with one line naming the problem. */
 export function readManifest(path: string): Map<string, TrustedOperation> {
   let text: string;
   try {
@@ -63,7 +51,6 @@ export function readManifest(path: string): Map<string, TrustedOperation> {
   }
 }
 
-/** The operations of a parsed manifest; throws a ManifestError naming the first problem. */
 export function parseManifest(json: unknown): Map<string, TrustedOperation> {
   if (!isRecord(json)) throw new ManifestError(`not a persisted-query manifest: expected a JSON object`);
   const entries: { where: string; id: unknown; name: unknown; body: unknown }[] = [];

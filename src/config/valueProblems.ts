@@ -1,12 +1,6 @@
 import { isIP } from 'node:net';
 
-// What a setting's value may be told wrong with, and how a failed start says it: loadConfig's helpers.
-
-/**
- * The settings that stop a start, each named with its problem, in one line (problems joined by
- * "; "), as every failed start is told (README): a list of one problem a line printed two lines
- * for a bad TRUSTED_DOCUMENTS manifest.
- */
+/** Every setting that stops a start with its problem, in one line, as every failed start is told. */
 export class ConfigError extends Error {
   constructor(readonly problems: string[]) {
     super(`Invalid configuration: ${problems.map(oneLine).join('; ')}`);
@@ -14,31 +8,24 @@ export class ConfigError extends Error {
   }
 }
 
-/** Characters of a problem the start's line shows at most: a setting's value is echoed in it. */
 const MAX_PROBLEM_CHARS = 400;
 
-/**
- * A problem as one line a terminal shows as written: line breaks as spaces, other control
- * characters as \xNN (a value's ESC or CR recoloured or overwrote the line), cut at
- * MAX_PROBLEM_CHARS.
- */
+/** A problem as one safe terminal line: control characters escaped (a value's ESC could restyle it), cut short. */
 function oneLine(problem: string): string {
   const line = problem.replace(/\s*\n\s*/g, ' ').replace(/[\x00-\x1f\x7f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
   return line.length > MAX_PROBLEM_CHARS ? `${line.slice(0, MAX_PROBLEM_CHARS)}…` : line;
 }
 
-/** Whether TRUST_PROXY may list `pattern`: an IP address, or a CIDR block of one. */
 export function isAddressPattern(pattern: string): boolean {
   const slash = pattern.indexOf('/');
   if (slash === -1) return isIP(pattern) !== 0;
   const family = isIP(pattern.slice(0, slash));
   const bits = pattern.slice(slash + 1);
   if (family === 0 || !/^\d{1,3}$/.test(bits) || Number(bits) > (family === 4 ? 32 : 128)) return false;
-  // an IPv4-mapped block (::ffff:10.0.0.0/104) is an IPv4 block of its last 32 bits: 96 or more
+  // an IPv4-mapped block is an IPv4 block of its last 32 bits
   return !(family === 6 && /^::ffff:/i.test(pattern) && isIP(pattern.slice(7, slash)) === 4 && Number(bits) < 96);
 }
 
-/** What is wrong with `value` as a CORS origin (see loadConfig's corsOrigins), or null when it is one. */
 export function originProblem(value: string): string | null {
   if (value === '*') return '* stands alone, not in a list';
   let url: URL;
@@ -48,12 +35,12 @@ export function originProblem(value: string): string | null {
     return `"${value}" is not a URL`;
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return `"${value}" is not http:// or https://`;
-  // taken as it is, a pattern would match only itself, an origin no browser sends
+  // a pattern would match only itself, an origin no browser sends
   if (url.hostname.includes('*')) return `"${value}" is a pattern, an origin no browser sends: list each origin`;
   // never echo a password
   if (url.username !== '' || url.password !== '') return `the entry for ${url.origin} holds credentials`;
   if (url.origin === value) return null;
-  // the same origin written otherwise (case, a default port): say how a browser writes it
+  // the same origin written otherwise: say how a browser writes it
   const bare = url.pathname === '/' && url.search === '' && url.hash === '' && !/[/?#]$/.test(value);
   return bare ? `"${value}" is sent by browsers as "${url.origin}"` : `"${value}" has more than an origin (a path, a trailing slash, a query)`;
 }

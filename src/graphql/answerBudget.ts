@@ -1,10 +1,10 @@
 import { ErrorCode, GatewayError } from '../errors.js';
 import type { ItemModel } from '../ports/backend.js';
 
-/** Bytes of each record's JSON, made once a record: records are values, replaced and never edited. */
+/** Each record's JSON size, made once: records are replaced, never edited. */
 const recordBytes = new WeakMap<ItemModel, number>();
 
-/** The bytes of a record's JSON: what any selection of its fields answers at most. */
+/** The bytes of a record's JSON: the most any selection of its fields answers. */
 export function recordSize(item: ItemModel): number {
   let size = recordBytes.get(item);
   if (size === undefined) {
@@ -15,19 +15,14 @@ export function recordSize(item: ItemModel): number {
 }
 
 /**
- * The item records one request's answer may hold, in bytes (MAX_RESPONSE_BYTES): every resolver
- * that returns records charges them, each time it returns them, whatever fields are asked of
- * them (an upper bound, as the cost is). The cost counts fields, not what they hold: aliases of
- * `items` over records with long texts answered megabytes, built whole before anything was sent.
- * Past the budget, the field that would have gone past it, and each one after, is refused with
- * QUERY_TOO_COMPLEX, so the answer never holds more records than the budget.
+ * The record bytes one answer may hold (MAX_RESPONSE_BYTES), charged by each resolver returning them.
+ * The cost counts fields, not what they hold, so aliased lookups of long records need this bound too.
  */
 export class AnswerBudget {
   private spent = 0;
 
   constructor(readonly maxBytes: number) {}
 
-  /** Charges records about to be answered; throws QUERY_TOO_COMPLEX when they would go past the budget. */
   charge(items: ItemModel | null | readonly (ItemModel | null | Error)[]): void {
     let bytes = 0;
     if (items === null) return;

@@ -6,17 +6,12 @@ import type { SharedCache } from '../ports/cache.js';
 import type { GatewayContext } from './context.js';
 import { createDocumentStore } from './documentStore.js';
 
-/**
- * What became of one request's operation, for the route's metrics and the takeover. Written by
- * Apollo's plugin into an object the context holds: Apollo runs resolvers on a shallow copy of
- * the context, so a flag set on that copy would not reach the route.
- */
+/** What became of one request's operation; a held object, since Apollo runs resolvers on a copy of the context. */
 export interface Resolved {
   operationName: string | null;
   operationType: OperationTypeNode | null;
-  /** The parsed and validated document Apollo ran. */
   document: DocumentNode | null;
-  /** The document was parsed and validated afresh (not found in the document store). */
+  /** Parsed and validated afresh, not found in the document store. */
   validated: boolean;
   /** The first error's code once formatted; null when the answer had none. */
   firstErrorCode: unknown;
@@ -24,7 +19,6 @@ export interface Resolved {
 
 export const newResolved = (): Resolved => ({ operationName: null, operationType: null, document: null, validated: false, firstErrorCode: null });
 
-/** Apollo Server's plugin that fills the request's Resolved record. */
 function resolvedPlugin(): ApolloServerPlugin<GatewayContext> {
   return {
     requestDidStart: () =>
@@ -58,7 +52,6 @@ export interface ApolloOptions {
   formatError: (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError;
 }
 
-/** The gateway's Apollo Server, started: the engine of record for every GraphQL request. */
 export async function startApollo(options: ApolloOptions): Promise<ApolloServer<GatewayContext>> {
   const apollo = new ApolloServer<GatewayContext>({
     schema: options.schema,
@@ -76,7 +69,7 @@ export async function startApollo(options: ApolloOptions): Promise<ApolloServer<
     hideSchemaDetailsFromClientErrors: !options.introspection,
     plugins: [
       ApolloServerPluginLandingPageDisabled(),
-      // Apollo turns it on for a subgraph schema; traces go through OpenTelemetry here
+      // traces go through OpenTelemetry here
       ApolloServerPluginInlineTraceDisabled(),
       resolvedPlugin(),
     ],

@@ -15,15 +15,14 @@ import { buildGatewaySchema } from './schema.js';
 import { Takeover } from './takeover.js';
 import { TrustedDocuments } from './trustedDocuments.js';
 
-/** The settings GraphQL execution reads. */
 export type GraphQLEngineConfig = Pick<Config, 'introspection' | 'limits'> &
   Partial<Pick<Config, 'responseCacheMaxEntries' | 'responseCacheMaxBytes' | 'preparedOperationsMaxDocuments' | 'trustedDocuments'>>;
 
-/** A GraphQL request as HTTP delivered it: the method in upper case, the body read and parsed (undefined for a GET). */
+/** A GraphQL request as HTTP delivered it: method upper-case, body parsed (undefined for a GET). */
 export interface GraphQLHttpRequest {
   method: string;
   headers: IncomingHttpHeaders;
-  /** The URL's query string as sent, with its `?` (a GET's query, variables and extensions). */
+  /** The URL's query string with its `?`. */
   search: string;
   body: unknown;
 }
@@ -33,21 +32,13 @@ export type GraphQLHttpAnswer =
   | { status: number; headers: Record<string, string>; body: string; chunks?: undefined }
   | { status: number; headers: Record<string, string>; body?: undefined; chunks: AsyncIterable<string> };
 
-/**
- * Everything that executes GraphQL, built once per gateway. Apollo Server answers every request
- * (`execute`) but those the takeover answers: exact queries Apollo accepted before.
- */
+/** Everything that executes GraphQL, built once: Apollo answers all but the exact queries the takeover knows. */
 export interface GraphQLEngine {
   apollo: ApolloServer<GatewayContext>;
-  /** Null when off (PREPARED_OPERATIONS_MAX_DOCUMENTS=0). */
   takeover: Takeover | null;
-  /** Null when off (RESPONSE_CACHE_MAX_ENTRIES=0). */
   responseCache: ResponseCache | null;
-  /** Null without a manifest. */
   trustedDocuments: TrustedDocuments | null;
-  /** The query texts parsed and validated before, which the new-document limit passes. */
   newDocuments: NewDocuments;
-  /** A request past HTTP (authenticated, its body read and parsed, not in the response cache) -> its answer. */
   execute: (request: GraphQLHttpRequest, context: GatewayContext) => Promise<GraphQLHttpAnswer>;
 }
 
@@ -75,7 +66,7 @@ export async function createGraphQLEngine(config: GraphQLEngineConfig, cache: Sh
   return { apollo, takeover, responseCache, trustedDocuments, newDocuments: new NewDocuments(), execute: executor(apollo, takeover) };
 }
 
-/** The engine's `execute`: the takeover's answer where it has one, Apollo's otherwise (which the takeover learns from). */
+/** The takeover's answer where it has one, Apollo's otherwise (which the takeover learns from). */
 export function executor(apollo: ApolloServer<GatewayContext>, takeover: Takeover | null): GraphQLEngine['execute'] {
   return async function execute(request, context) {
     const { method, headers, search, body } = request;

@@ -15,14 +15,8 @@ import {
 } from 'graphql';
 
 /**
- * The fields an operation's introspection (`__schema`, `__type` in its root selection set, its
- * fragments followed) answers on this schema, counted on the schema's own introspection
- * resolvers without building the answer; counting stops once past `limit` (the answer is then
- * `limit + 1`), so the work is bounded by the limit, however the fields multiply.
- *
- * Why not the cost's way: a list of types, fields or arguments holds what the schema holds, which
- * the document does not show; counted as one, aliases and fragments multiplied an anonymous
- * request's answer to megabytes within every other limit.
+ * Fields the operation's introspection answers, counted on the schema's own resolvers and stopping
+ * past `limit`: introspection lists hold what the schema holds, which the document does not show.
  */
 export function introspectionCost(
   schema: GraphQLSchema,
@@ -32,7 +26,7 @@ export function introspectionCost(
 ): number {
   let count = 0;
   const info = { schema };
-  // a fragment spread within itself (NoFragmentCycles refuses the document later) counts as empty
+  // a fragment spread within itself counts as empty (NoFragmentCycles refuses it later)
   const path = new Set<string>();
 
   const walk = (value: unknown, parent: GraphQLNamedType, set: SelectionSetNode): void => {
@@ -62,7 +56,6 @@ export function introspectionCost(
     if (name === '__typename' || !isObjectType(parent)) return;
     const field = parent.getFields()[name];
     if (field === undefined || node.selectionSet === undefined) return;
-    // the resolvers of introspection read only `schema` of the resolve info
     const result: unknown = field.resolve?.(value, argumentsOf(field, node), null, info as never);
     if (result === null || result === undefined) return;
     const type = getNamedType(field.type);
@@ -107,20 +100,15 @@ export function introspectionCost(
   return Math.min(count, limit + 1);
 }
 
-/** The parents the two meta-fields answer: graphql-js's __Schema and __Type. */
 const SCHEMA_PARENT = getNamedType(SchemaMetaFieldDef.type);
 const TYPE_PARENT = getNamedType(TypeMetaFieldDef.type);
 
-/** The literal `name` of a `__type` field; undefined when a variable gives it. */
 function typeName(node: FieldNode): string | undefined {
   const value = node.arguments?.find((argument) => argument.name.value === 'name')?.value;
   return value?.kind === Kind.STRING ? value.value : undefined;
 }
 
-/**
- * An introspection field's arguments (`includeDeprecated`, a Boolean): a literal as written, a
- * variable as true (the larger answer), a default where left out.
- */
+/** Arguments of an introspection field: a variable counts as true, the larger answer. */
 function argumentsOf(field: GraphQLField<unknown, unknown>, node: FieldNode): Record<string, unknown> {
   const values: Record<string, unknown> = {};
   for (const argument of field.args) {

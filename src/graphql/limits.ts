@@ -23,9 +23,8 @@ const LIST_SIZE: Record<string, { argument: string; max: number }> = {
   productRecommendations: { argument: 'first', max: MAX_RECOMMENDATIONS },
   recommendations: { argument: 'first', max: MAX_RECOMMENDATIONS },
   items: { argument: 'itemIds', max: MAX_ITEM_IDS },
-  // A router's entity fetch sends its representations as a variable, which validation cannot
-  // count: validation costs one representation, and _entities checks the real count times that
-  // cost against MAX_COST when it runs (entityCost)
+  // a router sends entity representations as a variable, which validation cannot count: it
+  // costs one here, and _entities checks the real count against MAX_COST when it runs
   _entities: { argument: 'representations', max: 1 },
   apiKeys: { argument: '', max: 100 },
   variantItems: { argument: '', max: 20 },
@@ -35,7 +34,6 @@ const LIST_SIZE: Record<string, { argument: string; max: number }> = {
   imageEntities: { argument: '', max: 10 },
 };
 
-/** The argument a list field's cost is counted with (`first`, `itemIds`), if it has one. */
 export const sizeArgumentOf = (fieldName: string): string | undefined => LIST_SIZE[fieldName]?.argument || undefined;
 
 function multiplier(field: FieldNode): number {
@@ -53,44 +51,34 @@ export const limitError = (limit: string, max: number, actual: number, node?: AS
     extensions: { limit, max, actual },
   });
 
-/** Messages of the limits whose count alone would not say what to change. */
 const LIMIT_MESSAGES: Readonly<Record<string, (max: number) => string>> = {
-  // counting stops past the limit: the count shown would be the limit plus one
+  // counting stops past the limit: the count shown is the limit plus one
   introspectionCost: (max) =>
     `Query too complex: its introspection (__schema, __type) answers more than ${max} fields, the limit (MAX_INTROSPECTION_COST): ask for fewer fields, or fewer types, a request`,
 };
 
-/**
- * `__schema` fields an operation may hold: one answers the standard introspection query. What
- * introspection answers is counted apart (introspectionCost, against MAX_INTROSPECTION_COST); the
- * cost counts an introspection list as one, whatever it holds.
- */
+/** `__schema` fields an operation may hold: one answers the standard introspection query. */
 const MAX_SCHEMA_FIELDS = 1;
 
-/** The introspection fields: what lies below them is measured against its own depth (INTROSPECTION_MAX_DEPTH). */
+/** Below these fields depth is measured against INTROSPECTION_MAX_DEPTH. */
 const isIntrospection = (name: string): boolean => name === '__schema' || name === '__type';
 
 interface Measure {
   /** Levels of fields below the selection set, an introspection field's own selection left out. */
   depth: number;
-  /** The deepest introspection field's levels, counted from that field (itself one). */
+  /** The deepest introspection field's levels, counted from that field. */
   introspectionDepth: number;
-  /** `__schema` fields, each spread of a fragment counted (see MAX_SCHEMA_FIELDS). */
   schemaFields: number;
-  /** `__type` fields, each spread of a fragment counted (MAX_TYPE_FIELDS). */
   typeFields: number;
   cost: number;
   aliases: number;
-  /** The longest alias's characters: an alias is written into the answer once for every value it is answered for. */
+  /** The longest alias: it is written into the answer once per value. */
   aliasLength: number;
   directives: number;
-  /** The most fields with one response name in any one selection set at or below it. */
   sameName: number;
-  /** Fields landing in the selection set itself (its own, and its fragments'), by response name. */
   landing: Map<string, number>;
 }
 
-/** A document's fragment definitions by name. */
 export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinitionNode> {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const definition of document.definitions) {
@@ -100,9 +88,8 @@ export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinit
 }
 
 /**
- * The measures of every operation in a document. Linear in the document: a fragment is measured
- * once however often it is spread (spreads that double at every level would take exponential
- * time to walk), and a cycle counts as empty (graphql-js's NoFragmentCycles reports it).
+ * The measures of every operation, linear in the document: a fragment is measured once however
+ * often spread (doubling spreads would be exponential), and a cycle counts as empty.
  */
 export function measureOperations(document: DocumentNode): { operation: OperationDefinitionNode; measure: Measure }[] {
   const fragments = fragmentsOf(document);
@@ -187,22 +174,15 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
 }
 
 /**
- * The mutations whose one call is capped (src/ports/ingest.ts), with what a call may hold. An
- * operation may hold each at most once: 30 aliases of recordEvents sharing one variable of 10,000
- * events were 300,000 events in one request, each field its own all-or-nothing call, so the
- * per-call cap and "one bad event keeps nothing" both failed for the request a client sent.
+ * Mutations whose one call is capped may appear once an operation: aliases sharing one variable
+ * would otherwise bypass the per-call cap and the all-or-nothing rule.
  */
 const ONCE_PER_OPERATION: Readonly<Record<string, string>> = {
   recordEvents: `${MAX_EVENTS_PER_CALL} events`,
   upsertItems: `${MAX_ITEMS_PER_CALL} item records`,
 };
 
-/**
- * The response names under which each field of ONCE_PER_OPERATION runs in an operation's root
- * selection set, fragments followed (a cycle counts as empty). Fields of one response name are
- * merged by graphql-js and run once; a field under @skip or @include counts all the same (the
- * document is refused before its variables are looked at).
- */
+/** Response names of each capped field in the root set, fragments followed; @skip and @include count all the same. */
 function onceFieldsOf(operation: OperationDefinitionNode, fragments: Map<string, FragmentDefinitionNode>): Map<string, Set<string>> {
   const found = new Map<string, Set<string>>();
   const visited = new Set<string>();
@@ -227,15 +207,12 @@ function onceFieldsOf(operation: OperationDefinitionNode, fragments: Map<string,
   return found;
 }
 
-/**
- * The limit errors of a document, in the order of its operations and of the limits; with the
- * schema, what each operation's introspection answers is counted too (introspectionCost).
- */
+/** The limit errors of a document; with the schema, introspection's answer is counted too. */
 export function limitErrors(document: DocumentNode, limits: QueryLimits, schema?: GraphQLSchema): GraphQLError[] {
   const errors: GraphQLError[] = [];
   let fragments: Map<string, FragmentDefinitionNode> | undefined;
   for (const { operation, measure } of measureOperations(document)) {
-    // only a mutation can hold them: no field of the schema returns Mutation
+    // only a mutation can hold them: no field returns Mutation
     if (operation.operation === OperationTypeNode.MUTATION) {
       fragments ??= fragmentsOf(document);
       for (const [field, names] of onceFieldsOf(operation, fragments)) {
@@ -273,26 +250,15 @@ export function limitErrors(document: DocumentNode, limits: QueryLimits, schema?
   return errors;
 }
 
-/** Documents validated in this process (queryLimitsRule runs first in every validation of both paths). */
 let validations = 0;
 
-/**
- * How many documents this process has validated so far: a synchronous stretch of work validated
- * one when this grew across it (src/graphql/execute.ts, for the new-document limit).
- */
+/** Validations so far: a synchronous stretch validated a document when this grew across it (new-document limit). */
 export const validationsSoFar = (): number => validations;
 
 /**
- * One validation rule for depth, aliases, directives, cost and fields of one response name,
- * following fragments.
- *
- * A document over a limit is refused with the limit errors alone, and without running the
- * other rules over it: some cost time quadratic in what the limits bound (graphql-js's
- * OverlappingFieldsCanBeMerged compares every pair of fields with one response name: 450 copies
- * of `viewer { id }` took 150 ms). A rule cannot stop validate(), so when a limit fails this one
- * reports its errors as it is made (before the walk) and empties the document's definitions:
- * the other rules then walk nothing. The document is the one just parsed for this request, and a
- * document that fails validation is never stored or executed.
+ * Depth, aliases, directives, cost and same-name fields, following fragments. Over a limit, it
+ * reports and empties the document's definitions so the other rules, some quadratic in what the
+ * limits bound, walk nothing; such a document is never stored or run.
  */
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   return (context: ValidationContext) => {
@@ -307,20 +273,13 @@ export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   };
 }
 
-/**
- * The limit a parse error is graphql-js refusing a document over (MAX_TOKENS), or null when it is
- * another syntax error: graphql-js reports it as one, and the gateway files it with the other
- * limits, under QUERY_TOO_COMPLEX.
- */
+/** The MAX_TOKENS limit behind a parse error, or null: graphql-js reports it as a syntax error. */
 export function tokenLimitOf(message: string): number | null {
   const match = /^Syntax Error: Document contains more tha[nt] (\d+) tokens/.exec(message);
   return match === null ? null : Number(match[1]);
 }
 
-/**
- * What resolving one entity of an `_entities` field costs (its selection, fragments followed),
- * for the field's resolver to check the real number of representations against MAX_COST.
- */
+/** What one `_entities` entity costs, so the resolver can check the real count against MAX_COST. */
 export function entityCost(field: FieldNode, fragments: Readonly<Record<string, FragmentDefinitionNode>>): number {
   const document: DocumentNode = {
     kind: Kind.DOCUMENT,

@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
 
-/** A persisted query's extension as sent. */
 interface PersistedQueryExtension {
   version?: unknown;
   sha256Hash?: unknown;
 }
 
-/** Whether a request sends a persisted query's extension (to look one up, or to register one). */
 export function asksPersistedQuery(method: string, body: unknown, search: string): boolean {
   if (method === 'GET') {
     // read as Apollo reads it: JSON, where `persisted\u0051uery` is the same key
@@ -19,9 +17,8 @@ export function asksPersistedQuery(method: string, body: unknown, search: string
 }
 
 /**
- * A stranger's request as it may run: persisted queries live in a cache every replica shares, so a
- * query sent with an extension that would register it (version 1, its own SHA-256) runs without
- * the extension. A hash alone is only looked up; Apollo refuses a wrong hash or version itself.
+ * A stranger's request as it may run: persisted queries are shared by every replica, so a would-be
+ * registration runs without its extension. A hash alone is only looked up.
  */
 export function withoutRegistration(method: string, body: unknown, search: string): { body: unknown; search: string } {
   if (method === 'GET') {
@@ -45,7 +42,6 @@ function parsedOr(text: string | null): unknown {
   }
 }
 
-/** Whether Apollo would register `query` under these extensions: version 1 and the query's own hash. */
 function registers(query: unknown, extensions: unknown): boolean {
   if (typeof query !== 'string' || typeof extensions !== 'object' || extensions === null) return false;
   const persisted = (extensions as { persistedQuery?: PersistedQueryExtension }).persistedQuery;

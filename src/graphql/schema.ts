@@ -5,10 +5,9 @@ import { DEFAULT_LIMITS } from '../config/defaults.js';
 import { federationResolvers } from './resolvers/entities.js';
 import { resolvers } from './resolvers/index.js';
 
-/** The resolver map buildSubgraphSchema takes (the package exports the type only from deep inside). */
+/** buildSubgraphSchema's resolver map; the package exports the type only from deep inside. */
 type SubgraphResolvers = Extract<Parameters<typeof buildSubgraphSchema>[0], { resolvers?: unknown }>['resolvers'];
 
-/** schema/ sits two levels above both src/graphql/ and dist/graphql/. */
 const SCHEMA_DIR = new URL('../../schema/', import.meta.url);
 
 export function loadTypeDefs(): string[] {
@@ -19,10 +18,8 @@ export function loadTypeDefs(): string[] {
 }
 
 /**
- * The gateway's schema: schema/*.graphql with the resolvers, as an Apollo Federation 2 subgraph
- * (Item an entity keyed by itemId, Query._entities and Query._service), which serves clients
- * exactly as a plain schema would. `introspection` is INTROSPECTION: _service follows it;
- * `maxCost` is MAX_COST, which _entities checks against its real number of representations.
+ * The gateway's schema as a Federation 2 subgraph, serving clients as a plain schema would.
+ * `_service` follows `introspection`; _entities checks its real representations against `maxCost`.
  */
 export function buildGatewaySchema(options: { introspection: boolean; maxCost?: number }): GraphQLSchema {
   const federation = federationResolvers({ introspection: options.introspection, maxCost: options.maxCost ?? DEFAULT_LIMITS.maxCost });

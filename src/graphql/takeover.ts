@@ -9,13 +9,10 @@ import type { Resolved } from './apollo.js';
 import type { GatewayContext } from './context.js';
 import { documentWeight } from './documentStore.js';
 
-/** Bytes of documents (documentWeight) the accepted operations may hold. */
 const ACCEPTED_BYTES = 32 * 1024 * 1024;
-/** Query texts longer than this are always left to Apollo. */
 const MAX_QUERY = 16 * 1024;
 const BODY_KEYS = new Set(['query', 'operationName', 'variables']);
 
-/** An exact request Apollo accepted and answered cleanly: what it ran and the headers it answered with. */
 interface Accepted {
   document: DocumentNode;
   operationName: string | undefined;
@@ -25,13 +22,11 @@ interface Accepted {
   compiled: CompiledQuery | null | undefined;
 }
 
-/** A request the takeover may answer: its key, and the variables it runs with. */
 export interface TakeoverRequest {
   key: string;
   variables: Record<string, unknown> | undefined;
 }
 
-/** An answer of the takeover: always a clean 200 with the headers Apollo gave the same request. */
 export interface TakeoverAnswer {
   status: 200;
   headers: Record<string, string>;
@@ -39,15 +34,14 @@ export interface TakeoverAnswer {
 }
 
 /**
- * Answers again, without Apollo's pipeline, the exact queries Apollo has already accepted and
- * answered cleanly: same text, operation name, Accept and Content-Type, with its content type and
- * cache policy as Apollo sent them. Anything else, and any run with an error, goes to Apollo.
+ * Answers again, without Apollo's pipeline, exact queries Apollo already answered cleanly (same text,
+ * name, Accept, Content-Type) with Apollo's headers. Anything else, or any run with an error, goes to Apollo.
  */
 export class Takeover {
   private readonly accepted: LRUCache<string, Accepted>;
   private readonly counts = { answered: 0, compiled: 0, handedBack: 0 };
 
-  /** `schema` is a copy of Apollo's that Apollo never wraps, so graphql-jit can inline its fields. */
+  /** `schema` is a copy Apollo never wraps, so graphql-jit can inline its fields. */
   constructor(
     private readonly schema: GraphQLSchema,
     maxOperations: number,
@@ -55,7 +49,7 @@ export class Takeover {
     this.accepted = new LRUCache({ max: maxOperations, maxSize: ACCEPTED_BYTES, sizeCalculation: (entry) => documentWeight(entry.document) });
   }
 
-  /** The request as the takeover keys it; null for one it never takes (not a plain JSON POST of a query). */
+  /** The request's key; null unless a plain JSON POST of a query. */
   static requestOf(method: string, headers: IncomingHttpHeaders, body: unknown): TakeoverRequest | null {
     if (method !== 'POST' || typeof body !== 'object' || body === null || Array.isArray(body)) return null;
     const { query, operationName, variables } = body as { query?: unknown; operationName?: unknown; variables?: unknown };
@@ -69,7 +63,6 @@ export class Takeover {
     return { key, variables: (variables ?? undefined) as Record<string, unknown> | undefined };
   }
 
-  /** Remembers a request Apollo answered cleanly with 200, where it was a query the takeover can run. */
   learn(request: TakeoverRequest, resolved: Resolved, headers: Record<string, string>): void {
     const { document, operationType } = resolved;
     if (document === null || operationType !== OperationTypeNode.QUERY || this.accepted.has(request.key)) return;
@@ -83,7 +76,6 @@ export class Takeover {
     });
   }
 
-  /** The answer to a request Apollo accepted before; null to hand it to Apollo (the context as it came). */
   async answer(request: TakeoverRequest, context: GatewayContext): Promise<TakeoverAnswer | null> {
     const accepted = this.accepted.get(request.key);
     if (accepted === undefined) return null;
@@ -92,7 +84,7 @@ export class Takeover {
       ? await compiled.query(undefined, context, request.variables ?? {})
       : await execute({ schema: this.schema, document: accepted.document, variableValues: request.variables, operationName: accepted.operationName, contextValue: context });
     if (result.data == null || (result.errors !== undefined && result.errors.length > 0)) {
-      // Apollo answers it from scratch: what the resolvers charged is charged again there
+      // Apollo answers it from scratch and charges the budget again
       this.counts.handedBack += 1;
       context.answerBudget.reset();
       return null;
@@ -114,13 +106,12 @@ export class Takeover {
     return accepted.compiled;
   }
 
-  /** How many requests it answered (of them compiled) and handed back to Apollo after a run with errors. */
   get stats(): Readonly<{ answered: number; compiled: number; handedBack: number; kept: number }> {
     return { ...this.counts, kept: this.accepted.size };
   }
 }
 
-/** `_entities` sets its cache hint from the representations it is sent: its policy is not the operation's. */
+/** `_entities` sets its cache hint from its representations: its policy is not the operation's. */
 function selectsEntities(document: DocumentNode): boolean {
   let found = false;
   visit(document, {
@@ -131,10 +122,7 @@ function selectsEntities(document: DocumentNode): boolean {
   return found;
 }
 
-/**
- * graphql-jit coerces scalars and enums as graphql-js does, but not every input object (an empty
- * array for one with no required field) nor a required variable with a default: those run on graphql-js.
- */
+/** graphql-jit coerces some input objects and defaulted required variables unlike graphql-js: those run there. */
 function scalarVariablesOnly(schema: GraphQLSchema, document: DocumentNode, operationName: string | undefined): boolean {
   const operation = document.definitions.find(
     (d): d is OperationDefinitionNode => d.kind === Kind.OPERATION_DEFINITION && (operationName === undefined || d.name?.value === operationName),

@@ -5,32 +5,18 @@ const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /**
- * Trusted documents (TRUSTED_DOCUMENTS, TRUSTED_DOCUMENTS_ONLY): the operations a team's apps
- * send, listed in a manifest at start-up. A request may send only the SHA-256 of a listed
- * operation (extensions.persistedQuery.sha256Hash, as Apollo's persisted-query clients do); with
+ * Trusted documents: operations listed in a manifest at start, sent by SHA-256 alone; with
  * TRUSTED_DOCUMENTS_ONLY nothing else runs.
- *
- * The manifest is Apollo's persisted-query manifest, as @apollo/generate-persisted-query-manifest
- * writes it: {"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id","name",
- * "type","body"}]}, each id the SHA-256 (hex) of its body. GraphQL Code Generator's client preset
- * writes its persisted documents as {"<sha256>": "<body>"} (with hashAlgorithm: 'sha256'); that
- * is taken too.
  */
 
-/** A request's parts, as the GraphQL paths read them: the POST body (parsed JSON) and the URL's query string. */
 export interface TrustedRequest {
   body: unknown;
   search: string;
 }
 
-/** The refusal of an operation that is not listed, where only listed ones run. */
 const notInList = (message: string): GatewayError => new GatewayError(ErrorCode.PERSISTED_QUERY_NOT_IN_LIST, message);
 
-/**
- * Applies the trusted documents to requests. Where it must run: after authentication, on the
- * request's parsed JSON body (or its query string, for a GET), before anything reads the body
- * as GraphQL (the response cache's key, the takeover, Apollo).
- */
+/** Runs after authentication and before anything reads the body as GraphQL (response cache, takeover, Apollo). */
 export class TrustedDocuments {
   private readonly byId: ReadonlyMap<string, TrustedOperation>;
   private readonly bodies: ReadonlySet<string>;
@@ -43,16 +29,8 @@ export class TrustedDocuments {
   }
 
   /**
-   * What becomes of a request (`method` upper-case; `body` the parsed POST body; `search` the
-   * URL's query string, '' or '?...'):
-   * - it names a listed operation by hash (with no query, or the listed body itself): the request
-   *   with the listed body as its query and the persistedQuery extension taken out, so both
-   *   GraphQL paths run it as any query, and Apollo's automatic persisted queries neither look it
-   *   up (which would answer PERSISTED_QUERY_NOT_FOUND) nor register it in the shared cache;
-   * - with TRUSTED_DOCUMENTS_ONLY, any other operation (a query text that is not a listed body,
-   *   or a hash that is not listed): a PERSISTED_QUERY_NOT_IN_LIST error, to send as it is (400);
-   * - anything else: null, the request as it is (automatic persisted queries work as before
-   *   where only is off; a malformed request is refused by the GraphQL paths as before).
+   * A listed hash becomes its body with the persistedQuery extension taken out, so APQ neither looks it
+   * up nor registers it; with only, an unlisted operation is PERSISTED_QUERY_NOT_IN_LIST; else null.
    */
   resolve(method: string, search: string, body: unknown): TrustedRequest | GatewayError | null {
     if (method === 'GET') {
@@ -90,7 +68,7 @@ export class TrustedDocuments {
     }
     if (!this.only) return null;
     if (typeof query === 'string') {
-      // a listed body with a hash that is not its own is Apollo's to refuse (the hash does not match)
+      // a listed body with a hash not its own is Apollo's to refuse
       return this.bodies.has(query) ? null : notInList('This gateway runs only its trusted documents: the operation is not one of them');
     }
     if (persisted !== undefined) return notInList('This gateway runs only its trusted documents: no listed operation has this sha256Hash');

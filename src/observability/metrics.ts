@@ -9,7 +9,6 @@ import { RequestCounter, RequestHistogram } from './requestMetrics.js';
 import type { RequestRecord } from './requestScope.js';
 
 const MAX_OPERATION_NAME_LENGTH = 64;
-/** The labels that are not names, and `other`, for every name not (yet) kept. */
 const FIXED_OPERATION_LABELS = new Set(['invalid', 'anonymous', 'other']);
 
 const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 };
@@ -17,21 +16,17 @@ const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1,
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /**
- * The gateway's Prometheus metrics, in a registry of its own (never prom-client's global one, so
- * two gateways in one process, as in tests, do not share counters). Labels are bounded: routes
- * from a fixed set, error codes from the closed set, operation names capped in number and length,
- * never anything about the user or the credential.
+ * Prometheus metrics in a registry of its own, so gateways sharing a process do not share counters.
+ * Labels are bounded: never anything about the user or the credential.
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly operationNames = new Set<string>();
-  /** Names each user brought in (by user id, else credential), for their share. */
   private readonly namesBrought = new Map<string, number>();
   private readonly maxNames: number;
   private readonly maxNamesPerUser: number;
 
-  // what every request, upstream call and batch records: see requestMetrics.ts for why these are
-  // not prom-client's own
+  // see requestMetrics.ts for why these are not prom-client's own
   private readonly httpRequests = new RequestCounter(
     'recs_gateway_http_requests_total',
     'HTTP requests answered, by route, method and status',
@@ -79,17 +74,12 @@ export class GatewayMetrics {
     this.registry,
   );
 
-  /** Counts and times one HTTP request, when its response is done. */
   httpAnswered(route: string, method: string, status: number, seconds: number): void {
     this.httpRequests.inc(route, method, String(status));
     this.httpDuration.observe(seconds, route);
   }
 
-  /**
-   * Counts and times one answered operation (by Apollo, or by the response cache before it).
-   * `operation` is operationLabel's answer; the metrics carry it only once it is a kept name.
-   * `caller`: who asked (null without credentials: its name may not take a slot).
-   */
+  /** Counts and times an answered operation; `caller` null without credentials, whose names take no slot. */
   graphqlAnswered(operation: string, outcome: string, startedAt: number, record: RequestRecord | undefined, caller: PrincipalModel | null): void {
     const label = this.keptLabel(operation, outcome, caller);
     this.graphqlRequests.inc(label, outcome);
@@ -98,13 +88,8 @@ export class GatewayMetrics {
   }
 
   /**
-   * The metric label of an operation name: the name once an operation under it has succeeded
-   * for a caller with credentials (the first METRICS_OPERATION_NAMES such names), `other` for
-   * any other name. Success is the test because a name that only ever fails (a typo, a probe, a
-   * flood of invented names answered UNAUTHENTICATED or GRAPHQL_VALIDATION_FAILED) says nothing
-   * an operator can act on by name. A slot is not first come, first served for anyone: a user
-   * brings in at most METRICS_OPERATION_NAMES_PER_USER names (an administrator, who runs the
-   * gateway, any number), so one client's invented names leave the rest to everyone else's.
+   * An operation name becomes a label only once it succeeded for a caller with credentials, and each
+   * user brings in a capped number, so invented names cannot take every slot.
    */
   private keptLabel(operation: string, outcome: string, caller: PrincipalModel | null): string {
     if (this.operationNames.has(operation) || FIXED_OPERATION_LABELS.has(operation)) return operation;
@@ -123,14 +108,10 @@ export class GatewayMetrics {
   private breakers: (() => Record<string, BreakerState>) | undefined;
   private rateLimits: Readonly<Record<RateLimitOutcome, number>> | undefined;
 
-  /**
-   * `operationNames`: METRICS_OPERATION_NAMES, names kept as labels at most; `operationNamesPerUser`:
-   * METRICS_OPERATION_NAMES_PER_USER, of those one user may bring in (see keptLabel).
-   */
   constructor(options: { processMetrics?: boolean; operationNames?: number; operationNamesPerUser?: number } = {}) {
     this.maxNames = options.operationNames ?? DEFAULT_METRICS_OPERATION_NAMES;
     this.maxNamesPerUser = options.operationNamesPerUser ?? DEFAULT_METRICS_OPERATION_NAMES_PER_USER;
-    // The cache, breakers and limiter keep their own counters; they are read at scrape time.
+    // the cache, breakers and limiter keep their own counters, read at scrape time
     const cacheStats = (): CacheStats | undefined => this.cacheStats;
     const breakers = (): Record<string, BreakerState> => this.breakers?.() ?? {};
     const rateLimits = (): Readonly<Record<string, number>> => this.rateLimits ?? {};
@@ -175,7 +156,6 @@ export class GatewayMetrics {
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'recs_gateway_' });
   }
 
-  /** Reads these at scrape time. */
   watch(sources: {
     cache?: CacheStats;
     breakers?: () => Record<string, BreakerState>;
@@ -186,18 +166,13 @@ export class GatewayMetrics {
     if (sources.rateLimits) this.rateLimits = sources.rateLimits;
   }
 
-  /**
-   * The name of an operation as its span and access-log line carry it: its name when the
-   * document was valid (else `invalid`), `anonymous` without one, truncated. The metrics carry
-   * it only once it is kept (graphqlAnswered).
-   */
+  /** An operation's name as spans and access logs carry it: `invalid`, `anonymous`, or the name truncated. */
   operationLabel(name: string | null | undefined, resolved: boolean): string {
     if (!resolved) return 'invalid';
     if (!name) return 'anonymous';
     return name.slice(0, MAX_OPERATION_NAME_LENGTH);
   }
 
-  /** Counts and times upstream calls (hand to the REST backend). */
   readonly upstreamObserver: UpstreamObserver = {
     start: (service, method) => {
       const started = performance.now();
@@ -208,29 +183,22 @@ export class GatewayMetrics {
     },
   };
 
-  /** Observes a DataLoader batch size (hand to createLoaders). */
   readonly onBatch = (loader: string, size: number): void => {
     this.dataloaderBatchSize.observe(size, loader);
   };
 
-  /** The exposition text and its content type, for GET /metrics. */
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 }
 
-/**
- * Whether a request may read /metrics: always without a token (METRICS_TOKEN unset), else only
- * with `Authorization: Bearer <token>`. Compared as SHA-256 digests in constant time, so neither
- * the token's characters nor its length show in the time a refusal takes.
- */
+/** Whether a request may read /metrics; compared as SHA-256 digests in constant time, hiding the token's length. */
 export function metricsAuthorized(authorization: string | undefined, token: string | null | undefined): boolean {
   if (!token) return true;
   const sent = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? '';
   return timingSafeEqual(hash('sha256', sent, 'buffer'), hash('sha256', token, 'buffer'));
 }
 
-/** The route label of a path: one of a fixed few. */
 export function routeOf(path: string): string {
   if (path === '/graphql' || path === '/healthz' || path === '/readyz' || path === '/metrics') return path;
   if (path === '/api/v1/apikey' || path.startsWith('/api/v1/apikey/')) return '/api/v1/apikey';

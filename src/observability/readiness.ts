@@ -3,20 +3,10 @@ import type { SharedCache } from '../ports/cache.js';
 import type { RateLimiter } from '../auth/rateLimit.js';
 
 export interface Readiness {
-  /**
-   * `ready`: everything answers. `degraded`: an optional dependency (Redis: the shared cache and
-   * the shared rate limits) is down, and the gateway serves without it (cache misses, limits per
-   * process). `unavailable`: a dependency requests need (the key store, an upstream) is down.
-   */
+  /** `degraded`: Redis down, served without it; `unavailable`: a required dependency (key store, upstream) down. */
   status: 'ready' | 'degraded' | 'unavailable';
-  /** Each dependency's state: 'ok', or what is wrong with it. */
   checks: Record<string, string>;
-  /**
-   * The embedded recommender: what it serves (`mode`), its items and events, and how many items
-   * the events name still lack a record (they shape the model and are never shown until one
-   * arrives); the counts only to who may read them (serveReadiness). Informational: a recommender
-   * that cannot follow its store serves what it has.
-   */
+  /** The embedded recommender's state; counts only for who may read them (serveReadiness). */
   recommender?: Pick<RecommenderStateModel, 'mode' | 'store' | 'followError'> | RecommenderStateModel;
 }
 
@@ -31,8 +21,7 @@ export async function readiness(backend: Backend, cache: SharedCache, limiter: R
   const optionalOk = cacheState === 'ok' && limiterState === 'ok';
   const status = !requiredOk ? 'unavailable' : optionalOk ? 'ready' : 'degraded';
   const state = backend.recommender?.();
-  // anyone may ask: the store's kind, never its path or host, and no error text (the log has it);
-  // how much it holds (a shop's trade) only to who may read the metrics, or an administrator
+  // anyone may ask: no store path, host or error text; its size (a shop's trade) only to the privileged
   const followError = state?.followError === null ? null : 'cannot read the store (the log says why)';
   const recommender = state && (withCounts ? { ...state, followError } : { mode: state.mode, store: state.store, followError });
   return { httpStatus: requiredOk ? 200 : 503, body: { status, checks, ...(recommender ? { recommender } : {}) } };

@@ -2,14 +2,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
 import { routeOf, type GatewayMetrics } from './metrics.js';
 
-/**
- * What is known about the request being served. It is handed along explicitly (and through the
- * GraphQL context) rather than kept in an AsyncLocalStorage: that would install promise hooks,
- * which tax every promise of every request (measured: about 5% of the cached path).
- */
+/** The request being served, handed along explicitly: an AsyncLocalStorage's promise hooks tax every promise. */
 export interface RequestRecord {
   id: string;
-  /** The GraphQL operation's label (see GatewayMetrics.operationLabel), once known. */
   operation?: string;
 }
 
@@ -18,7 +13,7 @@ interface Sinks {
   metrics: GatewayMetrics;
 }
 
-/** One observed request: a class, so that a request costs one small object and no closure. */
+/** A class, so a request costs one small object and no closure. */
 class Observation implements RequestRecord {
   operation?: string;
   readonly started = performance.now();
@@ -41,7 +36,7 @@ function onClose(this: ObservedResponse): void {
   const seconds = (performance.now() - observation.started) / 1000;
   const target = req.url ?? '/';
   const query = target.indexOf('?');
-  // an absolute-form target (http://user:password@host/...) is logged by its path alone
+  // an absolute-form target may hold user:password: logged by its path alone
   const whole = query === -1 ? target : target.slice(0, query);
   const path = whole.startsWith('/') ? whole : '(not a path)';
   const status = this.writableFinished ? this.statusCode : 0;
@@ -61,11 +56,7 @@ function onClose(this: ObservedResponse): void {
   );
 }
 
-/**
- * Starts observing a request: when its response is done (or the client went away), its
- * access-log line and HTTP metrics are written. Returns the request's record. The path is logged
- * without its query string: the recommendations interface carries the API key there.
- */
+/** Writes the access-log line and metrics when the response is done; the path without its query, which can hold a key. */
 export function observeRequest(req: IncomingMessage, res: ServerResponse, id: string, sinks: Sinks): RequestRecord {
   const observation = new Observation(id, req, sinks);
   (res as ObservedResponse)[OBSERVATION] = observation;

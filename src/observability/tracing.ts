@@ -2,14 +2,9 @@ import { ProxyTracerProvider, SpanKind, SpanStatusCode, trace, type Attributes, 
 import type { UpstreamObserver } from '../ports/observers.js';
 import type { Config } from '../config/env.js';
 
-/**
- * Only @opentelemetry/api is imported here: without a registered SDK every call below is a
- * no-op, so tracing costs nothing unless OTEL_EXPORTER_OTLP_ENDPOINT is set (startTracing then
- * loads the SDK) or a test registers a provider of its own.
- */
+/** Only @opentelemetry/api here: without a registered SDK every call is a no-op, so tracing off costs nothing. */
 const tracer = trace.getTracer('recs-gateway');
 
-/** Starts exporting traces when configured; resolves with how to flush and stop. */
 export async function startTracing(config: Pick<Config, 'otlpEndpoint' | 'serviceName'>): Promise<() => Promise<void>> {
   if (config.otlpEndpoint === null) return () => Promise.resolve();
   // loaded only here, so a gateway without an endpoint never pays for the SDK
@@ -26,20 +21,15 @@ export async function startTracing(config: Pick<Config, 'otlpEndpoint' | 'servic
   return () => provider.shutdown();
 }
 
-/** What the global provider delegates to while no SDK is registered. */
 const NO_TRACING = new ProxyTracerProvider().getDelegate();
 
-/**
- * Whether a tracer provider is registered (by startTracing, or by a test). Until one is, every
- * span is a no-op, and the request path does not even make one: the no-op span and its context
- * cost about 3% of a cached answer.
- */
+/** Whether a tracer provider is registered; until one is, the request path makes no span at all. */
 export function tracingActive(): boolean {
   const provider = trace.getTracerProvider();
   return !(provider instanceof ProxyTracerProvider) || provider.getDelegate() !== NO_TRACING;
 }
 
-/** Runs `fn` in a server span that is the active context for everything it calls (upstream spans nest under it). */
+/** Runs `fn` in a server span, the active context for everything it calls. */
 export function inServerSpan<T>(name: string, attributes: Attributes, fn: (span: Span) => Promise<T>): Promise<T> {
   return tracer.startActiveSpan(name, { kind: SpanKind.SERVER, attributes }, async (span) => {
     try {
@@ -56,8 +46,7 @@ export function inServerSpan<T>(name: string, attributes: Attributes, fn: (span:
 /** A client span per upstream attempt, child of whatever span is active when it starts. */
 export const tracingUpstreamObserver: UpstreamObserver = {
   start(service, method, path) {
-    // no span at all while no provider is registered, as on the request path: the no-op span
-    // and its attributes were 0.4% of a cold REST-mode request's CPU (BENCHMARKS.md, ninth pass)
+    // no span at all while no provider is registered, as on the request path
     if (!tracingActive()) return endNothing;
     const span = tracer.startSpan(`${method} ${service}`, {
       kind: SpanKind.CLIENT,
@@ -74,7 +63,6 @@ export const tracingUpstreamObserver: UpstreamObserver = {
 
 const endNothing = (): void => undefined;
 
-/** Several observers as one. */
 export function combineObservers(...observers: UpstreamObserver[]): UpstreamObserver {
   return {
     start(service, method, path) {

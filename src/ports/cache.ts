@@ -1,21 +1,12 @@
-/**
- * The cache shared by every gateway process: Redis when REDIS_URL is set, an in-process LRU
- * otherwise. It is only ever a cache: every method resolves, an unreachable, slow or failing
- * store gives misses (and counts them), never an error to a request.
- */
+/** Cache shared by every gateway process; a failing store gives misses, never an error to a request. */
 export interface SharedCache {
   /** Values for keys, in order; null for a miss. */
   getMany(keys: readonly string[]): Promise<(string | null)[]>;
   /** Stores values, each with its own time to live in seconds. */
   setMany(entries: readonly CacheEntry[]): Promise<void>;
   delete(keys: readonly string[]): Promise<void>;
-  /**
-   * Forgets what this process keeps of `keys` (all of it without keys), leaving the shared store
-   * as it is: another process changed it, and said so (src/ports/changeFeed.ts). Absent where
-   * nothing is kept in process in front of a shared store.
-   */
+  /** Forgets what this process keeps of `keys`, leaving the shared store: another process changed it. */
   forgetLocal?(keys?: readonly string[]): void;
-  /** Counters since start, for /metrics and tests. */
   readonly stats: CacheStats;
   /** What /readyz reports: 'ok', or why not. */
   check(): Promise<string>;

@@ -1,10 +1,8 @@
 import type { GiftOptionsModel, ImageEntityModel, ItemAttributeModel, ItemModel, MarketplacePriceModel } from './backend.js';
 
 /**
- * The one place an item record of recommendations.md (from a catalogue file or an upstream
- * response) becomes an ItemModel, and back. Upstream records are loose: only itemId is always
- * there, prices are sometimes integers, customerRating is a decimal in a string, upc must stay
- * text. A field of the wrong type is dropped rather than failing the whole record.
+ * The one place an item record becomes an ItemModel and back. Upstream records are loose, so a
+ * field of the wrong type is dropped rather than failing the whole record.
  */
 
 export class ItemRecordError extends Error {}
@@ -14,11 +12,7 @@ type Raw = Record<string, unknown>;
 /** What an item id is, for refusals: the whole numbers a JSON number holds exactly. */
 export const ITEM_ID_RANGE = `a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`;
 
-/**
- * A positive safe integer, from a number or a string of digits; null otherwise. Leading zeros are
- * the same id (recommendations.md: an integer), however many: "0031000005" was 31000005 but
- * thirty zeros before it made more than 16 digits, and "out of range" of an id that is not.
- */
+/** A positive safe integer, from a number or a string of digits (leading zeros allowed); null otherwise. */
 export function toItemId(value: unknown): number | null {
   let n: number;
   if (typeof value === 'number') n = value;
@@ -40,34 +34,20 @@ function num(value: unknown): number | undefined {
 
 function str(value: unknown): string | undefined {
   if (typeof value === 'string') return value;
-  // upc and modelNumber arrive as numbers from some proxies; keep their digits as text.
+  // some proxies send upc and modelNumber as numbers; keep their digits as text
   if (typeof value === 'number' && Number.isFinite(value)) return String(value);
   return undefined;
 }
 
 const bool = (value: unknown): boolean | undefined => (typeof value === 'boolean' ? value : undefined);
 
-/**
- * The texts whose number a record sent to be stored may carry as a number (str keeps its digits):
- * codes that proxies send unquoted. Any other text sent as a number (`"name": 5`) is refused by
- * droppedField rather than stored as "5": a client's bug, not a product's name.
- */
+/** Codes proxies send unquoted; any other text sent as a number is a client's bug, refused by droppedField. */
 const NUMBERS_AS_TEXT = new Set(['upc', 'modelNumber']);
 
-/**
- * customerRating is "a decimal number as text" (recommendations.md): the one number a record sent
- * to be stored may carry as text, digits with an optional fraction (`"4.627"`), or as a JSON
- * number. Number() took far more (`"0x10"` as 16, `"1e3"`, `" 12"`, `"+5"`): a client's bug stored
- * as a rating, where upstream only ever wrote the decimal form.
- */
+/** customerRating's decimal text; Number() would also take "0x10", "1e3" or " 12" as a rating. */
 export const DECIMAL_TEXT = /^[0-9]+(\.[0-9]+)?$/;
 
-/**
- * Whether `value`, sent to be stored in a number field of a record, was sent as the interface
- * documents it: a JSON number, or for customerRating its decimal text, or for an item id (which
- * toItemId has already read) a string of its digits. The parser reads an upstream's records
- * loosely (`"salePrice": "12"` is 12); PUT /v1/items refuses such a string instead.
- */
+/** Whether a number field was sent as documented; PUT /v1/items refuses what the loose parser would read. */
 function sentAsNumber(field: string, value: unknown): boolean {
   if (typeof value === 'number' || field === 'itemId' || field === 'parentItemId') return true;
   return field === 'customerRating' && typeof value === 'string' && DECIMAL_TEXT.test(value);
@@ -77,7 +57,6 @@ function isObject(value: unknown): value is Raw {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A nested object's fields, each converted by its own reader; those it drops (wrong type) left out. */
 type Fields = readonly (readonly [field: string, convert: (value: unknown) => unknown])[];
 
 function pick(raw: Raw, fields: Fields): Record<string, unknown> {
@@ -90,10 +69,7 @@ function pick(raw: Raw, fields: Fields): Record<string, unknown> {
   return out;
 }
 
-// The nested objects' fields, in the order they are written: what the parser keeps and what
-// droppedField checks a record sent to be stored against.
-// Pairs rather than an object walked with Object.entries: the parser runs for every record of
-// every upstream answer, and each walk made an array of pairs anew.
+// Pairs rather than an object walked with Object.entries: this runs for every upstream record.
 const IMAGE_FIELDS: Fields = Object.entries({ thumbnailImage: str, mediumImage: str, largeImage: str, entityType: str });
 const GIFT_FIELDS: Fields = Object.entries({ allowGiftWrap: bool, allowGiftMessage: bool, allowGiftReceipt: bool });
 const MARKETPLACE_FIELDS: Fields = Object.entries({
@@ -101,14 +77,8 @@ const MARKETPLACE_FIELDS: Fields = Object.entries({
 });
 
 /**
- * An item as parsed from a record. Every field is assigned in the constructor, in one order,
- * whether the record has it or not (absent is undefined, which JSON leaves out as it leaves out
- * a missing key), so every parsed item has the same shape. Built a field at a time onto a fresh
- * object, as before, a record took about 7 µs, most of it in the object's changes of shape (the
- * one-by-one copy in bench/itemRecord.ts, which converts nothing, took 5.6 to 8.5 µs); this way it
- * takes about 2.5 µs, and the resolvers read fields of one shape. It runs for every record of
- * every upstream answer. The order is the one the records were written in before, so their JSON
- * (the cache's entries, the REST interface's bodies) is unchanged.
+ * Every field assigned in the constructor, in one order, so every parsed item has one shape (fast
+ * for the resolvers) and its JSON, including cache entries, keeps the records' field order.
  */
 class ParsedItem implements ItemModel {
   readonly itemId: number;
@@ -227,20 +197,13 @@ export function parseItemRecord(raw: unknown): ItemModel {
   return new ParsedItem(itemId, raw);
 }
 
-/** An attribute's path in a refusal: `attributes.size`, or `attributes[""]` for a name that is no plain word. */
 export function attributePath(name: string): string {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? `attributes.${name}` : `attributes[${JSON.stringify(name)}]`;
 }
 
-/** The most of a damaged stored record a message shows. */
 const SHOWN_OF_STORED = 40;
 
-/**
- * A record as a store holds it (its JSON text), read as parseItemRecord reads one sent. A store's
- * text that is not JSON (a damaged file, a hand edit) is an ItemRecordError that shows its start
- * escaped, as JSON: JSON.parse's own message quoted it raw, NUL bytes and all, into the one line
- * a start that fails prints.
- */
+/** A store's JSON text, parsed as a sent record; bad JSON shows its start escaped, never raw bytes. */
 export function parseStoredRecord(stored: string | Uint8Array): ItemModel {
   // a TEXT column holds a BLOB as well, read as bytes (a hand edit, a damaged page)
   const json = typeof stored === 'string' ? stored : Buffer.from(stored).toString('utf8');
@@ -260,30 +223,20 @@ export function parseStoredRecord(stored: string | Uint8Array): ItemModel {
   }
 }
 
-/** The nested objects of a record (what a refusal says of each, and its fields): what unknownNestedField checks. */
 const NESTED: readonly (readonly [field: string, has: string, fields: readonly string[]])[] = [
   ['bestMarketplacePrice', 'a marketplace price has only', MARKETPLACE_FIELDS.map(([name]) => name)],
   ['giftOptions', 'gift options have only', GIFT_FIELDS.map(([name]) => name)],
   ['imageEntities', 'an image entity has only', IMAGE_FIELDS.map(([name]) => name)],
 ];
 
-/** A field of a nested object that it does not have: where the object is, the name, and the fields it has. */
 export interface UnknownNestedField {
-  /** The nested object's path in the record: `giftOptions`, `imageEntities[0]`. */
   path: string;
   name: string;
-  /** What a refusal says of the object, before its fields: "an image entity has only". */
   has: string;
   fields: readonly string[];
 }
 
-/**
- * For a record sent to be stored (PUT /v1/items): the first field of a nested object
- * (bestMarketplacePrice, giftOptions, an entry of imageEntities) that the object does not have,
- * or null. Dropped silently, a misspelled `imageEntities[0].largeImg` left the image without it;
- * GraphQL's ImageEntityInput refuses it. A nested value that is no object is droppedField's to
- * refuse; attributes' names are free.
- */
+/** For PUT /v1/items: the first unknown field of a nested object, or null; silently dropping it loses data. */
 export function unknownNestedField(raw: Raw): UnknownNestedField | null {
   for (const [field, has, fields] of NESTED) {
     const value = raw[field];
@@ -302,25 +255,20 @@ export function unknownNestedField(raw: Raw): UnknownNestedField | null {
   return null;
 }
 
-/** The first of value's fields not among `fields`, or null: a list, not `in` an object, which would take `toString`. */
+/** The first of value's fields not in `fields`: a list lookup, since `in` would find `toString`. */
 function unknownIn(value: Raw, fields: readonly string[]): string | null {
   for (const name in value) if (!fields.includes(name)) return name;
   return null;
 }
 
-/** A field droppedField found: its path in the record, and the value sent there. */
 export interface DroppedField {
   path: string;
   value: unknown;
 }
 
 /**
- * For a record sent to be stored (PUT /v1/items), where a field dropped is data lost: the first
- * field (a path: `attributes.color`, `variants[2]`, `imageEntities[0].largeImage`) that `item`,
- * parsed from `raw`, left out, or a text it kept from a number where only NUMBERS_AS_TEXT may be
- * one, or a number it read from text where the interface documents a JSON number (all but
- * customerRating's decimal text and an id's digits: sentAsNumber), with the value sent there (a
- * number out of range is refused saying the range, not the type); or null. Null values count as absent; fields the interface does not know are not looked at.
+ * For PUT /v1/items, where a dropped field is lost data: the first field the parse left out or
+ * converted against the documented type, with the value sent; null when none.
  */
 export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
   const parsed = item as unknown as Raw;
@@ -329,8 +277,7 @@ export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
     switch (field) {
       case 'attributes': {
         if (!isObject(value)) return { path: field, value };
-        // recommendations.md: "map of string keys to string values"; a number was kept as JavaScript
-        // writes it (1e21 served back as "1e+21"), its text as sent lost with JSON.parse
+        // the interface says string values; a number's text as sent is already lost to JSON.parse
         for (const [name, v] of Object.entries(value)) if (typeof v !== 'string') return { path: attributePath(name), value: v };
         break;
       }
@@ -363,12 +310,7 @@ export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
   return null;
 }
 
-/**
- * For a record sent to be stored: the first of NUMBERS_AS_TEXT sent as a number that has no exact
- * digits (a fraction, a negative, one past 2^53 − 1, which JSON.parse rounds), or null: str
- * kept `"upc": 1.5e30` as "1.5e+30" and 12345678901234567 as "12345678901234568", codes no
- * product carries. An upstream's records are read as before (upstream-facts.md: its upc is text).
- */
+/** For a stored record: the first code sent as a number without exact digits (JSON.parse rounds them), or null. */
 export function numberWithoutDigits(raw: Raw): string | null {
   for (const field of NUMBERS_AS_TEXT) {
     const value = raw[field];
@@ -382,7 +324,6 @@ function droppedIn(value: unknown, path: string, fields: Fields): DroppedField |
   for (const [field, convert] of fields) {
     const v = value[field];
     if (v === null || v === undefined) continue;
-    // str takes a number too (NUMBERS_AS_TEXT): no nested text is one of those; num takes text, which none of these numbers is
     if (convert(v) === undefined || (convert === str && typeof v !== 'string') || (convert === num && typeof v !== 'number')) {
       return { path: `${path}.${field}`, value: v };
     }
@@ -422,11 +363,7 @@ function imagesOf(raw: unknown[]): ImageEntityModel[] {
   return images;
 }
 
-/**
- * A rating as the decimal text the interface has (DECIMAL_TEXT): String() writes a small one in
- * exponent form (`0.0000001` came back as `1e-7`, which PUT /v1/items then refused), so its digits
- * are placed after the point here. A rating is 0 to 5: no exponent is ever positive.
- */
+/** A rating as decimal text: String() writes small numbers in exponent form, which PUT /v1/items refuses. */
 function decimalText(value: number): string {
   const text = String(value);
   const at = text.indexOf('e-');
@@ -435,7 +372,6 @@ function decimalText(value: number): string {
   return `0.${'0'.repeat(Number(text.slice(at + 2)) - 1)}${digits}`;
 }
 
-/** The record as the REST interface serves it: customerRating as text, attributes as an object. */
 export function toItemRecord(item: ItemModel): Record<string, unknown> {
   const { attributes, customerRating, ...rest } = item;
   const record: Record<string, unknown> = { ...rest };
@@ -444,7 +380,6 @@ export function toItemRecord(item: ItemModel): Record<string, unknown> {
   return record;
 }
 
-/** Whether an item can be bought now (stock "Available", or no stock field at all). */
 export function isInStock(item: Pick<ItemModel, 'stock'>): boolean {
   return item.stock === undefined || item.stock === null || item.stock === 'Available';
 }

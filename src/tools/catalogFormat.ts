@@ -4,11 +4,7 @@ import { ItemRecordError, parseItemRecord } from '../ports/itemRecord.js';
 import type { Catalog, CatalogLoadReport } from '../recommender/catalog.js';
 import { columnIndex, readDelimited } from './delimited.js';
 
-/**
- * A delimited catalogue file's columns, each a header name or a 1-based position. A category is
- * built from one or more columns, root first: their values joined with `_` for categoryNode
- * (recommendations.md's underscore-joined identifiers) and `/` for categoryPath.
- */
+/** A delimited catalogue's columns, by header name or 1-based position; a category joins several, root first. */
 export interface CatalogCsvOptions {
   item: string;
   name: string;
@@ -21,7 +17,6 @@ export interface CatalogCsvOptions {
   header?: boolean | undefined;
 }
 
-/** The record field each flag fills, and the flag's name in messages. */
 const FIELDS = [
   ['item', 'itemId'], ['name', 'name'], ['parent', 'parentItemId'], ['brand', 'brandName'], ['price', 'salePrice'],
 ] as const;
@@ -34,7 +29,6 @@ export interface CatalogCsvFormat {
   mapping: string;
   expected: string;
   bindHeader(fields: string[]): void;
-  /** The record of a row, its fields text as the file holds them (parseItemRecord reads them). */
   record(fields: string[]): Record<string, string>;
 }
 
@@ -73,11 +67,7 @@ export function catalogCsvFormat(options: CatalogCsvOptions): CatalogCsvFormat {
   };
 }
 
-/**
- * Reads a delimited catalogue file into `catalog`: each row a record, read as parseItemRecord
- * reads a JSON one and checked as upsertItems checks one; a row that fails is reported with its
- * line and skipped.
- */
+/** Reads a delimited catalogue, each row checked as upsertItems checks a record; a failing row is reported and skipped. */
 export async function loadCatalogCsv(path: string, format: CatalogCsvFormat, catalog: Catalog): Promise<CatalogLoadReport> {
   const report: CatalogLoadReport = { loaded: 0, skipped: [] };
   await readDelimited(path, format, (fields) => format.bindHeader(fields), (row, line) => {

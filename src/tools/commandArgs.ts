@@ -1,18 +1,9 @@
-/** Where a command's options are listed, for the one line of a usage error. */
 export const seeHelp = (command: string): string => `see recs-gateway ${command} --help`;
 
-/**
- * A usage error as one line: what is wrong and where the options are listed (the whole help
- * after it buried the reason under a screenful).
- */
+/** A usage error as one line: the whole help after it buried the reason. */
 export const usageProblem = (reason: string, command: string): string => `${reason}; ${seeHelp(command)}`;
 
-/**
- * A command line node's parseArgs refused, as the one line a user reads: what is wrong and where
- * the command's options are listed. Node's own text ("To specify a positional argument starting
- * with a '-', place it at the end of the command after '--'") answers a question nobody asked
- * who mistyped an option. Null for an error that is not parseArgs'.
- */
+/** A parseArgs error as one line naming the problem; node's own text answers a question nobody asked. Null if not parseArgs'. */
 export function argsProblem(error: unknown, command: string): string | null {
   const code = (error as { code?: unknown } | null)?.code;
   if (!(error instanceof Error) || typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) return null;

@@ -2,11 +2,7 @@ import { createReadStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
 
-/**
- * The fields of one line of a delimited file. A field in double quotes may hold the delimiter
- * (product names do: "Jelly, Blackberry"), and "" inside it stands for one quote; a value never
- * spans lines.
- */
+/** One line's fields; a quoted field may hold the delimiter (product names do) and "" for a quote. */
 export function splitFields(line: string, delimiter: string): string[] {
   if (!line.includes('"')) return line.split(delimiter);
   const fields: string[] = [];
@@ -26,7 +22,6 @@ export function splitFields(line: string, delimiter: string): string[] {
   }
 }
 
-/** The value of the quoted field opening at `open`, and where its closing quote ends; null when it has none. */
 function closingQuote(line: string, open: number): [string, number] | null {
   let value = '';
   let from = open + 1;
@@ -40,10 +35,7 @@ function closingQuote(line: string, open: number): [string, number] | null {
   }
 }
 
-/**
- * The 0-based position of a column named by a `flag` (`--item`): its header name, or a 1-based
- * position (the only way without a header). Throws an Error naming the flag and the header.
- */
+/** The 0-based column a flag names, by header name or 1-based position; throws naming the flag. */
 export function columnIndex(name: string, header: readonly string[] | null, flag: string): number {
   let index = header === null ? -1 : header.indexOf(name);
   if (index < 0 && /^[0-9]+$/.test(name)) index = Number(name) - 1;
@@ -53,18 +45,12 @@ export function columnIndex(name: string, header: readonly string[] | null, flag
   return index;
 }
 
-/** How a delimited file is laid out. */
 export interface Layout {
   delimiter: string;
-  /** Whether the first line is a header (given to onHeader, not to onRow). */
   header: boolean;
 }
 
-/**
- * Streams a delimited file's lines, split into fields, to `onRow` with their 1-based line number
- * (blank lines left out); the header line to `onHeader`. A promise onRow returns is awaited
- * before the next line. Resolves with the number of lines read. Memory stays flat.
- */
+/** Streams a delimited file's rows to `onRow`, awaiting any promise it returns, so memory stays flat. */
 export async function readDelimited(
   input: Readable | string,
   layout: Layout,

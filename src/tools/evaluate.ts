@@ -1,8 +1,4 @@
-/**
- * Offline evaluation, off the request path: the model against the strongest simple baselines on
- * a time-ordered split, and the weightings only evaluation compares (cosine, lift, pmi: the
- * serving build knows only the damped family of cooccurrence.ts).
- */
+/** Offline evaluation: the model against strong simple baselines on a time-ordered split. */
 import type { Catalog } from '../recommender/catalog.js';
 import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../recommender/eventLog.js';
 import type { OrderWeights, PairScore } from '../recommender/cooccurrence.js';
@@ -15,55 +11,38 @@ import type { Sequences } from '../recommender/sessions.js';
 export type Task = 'post-browse' | 'next-best-product';
 const TASKS: readonly Task[] = ['post-browse', 'next-best-product'];
 
-/** The figures of one method on one set of queries. */
 export interface Score {
-  /** Share of queries whose held-out item is in the top 10, and its standard error. */
+  /** Share of queries whose held-out item is in the top 10, with standard error. */
   hitRate: number;
   hitRateError: number;
-  /** Mean of 1/log2(rank + 1) over queries, 0 for a miss, and its standard error. */
   ndcg: number;
   ndcgError: number;
-  /** Mean of 1/rank over queries, 0 for a miss, and its standard error. */
   mrr: number;
   mrrError: number;
-  /** Distinct items recommended over all queries, as a share of the items of the training log. */
+  /** Distinct items recommended, as a share of the training log's items. */
   coverage: number;
-  /**
-   * Mean training popularity of the recommended items (views for post-browse, purchases for
-   * next-best-product) divided by the mean over all items: 1 is popularity-neutral, the
-   * popularity baseline sits at its maximum.
-   */
+  /** Mean training popularity of recommended items over the mean of all items: 1 is popularity-neutral. */
   popularity: number;
   /** Share of recommended items in the anchor's category; null without categories. */
   sameCategory: number | null;
   queries: number;
 }
 
-/**
- * The methods: three baselines (most popular; consecutive co-occurrence, the item that came
- * next after the anchor; sequential rules, forward pairs weighted 1/distance up to 10 apart),
- * item-set co-occurrence by count, cosine, lift and pmi, the damped model with every parameter
- * chosen on validation, and the shipped default.
- */
+/** Three baselines, item-set weightings, the tuned model and the shipped default. */
 export const METHODS = ['popularity', 'consecutive', 'sequential', 'count', 'cosine', 'lift', 'pmi', 'model', 'default'] as const;
 export type Method = (typeof METHODS)[number];
-/** What evaluate compares unless told otherwise (the baselines and the default always). */
 export const DEFAULT_METHODS: readonly Method[] = ['count', 'cosine', 'lift', 'pmi', 'model'];
 const BASELINES: readonly Method[] = ['popularity', 'consecutive', 'sequential'];
 
-/** One line of the evaluation table. */
 export interface EvaluationRow extends Score {
   task: Task;
   method: Method;
-  /** The parameters (chosen on the validation split where there is a choice); empty for none. */
+  /** The parameters chosen on validation; empty for none. */
   parameters: string;
-  /** NDCG@10 of those parameters on the validation split. */
   validationNdcg: number;
-  /** The options as the model takes them (null for the popularity baseline). */
   scoring: Scoring | null;
 }
 
-/** One grid point as measured on the validation split. */
 export interface GridPoint {
   task: Task;
   method: Method;
@@ -72,32 +51,20 @@ export interface GridPoint {
   ndcgError: number;
 }
 
-/** Options of evaluate. */
 export interface EvaluateOptions {
-  /** Share of visits (post-browse) and orders (next-best-product) held out, the latest by start time; default 0.2. */
+  /** Latest share of visits and orders held out; default 0.2. */
   testFraction?: number;
-  /** Methods to compare beside the baselines and the default; default DEFAULT_METHODS. */
   methods?: readonly Method[];
-  /**
-   * Model options other than the scorings; defaults as in ModelOptions (maxAgeDays applies to
-   * every method, the popularity baseline included, against each training part's newest event).
-   */
+  /** Model options other than the scorings; maxAgeDays applies to every method. */
   model?: Omit<ModelOptions, 'postBrowse' | 'nextBest'>;
-  /**
-   * Item categories (a catalogue of item ids with a categoryPath): the model then uses them as
-   * it does when serving (category prior, same-category factor, fallbacks), and the table says
-   * which share of the recommended items is of the anchor's category. Anchors and targets
-   * outside it still count (as misses where nothing can be recommended).
-   */
+  /** Item categories: the model uses them as when serving, and the table shows the same-category share. */
   catalog?: Catalog | null;
 }
 
 export interface Evaluation {
   rows: EvaluationRow[];
-  /** Every parameter setting tried, with its validation figures. */
   grid: GridPoint[];
   trainEvents: number;
-  /** Events of the test split's training part within maxAgeDays of its newest (all without). */
   trainEventsUsed: number;
   validationEvents: number;
   testEvents: number;
@@ -106,19 +73,17 @@ export interface Evaluation {
 
 /** Sequential rules: forward pairs up to 10 apart weighted 1/distance (Ludewig & Jannach, 2018). */
 export const SEQUENTIAL_RULES: OrderWeights = { window: 10, backward: 0, exponent: 1 };
-/** Consecutive co-occurrence: the next item only. */
 export const CONSECUTIVE: OrderWeights = { window: 1, backward: 0, exponent: 0 };
 
 const SHRINKAGES = [0, 1, 2, 5, 10, 20];
 
-/** Evaluation-only weightings, on item sets, each shrunk by c / (c + s) so that one co-occurrence of two rare items does not outrank steady evidence. */
+/** Evaluation-only weightings, shrunk by c / (c + s) so one co-occurrence of rare items does not outrank steady evidence. */
 const PAIR_SCORES: Record<'cosine' | 'lift' | 'pmi', (s: number) => PairScore> = {
   cosine: (s) => (c, na, nb) => (c / Math.sqrt(na * nb)) * (c / (c + s)),
   lift: (s) => (c, na, nb, n) => ((c * n) / (na * nb)) * (c / (c + s)),
   pmi: (s) => (c, na, nb, n) => Math.log((c * n) / (na * nb)) * (c / (c + s)),
 };
 
-/** The fixed scoring of a baseline or item-set method (popularity has none). */
 function baselineScoring(method: Method): Scoring | null {
   switch (method) {
     case 'consecutive': return { damping: 0, prior: 0, order: CONSECUTIVE };
@@ -128,10 +93,7 @@ function baselineScoring(method: Method): Scoring | null {
   }
 }
 
-/**
- * The model's parameters and the values tried for each, in order of preference for equal
- * validation NDCG (the first is where the search starts where the default has none).
- */
+/** The model's parameters and values tried, in order of preference for equal validation NDCG. */
 const MODEL_GRID: { name: string; values: readonly unknown[]; set: (s: Scoring, v: never) => Scoring }[] = [
   { name: 'window', values: [0, 1, 2, 3, 5, 10, 20], set: (s, w: number) => (w === 0 ? withoutOrder(s) : { ...s, order: { backward: 0, exponent: 1, ...s.order, window: w } }) },
   { name: 'backward', values: [0, 0.1, 0.25, 0.5, 1], set: (s, b: number) => (s.order === undefined ? s : { ...s, order: { ...s.order, backward: b } }) },
@@ -140,7 +102,7 @@ const MODEL_GRID: { name: string; values: readonly unknown[]; set: (s: Scoring, 
   { name: 'halfLifeDays', values: [0, 3, 14, 60, 180], set: (s, h: number) => ({ ...s, halfLifeDays: h }) },
   { name: 'damping', values: [0, 0.1, 0.2, 0.3, 0.5, 0.75, 1], set: (s, d: number) => ({ ...s, damping: d }) },
   { name: 'prior', values: [0, 1, 3, 10, 30, 100], set: (s, k: number) => ({ ...s, prior: k }) },
-  // Only with categories (--categories); without, every value gives the same lists.
+  // only with categories: without, every value gives the same lists
   { name: 'categoryLift', values: [0, 0.5, 1], set: (s, l: number) => ({ ...s, categoryLift: l }) },
   { name: 'sameCategoryFactor', values: [0.25, 0.5, 1, 2, 3], set: (s, f: number) => ({ ...s, sameCategoryFactor: f }) },
 ];
@@ -175,7 +137,6 @@ function pairScoring(method: 'cosine' | 'lift' | 'pmi', s: number): Scoring {
 
 interface Query { anchor: number; target: number }
 
-/** Training log and queries of one time-ordered split. */
 interface Split {
   train: EventLog;
   queries: Record<Task, Query[]>;
@@ -200,12 +161,7 @@ function splitUnits(log: EventLog, units: Sequences, testFraction: number, test:
   return unitOf;
 }
 
-/**
- * Holds out the latest visits and orders: the rest is the training log, and each held-out step
- * is a query. Post-browse: the next viewed item of a visit from the one before. Next-best-product:
- * the next item of an order from the one before, and an order's first item from the user's last
- * purchase.
- */
+/** Holds out the latest visits and orders; each held-out step is a query. */
 function split(log: EventLog, fraction: number, sessionGapMs: number | undefined): Split {
   const test = new Uint8Array(log.length);
   const viewUnits = visits(log, KIND_VIEW, sessionGapMs === undefined ? {} : { sessionGapMs });
@@ -253,13 +209,12 @@ function split(log: EventLog, fraction: number, sessionGapMs: number | undefined
   return { train, queries: { 'post-browse': browse, 'next-best-product': best }, testEvents };
 }
 
-/** Mean and standard error of per-query values given their sum and sum of squares. */
 function meanAndError(sum: number, sum2: number, n: number): [number, number] {
   const mean = sum / n;
   return [mean, Math.sqrt(Math.max(0, sum2 / n - mean * mean) / n)];
 }
 
-/** HR@10, NDCG@10, MRR@10 (with standard errors), coverage, popularity and same-category share of a recommender on queries. */
+/** HR@10, NDCG@10, MRR@10 with standard errors, coverage, popularity and same-category share. */
 export function scoreQueries(
   queries: readonly Query[], recommend: (anchor: number) => number[], popularityOf: (id: number) => number, meanPopularity: number,
   trainItems: number, categoryOf: ((id: number) => string | null) | null = null,
@@ -305,13 +260,11 @@ export function scoreQueries(
   };
 }
 
-/** Scores the models (and the popularity baseline) trained on a split's training log. */
 class Judge {
   private readonly counts: Record<Task, Float64Array>;
   private readonly means: Record<Task, number>;
   private readonly popular: Record<Task, number[]>;
   private readonly categoryOf: ((id: number) => string | null) | null;
-  /** Training events within the model's maxAgeDays (see ModelOptions). */
   readonly eventsUsed: number;
   constructor(private readonly split: Split, private readonly model: Omit<ModelOptions, 'postBrowse' | 'nextBest'>, private readonly catalog: Catalog | null) {
     const train = split.train;
@@ -349,9 +302,8 @@ class Judge {
     return this.score(task, (anchor) => order.filter((i) => i !== anchor).slice(0, MAX_RECOMMENDATIONS));
   }
 
-  /** Both tasks of a model with these scorings. */
   models(postBrowse: Scoring, nextBest: Scoring): Record<Task, Score> {
-    // A copy of the training log: a catalogue's items are interned into the model's log.
+    // a copy: a catalogue's items are interned into the model's log
     const model: RecModel = buildModel(this.catalog === null ? this.split.train : copyLog(this.split.train), { ...this.model, postBrowse, nextBest }, this.catalog);
     const recommender = new Recommender(model, this.catalog);
     const list = (kind: 'POST_BROWSE' | 'NEXT_BEST_PRODUCT') => (anchor: number): number[] => {
@@ -369,12 +321,8 @@ function copyLog(log: EventLog): EventLog {
 }
 
 /**
- * Time-ordered evaluation. The latest visits and orders are the test split; the latest of the
- * rest the validation split. Each method's parameters are chosen per task by NDCG@10 on
- * validation (trained on what precedes it): the shrinkage of cosine, lift and pmi by grid, the
- * model's by coordinate search from the default (each parameter in turn over its values, twice
- * round). Then every method is trained on everything before the test split and scored on it:
- * the test figures never pick a parameter.
+ * Parameters are chosen per task by NDCG@10 on a validation split before the test split; then
+ * every method is trained on all before the test split, so test figures never pick a parameter.
  */
 export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluation {
   const fraction = options.testFraction ?? 0.2;
@@ -435,13 +383,12 @@ export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluati
     }
     fixed(method, { 'post-browse': best['post-browse'].scoring, 'next-best-product': best['next-best-product'].scoring }, { 'post-browse': best['post-browse'].ndcg, 'next-best-product': best['next-best-product'].ndcg });
   }
-  // The shipped defaults, chosen from the validation figures of several logs (see model.ts).
+  // the shipped defaults (see model.ts)
   fixed('default', { 'post-browse': DEFAULT_POST_BROWSE, 'next-best-product': DEFAULT_NEXT_BEST }, measure('default', DEFAULT_POST_BROWSE, DEFAULT_NEXT_BEST));
   rows.sort((a, b) => TASKS.indexOf(a.task) - TASKS.indexOf(b.task));
   return { rows, grid, trainEvents: outer.train.length, trainEventsUsed: test.eventsUsed, validationEvents: inner.testEvents, testEvents: outer.testEvents, trainItems: outer.train.items.size };
 }
 
-/** The rows as an aligned text table. */
 export function formatTable(rows: readonly EvaluationRow[]): string {
   const header = ['task', 'method', 'parameters', 'val NDCG', 'HR@10', '± se', 'NDCG@10', '± se', 'MRR@10', '± se', 'coverage', 'popularity', 'same cat', 'queries'];
   const lines = rows.filter((r) => r.queries > 0).map((r) => [
@@ -451,7 +398,6 @@ export function formatTable(rows: readonly EvaluationRow[]): string {
   return alignTable(header, lines, 3);
 }
 
-/** The validation grid as an aligned text table. */
 export function formatGrid(points: readonly GridPoint[]): string {
   const lines = points.map((p) => [p.task, p.method, describeScoring(p.scoring, p.method), p.ndcg.toFixed(4), p.ndcgError.toFixed(4)]);
   return alignTable(['task', 'method', 'parameters', 'val NDCG', '± se'], lines, 3);

@@ -86,7 +86,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     out(EVALUATE_HELP);
     return 0;
   }
-  // Pair each --events with the --format that follows it (else the last one before it).
+  // pair each --events with the --format after it (else the last before it)
   const inputs: { file: string; format: string }[] = [];
   let pendingFormat: string | undefined;
   const waiting: string[] = [];
@@ -216,4 +216,4 @@ async function readCategories(path: string, column: string): Promise<Catalog> {
   return catalog;
 }
 
-// Runnable on its own (npx tsx src/tools/evaluateCommand.ts ...), as it needs no configuration.
+// runnable on its own: it needs no configuration

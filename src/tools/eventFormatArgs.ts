@@ -38,10 +38,9 @@ type FormatValues = { [K in keyof typeof formatOptions]?: (typeof formatOptions)
 
 const list = (value: string | undefined): string[] | undefined => (value === undefined ? undefined : value.split(',').map((v) => v.trim()));
 
-/** `--delimiter`: a character, or `tab` (or `\\t` as typed) for a tab. */
 const delimiterOf = (value: string | undefined): string | undefined => (value === '\\t' || value === 'tab' ? '\t' : value);
 
-/** The format named by the flags; throws an Error with a usage message when they do not add up. */
+/** The format named by the flags; throws with a usage message when they do not add up. */
 export function formatFromArgs(values: FormatValues): EventFormat {
   const name = values.format;
   if (name === undefined) throw new Error(`--format is required: one of ${[...PRESET_NAMES, 'csv'].join(', ')}`);
@@ -57,10 +56,7 @@ export function formatFromArgs(values: FormatValues): EventFormat {
   });
 }
 
-/**
- * The flags of `import catalog --format csv` beyond those it shares with the events' csv
- * (--format, --item, --delimiter, --no-header).
- */
+/** `import catalog --format csv` flags beyond those shared with events. */
 export const catalogFormatOptions = {
   name: { type: 'string' },
   parent: { type: 'string' },
@@ -91,7 +87,7 @@ export function refuseOtherFlags(values: CatalogValues, what: 'events' | 'catalo
   if (given !== undefined) throw new Error(`--${given} is a flag of import ${what === 'events' ? 'catalog' : 'events'}, not of import ${what}`);
 }
 
-/** A catalogue's csv format named by the flags; null for JSON. Throws an Error with a usage message when they do not add up. */
+/** A catalogue's csv format named by the flags; null for JSON. */
 export function catalogFormatFromArgs(values: CatalogValues): CatalogCsvFormat | null {
   refuseOtherFlags(values, 'catalog');
   const name = values.format ?? 'json';

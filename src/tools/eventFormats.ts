@@ -5,27 +5,16 @@ import { columnIndex } from './delimited.js';
 /** A line that cannot be read as an event: reported with its line number and skipped. */
 export class EventLineError extends Error {}
 
-/** How one file format's lines become events. */
 export interface EventFormat {
   name: string;
-  /**
-   * How the format reads a file, every choice of columns and values included: a preset's name,
-   * or `csv` with its flags in a fixed order (`csv --item 3 --session 1 --kind view --delimiter ;`).
-   * An import is known by it and the file's content: the same file read another way is not the
-   * same import.
-   */
+  /** The format with every choice of columns: an import is known by it and the content, as another reading is another import. */
   mapping: string;
-  /** The lines it expects, for a message about a file it cannot read: its columns. */
+  /** The lines it expects, for a message about a file it cannot read. */
   expected: string;
   delimiter: string;
-  /** Whether the first line is a header to skip. */
   header: boolean;
-  /** Fewest fields a line must have. */
   minFields: number;
-  /**
-   * The event of a line; null for a well-formed line that is not a view or purchase (add-to-cart,
-   * favourite). Throws EventLineError for a malformed line.
-   */
+  /** The event of a line; null for a well-formed non-view, non-purchase line; EventLineError if malformed. */
   parse(fields: string[]): RecEvent | null;
 }
 
@@ -40,10 +29,7 @@ function itemOf(value: string | undefined): number {
   return id;
 }
 
-/**
- * A time in ms: digits are epoch seconds below 1e11 (year 5138 in ms, 1973 in s, so the two never
- * meet in real logs) and ms above; anything else goes through Date.parse (ISO 8601).
- */
+/** ms from digits (epoch seconds below 1e11, ms above; the two never meet in real logs) or ISO 8601. */
 export function parseTime(value: string | undefined): number {
   if (value === undefined || value === '') throw new EventLineError('time is missing');
   if (/^[0-9]+(\.[0-9]+)?$/.test(value)) {
@@ -69,12 +55,8 @@ function requiredKey(value: string | undefined, what: string): string {
 const DAY_MS = 86_400_000;
 
 /**
- * Diginetica: the session's day and the ms since its first query (timeframe), which together
- * order a session's events. In the purchase file 14% of timeframes run past the day, up to 153
- * days, which would date those purchases months after every view and after the competition's
- * own end: a clock running ahead, which would make every other event "old" to
- * RECS_EVENTS_MAX_AGE_DAYS. Such an offset is kept within its session's day (at its last
- * millisecond), where the order of the session's events is still kept.
+ * Diginetica: session day plus ms offset. Offsets running past the day would date purchases months
+ * ahead and age every other event, so they are kept within the session's day.
  */
 function digineticaTime(timeframe: string | undefined, date: string | undefined): number {
   const day = date === undefined ? NaN : Date.parse(date);
@@ -165,29 +147,21 @@ export function presetFormat(name: PresetName): EventFormat {
   return presets[name];
 }
 
-/**
- * The generic CSV format. Columns are header names, or 1-based positions (required with
- * `header: false`). Defaults: delimiter `,`, header true, every line a view.
- */
+/** The generic CSV format: columns by header name or 1-based position; defaults `,`, a header, every line a view. */
 export interface CsvFormatOptions {
   item: string;
   session?: string;
   user?: string;
   time?: string;
   order?: string;
-  /** The column telling the event kind; without it every line is `kind`. */
   event?: string;
-  /** Values of the event column meaning a view (default `view`). */
   viewValues?: string[];
-  /** Values of the event column meaning a purchase (default `purchase`, `buy`, `transaction`). */
   purchaseValues?: string[];
-  /** The kind of every line when there is no event column (default `view`). */
   kind?: EventKind;
   delimiter?: string;
   header?: boolean;
 }
 
-/** A generic format; its column positions are resolved from the header line by `bindHeader`. */
 export interface CsvFormat extends EventFormat {
   bindHeader(fields: string[]): void;
 }
@@ -230,7 +204,7 @@ export function csvFormat(options: CsvFormatOptions): CsvFormat {
       const needed = Math.max(...Object.values(pos)) + 1;
       if (fields.length < needed) throw new EventLineError(`expected at least ${needed} fields, got ${fields.length}`);
       const itemId = itemOf(at(fields, pos.item));
-      // Without a time column, the line number keeps the file's order.
+      // without a time column, the line number keeps the file's order
       const time = pos.time >= 0 ? parseTime(at(fields, pos.time)) : line;
       const session = key(at(fields, pos.session));
       const user = key(at(fields, pos.user));

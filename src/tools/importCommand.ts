@@ -18,12 +18,11 @@ import { DB_FILE } from '../backends/embedded/store.js';
 import { CATALOG_FORMAT_HELP, FORMAT_HELP, catalogFormatFromArgs, catalogFormatOptions, formatFromArgs, formatOptions, refuseOtherFlags } from './eventFormatArgs.js';
 import { loadCatalogCsv, type CatalogCsvFormat } from './catalogFormat.js';
 
-/** Where a CLI command writes and which DATA_DIR it works on. */
 export interface CommandIo {
   dataDir: string;
   /** DATABASE_URL: import into PostgreSQL instead of DATA_DIR/recs.db. */
   databaseUrl?: string | null;
-  /** A PostgreSQL schema for the tables (tests). */
+  /** The PostgreSQL schema for the tables (tests). */
   schema?: string;
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
@@ -64,7 +63,6 @@ async function sha256Of(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** A count as the commands print it: 1,000,000. */
 export const fmt = (n: number): string => n.toLocaleString('en-US');
 
 /** `import events|catalog`: returns the exit code (0 done, 1 failed, 2 usage). */
@@ -131,7 +129,7 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
       }
       const other = (await opened.imports()).find((i) => i.what === what && i.sha256 === sha256 && i.finishedAt !== null);
       if (other !== undefined && other.format === 'csv' && format?.name === 'csv') {
-        // before imports were known by their columns, a csv one was recorded as "csv" alone
+        // older versions recorded a csv import as "csv" alone, without its columns
         out(`${path} was already imported (${done(other)}) by an earlier version, which did not record its columns; nothing to do. If they were not these (${mapping}), --replace imports it again with them.`);
         return 0;
       }
@@ -228,7 +226,6 @@ export async function runImport(argv: string[], io: CommandIo): Promise<number> 
 /** The skipped records of a catalogue a run lists one by one; the rest are counted. */
 const SKIPPED_SHOWN = 100;
 
-/** Events staged a write. */
 const IMPORT_BATCH = 20_000;
 
 /** Why an import failed, as one line: SQLite's and the file system's codes in words. */

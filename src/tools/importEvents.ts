@@ -5,28 +5,25 @@ import { EventLineError } from './eventFormats.js';
 import type { CsvFormat, EventFormat } from './eventFormats.js';
 import { readDelimited } from './delimited.js';
 
-/** A line skipped on import, 1-based. */
 export interface SkippedLine {
   line: number;
   reason: string;
 }
 
-/** What reading an event file did. */
 export interface EventReadReport {
   lines: number;
   events: number;
   /** Well-formed lines that are neither a view nor a purchase (add-to-cart, favourite). */
   ignored: number;
-  /** Number of malformed lines; only the first `maxReported` are listed in `skipped`. */
+  /** Malformed lines; only the first `maxReported` are listed. */
   malformed: number;
   skipped: SkippedLine[];
 }
 
-/** Options of readEvents. */
 export interface ReadEventsOptions {
-  /** Called about once a second with the lines read so far; default none. */
+  /** Called about once a second with progress; default none. */
   onProgress?: (lines: number, events: number) => void;
-  /** How many malformed lines to list (all are counted); default 100. */
+  /** Malformed lines to list (all are counted); default 100. */
   maxReported?: number;
 }
 
@@ -34,17 +31,11 @@ function isCsvFormat(format: EventFormat): format is CsvFormat {
   return 'bindHeader' in format;
 }
 
-/** An event as the API takes it (for checkEvents, which every entry shares). */
 export function toEventInput(e: RecEvent): EventInputModel {
   return { kind: e.kind === 'purchase' ? 'PURCHASE' : 'VIEW', itemId: e.itemId, sessionId: e.session, userId: e.user, orderId: e.orderId, time: e.time };
 }
 
-/**
- * Streams a file line by line into `sink`; malformed lines are counted, listed with their line
- * number and skipped, the rest is read. Memory stays flat whatever the file size. The sink may
- * refuse an event by throwing an EventLineError (counted as malformed), and may return a promise
- * (a batch being written), which is awaited before the next line.
- */
+/** Streams a file into `sink`, flat in memory; malformed lines are counted and skipped; a returned promise is awaited. */
 export async function readEvents(
   input: Readable | string,
   format: EventFormat,
@@ -98,21 +89,15 @@ export async function readEvents(
   return report;
 }
 
-/** Reads a whole string (tests, small fixtures). */
 export async function readEventsFromString(text: string, format: EventFormat, sink: (event: RecEvent) => void): Promise<EventReadReport> {
   return readEvents(Readable.from([text]), format, sink);
 }
 
-/**
- * Whether a file gave nothing to use: it had lines, and not one read as an event (most likely a
- * file in another format, or a --format that does not fit it). An empty file is not that.
- * `import events` records nothing then, and `evaluate` measures nothing: both stop.
- */
+/** Whether a file had lines and none read as an event: most likely the wrong format, so import and evaluate stop. */
 export function nothingUsable(report: EventReadReport): boolean {
   return report.events === 0 && report.malformed > 0;
 }
 
-/** The line saying so: the file, what the format expected, and how many lines it could not read. */
 export function nothingUsableLine(path: string, format: EventFormat, report: EventReadReport): string {
   const lines = `${report.malformed.toLocaleString('en-US')} malformed line${report.malformed === 1 ? '' : 's'}`;
   return `nothing in ${path} could be read as ${format.name} events (expected ${format.expected}): ${lines}`;

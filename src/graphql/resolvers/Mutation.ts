@@ -4,7 +4,6 @@ import type { CallOptions, EventInputModel, ItemModel } from '../../ports/backen
 import type { GatewayContext } from '../context.js';
 import { requirePrincipal } from './helpers.js';
 
-/** An event as the backends take it: absent identifiers null, time in ms (now when not given). */
 function toEventModel(e: EventInput, now: number): EventInputModel {
   return {
     kind: e.kind,
@@ -17,11 +16,7 @@ function toEventModel(e: EventInput, now: number): EventInputModel {
   };
 }
 
-/**
- * An item record from its input, through the one parser of records (src/backends/itemRecord.ts),
- * so records from the API, files and upstream answers all have one shape. The input's attributes
- * are the record's attributes object.
- */
+/** An item record through the one parser of records, so every source gives one shape. */
 function toItemModel(input: ItemInput): ItemModel {
   const { attributes, ...fields } = input;
   const record: Record<string, unknown> = { ...fields };

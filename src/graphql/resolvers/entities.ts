@@ -7,21 +7,16 @@ import { MAX_ITEM_IDS } from '../../ports/limits.js';
 import { entityCost, limitError } from '../limits.js';
 import { charged, requirePrincipal } from './helpers.js';
 
-/** The one entity type this subgraph resolves. */
 const ENTITY = 'Item';
 
-/** Apollo Server's cache-control plugin's view on a field, where it is on (info.cacheControl). */
 interface FieldCacheControl {
   cacheHint: { restrict(hint: { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE' }): void };
   cacheHintFromType(type: GraphQLCompositeType): { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE' } | undefined;
 }
 
 /**
- * Query._entities, in place of @apollo/subgraph's own (which resolves each representation on its
- * own): authenticated callers only, like `item`; at most MAX_ITEM_IDS (one items batch); the ids go through
- * the request's items loader together, so N representations cost one backend call. An entry is
- * null with its own error where the representation is not an Item with an item id
- * (BAD_USER_INPUT) or the item does not exist (NOT_FOUND), as in `items`.
+ * Query._entities in place of @apollo/subgraph's per-representation one: authenticated only, at most
+ * MAX_ITEM_IDS, all ids through one loader batch. Bad or unknown entries are null with their own error.
  */
 async function entities(
   maxCost: number,
@@ -33,10 +28,10 @@ async function entities(
   if (representations.length > MAX_ITEM_IDS) {
     throw badUserInput(`At most ${MAX_ITEM_IDS} representations a query`, 'representations');
   }
-  // validation costed one representation (a router sends them as a variable): now the real count
+  // validation costed one representation (sent as a variable): now the real count
   const cost = representations.length * entityCost(info.fieldNodes[0]!, info.fragments);
   if (cost > maxCost) throw limitError('cost', maxCost, cost, info.fieldNodes[0]);
-  // as @apollo/subgraph does: the answer may be kept as long as an Item may (a router's entity cache)
+  // as @apollo/subgraph does: cacheable as long as an Item (a router's entity cache)
   const cacheControl = (info as GraphQLResolveInfo & { cacheControl?: FieldCacheControl }).cacheControl;
   const itemType = info.schema.getType(ENTITY);
   if (cacheControl && isObjectType(itemType)) {
@@ -55,7 +50,6 @@ async function entities(
   });
 }
 
-/** The item id of a representation, or the error its entry gets. */
 function itemIdOf(representation: unknown, index: number): number | Error {
   const { __typename, itemId } = (typeof representation === 'object' && representation !== null ? representation : {}) as Record<string, unknown>;
   if (__typename !== ENTITY) {
@@ -65,12 +59,7 @@ function itemIdOf(representation: unknown, index: number): number | Error {
   return id ?? badUserInput(`Representation ${index} has no valid itemId (a whole number from 1 to ${Number.MAX_SAFE_INTEGER})`, 'representations');
 }
 
-/**
- * The federation fields' resolvers, laid over @apollo/subgraph's. `_service { sdl }` is answered
- * only where INTROSPECTION is on: the subgraph's SDL is the schema itself, which a gateway with
- * introspection off does not show (a router in production reads a composed supergraph and never
- * asks; `rover dev` and `rover subgraph introspect` do, against a development gateway).
- */
+/** Federation fields over @apollo/subgraph's; `_service { sdl }` only with INTROSPECTION on, as it is the schema. */
 export function federationResolvers(options: { introspection: boolean; maxCost: number }) {
   return {
     Query: {
@@ -85,7 +74,6 @@ export function federationResolvers(options: { introspection: boolean; maxCost: 
           }),
     },
     _Entity: {
-      // every entity is an Item (entities returns nothing else)
       __resolveType: () => ENTITY,
     },
   };

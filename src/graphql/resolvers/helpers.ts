@@ -5,7 +5,6 @@ import type { GatewayContext } from '../context.js';
 import { badUserInput, unauthenticated } from '../../errors.js';
 import { MAX_RECOMMENDATIONS } from '../../ports/limits.js';
 
-/** `items` after charging them to the request's answer budget (AnswerBudget: QUERY_TOO_COMPLEX past it). */
 export function charged<T extends ItemModel | null | readonly (ItemModel | null | Error)[]>(context: GatewayContext, items: T): T {
   context.answerBudget.charge(items);
   return items;
@@ -16,7 +15,6 @@ export function requirePrincipal(context: GatewayContext): PrincipalModel {
   return context.principal;
 }
 
-/** `first` as a list's length (10 when not given); BAD_USER_INPUT outside 1 to 10. */
 export function checkFirst(first: number | null | undefined): number {
   const n = first ?? MAX_RECOMMENDATIONS;
   if (!Number.isInteger(n) || n < 1 || n > MAX_RECOMMENDATIONS) throw badUserInput(`first must be from 1 to ${MAX_RECOMMENDATIONS}`, 'first');
@@ -25,17 +23,12 @@ export function checkFirst(first: number | null | undefined): number {
 
 type Listed = { list: RecommendationListModel; items: ItemModel[] };
 
-/**
- * A recommendation list cut to `first`, keeping only the items that can be returned (an id the
- * catalogue no longer knows is dropped, and the ranks close up); at once, without a promise,
- * where the backend holds the list and its records (Loaders.listNow).
- */
+/** A list cut to `first`, dropping unknown items; without a promise where the backend holds list and records. */
 export function recommendationList(context: GatewayContext, kind: RecommendationKind, anchorId: number, first: number | null | undefined): RecommendationListModel | Promise<RecommendationListModel> {
   const listed = listedFor(context, kind, anchorId, checkFirst(first));
   return 'list' in listed ? listed.list : listed.then((found) => found.list);
 }
 
-/** The items of recommendationList's list, in its order, charged to the answer's budget. */
 export function recommendedItems(context: GatewayContext, kind: RecommendationKind, anchorId: number, first: number | null | undefined): ItemModel[] | Promise<ItemModel[]> {
   const listed = listedFor(context, kind, anchorId, checkFirst(first));
   return 'list' in listed ? charged(context, listed.items) : listed.then((found) => charged(context, found.items));
@@ -48,15 +41,11 @@ function listedFor(context: GatewayContext, kind: RecommendationKind, anchorId: 
   if (items !== null) return cut(now!, items, n);
   return (async () => {
     const list = await loaders.recommendations.load(kind, anchorId);
-    // the records the list came with (the embedded backend's and the REST interface's), else by id
     return cut(list, loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId))), n);
   })();
 }
 
-/**
- * A list cut to its first `n` entries whose items exist, the ranks closed up over any dropped;
- * `loaded` its items in the order of its entries. An item that failed to load is thrown.
- */
+/** Cuts to the first `n` entries whose items exist, ranks closed up; a failed load is thrown. */
 function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null | Error)[], n: number): Listed {
   const entries: RecommendationEntryModel[] = [];
   const items: ItemModel[] = [];
@@ -65,7 +54,7 @@ function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null |
     if (item instanceof Error) throw item;
     if (isItem(item)) {
       const entry = list.entries[i]!;
-      // a copy only where a dropped item moved the rank (the list's entries are not changed)
+      // copy only where a dropped item moved the rank: the list's entries are shared
       entries.push(entry.rank === entries.length + 1 ? entry : { ...entry, rank: entries.length + 1 });
       items.push(item);
     }
@@ -73,15 +62,10 @@ function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null |
   return { list: { anchorId: list.anchorId, kind: list.kind, entries }, items };
 }
 
-/** A loaded item, not a miss (null) nor a failed load (an Error from loadMany). */
 export const isItem = (value: ItemModel | null | Error | undefined): value is ItemModel =>
   value !== null && value !== undefined && !(value instanceof Error);
 
-/**
- * The items that exist, in order, leaving out unknown ids (null); throws the first failed load,
- * so an upstream failure surfaces as an error (and the answer is never cached as public)
- * instead of as a shorter list.
- */
+/** The existing items in order; a failed load throws, so an upstream failure is an error, never cached as public. */
 export function existingItems(values: readonly (ItemModel | null | Error)[]): ItemModel[] {
   const failed = values.find((value) => value instanceof Error);
   if (failed !== undefined) throw failed;
