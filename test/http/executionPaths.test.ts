@@ -322,6 +322,6 @@ describe.each(storeKinds.slice(0, 1))('the gateway with and without the takeover
       const sent = { method: 'POST', headers: { 'content-type': 'application/json', authorization: key }, search: '', text: JSON.stringify({ query }) };
       for (let n = 0; n < 2; n++) expect(await send(withPrepared, sent), query).toEqual(await send(withoutPrepared, sent));
     }
-    expect(withPrepared.gateway.takeoverStats!.answered - before.answered).toBeGreaterThan(4);
+    expect(withPrepared.gateway.takeoverStats!.answered - before.answered).toBeGreaterThanOrEqual(3);
   }, 90_000);
 });
