@@ -22,7 +22,7 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type * as AuthModule from '../../src/auth/authorization.js';
 import type * as EmbeddedModule from '../../src/backends/embedded/index.js';
-import type * as RecsModule from '../../src/backends/embedded/recs.js';
+import type * as RecsModule from '../../src/backends/embedded/openRecs.js';
 import type * as StoreModule from '../../src/backends/embedded/keys/sqliteStore.js';
 import type * as UsersModule from '../../src/backends/embedded/keys/users.js';
 import type * as ConfigModule from '../../src/config/env.js';
@@ -58,7 +58,7 @@ if (mode === 'raw') {
   const { loadConfig } = (await import(dist('config/env.js'))) as typeof ConfigModule;
   const { createGateway } = (await import(dist('http/server.js'))) as typeof ServerModule;
   const { createEmbeddedBackend, EmbeddedIngest } = (await import(dist('backends/embedded/index.js'))) as typeof EmbeddedModule;
-  const { openEmbeddedRecs } = (await import(dist('backends/embedded/recs.js'))) as typeof RecsModule;
+  const { openEmbeddedRecs } = (await import(dist('backends/embedded/openRecs.js'))) as typeof RecsModule;
   const { SqliteKeyStore } = (await import(dist('backends/embedded/keys/sqliteStore.js'))) as typeof StoreModule;
   const { addUser } = (await import(dist('backends/embedded/keys/users.js'))) as typeof UsersModule;
   const { basicAuthorization } = (await import(dist('auth/authorization.js'))) as typeof AuthModule;

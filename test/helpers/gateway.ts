@@ -2,7 +2,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
 import type { EmbeddedKeyServiceOptions } from '../../src/backends/embedded/keys/keyService.js';
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
-import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import type { Backend } from '../../src/ports/backend.js';
 import { loadConfig } from '../../src/config/env.js';

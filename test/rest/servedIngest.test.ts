@@ -3,7 +3,8 @@ import { match } from '../helpers/matchers.js';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
-import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
+import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { recsStoreKinds, storeKinds, TEST_COST } from '../helpers/stores.js';
 
