@@ -14,6 +14,7 @@ import type { Backend, EventInputModel, PrincipalModel } from '../../src/ports/b
 import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { codeOf, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds, TEST_COST } from '../helpers/stores.js';
+import { withIngestInMemory } from '../helpers/memoryIngest.js';
 
 // What the probe of the ingestion API found (event times without an offset or out of range, item
 // texts without a cap, item ids without a bound), checked alike on every path a call can take:
@@ -39,7 +40,7 @@ describe('the ingestion API\'s checks on every path', () => {
     dispose = opened.dispose;
     await addUser(opened.store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
     recs = await openEmbeddedRecs({ dataDir: null });
-    backend = createEmbeddedBackend(opened.store, recs, {}, { maxItems: recs.itemCount + ROOM });
+    backend = withIngestInMemory(createEmbeddedBackend(opened.store, recs), recs, { maxItems: recs.itemCount + ROOM });
     const shared = Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() });
     prepared = await startTestGateway(backend, { RESPONSE_CACHE_MAX_ENTRIES: '0' });
     apollo = await startTestGateway(shared, { RESPONSE_CACHE_MAX_ENTRIES: '0', PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' });
