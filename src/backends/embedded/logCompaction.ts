@@ -1,26 +1,14 @@
 import type { CompactionUnderWay } from '../../recommender/eventLog.js';
 import type { LiveModel } from '../../recommender/live.js';
 
-/**
- * The live model's log is compacted (LiveModel.compact) once this many of its events, and at
- * least half of them, have aged out of the window: each event is then copied about once more
- * in its life. A pass comes at most once per as many new events as the log holds after it, in
- * steps (compactSoon).
- */
+/** Compacted once this many events, and half the log, have aged out: each is then copied about once more. */
 export const COMPACT_MIN_EVENTS = 100_000;
-/**
- * Events a step of a compaction scans or copies (a key's name moved counting 8: NAME_COST):
- * about a millisecond on a quiet host (bench/compaction.ts), up to about 14 ms for the steps where
- * a new map grows past a power of two (V8 copies it whole), whatever the step's size; under a
- * probe's load, up to 111 ms of wall time. The last step, which swaps the log and the live
- * indexes' maps in, grows with the events kept: about 3 ms at 720,000 (renumbering the expiry heap).
- */
+/** Events a step scans or copies (a key's name counting 8): small enough to hold requests briefly. */
 export const COMPACT_STEP_EVENTS = 65_536;
 
 /** What the compactor sees of the recommender it works for. */
 export interface CompactionHost {
   live(): LiveModel | null;
-  /** Events of the log the model in use was built from. */
   logLength(): number;
   closed(): boolean;
   say(line: string): void;
@@ -28,9 +16,8 @@ export interface CompactionHost {
 
 /** Drops from memory the events of the live model's log that have aged out of the window. */
 export class LogCompactor {
-  /** A compaction of the live model's log is scheduled (soon). */
   private queued = false;
-  /** Compactions of the live model's log: how many, the events they dropped, and the longest step of the last (ms; tests, logs). */
+  /** How many, the events dropped, and the longest step of the last (ms). */
   readonly compactions = { count: 0, dropped: 0, lastMs: 0 };
 
   constructor(
@@ -40,11 +27,8 @@ export class LogCompactor {
   ) {}
 
   /**
-   * Compacts the live model's log between requests once enough of it has aged out (see
-   * COMPACT_MIN_EVENTS): without it, a gateway that runs for months held every event it was ever
-   * sent, though only the window's count. In steps of COMPACT_STEP_EVENTS, each in a turn of
-   * the event loop of its own, batches going on between them; the last renumbers what the live
-   * indexes hold.
+   * Compacts between requests once enough has aged out: otherwise a gateway running for months
+   * holds every event it was sent. In steps, each a turn of the event loop, batches between them.
    */
   soon(): void {
     const live = this.host.live();

@@ -5,12 +5,8 @@ import type { RecsSource } from './liveStore.js';
 import { demoWithStored, loadInWorker, openRecsData } from './loadFromStore.js';
 import type { Loaded } from './loadFromStore.js';
 import { EmbeddedRecs } from './recs.js';
-/** Options of openEmbeddedRecs. */
 export interface OpenEmbeddedRecsOptions {
-  /**
-   * DATA_DIR: DATA_DIR/recs.db (created when missing) holds the events and the catalogue, unless
-   * `databaseUrl` is given. Null (tests, benchmarks): the deterministic demo shop in memory, no store.
-   */
+  /** DATA_DIR: recs.db there holds the events and catalogue, unless `databaseUrl`; null: the demo shop, no store. */
   dataDir: string | null;
   /** DATABASE_URL: events and catalogue in PostgreSQL, shared by every replica. */
   databaseUrl?: string | null;
@@ -18,7 +14,6 @@ export interface OpenEmbeddedRecsOptions {
   schema?: string;
   /** One line per step, for the server log; default silent. */
   log?: (line: string) => void;
-  /** Model options; defaults as documented on ModelOptions. */
   model?: ModelOptions;
   /** How often to follow the store (see EmbeddedRecs.follow); 0 never. Default FOLLOW_INTERVAL_MS. */
   followIntervalMs?: number;
@@ -28,11 +23,7 @@ export interface OpenEmbeddedRecsOptions {
   storeLockRetryMs?: number;
 }
 
-/**
- * Default of OpenEmbeddedRecsOptions.followIntervalMs: a follow is one query on an index
- * (about 0.1 ms on SQLite, 0.3 ms on a local PostgreSQL), so four a second cost nothing and keep
- * replicas within about a quarter of a second of each other.
- */
+/** Default of followIntervalMs: a follow is one query on an index, so four a second cost little. */
 export const FOLLOW_INTERVAL_MS = 250;
 
 /** The source config asks for: PostgreSQL with a URL, SQLite in DATA_DIR otherwise, none without either. */
@@ -70,8 +61,7 @@ export async function openEmbeddedRecs(options: OpenEmbeddedRecsOptions): Promis
     }
   } catch (error) {
     await store.close();
-    // The store opened but what it holds cannot be loaded (a record that is not JSON, say): a
-    // start stops on one line naming the store, not on a bare message from deep in a worker.
+    // a start stops on one line naming the store, not on a bare message from deep in a worker
     if (error instanceof StoreOpenError) throw error;
     const why = (error instanceof Error ? error.message : String(error)).split('\n')[0];
     throw new StoreOpenError(`cannot load the recommender from ${store.where}: ${why}`, { cause: error });

@@ -8,7 +8,7 @@ import { busyOnLockTimeout } from './postgresWrites.js';
 
 export const EVENT_COLUMNS = 'id, kind, item_id, coalesce(session, -1), coalesce(user_id, -1), coalesce(order_id, -1), time';
 
-/** The events ids an insert returned (first column; the second, where there is one, is the position of an event whose eventId was taken), ascending. */
+/** The event ids an insert returned (its first column), ascending. */
 function idsOf(rows: readonly (readonly (string | null)[])[]): number[] {
   const ids: number[] = [];
   for (const row of rows) if (row[0] !== null) ids.push(Number(row[0]));
@@ -36,7 +36,6 @@ export function columns(events: readonly RecEvent[]): [number[], number[], (stri
 
 export const UNNEST_EVENTS = 'unnest($1::smallint[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::bigint[]) WITH ORDINALITY AS e(kind, item, s, u, o, t, n)';
 
-/** Names the keys of staged rows (`source` has columns s, u, o) and inserts the events, in order. */
 export function insertEventsSql(source: string, importIdParam: string): string[] {
   return [
     `INSERT INTO recs_keys (ns, name)
@@ -53,7 +52,6 @@ export function insertEventsSql(source: string, importIdParam: string): string[]
 
 export const toRow = (r: unknown[]): EventRow => r.map(Number) as EventRow;
 
-/** The names of each namespace without an id yet (-1), as the columns of unnest(ns, name). */
 function unnamed(ids: readonly Map<string, number>[]): [number[], string[]] {
   const ns: number[] = [];
   const names: string[] = [];
@@ -68,15 +66,12 @@ function unnamed(ids: readonly Map<string, number>[]): [number[], string[]] {
 }
 
 /**
- * Two round trips, neither inside a transaction of its own making: the batch's keys are named
- * first, without the write lock; then one statement takes the lock, inserts the events and
- * commits (its own transaction: the lock is held for that statement and its commit only, never
- * across a round trip while this process builds the next statement's arrays).
+ * Two round trips: the keys named first, without the write lock; then one statement takes the
+ * lock, inserts and commits, so that the lock is never held across a round trip.
  */
 export async function appendEvents(pool: pg.Pool, lockKey: () => Promise<string>, all: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]> {
   const events = withoutRepeatedIds(all);
   if (events.length === 0) return [];
-  // a name another writer's transaction is adding (an import's move) is waited for as the lock is
   const ids = await busyOnLockTimeout(nameKeys(pool, events));
   const key = (n: number, name: string | null): number => (name === null ? -1 : ids[n]!.get(name)!);
   const kinds = events.map((e) => (e.kind === 'purchase' ? KIND_PURCHASE : KIND_VIEW));
@@ -93,11 +88,8 @@ export async function appendEvents(pool: pg.Pool, lockKey: () => Promise<string>
     }
     return stored;
   };
-  // Every row is joined with `lock`'s one row before it takes its id (the column default is
-  // evaluated above the join, whatever its plan), so the ids are taken under WRITE_LOCK, in the
-  // order of n. Only the ids come back: the rest is what was sent (read back whole, 5,000 rows of
-  // seven columns cost more CPU than writing them). The items' ids join recs_item_ids under the
-  // lock too, and past the cap ($8) the statement fails whole (itemRoomCtes).
+  // Joined with `lock` before the column default runs, the ids are taken under WRITE_LOCK, in
+  // order. Only the ids come back: reading the rows back costs more than writing them.
   if (!events.some((e) => e.eventId != null)) {
     const result = await busyOnLockTimeout(pool.query({
       text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7)),
@@ -111,12 +103,8 @@ export async function appendEvents(pool: pg.Pool, lockKey: () => Promise<string>
     }));
     return rows(idsOf(result.rows as [string | null, string | null][]), () => true);
   }
-  // With eventIds: under the same lock and in the same statement (one transaction), the ids new
-  // to recs_keys are taken, and only their events, and those without one, are inserted. A name
-  // another writer took first conflicts (the unique index sees it committed, whatever this
-  // statement's snapshot), so two replicas sending the same event store it once. The events kept
-  // come back as their positions in the call, as PostgreSQL matched them, never as names: a name
-  // is not always read back as sent (a lone surrogate came back as U+FFFD, and matched none).
+  // With eventIds, taken in the same statement: the unique index sees another writer's, so two
+  // replicas store an event once. Kept events come back as positions: a name is not always read back as sent.
   const result = await busyOnLockTimeout(pool.query({
     text: `WITH lock AS MATERIALIZED (SELECT pg_advisory_xact_lock($7)),
            ${itemRoomCtes('$2', '$8', 'lock, ')},
@@ -140,10 +128,8 @@ export async function appendEvents(pool: pg.Pool, lockKey: () => Promise<string>
 }
 
 /**
- * The key ids of the batch's session, user and order names, per namespace; names not seen
- * before are added. Committed on their own, outside the events' transaction: a key is a name,
- * which no follower reads, so one named for a batch that then fails is harmless (the next batch
- * with that name finds it). Each name is one index probe, whatever the size of recs_keys.
+ * The key ids of the batch's names per namespace, new ones added, committed on their own: no
+ * follower reads a name, so one named for a batch that then fails is harmless.
  */
 async function nameKeys(pool: pg.Pool, events: readonly RecEvent[]): Promise<Map<string, number>[]> {
   const ids = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
@@ -154,8 +140,7 @@ async function nameKeys(pool: pg.Pool, events: readonly RecEvent[]): Promise<Map
   }
   const [ns, names] = unnamed(ids);
   if (names.length === 0) return ids;
-  // The lookup's snapshot is the statement's: a name another writer commits while it runs is
-  // neither inserted (a conflict) nor seen, and is read again by the statement after.
+  // a name another writer commits meanwhile is neither inserted nor seen: read again after
   const named = await pool.query({
     text: `WITH names AS (SELECT * FROM unnest($1::smallint[], $2::text[]) AS n(ns, name)),
              ins AS (INSERT INTO recs_keys (ns, name) SELECT ns, name FROM names ORDER BY ns, name ON CONFLICT DO NOTHING RETURNING id, ns, name)

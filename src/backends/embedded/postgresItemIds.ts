@@ -2,12 +2,8 @@ import type pg from 'pg';
 import { inTransaction } from './postgresWrites.js';
 
 /**
- * The CTEs `fresh` (the ids of `ids` new to recs_item_ids, added) and `room` (one row, once the
- * count is raised by them; recs_item_room's error past `cap`), for a write that joins `room`.
- * Inside a statement that takes WRITE_LOCK, `source` is its lock CTE: the ids are then added under
- * it. New ids are found by the primary key's conflicts and the count raised with an upsert, both
- * of which see the rows other writers committed after the statement's snapshot (taken before it
- * waited for the lock), as a select would not.
+ * CTEs adding the new ids of `ids` and raising the count (past `cap`, recs_item_room fails): by
+ * conflicts and an upsert, which see rows committed after the statement's snapshot, as a select would not.
  */
 export function itemRoomCtes(ids: string, cap: string, source = ''): string {
   return `fresh AS (INSERT INTO recs_item_ids (item_id) SELECT DISTINCT id FROM ${source}unnest(${ids}::bigint[]) AS f(id) ON CONFLICT DO NOTHING RETURNING 1),
@@ -15,17 +11,13 @@ export function itemRoomCtes(ids: string, cap: string, source = ''): string {
       RETURNING recs_item_room(value, (SELECT count(*) FROM fresh), ${cap}::bigint))`;
 }
 
-/** Inside a transaction holding WRITE_LOCK: the ids of `source`'s `column` join recs_item_ids, counted (imports: no cap). */
+/** Under WRITE_LOCK: the ids of `source`'s `column` join recs_item_ids (imports take no cap). */
 export async function addItemIds(client: pg.PoolClient, source: string, column: string): Promise<void> {
   await client.query(`WITH fresh AS (INSERT INTO recs_item_ids (item_id) SELECT DISTINCT ${column} FROM ${source} ON CONFLICT DO NOTHING RETURNING 1)
     INSERT INTO recs_meta (key, value) SELECT 'itemIds', count(*) FROM fresh ON CONFLICT (key) DO UPDATE SET value = recs_meta.value + excluded.value`);
 }
 
-/**
- * Inside a transaction holding WRITE_LOCK (taken by an earlier statement, so this one's snapshot
- * sees every write): ids neither an event nor a record names any more leave recs_item_ids, and
- * the count is made again. After deletions (a replacing import, a prune); one scan of the events.
- */
+/** After deletions, under WRITE_LOCK taken by an earlier statement (so that this one sees every write). */
 export async function recountItemIds(client: pg.PoolClient): Promise<void> {
   await client.query(`
     DELETE FROM recs_item_ids i WHERE NOT EXISTS (SELECT 1 FROM recs_items r WHERE r.item_id = i.item_id)
@@ -34,15 +26,8 @@ export async function recountItemIds(client: pg.PoolClient): Promise<void> {
 }
 
 /**
- * After a prune: the ids neither an event nor a record names any more leave recs_item_ids, and
- * its count goes down by as many. Under WRITE_LOCK, recountItemIds's scan of the events (0.66 s
- * for 3 million) held every other replica's writes for as long; the scan is made first, without
- * the lock, and gives the candidates with the last event id its snapshot saw. Under the lock
- * only the writes since can have named a candidate again: events are given ids in the order
- * they commit (WRITE_LOCK), so those are the events past that id, read by their primary key,
- * and the records (by theirs). A candidate either names is kept; the rest are deleted, and the
- * count lowered by the rows deleted. An id that became unnamed after the scan (another prune)
- * stays, counted, for that prune to drop.
+ * After a prune, as recountItemIds, but the scan made first without the lock, so that other
+ * replicas' writes do not wait for it; under the lock only events past its last id can name a candidate again.
  */
 export async function dropUnnamedItemIds(pool: pg.Pool, lockKey: () => Promise<string>): Promise<void> {
   const { rows } = await pool.query<{ last: string | null; ids: string[] }>(

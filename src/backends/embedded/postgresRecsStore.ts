@@ -19,28 +19,19 @@ export interface PostgresRecsStoreOptions {
   schema?: string;
   /** Pool size; default 4 (writes are serialised anyway, see WRITE_LOCK). */
   max?: number;
-  /**
-   * How long a write waits for WRITE_LOCK (another process's write, an import's final move)
-   * before it fails with StoreBusyError, nothing of it kept; default: as long as it takes.
-   */
+  /** How long a write waits for the write lock before StoreBusyError; default: as long as it takes. */
   lockTimeoutMs?: number;
 }
 
 /** Rows a statement when moving staged rows or paging a snapshot. */
 const PAGE = 50_000;
 
-/**
- * The recommender's data in PostgreSQL (DATABASE_URL, beside the users and keys): tables
- * recs_items, recs_events, recs_keys, recs_imports, recs_meta, with the same meaning as the SQLite
- * store's (see RecsStore). Every replica reads them at start-up and follows `recs_events.id` and
- * `recs_items.seq`.
- */
+/** The recommender's data in PostgreSQL (DATABASE_URL), shared by every replica: tables as the SQLite store's. */
 export class PostgresRecsStore implements RecsDataStore {
   readonly where: string;
   readonly kind = 'postgresql';
   private readonly pool: pg.Pool;
   private readonly schema: string | undefined;
-  /** writeLockFor the schema the connections use, read once (lockKey). */
   private writeLock: Promise<string> | undefined;
 
   constructor(options: PostgresRecsStoreOptions) {
@@ -59,10 +50,7 @@ export class PostgresRecsStore implements RecsDataStore {
     }
   }
 
-  /**
-   * The key of this store's write lock (writeLockFor its schema). Asked for before a transaction
-   * takes a connection of the pool, never inside one: its first read takes a connection of its own.
-   */
+  /** Asked for before a transaction takes a connection, never inside one: its first read takes one of its own. */
   private lockKey(): Promise<string> {
     this.writeLock ??= this.pool.query<{ schema: string | null }>('SELECT current_schema() AS schema').then(
       ({ rows }) => writeLockFor(rows[0]?.schema ?? null),
@@ -100,7 +88,6 @@ export class PostgresRecsStore implements RecsDataStore {
     const row = rows[0]!;
     return { generation: Number(row.g ?? 0), lastEventId: Number(row.e ?? 0), lastItemSeq: Number(row.s ?? 0) };
   }
-  /** Two round trips, the write lock held for the second's statement only (postgresAppend.ts). */
   appendEvents(all: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]> {
     return appendEvents(this.pool, () => this.lockKey(), all, cap);
   }

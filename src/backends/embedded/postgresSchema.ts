@@ -5,25 +5,14 @@ import { PAST_ITEM_CAP } from './postgresWrites.js';
 // any constants will do: they only have to be the same in every process
 const MIGRATION_LOCK = 7_311_923_020;
 /**
- * Every write to the events and items takes this transaction lock first. Ids come from sequences
- * at insert time, and without it a transaction could commit ids below ones a follower has already
- * read past (id 7 committing after id 8 was read): under it, ids become visible in order. It costs
- * parallelism between writers, which PostgreSQL would spend on the same index pages anyway.
- *
- * An advisory lock is the database's, not a schema's: with one key for every schema, gateways of
- * different deployments (or test runs) sharing a database in schemas of their own held each
- * other's writes, and a session holding one store's lock made another's writes busy. So the key
- * is the store's schema's (writeLockFor); `public`, where a gateway keeps its tables unless told
- * otherwise, keeps this one, which gateways of earlier versions take, so that they and newer ones
- * still exclude each other there during a rolling upgrade. (In a schema of its own, a gateway of
- * an earlier version and a newer one do not, until the earlier ones are gone.)
+ * Every write to events and items takes this lock first, so that ids become visible in order and
+ * a follower never reads past one committed later. Public's key; other schemas have their own (writeLockFor).
  */
 const WRITE_LOCK = 7_311_923_021;
 
 /**
- * The write lock's key for the store in `schema` (PostgreSQL's current_schema() of its
- * connections; null when none of its search_path exists): WRITE_LOCK for `public` (and null), a
- * key of the schema's name for any other. A bigint, as text.
+ * The write lock's key for `schema`: an advisory lock is the database's, so stores in other
+ * schemas need keys of their own; public keeps the one earlier versions take (rolling upgrades).
  */
 export function writeLockFor(schema: string | null): string {
   if (schema === null || schema === 'public') return String(WRITE_LOCK);
@@ -44,21 +33,13 @@ CREATE INDEX IF NOT EXISTS recs_events_by_import ON recs_events (import_id);
 CREATE TABLE IF NOT EXISTS recs_meta (key text PRIMARY KEY, value bigint NOT NULL);
 `;
 
-/**
- * recs_item_ids: every item id a stored event or record names (what each replica's model holds,
- * RECS_MAX_ITEMS), kept with the rows under WRITE_LOCK, and counted in recs_meta 'itemIds', so
- * that a write knows the count without counting. Filled from the rows when a migration makes it.
- */
+/** Every item id the rows name (RECS_MAX_ITEMS), counted in recs_meta so that a write need not count. */
 const ITEM_IDS_SQL = 'CREATE TABLE IF NOT EXISTS recs_item_ids (item_id bigint PRIMARY KEY)';
 const FILL_ITEM_IDS_SQL = `
 INSERT INTO recs_item_ids (item_id) SELECT item_id FROM recs_items UNION SELECT item_id FROM recs_events ON CONFLICT DO NOTHING;
 INSERT INTO recs_meta (key, value) SELECT 'itemIds', count(*) FROM recs_item_ids ON CONFLICT (key) DO UPDATE SET value = excluded.value;
 `;
-/**
- * The cap's refusal, raised from inside the write's one statement (so that the whole statement
- * rolls back, its events or records with it): `held` the items after the write, `fresh` those it
- * added. A write adding none passes, as EmbeddedIngest's own check lets it.
- */
+/** The cap's refusal, raised inside the write's one statement so that all of it rolls back. */
 const ITEM_ROOM_SQL = `
 CREATE FUNCTION recs_item_room(held bigint, fresh bigint, max_items bigint) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
@@ -68,14 +49,9 @@ BEGIN
   RETURN true;
 END $$`;
 
-/**
- * Inside a transaction: creates the tables when missing and brings a schema of an earlier version
- * up to date. The key of the store's write lock (writeLockFor its schema).
- */
+/** Creates or brings up to date the tables, inside a transaction; the store's write lock key. */
 export async function migrateTables(client: pg.PoolClient, schema: string | undefined): Promise<string> {
-  // Start-up waits out an import's move, as it did before lockTimeoutMs: CREATE INDEX IF NOT
-  // EXISTS takes a SHARE lock on its table even when the index is there, which the move's
-  // inserts hold off for as long as it runs; lockTimeoutMs bounds a request's write, not this.
+  // CREATE INDEX IF NOT EXISTS waits for an import's move whatever lockTimeoutMs, which bounds requests
   await client.query('SET LOCAL lock_timeout = 0');
   await client.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK]);
   if (schema) await client.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
@@ -91,9 +67,8 @@ export async function migrateTables(client: pg.PoolClient, schema: string | unde
     await client.query(ITEM_IDS_SQL);
     await client.query(FILL_ITEM_IDS_SQL);
   }
-  // an eventId's time, the first event's that took it (pruneEvents); null for the ids of a
-  // schema of an earlier version, which are kept. Asked first: ALTER TABLE takes its lock
-  // even when the column is there, and would hold every replica's writes behind it
+  // an eventId's time, for prunes; asked first, as ALTER TABLE takes its lock even when it changes
+  // nothing and would hold every replica's writes behind it
   const { rowCount } = await client.query("SELECT 1 FROM pg_attribute WHERE attrelid = 'recs_keys'::regclass AND attname = 'time' AND NOT attisdropped");
   if (rowCount === 0) await client.query('ALTER TABLE recs_keys ADD COLUMN time bigint');
   return lock;

@@ -1,16 +1,12 @@
 import type pg from 'pg';
 import { StoreBusyError, StoreFullError } from './dataFiles.js';
 
-/** PostgreSQL's SQL state for a lock wait past lock_timeout. */
 const LOCK_NOT_AVAILABLE = '55P03';
 
 /** The SQL state recs_item_room raises (ours: PostgreSQL's classes are digits and capitals, and none is RM). */
 export const PAST_ITEM_CAP = 'RMI01';
 
-/**
- * A write, its failure as the gateway answers it: a lock wait past lockTimeoutMs is StoreBusyError
- * (503, retry); the cap's refusal (recs_item_room) is StoreFullError (400).
- */
+/** A write's failure as the gateway answers it: a lock wait StoreBusyError (503), the cap's refusal StoreFullError (400). */
 export async function busyOnLockTimeout<T>(write: Promise<T>): Promise<T> {
   try {
     return await write;
@@ -25,7 +21,6 @@ export async function busyOnLockTimeout<T>(write: Promise<T>): Promise<T> {
   }
 }
 
-/** Runs `body` in a transaction on a connection of `pool`: committed, or rolled back when it fails. */
 export async function inTransaction<T>(pool: pg.Pool, body: (client: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
   const client = await pool.connect();
   try {
@@ -41,7 +36,6 @@ export async function inTransaction<T>(pool: pg.Pool, body: (client: pg.PoolClie
   }
 }
 
-/** Raises counter `key` of recs_meta by one; its new value. */
 export async function bumpMeta(client: pg.PoolClient, key: string): Promise<number> {
   const { rows } = await client.query<{ value: string }>(
     'INSERT INTO recs_meta (key, value) VALUES ($1, 1) ON CONFLICT (key) DO UPDATE SET value = recs_meta.value + 1 RETURNING value', [key]);

@@ -4,33 +4,21 @@ import type { ApplyStats, Kind, LiveModel, RebuildJob } from '../../recommender/
 import type { RebuildAnswer } from './rebuildWorker.js';
 import { startWorker } from './loadFromStore.js';
 
-/**
- * How long after a batch its remaining work runs (EmbeddedRecs.applyEvents): short against
- * issue 20's second of freshness, long enough for a stream of small batches to share one
- * rebuild of next-best-product.
- */
+/** How long after a batch its flush runs: long enough for a stream of small batches to share one rebuild. */
 export const FLUSH_DELAY_MS = 100;
 /**
- * How much lower than the gateway's a rebuild thread's priority is (its nice value this much
- * higher, at most 19: rebuildNice): a rebuild makes lookups cheaper (an anchor a batch marked is
- * re-ranked when read until then); it is not what keeps answers current, so it takes what CPU
- * requests leave. A worker on the gateway's core at the same priority took a fifth to a third of
- * its CPU under a stream of 5,000-event batches (bench/ingest.ts pins the process to one core);
- * 10 lower, Linux's scheduler gives it about a tenth of a core the event loop wants (weights 110
- * against 1024 at nice 10 and 0), and all of an idle one.
+ * How much lower a rebuild thread's priority is than the gateway's (rebuildNice): a rebuild only
+ * makes lookups cheaper, not answers current, so it takes what CPU requests leave.
  */
 export const REBUILD_NICE = 10;
-/** How long one flush by the timer re-ranks at most (what is left follows in later slices). */
 const FLUSH_SLICE_MS = 10;
-/** A flush on the event loop waits this many times as long as the last one took after it ended. */
+/** A flush waits this many times as long as the last took: the loop is held at most a quarter of the time. */
 const FLUSH_PACE = 3;
 
 /** What the scheduler sees of the recommender it works for. */
 export interface RebuildHost {
-  /** The live model in use, null before the first batch or after a swap. */
   live(): LiveModel | null;
   closed(): boolean;
-  /** Tells the recommender's listeners that its lists changed. */
   changed(): void;
   say(line: string): void;
 }
@@ -44,8 +32,7 @@ export class RebuildScheduler {
   schedule(delay = FLUSH_DELAY_MS): void {
     const live = this.host.live();
     if (live === null || this.host.closed()) return;
-    // Work left by a batch after `delay`; else, where purchases came since next-best-product's
-    // last full build, when its time bound makes the next one due (a timer that work comes before).
+    // without work left, next-best-product's time bound may still make a rebuild due
     const due = !live.pending;
     const wait = due ? live.rebuildDueInMs() : delay;
     if (!Number.isFinite(wait)) return;
@@ -59,18 +46,14 @@ export class RebuildScheduler {
     this.flushTimer.unref();
   }
 
-  /** When the flush timer fires (performance.now()), and whether it is only the time bound's. */
+  /** When the flush timer fires, and whether only next-best-product's time bound armed it. */
   private flushAt = Infinity;
   private flushTimerDue = false;
 
   private lastFlushMs = 0;
-  /** When the last flush on the event loop ended (performance.now()). */
   private lastFlushEnd = -Infinity;
 
-  /**
-   * Does now, on the event loop, what applyEvents left to its flush (tests, benchmarks; the timer
-   * runs flushSoon); null when there is no live model. `except`: kinds whose rebuild a worker has.
-   */
+  /** Does now, on the event loop, what batches left; `except`: kinds whose rebuild a worker has. */
   flush(except: readonly Kind[] = [], ms = Infinity): ApplyStats | null {
     this.cancelFlush();
     const stats = this.host.live()?.flush(except, ms) ?? null;
@@ -82,54 +65,40 @@ export class RebuildScheduler {
     return stats;
   }
 
-  /** Drops the flush timer (a flush now, or a close). */
   cancelFlush(): void {
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     this.flushTimer = null;
   }
 
-  /** Per kind, the worker that rebuilds it (made at its first rebuild) and its job under way. */
   private readonly rebuilders: Record<Kind, Worker | null> = { postBrowse: null, nextBest: null };
   private readonly rebuildUnderWay: Record<Kind, { live: LiveModel; job: Pick<RebuildJob, 'kind' | 'build'> } | null> = { postBrowse: null, nextBest: null };
-  /** Set when a worker failed: rebuilds stay on the event loop from then on. */
+  /** A worker failed: rebuilds stay on the event loop from then on rather than fail again. */
   private rebuildOnLoop = false;
-  /** Rebuilds made in a worker: swapped in, or dropped because a later build came first (tests, benchmarks). */
+  /** Rebuilds made in a worker: swapped in, or dropped because a later build came first. */
   readonly offLoop = { adopted: 0, discarded: 0 };
 
   /**
-   * Per kind, until when (performance.now()) its next rebuild in a worker waits: FLUSH_PACE
-   * times as long as its last one took, as the flush on the loop waits, so that under a stream of
-   * large batches a worker builds at most a quarter of the time rather than back to back (the
-   * worker's core is often the gateway's own: bench/ingest.ts pins the process to one). Times are
-   * wall times: a rebuild that requests slowed (it runs at a lower priority: REBUILD_NICE) rests
-   * the longer.
+   * Per kind, until when its next rebuild in a worker waits (paced as the flush is): under a stream
+   * of large batches a worker on the gateway's own core would otherwise build back to back.
    */
   private readonly restUntil: Record<Kind, number> = { postBrowse: -Infinity, nextBest: -Infinity };
 
-  /** The kinds a worker is rebuilding now. */
   private kindsUnderWay(): Kind[] {
     return KINDS.filter((kind) => this.rebuildUnderWay[kind] !== null);
   }
 
-  /** The kinds the flush leaves to a worker: under way there, or waiting for their next rebuild there. */
   private kindsLeftToWorkers(now: number): Kind[] {
     if (this.rebuildOnLoop) return this.kindsUnderWay();
     return KINDS.filter((kind) => this.rebuildUnderWay[kind] !== null || now < this.restUntil[kind]);
   }
 
-  /** Whether work of a batch is still to come: a flush, or a rebuild under way in a worker. */
   get settling(): boolean {
     return this.kindsUnderWay().length > 0 || (this.host.live()?.pending ?? false);
   }
 
   /**
-   * What the flush timer runs: the flush, with the full builds it would make on the event loop in
-   * worker threads instead (LiveModel.takeRebuild: next-best-product's when due, either kind's
-   * where a batch marked so much that a build is quicker than re-ranking: a batch of 5,000 on the
-   * demo shop), where each held every request for 50 to 130 ms (on a million events, half a
-   * second). A kind's lists are swapped in when its worker is done, with the anchors that batches
-   * touched meanwhile marked again; until then lookups re-rank the marked anchors they read, so
-   * answers follow every event at once. One rebuild of a kind at a time.
+   * The flush, with its full builds made in worker threads instead: on the event loop each held
+   * every request. Until a kind's build is swapped in, lookups re-rank the anchors they read.
    */
   private flushSoon(): void {
     this.flushTimer = null;
@@ -143,9 +112,7 @@ export class RebuildScheduler {
         if (job !== null) this.rebuildOffLoop(live, job);
       }
     }
-    // The rest holds the event loop (re-ranking what batches marked): at most a quarter of the
-    // time, waiting three times as long as the last one took. Answers do not wait for it (a lookup
-    // re-ranks its anchor); it keeps lookups cheap.
+    // Answers do not wait for the re-ranking (a lookup re-ranks its anchor): it is paced.
     const elsewhere = this.kindsLeftToWorkers(now);
     const wait = this.lastFlushEnd + FLUSH_PACE * this.lastFlushMs - now;
     if (wait > 0 && (elsewhere.length > 0 || !live.waitsForRebuild('nextBest'))) {
@@ -153,18 +120,14 @@ export class RebuildScheduler {
       return;
     }
     this.flush(elsewhere, FLUSH_SLICE_MS);
-    // Nothing left: where purchases came since next-best-product's last full build (taken in or
-    // out by age, a view moving the window), the timer of its time bound, which nothing else
-    // arms (a batch's flush timer is this one: without it the bound waited for the next batch).
+    // nothing left: the time bound's timer, which nothing else arms
     if (!live.pending) return this.schedule();
-    // Anchors left by the slice: the next one paced as the flush is. A kind left marked for a
-    // worker that rests: taken when the rest ends (one under way reschedules when done).
     const rests = KINDS.filter((kind) => this.rebuildUnderWay[kind] === null && now < this.restUntil[kind]).map((kind) => this.restUntil[kind] - now);
     this.schedule(Math.max(0, Math.min(FLUSH_PACE * this.lastFlushMs, ...rests)));
   }
 
   private rebuildOffLoop(live: LiveModel, job: RebuildJob): void {
-    // The log's columns are shared memory (posted, not copied); the facts' copies are transferred.
+    // the log's columns are shared memory; the facts' copies are transferred, not copied
     const { facts } = job;
     const buffers = [facts.candidate, facts.family, facts.category, facts.categoryRank].map((a) => a?.buffer).filter((b): b is ArrayBuffer => b instanceof ArrayBuffer);
     try {
@@ -220,7 +183,6 @@ export class RebuildScheduler {
     this.schedule();
   }
 
-  /** Ends the rebuild workers (the recommender closes). */
   async terminate(): Promise<void> {
     for (const kind of KINDS) await this.rebuilders[kind]?.terminate();
   }

@@ -28,7 +28,6 @@ export interface ReloadResult {
   head: StoreHead;
   items: number;
   events: number;
-  /** Reading the store in the worker, then building the model there, then the hand-over here. */
   loadMs: number;
   buildMs: number;
   swapMs: number;
@@ -42,16 +41,8 @@ export type RecsMode = RecommenderStateModel['mode'];
 export type RecsState = RecommenderStateModel;
 
 /**
- * The embedded recommendation service: item lookup and both lists from an in-memory catalogue
- * and a model built from the event log, built whole at start-up. With a store (SQLite or
- * PostgreSQL) it follows it: rows other processes wrote are read after the last applied id every
- * `followIntervalMs` and applied; the process that stores a call applies it before answering (see
- * applyOwnEvents). Batches are applied to the model in use without a rebuild (applyEvents,
- * applyItems: see recommender/live.ts): answers of both kinds change when those calls return
- * (next-best-product's scored with the prior statistics of its last full build, which a worker
- * makes again now and then: ModelOptions.nextBestRebuildShare, nextBestRebuildSeconds). Deletions (import --replace),
- * a switch from the demo shop to a catalogue and a large backlog reload whole in a worker thread;
- * lookups see the old model until the new one is swapped in.
+ * The embedded recommendation service: lookups from an in-memory catalogue and model, kept
+ * current by applying batches in place (recommender/live.ts) and, with a store, by following it.
  */
 export class EmbeddedRecs implements RecsService {
   private recommender: Recommender;
@@ -63,17 +54,13 @@ export class EmbeddedRecs implements RecsService {
   private head: StoreHead = { generation: 0, lastEventId: 0, lastItemSeq: 0 };
   private missingCache: { at: number; count: number } | null = null;
   private readonly listeners: (() => void)[] = [];
-  /** The model in use, once a batch has been applied (made on the first: start-up builds only what it serves). */
+  /** Made at the first batch: start-up builds only what it serves. */
   private live: LiveModel | null = null;
   private readonly rebuilds: RebuildScheduler;
   private readonly compactor: LogCompactor;
-  /** Null without a store. */
   private readonly follower: StoreFollower | null;
 
-  /**
-   * `store`: the durable data this recommender follows (it takes ownership and closes it), with
-   * `source` to reload it from in a worker; `prebuilt`: a model already built from `log`.
-   */
+  /** `store`: the data it follows (it takes ownership), with `source` to reload it from in a worker. */
   constructor(
     catalog: Catalog,
     private log: EventLog,
@@ -124,10 +111,7 @@ export class EmbeddedRecs implements RecsService {
     return fresh.size;
   }
 
-  /**
-   * Calls `listener` after every change of the model or catalogue this recommender makes from its
-   * store (applied rows, reloads): what a cache of its answers (the response cache) needs to drop them.
-   */
+  /** Calls `listener` after every change of the model or catalogue: a cache of answers drops them then. */
   onChange(listener: () => void): void {
     this.listeners.push(listener);
   }
@@ -137,7 +121,6 @@ export class EmbeddedRecs implements RecsService {
     for (const listener of this.listeners) listener();
   }
 
-  /** The point of the store applied so far. */
   get applied(): Readonly<StoreHead> {
     return this.head;
   }
@@ -164,13 +147,8 @@ export class EmbeddedRecs implements RecsService {
   }
 
   /**
-   * Applies events already stored (in store order) to the model in use: what the process that
-   * stored them and the replicas following the store call. Incremental (recommender/live.ts):
-   * from the moment this returns, post-browse lists and popularity are those a full build over
-   * the same events gives, next-best-product's those of a build with its last full build's prior
-   * statistics (an anchor a batch touched is re-ranked when it is looked up, or by the flush
-   * within FLUSH_DELAY_MS); a full build of next-best-product, when due, follows in a worker.
-   * Listeners of onChange are told.
+   * Applies stored events (in store order) in place, so that answers follow them when this
+   * returns; the re-ranking and full builds they call for follow in the flush (RebuildScheduler).
    */
   applyEvents(events: readonly RecEvent[]): void {
     const live = this.liveModel();
@@ -182,30 +160,23 @@ export class EmbeddedRecs implements RecsService {
     this.changed();
   }
 
-  /** Compactions of the live model's log: how many, the events they dropped, and the longest step of the last (ms; tests, logs). */
   get compactions(): LogCompactor['compactions'] {
     return this.compactor.compactions;
   }
 
-  /**
-   * Does now, on the event loop, what applyEvents left to its flush (tests, benchmarks; a timer
-   * does it otherwise); null when there is no live model. `except`: kinds whose rebuild a worker has.
-   */
+  /** Does now what applyEvents left to its flush (tests, benchmarks: a timer does it otherwise). */
   flush(except: readonly Kind[] = [], ms = Infinity): ApplyStats | null {
     return this.rebuilds.flush(except, ms);
   }
 
-  /** Rebuilds made in a worker: swapped in, or dropped because a later build came first (tests, benchmarks). */
   get offLoop(): RebuildScheduler['offLoop'] {
     return this.rebuilds.offLoop;
   }
 
-  /** Whether work of a batch is still to come: a flush, or a rebuild under way in a worker. */
   get settling(): boolean {
     return this.rebuilds.settling;
   }
 
-  /** Applies item records already stored: they join the catalogue, replacing older records of the same ids. */
   applyItems(items: readonly ItemModel[]): void {
     const live = this.liveModel();
     this.lastApply = live.applyItems(items);
@@ -213,7 +184,6 @@ export class EmbeddedRecs implements RecsService {
     this.changed();
   }
 
-  /** What the last applyEvents or applyItems did (benchmarks, logs); null before any. */
   lastApply: ApplyStats | null = null;
 
   private liveModel(): LiveModel {
@@ -227,14 +197,11 @@ export class EmbeddedRecs implements RecsService {
     return this.live;
   }
 
-  /** The live model being filed in slices between requests (prepareLive), and who waits for it. */
   private preparing: { model: LiveModel; done: Promise<void>; resolve: () => void } | null = null;
 
   /**
-   * Makes the live model of the model in use in the background, in slices of LOAD_SLICE_MS
-   * between requests, where a store is followed: filing the log takes about 1.2 s a million
-   * events, which the first batch after start-up or a reload made every request wait for (2.6 s
-   * on a store of 2M events). Batches from the store wait for it without holding the loop (liveReady).
+   * Files the log into a live model in slices between requests, where a store is followed: made
+   * at once by the first batch, a large log held every request for as long.
    */
   private prepareLive(): void {
     if (this.live !== null || this.preparing !== null || this.closed) return;
@@ -251,7 +218,6 @@ export class EmbeddedRecs implements RecsService {
     setImmediate(slice);
   }
 
-  /** The model being prepared is loaded: it is the live model now. */
   private prepared(): void {
     const preparing = this.preparing!;
     this.preparing = null;
@@ -259,7 +225,6 @@ export class EmbeddedRecs implements RecsService {
     preparing.resolve();
   }
 
-  /** Resolves once the live model of the model in use is made (at once where it is; else in slices). */
   private liveReady(): Promise<void> {
     if (this.live !== null || this.store === null) return Promise.resolve();
     this.prepareLive();
@@ -274,22 +239,18 @@ export class EmbeddedRecs implements RecsService {
     this.recommender = new Recommender(buildModel(log, this.options, this.current), this.current);
   }
 
-  /** Applies a batch this process has just committed (rows as stored), before its call is answered (StoreFollower.applyOwnEvents). */
   async applyOwnEvents(rows: readonly EventRow[]): Promise<void> {
     return this.following().applyOwnEvents(rows);
   }
 
-  /** Applies item records this process has just committed under `seq` (StoreFollower.applyOwnItems). */
   async applyOwnItems(items: readonly ItemModel[], seq: number): Promise<void> {
     return this.following().applyOwnItems(items, seq);
   }
 
-  /** Follows the store until it has applied at least `target`; never fails (StoreFollower.catchUp). */
   async catchUp(target: Partial<Pick<StoreHead, 'lastEventId' | 'lastItemSeq'>>): Promise<void> {
     await this.follower?.catchUp(target);
   }
 
-  /** Reads what the store has beyond the applied point and applies it (StoreFollower.poll). */
   poll(): Promise<void> {
     return this.follower?.poll() ?? Promise.resolve();
   }
@@ -300,11 +261,8 @@ export class EmbeddedRecs implements RecsService {
   }
 
   /**
-   * Reloads the store whole: a worker thread reads the catalogue and the events and builds the
-   * model; the records come over in chunks parsed between requests, and the model's and the log's
-   * arrays are transferred, so the event loop is never held for long. The new catalogue and model
-   * replace the old ones together. Without a catalogue in the store, the demo shop with the stored
-   * events. Concurrent calls share one reload.
+   * Reloads the store whole in a worker thread, so that the event loop is never held for long;
+   * the new catalogue and model replace the old ones together. Concurrent calls share one reload.
    */
   reload(): Promise<ReloadResult> {
     if (this.source === null || this.store === null) return Promise.reject(new Error('reload needs a store'));
@@ -322,10 +280,7 @@ export class EmbeddedRecs implements RecsService {
     return this.reloading;
   }
 
-  /**
-   * Whole reloads whose model was built in the worker, and on the event loop (only where the store
-   * does not exist yet: its demo shop has no stored events); tests.
-   */
+  /** Whole reloads built in the worker, and on the loop (a store not made yet: the demo shop alone). */
   readonly wholeReloads = { inWorker: 0, onLoop: 0 };
 
   private async reloadNow(source: RecsSource, store: RecsDataStore): Promise<ReloadResult> {
@@ -362,10 +317,7 @@ export class EmbeddedRecs implements RecsService {
     this.prepareLive();
   }
 
-  /**
-   * Follows the store every `intervalMs` (one cheap query when nothing changed). `say` gets one
-   * line per whole reload and per failure.
-   */
+  /** Follows the store every `intervalMs`; `say` gets one line per whole reload and per failure. */
   follow(intervalMs: number, say: (line: string) => void = () => {}): void {
     if (this.follower === null) return;
     if (this.follower.follow(intervalMs, say)) this.say = say;
@@ -373,7 +325,7 @@ export class EmbeddedRecs implements RecsService {
 
   private say: (line: string) => void = () => {};
 
-  /** What /readyz shows; the count of items without a record is recomputed at most once a second. */
+  /** What /readyz shows; the items without a record counted at most once a second (a scan of them all). */
   state(): RecsState {
     const now = Date.now();
     if (this.missingCache === null || now - this.missingCache.at > 1000) {

@@ -15,10 +15,7 @@ export class SqliteAppender {
   private appendStatements = new Map<number, Statement>();
   private appendKeyStatements: { lastRow: Statement; find: Statement; name: Statement } | null = null;
 
-  /**
-   * appendNow's lookups, prepared once: better-sqlite3's prepare parses the SQL anew, and doing
-   * so at every call was 2% of the busy samples of bench/ingest.ts --batch 50 (sqlite-graphql).
-   */
+  /** appendNow's lookups, prepared once: better-sqlite3's prepare parses the SQL anew each time. */
   private appendKeys(): { lastRow: Statement; find: Statement; name: Statement } {
     this.appendKeyStatements ??= {
       lastRow: this.file.db.prepare('SELECT max(rowid) FROM events').pluck(),
@@ -27,14 +24,11 @@ export class SqliteAppender {
     };
     return this.appendKeyStatements;
   }
-  /** Calls of appendEvents waiting for the next group commit (commitAppends). */
   private appending: { events: readonly RecEvent[]; cap: ItemCap | undefined; resolve: (rows: EventRow[]) => void; reject: (error: unknown) => void }[] = [];
 
   /**
-   * A call's events, committed durably before the promise resolves. Group commit: the calls made
-   * in the same turn of the event loop (batches read from several connections at once) are
-   * written in ONE transaction after it (setImmediate), so they share its commit and its fsync,
-   * the cost of synchronous=FULL; each still resolves only after that commit, with its own rows.
+   * A call's events, committed durably before the promise resolves. The calls of one turn of the
+   * event loop share one transaction after it, and so its fsync, the cost of synchronous=FULL.
    */
   appendEvents(events: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]> {
     if (events.length === 0) return Promise.resolve([]);
@@ -44,7 +38,6 @@ export class SqliteAppender {
     });
   }
 
-  /** Group commits made, and the calls they held (tests, benchmarks). */
   readonly groupCommits = { commits: 0, calls: 0 };
 
   private async commitAppends(): Promise<void> {
@@ -62,8 +55,7 @@ export class SqliteAppender {
         }
       }));
     } catch (error) {
-      // nothing of the group was kept: each call alone, so that one call's failure is only its own
-      // (a lock held elsewhere is every call's: they are not kept waiting once more)
+      // each call alone, so that one call's failure is only its own (a lock held elsewhere is everyone's)
       if (group.length === 1 || error instanceof StoreBusyError) for (const call of group) call.reject(error);
       else for (const call of group) this.file.write(() => this.appendNow(call.events, call.cap)).then(call.resolve, call.reject);
       return;
@@ -78,10 +70,8 @@ export class SqliteAppender {
   }
 
   /**
-   * A call's events, inside a write transaction: each distinct key name looked up (named when new),
-   * then the rows inserted with integer keys, many a statement. No staging and no reading back
-   * (as an import does): under the write lock the rows take the ids after the largest, in order,
-   * which is checked, and the rows are answered from what was written.
+   * A call's events, inside a write transaction, not read back: under the write lock the rows take
+   * the ids after the largest, in order (checked), so they are answered from what was written.
    */
   private appendNow(all: readonly RecEvent[], cap?: ItemCap): EventRow[] {
     this.itemIds.take(all.map((e) => e.itemId), cap);
@@ -127,11 +117,7 @@ export class SqliteAppender {
     return last === before + rows.length ? rows : this.file.readEventsAfter(before, events.length);
   }
 
-  /**
-   * The events whose eventId is new to the store, or who have none, their ids taken (inside the
-   * write transaction, so that they are taken with the rows or not at all): a duplicate of an
-   * earlier call's, or of one earlier in this call, is left out.
-   */
+  /** The events whose eventId is new, their ids taken in the rows' transaction: with the rows or not at all. */
   private withoutDuplicates(events: readonly RecEvent[]): readonly RecEvent[] {
     if (!events.some((e) => e.eventId != null)) return events;
     const take = this.file.db.prepare(`INSERT OR IGNORE INTO keys (ns, name, time) VALUES (${NS_EVENT}, ?, ?)`);

@@ -4,16 +4,9 @@ import { StoreBusyError } from './dataFiles.js';
 import type { EventRow } from './liveStore.js';
 import { EVENT_COLUMNS } from './sqliteSchema.js';
 
-/**
- * SQLite's busy timeout on the connection: how long a statement waits on another process's lock,
- * the event loop blocked meanwhile. A write's BEGIN IMMEDIATE waits with none (RecsStore.write
- * retries it on timers); this is left for the rest (opening, reads in a checkpoint's moment).
- */
+/** SQLite's busy timeout, short: a statement waits with the event loop blocked (writes retry on timers instead). */
 export const LOCK_WAIT_MS = 50;
-/**
- * Default of RecsStoreOptions.lockRetryMs: how long a write keeps retrying (asynchronously) while
- * another process writes, e.g. an import's final move.
- */
+/** Default of RecsStoreOptions.lockRetryMs: long enough for another process's import to finish its move. */
 export const LOCK_RETRY_MS = 60_000;
 
 const isBusy = (error: unknown): boolean => /^SQLITE_BUSY/.test((error as { code?: string } | null)?.code ?? '');
@@ -41,11 +34,8 @@ export class SqliteFile {
   }
 
   /**
-   * Runs `body` in one write transaction (BEGIN IMMEDIATE). While another process holds the write
-   * lock, retries on timers (5 ms, doubling to 25 ms), so a long import elsewhere does not freeze
-   * this process's event loop; StoreBusyError once lockRetryMs have passed. Each attempt asks for
-   * the lock without SQLite's busy handler: with it, every attempt slept LOCK_WAIT_MS on the event
-   * loop, which was then blocked for about half of any wait (test/backends/storeBusy.test.ts).
+   * Runs `body` in one write transaction; while another process holds the lock, retries on timers
+   * (not SQLite's busy handler, which sleeps on the event loop); StoreBusyError past lockRetryMs.
    */
   async write<T>(body: () => T): Promise<T> {
     const deadline = Date.now() + this.lockRetryMs;
@@ -57,7 +47,7 @@ export class SqliteFile {
         if (Date.now() > deadline) {
           throw new StoreBusyError(`another process has held the write lock of ${this.path} for over ${Math.round(this.lockRetryMs / 1000)} s`, { cause: error });
         }
-        // 5, 10, 20, then every 25 ms: how often SQLite's own busy handler looks, after its first steps
+        // as often as SQLite's own busy handler looks
         await sleep(Math.min(25, 5 * 2 ** Math.min(attempt, 3)));
         continue;
       }
@@ -72,7 +62,6 @@ export class SqliteFile {
     }
   }
 
-  /** BEGIN IMMEDIATE, SQLITE_BUSY at once where another connection holds the write lock. */
   private beginImmediateNow(): void {
     this.noBusyWait.get();
     try {

@@ -10,11 +10,8 @@ export class SqliteItemIds {
   private itemIdStatements: { has: Statement; add: Statement; held: Statement; count: Statement } | null = null;
 
   /**
-   * Inside a write transaction, before anything else of the write: the ids of `ids` new to
-   * item_ids (named by no stored event or record: what every process's model holds, RECS_MAX_ITEMS)
-   * join it, and its count in meta 'itemIds' goes up by them. Past `cap`, StoreFullError, nothing
-   * written: the transaction holds the file's write lock, so processes sharing the file check one
-   * after the other, each seeing what the others committed.
+   * First in a write transaction: the new ids join item_ids, or past `cap` StoreFullError. Under
+   * the write lock, processes sharing the file check one after the other, seeing each other's.
    */
   take(ids: readonly number[], cap: ItemCap | undefined): void {
     this.itemIdStatements ??= {
@@ -33,31 +30,22 @@ export class SqliteItemIds {
     count.run(before + fresh.size);
   }
 
-  /** Inside a write transaction, after an import's insertions: `source`'s item ids join item_ids, counted (imports take no cap). */
+  /** After an import's insertions: `source`'s item ids join item_ids (imports take no cap). */
   add(source: string): void {
     const added = this.file.db.prepare(`INSERT OR IGNORE INTO item_ids (item_id) SELECT item_id FROM ${source}`).run().changes;
     if (added > 0) this.file.setMeta('itemIds', this.file.meta('itemIds') + added);
   }
 
-  /**
-   * Inside a write transaction, after deletions (a replacing import, a prune): ids no stored event
-   * or record names any more leave item_ids, and its count is made again. One scan of the events.
-   */
+  /** After deletions: ids no stored event or record names leave item_ids. One scan of the events. */
   recount(): void {
     this.file.db.exec('DELETE FROM item_ids WHERE item_id NOT IN (SELECT item_id FROM items) AND item_id NOT IN (SELECT item_id FROM events)');
     this.file.setMeta('itemIds', this.file.db.prepare('SELECT count(*) FROM item_ids').pluck().get() as number);
   }
 
   /**
-   * After a prune: the ids neither an event nor a record names any more leave item_ids, and its
-   * count goes down by as many. recountItemIds's scan of the events held the write lock, and so
-   * every other process's writes, for as long as it took; the scan is made first, in a read
-   * transaction (WAL lets writers go on beside it), and gives the candidates with the last rowid
-   * it saw. Under the lock only the events since (past that rowid) and the records can name a
-   * candidate again; the rest are deleted. A rowid is the largest one plus one, so rowids follow
-   * commits as long as no event at the top is deleted: a prune keeps the newest, and a replacing
-   * import, which may delete it, bumps the generation; then the whole recount is made under the
-   * lock, as before. An id that became unnamed after the scan stays, counted, for the next prune.
+   * After a prune, as recount, but the scan made first in a read transaction, so that other
+   * processes' writes do not wait for it; under the lock only events since its last rowid can name
+   * a candidate again (rowids follow commits while a prune keeps the newest event).
    */
   async dropUnnamed(): Promise<void> {
     const seen = this.file.db.transaction(() => ({

@@ -14,7 +14,6 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL) W
 CREATE TABLE IF NOT EXISTS item_ids (item_id INTEGER PRIMARY KEY);
 `;
 
-/** The tables and indexes SCHEMA and open() make, by name. */
 const SCHEMA_OBJECTS = ['items', 'imports', 'keys', 'events', 'events_by_import', 'meta', 'items_by_seq', 'item_ids'];
 
 /** Whether the file holds this version's schema (open() then changes nothing), read without a lock. */
@@ -35,24 +34,15 @@ export const STORED_EVENTS = '(import_id = 0 OR import_id IN (SELECT id FROM imp
 export const API_IMPORT_ID = 0;
 export const ROWS_PER_INSERT = 100;
 /**
- * An import's events. events_by_import is partial (import_id <> 0): API calls' events, most of
- * what a live store takes, are not in it, which made an event's insert about a third cheaper (in
- * process, 5,000-event batches after 200k imported events: 1.8 against 1.1 µs of CPU an event).
- * SQLite uses a partial index only where the query's WHERE implies the index's, hence the second
- * term (import ids start at 1).
+ * An import's events. events_by_import leaves API calls' events out (cheaper inserts); SQLite uses
+ * a partial index only where the WHERE implies the index's, hence the second term.
  */
 export const DELETE_EVENTS_OF_IMPORT = 'DELETE FROM events WHERE import_id = ? AND import_id <> 0';
 
-/**
- * Brings a file of an earlier version up to this version's schema, in one write transaction;
- * nothing where the schema is current.
- */
+/** Brings a file of an earlier version up to this version's schema. */
 export function migrateSchema(db: SqliteDatabase): void {
-  // one write transaction: two processes opening a fresh file at once (replicas starting
-  // together) would otherwise both see no seq column and the second ALTER fail. None where the
-  // schema is this version's already: the transaction waited LOCK_WAIT_MS for the write lock,
-  // which a prune (transaction after transaction) or an import's move elsewhere holds far
-  // longer, and the start failed ("locked by another process")
+  // one write transaction, so that replicas opening a fresh file together do not ALTER it twice;
+  // none where the schema is current, so that a start never waits for a prune or an import's move
   if (!schemaIsCurrent(db)) db.transaction(() => {
     const hadItemIds = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'item_ids'").get() !== undefined;
     db.exec(SCHEMA);
@@ -66,12 +56,10 @@ export function migrateSchema(db: SqliteDatabase): void {
       db.exec('ALTER TABLE items ADD COLUMN seq INTEGER NOT NULL DEFAULT 0');
     }
     db.exec('CREATE INDEX IF NOT EXISTS items_by_seq ON items (seq)');
-    // an eventId's time, the first event's that took it (pruneEvents); null for the ids of
-    // a file of an earlier version, which are kept
+    // an eventId's time, for prunes; null for the ids of a file of an earlier version, which are kept
     const keyColumns = db.prepare('PRAGMA table_info(keys)').all() as { name: string }[];
     if (!keyColumns.some((c) => c.name === 'time')) db.exec('ALTER TABLE keys ADD COLUMN time INTEGER');
-    // events_by_import holds imported events only (DELETE_EVENTS_OF_IMPORT); a file of an earlier
-    // version indexed every API event too, each under the one key 0
+    // events_by_import holds imported events only (DELETE_EVENTS_OF_IMPORT)
     const index = db.prepare("SELECT sql FROM sqlite_master WHERE type = 'index' AND name = 'events_by_import'").pluck().get() as string | undefined;
     if (index !== undefined && !/\bWHERE\b/i.test(index)) {
       db.exec('DROP INDEX events_by_import');

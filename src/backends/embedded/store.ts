@@ -22,15 +22,12 @@ export type { ImportRecord } from './liveStore.js';
 /** The database file in DATA_DIR. */
 export const DB_FILE = 'recs.db';
 
-/** How long a prune leaves the write lock free after each transaction that deleted (see pruneEvents). */
+/** How long a prune leaves the write lock free after each transaction that deleted, for writers elsewhere. */
 const PRUNE_PAUSE_MS = 30;
 
 /**
- * The busy timeout while a start opens the file and brings its schema up to date: replicas
- * starting together on a fresh DATA_DIR wait for each other's WAL switch and schema transaction,
- * which take longer than LOCK_WAIT_MS on a loaded machine (the start failed "locked by another
- * process" then), and a read, for the checkpoint of another's last connection closing. Nothing
- * else runs in the process yet; a file whose schema is current takes no write lock at the open.
+ * The busy timeout while a start opens the file: replicas starting together on a fresh DATA_DIR
+ * wait for each other's schema transaction. Nothing else runs in the process yet.
  */
 const OPEN_LOCK_WAIT_MS = 10_000;
 
@@ -40,22 +37,8 @@ export interface RecsStoreOptions {
 }
 
 /**
- * DATA_DIR/recs.db, the embedded backend's SQLite database (WAL, so readers never wait for
- * writers, and several processes on one machine share it):
- * - `items`: the catalogue, one JSON record (recommendations.md shape) per item id, with `seq`,
- *   the batch that last wrote it (followers read `seq > last`); writing an item again replaces it.
- * - `events`: one row per view (kind 0) or purchase (kind 1), all integers: item id, session,
- *   user and order as ids of `keys` (the names as sent), time in ms; the rowid is the monotonic id
- *   followers read after. Events of API calls have import id 0.
- * - `imports`: every imported file with its SHA-256. Importing content already imported (same
- *   SHA-256, kind and format: the format's whole column mapping, EventFormat.mapping) is
- *   skipped, so running an import twice never doubles events;
- *   `replace` first deletes earlier imports of the same content or the same path. An import is
- *   staged in temporary tables and moved in one transaction (see ImportSession).
- * - `meta`: `generation` (bumped when data is deleted: followers reload whole) and `itemSeq`.
- *
- * Writes use synchronous=FULL: a commit is on disk before the call returns, so an acknowledged
- * call survives SIGKILL and power loss.
+ * DATA_DIR/recs.db (tables in sqliteSchema.ts): WAL, so that readers never wait for writers and
+ * processes on one machine share it; synchronous=FULL, so that an acknowledged call survives a crash.
  */
 export class RecsStore implements RecsDataStore {
   readonly where: string;
@@ -96,10 +79,7 @@ export class RecsStore implements RecsDataStore {
     }
   }
 
-  /**
-   * A read-only connection (build workers, tests): no schema changes and no clean-up. Null when
-   * there is no database yet.
-   */
+  /** A read-only connection (build workers, tests): no schema changes, no clean-up; null without a file. */
   static openReadOnly(dataDir: string): RecsStore | null {
     const path = join(dataDir, DB_FILE);
     if (!existsSync(path)) return null;
@@ -133,7 +113,6 @@ export class RecsStore implements RecsDataStore {
     return promised(() => this.headNow());
   }
 
-  /** The stored item records as JSON text, unparsed. */
   catalogRecords(): IterableIterator<string> {
     return this.db.prepare('SELECT record FROM items').pluck().iterate() as IterableIterator<string>;
   }
@@ -167,8 +146,7 @@ export class RecsStore implements RecsDataStore {
     for (let after = 0; after < last; after += PRUNE_ROWS) {
       const changes = await this.file.write(() => prune.run(after, after + PRUNE_ROWS, last, cutoff).changes);
       removed += changes;
-      // the lock left free for longer than a waiting write() looks again (every 25 ms at most):
-      // taken again at once, writes elsewhere waited for many of these transactions, not one
+      // free for longer than a waiting write() looks again: writes elsewhere wait for one transaction, not many
       if (changes > 0) await sleep(PRUNE_PAUSE_MS);
     }
     const lastKey = (this.db.prepare('SELECT max(id) FROM keys').pluck().get() as number | null) ?? 0;
@@ -205,12 +183,10 @@ export class RecsStore implements RecsDataStore {
     return promised(() => this.importsNow().find((i) => i.what === what && i.format === format && i.sha256 === sha256 && i.finishedAt !== null));
   }
 
-  /** A call's events, committed durably before the promise resolves (SqliteAppender: group commits). */
   appendEvents(events: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]> {
     return this.appender.appendEvents(events, cap);
   }
 
-  /** Group commits made, and the calls they held (tests, benchmarks). */
   get groupCommits(): SqliteAppender['groupCommits'] {
     return this.appender.groupCommits;
   }
@@ -261,7 +237,6 @@ export class RecsStore implements RecsDataStore {
     return promised(() => this.importer.begin(what, format, file, sha256));
   }
 
-  /** The stored catalogue; every record goes through parseStoredRecord (parseItemRecord) again. */
   loadCatalog(): Catalog {
     const catalog = new Catalog();
     for (const record of this.catalogRecords()) catalog.add(parseStoredRecord(record));

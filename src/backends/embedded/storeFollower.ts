@@ -4,23 +4,17 @@ import type { RecEvent } from '../../recommender/eventLog.js';
 import type { EventRow, RecsDataStore, StoreHead } from './liveStore.js';
 import { rowToRecEvent } from './liveStore.js';
 
-/** Rows a follower reads a query. */
 const FOLLOW_PAGE = 20_000;
-/**
- * Behind by more events than this (a large import elsewhere), a follower reloads whole in a
- * worker rather than applying them on its event loop.
- */
+/** Behind by more events than this, a follower reloads whole in a worker rather than on its event loop. */
 export const FULL_RELOAD_EVENTS = 200_000;
 
 /** What the follower sees of the recommender it keeps current. */
 export interface FollowHost {
-  /** The point of the store applied so far; the follower moves it on as it applies rows. */
+  /** The point of the store applied; the follower moves it on. */
   head(): StoreHead;
   mode(): RecommenderStateModel['mode'];
-  /** Whether the live model of the model in use is made. */
   hasLive(): boolean;
   liveReady(): Promise<void>;
-  /** The whole reload under way, if any. */
   reloading(): Promise<unknown> | null;
   reload(): Promise<unknown>;
   applyEvents(events: readonly RecEvent[]): void;
@@ -28,25 +22,18 @@ export interface FollowHost {
   closed(): boolean;
 }
 
-/**
- * Keeps a recommender current with its store: the rows other processes wrote, read after the last
- * applied id every follow interval, and the batches this process stored, applied before their
- * calls are answered.
- */
+/** Keeps a recommender current with its store: other processes' rows, and its own calls before they are answered. */
 export class StoreFollower {
   private timer: NodeJS.Timeout | null = null;
   private polling: Promise<void> = Promise.resolve();
   private pollQueued: Promise<void> | null = null;
-  /** Why the last read of the store failed; null once one succeeds. */
   error: string | null = null;
 
   constructor(readonly store: RecsDataStore, private readonly host: FollowHost, private readonly fullReloadEvents = FULL_RELOAD_EVENTS) {}
 
   /**
-   * Applies a batch this process has just committed (rows as stored), before its call is
-   * answered. When nothing stored by others lies between what is applied and the batch, directly;
-   * otherwise by catching up with the store, which reads the gap and the batch in id order. A
-   * follower's read that also returns these rows skips them (rows at or below the applied id).
+   * Applies a batch this process has just committed, before its call is answered: directly where
+   * nothing stored by others lies before it, else by catching up, which keeps the store's order.
    */
   async applyOwnEvents(rows: readonly EventRow[]): Promise<void> {
     if (rows.length === 0) return;
@@ -59,7 +46,6 @@ export class StoreFollower {
     await this.catchUp({ lastEventId: rows[rows.length - 1]![0] });
   }
 
-  /** Applies item records this process has just committed under `seq` (see applyOwnEvents). */
   async applyOwnItems(items: readonly ItemModel[], seq: number): Promise<void> {
     if (!this.host.hasLive() && this.host.mode() === 'store') await this.host.liveReady();
     if (this.host.mode() === 'store' && this.host.reloading() === null && seq === this.host.head().lastItemSeq + 1) {
@@ -72,10 +58,8 @@ export class StoreFollower {
   }
 
   /**
-   * Follows the store until it has applied at least `target`. Never fails: what it catches up
-   * with is committed already (its call must be answered as accepted, or a retry would store it
-   * twice); when the store cannot be read now, the follower's next round applies it
-   * (`error` says why meanwhile).
+   * Follows the store until it has applied `target`. Never fails: what it waits for is committed,
+   * and its call answered as failed would be sent again and stored twice.
    */
   async catchUp(target: Partial<Pick<StoreHead, 'lastEventId' | 'lastItemSeq'>>): Promise<void> {
     for (let i = 0; i < 100 && !this.host.closed(); i++) {
@@ -89,10 +73,7 @@ export class StoreFollower {
     }
   }
 
-  /**
-   * Reads what the store has beyond the applied point and applies it. Polls are serialised; a
-   * call while one runs waits for it and then runs one more (shared by every caller meanwhile).
-   */
+  /** Applies what the store has beyond the applied point; polls are serialised, callers meanwhile share the next. */
   poll(): Promise<void> {
     this.pollQueued ??= this.polling.then(() => {
       this.pollQueued = null;
@@ -107,9 +88,8 @@ export class StoreFollower {
     if (host.closed()) return;
     await host.reloading()?.catch(() => undefined);
     try {
-      // A batch of this process's may be applied while the head is read (applyOwnEvents): a head
-      // read before its commit is then below the applied id without the store having gone back.
-      // Only a head below what was applied before asking means the store lost events.
+      // an own batch may be applied while the head is read: only a head below what was applied
+      // before asking means the store lost events
       const appliedBefore = host.head().lastEventId;
       const head = await store.head();
       const applied = host.head();
@@ -148,10 +128,7 @@ export class StoreFollower {
     }
   }
 
-  /**
-   * Follows the store every `intervalMs` (one cheap query when nothing changed). `say` gets one
-   * line per whole reload and per failure. False when it follows already or `intervalMs` is 0.
-   */
+  /** Polls every `intervalMs`; false when it follows already or `intervalMs` is 0. */
   follow(intervalMs: number, say: (line: string) => void): boolean {
     if (this.timer !== null || intervalMs <= 0) return false;
     let failing = false;
@@ -180,7 +157,6 @@ export class StoreFollower {
     this.timer = null;
   }
 
-  /** Resolves when the poll under way, if any, has ended. */
   settled(): Promise<void> {
     return this.polling;
   }
