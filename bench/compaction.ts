@@ -11,7 +11,8 @@
  * compared.
  */
 import { parseArgs } from 'node:util';
-import { COMPACT_STEP_EVENTS, EmbeddedRecs } from '../src/backends/embedded/recs.js';
+import { COMPACT_STEP_EVENTS } from '../src/backends/embedded/logCompaction.js';
+import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 import { EventLog } from '../src/recommender/eventLog.js';
 import type { LiveModel } from '../src/recommender/live.js';
 import { STREAM_ITEMS, streamCatalog, streamDay } from './shopStream.js';

@@ -23,7 +23,7 @@ import { EmbeddedIngest } from '../src/backends/embedded/index.js';
 import type { RecEvent } from '../src/recommender/eventLog.js';
 import type { RecsDataStore, RecsSource } from '../src/backends/embedded/liveStore.js';
 import { openRecsData } from '../src/backends/embedded/loadFromStore.js';
-import { openEmbeddedRecs } from '../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../src/backends/embedded/openRecs.js';
 import type { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 import { coViews, itemsFrom, principal } from '../test/helpers/liveEvents.js';
 

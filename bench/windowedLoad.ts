@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { RecsStore } from '../src/backends/embedded/store.js';
-import { openEmbeddedRecs } from '../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../src/backends/embedded/openRecs.js';
 import { parseItemRecord } from '../src/ports/itemRecord.js';
 import type { RecEvent } from '../src/recommender/eventLog.js';
 import { runPrune } from '../src/tools/pruneCommand.js';

@@ -325,7 +325,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     import('./backends/embedded/index.js'),
     import('./backends/embedded/keys/index.js'),
     import('./backends/embedded/keys/users.js'),
-    import('./backends/embedded/recs.js'),
+    import('./backends/embedded/openRecs.js'),
   ]);
   hooks.step?.('opening the key store');
   const store = await openKeyStore(config);

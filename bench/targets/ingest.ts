@@ -7,7 +7,8 @@
  *            caller and the batch (EmbeddedIngest, checkEvents) and applies it to nothing: the
  *            HTTP + GraphQL/REST + validation path alone
  *   standin  the embedded backend without a store (DATA_DIR unset): the demo shop in memory,
- *            each batch applied to the live model (recommender/live.ts), nothing stored
+ *            each batch applied to the live model (recommender/live.ts), nothing stored (the
+ *            store in memory of test/helpers/memoryIngest.ts)
  *   sqlite   the embedded backend as `recs-gateway serve` runs it with DATA_DIR: each batch
  *            committed to DATA_DIR/recs.db (WAL, synchronous=FULL), then applied to the live
  *            model (the demo shop plus the stored events), then answered
@@ -22,11 +23,14 @@ import path from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type * as AuthModule from '../../src/auth/authorization.js';
 import type * as EmbeddedModule from '../../src/backends/embedded/index.js';
-import type * as RecsModule from '../../src/backends/embedded/recs.js';
+import type * as RecsModule from '../../src/backends/embedded/openRecs.js';
 import type * as StoreModule from '../../src/backends/embedded/keys/sqliteStore.js';
 import type * as UsersModule from '../../src/backends/embedded/keys/users.js';
 import type * as ConfigModule from '../../src/config/env.js';
 import type * as ServerModule from '../../src/http/server.js';
+import type { LiveRecs } from '../../src/backends/embedded/index.js';
+import type { EventRow } from '../../src/backends/embedded/liveStore.js';
+import { inMemoryStore } from '../../test/helpers/memoryIngest.js';
 
 // the compiled dist/ (bench/ingest.ts builds it first), as `npm start` runs it
 const dist = (file: string): string => new URL(`../../dist/${file}`, import.meta.url).href;
@@ -58,7 +62,7 @@ if (mode === 'raw') {
   const { loadConfig } = (await import(dist('config/env.js'))) as typeof ConfigModule;
   const { createGateway } = (await import(dist('http/server.js'))) as typeof ServerModule;
   const { createEmbeddedBackend, EmbeddedIngest } = (await import(dist('backends/embedded/index.js'))) as typeof EmbeddedModule;
-  const { openEmbeddedRecs } = (await import(dist('backends/embedded/recs.js'))) as typeof RecsModule;
+  const { openEmbeddedRecs } = (await import(dist('backends/embedded/openRecs.js'))) as typeof RecsModule;
   const { SqliteKeyStore } = (await import(dist('backends/embedded/keys/sqliteStore.js'))) as typeof StoreModule;
   const { addUser } = (await import(dist('backends/embedded/keys/users.js'))) as typeof UsersModule;
   const { basicAuthorization } = (await import(dist('auth/authorization.js'))) as typeof AuthModule;
@@ -73,7 +77,8 @@ if (mode === 'raw') {
     mode === 'sqlite' ? { dataDir: dir } : mode === 'pg' ? { dataDir: dir, databaseUrl, schema } : { dataDir: null },
   );
   const backend = createEmbeddedBackend(store, recs);
-  if (mode === 'noop') backend.ingest = new EmbeddedIngest({ applyEvents: () => undefined, applyItems: () => undefined, catalog: recs.catalog });
+  if (mode === 'noop') backend.ingest = new EmbeddedIngest(storesNothing(recs.catalog, recs.itemCount));
+  if (mode === 'standin') backend.ingest = new EmbeddedIngest(inMemoryStore(recs));
   const root = await backend.keys.authenticate(basicAuthorization('root', 'root-password'));
   const { key } = await backend.keys.createKey(root, { name: 'bench' });
   const gateway = await createGateway({ config: loadConfig({ ...process.env, DATA_DIR: dir }), backend });
@@ -90,4 +95,19 @@ if (mode === 'raw') {
     rmSync(dir, { recursive: true, force: true });
     process.exit(0);
   }));
+}
+
+/** Ingestion's checks alone: a call is answered as stored, and nothing is kept or applied. */
+function storesNothing(catalog: LiveRecs['catalog'], itemCount: number): LiveRecs {
+  return {
+    store: {
+      appendEvents: (events) => Promise.resolve(events.map((e, i): EventRow => [i + 1, 0, e.itemId, -1, -1, -1, e.time])),
+      upsertItems: () => Promise.resolve(0),
+    },
+    catalog,
+    itemCount,
+    newItemCount: () => 0,
+    applyOwnEvents: () => Promise.resolve(),
+    applyOwnItems: () => Promise.resolve(),
+  };
 }

@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import { argsProblem, usageProblem } from './commandArgs.js';
 import { openRecsData } from '../backends/embedded/loadFromStore.js';
 import { describeDatabase } from '../backends/embedded/keys/postgresStore.js';
-import { recsSource } from '../backends/embedded/recs.js';
+import { recsSource } from '../backends/embedded/openRecs.js';
 import { DB_FILE } from '../backends/embedded/store.js';
 import { StoreBusyError, StoreOpenError, systemReason } from '../backends/embedded/dataFiles.js';
 import { DAY_MS } from '../recommender/cooccurrence.js';

@@ -2,11 +2,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { EventRow, RecsDataStore, RecsSource } from '../../src/backends/embedded/liveStore.js';
-import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
+import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import type { RecEvent } from '../../src/recommender/eventLog.js';
 import { coViews, itemsFrom, principal } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
+import { inMemoryIngest } from '../helpers/memoryIngest.js';
 
 /**
  * Events' own ids (eventId): a call sent again after its answer was lost (a timeout, a dropped
@@ -162,11 +164,11 @@ for (const kind of kinds) {
   });
 }
 
-describe('eventId without a store (the demo shop in memory)', () => {
+describe('eventId on the demo shop in memory, with a store in memory (test/helpers/memoryIngest.ts)', () => {
   it('is kept once too, for as long as the process runs; an eventId too long or empty is refused, naming the event', async () => {
     const recs = await openEmbeddedRecs({ dataDir: null });
     try {
-      const ingest = new EmbeddedIngest(recs);
+      const ingest = inMemoryIngest(recs);
       const events = coViews(31000124, 31000005, 2, 1).map((e, i) => ({ ...e, eventId: `m-${i}` }));
       expect(await ingest.recordEvents(ADMIN, events)).toMatchObject({ accepted: 4, duplicates: 0 });
       expect(await ingest.recordEvents(ADMIN, [...events, { ...events[0]!, eventId: 'm-new' }])).toMatchObject({ accepted: 5, duplicates: 4 });

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
-import { EmbeddedRecs, openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { buildDemo, demoEndsAt } from '../../src/backends/embedded/demo.js';
 import { Catalog } from '../../src/recommender/catalog.js';
 import { EventLog } from '../../src/recommender/eventLog.js';

@@ -7,11 +7,13 @@ import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { createEmbeddedBackend, EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
-import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
+import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { Backend, EventInputModel, PrincipalModel } from '../../src/ports/backend.js';
 import { parseItemRecord } from '../../src/ports/itemRecord.js';
 import { codeOf, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds, TEST_COST } from '../helpers/stores.js';
+import { withIngestInMemory } from '../helpers/memoryIngest.js';
 
 // What the probe of the ingestion API found (event times without an offset or out of range, item
 // texts without a cap, item ids without a bound), checked alike with the takeover on and off
@@ -36,7 +38,7 @@ describe('the ingestion API\'s checks on every path', () => {
     dispose = opened.dispose;
     await addUser(opened.store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
     recs = await openEmbeddedRecs({ dataDir: null });
-    backend = createEmbeddedBackend(opened.store, recs, {}, { maxItems: recs.itemCount + ROOM });
+    backend = withIngestInMemory(createEmbeddedBackend(opened.store, recs), recs, { maxItems: recs.itemCount + ROOM });
     const shared = Object.assign(Object.create(backend) as Backend, { close: () => Promise.resolve() });
     prepared = await startTestGateway(backend, { RESPONSE_CACHE_MAX_ENTRIES: '0' });
     apollo = await startTestGateway(shared, { RESPONSE_CACHE_MAX_ENTRIES: '0', PREPARED_OPERATIONS_MAX_DOCUMENTS: '0' });

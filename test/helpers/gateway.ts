@@ -2,8 +2,9 @@ import { afterAll, beforeAll } from 'vitest';
 import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
 import type { EmbeddedKeyServiceOptions } from '../../src/backends/embedded/keys/keyService.js';
 import type { KeyStore } from '../../src/backends/embedded/keys/store.js';
-import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { withIngestInMemory } from './memoryIngest.js';
 import type { Backend } from '../../src/ports/backend.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
@@ -57,7 +58,8 @@ export async function embeddedWithUsers(store: KeyStore, keyOptions: EmbeddedKey
   await addUser(store, { username: 'alice', password: 'alice-password' }, TEST_COST);
   await addUser(store, { username: 'bob', domain: 'corp.example', password: 'bob-password' }, TEST_COST);
   await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
-  return createEmbeddedBackend(store, await openEmbeddedRecs({ dataDir: null }), keyOptions);
+  const recs = await openEmbeddedRecs({ dataDir: null });
+  return withIngestInMemory(createEmbeddedBackend(store, recs, keyOptions), recs);
 }
 
 /**

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { createEmbeddedBackend, EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
-import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';

@@ -11,7 +11,8 @@ import { Recommender } from '../../src/recommender/recommend.js';
 import { buildKind, LiveModel } from '../../src/recommender/live.js';
 import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/model.js';
 import type { ModelOptions, RecModel } from '../../src/recommender/model.js';
-import { EmbeddedRecs, REBUILD_NICE } from '../../src/backends/embedded/recs.js';
+import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { REBUILD_NICE } from '../../src/backends/embedded/rebuildScheduler.js';
 import { rebuildNice } from '../../src/backends/embedded/rebuildNice.js';
 
 /** Anchor a's next-best list as served: a live override, else the built arrays. */

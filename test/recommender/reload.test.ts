@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it, expect, afterAll } from 'vitest';
-import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { runImport } from '../../src/tools/importCommand.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'recs-reload-'));

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { openBackend } from '../../src/main.js';
 import type { Backend as OpenedBackend } from '../../src/ports/backend.js';
-import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openCache } from '../../src/cache/index.js';

@@ -3,9 +3,11 @@ import { match } from '../helpers/matchers.js';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
-import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
+import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { recsStoreKinds, storeKinds, TEST_COST } from '../helpers/stores.js';
+import { withIngestInMemory } from '../helpers/memoryIngest.js';
 
 /**
  * POST /v1/events and PUT /v1/items (issue 20's REST twins) as the gateway serves them from its
@@ -356,7 +358,8 @@ describe('repeats in a call: the answers count what was stored', () => {
         const opened = await recommender.open();
         disposers.unshift(opened.dispose);
         recs = opened.recs;
-        gw = await startTestGateway(createEmbeddedBackend(keys.store, recs));
+        const backend = createEmbeddedBackend(keys.store, recs);
+        gw = await startTestGateway(recs.store === null ? withIngestInMemory(backend, recs) : backend);
         disposers.unshift(() => gw.stop());
       }, 60_000);
       afterAll(async () => {

@@ -1,10 +1,7 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 
-/**
- * A store that cannot be opened or reached at start-up: its message is one line fit for the
- * terminal (what, where, why), with no password in it.
- */
+/** A store that cannot be opened at start-up: one line for the terminal (what, where, why), no password. */
 export class StoreOpenError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -12,10 +9,7 @@ export class StoreOpenError extends Error {
   }
 }
 
-/**
- * A write that another process kept waiting on the store's write lock (an import's final move,
- * say) for longer than a write waits: nothing of it was written, and it may be sent again.
- */
+/** A write kept waiting on another process's write lock too long: nothing written, so it may be sent again. */
 export class StoreBusyError extends Error {
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
@@ -23,17 +17,10 @@ export class StoreBusyError extends Error {
   }
 }
 
-/**
- * A write the store refused because the items it names for the first time would take the items
- * the store holds (named by any process's events or records) past RECS_MAX_ITEMS: checked inside
- * the write's transaction, under the write lock, so replicas sharing the store cannot pass it
- * together. Nothing of the call was written.
- */
+/** A write refused as past RECS_MAX_ITEMS, counting every process's items (ItemCap); nothing written. */
 export class StoreFullError extends Error {
   constructor(
-    /** Distinct item ids of the call the store did not hold. */
     readonly fresh: number,
-    /** Distinct items the store held before the call. */
     readonly held: number,
     readonly maxItems: number,
   ) {
@@ -46,10 +33,7 @@ export class StoreFullError extends Error {
 const FILE_MODE = 0o600;
 const DIR_MODE = 0o700;
 
-/**
- * Makes DATA_DIR (0700: the files in it are the owner's business) when it is missing; an existing
- * directory keeps its mode, which is its owner's choice.
- */
+/** Makes DATA_DIR 0700 when missing; an existing directory keeps its mode, its owner's choice. */
 export function makeDataDir(dir: string): void {
   if (existsSync(dir)) return;
   try {
@@ -60,9 +44,8 @@ export function makeDataDir(dir: string): void {
 }
 
 /**
- * mkdir -p, one directory at a time from the first that exists. Not mkdirSync's `recursive`: on
- * Node 20 it loops for ever, at full CPU, where a parent that exists answers ENOENT to a mkdir in
- * it (DATA_DIR=/proc/x: the start hung, deaf to SIGTERM, instead of stopping with one line).
+ * mkdir -p, one directory at a time: mkdirSync's `recursive` loops for ever on Node 20 where a
+ * parent answers ENOENT to a mkdir in it (under /proc).
  */
 function makeDirs(dir: string, mode: number): void {
   const missing: string[] = [];
@@ -80,11 +63,7 @@ function makeDirs(dir: string, mode: number): void {
   }
 }
 
-/**
- * Makes an SQLite file 0600 before SQLite opens it: SQLite creates a database with 0644 (less the
- * umask), readable by every local user, and gives its -wal and -shm files the database's mode.
- * A file left 0644 by an earlier version is tightened too, when this user may.
- */
+/** Makes an SQLite file 0600 before SQLite opens it: SQLite would make it, and its -wal and -shm, readable by all. */
 export function preparePrivateFile(file: string): void {
   try {
     closeSync(openSync(file, 'a', FILE_MODE));

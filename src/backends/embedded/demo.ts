@@ -4,11 +4,8 @@ import type { RecEvent } from '../../recommender/eventLog.js';
 import { DAY_MS } from '../../recommender/cooccurrence.js';
 
 /**
- * A deterministic demo shop: an invented taxonomy (8 departments, 48 leaf categories), products
- * with colour or size variants sharing a parentItemId, some out of stock, and a log of visits in
- * which shoppers compare substitutes of one category and buy an item with its planted
- * complements (smartphone + case + charger). Everything comes from one seeded PRNG, so the same
- * options give byte-identical data on every run and machine. No real data is copied.
+ * A deterministic demo shop (invented taxonomy, variants, visits comparing substitutes and buying
+ * planted complements), from one seeded PRNG so that every run gives the same data; no real data.
  */
 
 interface Leaf { name: string; noun: string; price: [number, number]; complements?: string[] }

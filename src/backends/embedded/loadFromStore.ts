@@ -17,7 +17,6 @@ import type { ModelOptions, RecModel } from '../../recommender/model.js';
 import { maxAgeMsOf } from '../../recommender/model.js';
 import { DB_FILE, RecsStore, type RecsStoreOptions } from './store.js';
 
-/** What the load worker is asked to do. */
 export interface LoadRequest {
   source: RecsSource;
   options: ModelOptions;
@@ -29,12 +28,7 @@ export type LoadMessage =
   | { type: 'model'; head: StoreHead; events: number; loadMs: number; model: BuiltModel; log: EventLogColumns; demo: boolean }
   | { type: 'empty'; head: StoreHead };
 
-/**
- * A store opened from a source. Read-only on SQLite opens no file that does not exist (null then);
- * `existing` opens none that does not exist either, nor makes PostgreSQL's tables (null then);
- * `lockRetryMs` is how long a write waits for another process's write lock (RecsStoreOptions; on
- * PostgreSQL its lock_timeout, unbounded when not given).
- */
+/** A store opened from a source; null where `readOnly` or `existing` finds none (no file, no tables). */
 export async function openRecsData(source: RecsSource, options: { readOnly?: boolean; existing?: boolean } & RecsStoreOptions = {}): Promise<RecsDataStore | null> {
   if (source.kind === 'sqlite') {
     if (options.readOnly === true) return RecsStore.openReadOnly(source.dataDir);
@@ -60,27 +54,19 @@ export async function openRecsData(source: RecsSource, options: { readOnly?: boo
   return store;
 }
 
-/**
- * The demo shop's catalogue and log with the stored events added (a store without a catalogue;
- * those too old to count left in the store, see RecsDataStore.snapshot: measured against the
- * newest stored event, which the demo's may follow, so that more are read, never fewer); its
- * generated data too (the load worker sends the records over).
- */
+/** The demo shop with the stored events added: what a store without a catalogue serves. */
 export async function demoWithStored(store: RecsDataStore, options: ModelOptions): Promise<{ catalog: Catalog; log: EventLog; data: DemoData; head: StoreHead }> {
   const { catalog, log, data } = buildDemo({ endsAt: demoEndsAt() });
   const head = await store.snapshot({ record: () => undefined, event: (row) => log.add(rowToRecEvent(row)) }, { maxAgeMs: maxAgeMsOf(options) });
   return { catalog, log, data, head };
 }
 
-/**
- * What a load produced: a catalogue, its log and model (`demo`: the store has no catalogue, so
- * the demo shop with the stored events); or only the head when there is no store yet.
- */
+/** A catalogue, log and model (`demo`: the demo shop with the stored events); only the head without a store yet. */
 export type Loaded =
   | { empty: false; head: StoreHead; catalog: Catalog; log: EventLog; model: RecModel; events: number; loadMs: number; demo: boolean }
   | { empty: true; head: StoreHead };
 
-/** Item records parsed a turn of the event loop while a load's catalogue comes over (a few milliseconds). */
+/** Item records parsed a turn of the event loop while a load's catalogue comes over. */
 const RECORDS_PER_TURN = 250;
 
 /** Starts one of this folder's worker modules (see startModuleWorker). */
@@ -88,11 +74,7 @@ export function startWorker(name: 'loadWorker' | 'rebuildWorker', workerData?: u
   return startModuleWorker(import.meta.url, name, { workerData });
 }
 
-/**
- * Reads the store and builds the model in a worker thread; the records come over in chunks parsed
- * between requests, the model's and the log's arrays are transferred. `onWorker` gets the worker
- * (so that a close can terminate it).
- */
+/** Reads the store and builds the model in a worker thread, so that the event loop is never held long. */
 export function loadInWorker(request: LoadRequest, onWorker: (worker: Worker | null) => void = () => {}): Promise<Loaded> {
   const worker = startWorker('loadWorker', request);
   onWorker(worker);
@@ -107,9 +89,8 @@ export function loadInWorker(request: LoadRequest, onWorker: (worker: Worker | n
       if (error === null) resolve(result!);
       else reject(error);
     };
-    // Records are parsed RECORDS_PER_TURN at a time, a turn of the event loop each: a port hands
-    // over every message queued at once, so parsing on arrival held the loop for the whole
-    // catalogue (the demo's 10,843 records: 229 ms on a loaded machine). The last message waits its turn.
+    // a port hands over every queued message at once: parsed on arrival, the whole catalogue
+    // held the loop. The last message waits its turn.
     const queue: string[] = [];
     let at = 0;
     let last: Exclude<LoadMessage, { type: 'records' }> | null = null;

@@ -1,8 +1,6 @@
 /**
- * Reads the recommender's store (SQLite or PostgreSQL) and builds the model in a worker thread,
- * so that a running server reloads without blocking its event loop for seconds. Posts the item
- * records (JSON text, in chunks the main thread parses between requests), then the model's typed
- * arrays and the event log's columns, transferred rather than copied.
+ * Reads the store and builds the model in a worker thread, so that a reload does not block the
+ * event loop: records go in chunks parsed between requests, arrays transferred rather than copied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseStoredRecord } from '../../ports/itemRecord.js';

@@ -1,8 +1,6 @@
 /**
- * Rebuilds one kind of the live model's lists in a worker thread (EmbeddedRecs: one worker a
- * kind), so that the rebuild does not hold the event loop: a job is the log's columns (shared
- * memory, read up to the length they had) and the item facts as they were when it was taken
- * (LiveModel.takeRebuild); the lists come back transferred.
+ * Rebuilds one kind of the live model's lists in a worker thread, so that the rebuild does not hold
+ * the event loop: the log's columns are shared memory, the lists come back transferred.
  */
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';

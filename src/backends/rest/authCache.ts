@@ -4,11 +4,7 @@ import type { PrincipalModel } from '../../ports/backend.js';
 /** A principal without its raw credential: what may sit in memory between requests. */
 export type CachedPrincipal = Omit<PrincipalModel, 'authorization'>;
 
-/**
- * An accepted credential as remembered: the principal, and the ids of every key its user had
- * when the key service vouched for it. The interface does not say which of them a key credential
- * is, so deleting any of them forgets the entry; ids are not secret, credentials are.
- */
+/** An accepted credential: the principal and all its user's key ids, as the interface does not say which key it is. */
 export interface CachedAuth {
   principal: CachedPrincipal;
   keyIds: readonly string[];
@@ -26,10 +22,7 @@ export const MAX_CACHED_KEY_IDS = 50;
  */
 export const DELETED_KEY_MARGIN_MS = 60_000;
 
-/**
- * Successful authentications by credential hash, bounded and least-recently-used first out.
- * Entries never hold the raw Authorization value: a hit is rebuilt with the caller's own header.
- */
+/** Successful authentications by credential hash, least recently used out first; never the raw Authorization. */
 export class AuthCache {
   private readonly entries: ClockedLRU<string, CachedAuth> | null;
   /**
@@ -76,10 +69,8 @@ export class AuthCache {
 }
 
 /**
- * Credentials the key service just refused, by hash, for a few seconds: the same wrong key sent
- * again is answered 401 without asking again, so a client retrying a bad key (or a stranger
- * replaying one) does not make the upstream count failed logins against the gateway's address.
- * In this process only: a hash of Basic credentials must not reach a shared store.
+ * Credentials just refused, for a few seconds, so that a client retrying a bad key does not make
+ * the upstream count failed logins against the gateway; in process only (hashes of passwords).
  */
 export class RefusedCredentials {
   /** Oldest first out: a flood of distinct bad keys only shortens how long each is remembered. */

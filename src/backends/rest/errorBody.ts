@@ -52,9 +52,7 @@ export function errorEntries(body: unknown, text: string): UpstreamErrorEntry[] 
 
 /**
  * An upstream's message as a client may be told it: its first line, without the caller's
- * credentials. The real services and a recs-gateway upstream word theirs for the client
- * (`events[3].sessionId: ...`); another server may add a stack, or echo the Authorization header
- * it was sent (a probe's stand-in did), and neither is passed on.
+ * credentials, as another server may add a stack or echo the Authorization header.
  */
 export function forClient(message: string, authorization: string): string {
   let text = message.split(/\r?\n/, 1)[0]!.trim();

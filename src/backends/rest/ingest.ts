@@ -29,14 +29,8 @@ function countOf(value: unknown, most = 2 ** 31 - 1): number | undefined {
 const mayIngestBy = (status: number): boolean | undefined => (status === 403 ? false : status === 200 || status === 400 ? true : undefined);
 
 /**
- * The live recommender in REST mode: events and item records forwarded to the upstream's own
- * twins (POST /v1/events, PUT /v1/items, as a recs-gateway serves them) with the caller's
- * Authorization, so the upstream decides who is an administrator and what is valid; only a
- * call's size (at most 10,000 events or 1,000 records, the API's contract) is checked here, so
- * that an oversized call is refused before it is sent. Neither is retried: a batch that timed out may well have been kept.
- *
- * What the upstream answered a credential (403, or past that check) is remembered as the
- * authentication is, so that a caller it refused is refused here, its batch unsent and unread.
+ * Events and records forwarded to the upstream's twins with the caller's Authorization, so that
+ * the upstream decides; never retried, as a batch that timed out may have been kept.
  */
 export class RestIngestService implements IngestService {
   /** By credentialId: whether the upstream lets the credential send; null when nothing is remembered. */
@@ -55,10 +49,7 @@ export class RestIngestService implements IngestService {
     return this.mayIngest?.get(principal.credentialId);
   }
 
-  /**
-   * An empty PUT /v1/items: an upstream twin refuses who may not send before it reads a body, and
-   * an empty call of one who may stores nothing (nor moves the upstream's item sequence).
-   */
+  /** An empty PUT /v1/items: it tells who may send, and stores nothing. */
   async askMayIngest(principal: PrincipalModel, options: CallOptions = {}): Promise<boolean> {
     const response = await this.send('PUT', '/v1/items', principal, [], options);
     const may = this.learn(principal, response.status);

@@ -79,8 +79,7 @@ export class RestKeyService implements KeyService {
     this.cache = new AuthCache(authCacheTtlMs, authCacheMaxEntries);
     this.refused = new RefusedCredentials(REFUSED_CREDENTIAL_TTL_MS, REFUSED_CREDENTIAL_MAX_ENTRIES);
     this.shared = sharedCache ? new SharedAuthCache(sharedCache, authCacheTtlMs) : undefined;
-    // The in-process cache (no REDIS_URL) has no other process to hear of a delete from: this
-    // process's own eviction is the whole story, and a remembered key needs no check on use.
+    // in process only, no other process deletes a key unheard: a remembered key needs no check on use
     this.crossProcess = sharedCache !== undefined && !(sharedCache instanceof MemoryCache);
     this.deletedHoldMs = authCacheTtlMs + DELETED_KEY_MARGIN_MS;
   }
@@ -103,8 +102,7 @@ export class RestKeyService implements KeyService {
       this.cache.set(shared);
       return withAuthorization(shared.principal, authorization);
     }
-    // An authentication of this credential may have ended while the shared cache was read: its
-    // answer came after this request arrived, like that of a flight this request would have joined.
+    // an authentication that ended while the shared cache was read answers after this request arrived
     const justAuthenticated = this.cache.get(credentialId);
     if (justAuthenticated !== undefined) return withAuthorization(justAuthenticated.principal, authorization);
     // a check to be sent (none of this credential under way to join): whoever bounds them may refuse it
@@ -112,11 +110,7 @@ export class RestKeyService implements KeyService {
     return withAuthorization(await this.sharedLookup(authorization, credentialId, credential, options), authorization);
   }
 
-  /**
-   * A credential this process authenticated within the cache's TTL (only a well-formed one can
-   * have been). Not a key shared with other gateway processes: any of them may have deleted it
-   * since, which only the shared cache can tell, and not without waiting.
-   */
+  /** A credential this process authenticated within the TTL; not a shared one, which another process may have deleted. */
   authenticateKnown(authorization: string, connection?: object): PrincipalModel | undefined {
     if (typeof authorization !== 'string') return undefined;
     const cached = this.cache.get(connectionCredentialId(connection, authorization));
@@ -189,9 +183,8 @@ export class RestKeyService implements KeyService {
       const promise = this.lookup(authorization, credentialId, credential, { signal: controller.signal, clientAddress: options.clientAddress }).finally(() => {
         if (this.inflight.get(credentialId)?.promise === promise) this.inflight.delete(credentialId);
       });
-      // Handled here as well as by each caller's: a caller already gone when it came (its signal
-      // cancelled) attaches nothing, and a call stopped for it alone then rejected unheard, an
-      // unhandled rejection that ended the process (a probe: clients leaving at 2 ms as a key was first used)
+      // handled here too: a caller gone before it came attaches nothing, and a rejection unheard
+      // would end the process
       promise.catch(() => undefined);
       flight = { promise, controller, waiters: 0 };
       this.inflight.set(credentialId, flight);
@@ -249,8 +242,7 @@ export class RestKeyService implements KeyService {
       path: PATH,
       headers: this.headers(authorization, options.clientAddress),
       signal: options.signal,
-      // A login check the upstream rate-limits (its failed-login limit, say) is that caller's
-      // answer: retrying it would only spend the retry budget every caller shares.
+      // a rate-limited login check is that caller's answer: a retry spends the budget all callers share
       retryRateLimited: operation !== 'authenticate',
     });
     if (response.status !== 200) throw this.error(response, authorization, operation);
@@ -259,10 +251,7 @@ export class RestKeyService implements KeyService {
     return body.map(toApiKey).filter((k): k is ApiKeyModel => k !== null).sort(byName);
   }
 
-  /**
-   * The create response has no userId or name: list with the new key itself, which shows the
-   * new key's owner whoever that is. If that fails, the key still exists: describe it from what is known.
-   */
+  /** The create response has no userId or name: listed with the new key; where that fails, the key exists all the same. */
   private async describeNewKey(
     id: string, key: string, principal: PrincipalModel, input: CreateApiKeyInput, options: CallOptions,
   ): Promise<ApiKeyModel> {

@@ -35,21 +35,11 @@ export interface RestBackendOptions {
   breakerFailures?: number;
   /** How long an open breaker rejects before letting one probe through. BREAKER_OPEN_MS; default 10000. */
   breakerOpenMs?: number;
-  /**
-   * How long a successful authentication is remembered. A key deleted elsewhere keeps working
-   * this long at most; one deleted through this gateway (by its owner or an administrator) stops
-   * at once, in every gateway process on the same shared cache. 0 disables the cache.
-   * AUTH_CACHE_TTL_MS; default 30000.
-   */
+  /** How long an authentication is remembered: a key deleted elsewhere works this long at most. AUTH_CACHE_TTL_MS; default 30000. */
   authCacheTtlMs?: number;
   /** Credentials remembered at most; the least recently used goes first. Default 10000. */
   authCacheMaxEntries?: number;
-  /**
-   * Where key authentications, and the keys deleted through any gateway, are shared with other
-   * gateway processes; default: nowhere. When it is Redis (anything but the in-process
-   * MemoryCache), a remembered key is checked against the deleted keys on each use: one read of
-   * the shared cache, shared by the requests of one turn of the event loop.
-   */
+  /** Where authentications and deleted keys are shared with other gateway processes; default: nowhere. */
   sharedCache?: SharedCache;
   /** Largest response body read; a larger one is UPSTREAM_UNAVAILABLE. Default 5 MiB. */
   maxResponseBytes?: number;

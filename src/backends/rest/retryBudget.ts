@@ -1,8 +1,6 @@
 /**
- * Caps retries as a share of traffic, so that retries cannot multiply the load on an upstream
- * that is already failing. Every first attempt deposits `ratio` of a token, every retry withdraws
- * one; the balance never exceeds `reserve`. Hence over any period, retries <= reserve + ratio x
- * requests: a 503 storm of N requests costs the upstream at most 1.1 N + 3 calls with the defaults.
+ * Caps retries as a share of traffic, so that retries cannot multiply the load on a failing
+ * upstream: a first attempt deposits `ratio` of a token, a retry withdraws one, at most `reserve`.
  */
 export class RetryBudget {
   private balance: number;

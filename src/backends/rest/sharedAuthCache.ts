@@ -5,19 +5,10 @@ const entryKey = (credentialId: string): string => `auth:${credentialId}`;
 const deletedKey = (keyId: string): string => `authdeleted:${keyId}`;
 
 /**
- * Key authentications the key service accepted, shared by every gateway process through the
- * shared cache, so a second process answers a warm query with no upstream call at all; and the
- * marks of keys deleted through any of them, so none trusts a deleted key a moment longer.
- *
- * Only API keys are shared: their hash is of 128 random bits, while a hash of Basic credentials
- * could be brute-forced offline from a leaked Redis, so those stay in each process's memory.
- * An entry lists the key ids its user had; deleting a key marks its id (ids are not secret), and
- * an entry listing a marked id is not trusted, in Redis or in any process's memory (see
- * RestKeyService.authenticate). A mark is only ever read as present or absent: the in-process
- * tier in front of Redis keeps what it read for a few seconds, but never an absence.
+ * Key authentications and deleted-key marks shared by every gateway process. API keys only: a
+ * hash of Basic credentials could be brute-forced offline from a leaked Redis.
  */
 export class SharedAuthCache {
-  /** The deleted-key check being gathered this turn, if any. */
   private pending: { ids: Set<string>; marked: Promise<Set<string>> } | undefined;
 
   constructor(
@@ -39,11 +30,7 @@ export class SharedAuthCache {
     await this.cache.setMany([{ key: entryKey(auth.principal.credentialId), value: JSON.stringify(auth), ttlSeconds: this.ttlMs / 1000 }]);
   }
 
-  /**
-   * Whether any of these keys was deleted through a gateway on this cache within the TTL. The
-   * checks asked for in one turn of the event loop share one read, started after all of them
-   * arrived: a delete answered before a request was sent is always seen.
-   */
+  /** Whether any of these keys was deleted through a gateway on this cache; the checks of one turn share one read. */
   async anyDeleted(keyIds: readonly string[]): Promise<boolean> {
     if (keyIds.length === 0) return false;
     let batch = this.pending;

@@ -35,11 +35,7 @@ export interface UpstreamRequest {
   headers?: Record<string, string>;
   body?: string;
   signal?: AbortSignal | undefined;
-  /**
-   * Whether a 5xx counts against the breaker. False where a client can provoke one at will
-   * (the original key service answers 500 for an unknown username), so it cannot trip it for all.
-   * Default true.
-   */
+  /** Whether a 5xx counts against the breaker; false where a client can provoke one at will. Default true. */
   serverErrorIsFailure?: boolean;
   /** Whether a GET answered 429 is tried again (within the retry budget). Default true. */
   retryRateLimited?: boolean;
@@ -47,7 +43,6 @@ export interface UpstreamRequest {
 
 export type { UpstreamObserver, UpstreamOutcome } from '../../ports/observers.js';
 
-/** A response whose body has been read in full (and the connection freed). */
 export interface UpstreamResponse {
   status: number;
   headers: IncomingHttpHeaders;
@@ -101,15 +96,8 @@ const ignore = (): void => undefined;
 const WRITE_ON_CLOSED = new Set(['EPIPE', 'ECONNRESET']);
 
 /**
- * Lets a socket's answer outlive a failed write. An upstream may answer a request before it has
- * read the body (a 403 to who may not send a batch, a 413) and then close the connection; the
- * body still being sent then fails with EPIPE or ECONNRESET, and node destroyed the socket with
- * that error, the answer unread in the kernel's buffer: a 6 MB batch a non-administrator sent
- * got UPSTREAM_UNAVAILABLE instead of the upstream's FORBIDDEN, and a failure counted against the
- * breaker (1 in 4 of such batches with the upstream in another process,
- * test/rest/ingestForwarding.test.ts). Such a write is taken as done, its bytes dropped; the
- * reading side goes on: it gives the answer, then the end of the connection (or its reset),
- * which fails the request as before when no answer came. Any other write error is passed on.
+ * Lets a socket's answer outlive a failed write: an upstream may answer (a 403, a 413) before it
+ * has read the body and close; node would destroy the socket with the answer unread.
  */
 function answersOutliveWrites(socket: Socket): void {
   const write = socket._write.bind(socket);
@@ -121,13 +109,8 @@ function answersOutliveWrites(socket: Socket): void {
 }
 
 /**
- * One request's response, collected as text straight from undici's dispatch callbacks. Through
- * `pool.request()` every call also made a Readable for the body (with its 'data' and 'end'
- * events and their turns of the queue), an AsyncResource and an abort listener of undici's own:
- * for a body read whole anyway, a cost on every upstream call with nothing to show for it. A
- * body larger than `maxBytes` aborts the request (the connection is not reused), as does the
- * caller's signal; the promise settles once, with the first of the answer, the abort or the
- * error.
+ * One response collected as text straight from undici's dispatch callbacks: `pool.request()`
+ * makes a stream per body, a cost for a body read whole anyway. Past `maxBytes` it aborts.
  */
 class TextResponse implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
@@ -191,11 +174,8 @@ class TextResponse implements Dispatcher.DispatchHandler {
   }
 
   /**
-   * Marks the response settled and lets go of its body; false when it already was. undici keeps
-   * a finished request (and so this handler) in its client's queue until a few hundred have
-   * finished: holding the chunks until then carried every body into the old generation (four
-   * times the mark-compacts, a third more CPU a call, measured with a signal on every call); so
-   * did holding the promise's functions, and through them the answer.
+   * Marks the response settled and lets go of its body: undici keeps a finished handler queued for
+   * a while, and what it holds would be carried into the old generation.
    */
   private settle(): boolean {
     if (this.settled) return false;
@@ -213,11 +193,7 @@ class TextResponse implements Dispatcher.DispatchHandler {
 /** The longest wait an upstream's Retry-After is taken at: a day. */
 const MAX_RETRY_AFTER_MS = 86_400_000;
 
-/**
- * Retry-After in ms (delta-seconds or an HTTP date), at most a day; undefined when absent or
- * unreadable. Unbounded, 400 digits were Infinity, passed on to clients as `Retry-After: Infinity`
- * and `retryAfter: null` (a probe's finding).
- */
+/** Retry-After in ms, at most a day (unbounded, a long number is Infinity); undefined when absent or unreadable. */
 export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
   const text = Array.isArray(value) ? value[0] : value;
   if (text === undefined || text.trim() === '') return undefined;
@@ -246,8 +222,7 @@ export class Upstream {
     now: () => number = Date.now,
   ) {
     const url = new URL(baseUrl);
-    // A base URL may carry a path prefix (a service mounted under /concord, say); the pool
-    // takes the origin only.
+    // the pool takes the origin only: a base URL may carry a path prefix
     this.basePath = url.pathname.replace(/\/+$/, '');
     // undici's own connector, as the pool would build it from connectTimeout, its sockets wrapped
     const connect = buildConnector({ timeout: settings.connectTimeoutMs });

@@ -29,28 +29,15 @@ const isExpired = (key: KeyRecord, now: number): boolean => key.expiresAt !== nu
 const MAX_VERIFIED_KEYS = 10_000;
 
 export interface EmbeddedKeyServiceOptions {
-  /**
-   * How long a verified key is trusted without a lookup, in ms, where the store can tell when
-   * another process changed it (SQLite, PostgreSQL); default 30000, 0 turns it off. A key deleted
-   * through this service, or changed by any other process, is looked up again on the very next
-   * request.
-   */
+  /** How long a verified key is trusted without a lookup, in ms; default 30000, 0 off. Any change ends it at once. */
   verifiedKeyTtlMs?: number;
-  /**
-   * How long a verified password sign-in is trusted without the scrypt work again, in ms, under
-   * the same condition; default 60000, 0 turns it off. Kept under a keyed hash of the header
-   * (credentialId), never the password; dropped at once when the user's keys change through this
-   * service, and with everything else when another process changes the store.
-   */
+  /** How long a verified password sign-in is trusted without scrypt again, in ms; default 60000, 0 off. */
   verifiedPasswordTtlMs?: number;
   /** How often a key's lastUsedAt is written at most, in ms; default 60000. */
   lastUsedResolutionMs?: number;
-  /** The clock, for tests of expiry; default Date.now. */
+  /** Default Date.now. */
   now?: () => number;
-  /**
-   * The most API keys one user may have (MAX_KEYS_PER_USER); default 100. Every key is a
-   * rate-limit bucket of its own, so without a cap a user could multiply its rate at will.
-   */
+  /** MAX_KEYS_PER_USER; default 100: every key is a rate-limit bucket, so a user could multiply its rate. */
   maxKeysPerUser?: number;
 }
 
@@ -70,11 +57,7 @@ const toUserModel = (user: UserRecord): UserModel => ({
   isAdmin: user.isAdmin,
 });
 
-/**
- * The API key interface served in-process, with the rules of upstream-facts.md and without the
- * original's weaknesses: an unknown username is a client error, and another user's key answers
- * exactly like an unknown one.
- */
+/** The API key interface in-process: upstream-facts.md's rules, and another user's key answers as an unknown one. */
 export class EmbeddedKeyService implements KeyService {
   readonly checksKeysLocally = true;
   private readonly lastUsedResolutionMs: number;
@@ -91,13 +74,8 @@ export class EmbeddedKeyService implements KeyService {
   private readonly verifiedKeyTtlMs: number;
   private readonly maxKeysPerUser: number;
   private readonly verifiedPasswordTtlMs: number;
-  /**
-   * Password checks under way, by the data version they were started under and credentialId,
-   * with the callers waiting for each (their signals, or calls standing for several requests): a
-   * check still queued when all of them have gone is skipped.
-   */
+  /** Password checks under way, with their callers: one still queued when all have gone is skipped. */
   private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: Caller[] }>();
-  /** The store's data version as read this turn of the event loop (or its read under way); undefined until read. */
   private versionThisTurn: number | Promise<number> | undefined;
   private readonly forgetVersion = (): void => {
     this.versionThisTurn = undefined;
@@ -133,9 +111,8 @@ export class EmbeddedKeyService implements KeyService {
     if (credential === null) throw unauthenticated();
 
     if (credential.kind === 'password') {
-      // the same credential sent many times at once is checked once: one scrypt, one answer. Only
-      // under the same data version: a check that read the user before a change this request's
-      // version counts (a password changed, the user removed) must not answer for it.
+      // one scrypt for a credential sent many times at once, under one data version only: a check
+      // that read the user before a change must not answer for a request after it
       const flightKey = `${version}\n${id}`;
       let flight = this.signingIn.get(flightKey);
       if (flight === undefined) {
@@ -203,7 +180,6 @@ export class EmbeddedKeyService implements KeyService {
     return this.verifiedPrincipal(credentialId(authorization), authorization, this.now(), version);
   }
 
-  /** Whether verified credentials are kept: only where the store can tell when another process changed it. */
   private usesVerified(): boolean {
     return (
       (this.verifiedKeyTtlMs > 0 || this.verifiedPasswordTtlMs > 0) &&
@@ -211,10 +187,7 @@ export class EmbeddedKeyService implements KeyService {
     );
   }
 
-  /**
-   * The principal of a verified credential still trusted, by the hash of the header as sent (a hit
-   * needs no parsing), given the store's data version as just read.
-   */
+  /** A verified credential still trusted, by the hash of the header as sent: a hit needs no parsing. */
   private verifiedPrincipal(id: string, authorization: string, now: number, version: number): PrincipalModel | undefined {
     // Another process (a CLI, a second gateway on the same store) changed the store: trust nothing kept.
     if (version !== this.verifiedVersion) {
@@ -314,13 +287,8 @@ export class EmbeddedKeyService implements KeyService {
   }
 
   /**
-   * The store's data version, read at most once a turn of the event loop. SQLite's
-   * `PRAGMA data_version` opens a read transaction (file locks: about 10 µs of a cached answer's
-   * 75); the requests served in one turn were read from their sockets together, so a commit
-   * another process makes meanwhile is concurrent with all of them, and the next turn reads the
-   * version again. A request that starts after the commit is answered after it. PostgreSQL's is a
-   * query, shared by the requests of the turn that sent it: a later turn's request sends its own,
-   * since one sent before that request arrived may miss a change committed in between.
+   * The store's data version, read at most once a turn of the event loop: the requests of one turn
+   * arrived together, so a commit elsewhere meanwhile is concurrent with all of them.
    */
   private storeVersion(): number | Promise<number> {
     if (this.versionThisTurn === undefined) {

@@ -12,21 +12,15 @@ export interface ScryptCost {
   p: number;
 }
 
-/**
- * One of OWASP's equivalent scrypt settings (N=2^15, r=8, p=3; 32 MiB): the same work as 2^17/8/1
- * at a quarter of the memory, so concurrent logins do not crowd the machine. About 0.4 s here.
- */
+/** One of OWASP's equivalent scrypt settings, the one with the least memory: concurrent logins do not crowd the machine. */
 export const DEFAULT_COST: ScryptCost = { N: 2 ** 15, r: 8, p: 3 };
 
 const KEY_LENGTH = 32;
 const MAXMEM = 64 * 1024 * 1024;
 
 /**
- * Password hashes computed at once, at most: one core fewer than the machine has (at least one).
- * Each takes a core for about 0.4 s in libuv's pool of four threads; unbounded, a burst of
- * sign-ins (the ten wrong passwords a minute an address may try, from many addresses) would take
- * every core, and every other request, cached answers included, would wait for them. Further
- * checks queue, first come first served; the login limits bound how many can queue.
+ * Password hashes computed at once, at most: one core fewer than the machine has, so that a burst
+ * of sign-ins cannot take every core from other requests; further checks queue.
  */
 export const SCRYPT_CONCURRENCY = Math.max(1, availableParallelism() - 1);
 
@@ -61,8 +55,7 @@ async function scrypt(password: string, salt: Buffer, keyLength: number, options
   if (running < SCRYPT_CONCURRENCY) running += 1;
   else {
     await new Promise<void>((resolve) => waiting.push(resolve));
-    // its callers gave up while it waited (a burst of sign-ins whose clients left): the slot goes
-    // to the next in line at once, rather than to 0.3 s of a core for nobody
+    // its callers gave up while it waited: the slot goes to the next in line, not to work for nobody
     if (wanted !== undefined && !wanted()) {
       release();
       throw new CallerGone('a password check');
@@ -87,12 +80,8 @@ export async function hashPassword(password: string, cost: ScryptCost = DEFAULT_
 }
 
 /**
- * What a user who does not exist is checked against, so that timing tells nothing: a stored hash
- * at the default cost whose salt and bytes are random (the check runs the same scrypt as for a
- * user, and fails). It was the hash of a random password, made at a process's first check: a
- * scrypt of its own, which the first sign-in waited for where one hash runs at a time (745 ms
- * against 310 ms on two cores) and which ran on after the answer where more do, for no one, and
- * kept the process from exiting until it ended (libuv's pool cannot drop a running job).
+ * What an unknown user is checked against, so that timing tells nothing: random salt and bytes at
+ * the default cost, made without a scrypt of its own.
  */
 const DECOY = ['scrypt', DEFAULT_COST.N, DEFAULT_COST.r, DEFAULT_COST.p, randomBytes(16).toString('base64'), randomBytes(KEY_LENGTH).toString('base64')].join('$');
 

@@ -63,11 +63,7 @@ const isUniqueViolation = (error: unknown): boolean => (error as { code?: string
 // any constant will do: it only has to be the same in every gateway process
 const MIGRATION_LOCK = 7_311_923_001;
 
-/**
- * A pool on DATABASE_URL, its tables looked up in `schema` (a lower-case SQL identifier, checked
- * here) when one is given. An idle client's error (a restarted server) must not crash the
- * process: the next query reconnects.
- */
+/** A pool on DATABASE_URL in `schema`; an idle client's error (a restarted server) must not crash the process. */
 export function openPool(options: { connectionString: string; schema?: string | undefined; max: number; lockTimeoutMs?: number | undefined }): pg.Pool {
   if (options.schema !== undefined && !/^[a-z_][a-z0-9_]{0,62}$/.test(options.schema)) {
     throw new Error('schema must be a lower-case SQL identifier');
@@ -93,10 +89,7 @@ export function describeDatabase(connectionString: string): string {
   }
 }
 
-/**
- * Why PostgreSQL refused, in words: the server's own message for an SQL state (it names the
- * database or the user, never the password), the network's failure otherwise.
- */
+/** Why PostgreSQL refused: the server's message (never the password), or the network's failure. */
 export function postgresReason(error: unknown): string {
   const code = (error as { code?: string } | null)?.code ?? '';
   // invalid_schema_name: "no schema has been selected to create in" says nothing of why
@@ -129,22 +122,15 @@ const CHANGE_TRIGGERS = [
 ] as const;
 
 /**
- * The count and whether both triggers are there, enabled ALWAYS and calling key_changes_count: one
- * round trip a turn, a statement prepared once a connection (sent as text each turn, its parse and
- * plan cost the PostgreSQL key path a quarter of its requests a second: 27,595 to 30,342 against
- * 37,374 to 42,307 before the check; prepared, 41,003 and 42,457 against 39,907 and 42,926).
- * to_regclass and to_regprocedure are looked up each time they run (a dropped function is then no
- * error, and no plan keeps an old oid).
+ * The count and whether both triggers are in place: one round trip a turn, prepared once a
+ * connection (parsing it each turn was costly); to_regclass keeps no stale oid in the plan.
  */
 const READ_CHANGE_COUNT = `SELECT (SELECT version FROM key_changes WHERE id = 1) AS version,
   (SELECT count(*) = ${CHANGE_TRIGGERS.length} FROM pg_trigger
     WHERE (${CHANGE_TRIGGERS.map(({ table, name }) => `(tgrelid = to_regclass('${table}') AND tgname = '${name}')`).join(' OR ')})
       AND tgenabled = 'A' AND tgfoid = to_regprocedure('key_changes_count()')) AS armed`;
 
-/**
- * Users and keys in PostgreSQL, so several gateway processes share one store. A create locks the
- * user's row first, so parallel creates for one user get distinct default names.
- */
+/** Users and keys in PostgreSQL, shared by several gateway processes. */
 export class PostgresKeyStore implements KeyStore {
   private readonly pool: pg.Pool;
   private readonly schema: string | undefined;
@@ -221,12 +207,8 @@ export class PostgresKeyStore implements KeyStore {
   }
 
   /**
-   * The triggers that count changes to users and keys in key_changes, in the transaction that
-   * makes them, whoever makes it: this gateway, another replica, an operator's psql. A key's
-   * lastUsedAt is no change (every gateway writes it once a minute a key). Enabled ALWAYS, so that
-   * a session with session_replication_role = replica (a restore, a data migration) counts too.
-   * Created or mended only where missing, disabled or not ours: changing one locks its table
-   * against every reader, and every start migrates.
+   * Triggers counting every change to users and keys, whoever makes it (ALWAYS: a restore too);
+   * mended only where needed, as changing one locks its table against every reader.
    */
   private async createChangeTriggers(client: pg.PoolClient): Promise<void> {
     const { rows } = await client.query<{ tgname: string; table: string; tgenabled: string; ours: boolean }>(
@@ -245,11 +227,8 @@ export class PostgresKeyStore implements KeyStore {
   }
 
   /**
-   * The count of changes; NaN while it cannot be trusted to count them, so that nothing is kept:
-   * its row or its table missing, or a trigger that moves it dropped, disabled (`ALTER TABLE …
-   * DISABLE TRIGGER`, pg_restore --disable-triggers) or not calling its function; a start mends
-   * them. It starts from the clock in µs when the row is made (below 2^53 until the year 2255),
-   * so a row deleted and made again by a later start never repeats a count read before.
+   * The count of changes; NaN while a trigger or the row is missing, so that nothing is kept. It
+   * starts from the clock, so that a row made again never repeats a count read before.
    */
   async readDataVersion(): Promise<number> {
     try {

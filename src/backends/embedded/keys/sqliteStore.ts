@@ -137,12 +137,7 @@ export class SqliteKeyStore implements KeyStore {
     `);
   }
 
-  /**
-   * SQLite's data_version: it moves when another connection, in any process, commits; not for
-   * this one's own writes. (Reading the wal-index header from the -shm file instead saved about
-   * 1 µs a check, once a turn of the event loop: under 3% of a cached answer, so not kept;
-   * BENCHMARKS.md, eighth pass.)
-   */
+  /** SQLite's data_version: it moves when another connection, in any process, commits; not for this one's writes. */
   dataVersion(): number {
     return this.statements.dataVersion.get()!;
   }

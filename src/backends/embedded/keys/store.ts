@@ -1,8 +1,4 @@
-/**
- * Where users and keys are kept: SQLite (the default, one file under DATA_DIR) or PostgreSQL
- * (shared by several gateway processes). Both implementations pass test/keys/store.test.ts.
- * The store holds no rules beyond uniqueness and atomicity; KeyService applies the rest.
- */
+/** Where users and keys are kept (SQLite or PostgreSQL): no rules beyond uniqueness and atomicity, KeyService has the rest. */
 
 export interface UserRecord {
   id: string;
@@ -36,10 +32,7 @@ export interface NewKey {
   /** SHA-256 of the key bytes, base64 without padding. */
   hash: string;
   expiresAt: Date | null;
-  /**
-   * The most keys the user may have, this one included; the count and the insert are one
-   * transaction, so two creates racing for the last slot cannot both get it. Default: no cap.
-   */
+  /** The most keys the user may have: counted in the insert's transaction, so racing creates cannot both pass. */
   maxKeysPerUser?: number;
 }
 
@@ -54,7 +47,6 @@ export interface KeyStore {
   /** Creates the tables when missing; safe to run from several processes at once. */
   migrate(): Promise<void>;
   countUsers(): Promise<number>;
-  /** Throws UserExistsError. */
   createUser(user: NewUser): Promise<UserRecord>;
   findUser(username: string, domain: string | null): Promise<UserRecord | null>;
   /** Throws KeyNameTakenError or KeyLimitReachedError; the record is written whole or not at all. */
@@ -65,20 +57,13 @@ export interface KeyStore {
   findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null>;
   /** Deletes the key if it exists and, when ownerId is given, belongs to that user. */
   deleteKey(id: string, ownerId: string | null): Promise<boolean>;
-  /** Records when a key was last used. */
   touchKey(id: string, at: Date): Promise<void>;
   /**
-   * A number that changes whenever another connection (another process) has changed the store
-   * since this one last looked (it may also change when nothing did, never the other way round),
-   * read synchronously and cheaply (SQLite's data_version). A store that has neither this nor
-   * readDataVersion makes the key service look every credential up on every request.
+   * A number that changes whenever another process has changed the store, read synchronously
+   * (SQLite's data_version); without it nor readDataVersion, every credential is looked up each time.
    */
   dataVersion?(): number;
-  /**
-   * The same, where it takes a query (PostgreSQL: a counter its triggers move in the transaction
-   * that changes a user or a key, whoever made it): read once the read is sent, a change committed
-   * before is counted; the key service reads it before the data it verifies.
-   */
+  /** The same where it takes a query (PostgreSQL: a counter its triggers move). */
   readDataVersion?(): Promise<number>;
   close(): Promise<void>;
 }
