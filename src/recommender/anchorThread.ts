@@ -1,6 +1,6 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
-import type { AnchorPass, RankedAnchors } from './cooccurrence.js';
+import type { AnchorPass, RankedAnchors } from './rankAnchors.js';
 import { startModuleWorker } from './threads.js';
 
 /*

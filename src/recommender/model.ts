@@ -1,13 +1,15 @@
 import { DEFAULT_NBP_REBUILD_SECONDS } from '../config/defaults.js';
-import type { Catalog } from './catalog.js';
+import { buildNeighbours } from './buildNeighbours.js';
 import { categoryOf, familyOf } from './catalog.js';
-import type { EventLog, ItemIndex } from './eventLog.js';
+import type { Catalog } from './catalog.js';
 import { KIND_PURCHASE, KIND_VIEW } from './eventLog.js';
-import { DAY_MS, buildNeighbours } from './cooccurrence.js';
-import type { GroupSet, ItemFacts, NeighbourOptions, Neighbours, Scoring } from './cooccurrence.js';
-
-export type { Scoring } from './cooccurrence.js';
+import type { EventLog } from './eventLog.js';
+import type { ItemIndex } from './interners.js';
+import type { GroupSet, ItemFacts, NeighbourOptions, Neighbours, Scoring } from './neighbours.js';
 import { userHistories, visits } from './sessions.js';
+import { DAY_MS } from './weights.js';
+export type { Scoring } from './neighbours.js';
+
 
 /*
  * The defaults, chosen on validation splits (the latest 20% of the training part; the test split

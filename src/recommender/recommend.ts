@@ -1,11 +1,11 @@
 import { notFound } from '../errors.js';
 import { isInStock } from '../ports/itemRecord.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
-import type { Catalog } from './catalog.js';
 import { categoryOf, departmentOf, familyOf } from './catalog.js';
-import type { Neighbours } from './cooccurrence.js';
-import type { RecModel } from './model.js';
+import type { Catalog } from './catalog.js';
 import { byPopularity } from './model.js';
+import type { RecModel } from './model.js';
+import type { Neighbours } from './neighbours.js';
 
 /** At most this many entries a list (recommendations.md). */
 export const MAX_RECOMMENDATIONS = 10;

@@ -5,9 +5,9 @@
  */
 import type { Catalog } from '../recommender/catalog.js';
 import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../recommender/eventLog.js';
-import type { OrderWeights, PairScore } from '../recommender/cooccurrence.js';
-import { DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, buildModel, byPopularity, cutoffOf, latestTime } from '../recommender/model.js';
-import type { ModelOptions, RecModel, Scoring } from '../recommender/model.js';
+import { buildModel, byPopularity, cutoffOf, DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, latestTime } from '../recommender/model.js';
+import type { ModelOptions, RecModel } from '../recommender/model.js';
+import type { OrderWeights, PairScore, Scoring } from '../recommender/neighbours.js';
 import { MAX_RECOMMENDATIONS, Recommender } from '../recommender/recommend.js';
 import { visits } from '../recommender/sessions.js';
 import type { Sequences } from '../recommender/sessions.js';

@@ -1,7 +1,7 @@
 import { Catalog } from '../../recommender/catalog.js';
 import { EventLog } from '../../recommender/eventLog.js';
 import type { RecEvent } from '../../recommender/eventLog.js';
-import { DAY_MS } from '../../recommender/cooccurrence.js';
+import { DAY_MS } from '../../recommender/weights.js';
 
 /**
  * A deterministic demo shop: an invented taxonomy (8 departments, 48 leaf categories), products
