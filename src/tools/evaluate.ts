@@ -3,14 +3,8 @@
  * a time-ordered split, and the weightings only evaluation compares (cosine, lift, pmi: the
  * serving build knows only the damped family of cooccurrence.ts).
  */
-import type { Catalog } from '../recommender/catalog.js';
-import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../recommender/eventLog.js';
-import { buildModel, byPopularity, cutoffOf, DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, latestTime } from '../recommender/model.js';
-import type { ModelOptions, RecModel } from '../recommender/model.js';
-import type { OrderWeights, PairScore, Scoring } from '../recommender/neighbours.js';
-import { MAX_RECOMMENDATIONS, Recommender } from '../recommender/recommend.js';
-import { visits } from '../recommender/sessions.js';
-import type { Sequences } from '../recommender/sessions.js';
+import { buildModel, byPopularity, cutoffOf, DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, EventLog, KIND_PURCHASE, KIND_VIEW, latestTime, MAX_RECOMMENDATIONS, Recommender, visits } from '../recommender/index.js';
+import type { Catalog, ModelOptions, OrderWeights, PairScore, RecModel, Scoring, Sequences } from '../recommender/index.js';
 
 export type Task = 'post-browse' | 'next-best-product';
 const TASKS: readonly Task[] = ['post-browse', 'next-best-product'];

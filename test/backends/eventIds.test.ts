@@ -4,7 +4,7 @@ import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { EventRow, RecsDataStore, RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { openEmbeddedRecs, type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
 import { coViews, itemsFrom, principal } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 

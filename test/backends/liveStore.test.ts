@@ -11,7 +11,7 @@ import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { DB_FILE, DELETE_EVENTS_OF_IMPORT, RecsStore } from '../../src/backends/embedded/store.js';
 import Database from 'better-sqlite3';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import { runImport } from '../../src/tools/importCommand.js';

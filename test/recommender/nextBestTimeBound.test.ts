@@ -1,10 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ItemModel } from '../../src/ports/backend.js';
-import { Catalog } from '../../src/recommender/catalog.js';
-import { EventLog } from '../../src/recommender/eventLog.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
-import { ItemIndex } from '../../src/recommender/interners.js';
-import type { ModelOptions } from '../../src/recommender/model.js';
+import { Catalog, EventLog, ItemIndex } from '../../src/recommender/index.js';
+import type { ModelOptions, RecEvent } from '../../src/recommender/index.js';
 import { seededRandom } from '../../src/backends/embedded/demo.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 

@@ -4,9 +4,9 @@ import { describe, expect, it } from 'vitest';
 import { buildDemo } from '../../src/backends/embedded/demo.js';
 import { ABANDONED, anchorFlag, awaitAnchorThread, DONE, PROGRESS, startAnchorThread, STARTED } from '../../src/recommender/anchorThread.js';
 import { prepareNeighbours } from '../../src/recommender/buildNeighbours.js';
-import { buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets } from '../../src/recommender/model.js';
-import type { ModelOptions } from '../../src/recommender/model.js';
-import type { Neighbours } from '../../src/recommender/neighbours.js';
+import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/index.js';
+import type { ModelOptions, Neighbours } from '../../src/recommender/index.js';
+import { nextBestScoring, nextBestSets } from '../../src/recommender/model.js';
 import { ANCHOR_CHUNK, anchorScratch, rankChunk } from '../../src/recommender/rankAnchors.js';
 import type { RankedAnchors } from '../../src/recommender/rankAnchors.js';
 

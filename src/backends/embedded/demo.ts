@@ -1,7 +1,5 @@
-import { Catalog } from '../../recommender/catalog.js';
-import { EventLog } from '../../recommender/eventLog.js';
-import type { RecEvent } from '../../recommender/eventLog.js';
-import { DAY_MS } from '../../recommender/weights.js';
+import { Catalog, DAY_MS, EventLog } from '../../recommender/index.js';
+import type { RecEvent } from '../../recommender/index.js';
 
 /**
  * A deterministic demo shop: an invented taxonomy (8 departments, 48 leaf categories), products

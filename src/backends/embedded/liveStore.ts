@@ -1,6 +1,6 @@
 import type { ItemModel } from '../../ports/backend.js';
-import type { RecEvent } from '../../recommender/eventLog.js';
-import { KIND_PURCHASE } from '../../recommender/eventLog.js';
+import { KIND_PURCHASE } from '../../recommender/index.js';
+import type { RecEvent } from '../../recommender/index.js';
 
 /**
  * One stored event as a follower reads it: [id, kind (0 view, 1 purchase), item id, session,

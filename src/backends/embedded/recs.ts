@@ -1,16 +1,8 @@
 import type { Worker } from 'node:worker_threads';
 import { badUserInput } from '../../errors.js';
 import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
-import type { Catalog } from '../../recommender/catalog.js';
-import type { EventLog, RecEvent } from '../../recommender/eventLog.js';
-import { LiveModel } from '../../recommender/live.js';
-import type { ApplyStats } from '../../recommender/live.js';
-import type { CompactionUnderWay } from '../../recommender/logCompaction.js';
-import { buildModel } from '../../recommender/model.js';
-import type { ModelOptions, RecModel } from '../../recommender/model.js';
-import { KINDS } from '../../recommender/rebuildJob.js';
-import type { Kind, RebuildJob } from '../../recommender/rebuildJob.js';
-import { Recommender } from '../../recommender/recommend.js';
+import { buildModel, KINDS, LiveModel, Recommender } from '../../recommender/index.js';
+import type { ApplyStats, Catalog, CompactionUnderWay, EventLog, Kind, ModelOptions, RebuildJob, RecEvent, RecModel } from '../../recommender/index.js';
 import { buildDemo, demoEndsAt } from './demo.js';
 import { parseStoredRecord } from '../../ports/itemRecord.js';
 import type { RebuildAnswer } from './rebuildWorker.js';
