@@ -3,10 +3,8 @@ import type { Groups, GroupSet } from './neighbours.js';
 import { DAY_MS, recencyWeight, referenceStep } from './weights.js';
 
 /**
- * The groups of all sets: their distinct items, or, where `ordered`, their positions (an item
- * may then occur more than once) up to the one that would bring in a (maxItems+1)th distinct
- * item. A group's weight is its sequence's, halved every `halfLifeDays` before the log's latest
- * event.
+ * The groups of all sets: their distinct items or, where `ordered`, their positions, up to the
+ * (maxItems+1)th distinct item; a group weighs its sequence's weight, halved every `halfLifeDays`.
  */
 export function buildGroups(
   log: EventLog, sets: readonly GroupSet[], nItems: number, ordered: boolean, collapseRepeats: boolean, halfLifeDays: number,

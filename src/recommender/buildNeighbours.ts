@@ -8,10 +8,8 @@ import type { AnchorPass, RankedAnchors } from './rankAnchors.js';
 import { orderDecay } from './weights.js';
 
 /**
- * Neighbours of every item by co-occurrence in groups (visits, orders, histories). Instead of
- * materialising all pairs, each item's groups are walked through an item-to-group index and the
- * counts gathered in a dense scratch array: memory stays O(items + events), and every item's
- * top-K is chosen right after its counts are complete.
+ * Neighbours of every item by co-occurrence in groups: each item's groups are walked through an
+ * item-to-group index into a dense scratch, so memory stays O(items + events), never O(pairs).
  */
 export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], options: NeighbourOptions, facts: ItemFacts = {}, frozen?: PriorStats): Neighbours {
   const prepared = prepareNeighbours(log, sets, options, facts, frozen);
@@ -36,8 +34,7 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
   const prior = pairScore === null ? options.prior ?? 0 : 0;
   const order = options.order ?? null;
   const ordered = order !== null && order.window > 0;
-  // A second thread reads the index of positions (three arrays of 4 bytes a position: 108 MB at
-  // 10M events) in shared memory rather than in a copy of its own.
+  // A second thread reads the index of positions, the largest arrays, in shared memory rather than a copy.
   const upTo = sets.reduce((n, s) => n + s.sequences.events.length, 0);
   const twoThreads = pairScore === null && upTo >= (options.parallelFromPositions ?? PARALLEL_FROM_POSITIONS) && nItems >= 2 * ANCHOR_CHUNK && availableParallelism() >= 2;
   const int32 = twoThreads ? (n: number): Int32Array => new Int32Array(new SharedArrayBuffer(4 * n)) : (n: number): Int32Array => new Int32Array(n);
@@ -147,11 +144,7 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
   return { pass, twoThreads, finish };
 }
 
-/**
- * Default of NeighbourOptions.parallelFromPositions: below a million positions a build takes
- * about a second or less, and a second thread's start (tens of milliseconds built, hundreds from
- * source) and the copy of the pass's smaller arrays would eat much of what it saves.
- */
+/** Default of NeighbourOptions.parallelFromPositions: below it a second thread's start and copies eat what it saves. */
 export const PARALLEL_FROM_POSITIONS = 1_000_000;
 
 /**

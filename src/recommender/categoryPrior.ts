@@ -10,11 +10,9 @@ export interface CategoryAssociation {
 }
 
 /**
- * How often each category is in the same group as another (for A = B: two distinct items of A),
- * beyond what chance gives by `lift` (0: not at all, 1: all of it): for categories A and B,
- * (C(A,B) - lift n(A) n(B) / N) / n(A), where positive; at most `maxPartners` per category,
- * best first, ties by `rank` (ItemFacts.categoryRank), else by number. A category's partners
- * are what its thin anchors are filled from (see Scoring).
+ * How often each category shares a group with another beyond `lift` times chance:
+ * (C(A,B) - lift n(A) n(B) / N) / n(A) where positive, at most `maxPartners` per category, ties by
+ * `rank`. A category's partners are what its thin anchors are filled from (see Scoring).
  */
 export function categoryAssociation(groups: Groups, category: Int32Array, nCategories: number, lift: number, maxPartners: number, rank?: Int32Array): CategoryAssociation {
   const occurrences = new Float64Array(nCategories);
@@ -91,10 +89,8 @@ export function statsOf(total: number, occurrences: Float64Array, orig: Int32Arr
 }
 
 /**
- * The prior's lists (see Neighbours.priorStart): per category, the items of its partner
- * categories by k · weight(partner) · share(b) · n(b)^-d (times the same-category factor in its
- * own); last, every item by k · n(b)/N · n(b)^-d (the factor applied at lookup).
- * Each holds at most `size` items, best first (ties to the lower item id).
+ * The prior's lists (see Neighbours.priorStart): per category its partners' items by
+ * k · weight · share(b) · n(b)^-d; last, every item by k · n(b)/N · n(b)^-d. At most `size` each.
  */
 export function priorListsOf(
   prior: number, factor: number, size: number, occurrences: Float64Array, total: number, term: Float64Array, category: Int32Array | undefined,

@@ -27,13 +27,9 @@ export const KIND_VIEW = 0;
 export const KIND_PURCHASE = 1;
 
 /**
- * A columnar, append-only event log: 25 bytes an event, so 10M events fit in about 250 MB where
- * 10M objects would take several GB. Keys are -1 where absent.
- *
- * The columns live in SharedArrayBuffers, so that a rebuild in another thread reads the events
- * up to `length` where they are (sharedColumns) instead of a copy taken on the event loop: an
- * event is written once, below `length` nothing changes, and growing moves the log to new
- * buffers while a reader keeps the old ones.
+ * A columnar, append-only event log (objects would take many times the memory); keys are -1 where
+ * absent. Shared memory, so that a rebuild in another thread reads events below `length`, which
+ * never change, where they are; growing moves the log to new buffers and a reader keeps the old.
  */
 export class EventLog {
   length = 0;
@@ -111,11 +107,8 @@ export class EventLog {
   }
 
   /**
-   * Drops the events dated before `cutoff`, keeping the others in their order, and the session,
-   * user and order keys that only dropped events had; the keys kept keep their order. Into new
-   * buffers: a reader of sharedColumns taken before keeps the events it has. The log's keys must
-   * all be interned here (add, or fromColumns with names): keys given as integers by addKeys
-   * without names are kept as they are. All at once: beginCompact does the same in steps.
+   * Drops the events dated before `cutoff` and the keys only they had, into new buffers so that a
+   * reader of sharedColumns keeps what it has; keys given as integers by addKeys stay as they are.
    */
   compact(cutoff: number): LogCompaction {
     const underWay = this.beginCompact(cutoff);
@@ -124,13 +117,8 @@ export class EventLog {
   }
 
   /**
-   * Starts a compaction (see compact) done in steps between other work, while events go on being
-   * added: compactStep scans the events the log holds now, then copies those kept to new columns
-   * and the names of the keys they have to new maps, a slice at a time; finishCompact then adds
-   * the events added meanwhile and swaps the columns in. An event dropped is one dated before
-   * `cutoff`: the caller must hold none of them (nor, at the finish, any event dropped since).
-   * A key of an event added meanwhile that only dropped events had before gets a new id after
-   * the others. A compaction begun replaces one under way, which can then not finish.
+   * compact in steps while events go on being added (compactStep, then finishCompact). The caller
+   * must hold no event dated before `cutoff`; a compaction begun replaces one under way.
    */
   beginCompact(cutoff: number): CompactionUnderWay {
     this.underWay = beginCompaction(cutoff, this.length, this.kind.length, this.interners);

@@ -1,8 +1,7 @@
 /**
- * Adds up item a's co-occurrence counts over its groups into `acc` (weighted count at 2b, number
- * of shared groups at 2b + 1: both in one cache line, as b is random), listing each item met once
- * in `touched`; returns how many. A function of its own so that V8 optimises it as a small hot
- * function rather than only by on-stack replacement of the whole build loop.
+ * Adds up item a's co-occurrence over its groups into `acc` (weight at 2b, shared groups at 2b + 1:
+ * one cache line, as b is random), listing each item met in `touched`; returns how many. Its own
+ * function so that V8 optimises it as a small hot function.
  */
 export function gather(
   a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
@@ -47,13 +46,9 @@ export function gatherUnit(
 
 
 /**
- * gather for ordered groups: item a's occurrences are positions, and each adds
- * weight * decay[distance] for the items within the window after it (times `backward` before
- * it). The shared-group count needs a group stamp per item, as a group can hold a and b at
- * several positions. Weight, count and stamp share one 16-byte slot per item (`weight` and
- * `counts` view the same buffer: the double weight at 2b, count at 4b + 2, stamp g + 1 at
- * 4b + 3, 0 when untouched by this anchor; the caller clears the slots it is handed in
- * `touched`): one cache line per pair instead of three.
+ * gather for ordered groups: each position of a adds weight · decay[distance] for the items within
+ * the window. Weight (2b), count (4b + 2) and group stamp (4b + 3) share one 16-byte slot per item:
+ * one cache line per pair instead of three. The caller clears the slots listed in `touched`.
  */
 export function gatherOrdered(
   a: number, byItemStart: Int32Array, byItem: Int32Array, positionGroup: Int32Array, groupStart: Int32Array, groupItems: Int32Array,

@@ -24,8 +24,7 @@ import { DAY_MS, referenceStep } from './weights.js';
 
 /**
  * A flush rebuilds an incremental kind instead of re-ranking when the marked anchors hold more
- * than this share of all positions (bench/live.ts: a re-rank walks a position about three times
- * slower than the build, which renumbers items for locality).
+ * than this share of all positions: a re-rank walks a position slower than the build does.
  */
 const REBUILD_SHARE = 0.3;
 
@@ -42,18 +41,13 @@ export interface ApplyStats {
   ms: number;
 }
 
-/**
- * What an event filed (or a key) costs a compaction's remap (LiveNeighbours.remapStep) against
- * an event of the log's steps: a map entry and a new array against a few typed-array writes
- * (bench/compaction.ts: steps of 65,536 log events took about 1 ms, of as many filed events 8 to 20).
- */
+/** What an event filed (or a key) costs a compaction's remap against an event of the log's steps: a map entry and an array against a few writes. */
 const REMAP_COST = 8;
 
 /**
- * A RecModel that follows new events and item records (see the top of this file): built in full
- * once (buildModel, or `built` when the caller has just built it from the same log, options and
- * catalogue), then kept by applyEvents and applyItems. It shares the log and the catalogue
- * with its caller and appends to both.
+ * A RecModel that follows new events and item records (applyEvents, applyItems) from a full build
+ * (buildModel, or `built` from the same log, options and catalogue). It appends to the log and the
+ * catalogue it shares with its caller.
  */
 export class LiveModel implements RecModel {
   readonly items: ItemIndex;
@@ -135,10 +129,9 @@ export class LiveModel implements RecModel {
   private loadingDone = false;
 
   /**
-   * Files the log's events into the live index for at most `ms` (Infinity: to the end); whether
-   * it is done. A model made with `deferred` must be loaded before anything else is asked of it:
-   * EmbeddedRecs loads it in slices between requests, since filing a log takes about 1.2 s a
-   * million events, which a batch arriving after start-up used to wait for with every request.
+   * Files the log's events into the live index for at most `ms`; whether it is done. A `deferred`
+   * model must be loaded before anything else is asked of it: filing a large log takes seconds,
+   * which EmbeddedRecs spreads between requests.
    */
   loadFor(ms: number): boolean {
     if (this.loadingDone) return true;
@@ -223,10 +216,8 @@ export class LiveModel implements RecModel {
   }
 
   /**
-   * Drops from the log (shared with the caller, who sees it shrink) the events that aged out of
-   * the window and the keys only they had, so that a running gateway's memory follows its window,
-   * not its uptime. Nothing served changes: those events count for nothing any more. Null where
-   * there is no window, or the model is still being filed.
+   * Drops the events that aged out of the window, and the keys only they had, from the log shared
+   * with the caller, so that memory follows the window, not the uptime. Nothing served changes.
    */
   compact(): LogCompaction | null {
     const underWay = this.beginCompaction();
@@ -302,10 +293,8 @@ export class LiveModel implements RecModel {
   }
 
   /**
-   * Re-ranks every marked anchor and rebuilds the kinds due for it: after it, every list is what
-   * a full build gives (next-best-product's: with the prior statistics kept, see PriorStats).
-   * Lookups do not wait for it (see refresh). `except`: kinds another thread rebuilds. `ms`: at
-   * most about that long re-ranking (a slice: what is left stays marked, and `pending`).
+   * Re-ranks every marked anchor and rebuilds the kinds due: after it every list is a full build's.
+   * `except`: kinds another thread rebuilds; `ms`: about how long to re-rank (the rest stays marked).
    */
   flush(except: readonly Kind[] = [], ms = Infinity): ApplyStats {
     const t0 = performance.now();
@@ -417,13 +406,9 @@ export class LiveModel implements RecModel {
   private readonly builds: Record<Kind, number> = { postBrowse: 0, nextBest: 0 };
 
   /**
-   * The rebuild that flush would do of `kind` on the event loop, as a job for another thread
-   * (EmbeddedRecs: next-best-product's full build when it is due, either kind's where a batch
-   * marked so much that the flush would build it anew): the log's columns as views of its shared
-   * memory (the events so far never change) and copies of the item facts, taken now; null when
-   * the kind has nothing to rebuild. From here the kind counts as rebuilt: events that follow
-   * count towards the next.
-   * Give the result to adoptRebuild (or, if the job failed, hand it back with requeueRebuild).
+   * The rebuild flush would do of `kind`, as a job for another thread: the log's shared columns and
+   * copies of the item facts, taken now (null when there is nothing to rebuild). Give the result to
+   * adoptRebuild, or a failed job to requeueRebuild.
    */
   takeRebuild(kind: Kind): RebuildJob | null {
     const live = this.live[kind];

@@ -335,10 +335,8 @@ export class LiveNeighbours {
 }
 
 /**
- * A build's cost beyond its positions, in positions: it walks the whole log to group it, expired
- * events included, and every item. Without it a log whose events had mostly expired looked cheap
- * to re-rank and dear to build, so the flush rebuilt after nearly every batch. An event walked is
- * counted at a sixteenth of a position and an item at one: on the side of re-ranking.
+ * A build's cost beyond its positions: it walks the whole log, expired events included, and every
+ * item. Without it a mostly expired log looked dear to build, and the flush rebuilt after every batch.
  */
 export function buildCostOf(events: number, items: number): number {
   return events / 16 + items;

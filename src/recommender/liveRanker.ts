@@ -53,10 +53,8 @@ export class LiveRanker {
   }
 
   /**
-   * Whether a group comes twice in `groups` (an item viewed twice in one visit, kept where order
-   * counts): only then must a re-rank take them group by group (byGroup) to count each group's
-   * evidence once. Most anchors have none; sorting every re-rank's positions was about a fifth of
-   * re-ranking's samples in the bench mix's profile.
+   * Whether a group comes twice in `groups` (an item viewed twice in one visit): only then must a
+   * re-rank sort them by group (byGroup) to count each group's evidence once, which costs.
    */
   private repeatsGroup(groups: number[]): boolean {
     const marks = this.groupMarks();
@@ -83,10 +81,8 @@ export class LiveRanker {
   private neighbourStamp = new Int32Array(0);
 
   /**
-   * Anchor a's list as buildNeighbours computes it (the same terms, the same scoring and ties):
-   * its neighbours' weights and evidence gathered from its positions, or, for an anchor with many
-   * (a popular item: every batch touches it, and each re-rank walked all its positions times the
-   * window), from the sums kept for it as its groups come and go (NeighbourSums), then scored.
+   * Anchor a's list as buildNeighbours computes it: gathered from its positions or, for a popular
+   * anchor, from the sums kept as its groups come and go (NeighbourSums), then scored.
    */
   rank(a: number, facts: ItemFacts, scale: number, neighbours: Neighbours, lookup = false): AnchorList {
     const positionsOfA = this.groups.itemGroup[a]?.length ?? 0;
@@ -99,9 +95,8 @@ export class LiveRanker {
       this.sums.delete(a);
       kept = undefined;
     }
-    // Kept for anchors that lookups read (a popular anchor under a stream of small batches): an
-    // anchor only the flush re-ranks changes far more often than it is read (bench/ingest.ts:
-    // 200 items in every batch, their upkeep a third more CPU an event than their re-ranking).
+    // Kept for anchors that lookups read: one only the flush re-ranks changes far more often than
+    // it is read, and its upkeep would cost more than its re-ranking.
     if (kept === undefined && wanted && positionsOfA >= this.hot) {
       kept = this.sumsOf(a);
       this.sums.set(a, kept);
@@ -219,7 +214,7 @@ export class LiveRanker {
     if (partners > 0) for (let j = stats!.partnerStart[catA]!; j < stats!.partnerStart[catA + 1]!; j++) this.partnerWeight[stats!.partner[j]!] = 0;
     const n = heap.size;
     // Views on buffers of more than 64 bytes: V8 keeps smaller typed arrays on its heap, and a
-    // lookup that meets both kinds runs measurably slower (bench/live.ts: +25% a lookup).
+    // lookup that meets both kinds runs slower.
     const list: AnchorList = { item: new Int32Array(Math.max(n, 32)).subarray(0, n), score: new Float64Array(Math.max(n, 16)).subarray(0, n), evidence: new Int32Array(Math.max(n, 32)).subarray(0, n) };
     heap.drain(list.score, list.evidence, list.item, 0);
     return list;
@@ -303,20 +298,14 @@ export function growAnchorScale(neighbours: Neighbours, prior: number, n: number
 }
 
 /**
- * Default of ModelOptions.hotPositions: an anchor with at least this many positions keeps its
- * neighbours' sums (NeighbourSums) once a lookup re-ranked it, instead of gathering them from
- * every position at each re-rank; dropped below half, or when no lookup read it for as many
- * changes as it holds positions.
- * Keeping costs a window's worth of updates each time one of its groups comes or goes; a re-rank
- * then costs its distinct neighbours rather than its positions times the window.
+ * Default of ModelOptions.hotPositions: from this many positions an anchor that lookups read keeps
+ * its neighbours' sums, so that a re-rank costs its neighbours, not its positions times the window.
  */
 const HOT_POSITIONS = 128;
 
 /**
- * One anchor's neighbours: per item b near it in some group, the summed weight of the pairs
- * (unscaled: see scaleFor) and the number of groups holding b near it; b leaves with its last
- * group. `changes`: groups taken in or out since it was summed from scratch (rank sums it afresh
- * past its positions' count, which bounds how far back its terms reach).
+ * One anchor's neighbours: per item b, the summed (unscaled) pair weight and the groups holding b
+ * near it; b leaves with its last group. `changes`: groups in or out since it was summed afresh.
  */
 class NeighbourSums {
   private readonly at = new Map<number, number>();

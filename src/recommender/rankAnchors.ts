@@ -53,12 +53,9 @@ export interface RankedAnchors {
 }
 
 /**
- * Ranks every anchor; with `twoThreads` (see prepareNeighbours), in two threads
- * (anchorThread.ts) that take chunks of anchors in turn from a shared counter, so that neither
- * waits for the other however the work falls (an anchor costs its positions times the window,
- * or its groups' sizes, and a list; early items are the popular ones). Each anchor's list depends
- * only on the pass: the chunks put together in order are the lists of one thread, bit for bit.
- * A second thread that has not started by the time this one took the last chunk is called off.
+ * Ranks every anchor; with `twoThreads`, two threads take chunks from a shared counter, so neither
+ * waits however the work falls. A list depends only on the pass: the chunks in order are one
+ * thread's lists, bit for bit. A second thread not started by the last chunk is called off.
  */
 export function rankEveryAnchor(pass: AnchorPass, pairScore: PairScore | null, twoThreads: boolean): RankedAnchors {
   if (!twoThreads) return rankAnchors(pass, 0, pass.nItems, pairScore, anchorScratch(pass));

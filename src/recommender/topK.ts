@@ -1,9 +1,6 @@
 /**
- * A bounded min-heap keeping the best `k` (score, evidence, item) triples; a tie in both goes to
- * the lower item id (`ids`, by item index, the array of the moment: set before offering). Not to
- * the lower index: indexes are given in the order items first came (an event, a record), which
- * differs between the process that took them live, a replica and a restart, so that the same
- * events gave tied neighbours in another order on each.
+ * A bounded min-heap of the best `k` (score, evidence, item); a tie goes to the lower item id, not
+ * index: indexes follow the order items came in, which differs between a process, a replica and a restart.
  */
 export class TopK {
   readonly score: Float64Array;

@@ -3,21 +3,14 @@ import type { OrderWeights } from './neighbours.js';
 export const DAY_MS = 86_400_000;
 
 /**
- * Order weights are kept as multiples of 1/ORDER_SCALE (2520 = lcm(1..10), so 1/d for every
- * distance of the default window is an integer there) and recency weights on a 2^-12 grid of
- * their half-life step: every term added up is then exact in a double, so sums are the same in
- * whatever order groups come and go. That is what lets the live path (live.ts) add and subtract
- * groups and still give the lists of a full build bit for bit.
+ * Order weights are multiples of 1/ORDER_SCALE (lcm(1..10)) and recency weights lie on a 2^-12
+ * grid, so every term is exact in a double and sums do not depend on the order groups come and go.
  */
 export const ORDER_SCALE = 2520;
 
 /**
- * A group's recency weight: 2^((t - reference)/H) with reference = referenceStep · H, on a fixed
- * grid of half-lives from the Unix epoch: the fraction within one step is rounded to 12 bits (a
- * relative error below 2^-12) and the whole steps are an exact power of two. Moving the reference
- * by m steps then scales every weight, and so every c and n, by exactly 2^-m, which leaves
- * c / n(a) (damping 0) bit for bit the same: the live path never revisits old groups because
- * time passed. The full build takes the step of the log's latest event as its reference.
+ * A group's recency weight 2^((t - reference)/H), its fraction rounded to 12 bits: moving the
+ * reference by m steps scales every weight by exactly 2^-m, so old groups are never revisited.
  */
 export function recencyWeight(time: number, halfLifeMs: number, referenceStep: number): number {
   const x = time / halfLifeMs;

@@ -1,7 +1,7 @@
 /**
  * Offline evaluation, off the request path: the model against the strongest simple baselines on
  * a time-ordered split, and the weightings only evaluation compares (cosine, lift, pmi: the
- * serving build knows only the damped family of cooccurrence.ts).
+ * serving build knows only the damped family of buildNeighbours.ts).
  */
 import { buildModel, byPopularity, cutoffOf, DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, EventLog, KIND_PURCHASE, KIND_VIEW, latestTime, MAX_RECOMMENDATIONS, Recommender, visits } from '../recommender/index.js';
 import type { Catalog, ModelOptions, OrderWeights, PairScore, RecModel, Scoring, Sequences } from '../recommender/index.js';

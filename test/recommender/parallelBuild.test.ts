@@ -10,7 +10,7 @@ import { nextBestScoring, nextBestSets } from '../../src/recommender/model.js';
 import { ANCHOR_CHUNK, anchorScratch, rankChunk } from '../../src/recommender/rankAnchors.js';
 import type { RankedAnchors } from '../../src/recommender/rankAnchors.js';
 
-// A full build over many positions ranks its anchors in two threads (cooccurrence.ts,
+// A full build over many positions ranks its anchors in two threads (rankAnchors.ts,
 // rankEveryAnchor); the lists must be those of one thread, bit for bit, whichever thread ranked
 // which anchors.
 
