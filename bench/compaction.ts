@@ -13,8 +13,8 @@
 import { parseArgs } from 'node:util';
 import { COMPACT_STEP_EVENTS } from '../src/backends/embedded/logCompaction.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
-import { EventLog } from '../src/recommender/eventLog.js';
-import type { LiveModel } from '../src/recommender/live.js';
+import { EventLog } from '../src/recommender/index.js';
+import type { LiveModel } from '../src/recommender/index.js';
 import { STREAM_ITEMS, streamCatalog, streamDay } from './shopStream.js';
 
 const { values: flags } = parseArgs({ options: { days: { type: 'string', default: '180' }, 'per-day': { type: 'string', default: '8000' }, step: { type: 'string', default: String(COMPACT_STEP_EVENTS) } } });

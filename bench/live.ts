@@ -10,13 +10,10 @@
  */
 import { join } from 'node:path';
 import { generateDemo, seededRandom } from '../src/backends/embedded/demo.js';
-import { Catalog } from '../src/recommender/catalog.js';
-import { EventLog, KIND_PURCHASE } from '../src/recommender/eventLog.js';
-import type { RecEvent } from '../src/recommender/eventLog.js';
+import { buildModel, Catalog, EventLog, KIND_PURCHASE } from '../src/recommender/index.js';
+import type { ModelOptions, RecEvent } from '../src/recommender/index.js';
 import { presetFormat } from '../src/tools/eventFormats.js';
 import { readEvents } from '../src/tools/importEvents.js';
-import { buildModel } from '../src/recommender/model.js';
-import type { ModelOptions } from '../src/recommender/model.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 import { syntheticEvents } from './syntheticLog.js';
 

@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { EmbeddedIngest } from '../src/backends/embedded/index.js';
-import type { RecEvent } from '../src/recommender/eventLog.js';
+import type { RecEvent } from '../src/recommender/index.js';
 import type { RecsDataStore, RecsSource } from '../src/backends/embedded/liveStore.js';
 import { openRecsData } from '../src/backends/embedded/loadFromStore.js';
 import { openEmbeddedRecs } from '../src/backends/embedded/openRecs.js';

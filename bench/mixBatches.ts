@@ -13,7 +13,7 @@ import { createHash } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { buildDemo, demoEndsAt, seededRandom, zipf } from '../src/backends/embedded/demo.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
-import type { RecEvent } from '../src/recommender/eventLog.js';
+import type { RecEvent } from '../src/recommender/index.js';
 import { DEFAULT_EVENTS_MAX_AGE_DAYS, DEFAULT_NBP_REBUILD_SECONDS } from '../src/config/defaults.js';
 
 const { values: flags } = parseArgs({ options: { flushes: { type: 'string', default: '60' }, batches: { type: 'string', default: '14' } } });

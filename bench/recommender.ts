@@ -6,12 +6,9 @@
  * 1M log as the reference.
  */
 import { buildDemo, seededRandom } from '../src/backends/embedded/demo.js';
-import type { EventLog } from '../src/recommender/eventLog.js';
-import { KIND_VIEW } from '../src/recommender/eventLog.js';
+import { buildModel, KIND_VIEW, Recommender, visits } from '../src/recommender/index.js';
+import type { EventLog } from '../src/recommender/index.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
-import { buildModel } from '../src/recommender/model.js';
-import { Recommender } from '../src/recommender/recommend.js';
-import { visits } from '../src/recommender/sessions.js';
 import { syntheticLog } from './syntheticLog.js';
 
 const gc = (globalThis as { gc?: () => void }).gc ?? ((): void => {});

@@ -3,8 +3,8 @@
  * STREAM_ITEMS items in 40 categories, and each day's events in time order, deterministic: visits
  * of 5 views, one purchase in ten, sessions and orders named as a store names them.
  */
-import { Catalog } from '../src/recommender/catalog.js';
-import type { RecEvent } from '../src/recommender/eventLog.js';
+import { Catalog } from '../src/recommender/index.js';
+import type { RecEvent } from '../src/recommender/index.js';
 import { parseItemRecord } from '../src/ports/itemRecord.js';
 
 export const STREAM_ITEMS = 2_000;

@@ -1,5 +1,5 @@
 import { seededRandom, zipf } from '../src/backends/embedded/demo.js';
-import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../src/recommender/eventLog.js';
+import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../src/recommender/index.js';
 
 /** One synthetic event: kind (KIND_VIEW or KIND_PURCHASE), item id, integer keys (-1 none), time in ms. */
 export type SyntheticSink = (kind: number, itemId: number, session: number, user: number, order: number, time: number) => void;

@@ -19,7 +19,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
-import { EventLog } from '../src/recommender/eventLog.js';
+import { EventLog } from '../src/recommender/index.js';
 import { STREAM_ITEMS, streamCatalog, streamDay } from './shopStream.js';
 
 const { values: flags } = parseArgs({ options: { days: { type: 'string', default: '360' }, 'per-day': { type: 'string', default: '5000' }, batch: { type: 'string', default: '500' }, run: { type: 'string' }, out: { type: 'string' } } });

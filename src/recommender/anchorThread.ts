@@ -1,13 +1,11 @@
 import { MessageChannel, receiveMessageOnPort } from 'node:worker_threads';
 import type { MessagePort } from 'node:worker_threads';
-import type { AnchorPass, RankedAnchors } from './cooccurrence.js';
+import type { AnchorPass, RankedAnchors } from './rankAnchors.js';
 import { startModuleWorker } from './threads.js';
 
 /*
- * A build's second thread (cooccurrence.ts, rankEveryAnchor): it ranks chunks of anchors while
- * the build's own thread ranks others, and the build waits for it synchronously (a build is a
- * synchronous function, in a load or rebuild worker or in evaluation), as synckit does: the
- * thread posts its lists on a port of its own and then wakes the build through a shared flag;
+ * A build's second thread (rankAnchors.ts): the build is synchronous, so it waits as synckit does:
+ * the thread posts its lists on its own port, wakes the build through a shared flag, and
  * receiveMessageOnPort takes the message without the event loop.
  */
 

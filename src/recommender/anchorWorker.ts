@@ -5,7 +5,7 @@
 import { workerData } from 'node:worker_threads';
 import { ABANDONED, DONE, PENDING, PROGRESS, STARTED } from './anchorThread.js';
 import type { AnchorAnswer, AnchorJob } from './anchorThread.js';
-import { rankChunks } from './cooccurrence.js';
+import { rankChunks } from './rankAnchors.js';
 
 const { pass, next, flag, port } = workerData as AnchorJob;
 if (Atomics.compareExchange(flag, 0, PENDING, STARTED) !== ABANDONED) {

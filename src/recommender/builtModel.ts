@@ -1,6 +1,6 @@
-import { ItemIndex } from './eventLog.js';
-import type { Neighbours } from './cooccurrence.js';
+import { ItemIndex } from './interners.js';
 import type { RecModel } from './model.js';
+import type { Neighbours } from './neighbours.js';
 
 /** A RecModel as plain typed arrays, to cross a thread boundary (the embedded backend's load worker). */
 export interface BuiltModel extends Omit<RecModel, 'items'> {

@@ -1,12 +1,7 @@
 /**
- * The live indexes' groups (a visit's, an order's, a user's history), each its items and, after
- * them, each item's slot in that item's list of positions (LiveNeighbours), all in one Int32Array:
- * group g's n items are cells[at(g) .. at(g) + n), its slots the n cells after. A plain array or
- * two for every group cost about 150 bytes each beside the few numbers they held: 421,666 of them
- * were 65 of the 128 MB a live model held on 600,000 events, where a build of the same log held
- * 52 (BENCHMARKS.md, the twenty-fourth pass). A group let go leaves its block to the next group of
- * the same size (groups are small, and their sizes repeat), so the cells in use never exceed the
- * most ever held at once of each size; a group's number is the caller's (freed numbers reused).
+ * The live groups' items, then each item's slot in its list of positions, in one Int32Array: an
+ * array per group cost more than the numbers it held. A freed block goes to the next group of its
+ * size (sizes repeat), so the cells never exceed the most held at once of each size.
  */
 export class GroupCells {
   /** The cells; replaced when it grows, so read it after any add, not before. */

@@ -1,87 +1,32 @@
 import type { ItemModel } from '../ports/backend.js';
-import type { Catalog } from './catalog.js';
 import { categoryOf, familyOf } from './catalog.js';
-import type { CompactionUnderWay, EventLog, EventLogColumns, ItemIndex, LogCompaction, RecEvent } from './eventLog.js';
+import type { Catalog } from './catalog.js';
 import { KIND_PURCHASE, KIND_VIEW } from './eventLog.js';
-import { DAY_MS, buildNeighbours, referenceStep } from './cooccurrence.js';
-import type { ItemFacts, NeighbourOptions, Neighbours, PriorStats } from './cooccurrence.js';
-import { DEFAULT_NEXT_BEST_REBUILD_SECONDS, DEFAULT_NEXT_BEST_REBUILD_SHARE, buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets, popularityOrder, postBrowseScoring, postBrowseSets } from './model.js';
+import type { EventLog, RecEvent } from './eventLog.js';
+import type { ItemIndex } from './interners.js';
+import { LiveNeighbours, LOAD_STEP } from './liveNeighbours.js';
+import { nextBestLiveSets, postBrowseLiveSets } from './liveSets.js';
+import type { CompactionUnderWay, LogCompaction } from './logCompaction.js';
+import { buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, popularityOrder, postBrowseScoring } from './model.js';
 import type { ModelOptions, RecModel } from './model.js';
-import { LOAD_STEP, LiveNeighbours, growInt32, nextBestLiveSets, postBrowseLiveSets } from './liveNeighbours.js';
+import type { ItemFacts, NeighbourOptions, Neighbours } from './neighbours.js';
+import { NextBestSchedule } from './nextBestSchedule.js';
+import { buildKind, KINDS } from './rebuildJob.js';
+import type { Kind, RebuildJob } from './rebuildJob.js';
+import { TimeHeap } from './timeHeap.js';
+import { DAY_MS, referenceStep } from './weights.js';
 
 /*
- * The live model: a built model (see model.ts) that takes new events and item records without a
- * rebuild, and gives the lists a full build over the same events and catalogue gives, bit for bit
- * (test/recommender/live.test.ts).
- *
- * A kind whose scoring has no prior (post-browse by default) is updated incrementally. Its groups
- * (visits, orders, histories) are kept with an item-to-position index. A new event goes into its
- * group's key (session, order, user); the key's groups are then computed again by the rules of
- * the full build (sessions.ts, buildGroups), the old ones subtracted and the new ones added to
- * n(b) and N; their items are the anchors whose lists may change (and, where damping > 0, every
- * item near an item whose n(b) changed): marked. A marked anchor is re-ranked from its own
- * positions, with the build's scoring, when a lookup reads it (refresh) or at the latest by the
- * flush the caller runs shortly after (EmbeddedRecs: 100 ms); its list replaces the built one
- * (Neighbours.overrides), folded into the arrays when they grow many. Where the marked anchors
- * hold a large share of all positions (a batch of thousands), a build of the kind is the quicker
- * way to the same lists: the caller takes it to another thread (takeRebuild: the log's events so
- * far, in shared memory, and the anchors marked since noted), and lookups re-rank what they read
- * meanwhile; the flush builds it on the event loop only where no thread is at hand. Sums agree with the build's because every term is exact in a double (ORDER_SCALE,
- * recencyWeight), so the order in which groups come and go does not matter.
- *
- * A kind with a prior (next-best-product: the category prior depends on N and on every
- * category's counts, and damping on every neighbour's n(b), so that one new order moves every
- * anchor a little) is a full build plus an overlay: kept as above, but scored with the prior
- * statistics of its last full build (N, the categories' counts and partners, each known item's
- * n(b): see PriorStats), so that a batch marks only the anchors whose own groups changed (and
- * those near an item that build did not know). The overlay's lists are those of a build given
- * the same statistics, bit for bit. A full build makes them current again (in a worker: see
- * EmbeddedRecs and takeRebuild) when purchases since exceed nextBestRebuildShare of those it
- * counted, or nextBestRebuildSeconds passed with purchases since. With a half-life (which
- * would scale the statistics) or an evaluation weighting, the kind is rebuilt whole by the flush
- * after every batch that holds events of its kind instead. Item records that change an item's
- * family, category or candidacy flush at once (with a full build of a kind with a prior).
- *
- * RECS_EVENTS_MAX_AGE_DAYS: events older than the newest event seen by that many days are taken
- * out (a heap by time), their groups computed again like those of new events.
- *
- * What it holds is what the request path needs; nothing of evaluate's weightings (pairScore) is
- * here: a kind with one is never incremental.
+ * The live model: a built model that takes new events and item records without a rebuild and
+ * serves the lists a full build over the same events gives, bit for bit (docs/recommender.md,
+ * "How the live model keeps a build's lists").
  */
-
-/** How one group set keys, splits and weighs its events (the live twin of sessions.ts). */
-
-/** The two lists a model keeps. */
-export type Kind = 'postBrowse' | 'nextBest';
-
-/** A kind's rebuild, to run in another thread (LiveModel.takeRebuild; buildKind runs it). */
-export interface RebuildJob {
-  kind: Kind;
-  /** Which build of the kind this is (LiveModel.adoptRebuild takes only the latest). */
-  build: number;
-  log: EventLogColumns;
-  facts: ItemFacts;
-  options: ModelOptions;
-  cutoff: number;
-}
-
-/**
- * Builds one kind's lists from the events from `cutoff` on: what a full build gives that kind;
- * with `frozen`, scored with those prior statistics (see PriorStats), as the live model keeps it.
- */
-export function buildKind(kind: Kind, log: EventLog, options: ModelOptions, cutoff: number, facts: ItemFacts, frozen?: PriorStats): Neighbours {
-  return kind === 'postBrowse'
-    ? buildNeighbours(log, postBrowseSets(log, options, cutoff), postBrowseScoring(options), facts, frozen)
-    : buildNeighbours(log, nextBestSets(log, options, cutoff), nextBestScoring(options), facts, frozen);
-}
 
 /**
  * A flush rebuilds an incremental kind instead of re-ranking when the marked anchors hold more
- * than this share of all positions (bench/live.ts: a re-rank walks a position about three times
- * slower than the build, which renumbers items for locality).
+ * than this share of all positions: a re-rank walks a position slower than the build does.
  */
 const REBUILD_SHARE = 0.3;
-export const KINDS: readonly Kind[] = ['postBrowse', 'nextBest'];
 
 /** What applying a batch (or a flush) did (for logs and benchmarks). */
 export interface ApplyStats {
@@ -96,61 +41,13 @@ export interface ApplyStats {
   ms: number;
 }
 
-/**
- * What an event filed (or a key) costs a compaction's remap (LiveNeighbours.remapStep) against
- * an event of the log's steps: a map entry and a new array against a few typed-array writes
- * (bench/compaction.ts: steps of 65,536 log events took about 1 ms, of as many filed events 8 to 20).
- */
+/** What an event filed (or a key) costs a compaction's remap against an event of the log's steps: a map entry and an array against a few writes. */
 const REMAP_COST = 8;
 
-/** A min-heap of event indexes by time, for expiry. */
-class TimeHeap {
-  private heap: Int32Array = new Int32Array(1024);
-  size = 0;
-  constructor(private readonly log: EventLog) {}
-  push(e: number): void {
-    if (this.size === this.heap.length) this.heap = growInt32(this.heap, 2 * this.size);
-    const time = this.log.time;
-    let i = this.size++;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if (time[this.heap[parent]!]! <= time[e]!) break;
-      this.heap[i] = this.heap[parent]!;
-      i = parent;
-    }
-    this.heap[i] = e;
-  }
-  peekTime(): number {
-    return this.size === 0 ? Infinity : this.log.time[this.heap[0]!]!;
-  }
-  /** Renumbers the events held (EventLog.compact keeps their order, and so the heap's). */
-  remap(events: Int32Array): void {
-    for (let i = 0; i < this.size; i++) this.heap[i] = events[this.heap[i]!]!;
-  }
-  pop(): number {
-    const top = this.heap[0]!;
-    const last = this.heap[--this.size]!;
-    const time = this.log.time;
-    let i = 0;
-    for (;;) {
-      const l = 2 * i + 1;
-      if (l >= this.size) break;
-      const r = l + 1;
-      const m = r < this.size && time[this.heap[r]!]! < time[this.heap[l]!]! ? r : l;
-      if (time[this.heap[m]!]! >= time[last]!) break;
-      this.heap[i] = this.heap[m]!;
-      i = m;
-    }
-    this.heap[i] = last;
-    return top;
-  }
-}
-
 /**
- * A RecModel that follows new events and item records (see the top of this file): built in full
- * once (buildModel, or `built` when the caller has just built it from the same log, options and
- * catalogue), then kept by applyEvents and applyItems. It shares the log and the catalogue
- * with its caller and appends to both.
+ * A RecModel that follows new events and item records (applyEvents, applyItems) from a full build
+ * (buildModel, or `built` from the same log, options and catalogue). It appends to the log and the
+ * catalogue it shares with its caller.
  */
 export class LiveModel implements RecModel {
   readonly items: ItemIndex;
@@ -169,14 +66,8 @@ export class LiveModel implements RecModel {
   /** Kinds with a prior whose rebuild waits for flush. */
   private readonly stale = new Set<Kind>();
   private readonly halfLifeMs: Record<Kind, number>;
-  /**
-   * Next-best-product under its prior (see PriorStats): purchases taken in or out since its last
-   * full build, the purchases that build counted, when it was made (performance.now()), and
-   * whether a rebuild is owed whatever those say (a failed one, new categories).
-   */
-  private readonly sinceBuild = { purchases: 0, base: 0, at: 0, owed: false };
-  /** Whether next-best-product is kept from its last full build's prior statistics (see PriorStats). */
-  private readonly nextBestFrozen: boolean;
+  /** When next-best-product, kept from its last full build's prior statistics, is due for a full build. */
+  private readonly schedule: NextBestSchedule;
 
   constructor(
     private readonly log: EventLog,
@@ -208,7 +99,7 @@ export class LiveModel implements RecModel {
       postBrowse: incremental(pb, this.postBrowse) ? new LiveNeighbours(log, postBrowseLiveSets(options), pb, this.postBrowse, options, this.latest) : null,
       nextBest: incremental(nb, this.nextBest) ? new LiveNeighbours(log, nextBestLiveSets(options), nb, this.nextBest, options, this.latest) : null,
     };
-    this.nextBestFrozen = this.live.nextBest !== null && (nb.prior ?? 0) > 0;
+    this.schedule = new NextBestSchedule(this.live.nextBest !== null && (nb.prior ?? 0) > 0, options);
     this.builtNow('nextBest');
     this.expiry = (options.maxAgeDays ?? 0) > 0 ? new TimeHeap(log) : null;
     this.loading = this.load(cutoff);
@@ -238,10 +129,9 @@ export class LiveModel implements RecModel {
   private loadingDone = false;
 
   /**
-   * Files the log's events into the live index for at most `ms` (Infinity: to the end); whether
-   * it is done. A model made with `deferred` must be loaded before anything else is asked of it:
-   * EmbeddedRecs loads it in slices between requests, since filing a log takes about 1.2 s a
-   * million events, which a batch arriving after start-up used to wait for with every request.
+   * Files the log's events into the live index for at most `ms`; whether it is done. A `deferred`
+   * model must be loaded before anything else is asked of it: filing a large log takes seconds,
+   * which EmbeddedRecs spreads between requests.
    */
   loadFor(ms: number): boolean {
     if (this.loadingDone) return true;
@@ -289,7 +179,7 @@ export class LiveModel implements RecModel {
     const changed = [false, false];
     for (let e = first; e < log.length; e++) {
       if (log.time[e]! < cutoff) continue;
-      if (log.kind[e] === KIND_PURCHASE) this.sinceBuild.purchases++;
+      if (log.kind[e] === KIND_PURCHASE) this.schedule.purchase();
       this.count(e, 1);
       changed[log.kind[e]!] = true;
       this.expiry?.push(e);
@@ -299,7 +189,7 @@ export class LiveModel implements RecModel {
     let expired = 0;
     while (this.expiry !== null && this.expiry.peekTime() < cutoff) {
       const e = this.expiry.pop();
-      if (log.kind[e] === KIND_PURCHASE) this.sinceBuild.purchases++;
+      if (log.kind[e] === KIND_PURCHASE) this.schedule.purchase();
       this.count(e, -1);
       changed[log.kind[e]!] = true;
       this.live.postBrowse?.expire(e);
@@ -326,10 +216,8 @@ export class LiveModel implements RecModel {
   }
 
   /**
-   * Drops from the log (shared with the caller, who sees it shrink) the events that aged out of
-   * the window and the keys only they had, so that a running gateway's memory follows its window,
-   * not its uptime. Nothing served changes: those events count for nothing any more. Null where
-   * there is no window, or the model is still being filed.
+   * Drops the events that aged out of the window, and the keys only they had, from the log shared
+   * with the caller, so that memory follows the window, not the uptime. Nothing served changes.
    */
   compact(): LogCompaction | null {
     const underWay = this.beginCompaction();
@@ -389,46 +277,24 @@ export class LiveModel implements RecModel {
     return this.stale.size > 0 || (this.live.postBrowse?.dirtyCount ?? 0) > 0 || (this.live.nextBest?.dirtyCount ?? 0) > 0 || this.rebuildDue('nextBest');
   }
 
-  /**
-   * Whether a kind kept from its last full build's prior statistics is due for a full build:
-   * purchases since it exceed ModelOptions.nextBestRebuildShare of those it counted, or it is
-   * older than nextBestRebuildSeconds with purchases since.
-   */
+  /** Whether a kind kept from its last full build's prior statistics is due for a full build (see NextBestSchedule). */
   private rebuildDue(kind: Kind): boolean {
-    if (kind !== 'nextBest' || !this.nextBestFrozen) return false;
-    const since = this.sinceBuild;
-    return since.owed || (since.purchases > 0 && (since.purchases > this.rebuildShare * since.base || this.rebuildDueInMs() <= 0));
+    return kind === 'nextBest' && this.schedule.due;
   }
 
-  /**
-   * How long until next-best-product's time bound makes it due (see rebuildDue); Infinity where
-   * no purchase came since its last full build (nothing to catch up with).
-   */
+  /** How long until next-best-product's time bound makes it due; Infinity where no purchase came since its last full build. */
   rebuildDueInMs(): number {
-    if (!this.nextBestFrozen || this.sinceBuild.purchases === 0) return Infinity;
-    return this.sinceBuild.at + 1000 * (this.options.nextBestRebuildSeconds ?? DEFAULT_NEXT_BEST_REBUILD_SECONDS) - performance.now();
-  }
-
-  private get rebuildShare(): number {
-    return this.options.nextBestRebuildShare ?? DEFAULT_NEXT_BEST_REBUILD_SHARE;
+    return this.schedule.dueInMs();
   }
 
   /** A full build of `kind` over the log as it is now was made (or taken to another thread). */
   private builtNow(kind: Kind): void {
-    if (kind !== 'nextBest') return;
-    let base = 0;
-    for (let i = 0; i < this.purchases.length; i++) base += this.purchases[i]!;
-    this.sinceBuild.purchases = 0;
-    this.sinceBuild.base = base;
-    this.sinceBuild.at = performance.now();
-    this.sinceBuild.owed = false;
+    if (kind === 'nextBest') this.schedule.built(this.purchases);
   }
 
   /**
-   * Re-ranks every marked anchor and rebuilds the kinds due for it: after it, every list is what
-   * a full build gives (next-best-product's: with the prior statistics kept, see PriorStats).
-   * Lookups do not wait for it (see refresh). `except`: kinds another thread rebuilds. `ms`: at
-   * most about that long re-ranking (a slice: what is left stays marked, and `pending`).
+   * Re-ranks every marked anchor and rebuilds the kinds due: after it every list is a full build's.
+   * `except`: kinds another thread rebuilds; `ms`: about how long to re-rank (the rest stays marked).
    */
   flush(except: readonly Kind[] = [], ms = Infinity): ApplyStats {
     const t0 = performance.now();
@@ -498,7 +364,7 @@ export class LiveModel implements RecModel {
         else for (const b of moved) live.markNear(b);
       }
       // The prior's statistics are by category number, which the records may have changed.
-      if (this.nextBestFrozen) this.sinceBuild.owed = true;
+      this.schedule.owe();
       // At once, records being rare: the categories are numbered anew, and the rebuilt kinds' prior lists with them.
       const flushed = this.flush();
       stats.reranked = flushed.reranked;
@@ -540,13 +406,9 @@ export class LiveModel implements RecModel {
   private readonly builds: Record<Kind, number> = { postBrowse: 0, nextBest: 0 };
 
   /**
-   * The rebuild that flush would do of `kind` on the event loop, as a job for another thread
-   * (EmbeddedRecs: next-best-product's full build when it is due, either kind's where a batch
-   * marked so much that the flush would build it anew): the log's columns as views of its shared
-   * memory (the events so far never change) and copies of the item facts, taken now; null when
-   * the kind has nothing to rebuild. From here the kind counts as rebuilt: events that follow
-   * count towards the next.
-   * Give the result to adoptRebuild (or, if the job failed, hand it back with requeueRebuild).
+   * The rebuild flush would do of `kind`, as a job for another thread: the log's shared columns and
+   * copies of the item facts, taken now (null when there is nothing to rebuild). Give the result to
+   * adoptRebuild, or a failed job to requeueRebuild.
    */
   takeRebuild(kind: Kind): RebuildJob | null {
     const live = this.live[kind];
@@ -585,7 +447,7 @@ export class LiveModel implements RecModel {
     if (live === null) this.stale.add(job.kind);
     else {
       live.dropTake();
-      if (job.kind === 'nextBest') this.sinceBuild.owed = true;
+      if (job.kind === 'nextBest') this.schedule.owe();
     }
   }
 

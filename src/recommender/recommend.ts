@@ -1,22 +1,18 @@
 import { notFound } from '../errors.js';
 import { isInStock } from '../ports/itemRecord.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
-import type { Catalog } from './catalog.js';
 import { categoryOf, departmentOf, familyOf } from './catalog.js';
-import type { Neighbours } from './cooccurrence.js';
-import type { RecModel } from './model.js';
+import type { Catalog } from './catalog.js';
 import { byPopularity } from './model.js';
+import type { RecModel } from './model.js';
+import type { Neighbours } from './neighbours.js';
 
 /** At most this many entries a list (recommendations.md). */
 export const MAX_RECOMMENDATIONS = 10;
 
 /**
- * Items looked at per fallback tier for in-stock ones. A department can hold 100k items, most of
- * them out of stock or variants of the anchor in the worst case; bounding the scan keeps a lookup
- * in microseconds. The last tier (global popularity, every candidate item) goes on past it until
- * the list has 10 entries, in stock or not, so that a catalogue of 11 or more families always
- * gives 10: that costs a long scan only where nearly everything is excluded (the anchor's own
- * variants), which a real catalogue does not have.
+ * Items looked at per fallback tier for in-stock ones, to keep a lookup in microseconds. The last
+ * tier goes on until the list is full, in stock or not.
  */
 const SCAN_LIMIT = 1000;
 

@@ -1,5 +1,5 @@
-import type { EventLog } from './eventLog.js';
 import { KIND_PURCHASE } from './eventLog.js';
+import type { EventLog } from './eventLog.js';
 
 /**
  * Sequences of event indexes in CSR form: sequence s is `events[start[s] .. start[s+1])`, in time

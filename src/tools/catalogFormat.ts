@@ -1,7 +1,7 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
 import { checkItems } from '../ports/ingest.js';
 import { ItemRecordError, parseItemRecord } from '../ports/itemRecord.js';
-import type { Catalog, CatalogLoadReport } from '../recommender/catalog.js';
+import type { Catalog, CatalogLoadReport } from '../recommender/index.js';
 import { columnIndex, readDelimited } from './delimited.js';
 
 /** A delimited catalogue's columns, by header name or 1-based position; a category joins several, root first. */

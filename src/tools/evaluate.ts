@@ -1,12 +1,12 @@
 /** Offline evaluation: the model against strong simple baselines on a time-ordered split. */
-import type { Catalog } from '../recommender/catalog.js';
-import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../recommender/eventLog.js';
-import type { OrderWeights, PairScore } from '../recommender/cooccurrence.js';
-import { DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, buildModel, byPopularity, cutoffOf, latestTime } from '../recommender/model.js';
-import type { ModelOptions, RecModel, Scoring } from '../recommender/model.js';
-import { MAX_RECOMMENDATIONS, Recommender } from '../recommender/recommend.js';
-import { visits } from '../recommender/sessions.js';
-import type { Sequences } from '../recommender/sessions.js';
+import type { Catalog } from '../recommender/index.js';
+import { EventLog, KIND_PURCHASE, KIND_VIEW } from '../recommender/index.js';
+import type { OrderWeights, PairScore } from '../recommender/index.js';
+import { DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, buildModel, byPopularity, cutoffOf, latestTime } from '../recommender/index.js';
+import type { ModelOptions, RecModel, Scoring } from '../recommender/index.js';
+import { MAX_RECOMMENDATIONS, Recommender } from '../recommender/index.js';
+import { visits } from '../recommender/index.js';
+import type { Sequences } from '../recommender/index.js';
 
 export type Task = 'post-browse' | 'next-best-product';
 const TASKS: readonly Task[] = ['post-browse', 'next-best-product'];

@@ -1,11 +1,10 @@
 import { createReadStream } from 'node:fs';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
-import { Catalog } from '../recommender/catalog.js';
+import { Catalog, EventLog } from '../recommender/index.js';
 import { parseArgs } from 'node:util';
 import { argsProblem, usageProblem } from './commandArgs.js';
 import { DEFAULT_EVENTS_MAX_AGE_DAYS } from '../config/defaults.js';
-import { EventLog } from '../recommender/eventLog.js';
 import { nothingUsable, nothingUsableLine, readEvents } from './importEvents.js';
 import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from './evaluate.js';
 import type { Method } from './evaluate.js';

@@ -1,5 +1,5 @@
 import { ITEM_ID_RANGE, toItemId } from '../ports/itemRecord.js';
-import type { EventKind, RecEvent } from '../recommender/eventLog.js';
+import type { EventKind, RecEvent } from '../recommender/index.js';
 import { columnIndex } from './delimited.js';
 
 /** A line that cannot be read as an event: reported with its line number and skipped. */

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream';
 import type { EventInputModel } from '../ports/backend.js';
-import type { RecEvent } from '../recommender/eventLog.js';
+import type { RecEvent } from '../recommender/index.js';
 import { EventLineError } from './eventFormats.js';
 import type { CsvFormat, EventFormat } from './eventFormats.js';
 import { readDelimited } from './delimited.js';

@@ -5,7 +5,7 @@ import { describeDatabase } from '../backends/embedded/keys/postgresStore.js';
 import { recsSource } from '../backends/embedded/openRecs.js';
 import { DB_FILE } from '../backends/embedded/store.js';
 import { StoreBusyError, StoreOpenError, systemReason } from '../backends/embedded/dataFiles.js';
-import { DAY_MS } from '../recommender/cooccurrence.js';
+import { DAY_MS } from '../recommender/index.js';
 import { fmt, type CommandIo } from './importCommand.js';
 
 export const PRUNE_HELP = `Usage: recs-gateway prune events [--older-than-days <days>] [--dry-run]

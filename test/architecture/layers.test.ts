@@ -34,7 +34,12 @@ const ALLOWED: Record<string, readonly string[]> = {
   'logger.ts': [],
 };
 
-const SRC = path.resolve(import.meta.dirname, '../../src');
+const ROOT = path.resolve(import.meta.dirname, '../..');
+const SRC = path.join(ROOT, 'src');
+
+// The recommender is a library: src/, bench/ and test/ reach it through src/recommender/index.ts.
+// White-box tests of its kernels (the second build thread, the group cells) may import those.
+const WHITE_BOX = ['test/recommender/parallelBuild.test.ts', 'test/recommender/groupCells.test.ts'];
 
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
@@ -83,6 +88,22 @@ describe('the layout of src/', () => {
     // __generated__ is graphql's own output (its resolver types name graphql's context)
     const cycles = Object.keys(ALLOWED).filter((part) => part !== 'graphql' && part !== '__generated__' && reaches(part, part));
     expect(cycles).toEqual([]);
+  });
+
+  it('reaches the recommender through its index alone (src/recommender/index.ts)', () => {
+    const recommender = path.join(SRC, 'recommender');
+    const entry = path.join(recommender, 'index.ts');
+    const outside = [...files.filter((file) => partOf(file) !== 'recommender'), ...sourceFiles(path.join(ROOT, 'bench')), ...sourceFiles(path.join(ROOT, 'test'))]
+      .filter((file) => !WHITE_BOX.includes(path.relative(ROOT, file).split(path.sep).join('/')));
+    const wrong: string[] = [];
+    for (const file of outside) {
+      for (const specifier of relativeImports(readFileSync(file, 'utf8'))) {
+        const target = path.resolve(path.dirname(file), specifier).replace(/\.js$/, '.ts');
+        if (path.dirname(target) === recommender && target !== entry) wrong.push(`${path.relative(ROOT, file)} imports ${specifier}`);
+      }
+    }
+    expect(outside.length).toBeGreaterThan(100);
+    expect(wrong).toEqual([]);
   });
 
   it('reads the environment in config alone (main.ts hands process.env to it)', () => {

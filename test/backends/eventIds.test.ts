@@ -5,7 +5,7 @@ import type { EventRow, RecsDataStore, RecsSource } from '../../src/backends/emb
 import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
 import { coViews, itemsFrom, principal } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 import { inMemoryIngest } from '../helpers/memoryIngest.js';

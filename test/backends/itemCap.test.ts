@@ -6,7 +6,7 @@ import { StoreFullError } from '../../src/backends/embedded/dataFiles.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { EventRow, RecsDataStore, RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { DB_FILE, type RecsStore } from '../../src/backends/embedded/store.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
 import { itemsFrom } from '../helpers/liveEvents.js';
 import { DATABASE_URL, recsStoreKinds } from '../helpers/stores.js';
 

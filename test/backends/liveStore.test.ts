@@ -12,7 +12,7 @@ import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
 import { DELETE_EVENTS_OF_IMPORT } from '../../src/backends/embedded/sqliteSchema.js';
 import Database from 'better-sqlite3';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import { runImport } from '../../src/tools/importCommand.js';

@@ -4,7 +4,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PostgresRecsStore, writeLockFor } from '../../src/backends/embedded/postgresRecsStore.js';
 import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 
 /*

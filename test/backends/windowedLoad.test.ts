@@ -4,9 +4,8 @@ import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { buildDemo, demoEndsAt } from '../../src/backends/embedded/demo.js';
-import { Catalog } from '../../src/recommender/catalog.js';
-import { EventLog } from '../../src/recommender/eventLog.js';
-import type { ModelOptions } from '../../src/recommender/model.js';
+import { Catalog, EventLog } from '../../src/recommender/index.js';
+import type { ModelOptions } from '../../src/recommender/index.js';
 import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
 import { recsStoreKinds } from '../helpers/stores.js';
 

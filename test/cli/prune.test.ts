@@ -11,7 +11,7 @@ import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
 import { runPrune } from '../../src/tools/pruneCommand.js';
 import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
 import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
 import { match } from '../helpers/matchers.js';
 import { runCli } from '../helpers/processes.js';

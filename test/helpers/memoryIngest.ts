@@ -3,8 +3,8 @@ import type { EventRow } from '../../src/backends/embedded/liveStore.js';
 import { withoutRepeatedIds } from '../../src/backends/embedded/liveStore.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { Backend } from '../../src/ports/backend.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
-import { KIND_PURCHASE, KIND_VIEW } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
+import { KIND_PURCHASE, KIND_VIEW } from '../../src/recommender/index.js';
 
 /**
  * A recommender without a store (the demo shop in memory) with a store of its own in memory:

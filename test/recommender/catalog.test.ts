@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it, expect, afterAll } from 'vitest';
-import { Catalog, loadCatalogFile } from '../../src/recommender/catalog.js';
+import { Catalog, loadCatalogFile } from '../../src/recommender/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'recs-catalog-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { describe, it, expect, afterAll } from 'vitest';
 import { runEvaluate } from '../../src/tools/evaluateCommand.js';
 import { seededRandom } from '../../src/backends/embedded/demo.js';
-import { EventLog } from '../../src/recommender/eventLog.js';
+import { EventLog } from '../../src/recommender/index.js';
 import { evaluate, formatTable } from '../../src/tools/evaluate.js';
 import type { Method } from '../../src/tools/evaluate.js';
 import { logOf } from './helpers.js';

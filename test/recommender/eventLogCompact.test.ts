@@ -1,5 +1,5 @@
 import { describe, it, expect } from 'vitest';
-import { EventLog } from '../../src/recommender/eventLog.js';
+import { EventLog } from '../../src/recommender/index.js';
 
 const view = (itemId: number, session: string, time: number) => ({ kind: 'view' as const, itemId, session, user: null, orderId: null, time });
 

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
+import type { RecEvent } from '../../src/recommender/index.js';
 import { csvFormat, presetFormat } from '../../src/tools/eventFormats.js';
 import type { EventFormat, PresetName } from '../../src/tools/eventFormats.js';
 import { readEventsFromString } from '../../src/tools/importEvents.js';

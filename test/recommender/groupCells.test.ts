@@ -1,7 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { GroupCells } from '../../src/recommender/groupCells.js';
-import { propertyRuns } from '../helpers/runs.js';
 
 /** What group g holds: its items and its slots, read from the cells. */
 function read(groups: GroupCells, g: number): { items: number[]; slots: number[] } {
@@ -30,7 +29,7 @@ describe('GroupCells', () => {
           for (const [g, want] of held) expect(read(groups, g)).toEqual(want);
         }
       }),
-      { numRuns: propertyRuns(50, 200) },
+      { numRuns: 200 },
     );
   });
 

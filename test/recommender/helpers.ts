@@ -1,5 +1,4 @@
-import { Catalog } from '../../src/recommender/catalog.js';
-import { EventLog } from '../../src/recommender/eventLog.js';
+import { Catalog, EventLog } from '../../src/recommender/index.js';
 
 /** A catalogue from short item specs; categoryPath defaults to Dept/Cat. */
 export function catalogOf(items: { id: number; parent?: number; path?: string; stock?: string; variants?: number[] }[]): Catalog {

@@ -3,15 +3,9 @@ import { describe, it, expect } from 'vitest';
 import { match } from '../helpers/matchers.js';
 import type { ItemModel } from '../../src/ports/backend.js';
 import { parseItemRecord } from '../../src/ports/itemRecord.js';
-import { Catalog } from '../../src/recommender/catalog.js';
+import { buildKind, buildModel, Catalog, cutoffOf, EventLog, itemFacts, ItemIndex, latestTime, LiveModel, Recommender } from '../../src/recommender/index.js';
+import type { CompactionUnderWay, ModelOptions, Neighbours, RecEvent, RecModel } from '../../src/recommender/index.js';
 import { generateDemo } from '../../src/backends/embedded/demo.js';
-import { EventLog, ItemIndex } from '../../src/recommender/eventLog.js';
-import type { CompactionUnderWay, RecEvent } from '../../src/recommender/eventLog.js';
-import type { Neighbours } from '../../src/recommender/cooccurrence.js';
-import type { ModelOptions, RecModel } from '../../src/recommender/model.js';
-import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/model.js';
-import { buildKind, LiveModel } from '../../src/recommender/live.js';
-import { Recommender } from '../../src/recommender/recommend.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { propertyRuns } from '../helpers/runs.js';
 

@@ -1,10 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ItemModel } from '../../src/ports/backend.js';
-import { Catalog } from '../../src/recommender/catalog.js';
+import { Catalog, EventLog, ItemIndex } from '../../src/recommender/index.js';
+import type { ModelOptions, RecEvent } from '../../src/recommender/index.js';
 import { seededRandom } from '../../src/backends/embedded/demo.js';
-import { EventLog, ItemIndex } from '../../src/recommender/eventLog.js';
-import type { RecEvent } from '../../src/recommender/eventLog.js';
-import type { ModelOptions } from '../../src/recommender/model.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 
 /** Views and purchases of 1,000 items (in 7 categories) by 300 shoppers, 5 minutes apart on average. */

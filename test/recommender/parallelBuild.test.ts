@@ -2,13 +2,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { MessageChannel, Worker } from 'node:worker_threads';
 import { describe, expect, it } from 'vitest';
 import { buildDemo } from '../../src/backends/embedded/demo.js';
-import { ABANDONED, DONE, PROGRESS, STARTED, anchorFlag, awaitAnchorThread, startAnchorThread } from '../../src/recommender/anchorThread.js';
-import type { Neighbours, RankedAnchors } from '../../src/recommender/cooccurrence.js';
-import { ANCHOR_CHUNK, anchorScratch, prepareNeighbours, rankChunk } from '../../src/recommender/cooccurrence.js';
-import type { ModelOptions } from '../../src/recommender/model.js';
-import { buildModel, cutoffOf, itemFacts, latestTime, nextBestScoring, nextBestSets } from '../../src/recommender/model.js';
+import { ABANDONED, anchorFlag, awaitAnchorThread, DONE, PROGRESS, startAnchorThread, STARTED } from '../../src/recommender/anchorThread.js';
+import { prepareNeighbours } from '../../src/recommender/buildNeighbours.js';
+import { buildModel, cutoffOf, itemFacts, latestTime } from '../../src/recommender/index.js';
+import type { ModelOptions, Neighbours } from '../../src/recommender/index.js';
+import { nextBestScoring, nextBestSets } from '../../src/recommender/model.js';
+import { ANCHOR_CHUNK, anchorScratch, rankChunk } from '../../src/recommender/rankAnchors.js';
+import type { RankedAnchors } from '../../src/recommender/rankAnchors.js';
 
-// A full build over many positions ranks its anchors in two threads (cooccurrence.ts,
+// A full build over many positions ranks its anchors in two threads (rankAnchors.ts,
 // rankEveryAnchor); the lists must be those of one thread, bit for bit, whichever thread ranked
 // which anchors.
 

@@ -1,7 +1,5 @@
-import { Catalog } from '../../recommender/catalog.js';
-import { EventLog } from '../../recommender/eventLog.js';
-import type { RecEvent } from '../../recommender/eventLog.js';
-import { DAY_MS } from '../../recommender/cooccurrence.js';
+import { Catalog, DAY_MS, EventLog } from '../../recommender/index.js';
+import type { RecEvent } from '../../recommender/index.js';
 
 /**
  * A deterministic demo shop (invented taxonomy, variants, visits comparing substitutes and buying

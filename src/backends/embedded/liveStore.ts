@@ -1,6 +1,6 @@
 import type { ItemModel } from '../../ports/backend.js';
-import type { RecEvent } from '../../recommender/eventLog.js';
-import { KIND_PURCHASE } from '../../recommender/eventLog.js';
+import { KIND_PURCHASE } from '../../recommender/index.js';
+import type { RecEvent } from '../../recommender/index.js';
 
 /** One stored event as a follower reads it; keys are ids of the store's key table (-1 where absent), never names. */
 export type EventRow = [id: number, kind: number, itemId: number, session: number, user: number, order: number, time: number];

@@ -2,19 +2,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { parseStoredRecord } from '../../ports/itemRecord.js';
-import { Catalog } from '../../recommender/catalog.js';
-import { EventLog } from '../../recommender/eventLog.js';
-import type { EventLogColumns } from '../../recommender/eventLog.js';
+import { Catalog, EventLog, fromBuiltModel, maxAgeMsOf, startModuleWorker } from '../../recommender/index.js';
+import type { BuiltModel, EventLogColumns, ModelOptions, RecModel } from '../../recommender/index.js';
 import type { RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { rowToRecEvent } from './liveStore.js';
 import { buildDemo, demoEndsAt } from './demo.js';
 import type { DemoData } from './demo.js';
 import { PostgresRecsStore } from './postgresRecsStore.js';
-import type { BuiltModel } from '../../recommender/builtModel.js';
-import { fromBuiltModel } from '../../recommender/builtModel.js';
-import { startModuleWorker } from '../../recommender/threads.js';
-import type { ModelOptions, RecModel } from '../../recommender/model.js';
-import { maxAgeMsOf } from '../../recommender/model.js';
 import { DB_FILE, RecsStore, type RecsStoreOptions } from './store.js';
 
 export interface LoadRequest {

@@ -4,13 +4,9 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseStoredRecord } from '../../ports/itemRecord.js';
-import { Catalog } from '../../recommender/catalog.js';
-import { EventLog } from '../../recommender/eventLog.js';
-import type { EventLogColumns } from '../../recommender/eventLog.js';
-import type { ModelOptions, RecModel } from '../../recommender/model.js';
+import { buildModel, Catalog, EventLog, maxAgeMsOf, toBuiltModel, transferList } from '../../recommender/index.js';
+import type { EventLogColumns, ModelOptions, RecModel } from '../../recommender/index.js';
 import type { RecsDataStore, StoreHead } from './liveStore.js';
-import { buildModel, maxAgeMsOf } from '../../recommender/model.js';
-import { toBuiltModel, transferList } from '../../recommender/builtModel.js';
 import type { LoadMessage, LoadRequest } from './loadFromStore.js';
 import { demoWithStored, openRecsData } from './loadFromStore.js';
 

@@ -1,5 +1,5 @@
-import type { CompactionUnderWay } from '../../recommender/eventLog.js';
-import type { LiveModel } from '../../recommender/live.js';
+import type { CompactionUnderWay } from '../../recommender/index.js';
+import type { LiveModel } from '../../recommender/index.js';
 
 /** Compacted once this many events, and half the log, have aged out: each is then copied about once more. */
 export const COMPACT_MIN_EVENTS = 100_000;

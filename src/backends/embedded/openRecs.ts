@@ -1,4 +1,4 @@
-import type { ModelOptions } from '../../recommender/model.js';
+import type { ModelOptions } from '../../recommender/index.js';
 import { buildDemo, demoEndsAt } from './demo.js';
 import { StoreOpenError } from './dataFiles.js';
 import type { RecsSource } from './liveStore.js';

@@ -1,6 +1,6 @@
 import type pg from 'pg';
-import type { RecEvent } from '../../recommender/eventLog.js';
-import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
+import type { RecEvent } from '../../recommender/index.js';
+import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/index.js';
 import type { EventRow, ItemCap } from './liveStore.js';
 import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER, withoutRepeatedIds } from './liveStore.js';
 import { itemRoomCtes } from './postgresItemIds.js';

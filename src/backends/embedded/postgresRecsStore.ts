@@ -1,7 +1,7 @@
 import type pg from 'pg';
 import type { ItemModel } from '../../ports/backend.js';
 import { StoreOpenError } from './dataFiles.js';
-import type { RecEvent } from '../../recommender/eventLog.js';
+import type { RecEvent } from '../../recommender/index.js';
 import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
 import type { EventRow, ImportRecord, ImportSession, ItemCap, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
 import { NS_EVENT, PRUNE_ROWS } from './liveStore.js';

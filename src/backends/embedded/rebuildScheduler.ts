@@ -1,6 +1,6 @@
 import type { Worker } from 'node:worker_threads';
-import { KINDS } from '../../recommender/live.js';
-import type { ApplyStats, Kind, LiveModel, RebuildJob } from '../../recommender/live.js';
+import { KINDS } from '../../recommender/index.js';
+import type { ApplyStats, Kind, LiveModel, RebuildJob } from '../../recommender/index.js';
 import type { RebuildAnswer } from './rebuildWorker.js';
 import { startWorker } from './loadFromStore.js';
 

@@ -4,11 +4,8 @@
  */
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { EventLog } from '../../recommender/eventLog.js';
-import { neighboursTransferList } from '../../recommender/builtModel.js';
-import { buildKind } from '../../recommender/live.js';
-import type { RebuildJob } from '../../recommender/live.js';
-import type { Neighbours } from '../../recommender/cooccurrence.js';
+import { buildKind, EventLog, neighboursTransferList } from '../../recommender/index.js';
+import type { Neighbours, RebuildJob } from '../../recommender/index.js';
 import { rebuildNice } from './rebuildNice.js';
 
 // the priority EmbeddedRecs gives its rebuilds: REBUILD_NICE below the gateway's own (a thread

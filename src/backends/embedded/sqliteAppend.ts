@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
-import type { RecEvent } from '../../recommender/eventLog.js';
-import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/eventLog.js';
+import type { RecEvent } from '../../recommender/index.js';
+import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/index.js';
 import { StoreBusyError, StoreFullError } from './dataFiles.js';
 import type { EventRow, ItemCap } from './liveStore.js';
 import { NS_EVENT, NS_ORDER, NS_SESSION, NS_USER } from './liveStore.js';
