@@ -1,5 +1,4 @@
 import { hash } from 'node:crypto';
-import { ErrorCode } from '../errors.js';
 import { MAX_EVENTS_PER_CALL, MAX_IDENTIFIER_LENGTH, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../ports/ingest.js';
 import { DECIMAL_TEXT } from '../ports/itemRecord.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
@@ -648,12 +647,8 @@ function matches(ifNoneMatch: string | undefined): boolean {
   });
 }
 
-/** GET /openapi.json: the description, cacheable for five minutes and revalidated by its ETag. */
-export function openApiResponse(method: string, ifNoneMatch: string | undefined): RestResponse {
-  if (method !== 'GET' && method !== 'HEAD') {
-    const text = JSON.stringify({ errors: [{ message: `Method ${method} not allowed`, extensions: { code: ErrorCode.BAD_REQUEST } }] });
-    return { status: 405, headers: { 'content-type': 'application/json; charset=utf-8', allow: 'GET, HEAD', 'content-length': String(Buffer.byteLength(text)) }, body: text };
-  }
+/** GET or HEAD /openapi.json (the router refuses other methods): the description, cacheable for five minutes and revalidated by its ETag. */
+export function openApiResponse(ifNoneMatch: string | undefined): RestResponse {
   const headers = { etag, 'cache-control': 'public, max-age=300' };
   if (matches(ifNoneMatch)) return { status: 304, headers, body: '' };
   return {

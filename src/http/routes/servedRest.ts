@@ -184,7 +184,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
 
 /** GET /openapi.json: the served interfaces' description. */
 export function serveOpenApi(req: IncomingMessage, res: ServerResponse): void {
-  const answer = openApiResponse(req.method ?? 'GET', req.headers['if-none-match']);
+  const answer = openApiResponse(req.headers['if-none-match']);
   res.writeHead(answer.status, answer.headers);
   res.end(answer.body);
 }
