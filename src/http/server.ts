@@ -193,7 +193,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
         return serveMetrics(req, res, metrics, config.metricsToken);
       default:
         // a path under an interface's that none of its handlers knows
-        if (!(await servedRest(req, res, url))) notFound();
+        if (!(await servedRest(req, res, url, route))) notFound();
     }
   }
 
