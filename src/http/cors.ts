@@ -14,28 +14,9 @@ export const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate'
 /** How long a browser may keep a preflight's answer: ten minutes (Chromium keeps one at most two hours). */
 export const CORS_MAX_AGE_SECONDS = 600;
 
-/** /graphql's methods (Apollo Server's: GET for queries, POST for any operation). */
-export const GRAPHQL_METHODS = 'GET, POST';
-
-/**
- * The methods a route covered by CORS answers, for a preflight's Access-Control-Allow-Methods;
- * null for a path CORS does not cover (health, metrics, the IDE's files, /openapi.json). The REST
- * paths as their handlers read them: trailing slashes dropped.
- */
-export function corsMethods(pathname: string): string | null {
-  if (pathname === '/graphql') return GRAPHQL_METHODS;
-  const path = pathname.replace(/\/+$/, '');
-  if (path === '/api/v1/apikey') return 'GET, POST';
-  if (path.startsWith('/api/v1/apikey/')) return 'DELETE';
-  if (path === '/v1/events') return 'POST';
-  if (path === '/v1/items') return 'GET, PUT';
-  if (path.startsWith('/v1/')) return 'GET';
-  return null;
-}
-
 /**
  * The origins allowed, and the answers they get. A request reaches it only when CORS_ORIGINS is
- * set, on a route corsMethods covers; without an Origin header it only gets `*` where that is set.
+ * set, on a route the route table (routeTable.ts) opens to CORS; without an Origin header it only gets `*` where that is set.
  *
  * An allowed origin's answers carry Access-Control-Allow-Origin (the origin itself, with
  * Vary: Origin; `*` when CORS_ORIGINS is `*`): set on the response before any route runs, so that

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { ClientAddresses } from '../auth/clientAddress.js';
 import type { ErrorCode } from '../errors.js';
 import type { ServerLimits } from '../ports/limits.js';
-import { Cors, corsMethods } from './cors.js';
+import { Cors } from './cors.js';
+import { corsMethods } from './routeTable.js';
 import { LINGER_MAX_BYTES, lingerAfterAnswer } from './linger.js';
 import { PeerLimits } from './peers.js';
 

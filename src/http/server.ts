@@ -16,24 +16,22 @@ import { observeRequest, type RequestRecord } from '../observability/requestScop
 import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
 import { HttpError, LargeBodies, type IngestRight } from './body.js';
-import { Cors, corsMethods, GRAPHQL_METHODS } from './cors.js';
+import { Cors } from './cors.js';
 import { drainHttpServer, followConnections } from './drain.js';
 import { inTurn, lingerAfterAnswer, lingerBudgetFor } from './linger.js';
 import { createHttpServer, listen, listenAddress, refusedWithoutHost } from './listener.js';
 import { graphqlRoute } from './routes/graphql.js';
 import { serveHealth, serveReadiness } from './routes/health.js';
-import { IDE_ASSET_PREFIX, ideRoute } from './routes/ide.js';
+import { ideRoute } from './routes/ide.js';
 import { serveMetrics } from './routes/metrics.js';
 import { servedRestRoute, serveOpenApi } from './routes/servedRest.js';
-import { ingestRoute } from '../rest/index.js';
+import { allowOf, GRAPHQL_ROUTE, intakeOf, labelOf, routeOf } from './routeTable.js';
 import { graphqlError, sendJson, sendMethodNotAllowed } from './send.js';
 
 export { listenAddress, type ListenAddress } from './listener.js';
 
 const ANSWERED: Promise<void> = Promise.resolve();
-
-/** Routes that only answer GET and HEAD (/openapi.json and the IDE's files check their own). */
-const READ_ONLY_ROUTES: ReadonlySet<string> = new Set(['/healthz', '/readyz', '/metrics']);
+const GRAPHQL_METHODS = allowOf(GRAPHQL_ROUTE);
 
 /**
  * A raw answer to a request node could not read (clientError): its status, and its message as a
@@ -174,33 +172,32 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     } catch {
       throw new HttpError(400, 'The request target is not a valid URL');
     }
-    if (cors !== null) {
-      const methods = corsMethods(url.pathname);
-      if (methods !== null && cors.apply(req, res, req.headers.origin, methods, record.id)) return;
-    }
-    if (await servedRest(req, res, url)) return;
-    if (url.pathname.startsWith(IDE_ASSET_PREFIX)) return serveIde(req, res, url.pathname.slice(IDE_ASSET_PREFIX.length));
-    // the probes and the metrics are read, as /openapi.json and the IDE's files are: 405 for the rest
-    if (READ_ONLY_ROUTES.has(url.pathname) && req.method !== 'GET' && req.method !== 'HEAD') {
-      return sendMethodNotAllowed(res, req.method ?? '', 'GET, HEAD');
-    }
-    switch (url.pathname) {
-      case '/graphql':
+    const route = routeOf(url.pathname);
+    const notFound = (): void => sendJson(res, 404, graphqlError(`No route for ${url.pathname}`, ErrorCode.NOT_FOUND));
+    if (route === null) return notFound();
+    if (cors !== null && route.cors && cors.apply(req, res, req.headers.origin, allowOf(route), record.id)) return;
+    const method = req.method ?? '';
+    if (route.routerRefusesMethods && !route.methods.includes(method)) return sendMethodNotAllowed(res, method, allowOf(route));
+    switch (route.speaks) {
+      case 'graphql':
         return graphql(req, res, url.search, record);
-      case '/healthz':
+      case 'ide':
+        return serveIde(req, res, url.pathname.slice(route.path.length));
+      case 'health':
         return serveHealth(res);
-      case '/openapi.json':
+      case 'openapi':
         return serveOpenApi(req, res);
-      case '/readyz':
+      case 'readiness':
         return serveReadiness(req, res, { backend, cache, limiter, addresses, metricsToken: config.metricsToken });
-      case '/metrics':
+      case 'metrics':
         return serveMetrics(req, res, metrics, config.metricsToken);
       default:
-        return sendJson(res, 404, graphqlError(`No route for ${url.pathname}`, ErrorCode.NOT_FOUND));
+        // a path under an interface's that none of its handlers knows
+        if (!(await servedRest(req, res, url, route))) notFound();
     }
   }
 
-  const sinks = { log, metrics };
+  const sinks = { log, metrics, labelOf };
   const clientErrors = config.corsOrigins === '*' ? CLIENT_ERRORS_ANY_ORIGIN : CLIENT_ERRORS;
   options.handOver?.();
   httpServer.on('request', (req: IncomingMessage, res: ServerResponse) => inTurn(req, res, onRequest));
@@ -239,9 +236,10 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
    */
   httpServer.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const declared = Number(req.headers['content-length']);
+    const route = req.headers.authorization === undefined ? null : routeOf(req.url?.split('?')[0] ?? '');
     const most = req.headers.authorization === undefined
       ? anonymousBodyLimit
-      : ingestRoute(req.method, req.url?.split('?')[0] ?? '') !== null ? ingestBodyLimit : config.bodyLimitBytes;
+      : route !== null && intakeOf(route, req.method).body === 'batch' ? ingestBodyLimit : config.bodyLimitBytes;
     if (!(declared > most)) res.writeContinue();
     httpServer.emit('request', req, res);
   });

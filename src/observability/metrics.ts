@@ -198,13 +198,3 @@ export function metricsAuthorized(authorization: string | undefined, token: stri
   const sent = /^\s*bearer\s+(\S+)\s*$/i.exec(authorization ?? '')?.[1] ?? '';
   return timingSafeEqual(hash('sha256', sent, 'buffer'), hash('sha256', token, 'buffer'));
 }
-
-export function routeOf(path: string): string {
-  if (path === '/graphql' || path === '/healthz' || path === '/readyz' || path === '/metrics') return path;
-  if (path === '/api/v1/apikey' || path.startsWith('/api/v1/apikey/')) return '/api/v1/apikey';
-  if (path.startsWith('/v1/items')) return '/v1/items';
-  if (path.startsWith('/v1/events')) return '/v1/events';
-  if (path.startsWith('/v1/postbrowse')) return '/v1/postbrowse';
-  if (path.startsWith('/v1/nbp')) return '/v1/nbp';
-  return 'other';
-}

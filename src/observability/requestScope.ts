@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../logger.js';
-import { routeOf, type GatewayMetrics } from './metrics.js';
+import type { GatewayMetrics } from './metrics.js';
 
 /** The request being served, handed along explicitly: an AsyncLocalStorage's promise hooks tax every promise. */
 export interface RequestRecord {
@@ -11,6 +11,8 @@ export interface RequestRecord {
 interface Sinks {
   log: Logger;
   metrics: GatewayMetrics;
+  /** The metrics' route label of a path (the HTTP layer's route table knows the routes). */
+  labelOf: (path: string) => string;
 }
 
 /** A class, so a request costs one small object and no closure. */
@@ -40,7 +42,7 @@ function onClose(this: ObservedResponse): void {
   const whole = query === -1 ? target : target.slice(0, query);
   const path = whole.startsWith('/') ? whole : '(not a path)';
   const status = this.writableFinished ? this.statusCode : 0;
-  sinks.metrics.httpAnswered(routeOf(path), req.method ?? 'GET', status, seconds);
+  sinks.metrics.httpAnswered(sinks.labelOf(path), req.method ?? 'GET', status, seconds);
   if (!sinks.log.isLevelEnabled('info')) return;
   sinks.log.info(
     {

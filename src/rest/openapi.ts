@@ -1,6 +1,5 @@
 import { hash } from 'node:crypto';
 import type { OpenAPIV3_1 } from 'openapi-types';
-import { ErrorCode } from '../errors.js';
 import { headers, parameters, paths, responses, securitySchemes, type PathItem } from './openapiPaths.js';
 import { schemas } from './openapiSchemas.js';
 import type { RestResponse } from './types.js';
@@ -51,12 +50,8 @@ function matches(ifNoneMatch: string | undefined): boolean {
   });
 }
 
-/** GET /openapi.json: the description, cacheable for five minutes and revalidated by its ETag. */
-export function openApiResponse(method: string, ifNoneMatch: string | undefined): RestResponse {
-  if (method !== 'GET' && method !== 'HEAD') {
-    const text = JSON.stringify({ errors: [{ message: `Method ${method} not allowed`, extensions: { code: ErrorCode.BAD_REQUEST } }] });
-    return { status: 405, headers: { 'content-type': 'application/json; charset=utf-8', allow: 'GET, HEAD', 'content-length': String(Buffer.byteLength(text)) }, body: text };
-  }
+/** GET or HEAD /openapi.json (the router refuses other methods): the description, cacheable for five minutes and revalidated by its ETag. */
+export function openApiResponse(ifNoneMatch: string | undefined): RestResponse {
   const headers = { etag, 'cache-control': 'public, max-age=300' };
   if (matches(ifNoneMatch)) return { status: 304, headers, body: '' };
   return {

@@ -13,7 +13,7 @@ import { isErrorCode } from '../../errors.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
 import { encodingRefusal, MAX_BODY_DEPTH, mayBeLonger, nestsTooDeep, parseBody, readBody, type BodyRouteDeps } from '../body.js';
-import { GRAPHQL_METHODS } from '../cors.js';
+import { allowOf, GRAPHQL_ROUTE } from '../routeTable.js';
 import { lingerAfterAnswer } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { challengeFor, errorHeaders, gatewayErrorBody, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
@@ -67,7 +67,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         res.setHeader('connection', 'close');
         lingerAfterAnswer(req, res);
       }
-      return sendMethodNotAllowed(res, method, GRAPHQL_METHODS);
+      return sendMethodNotAllowed(res, method, allowOf(GRAPHQL_ROUTE));
     }
     if (method !== 'POST' && wantsIde(req, search)) {
       res.setHeader('x-request-id', record.id);

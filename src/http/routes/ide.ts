@@ -5,7 +5,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { ClientAddresses } from '../../auth/clientAddress.js';
 import type { RateLimiter } from '../../auth/rateLimit.js';
 import { ErrorCode, GatewayError, httpStatusOf } from '../../errors.js';
-import { errorHeaders, gatewayErrorBody, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
+import { IDE_ASSET_PREFIX } from '../routeTable.js';
+import { errorHeaders, gatewayErrorBody, graphqlError, sendJson } from '../send.js';
 
 /** The query the IDE opens with: it must run as it is (a test runs it). */
 export const DEFAULT_QUERY = `# recs-gateway: GraphiQL, served by the gateway itself (no CDN, works offline).
@@ -26,8 +27,6 @@ query Recommendations($itemId: ItemId! = 31000005) {
 }
 `;
 
-/** Where the IDE's files are served: each under a name made of its content's hash. */
-export const IDE_ASSET_PREFIX = '/graphql/ide/';
 
 type Encoding = 'br' | 'gzip' | 'identity';
 
@@ -239,10 +238,8 @@ export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMe
    * authentication.
    */
   async function serveIde(req: IncomingMessage, res: ServerResponse, file: string | null): Promise<void> {
+    // the router refused any method but GET and HEAD (routeTable.ts); /graphql serves the page to a GET
     const method = req.method ?? 'GET';
-    if (method !== 'GET' && method !== 'HEAD') {
-      return sendMethodNotAllowed(res, method, 'GET, HEAD');
-    }
     try {
       await limiter.admit(null, addresses.of(req));
     } catch (error) {

@@ -5,13 +5,14 @@ import { ingestForbidden } from '../../ports/ingest.js';
 import type { Logger } from '../../logger.js';
 import type { KeyService } from '../../ports/backend.js';
 import {
-  apiKeyBodyTooLarge, apiKeyEncoded, apiKeyErrorResponse, apiKeyNotJson, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestRoute, ingestUnsupportedEncoding, isApiKeyJson, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
+  apiKeyBodyTooLarge, apiKeyEncoded, apiKeyErrorResponse, apiKeyNotJson, ingestBodyTooLarge, ingestErrorResponse, ingestNotJson, ingestUnsupportedEncoding, isApiKeyJson, queryApiKey, recsErrorResponse, serveApiKeys, serveIngest, serveRecommendations,
   type RestRequest, type RestResponse,
 } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
 import { encodingRefusal, HttpError, mayBeLonger, parseJson, readBody, type BodyRouteDeps } from '../body.js';
 import { lingerAfterAnswer, lingerBudgetFor } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
+import { intakeOf, type Route } from '../routeTable.js';
 import { challengeFor } from '../send.js';
 
 /** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
@@ -46,10 +47,10 @@ export interface ServedRestDeps extends BodyRouteDeps {
 }
 
 /**
- * The served REST interfaces (/api/v1/apikey…, /v1/…): a function that answers a request of
- * theirs and resolves true, or resolves false for any other path.
+ * The served REST interfaces (/api/v1/apikey…, /v1/…): a function that answers a request on one
+ * of their routes and resolves true, or resolves false for a path none of their handlers knows.
  */
-export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, ingestRightOf, largeBodies, log, ingestBodyLimit }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL) => Promise<boolean> {
+export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, ingestRightOf, largeBodies, log, ingestBodyLimit }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL, route: Route) => Promise<boolean> {
   /**
    * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
    * of its address's bucket; credentials are checked from the headers before a byte of a body is
@@ -57,11 +58,11 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
    * INGEST_BODY_LIMIT_BYTES for who may send events) take a body, with valid credentials; every
    * other body is left unread.
    */
-  async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL): Promise<boolean> {
-    const isKeys = url.pathname === '/api/v1/apikey' || url.pathname.startsWith('/api/v1/apikey/');
-    if (!isKeys && !url.pathname.startsWith('/v1/')) return false;
+  async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<boolean> {
+    const { speaks } = intakeOf(route, req.method);
+    const isKeys = speaks === 'rest-keys';
     // the live recommender's twins (POST /v1/events, PUT /v1/items): credentials in the header
-    const ingest = isKeys ? null : ingestRoute(req.method, url.pathname);
+    const ingest = speaks !== 'rest-ingest' ? null : route.name === 'events' ? 'events' : 'items';
     const address = addresses.of(req);
     const guarded = limiter.guard(backend.keys, address);
     const authorization = req.headers.authorization;
@@ -184,7 +185,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
 
 /** GET /openapi.json: the served interfaces' description. */
 export function serveOpenApi(req: IncomingMessage, res: ServerResponse): void {
-  const answer = openApiResponse(req.method ?? 'GET', req.headers['if-none-match']);
+  const answer = openApiResponse(req.headers['if-none-match']);
   res.writeHead(answer.status, answer.headers);
   res.end(answer.body);
 }

@@ -1,0 +1,104 @@
+/**
+ * Every route the gateway serves, as data: its path, the methods it answers, whether CORS covers
+ * it, the label its metrics carry, what its body may be, and which interface answers it. The
+ * router, CORS, the metrics and `Expect: 100-continue` all read this one table.
+ */
+
+/** Which interface answers a request: each has its own handler and its own refusal shapes. */
+export type Speaks = 'graphql' | 'ide' | 'health' | 'readiness' | 'metrics' | 'openapi' | 'rest-keys' | 'rest-recs' | 'rest-ingest';
+
+/**
+ * What a request's body may be: none read, an ordinary one (up to BODY_LIMIT_BYTES), or a batch
+ * of events or item records (up to INGEST_BODY_LIMIT_BYTES for who may send one).
+ */
+export type BodyKind = 'none' | 'ordinary' | 'batch';
+
+export interface Route {
+  /** A name for logs and tests. */
+  readonly name: string;
+  /** The route label of the HTTP metrics: one of a fixed few. */
+  readonly label: string;
+  /** The path; with `prefix`, every path under it. */
+  readonly path: string;
+  readonly prefix?: boolean;
+  /** The methods answered (a 405 names them in Allow; a CORS preflight is told them). */
+  readonly methods: readonly string[];
+  /** Whether pages on other origins may call it (CORS_ORIGINS). */
+  readonly cors: boolean;
+  /** Whether the router refuses other methods itself (405 with Allow); false where the interface answers them in its own shape. */
+  readonly routerRefusesMethods: boolean;
+  readonly speaks: Speaks;
+  readonly body: BodyKind;
+  /** Methods answered by another interface than `speaks`, with that interface and its body. */
+  readonly byMethod?: Readonly<Record<string, { speaks: Speaks; body: BodyKind }>>;
+}
+
+const READ = ['GET', 'HEAD'] as const;
+/** Where the IDE's files are served: each under a name made of its content's hash. */
+export const IDE_ASSET_PREFIX = '/graphql/ide/';
+
+/** Most specific first: the first route a path matches serves it. */
+export const ROUTES: readonly Route[] = [
+  { name: 'graphql', label: '/graphql', path: '/graphql', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'graphql', body: 'ordinary' },
+  { name: 'ide', label: 'other', path: IDE_ASSET_PREFIX, prefix: true, methods: READ, cors: false, routerRefusesMethods: true, speaks: 'ide', body: 'none' },
+  { name: 'healthz', label: '/healthz', path: '/healthz', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'health', body: 'none' },
+  { name: 'readyz', label: '/readyz', path: '/readyz', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'readiness', body: 'none' },
+  { name: 'metrics', label: '/metrics', path: '/metrics', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'metrics', body: 'none' },
+  { name: 'openapi', label: 'other', path: '/openapi.json', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'openapi', body: 'none' },
+  { name: 'apikeys', label: '/api/v1/apikey', path: '/api/v1/apikey', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'ordinary' },
+  { name: 'apikey', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, methods: ['DELETE'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none' },
+  { name: 'events', label: '/v1/events', path: '/v1/events', methods: ['POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-ingest', body: 'batch' },
+  {
+    name: 'items', label: '/v1/items', path: '/v1/items', methods: ['GET', 'PUT'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none',
+    byMethod: { PUT: { speaks: 'rest-ingest', body: 'batch' } },
+  },
+  { name: 'item', label: '/v1/items', path: '/v1/items/', prefix: true, methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
+  { name: 'postbrowse', label: '/v1/postbrowse', path: '/v1/postbrowse', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
+  { name: 'nbp', label: '/v1/nbp', path: '/v1/nbp', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
+  // the rest of /v1/ is the recommendations interface's to refuse (its 404 comes from the router)
+  { name: 'recs', label: 'other', path: '/v1/', prefix: true, methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
+];
+
+/** /graphql, which the router finds without parsing its URL. */
+export const GRAPHQL_ROUTE = ROUTES[0]!;
+const EXACT = new Map(ROUTES.filter((route) => route.prefix !== true).map((route) => [route.path, route]));
+const PREFIXED = ROUTES.filter((route) => route.prefix === true);
+
+/** Whether a path is one of the REST interfaces', whose handlers drop trailing slashes. */
+const isRestPath = (path: string): boolean => path.startsWith('/v1/') || path.startsWith('/api/v1/apikey');
+
+/**
+ * The route serving a path (without its query string), or null. The REST paths as their handlers
+ * read them: trailing slashes dropped; every other path as sent.
+ */
+export function routeOf(path: string): Route | null {
+  if (path === '/graphql') return GRAPHQL_ROUTE;
+  const key = isRestPath(path) && path.length > 1 ? path.replace(/\/+$/, '') : path;
+  const exact = EXACT.get(key);
+  if (exact !== undefined) return exact;
+  for (const route of PREFIXED) if (key.startsWith(route.path)) return route;
+  return null;
+}
+
+/** The HTTP metrics' route label of a path: one of a fixed few, `other` for any path no route names. */
+export function labelOf(path: string): string {
+  return routeOf(path)?.label ?? 'other';
+}
+
+/** The interface and the body of a request with `method` on `route`. */
+export function intakeOf(route: Route, method: string | undefined): { speaks: Speaks; body: BodyKind } {
+  return route.byMethod?.[(method ?? 'GET').toUpperCase()] ?? route;
+}
+
+const ALLOW = new Map(ROUTES.map((route) => [route, route.methods.join(', ')]));
+
+/** A route's methods as Allow and Access-Control-Allow-Methods list them. */
+export function allowOf(route: Route): string {
+  return ALLOW.get(route)!;
+}
+
+/** The methods a preflight is told for a path; null for a path CORS does not cover. */
+export function corsMethods(path: string): string | null {
+  const route = routeOf(path);
+  return route !== null && route.cors ? allowOf(route) : null;
+}
