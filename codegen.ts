@@ -13,10 +13,10 @@ const config: CodegenConfig = {
         enumsAsTypes: true,
         strictScalars: true,
         makeResolverTypeCallable: true,
-        contextType: '../graphql/context.js#GatewayContext',
+        contextType: '../graphql/schema/context.js#GatewayContext',
         scalars: {
           ItemId: 'number',
-          // an input is ms since 1970 (src/graphql/scalars.ts)
+          // an input is ms since 1970 (src/graphql/schema/scalars.ts)
           DateTime: { input: 'number', output: 'Date | string' },
         },
         mappers: {

@@ -9,7 +9,7 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { buildDemo } from '../src/backends/embedded/demo.js';
-import { parseItemRecord, toItemRecord } from '../src/ports/itemRecord.js';
+import { parseItemRecord, toItemRecord } from '../src/model/itemRecord.js';
 import { sharedData } from '../test/helpers/sharedData.js';
 
 const ROUNDS = 20_000;

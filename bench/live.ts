@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { generateDemo, seededRandom } from '../src/backends/embedded/demo.js';
 import { buildModel, Catalog, EventLog, KIND_PURCHASE } from '../src/recommender/index.js';
 import type { ModelOptions, RecEvent } from '../src/recommender/index.js';
-import { presetFormat } from '../src/tools/eventFormats.js';
-import { readEvents } from '../src/tools/importEvents.js';
+import { presetFormat } from '../src/cli/eventFormats.js';
+import { readEvents } from '../src/cli/importEvents.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 import { syntheticEvents } from './syntheticLog.js';
 

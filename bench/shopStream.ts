@@ -5,7 +5,7 @@
  */
 import { Catalog } from '../src/recommender/index.js';
 import type { RecEvent } from '../src/recommender/index.js';
-import { parseItemRecord } from '../src/ports/itemRecord.js';
+import { parseItemRecord } from '../src/model/itemRecord.js';
 
 export const STREAM_ITEMS = 2_000;
 const DAY = 86_400_000;

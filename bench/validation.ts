@@ -2,15 +2,15 @@
  * What validating a hostile document costs, before and after the limits run first (not a test):
  * npx tsx bench/validation.ts
  * "before" is one validate() with graphql-js's rules and the query limits without the limit on
- * fields of one response name; "after" is the limits alone first (src/graphql/limits.ts),
+ * fields of one response name; "after" is the limits alone first (src/graphql/pipeline/limits.ts),
  * graphql-js's rules only for a document within them. Each round parses afresh (a document over a limit is
  * emptied by the rule). Prints CPU milliseconds per document, and how many times a normal query
  * that costs, measured in the same run.
  */
 import { parse, specifiedRules, validate, type ValidationRule } from 'graphql';
 import { DEFAULT_LIMITS } from '../src/config/defaults.js';
-import { queryLimitsRule } from '../src/graphql/limits.js';
-import { buildGatewaySchema } from '../src/graphql/schema.js';
+import { queryLimitsRule } from '../src/graphql/pipeline/limits.js';
+import { buildGatewaySchema } from '../src/graphql/schema/schema.js';
 
 const schema = buildGatewaySchema({ introspection: true });
 const before: ValidationRule[] = [...specifiedRules, queryLimitsRule({ ...DEFAULT_LIMITS, maxSameNameFields: Infinity })];

@@ -16,9 +16,9 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { RecsStore } from '../src/backends/embedded/store.js';
 import { openEmbeddedRecs } from '../src/backends/embedded/openRecs.js';
-import { parseItemRecord } from '../src/ports/itemRecord.js';
+import { parseItemRecord } from '../src/model/itemRecord.js';
 import type { RecEvent } from '../src/recommender/index.js';
-import { runPrune } from '../src/tools/pruneCommand.js';
+import { runPrune } from '../src/cli/pruneCommand.js';
 
 const { values: flags } = parseArgs({ options: { old: { type: 'string', default: '1000000' }, recent: { type: 'string', default: '200000' }, runs: { type: 'string', default: '3' } } });
 const DAY = 86_400_000;

@@ -7,7 +7,7 @@ import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { composeServices } from '@apollo/composition';
 import { graphqlSync, parse } from 'graphql';
-import { buildGatewaySchema } from '../src/graphql/schema.js';
+import { buildGatewaySchema } from '../src/graphql/schema/schema.js';
 
 const HELP = `Usage: npm run -s compose -- <subgraph.graphql>... --routing-url <name>=<url>... [--recs-url <url>] [--output <file>]
 

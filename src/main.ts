@@ -59,21 +59,21 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       case 'user':
         return await user(rest, io);
       case 'import': {
-        const [{ runImport }, { loadConfig }] = await Promise.all([import('./tools/importCommand.js'), import('./config/env.js')]);
+        const [{ runImport }, { loadConfig }] = await Promise.all([import('./cli/importCommand.js'), import('./config/env.js')]);
         const config = loadConfig(io.env);
         return await runImport(rest, { dataDir: config.dataDir, databaseUrl: config.databaseUrl, stdout: io.stdout, stderr: io.stderr });
       }
       case 'prune': {
-        const [{ runPrune }, { loadConfig }] = await Promise.all([import('./tools/pruneCommand.js'), import('./config/env.js')]);
+        const [{ runPrune }, { loadConfig }] = await Promise.all([import('./cli/pruneCommand.js'), import('./config/env.js')]);
         const config = loadConfig(io.env);
         return await runPrune(rest, { dataDir: config.dataDir, databaseUrl: config.databaseUrl, maxAgeDays: config.recsEventsMaxAgeDays, stdout: io.stdout, stderr: io.stderr });
       }
       case 'evaluate': {
-        const { runEvaluate } = await import('./tools/evaluateCommand.js');
+        const { runEvaluate } = await import('./cli/evaluateCommand.js');
         return await runEvaluate(rest, io);
       }
       case 'manifest': {
-        const { runManifest } = await import('./tools/manifestCommand.js');
+        const { runManifest } = await import('./cli/manifestCommand.js');
         return await runManifest(rest, io);
       }
       case '--version':
@@ -114,7 +114,7 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
       io.stderr.write(`recs-gateway: ${error.message}\n`);
       return 1;
     }
-    const { argsProblem } = await import('./tools/commandArgs.js');
+    const { argsProblem } = await import('./cli/commandArgs.js');
     const problem = argsProblem(error, command ?? '');
     if (problem !== null) {
       io.stderr.write(`${problem}\n`);
@@ -136,7 +136,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
   const [{ loadConfig }, { asyncStdout, createLogger }, { configSecrets, startupFailureLine }] = await Promise.all([
     import('./config/env.js'),
     import('./logger.js'),
-    import('./startup.js'),
+    import('./cli/startup.js'),
   ]);
   const config = loadConfig(io.env);
   const log = createLogger({ level: config.logLevel, destination: io.stdout === process.stdout ? asyncStdout() : io.stdout });
@@ -191,7 +191,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
  */
 async function start(config: Config, log: ReturnType<typeof createLogger>, io: Io): Promise<{ stop: Gateway['stop']; stopTracing: () => Promise<void> }> {
   const [{ listenFailure }, { createHttpServer, listen, listenAddress, StartingAnswers }] = await Promise.all([
-    import('./startup.js'),
+    import('./cli/startup.js'),
     import('./http/listener.js'),
   ]);
   const httpServer = createHttpServer(config.server, config.trustProxy);

@@ -1,6 +1,6 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
 import type { ItemModel, ApiKeyModel, PrincipalModel, RecommendationListModel, RecommendationEntryModel, CreatedApiKeyModel, RecordEventsResultModel, UpsertItemsResultModel } from '../ports/backend.js';
-import type { GatewayContext } from '../graphql/context.js';
+import type { GatewayContext } from '../graphql/schema/context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
 export type Exact<T extends { [key: string]: unknown }> = { [K in keyof T]: T[K] };

@@ -5,8 +5,8 @@ import { clientNetwork } from './clientAddress.js';
 import { KEY_SERVICE, type CallOptions, type KeyService, type PrincipalModel } from '../ports/backend.js';
 import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
 import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
-import type { BucketLimit, RateLimitSettings } from '../ports/limits.js';
-import { CallerGone, callerOf, callerWaits, SharedCall } from '../ports/callSignal.js';
+import type { BucketLimit, RateLimitSettings } from '../config/limits.js';
+import { CallerGone, callerOf, callerWaits, SharedCall } from '../shared/callSignal.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
 
 /** The principal of a credential the key service already verified, at once or after a short wait; else undefined. */

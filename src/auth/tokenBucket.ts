@@ -3,8 +3,8 @@ import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { ClockedLRU } from '../cache/lru.js';
 import { connectRedis, REDIS_UNREACHABLE } from '../cache/redis.js';
-import type { BucketLimit } from '../ports/limits.js';
-import { promised } from '../ports/promised.js';
+import type { BucketLimit } from '../config/limits.js';
+import { promised } from '../shared/promised.js';
 
 export interface TakeResult {
   allowed: boolean;

@@ -15,7 +15,7 @@ import type {
 import type { CacheEntry, SharedCache } from '../ports/cache.js';
 import type { ChangeFeed } from '../ports/changeFeed.js';
 import { itemKey, ListSpaces } from './listSpaces.js';
-import { isCancelled } from '../ports/callSignal.js';
+import { isCancelled } from '../shared/callSignal.js';
 import { ClockedLRU } from './lru.js';
 
 export interface CachingOptions {

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
-import { promised } from '../ports/promised.js';
+import { promised } from '../shared/promised.js';
 
 export interface MemoryCacheOptions {
   /** Entries kept at most; default 50,000. */

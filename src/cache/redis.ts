@@ -1,7 +1,7 @@
 import { Redis, type RedisOptions } from 'ioredis';
 import type { Logger } from '../logger.js';
 import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
-import { promised } from '../ports/promised.js';
+import { promised } from '../shared/promised.js';
 
 export interface RedisCacheOptions {
   url: string;

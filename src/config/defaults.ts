@@ -1,4 +1,4 @@
-import type { QueryLimits, RateLimitSettings, ServerLimits } from '../ports/limits.js';
+import type { QueryLimits, RateLimitSettings, ServerLimits } from './limits.js';
 
 /** Defaults needed by more than one module, written once: env.ts and callers given no setting share them. */
 

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { QueryLimits, RateLimitSettings, ServerLimits } from '../ports/limits.js';
+import type { QueryLimits, RateLimitSettings, ServerLimits } from './limits.js';
 import {
   DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES,
   DEFAULT_INGEST_BODY_LIMIT_BYTES,
@@ -85,9 +85,9 @@ export interface Config {
   verifiedPasswordTtlSeconds: number;
   /** INTROSPECTION; default on except in production. */
   introspection: boolean;
-  /** MAX_DEPTH, MAX_COST and the other query limits: see src/ports/limits.ts. */
+  /** MAX_DEPTH, MAX_COST and the other query limits: see src/config/limits.ts. */
   limits: QueryLimits;
-  /** RATE_LIMIT_* , AUTH_* and NEW_DOCUMENTS_* limits: see src/ports/limits.ts. */
+  /** RATE_LIMIT_* , AUTH_* and NEW_DOCUMENTS_* limits: see src/config/limits.ts. */
   rateLimits: RateLimitSettings;
   /** OTEL_EXPORTER_OTLP_ENDPOINT: OTLP over HTTP; default none, and tracing costs nothing. */
   otlpEndpoint: string | null;

@@ -3,7 +3,7 @@ import type { ClientAddresses } from '../auth/clientAddress.js';
 import type { RateLimiter } from '../auth/rateLimit.js';
 import type { Config } from '../config/env.js';
 import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
-import { isJsonContentType } from '../graphql/contentType.js';
+import { isJsonContentType } from '../graphql/pipeline/contentType.js';
 
 /** A request refused before any route could answer it: a status, and a message a client may see. */
 export class HttpError extends Error {

@@ -2,7 +2,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ClientAddresses } from '../auth/clientAddress.js';
 import type { ErrorCode } from '../errors.js';
-import type { ServerLimits } from '../ports/limits.js';
+import type { ServerLimits } from '../config/limits.js';
 import { Cors } from './cors.js';
 import { corsMethods } from './routeTable.js';
 import { LINGER_MAX_BYTES, lingerAfterAnswer } from './linger.js';

@@ -2,7 +2,7 @@ import type http from 'node:http';
 import type { Socket } from 'node:net';
 import { LRUCache } from 'lru-cache';
 import { type ClientAddresses, clientNetwork } from '../auth/clientAddress.js';
-import type { ServerLimits } from '../ports/limits.js';
+import type { ServerLimits } from '../config/limits.js';
 
 // Only node's own modules and lru-cache at run time: listener.ts (loaded before the gateway) uses this.
 

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events';
 import type { ServerResponse } from 'node:http';
-import { abandon, CLIENT_GONE } from '../ports/callSignal.js';
+import { abandon, CLIENT_GONE } from '../shared/callSignal.js';
 
 /**
  * The deadline of one request, counted from when it is made. Its `signal` is made on first use,
@@ -29,7 +29,7 @@ export class RequestDeadline {
    * Aborted when the deadline passes (reason: a TimeoutError DOMException, as AbortSignal.timeout
    * gives, which the REST backend counts as an upstream failure) or when the connection closes
    * (which it also does after the answer is sent; then, with no call waiting on it, it is marked
-   * abandoned rather than aborted: see src/ports/callSignal.ts).
+   * abandoned rather than aborted: see src/shared/callSignal.ts).
    */
   get signal(): AbortSignal {
     if (this.controller === undefined) {
@@ -43,7 +43,7 @@ export class RequestDeadline {
         this.res.once('close', () => {
           clearTimeout(timer);
           // a call waiting on the signal is stopped; with none waiting (every answer's end) the
-          // signal is only marked, which later calls heed (src/ports/callSignal.ts)
+          // signal is only marked, which later calls heed (src/shared/callSignal.ts)
           if (getEventListeners(made.signal, 'abort').length > 0) made.abort(CLIENT_GONE);
           else abandon(made.signal);
         });

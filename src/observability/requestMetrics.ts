@@ -3,7 +3,7 @@
  * Label values must come from bounded sets; prom-client's registry reads these at scrape time.
  */
 import type { Registry } from 'prom-client';
-import { promised } from '../ports/promised.js';
+import { promised } from '../shared/promised.js';
 
 interface Sample {
   labels: Record<string, string | number>;

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
-import { ItemRecordError, parseItemRecord } from '../ports/itemRecord.js';
+import { ItemRecordError, parseItemRecord } from '../model/itemRecord.js';
 import type { ItemModel } from '../ports/backend.js';
 
 /** A catalogue record that was not loaded, and why. */

@@ -1,5 +1,5 @@
 import { notFound } from '../errors.js';
-import { isInStock } from '../ports/itemRecord.js';
+import { isInStock } from '../model/itemRecord.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
 import { categoryOf, departmentOf, familyOf } from './catalog.js';
 import type { Catalog } from './catalog.js';

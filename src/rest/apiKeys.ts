@@ -3,9 +3,9 @@ import type { ApiKeyModel, CallOptions, CreateApiKeyInput, KeyService, Principal
 import { header, json } from './types.js';
 import { unknownField } from './unknownField.js';
 import type { RestRequest, RestResponse } from './types.js';
-import { isUuid } from '../ports/keyIds.js';
+import { isUuid } from '../model/keyIds.js';
 import type { Logger } from '../logger.js';
-import { CallerGone } from '../ports/callSignal.js';
+import { CallerGone } from '../shared/callSignal.js';
 
 const COLLECTION = '/api/v1/apikey';
 const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };

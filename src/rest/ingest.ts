@@ -1,12 +1,12 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
-import { attributeValueRefusal, checkCallSize, itemNumberRefusal, isoTimeProblem, parseIsoTime } from '../ports/ingest.js';
-import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../ports/itemRecord.js';
+import { attributeValueRefusal, checkCallSize, itemNumberRefusal, isoTimeProblem, parseIsoTime } from '../model/ingest.js';
+import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../model/itemRecord.js';
 import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
 import { header, json } from './types.js';
 import { unknownField } from './unknownField.js';
 import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
-import { CallerGone } from '../ports/callSignal.js';
+import { CallerGone } from '../shared/callSignal.js';
 
 /**
  * The live recommender's REST twins of recordEvents and upsertItems (issue 20), on the served
@@ -142,7 +142,7 @@ function unknownItemField(raw: Record<string, unknown>, item: ItemModel): { fiel
 /**
  * The events of a POST /v1/events body: a JSON array of `{"kind":"view"|"purchase","itemId",
  * "sessionId"?,"userId"?,"orderId"?,"time"?,"eventId"?}` (time as ISO 8601 with an offset, or ms; now when absent). Checks
- * their form; checkEvents (src/ports/ingest.ts), in the backend, checks the rest.
+ * their form; checkEvents (src/model/ingest.ts), in the backend, checks the rest.
  */
 export function parseEvents(body: unknown, now: number = Date.now()): EventInputModel[] {
   if (!Array.isArray(body)) throw badUserInput('The request body must be a JSON array of events', 'events');

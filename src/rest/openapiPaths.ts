@@ -1,5 +1,5 @@
 import type { OpenAPIV3_1 } from 'openapi-types';
-import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../ports/ingest.js';
+import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../model/ingest.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 import { itemId, jsonContent, ref, type Reference } from './openapiSchemas.js';
 

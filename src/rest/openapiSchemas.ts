@@ -1,7 +1,7 @@
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
 import type { CreateApiKeyInput, EventInputModel, GiftOptionsModel, ImageEntityModel, ItemModel, MarketplacePriceModel } from '../ports/backend.js';
-import { MAX_IDENTIFIER_LENGTH } from '../ports/ingest.js';
-import { DECIMAL_TEXT } from '../ports/itemRecord.js';
+import { MAX_IDENTIFIER_LENGTH } from '../model/ingest.js';
+import { DECIMAL_TEXT } from '../model/itemRecord.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 
 /*

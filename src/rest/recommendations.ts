@@ -1,10 +1,10 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
-import { ITEM_ID_RANGE, toItemId, toItemRecord } from '../ports/itemRecord.js';
+import { ITEM_ID_RANGE, toItemId, toItemRecord } from '../model/itemRecord.js';
 import type { CallOptions, ItemModel, KeyService, RecommendationKind, RecsService } from '../ports/backend.js';
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
-import { CallerGone } from '../ports/callSignal.js';
+import { CallerGone } from '../shared/callSignal.js';
 
 /**
  * Error codes in the bodies served. 4002, 4022 and 403 are the upstream's own; 4000 is ours for

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { checkItems } from '../../src/ports/ingest.js';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { checkItems } from '../../src/model/ingest.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 
 // upsertItems and PUT /v1/items take whole records: the numbers a shopper is shown must be ones a
 // shop could mean (a probe sent customerRating 1e308 and numReviews -5, and both were kept).

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ItemRecordError, parseItemRecord, toItemRecord } from '../../src/ports/itemRecord.js';
+import { ItemRecordError, parseItemRecord, toItemRecord } from '../../src/model/itemRecord.js';
 import { sharedData } from '../helpers/sharedData.js';
 
 const walmart = sharedData('walmart/search-response.json');

@@ -15,7 +15,7 @@ import Database from 'better-sqlite3';
 import type { RecEvent } from '../../src/recommender/index.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
-import { runImport } from '../../src/tools/importCommand.js';
+import { runImport } from '../../src/cli/importCommand.js';
 import { coViews, itemsFrom, principal } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 

@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreBusyError } from '../../src/backends/embedded/dataFiles.js';
 import { PostgresRecsStore, writeLockFor } from '../../src/backends/embedded/postgresRecsStore.js';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import type { RecEvent } from '../../src/recommender/index.js';
 import { DATABASE_URL, dropSchema, testSchema } from '../helpers/stores.js';
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsService } from '../../src/ports/backend.js';
 import { CachingRecsService } from '../../src/cache/cachingRecs.js';
 import { MemoryCache } from '../../src/cache/memory.js';
-import { CLIENT_GONE } from '../../src/ports/callSignal.js';
+import { CLIENT_GONE } from '../../src/shared/callSignal.js';
 import { ErrorCode, GatewayError, upstreamUnavailable } from '../../src/errors.js';
 
 /**

@@ -2,9 +2,9 @@ import { existsSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { ITEM_ID_RANGE } from '../../src/ports/itemRecord.js';
+import { ITEM_ID_RANGE } from '../../src/model/itemRecord.js';
 import { RecsStore } from '../../src/backends/embedded/store.js';
-import { runImport } from '../../src/tools/importCommand.js';
+import { runImport } from '../../src/cli/importCommand.js';
 import { sharedData } from '../helpers/sharedData.js';
 import { scratchDirs } from '../helpers/stores.js';
 

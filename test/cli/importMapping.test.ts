@@ -5,7 +5,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RecsSource } from '../../src/backends/embedded/liveStore.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
-import { runImport, type CommandIo } from '../../src/tools/importCommand.js';
+import { runImport, type CommandIo } from '../../src/cli/importCommand.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 
 /** Runs `import` against `io`'s store; resolves with its exit code and output. */

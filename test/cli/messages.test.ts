@@ -3,8 +3,8 @@ import path from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/main.js';
-import { runEvaluate } from '../../src/tools/evaluateCommand.js';
-import { runImport } from '../../src/tools/importCommand.js';
+import { runEvaluate } from '../../src/cli/evaluateCommand.js';
+import { runImport } from '../../src/cli/importCommand.js';
 import { tempDir } from '../helpers/stores.js';
 
 /** A stream that keeps what is written to it. */

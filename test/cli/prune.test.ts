@@ -9,7 +9,7 @@ import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../src/ports/backend.js';
-import { runPrune } from '../../src/tools/pruneCommand.js';
+import { runPrune } from '../../src/cli/pruneCommand.js';
 import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
 import type { RecEvent } from '../../src/recommender/index.js';
 import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';

@@ -10,7 +10,7 @@ import { addUser } from '../../src/backends/embedded/keys/users.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { Backend, EventInputModel, PrincipalModel } from '../../src/ports/backend.js';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import { codeOf, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds, TEST_COST } from '../helpers/stores.js';
 import { withIngestInMemory } from '../helpers/memoryIngest.js';

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isoTimeProblem, parseIsoTime } from '../../src/ports/ingest.js';
+import { isoTimeProblem, parseIsoTime } from '../../src/model/ingest.js';
 import { propertyRuns } from '../helpers/runs.js';
 
 // The hand-written reader of event times (GraphQL's DateTime, POST /v1/events) against the one it

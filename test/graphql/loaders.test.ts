@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLoaders } from '../../src/graphql/loaders.js';
+import { createLoaders } from '../../src/graphql/schema/loaders.js';
 import type { ItemModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService } from '../../src/ports/backend.js';
 
 const item = (itemId: number): ItemModel => ({ itemId, name: `item ${itemId}` }) as ItemModel;

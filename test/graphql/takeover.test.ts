@@ -3,7 +3,7 @@ import {
 } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { buildGatewaySchema } from '../../src/graphql/schema.js';
+import { buildGatewaySchema } from '../../src/graphql/schema/schema.js';
 import { codeOf, useEmbeddedGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

@@ -1,4 +1,4 @@
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import type { EventInputModel, ItemModel, PrincipalModel } from '../../src/ports/backend.js';
 import { openRecsData } from '../../src/backends/embedded/loadFromStore.js';
 import type { RecsSource } from '../../src/backends/embedded/liveStore.js';

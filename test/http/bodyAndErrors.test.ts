@@ -2,13 +2,13 @@ import fc from 'fast-check';
 import { GraphQLError } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { ErrorCode } from '../../src/errors.js';
-import { gatewayFormatError } from '../../src/graphql/formatError.js';
+import { gatewayFormatError } from '../../src/graphql/pipeline/formatError.js';
 import { HttpError, MAX_BODY_DEPTH, parseBody, parseJson } from '../../src/http/body.js';
 import { createLogger } from '../../src/logger.js';
 import { propertyRuns } from '../helpers/runs.js';
 
 // Parts of the request path that need no HTTP to be tried: how a body is read as JSON, and what
-// a client sees of an error (src/http/body.ts, src/graphql/formatError.ts).
+// a client sees of an error (src/http/body.ts, src/graphql/pipeline/formatError.ts).
 
 describe('a request body', () => {
   it('is parsed as JSON for a JSON content type, kept as text for another, undefined when empty', () => {

@@ -1,9 +1,9 @@
 import { parse } from 'graphql';
 import { describe, expect, it } from 'vitest';
-import { MAX_PERSISTED_QUERY, PERSISTED_QUERY_TTL_SECONDS, PersistedQueryCache } from '../../src/cache/apq.js';
+import { MAX_PERSISTED_QUERY, PERSISTED_QUERY_TTL_SECONDS, PersistedQueryCache } from '../../src/graphql/pipeline/persistedQueryCache.js';
 import { MemoryCache } from '../../src/cache/memory.js';
 import type { CacheEntry, SharedCache } from '../../src/ports/cache.js';
-import { DOCUMENT_BYTES_PER_TOKEN, DOCUMENT_STORE_BYTES, MAX_STORED_DOCUMENT, createDocumentStore, documentWeight } from '../../src/graphql/documentStore.js';
+import { DOCUMENT_BYTES_PER_TOKEN, DOCUMENT_STORE_BYTES, MAX_STORED_DOCUMENT, createDocumentStore, documentWeight } from '../../src/graphql/pipeline/documentStore.js';
 
 // The caches a stranger fills (parsed documents, persisted queries) are bounded by what they hold
 // in bytes, not only by how many entries: one entry can be a megabyte of comment.

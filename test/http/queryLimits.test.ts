@@ -1,10 +1,10 @@
 import { getIntrospectionQuery, parse, specifiedRules, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_LIMITS } from '../../src/config/defaults.js';
-import { queryLimitsRule } from '../../src/graphql/limits.js';
-import { buildGatewaySchema } from '../../src/graphql/schema.js';
+import { queryLimitsRule } from '../../src/graphql/pipeline/limits.js';
+import { buildGatewaySchema } from '../../src/graphql/schema/schema.js';
 
-// The query limits are the first, cheap pass of validation (src/graphql/limits.ts): linear in the
+// The query limits are the first, cheap pass of validation (src/graphql/pipeline/limits.ts): linear in the
 // document whatever it does with fragments, and a document over them gets their errors alone.
 
 const schema = buildGatewaySchema({ introspection: true });

@@ -8,7 +8,7 @@ import { ErrorCode, GatewayError } from '../../src/errors.js';
 
 // A request's signal after its connection closes: a call waiting on it is stopped at once; with
 // none waiting (the end of every answer) it is only marked, and a call started on it afterwards
-// is still refused without reaching the upstream (src/ports/callSignal.ts).
+// is still refused without reaching the upstream (src/shared/callSignal.ts).
 
 /** The upstream: `/hold` never answers (until the test ends), anything else answers []; counts what reaches it. */
 const reached: string[] = [];

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import type { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import type { Backend, ItemModel, RecommendationKind, RecommendationListModel } from '../../src/ports/backend.js';
-import { ResponseCache } from '../../src/graphql/responseCache.js';
+import { ResponseCache } from '../../src/graphql/pipeline/responseCache.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type GraphQLResponse, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 

@@ -5,8 +5,8 @@ import { MemoryTokenBuckets, type TakeResult, type TokenBuckets } from '../../sr
 import { DEFAULT_RATE_LIMITS } from '../../src/config/defaults.js';
 import { ErrorCode, GatewayError, upstreamUnavailable } from '../../src/errors.js';
 import type { CallOptions, KeyService, PrincipalModel } from '../../src/ports/backend.js';
-import { CallerGone, callerOf, callerWaits, CLIENT_GONE } from '../../src/ports/callSignal.js';
-import type { BucketLimit } from '../../src/ports/limits.js';
+import { CallerGone, callerOf, callerWaits, CLIENT_GONE } from '../../src/shared/callSignal.js';
+import type { BucketLimit } from '../../src/config/limits.js';
 
 /** A promise and the function that settles it. */
 function gate<T = void>(): { promise: Promise<T>; open: (value: T) => void } {

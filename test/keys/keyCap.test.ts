@@ -6,7 +6,7 @@ import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js'
 import { KeyLimitReachedError, type KeyStore } from '../../src/backends/embedded/keys/store.js';
 import { gql, runCli, startServe, type ServeProcess } from '../helpers/processes.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
-import { promised } from '../../src/ports/promised.js';
+import { promised } from '../../src/shared/promised.js';
 
 /**
  * MAX_KEYS_PER_USER: a user cannot multiply its rate limit by making keys. The cap must hold when

@@ -10,7 +10,7 @@ import { createLogger } from '../../src/logger.js';
 import { openBackend } from '../../src/main.js';
 import { startHeldKeyService } from '../helpers/heldKeyService.js';
 import { createRestBackend } from '../../src/backends/rest/index.js';
-import { CLIENT_GONE } from '../../src/ports/callSignal.js';
+import { CLIENT_GONE } from '../../src/shared/callSignal.js';
 
 /**
  * REST mode, a key's first use: clients that close their connections at once (a probe's curl

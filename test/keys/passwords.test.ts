@@ -5,7 +5,7 @@ import { EmbeddedKeyService } from '../../src/backends/embedded/keys/keyService.
 import { hashPassword, SCRYPT_CONCURRENCY, scryptPeakConcurrency, scryptRuns, verifyPassword } from '../../src/backends/embedded/keys/passwords.js';
 import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
 import { addUser } from '../../src/backends/embedded/keys/users.js';
-import { abandon, CallerGone, CLIENT_GONE } from '../../src/ports/callSignal.js';
+import { abandon, CallerGone, CLIENT_GONE } from '../../src/shared/callSignal.js';
 import { tempDir } from '../helpers/stores.js';
 
 // A cheap cost: the subject is how many hashes run at once, not how long one takes.

@@ -3,7 +3,7 @@ import { InMemorySpanExporter, NodeTracerProvider, SimpleSpanProcessor } from '@
 import { SpanKind } from '@opentelemetry/api';
 import { principal } from '../helpers/liveEvents.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import { createRestBackend, type RestBackend } from '../../src/backends/rest/index.js';
 import { CachingRecsService } from '../../src/cache/cachingRecs.js';
 import { MemoryCache } from '../../src/cache/memory.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { startTracing, inServerSpan } from '../../src/observability/tracing.js';
 import { startServer } from '../rest/helpers.js';
-import { promised } from '../../src/ports/promised.js';
+import { promised } from '../../src/shared/promised.js';
 
 describe('trace export', () => {
   it('is nothing to set up without an endpoint', async () => {

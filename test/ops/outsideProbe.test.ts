@@ -1,7 +1,7 @@
 import { getIntrospectionQuery, getNamedType, isLeafType, type GraphQLObjectType } from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { buildGatewaySchema } from '../../src/graphql/schema.js';
+import { buildGatewaySchema } from '../../src/graphql/schema/schema.js';
 import { typeAliasesQuery } from '../helpers/attacks.js';
 import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';

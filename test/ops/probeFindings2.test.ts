@@ -8,7 +8,7 @@ import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { createLogger } from '../../src/logger.js';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import { embeddedWithUsers } from '../helpers/gateway.js';
 import { principal } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, storeKinds, TEST_COST, tempDir, testSchema } from '../helpers/stores.js';

@@ -2,7 +2,7 @@ import { once } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIGNAL_ECHO_MS } from '../../src/main.js';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import { gql, startServe, type ServeProcess } from '../helpers/processes.js';
 import { tempDir } from '../helpers/stores.js';
 import { FakeKeyService, FakeRecsService, mountRest, startServer, type TestServer } from '../rest/helpers.js';

@@ -8,7 +8,7 @@ import { buildDemo, generateDemo } from '../../src/backends/embedded/demo.js';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { RecsStore } from '../../src/backends/embedded/store.js';
-import { runImport } from '../../src/tools/importCommand.js';
+import { runImport } from '../../src/cli/importCommand.js';
 import { EmbeddedIngest } from '../../src/backends/embedded/index.js';
 import { coViews, principal } from '../helpers/liveEvents.js';
 

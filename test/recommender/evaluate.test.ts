@@ -3,11 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, it, expect, afterAll } from 'vitest';
-import { runEvaluate } from '../../src/tools/evaluateCommand.js';
+import { runEvaluate } from '../../src/cli/evaluateCommand.js';
 import { seededRandom } from '../../src/backends/embedded/demo.js';
 import { EventLog } from '../../src/recommender/index.js';
-import { evaluate, formatTable } from '../../src/tools/evaluate.js';
-import type { Method } from '../../src/tools/evaluate.js';
+import { evaluate, formatTable } from '../../src/cli/evaluate.js';
+import type { Method } from '../../src/cli/evaluate.js';
 import { logOf } from './helpers.js';
 
 /** Visits that always view 2k+1 right after 2k (k < 25), over a background of popular items 1000-1004. */

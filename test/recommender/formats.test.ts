@@ -1,9 +1,9 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
 import type { RecEvent } from '../../src/recommender/index.js';
-import { csvFormat, presetFormat } from '../../src/tools/eventFormats.js';
-import type { EventFormat, PresetName } from '../../src/tools/eventFormats.js';
-import { readEventsFromString } from '../../src/tools/importEvents.js';
+import { csvFormat, presetFormat } from '../../src/cli/eventFormats.js';
+import type { EventFormat, PresetName } from '../../src/cli/eventFormats.js';
+import { readEventsFromString } from '../../src/cli/importEvents.js';
 import { sharedData } from '../helpers/sharedData.js';
 
 async function read(format: EventFormat, text: string): Promise<{ events: RecEvent[]; report: Awaited<ReturnType<typeof readEventsFromString>> }> {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, it, expect } from 'vitest';
 import { match } from '../helpers/matchers.js';
 import type { ItemModel } from '../../src/ports/backend.js';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import { buildKind, buildModel, Catalog, cutoffOf, EventLog, itemFacts, ItemIndex, latestTime, LiveModel, Recommender } from '../../src/recommender/index.js';
 import type { CompactionUnderWay, ModelOptions, Neighbours, RecEvent, RecModel } from '../../src/recommender/index.js';
 import { generateDemo } from '../../src/backends/embedded/demo.js';

@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, it, expect, afterAll } from 'vitest';
 import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
-import { runImport } from '../../src/tools/importCommand.js';
+import { runImport } from '../../src/cli/importCommand.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'recs-reload-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -11,7 +11,7 @@ import type {
 } from '../../src/ports/backend.js';
 import { serveApiKeys, serveRecommendations } from '../../src/rest/index.js';
 import type { RestRequest } from '../../src/rest/index.js';
-import { promised } from '../../src/ports/promised.js';
+import { promised } from '../../src/shared/promised.js';
 
 
 export interface RecordedRequest {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import { createRestBackend } from '../../src/backends/rest/index.js';
 import type { RestBackend } from '../../src/backends/rest/index.js';
 import type { KeyService, PrincipalModel } from '../../src/ports/backend.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { match } from '../helpers/matchers.js';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import { FakeKeyService, FakeRecsService, mountRest } from './helpers.js';
 import type { TestServer } from './helpers.js';
 

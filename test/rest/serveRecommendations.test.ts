@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { match } from '../helpers/matchers.js';
-import { parseItemRecord } from '../../src/ports/itemRecord.js';
+import { parseItemRecord } from '../../src/model/itemRecord.js';
 import { upstreamRejected, upstreamUnavailable } from '../../src/errors.js';
 import type { RecsService } from '../../src/ports/backend.js';
 import { FakeKeyService, FakeRecsService, itemRecord, mountRest } from './helpers.js';

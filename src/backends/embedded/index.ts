@@ -1,6 +1,6 @@
 import { DEFAULT_MAX_ITEMS } from '../../config/defaults.js';
 import { badUserInput, ErrorCode, forbidden, GatewayError } from '../../errors.js';
-import { checkEvents, checkItems, ingestForbidden } from '../../ports/ingest.js';
+import { checkEvents, checkItems, ingestForbidden } from '../../model/ingest.js';
 import type { Backend, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel } from '../../ports/backend.js';
 import type { RecEvent } from '../../recommender/index.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
-import { parseStoredRecord } from '../../ports/itemRecord.js';
+import { parseStoredRecord } from '../../model/itemRecord.js';
 import { Catalog, EventLog, fromBuiltModel, maxAgeMsOf, startModuleWorker } from '../../recommender/index.js';
 import type { BuiltModel, EventLogColumns, ModelOptions, RecModel } from '../../recommender/index.js';
 import type { RecsDataStore, RecsSource, StoreHead } from './liveStore.js';

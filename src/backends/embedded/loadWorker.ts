@@ -3,7 +3,7 @@
  * event loop: records go in chunks parsed between requests, arrays transferred rather than copied.
  */
 import { parentPort, workerData } from 'node:worker_threads';
-import { parseStoredRecord } from '../../ports/itemRecord.js';
+import { parseStoredRecord } from '../../model/itemRecord.js';
 import { buildModel, Catalog, EventLog, maxAgeMsOf, toBuiltModel, transferList } from '../../recommender/index.js';
 import type { EventLogColumns, ModelOptions, RecModel } from '../../recommender/index.js';
 import type { RecsDataStore, StoreHead } from './liveStore.js';

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { toItemRecord } from '../../ports/itemRecord.js';
+import { toItemRecord } from '../../model/itemRecord.js';
 import type { ItemModel } from '../../ports/backend.js';
 import type { ImportRecord, ImportSession } from './liveStore.js';
 import { columns, insertEventsSql, UNNEST_EVENTS } from './postgresAppend.js';

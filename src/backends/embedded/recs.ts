@@ -10,7 +10,7 @@ import type { ApplyStats, Kind } from '../../recommender/index.js';
 import { Recommender } from '../../recommender/index.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { demoWithStored, loadInWorker } from './loadFromStore.js';
-import { promised } from '../../ports/promised.js';
+import { promised } from '../../shared/promised.js';
 import { LogCompactor } from './logCompaction.js';
 import { RebuildScheduler } from './rebuildScheduler.js';
 import { StoreFollower } from './storeFollower.js';

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { ItemModel } from '../../ports/backend.js';
-import { toItemRecord } from '../../ports/itemRecord.js';
-import { promised } from '../../ports/promised.js';
+import { toItemRecord } from '../../model/itemRecord.js';
+import { promised } from '../../shared/promised.js';
 import type { RecEvent } from '../../recommender/index.js';
 import { KIND_PURCHASE, KIND_VIEW } from '../../recommender/index.js';
 import type { ImportRecord, ImportSession } from './liveStore.js';

@@ -1,5 +1,5 @@
 import type { ItemModel, RecommenderStateModel } from '../../ports/backend.js';
-import { parseStoredRecord } from '../../ports/itemRecord.js';
+import { parseStoredRecord } from '../../model/itemRecord.js';
 import type { RecEvent } from '../../recommender/index.js';
 import type { EventRow, RecsDataStore, StoreHead } from './liveStore.js';
 import { rowToRecEvent } from './liveStore.js';

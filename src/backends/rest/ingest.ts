@@ -2,8 +2,8 @@ import { LRUCache } from 'lru-cache';
 import {
   badUserInput, forbidden, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable, type GatewayError,
 } from '../../errors.js';
-import { checkCallSize, ingestForbidden } from '../../ports/ingest.js';
-import { toItemRecord } from '../../ports/itemRecord.js';
+import { checkCallSize, ingestForbidden } from '../../model/ingest.js';
+import { toItemRecord } from '../../model/itemRecord.js';
 import type {
   CallOptions, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel, UpsertItemsResultModel,
 } from '../../ports/backend.js';

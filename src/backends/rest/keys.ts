@@ -13,8 +13,8 @@ import { SharedAuthCache } from './sharedAuthCache.js';
 import { errorEntries, forClient, parseJson } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
-import { isUuid } from '../../ports/keyIds.js';
-import { isCancelled } from '../../ports/callSignal.js';
+import { isUuid } from '../../model/keyIds.js';
+import { isCancelled } from '../../shared/callSignal.js';
 
 const SERVICE = KEY_SERVICE;
 const PATH = '/api/v1/apikey';

@@ -2,7 +2,7 @@ import {
   badUserInput, notFound, rateLimited, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
 import type { GatewayError } from '../../errors.js';
-import { ITEM_ID_RANGE, ItemRecordError, parseItemRecord } from '../../ports/itemRecord.js';
+import { ITEM_ID_RANGE, ItemRecordError, parseItemRecord } from '../../model/itemRecord.js';
 import {
   RECS_SERVICE, type CallOptions, type ItemModel, type RecommendationKind, type RecommendationListModel, type RecsService,
 } from '../../ports/backend.js';

@@ -7,7 +7,7 @@ import { ErrorCode, GatewayError, pastDeadline, upstreamUnavailable } from '../.
 import { CircuitBreaker } from './breaker.js';
 import type { AttemptOutcome, BreakerState } from './breaker.js';
 import type { UpstreamObserver } from '../../ports/observers.js';
-import { isCancelled } from '../../ports/callSignal.js';
+import { isCancelled } from '../../shared/callSignal.js';
 import { RetryBudget } from './retryBudget.js';
 
 /** How one upstream is called; every field is set (createRestBackend fills in the defaults). */

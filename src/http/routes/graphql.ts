@@ -1,11 +1,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, GatewayError, httpStatusOf, rateLimited } from '../../errors.js';
-import { RequestContext } from '../../graphql/context.js';
-import { asksPersistedQuery, withoutRegistration } from '../../graphql/persistedQueries.js';
-import type { GraphQLEngine } from '../../graphql/engine.js';
-import { createLoaders } from '../../graphql/loaders.js';
+import { RequestContext } from '../../graphql/schema/context.js';
+import { asksPersistedQuery, withoutRegistration } from '../../graphql/pipeline/persistedQueries.js';
+import type { GraphQLEngine } from '../../graphql/pipeline/engine.js';
+import { createLoaders } from '../../graphql/schema/loaders.js';
 import type { Config } from '../../config/env.js';
-import type { AnswerSources } from '../../graphql/responseCache.js';
+import type { AnswerSources } from '../../graphql/pipeline/responseCache.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { trace } from '@opentelemetry/api';
@@ -94,7 +94,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     let text: string | undefined;
     let body: unknown;
     let cacheKey: string | null = null;
-    // The hot path (src/graphql/responseCache.ts): authenticated callers only, PUBLIC answers only.
+    // The hot path (src/graphql/pipeline/responseCache.ts): authenticated callers only, PUBLIC answers only.
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
       const encoded = encodingRefusal(req);
@@ -158,7 +158,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     // query is answered as if sent without its hash (a hash alone is only looked up)
     if (principal === null && asksPersistedQuery(method, body, search)) ({ body, search } = withoutRegistration(method, body, search));
     // a text not parsed here before is let through while its caller's new-document bucket holds a
-    // token, and spends one if it was parsed and validated (src/graphql/newDocuments.ts)
+    // token, and spends one if it was parsed and validated (src/graphql/pipeline/newDocuments.ts)
     const unknownText = newDocuments.unknownText(method, body, search);
     if (unknownText !== null) {
       try {
@@ -169,7 +169,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         return sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error, `Too many new query texts (NEW_DOCUMENTS_RPS): retry in ${Math.ceil(error.retryAfter ?? 1)} s; texts sent before are still answered`), errorHeaders(error, req.headers));
       }
     }
-    // GraphQL from here (src/graphql/engine.ts): the takeover or Apollo
+    // GraphQL from here (src/graphql/pipeline/engine.ts): the takeover or Apollo
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
     // what a cacheable answer reads is recorded, so that a data change drops it only if it changed it
     const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError, badUserInput, rateLimited } from '../../errors.js';
-import { isJsonContentType } from '../../graphql/contentType.js';
-import { ingestForbidden } from '../../ports/ingest.js';
+import { isJsonContentType } from '../../graphql/pipeline/contentType.js';
+import { ingestForbidden } from '../../model/ingest.js';
 import type { Logger } from '../../logger.js';
 import type { KeyService } from '../../ports/backend.js';
 import {

@@ -17,8 +17,8 @@ import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from '.
 import { verifyPassword } from './passwords.js';
 import { lookupProblem } from './users.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
-import { isUuid } from '../../../ports/keyIds.js';
-import { callerOf, callerWaits, type Caller } from '../../../ports/callSignal.js';
+import { isUuid } from '../../../model/keyIds.js';
+import { callerOf, callerWaits, type Caller } from '../../../shared/callSignal.js';
 import { ClockedLRU } from '../../../cache/lru.js';
 
 type PasswordCredential = Extract<Credential, { kind: 'password' }>;

@@ -1,6 +1,6 @@
 import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOptions } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { CallerGone } from '../../../ports/callSignal.js';
+import { CallerGone } from '../../../shared/callSignal.js';
 
 /**
  * Passwords are kept as scrypt hashes in the form `scrypt$N$r$p$salt$hash`: the parameters

@@ -14,7 +14,7 @@ import {
   type NewUser,
   type UserRecord,
 } from './store.js';
-import { promised } from '../../../ports/promised.js';
+import { promised } from '../../../shared/promised.js';
 
 interface UserRow {
   id: string;

@@ -1,0 +1,46 @@
+import type { QueryResolvers } from '../../../__generated__/resolvers-types.js';
+import type { ItemModel } from '../../../ports/backend.js';
+import { badUserInput, notFound } from '../../../errors.js';
+import { MAX_ITEM_IDS } from '../../../config/limits.js';
+import { charged, recommendationList, recommendedItems, requirePrincipal } from './helpers.js';
+
+export const Query: QueryResolvers = {
+  viewer: (_, __, context) => context.principal,
+
+  apiKeys: (_, { username, userDomain }, context) =>
+    context.backend.keys.listKeys(
+      requirePrincipal(context),
+      username ? { username, domain: userDomain ?? null } : null,
+      { signal: context.signal },
+    ),
+
+  item: async (_, { itemId }, context) => {
+    requirePrincipal(context);
+    const item = await context.loaders.items.load(itemId);
+    if (!item) throw notFound(`No item with itemId ${itemId}`);
+    return charged(context, item);
+  },
+
+  items: async (_, { itemIds }, context) => {
+    requirePrincipal(context);
+    if (itemIds.length > MAX_ITEM_IDS) throw badUserInput(`At most ${MAX_ITEM_IDS} itemIds a query`, 'itemIds');
+    const items = charged(context, await context.loaders.items.loadMany(itemIds));
+    // graphql-js turns an Error in a list into a null with its own error at that index
+    return items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];
+  },
+
+  postBrowsedProducts: (_, { itemId, first }, context) => {
+    requirePrincipal(context);
+    return recommendedItems(context, 'POST_BROWSE', itemId, first);
+  },
+
+  productRecommendations: (_, { itemId, first }, context) => {
+    requirePrincipal(context);
+    return recommendedItems(context, 'NEXT_BEST_PRODUCT', itemId, first);
+  },
+
+  recommendations: (_, { itemId, kind, first }, context) => {
+    requirePrincipal(context);
+    return recommendationList(context, kind, itemId, first);
+  },
+};

@@ -1,0 +1,73 @@
+import type {
+  ItemModel, PrincipalModel, RecommendationEntryModel, RecommendationKind, RecommendationListModel,
+} from '../../../ports/backend.js';
+import type { GatewayContext } from '../context.js';
+import { badUserInput, unauthenticated } from '../../../errors.js';
+import { MAX_RECOMMENDATIONS } from '../../../config/limits.js';
+
+export function charged<T extends ItemModel | null | readonly (ItemModel | null | Error)[]>(context: GatewayContext, items: T): T {
+  context.answerBudget.charge(items);
+  return items;
+}
+
+export function requirePrincipal(context: GatewayContext): PrincipalModel {
+  if (!context.principal) throw unauthenticated();
+  return context.principal;
+}
+
+export function checkFirst(first: number | null | undefined): number {
+  const n = first ?? MAX_RECOMMENDATIONS;
+  if (!Number.isInteger(n) || n < 1 || n > MAX_RECOMMENDATIONS) throw badUserInput(`first must be from 1 to ${MAX_RECOMMENDATIONS}`, 'first');
+  return n;
+}
+
+type Listed = { list: RecommendationListModel; items: ItemModel[] };
+
+/** A list cut to `first`, dropping unknown items; without a promise where the backend holds list and records. */
+export function recommendationList(context: GatewayContext, kind: RecommendationKind, anchorId: number, first: number | null | undefined): RecommendationListModel | Promise<RecommendationListModel> {
+  const listed = listedFor(context, kind, anchorId, checkFirst(first));
+  return 'list' in listed ? listed.list : listed.then((found) => found.list);
+}
+
+export function recommendedItems(context: GatewayContext, kind: RecommendationKind, anchorId: number, first: number | null | undefined): ItemModel[] | Promise<ItemModel[]> {
+  const listed = listedFor(context, kind, anchorId, checkFirst(first));
+  return 'list' in listed ? charged(context, listed.items) : listed.then((found) => charged(context, found.items));
+}
+
+function listedFor(context: GatewayContext, kind: RecommendationKind, anchorId: number, n: number): Listed | Promise<Listed> {
+  const { loaders } = context;
+  const now = loaders.listNow(kind, anchorId);
+  const items = now === undefined ? null : loaders.itemsOf(now);
+  if (items !== null) return cut(now!, items, n);
+  return (async () => {
+    const list = await loaders.recommendations.load(kind, anchorId);
+    return cut(list, loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId))), n);
+  })();
+}
+
+/** Cuts to the first `n` entries whose items exist, ranks closed up; a failed load is thrown. */
+function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null | Error)[], n: number): Listed {
+  const entries: RecommendationEntryModel[] = [];
+  const items: ItemModel[] = [];
+  for (let i = 0; i < list.entries.length && entries.length < n; i++) {
+    const item = loaded[i];
+    if (item instanceof Error) throw item;
+    if (isItem(item)) {
+      const entry = list.entries[i]!;
+      // copy only where a dropped item moved the rank: the list's entries are shared
+      entries.push(entry.rank === entries.length + 1 ? entry : { ...entry, rank: entries.length + 1 });
+      items.push(item);
+    }
+  }
+  return { list: { anchorId: list.anchorId, kind: list.kind, entries }, items };
+}
+
+export const isItem = (value: ItemModel | null | Error | undefined): value is ItemModel =>
+  value !== null && value !== undefined && !(value instanceof Error);
+
+/** The existing items in order; a failed load throws, so an upstream failure is an error, never cached as public. */
+export function existingItems(values: readonly (ItemModel | null | Error)[]): ItemModel[] {
+  const failed = values.find((value) => value instanceof Error);
+  if (failed !== undefined) throw failed;
+  return values.filter(isItem);
+}

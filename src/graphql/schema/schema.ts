@@ -1,0 +1,31 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { buildSubgraphSchema } from '@apollo/subgraph';
+import { parse, type GraphQLSchema } from 'graphql';
+import { DEFAULT_LIMITS } from '../../config/defaults.js';
+import { federationResolvers } from './resolvers/entities.js';
+import { resolvers } from './resolvers/index.js';
+
+/** buildSubgraphSchema's resolver map; the package exports the type only from deep inside. */
+type SubgraphResolvers = Extract<Parameters<typeof buildSubgraphSchema>[0], { resolvers?: unknown }>['resolvers'];
+
+const SCHEMA_DIR = new URL('../../../schema/', import.meta.url);
+
+export function loadTypeDefs(): string[] {
+  return readdirSync(SCHEMA_DIR)
+    .filter((file) => file.endsWith('.graphql'))
+    .sort()
+    .map((file) => readFileSync(new URL(file, SCHEMA_DIR), 'utf8'));
+}
+
+/**
+ * The gateway's schema as a Federation 2 subgraph, serving clients as a plain schema would.
+ * `_service` follows `introspection`; _entities checks its real representations against `maxCost`.
+ */
+export function buildGatewaySchema(options: { introspection: boolean; maxCost?: number }): GraphQLSchema {
+  const federation = federationResolvers({ introspection: options.introspection, maxCost: options.maxCost ?? DEFAULT_LIMITS.maxCost });
+  const all = { ...resolvers, ...federation, Query: { ...resolvers.Query, ...federation.Query } };
+  return buildSubgraphSchema({
+    typeDefs: loadTypeDefs().map((sdl) => parse(sdl)),
+    resolvers: all as unknown as SubgraphResolvers,
+  });
+}
