@@ -1,32 +1,20 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 
-/**
- * Cross-origin requests (CORS_ORIGINS): what lets a page on another origin call /graphql and the
- * served REST interfaces from a browser. Off by default, and then nothing here runs.
- *
- * The request headers a page may send: the credential, the body's type, Apollo's CSRF-prevention
- * headers and client awareness, and the request id the gateway takes from a caller.
- */
+/** The request headers a page may send cross-origin (CORS_ORIGINS). */
 export const CORS_ALLOW_HEADERS =
   'authorization, content-type, apollo-require-preflight, x-apollo-operation-name, apollographql-client-name, apollographql-client-version, x-request-id';
-/** The response headers a page may read beyond the safelisted ones: the request id, and what a 429 or a 401 tells. */
+/** The response headers a page may read beyond the safelisted ones. */
 export const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate';
-/** How long a browser may keep a preflight's answer: ten minutes (Chromium keeps one at most two hours). */
+/** How long a browser may keep a preflight's answer, in seconds. */
 export const CORS_MAX_AGE_SECONDS = 600;
 
 /**
- * The origins allowed, and the answers they get. A request reaches it only when CORS_ORIGINS is
- * set, on a route the route table (routeTable.ts) opens to CORS; without an Origin header it only gets `*` where that is set.
- *
- * An allowed origin's answers carry Access-Control-Allow-Origin (the origin itself, with
- * Vary: Origin; `*` when CORS_ORIGINS is `*`): set on the response before any route runs, so that
- * every answer has it, errors (401, 429, 413...) and the response cache's answers included. The
- * cache never stores it: it keeps the headers of the answer, not those set on the response.
+ * The origins allowed, and the answers they get. Headers are set on the response before any route runs, so every
+ * answer has them; the response cache never stores them.
  */
 export class Cors {
   private readonly any: boolean;
   private readonly origins: ReadonlySet<string>;
-  /** Whether Access-Control-Allow-Origin depends on the Origin sent (a list, not `*`): answers then vary by it. */
   readonly variesByOrigin: boolean;
 
   constructor(origins: readonly string[] | '*') {
@@ -40,14 +28,8 @@ export class Cors {
   }
 
   /**
-   * For a request with Origin `origin` to a route answering `methods`: answers a preflight (an
-   * OPTIONS with Access-Control-Request-Method) and returns true; otherwise sets the headers an
-   * allowed origin's answer carries and returns false (the route answers).
-   *
-   * A preflight is answered here, before authentication and the rate limits: it carries no
-   * credentials, and it is not a request of the caller's own. From an origin not allowed it gets
-   * 204 without any Access-Control-* header, as Apollo Router answers it (with its 200): the
-   * browser then refuses the request itself, and nothing about the routes is told.
+   * Answers a preflight and returns true, else sets an allowed origin's headers and returns false. A preflight from an
+   * origin not allowed gets 204 without Access-Control-* headers: nothing about the routes is told.
    */
   apply(req: IncomingMessage, res: ServerResponse, origin: string | undefined, methods: string, requestId?: string): boolean {
     if (origin === undefined) {
@@ -72,11 +54,7 @@ export class Cors {
     return false;
   }
 
-  /**
-   * Sets the headers an allowed origin's answer carries, for an answer that is no preflight. With
-   * `*` every answer says so, Origin or not: a shared cache that kept one answered without Origin
-   * would otherwise serve it to pages, whose browsers then refuse it.
-   */
+  // with `*`, every answer says so: a shared cache would otherwise serve an answer without it to pages
   allowFor(res: ServerResponse, origin: string | undefined): void {
     if (origin === undefined ? this.any : this.allows(origin)) this.allowOn(res, this.any ? '*' : origin!);
   }

@@ -8,27 +8,17 @@ import { corsMethods } from './routeTable.js';
 import { LINGER_MAX_BYTES, lingerAfterAnswer } from './linger.js';
 import { PeerLimits } from './peers.js';
 
-// Only node's own modules at run time: `serve` loads this, listens and answers /healthz before
-// Apollo Server, the stores and the recommender are even loaded (issue 22: /healthz within
-// 1.5 s of `npm start`, when the demo shop took 5 to 10 s to build on a busy machine).
+// Only node's own modules at run time: `serve` answers /healthz before the rest of the gateway loads.
 
-/**
- * The node:http server with the client limits: a slow client (slowloris headers, a body that
- * never ends) is answered 408 and cut off at the timeout, and connections past the cap, or past
- * one address's share of it, are closed unanswered, so a few hundred sockets cannot hold the
- * process; an address's refused bodies are read (lingered) within its budget. `trustProxy`:
- * TRUST_PROXY, whose proxies have no share of their own.
- */
+/** The node:http server with the client limits (timeouts, connection caps, lingering); `trustProxy`: TRUST_PROXY. */
 export function createHttpServer(limits: ServerLimits, trustProxy: readonly string[] = []): http.Server {
   const server = http.createServer({
     headersTimeout: limits.headersTimeoutMs,
     requestTimeout: limits.requestTimeoutMs,
     keepAliveTimeout: limits.keepAliveTimeoutMs,
-    // node looks for expired requests this often (30 s by default, which would stretch a 10 s
-    // timeout to 40 s); a quarter of the shorter timeout keeps the overshoot within 25%
+    // node's default check interval (30 s) would stretch the timeouts
     connectionsCheckingInterval: Math.max(25, Math.min(1_000, Math.floor(limits.headersTimeoutMs / 4))),
-    // node answers an HTTP/1.1 request without Host with an empty 400 of its own: the handlers
-    // answer it instead (refusedWithoutHost), with a body as every other refusal has
+    // node's own 400 for a missing Host is empty: refusedWithoutHost answers it instead
     requireHostHeader: false,
   });
   if (limits.maxConnections > 0) server.maxConnections = limits.maxConnections;
@@ -36,7 +26,7 @@ export function createHttpServer(limits: ServerLimits, trustProxy: readonly stri
   return server;
 }
 
-// the code's text: ErrorCode's own is Apollo's enum, which this module does not load
+// ErrorCode's own is Apollo's enum, which this module does not load
 const NO_HOST_CODE: `${ErrorCode}` = 'BAD_REQUEST';
 const NO_HOST_BODY = JSON.stringify({ errors: [{ message: 'An HTTP/1.1 request must carry a Host header', extensions: { code: NO_HOST_CODE } }] });
 const NO_HOST_HEADERS: Readonly<Record<string, string>> = {
@@ -45,14 +35,7 @@ const NO_HOST_HEADERS: Readonly<Record<string, string>> = {
   connection: 'close',
 };
 
-/**
- * Answers an HTTP/1.1 request without a Host header (RFC 9112 asks for a 400) and returns true;
- * false for any other, which the handler then serves. The request node's own check
- * (requireHostHeader, off in createHttpServer) refused with an empty 400: an empty Host passes
- * as it did, and HTTP/1.0, which has none to send, is served. A JSON 400 BAD_REQUEST, as the
- * raw answers of clientError, and the connection closed, as node closed it; with `cors`
- * (CORS_ORIGINS), the headers an allowed Origin's answers carry, as every other answer has them.
- */
+/** Answers an HTTP/1.1 request without a Host header with a JSON 400 and returns true; false for any other. */
 export function refusedWithoutHost(req: IncomingMessage, res: ServerResponse, cors: Cors | null): boolean {
   if (req.headers.host !== undefined || req.httpVersionMajor !== 1 || req.httpVersionMinor !== 1) return false;
   cors?.allowFor(res, req.headers.origin);
@@ -64,15 +47,13 @@ export function refusedWithoutHost(req: IncomingMessage, res: ServerResponse, co
 
 /** Where a listening server is, as bound, and a URL to reach it from this machine. */
 export interface ListenAddress {
-  /** The bound address: `::` or `0.0.0.0` for every interface. */
   address: string;
   port: number;
-  /** Whether it takes connections on every interface (HOST unset or `::`), or every IPv4 one (`0.0.0.0`). */
   allInterfaces: boolean;
-  /** A base URL for a client on this machine: the loopback address when on every interface. */
   localUrl: string;
 }
 
+/** A listening server's ListenAddress. */
 export function listenAddress(server: http.Server): ListenAddress {
   const { address, port, family } = server.address() as AddressInfo;
   const allInterfaces = address === '::' || address === '0.0.0.0';
@@ -80,7 +61,7 @@ export function listenAddress(server: http.Server): ListenAddress {
   return { address, port, allInterfaces, localUrl: `http://${local}:${port}` };
 }
 
-/** Listens; rejects with the listen error (EADDRINUSE, EACCES, ...) as node gives it. */
+/** Listens; rejects with the listen error as node gives it. */
 export function listen(server: http.Server, port: number, host: string | undefined): Promise<void> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
@@ -95,29 +76,23 @@ export function listen(server: http.Server, port: number, host: string | undefin
 export const STARTING_RETRY_AFTER_S = 1;
 
 /**
- * The server's answers while the gateway starts: /healthz 200 at once (the process is alive),
- * /readyz 503 with what the start still waits for, and every other request 503 with Retry-After.
- * The code a GraphQL client gets is UPSTREAM_UNAVAILABLE with `retryAfter`: what a client already
- * retries when the recommendation or key service is down, which is what the backend still opening
- * is to it (a new code would break clients that switch over the closed set).
+ * The server's answers while the gateway starts: /healthz 200, /readyz 503, every other request 503 with
+ * UPSTREAM_UNAVAILABLE, which clients already retry (a new code would break clients that switch on the closed set).
  */
 export class StartingAnswers {
   private step = 'loading the gateway';
   private readonly handler = (req: IncomingMessage, res: ServerResponse): void => this.answer(req, res);
   private readonly cors: Cors | null;
 
-  /** `corsOrigins`: CORS_ORIGINS, so that a page on an allowed origin can read the 503 too. */
   constructor(private readonly server: http.Server, corsOrigins: readonly string[] | '*' | null = null) {
     this.cors = corsOrigins ? new Cors(corsOrigins) : null;
     server.on('request', this.handler);
   }
 
-  /** What the start does now, for /readyz ("opening the key store", ...). */
   waitFor(step: string): void {
     this.step = step;
   }
 
-  /** The gateway takes over: these answers stop (the gateway's own 'request' listener is added). */
   handOver(): void {
     this.server.off('request', this.handler);
   }
@@ -131,7 +106,6 @@ export class StartingAnswers {
       const methods = corsMethods(path);
       if (methods !== null && this.cors.apply(req, res, req.headers.origin, methods)) return;
     }
-    // a body is not read: a large one takes the connection with it
     const length = req.headers['content-length'];
     const closing = (length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined;
     if (closing) lingerAfterAnswer(req, res);
@@ -149,7 +123,6 @@ export class StartingAnswers {
     const message = `The gateway is starting (${this.step}): retry in ${STARTING_RETRY_AFTER_S} s`;
     if (path === '/healthz') return send(200, { status: 'ok' });
     if (path === '/readyz') return send(503, { status: 'starting', waitingFor: this.step }, retry);
-    // the served REST interfaces' own error bodies (src/rest/*: UPSTREAM_UNAVAILABLE -> 503)
     if (path === '/api/v1/apikey' || path.startsWith('/api/v1/apikey/')) return send(503, [{ id: '*', message }], retry);
     if (path.startsWith('/v1/')) {
       const trimmed = path.replace(/\/+$/, '');

@@ -6,31 +6,21 @@ import type { ServerLimits } from '../config/limits.js';
 
 // Only node's own modules and lru-cache at run time: listener.ts (loaded before the gateway) uses this.
 
-/** Networks whose lingered bytes are remembered at most: the least recently seen go first. */
 const MAX_LINGERING_NETWORKS = 10_000;
 
+/** What PeerLimits holds each client network to. */
 export interface PeerSettings extends Pick<ServerLimits, 'maxConnectionsPerAddress' | 'lingerBytesPerSecond'> {
-  /** Bytes of refused bodies a network that lingered for none lately may have read at once: its bucket's size. */
   lingerBurstBytes: number;
 }
 
-/** The connections followed for their network's lingering budget, with their PeerLimits. */
 const peers = new WeakMap<Socket, { limits: PeerLimits; network: string }>();
 
 /**
- * What one client network (clientNetwork: an IPv4 address, an IPv6 /64) may hold of the
- * server, by each connection's peer: its open connections, taken or refused before a byte is read
- * (so no header, X-Forwarded-For, can count), and the bytes of refused bodies read and dropped
- * for it (linger.ts). A proxy in TRUST_PROXY carries every client's connections and bodies: it is
- * held only by MAX_CONNECTIONS and each linger's own budgets.
+ * What one client network may hold of the server, counted by each connection's peer before a byte is read, so no
+ * header can spoof it. A proxy in TRUST_PROXY is held only by MAX_CONNECTIONS and each linger's own budgets.
  */
 export class PeerLimits {
-  /** Open connections by network; a network with none has no entry. */
   private readonly open = new Map<string, number>();
-  /**
-   * Lingered bytes each network may still have read (a token bucket), least recently spent first
-   * out; a bucket goes once it would have refilled, as a network seen for the first time starts full.
-   */
   private readonly lingering = new LRUCache<string, { bytes: number; at: number }>({ max: MAX_LINGERING_NETWORKS });
 
   constructor(
@@ -38,11 +28,7 @@ export class PeerLimits {
     private readonly addresses: ClientAddresses,
   ) {}
 
-  /**
-   * Follows `server`'s connections: one past MAX_CONNECTIONS_PER_ADDRESS from its network is
-   * destroyed at once, unanswered (what a connection past MAX_CONNECTIONS gets from node), as
-   * cheap as a refusal gets; no state is kept for it.
-   */
+  // one connection past MAX_CONNECTIONS_PER_ADDRESS is destroyed at once, unanswered, with no state kept
   follow(server: http.Server): void {
     if (this.settings.maxConnectionsPerAddress <= 0 && this.settings.lingerBytesPerSecond <= 0) return;
     server.on('connection', (socket: Socket) => this.admit(socket));
@@ -50,7 +36,6 @@ export class PeerLimits {
 
   private admit(socket: Socket): void {
     const peer = socket.remoteAddress;
-    // gone before it was seen (a reset in the accept queue): node closes it
     if (peer === undefined || this.addresses.isTrusted(peer)) return;
     const network = clientNetwork(peer);
     const cap = this.settings.maxConnectionsPerAddress;
@@ -70,7 +55,6 @@ export class PeerLimits {
     if (this.settings.lingerBytesPerSecond > 0) peers.set(socket, { limits: this, network });
   }
 
-  /** lingerSpend for a connection of `network`. */
   spendLingered(network: string, bytes: number): boolean {
     const { lingerBytesPerSecond: rate, lingerBurstBytes: burst } = this.settings;
     const now = performance.now();
@@ -84,11 +68,7 @@ export class PeerLimits {
   }
 }
 
-/**
- * Whether `socket`'s network may still have refused bodies read for it (LINGER_BYTES_PER_SECOND),
- * spending `bytes` (read already) when it may; 0 only asks. A connection not followed (a trusted
- * proxy's, the setting off) always may.
- */
+/** Whether `socket`'s network may still have refused bodies read for it, spending `bytes`; 0 only asks. */
 export function lingerSpend(socket: Socket, bytes: number): boolean {
   const peer = peers.get(socket);
   return peer === undefined || peer.limits.spendLingered(peer.network, bytes);

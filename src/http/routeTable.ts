@@ -1,35 +1,23 @@
-/**
- * Every route the gateway serves, as data: its path, the methods it answers, whether CORS covers
- * it, the label its metrics carry, what its body may be, and which interface answers it. The
- * router, CORS, the metrics and `Expect: 100-continue` all read this one table.
- */
+// Every route the gateway serves, as data: the router, CORS, the metrics and `Expect` all read this one table.
 
 /** Which interface answers a request: each has its own handler and its own refusal shapes. */
 export type Speaks = 'graphql' | 'ide' | 'health' | 'readiness' | 'metrics' | 'openapi' | 'rest-keys' | 'rest-recs' | 'rest-ingest';
 
-/**
- * What a request's body may be: none read, an ordinary one (up to BODY_LIMIT_BYTES), or a batch
- * of events or item records (up to INGEST_BODY_LIMIT_BYTES for who may send one).
- */
+/** What a request's body may be: none read, an ordinary one, or a batch of events or item records. */
 export type BodyKind = 'none' | 'ordinary' | 'batch';
 
+/** One route the gateway serves. */
 export interface Route {
-  /** A name for logs and tests. */
   readonly name: string;
-  /** The route label of the HTTP metrics: one of a fixed few. */
   readonly label: string;
-  /** The path; with `prefix`, every path under it. */
   readonly path: string;
   readonly prefix?: boolean;
-  /** The methods answered (a 405 names them in Allow; a CORS preflight is told them). */
   readonly methods: readonly string[];
-  /** Whether pages on other origins may call it (CORS_ORIGINS). */
   readonly cors: boolean;
-  /** Whether the router refuses other methods itself (405 with Allow); false where the interface answers them in its own shape. */
+  /** false where the interface answers other methods in its own shape. */
   readonly routerRefusesMethods: boolean;
   readonly speaks: Speaks;
   readonly body: BodyKind;
-  /** Methods answered by another interface than `speaks`, with that interface and its body. */
   readonly byMethod?: Readonly<Record<string, { speaks: Speaks; body: BodyKind }>>;
 }
 
@@ -55,7 +43,6 @@ export const ROUTES: readonly Route[] = [
   { name: 'item', label: '/v1/items', path: '/v1/items/', prefix: true, methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
   { name: 'postbrowse', label: '/v1/postbrowse', path: '/v1/postbrowse', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
   { name: 'nbp', label: '/v1/nbp', path: '/v1/nbp', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
-  // the rest of /v1/ is the recommendations interface's to refuse (its 404 comes from the router)
   { name: 'recs', label: 'other', path: '/v1/', prefix: true, methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
 ];
 
@@ -64,13 +51,9 @@ export const GRAPHQL_ROUTE = ROUTES[0]!;
 const EXACT = new Map(ROUTES.filter((route) => route.prefix !== true).map((route) => [route.path, route]));
 const PREFIXED = ROUTES.filter((route) => route.prefix === true);
 
-/** Whether a path is one of the REST interfaces', whose handlers drop trailing slashes. */
 const isRestPath = (path: string): boolean => path.startsWith('/v1/') || path.startsWith('/api/v1/apikey');
 
-/**
- * The route serving a path (without its query string), or null. The REST paths as their handlers
- * read them: trailing slashes dropped; every other path as sent.
- */
+/** The route serving a path (without its query string), or null. */
 export function routeOf(path: string): Route | null {
   if (path === '/graphql') return GRAPHQL_ROUTE;
   const key = isRestPath(path) && path.length > 1 ? path.replace(/\/+$/, '') : path;
@@ -80,7 +63,7 @@ export function routeOf(path: string): Route | null {
   return null;
 }
 
-/** The HTTP metrics' route label of a path: one of a fixed few, `other` for any path no route names. */
+/** The HTTP metrics' route label of a path: `other` for any path no route names. */
 export function labelOf(path: string): string {
   return routeOf(path)?.label ?? 'other';
 }

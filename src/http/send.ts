@@ -11,11 +11,7 @@ export function sendJson(res: ServerResponse, status: number, body: unknown, hea
 /** A request-level error in the GraphQL response shape, for failures before Apollo sees the request. */
 export const graphqlError = (message: string, code: ErrorCode) => ({ errors: [{ message, extensions: { code } }] });
 
-/**
- * A GatewayError refused before Apollo sees the request, in the GraphQL response shape with the
- * extensions a resolver's error of it shows (`field`, `service`, and `retryAfter` in whole seconds,
- * as its Retry-After header says), not its code alone: a client reads RATE_LIMITED's wait there.
- */
+/** A GatewayError in the GraphQL response shape with the extensions a resolver's error shows (`retryAfter` too). */
 export function gatewayErrorBody(error: GatewayError, message = error.message): { errors: [{ message: string; extensions: Record<string, unknown> }] } {
   const extensions: Record<string, unknown> = { code: error.code };
   const { field, service } = error.extensions as { field?: unknown; service?: unknown };
@@ -25,30 +21,25 @@ export function gatewayErrorBody(error: GatewayError, message = error.message): 
   return { errors: [{ message, extensions }] };
 }
 
-/** 405 for a method a route does not take, with the methods it does (BAD_REQUEST, as Apollo files a wrong method). */
+/** 405 for a method a route does not take, with the methods it does. */
 export function sendMethodNotAllowed(res: ServerResponse, method: string, allow: string): void {
   sendJson(res, 405, graphqlError(`Method ${method} not allowed`, ErrorCode.BAD_REQUEST), { allow });
 }
 
-/** The challenge of a 401, /graphql's and the REST interfaces', for anything but a page's script (see challengeFor). */
+/** The challenge of a 401 for anything but a page's script (see challengeFor). */
 export const BASIC_CHALLENGE = 'Basic realm="recs-gateway"';
-/** The challenge of a 401 to a page's script: the scheme of a key, which asks nothing of a browser. */
+/** The challenge of a 401 to a page's script. */
 export const BEARER_CHALLENGE = 'Bearer realm="recs-gateway"';
 
 /**
- * A 401's WWW-Authenticate for this request. Basic, as the REST interfaces give it, except to a
- * browser page's script (`Sec-Fetch-Dest: empty`, which browsers send with fetch and XHR: the
- * IDE, a web client): a Basic challenge there makes the browser ask for a user name and password
- * in a box of its own (the IDE's default query, run without a key, hung behind it), and then send
- * what was typed, unasked, with every request to the gateway's origin. Bearer tells the script
- * what a key is sent as (`Authorization: Bearer <key>`, or the key alone). Not Sec-Fetch-Mode:
- * node's fetch sends `cors` too.
+ * A 401's WWW-Authenticate. Bearer to a page's script (`Sec-Fetch-Dest: empty`): a Basic challenge there makes the
+ * browser prompt for credentials and then send them unasked with every request to the gateway's origin.
  */
 export function challengeFor(headers: IncomingHttpHeaders): string {
   return headers['sec-fetch-dest']?.toLowerCase() === 'empty' ? BEARER_CHALLENGE : BASIC_CHALLENGE;
 }
 
-/** The headers a request-level error carries: the challenge with a 401 (challengeFor), Retry-After with a 429. */
+/** The headers a request-level error carries: the challenge with a 401, Retry-After with a 429. */
 export function errorHeaders(error: GatewayError, request: IncomingHttpHeaders): Record<string, string> {
   if (error.code === ErrorCode.UNAUTHENTICATED) return { 'www-authenticate': challengeFor(request) };
   if (error.code === ErrorCode.RATE_LIMITED) return { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) };

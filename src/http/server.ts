@@ -33,10 +33,6 @@ export { listenAddress, type ListenAddress } from './listener.js';
 const ANSWERED: Promise<void> = Promise.resolve();
 const GRAPHQL_METHODS = allowOf(GRAPHQL_ROUTE);
 
-/**
- * A raw answer to a request node could not read (clientError): its status, and its message as a
- * BAD_REQUEST; `headers`, further header lines (each ending in CRLF).
- */
 function clientErrorAnswer(status: string, message: string, headers: string): string {
   const body = JSON.stringify(graphqlError(message, ErrorCode.BAD_REQUEST));
   return `HTTP/1.1 ${status}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\n${headers}connection: close\r\n\r\n${body}`;
@@ -49,14 +45,10 @@ const clientErrorAnswers = (headers: string) => ({
 });
 
 const CLIENT_ERRORS = clientErrorAnswers('');
-/**
- * With CORS_ORIGINS=*: the head was not read, so its Origin is unknown, but any origin gets `*`,
- * as every other answer says then. With a list of origins the raw answers carry no CORS header:
- * the origin they would name is in the head that could not be read (a page's browser then keeps
- * the 400, 408 or 431 from it, which it could not have acted on anyway).
- */
+// The head was not read, so its Origin is unknown: only CORS_ORIGINS=* can answer with a CORS header.
 const CLIENT_ERRORS_ANY_ORIGIN = clientErrorAnswers('access-control-allow-origin: *\r\n');
 
+/** What createGateway needs. */
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
     Partial<Pick<Config, 'responseCacheMaxEntries' | 'responseCacheMaxBytes' | 'maxResponseBytes' | 'metricsOperationNames' | 'metricsOperationNamesPerUser' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments' | 'corsOrigins'>>;
@@ -65,25 +57,20 @@ export interface GatewayOptions {
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
   cache?: SharedCache;
   log?: Logger;
-  /** Request rate limits; the gateway closes it on stop. Default: in-process buckets with config.rateLimits. */
+  /** Request rate limits; the gateway closes it on stop. Default: in-process buckets. */
   limiter?: RateLimiter;
-  /** Where metrics go (served at /metrics). Default: a registry of this gateway's own. */
+  /** Where metrics go. Default: a registry of this gateway's own. */
   metrics?: GatewayMetrics;
-  /**
-   * A server already listening (serve listens first and answers /healthz while the backend opens):
-   * the gateway adds its request handler to it, and listen() is not called. Default: a new one.
-   */
+  /** A server already listening: the gateway adds its handler, and listen() is not called. Default: a new one. */
   httpServer?: http.Server;
-  /** Called just before the gateway's request handler is added to httpServer: what answered until then stops. */
+  /** Called just before the gateway's request handler is added to httpServer. */
   handOver?: () => void;
 }
 
+/** A gateway made by createGateway. */
 export interface Gateway {
   httpServer: http.Server;
-  /**
-   * Listens; resolves with a base URL a client on this machine can use (http://127.0.0.1:port
-   * when listening on every interface; see listenAddress for where it really listens).
-   */
+  /** Listens; resolves with a base URL a client on this machine can use. */
   listen(port: number, host?: string): Promise<string>;
   /** Stops taking requests, lets in-flight ones finish, then closes the backend. */
   stop(): Promise<void>;
@@ -93,10 +80,7 @@ export interface Gateway {
   readonly responseCacheStats: ResponseCache['stats'] | null;
 }
 
-/**
- * The gateway: a node:http server in front of Apollo Server (no framework in between: it only
- * routes a handful of paths) with the GraphQL endpoint, an offline GraphiQL, and health checks.
- */
+/** The gateway: a node:http server in front of Apollo Server, with /graphql, GraphiQL and health checks. */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config, backend } = options;
   const log = options.log ?? silentLogger;
@@ -111,11 +95,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const addresses = new ClientAddresses(config.trustProxy ?? []);
   const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, config.bodyLimitBytes);
   const ingestBodyLimit = Math.max(config.ingestBodyLimitBytes ?? DEFAULT_INGEST_BODY_LIMIT_BYTES, config.bodyLimitBytes);
-  /**
-   * Who may send batches of events (and bodies the size of one): an administrator. Where the
-   * upstream decides (REST mode), as it answered for the credential, else asked when `ask` is
-   * given, so that a batch nobody may send is refused before it is read.
-   */
+  // asked before the body is read, so that a batch nobody may send is refused unread
   const { ingest } = backend;
   const ingestRightOf = (principal: PrincipalModel, ask: CallOptions | null): IngestRight | Promise<IngestRight> => {
     if (principal.user.isAdmin) return 'allowed';
@@ -142,16 +122,11 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const varyByOrigin = cors?.variesByOrigin ?? false;
   const graphql = graphqlRoute({ ...bodyRoutes, metrics, engine, serveIde, varyByOrigin });
 
-  /**
-   * Routes a request. Not async itself: /graphql's promise is handed back as it is (an async
-   * function returning a promise would wait two more turns of the microtask queue to settle).
-   */
+  // Not async: an async wrapper around /graphql's promise would delay its settling.
   function handle(req: IncomingMessage, res: ServerResponse, record: RequestRecord): Promise<void> {
     const target = req.url ?? '/';
-    // /graphql as sent needs no URL object; anything else is parsed (and normalised) first
     const query = target.indexOf('?');
     if ((query === -1 ? target : target.slice(0, query)) === '/graphql') {
-      // CORS_ORIGINS unset: one comparison; set, one header lookup for a request without Origin
       if (cors !== null) {
         const origin = req.headers.origin;
         if (cors.apply(req, res, origin, GRAPHQL_METHODS, record.id)) return ANSWERED;
@@ -165,9 +140,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     res.setHeader('x-request-id', record.id);
     let url: URL;
     try {
-      // an origin-form target ('/…') is a path, and '//host/…' in it no authority: resolved as a
-      // reference, '//x/api/v1/apikey' was served as /api/v1/apikey (and '/\\x/…' alike), past
-      // a proxy's rule for /api/; absolute-form ('http://host/…') keeps its own path
+      // Security: in an origin-form target '//host/…' is a path, not an authority, so '//x/api/v1/apikey'
+      // cannot reach /api/v1/apikey past a proxy's rule for /api/.
       url = target.startsWith('/') ? new URL(`http://gateway${target}`) : new URL(target, 'http://gateway');
     } catch {
       throw new HttpError(400, 'The request target is not a valid URL');
@@ -192,7 +166,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       case 'metrics':
         return serveMetrics(req, res, metrics, config.metricsToken);
       default:
-        // a path under an interface's that none of its handlers knows
         if (!(await servedRest(req, res, url, route))) notFound();
     }
   }
@@ -208,18 +181,17 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     handle(req, res, observeRequest(req, res, requestId, sinks)).catch((error: unknown) => {
       if (!res.headersSent && !res.hasHeader('x-request-id')) res.setHeader('x-request-id', requestId);
       if (error instanceof HttpError) {
-        // a body refused as too large is not read to its end: the connection goes with it, once
-        // what is still coming of the body is drained for a bounded while (linger.ts)
+        // a body refused as too large is not read to its end: the connection goes with it (linger.ts)
         if (!res.headersSent) {
           if (error.status === 413) lingerAfterAnswer(req, res, lingerBudgetFor(error.limit ?? 0));
           sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST), error.status === 413 ? { connection: 'close' } : {});
         } else res.destroy();
         return;
       }
-      // the path alone (an absolute-form target may carry credentials): never its query or authority
+      // the path alone: an absolute-form target may carry credentials
       const path = req.url?.startsWith('/') ? req.url.split('?')[0] : '(not a path)';
       if (req.destroyed || (error as { code?: string }).code === 'ECONNRESET') {
-        // the client went away (or was cut off by a timeout) mid-request: its doing, not ours
+        // the client went away mid-request: its doing, not ours
         log.info({ requestId, path }, 'client went away before the request was read');
         return;
       }
@@ -228,12 +200,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       else res.destroy();
     });
   }
-  /**
-   * `Expect: 100-continue`: node answered "100 Continue" to every such request, so a client that
-   * waits for it before sending its body (curl does, for bodies over a MiB) sent a body already
-   * declared past any limit its route has, only to get its 413 after it (a probe). Such a request
-   * gets no 100: the 413 comes first, and the client need not send the body at all.
-   */
+  // `Expect: 100-continue` gets no 100 where the body is past its route's limit: the 413 comes first.
   httpServer.on('checkContinue', (req: IncomingMessage, res: ServerResponse) => {
     const declared = Number(req.headers['content-length']);
     const route = req.headers.authorization === undefined ? null : routeOf(req.url?.split('?')[0] ?? '');
@@ -243,19 +210,13 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     if (!(declared > most)) res.writeContinue();
     httpServer.emit('request', req, res);
   });
-  /**
-   * An `Expect` other than 100-continue: node's own 417 had an empty body, where every other
-   * refusal is JSON with a code of the closed set (a probe). The body, if sent anyway, is read
-   * and dropped by node, as for any answer given before its request was read.
-   */
+  // any other `Expect`: a JSON 417, as every other refusal
   httpServer.on('checkExpectation', (_req: IncomingMessage, res: ServerResponse) => {
     sendJson(res, 417, graphqlError('The Expect header takes only 100-continue', ErrorCode.BAD_REQUEST));
   });
-  // a client that sends garbage gets a 400 from node; it must not take the process down
+  // a client that sends garbage must not take the process down
   httpServer.on('clientError', (error, socket) => {
-    // a client too slow to send its request (REQUEST_TIMEOUT_MS) is told so, as RFC 9110 says
-    // and one whose head is past node's maxHeaderSize (16 KB) that the head is too large, as node's own handler does
-    // with a body in the GraphQL shape and a code of the closed set, as every other error has
+    // a timeout or an oversized head get a body in the GraphQL shape, as every other error has
     const code = (error as { code?: string }).code;
     const answer = code === 'ERR_HTTP_REQUEST_TIMEOUT' ? clientErrors.timeout : code === 'HPE_HEADER_OVERFLOW' ? clientErrors.headTooLarge : clientErrors.malformed;
     if (socket.writable) socket.end(answer);
@@ -275,7 +236,6 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     },
     stop: () => {
       stopping ??= (async () => {
-        // no new connections; the requests in flight are answered first (Apollo is still up for them)
         await drainHttpServer(httpServer);
         await apollo.stop();
         await backend.close();

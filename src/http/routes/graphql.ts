@@ -23,14 +23,14 @@ function wantsIde(req: IncomingMessage, search: string): boolean {
   return req.method === 'GET' && !params.has('query') && !params.has('extensions') && /text\/html/.test(req.headers.accept ?? '');
 }
 
-/** What /graphql needs: GraphQL's entry point (the engine), and what sits in front of it: HTTP, authentication, the response cache. */
+/** What /graphql needs: the GraphQL engine, and HTTP, authentication and the response cache in front of it. */
 export interface GraphQLRouteDeps extends BodyRouteDeps {
   config: BodyRouteDeps['config'] & Partial<Pick<Config, 'maxResponseBytes'>>;
   metrics: GatewayMetrics;
   engine: GraphQLEngine;
   /** The IDE's page, for a browser's GET /graphql without a query. */
   serveIde: (req: IncomingMessage, res: ServerResponse, file: null) => Promise<void>;
-  /** CORS_ORIGINS lists origins: Access-Control-Allow-Origin then depends on Origin, and a PUBLIC answer says so. */
+  /** CORS_ORIGINS lists origins: a PUBLIC answer then varies by Origin. */
   varyByOrigin?: boolean;
 }
 
@@ -38,28 +38,16 @@ export interface GraphQLRouteDeps extends BodyRouteDeps {
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
   const { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies, metrics, serveIde } = deps;
   const { responseCache, trustedDocuments, newDocuments, execute } = deps.engine;
-  // what a shared cache must key a PUBLIC answer by (the response cache stores it with the answer)
   const publicVary = deps.varyByOrigin === true ? 'authorization, origin' : 'authorization';
 
   /**
-   * /graphql. The order is the contract: a method but GET and POST is refused (405 with Allow),
-   * then the credential is authenticated under the rate limits from the headers alone (401 or 429
-   * whatever is asked, before a byte of the body is read), then the body is read (a request
-   * without credentials may send only a small one) and parsed
-   * (400 when it is not JSON), then a PUBLIC answer may come from the response cache, and only
-   * then does a GraphQL pipeline see the request. Nothing a stranger sends is normalised, parsed
-   * or remembered beyond that small body.
-   *
-   * The cached path is kept lean on purpose (BENCHMARKS.md has what each step bought): a body
-   * seen before is not parsed again, no span is made without a tracer, the headers go out in one
-   * writeHead, and x-request-id is set with them rather than up front.
+   * The order is the contract: 405, then authentication and rate limits from the headers alone (before the body is
+   * read), then the body, then the response cache, and only then a GraphQL pipeline.
    */
   async function handleGraphQL(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
     const method = (req.method ?? 'GET').toUpperCase();
     if (method !== 'GET' && method !== 'POST') {
-      // before Apollo's CSRF check, which told a PUT without a content type 400, and before the
-      // credential: no other method is served, whoever asks (with CORS_ORIGINS set, a preflight
-      // was answered before this)
+      // before Apollo's CSRF check and the credential: no other method is served, whoever asks
       res.setHeader('x-request-id', record.id);
       // a body is not read: one sent takes the connection with it
       const length = req.headers['content-length'];
@@ -74,8 +62,6 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       return serveIde(req, res, null);
     }
 
-    // A key verified before, under limits that answer at once, is authenticated without waiting:
-    // no promise, no deadline (a cached answer needs neither).
     const authorization = req.headers.authorization;
     const address = addresses.of(req);
     let principal: PrincipalModel | null | undefined =
@@ -94,19 +80,17 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     let text: string | undefined;
     let body: unknown;
     let cacheKey: string | null = null;
-    // The hot path (src/graphql/pipeline/responseCache.ts): authenticated callers only, PUBLIC answers only.
+    // only authenticated callers, PUBLIC answers only
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
       const encoded = encodingRefusal(req);
       if (encoded !== null) {
         res.setHeader('x-request-id', record.id);
         lingerAfterAnswer(req, res);
-        // the GraphQL path's 415 shape (a GET's content type): BAD_REQUEST, Apollo's code for the envelope
         return sendJson(res, 415, graphqlError(encoded.message, ErrorCode.BAD_REQUEST), encoded.headers);
       }
       let limit = principal === null ? anonymousBodyLimit : config.bodyLimitBytes;
-      // a body past BODY_LIMIT_BYTES is a batch of events, read only for who may send one: anyone
-      // else gets the 413 before it is read (in REST mode the upstream is asked, once a credential)
+      // a body past BODY_LIMIT_BYTES is read only for who may send a batch: anyone else gets the 413 unread
       if (principal !== null && mayBeLonger(req, limit)) {
         deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
         let right = ingestRightOf(principal, { signal: deadline.signal, clientAddress: address });
@@ -130,7 +114,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         });
       }
       text = (await readBody(req, limit)).toString('utf8');
-      // a body seen before, as sent: no JSON parsing (it passed the trusted-documents check then)
+      // a body seen before needs no parsing: it passed the trusted-documents check then
       cacheKey = cached?.knownKey(req.headers, text) ?? null;
       if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
       body = parseBody(text, req.headers['content-type']);
@@ -141,8 +125,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         return sendJson(res, 400, graphqlError(`\`${deep}\` nests deeper than ${MAX_BODY_DEPTH} levels`, ErrorCode.BAD_REQUEST));
       }
     }
-    // a listed hash becomes its body; with TRUSTED_DOCUMENTS_ONLY nothing else runs (before any
-    // parsing as GraphQL, and before the response cache, which would answer a text's variants)
+    // with TRUSTED_DOCUMENTS_ONLY nothing else runs, not even the response cache, which would answer a text's variants
     const trusted = trustedDocuments?.resolve(method, search, body) ?? null;
     if (trusted instanceof GatewayError) {
       res.setHeader('x-request-id', record.id);
@@ -154,11 +137,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
     }
 
-    // persisted queries are registered in a cache every process shares: not by strangers, whose
-    // query is answered as if sent without its hash (a hash alone is only looked up)
+    // persisted queries are shared by every process: strangers may look one up, never register one
     if (principal === null && asksPersistedQuery(method, body, search)) ({ body, search } = withoutRegistration(method, body, search));
-    // a text not parsed here before is let through while its caller's new-document bucket holds a
-    // token, and spends one if it was parsed and validated (src/graphql/pipeline/newDocuments.ts)
     const unknownText = newDocuments.unknownText(method, body, search);
     if (unknownText !== null) {
       try {
@@ -169,9 +149,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         return sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error, `Too many new query texts (NEW_DOCUMENTS_RPS): retry in ${Math.ceil(error.retryAfter ?? 1)} s; texts sent before are still answered`), errorHeaders(error, req.headers));
       }
     }
-    // GraphQL from here (src/graphql/pipeline/engine.ts): the takeover or Apollo
     deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
-    // what a cacheable answer reads is recorded, so that a data change drops it only if it changed it
     const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address, config.maxResponseBytes);
@@ -204,7 +182,6 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
   function refuseUnread(req: IncomingMessage, res: ServerResponse, error: GatewayError, record: RequestRecord): void {
     res.setHeader('x-request-id', record.id);
     const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
-    // (once what is still coming is drained for a bounded while: linger.ts)
     if (closing) lingerAfterAnswer(req, res);
     sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error), {
       ...errorHeaders(error, req.headers),
@@ -221,13 +198,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
   }
 
   /**
-   * A whole GraphQL answer: sent with its length, then offered to the response cache. Encoded
-   * once, for both; the cache's work comes after the answer is on its way.
-   *
-   * The headers go to writeHead in one array with x-request-id first, as the cached path sends
-   * them: node takes an array as it is when no setHeader came before, where an object costs a
-   * setHeader (and its checks) a header. Without the cache the body goes as the string it is,
-   * which node writes with the head in one write rather than a writev of two buffers.
+   * A whole GraphQL answer: sent with its length, then offered to the response cache. The headers go to writeHead
+   * as one array, x-request-id first, as the cached path sends them: node takes an array without a setHeader each.
    */
   function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord, sources: AnswerSources | null): void {
     // a shared cache may keep a public answer, but only for callers with the same credential
@@ -245,7 +217,6 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     responseCache!.offer(cacheKey!, status, headers, bytes, record.operation, sources);
   }
 
-  /** The name of a GET's JSON parameter that nests too deep to parse; null when none does. */
   function deepParameter(search: string): string | null {
     const params = new URLSearchParams(search);
     for (const name of ['variables', 'extensions']) {

@@ -28,11 +28,7 @@ export async function serveReadiness(req: IncomingMessage, res: ServerResponse, 
   sendJson(res, httpStatus, body);
 }
 
-/**
- * Whether the caller may read how many events and items the recommender holds: a probe (no
- * credentials) and anyone else is told its state only. Credentials that are neither are no error
- * here: the answer is what a probe gets.
- */
+// credentials that are neither are no error here: the answer is what a probe gets
 async function mayReadCounts(req: IncomingMessage, { backend, limiter, addresses, metricsToken }: ReadinessDeps): Promise<boolean> {
   const { authorization } = req.headers;
   if (authorization === undefined || backend.recommender === undefined) return false;

@@ -33,18 +33,9 @@ type Encoding = 'br' | 'gzip' | 'identity';
 const brotli = promisify(brotliCompress);
 const gzipped = promisify(gzip);
 
-/**
- * Brotli quality 9, not the maximum 11: on the 5 MB editor bundle 11 took 7.4 s of CPU for 9%
- * less (1.12 MB against 1.24 MB), 9 takes about 0.4 s. Compression runs once a process, on a
- * libuv thread, but a first visitor would wait for it.
- */
+// not the maximum 11: far more CPU for little gain, and a first visitor waits for it
 const BROTLI_QUALITY = 9;
 
-/**
- * One file of the IDE, compressed on first demand for each encoding (once: concurrent first
- * requests share the work), with a strong ETag per encoding (RFC 9110: the representations
- * differ in bytes).
- */
 class IdeFile {
   readonly hash: string;
   private readonly encoded = new Map<Encoding, Promise<Buffer>>();
@@ -84,27 +75,19 @@ class IdeFile {
   }
 }
 
-/** The hashed files live for a year: a new version of the editor has a new name. */
+// the hashed files live for a year: a new version of the editor has a new name
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
 const JS = 'text/javascript; charset=utf-8';
 
 interface Ide {
   page: IdeFile;
-  /** By file name (`<hash>.<ext>`). */
   assets: Map<string, IdeFile>;
 }
 
 let ide: Promise<Ide> | undefined;
 
-/**
- * The IDE, made once a process: @graphql-yoga/render-graphiql's renderGraphiQL inlines all of
- * these (editor, stylesheet, the three Monaco workers as Blob URLs, the icon as a data URL) into
- * one 9 MB page; its `graphiql` module exports them one by one, so the page here is its markup
- * with each piece referenced by a URL instead, and the pieces are cached by browsers for good.
- * The URLs are relative to the page (/graphql): the IDE works behind a proxy that adds a prefix.
- * The module (9 MB of strings) is imported on the first request for the IDE, not at start-up.
- */
+// Each piece is referenced by a relative URL, not inlined, so browsers cache it and a prefixing proxy still works.
 function load(): Promise<Ide> {
   ide ??= build();
   return ide;
@@ -129,7 +112,7 @@ async function build(): Promise<Ide> {
     graphql: asset('js', JS, graphqlWorker),
   };
   const options = { title: 'recs-gateway GraphiQL', endpoint: '/graphql', defaultQuery: DEFAULT_QUERY, shouldPersistHeaders: false };
-  // JSON inside a <script>: `<` escaped so no value can close the element
+  // Security: `<` escaped so no value can close the <script> element
   const inScript = (value: unknown): string => JSON.stringify(value).replace(/</g, '\\u003c');
   const html = `<!doctype html>
 <html lang="en">
@@ -163,7 +146,6 @@ async function build(): Promise<Ide> {
   return { page: new IdeFile('text/html; charset=utf-8', Buffer.from(html, 'utf8'), 'no-cache'), assets };
 }
 
-/** The best encoding the client accepts: br, then gzip, else none. */
 function chooseEncoding(acceptEncoding: string | undefined): Encoding {
   if (!acceptEncoding) return 'identity';
   const accepted = new Map<string, number>();
@@ -178,7 +160,7 @@ function chooseEncoding(acceptEncoding: string | undefined): Encoding {
   return 'identity';
 }
 
-/** If-None-Match against the representation's ETag (weak comparison, as RFC 9110 asks for it). */
+// weak comparison, as RFC 9110 asks for If-None-Match
 function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   if (!ifNoneMatch) return false;
   return ifNoneMatch.split(',').some((tag) => {
@@ -187,6 +169,7 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   });
 }
 
+/** An answer for the IDE's route to send. */
 export interface IdeResponse {
   status: number;
   headers: Record<string, string>;
@@ -194,10 +177,7 @@ export interface IdeResponse {
   body: Buffer | null;
 }
 
-/**
- * The answer to a request for the IDE: `file` null for the page itself, else a name under
- * IDE_ASSET_PREFIX. Null when there is no such file.
- */
+/** The answer to a request for the IDE: `file` null for the page, else a name under IDE_ASSET_PREFIX. */
 export async function ideResponse(
   file: string | null,
   headers: { 'accept-encoding'?: string | undefined; 'if-none-match'?: string | undefined },
@@ -231,14 +211,8 @@ export interface IdeRouteDeps {
 
 /** The IDE's route: `(req, res, file)`, file null for the page. */
 export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMessage, res: ServerResponse, file: string | null) => Promise<void> {
-  /**
-   * GraphiQL: the page, for a browser's GET /graphql without a query (`file` null), and the files
-   * it loads from under /graphql/ide/. Each request spends a token of the client address's
-   * bucket: the page is small, but its files are megabytes, and they are served before any
-   * authentication.
-   */
+  // each request spends a token of the address's bucket: the files are megabytes, served before authentication
   async function serveIde(req: IncomingMessage, res: ServerResponse, file: string | null): Promise<void> {
-    // the router refused any method but GET and HEAD (routeTable.ts); /graphql serves the page to a GET
     const method = req.method ?? 'GET';
     try {
       await limiter.admit(null, addresses.of(req));
@@ -248,7 +222,6 @@ export function ideRoute({ limiter, addresses }: IdeRouteDeps): (req: IncomingMe
     }
     const answer = await ideResponse(file, req.headers);
     if (answer === null) return sendJson(res, 404, graphqlError('No such file of the IDE', ErrorCode.NOT_FOUND));
-    // an allowed origin's Vary: Origin (src/http/cors.ts) stays with the page's own
     const vary = res.getHeader('vary');
     res.writeHead(answer.status, vary === undefined ? answer.headers : { ...answer.headers, vary: `${String(vary)}, ${answer.headers.vary}` });
     res.end(method === 'HEAD' || answer.body === null ? undefined : answer.body);

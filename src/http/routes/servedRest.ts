@@ -15,7 +15,7 @@ import { RequestDeadline } from '../requestSignal.js';
 import { intakeOf, type Route } from '../routeTable.js';
 import { challengeFor } from '../send.js';
 
-/** A request to the REST interfaces; a class for the lazy `signal` getter (see RequestDeadline). */
+// a class for the lazy `signal` getter (see RequestDeadline)
 class ServedRestRequest implements RestRequest {
   readonly method: string;
   readonly path: string;
@@ -41,27 +41,17 @@ class ServedRestRequest implements RestRequest {
   }
 }
 
-/** What the served REST interfaces' route needs (a refused batch up to ingestBodyLimit is discarded as it comes after the 403, not cut off). */
+/** What the served REST interfaces' route needs. */
 export interface ServedRestDeps extends BodyRouteDeps {
   log: Logger;
 }
 
-/**
- * The served REST interfaces (/api/v1/apikey…, /v1/…): a function that answers a request on one
- * of their routes and resolves true, or resolves false for a path none of their handlers knows.
- */
+/** The served REST interfaces' route: resolves false for a path none of their handlers knows. */
 export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, ingestRightOf, largeBodies, log, ingestBodyLimit }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL, route: Route) => Promise<boolean> {
-  /**
-   * The REST interfaces, in the order /graphql keeps: a request without credentials spends a token
-   * of its address's bucket; credentials are checked from the headers before a byte of a body is
-   * read; only the creation of a key (up to BODY_LIMIT_BYTES) and the live recommender's twins (up to
-   * INGEST_BODY_LIMIT_BYTES for who may send events) take a body, with valid credentials; every
-   * other body is left unread.
-   */
+  // as /graphql: credentials are checked from the headers before a byte of a body is read
   async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<boolean> {
     const { speaks } = intakeOf(route, req.method);
     const isKeys = speaks === 'rest-keys';
-    // the live recommender's twins (POST /v1/events, PUT /v1/items): credentials in the header
     const ingest = speaks !== 'rest-ingest' ? null : route.name === 'events' ? 'events' : 'items';
     const address = addresses.of(req);
     const guarded = limiter.guard(backend.keys, address);
@@ -82,10 +72,8 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     let raw: Buffer = Buffer.alloc(0);
     let read = false;
     if ((req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') || (ingest === 'events' && req.method === 'POST') || ingest === 'items') {
-      // without credentials the handler answers 401 whatever the body says: it is not read
       let limit = 0;
       if (!anonymous && authorization !== undefined) {
-        // with the request's signal: a sign-in still queued when its client has gone is skipped
         const deadline = new RequestDeadline(res, config.requestDeadlineMs);
         const answer = guarded.authenticate(authorization, deadline);
         const outcome = await answer.then(
@@ -99,15 +87,13 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
             value !== authorization ? guarded.authenticate(value, options) : answer,
         };
         limit = 'error' in outcome ? 0 : config.bodyLimitBytes;
-        // a key's creation: JSON only, unread otherwise (a cross-site form or text/plain POST; see apiKeyNotJson)
         if (isKeys && !('error' in outcome)) {
           if (!isApiKeyJson(req.headers['content-type'])) return writeRest(req, res, apiKeyNotJson(), false);
           const encoded = encodingRefusal(req);
           if (encoded !== null) return writeRest(req, res, apiKeyEncoded(encoded.message, encoded.headers), false);
         }
         if (ingest !== null && !('error' in outcome)) {
-          // who may not send events is told so before a byte of the batch is read or checked (in
-          // REST mode once the upstream said so, which it is asked before a large body is read)
+          // who may not send events is told so before a byte of the batch is read
           let right = ingestRightOf(outcome.principal, mayBeLonger(req, limit) ? { signal: deadline.signal, clientAddress: address } : null);
           if (typeof right !== 'string') {
             try {
@@ -117,16 +103,13 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
               return writeRest(req, res, refusal(error), false);
             }
           }
-          // A batch up to INGEST_BODY_LIMIT_BYTES is then discarded as it comes, not cut off: a
-          // REST-mode gateway forwarding a non-administrator's batch met the closed connection while
-          // still sending (EPIPE), and answered 503 UPSTREAM_UNAVAILABLE, a failure against its breaker
+          // a refused batch is discarded as it comes, not cut off: a forwarding client would meet EPIPE
           if (right === 'refused') {
             const declared = Number(req.headers['content-length']);
             return writeRest(req, res, refusal(ingestForbidden()), Number.isSafeInteger(declared) && declared <= ingestBodyLimit);
           }
           if (right === 'allowed') limit = ingestBodyLimit;
-          // JSON only: a form or text/plain POST is what a browser sends cross-site, with the Basic
-          // credentials it remembers, and no preflight (Apollo's CSRF prevention, for the twins)
+          // Security: a form or text/plain POST is what a browser sends cross-site, with remembered Basic credentials
           if (!isJsonContentType(req.headers['content-type'])) return writeRest(req, res, ingestNotJson(), false);
           const encoded = encodingRefusal(req);
           if (encoded !== null) return writeRest(req, res, ingestUnsupportedEncoding(encoded.message, encoded.headers), false);
@@ -138,7 +121,6 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
           raw = await readBody(req, limit);
         } catch (error) {
           if (!(error instanceof HttpError) || error.status !== 413) throw error;
-          // in the route's own error body (a key's creation got GraphQL's shape), lingering for twice the limit
           lingerAfterAnswer(req, res, lingerBudgetFor(limit));
           return writeRest(req, res, ingest !== null ? ingestBodyTooLarge(limit) : apiKeyBodyTooLarge(error.message), false);
         }
@@ -149,8 +131,6 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     try {
       body = raw.length > 0 ? parseJson(raw.toString('utf8')) : undefined;
     } catch (error) {
-      // a body read that is not JSON, or nests too deep, is told which, in the interface's 400: an
-      // administrator's batch, or a key's creation (which said "must be a JSON object" of both)
       if (!(error instanceof HttpError)) throw error;
       return writeRest(req, res, refusal(badUserInput(error.message, ingest ?? '*')), true);
     }
@@ -160,16 +140,10 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     return writeRest(req, res, await answer, read);
   }
 
-  /**
-   * A REST answer; a body left unread that is large is not read to its end either: the connection
-   * goes, once what is still coming is drained for a bounded while (linger.ts), as it does after
-   * an answer that closes it itself (413, 415). `bodyRead` true: read, or to be discarded as it
-   * comes (node does once the answer is sent).
-   */
+  /** A REST answer; a large body left unread closes the connection after lingering (linger.ts). */
   function writeRest(req: IncomingMessage, res: ServerResponse, response: RestResponse, bodyRead: boolean): true {
     const closing = !bodyRead && (Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined);
     if (closing || response.headers.connection === 'close') lingerAfterAnswer(req, res);
-    // the interfaces' Basic challenge, as upstream-facts.md has it, but to a page's script (challengeFor)
     const challenge = response.status === 401 && response.headers['www-authenticate'] !== undefined ? { 'www-authenticate': challengeFor(req.headers) } : {};
     res.writeHead(response.status, {
       ...response.headers,
