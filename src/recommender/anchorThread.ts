@@ -3,11 +3,9 @@ import type { MessagePort } from 'node:worker_threads';
 import type { AnchorPass, RankedAnchors } from './rankAnchors.js';
 import { startModuleWorker } from './threads.js';
 
-/*
- * A build's second thread (rankAnchors.ts): the build is synchronous, so it waits as synckit does:
- * the thread posts its lists on its own port, wakes the build through a shared flag, and
- * receiveMessageOnPort takes the message without the event loop.
- */
+// A build's second thread (rankAnchors.ts): the build is synchronous, so it waits as synckit does: the thread posts its
+// lists on its own port, wakes the build through a shared flag, and receiveMessageOnPort takes the message without the
+// event loop.
 
 /** The flag's states (slot 0): the thread claims its part (STARTED) unless the build called it off. */
 export const PENDING = 0;
@@ -17,11 +15,8 @@ export const ABANDONED = 3;
 /** Slot 1 of the flag: chunks the thread has ranked so far (its sign of life while the build waits). */
 export const PROGRESS = 1;
 
-/**
- * How long the build waits for a chunk of the thread's to be ranked before it takes the thread
- * for dead (a thread that ran out of memory, or was ended from outside, never says DONE) and
- * ranks the chunks itself: a chunk takes milliseconds, seconds on a starved machine.
- */
+/** How long the build waits on a chunk before it takes the thread for dead (out of memory or ended from outside, it
+ * never says DONE) and ranks the chunks itself: a chunk takes milliseconds, seconds on a starved machine. */
 export const STALL_MS = 60_000;
 
 /** What the worker gets: the pass, the shared chunk counter, the flag and its port. */
@@ -37,10 +32,8 @@ export type AnchorAnswer = [number, RankedAnchors][];
 
 /** A second thread taking chunks of anchors from the shared counter. */
 export interface AnchorThread {
-  /**
-   * Once this thread has taken the last chunk: the chunks the other ranked, waiting for it to
-   * finish them if it started, none if it had not (it is then called off) or if it stalls.
-   */
+  /** Once this thread has taken the last chunk: the chunks the other ranked, waiting for it to finish them if it
+   * started, none if it had not (it is then called off) or if it stalls. */
   wait(): AnchorAnswer;
 }
 
@@ -72,11 +65,8 @@ export function startAnchorThread(pass: AnchorPass, next: Int32Array): AnchorThr
   };
 }
 
-/**
- * The build's side of the wait (see AnchorThread.wait), on the thread's flag and port: what the
- * thread posted once DONE; nothing if it was still PENDING (called off) or made no progress for
- * `stallMs` (given up: the flag is left ABANDONED either way).
- */
+/** The build's side of AnchorThread.wait: what the thread posted once DONE; nothing if still PENDING (called off) or
+ * stalled for `stallMs` (given up); the flag is left ABANDONED either way. */
 export function awaitAnchorThread(flag: Int32Array, port: MessagePort, stallMs: number): AnchorAnswer {
   if (Atomics.compareExchange(flag, 0, PENDING, ABANDONED) === PENDING) return [];
   let progress = Atomics.load(flag, PROGRESS);

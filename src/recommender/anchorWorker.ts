@@ -1,7 +1,4 @@
-/**
- * A build's second thread (anchorThread.ts): ranks the chunks of anchors it claims and hands the
- * lists back transferred, then wakes the build.
- */
+/** A build's second thread (anchorThread.ts): ranks the chunks of anchors it claims and hands the lists back transferred, then wakes the build. */
 import { workerData } from 'node:worker_threads';
 import { ABANDONED, DONE, PENDING, PROGRESS, STARTED } from './anchorThread.js';
 import type { AnchorAnswer, AnchorJob } from './anchorThread.js';

@@ -2,10 +2,7 @@ import type { EventLog } from './eventLog.js';
 import type { Groups, GroupSet } from './neighbours.js';
 import { DAY_MS, recencyWeight, referenceStep } from './weights.js';
 
-/**
- * The groups of all sets: their distinct items or, where `ordered`, their positions, up to the
- * (maxItems+1)th distinct item; a group weighs its sequence's weight, halved every `halfLifeDays`.
- */
+/** The groups of all sets: distinct items or, where `ordered`, positions, up to maxItems+1 distinct; weights halve every `halfLifeDays`. */
 export function buildGroups(
   log: EventLog, sets: readonly GroupSet[], nItems: number, ordered: boolean, collapseRepeats: boolean, halfLifeDays: number,
   int32: (n: number) => Int32Array = (n) => new Int32Array(n),

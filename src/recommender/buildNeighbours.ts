@@ -7,10 +7,8 @@ import { ANCHOR_CHUNK, rankEveryAnchor } from './rankAnchors.js';
 import type { AnchorPass, RankedAnchors } from './rankAnchors.js';
 import { orderDecay } from './weights.js';
 
-/**
- * Neighbours of every item by co-occurrence in groups: each item's groups are walked through an
- * item-to-group index into a dense scratch, so memory stays O(items + events), never O(pairs).
- */
+/** Neighbours of every item by co-occurrence in groups: each item's groups are walked through an item-to-group index
+ * into a dense scratch, so memory stays O(items + events), never O(pairs). */
 export function buildNeighbours(log: EventLog, sets: readonly GroupSet[], options: NeighbourOptions, facts: ItemFacts = {}, frozen?: PriorStats): Neighbours {
   const prepared = prepareNeighbours(log, sets, options, facts, frozen);
   return prepared.finish(rankEveryAnchor(prepared.pass, options.pairScore ?? null, prepared.twoThreads));
@@ -76,9 +74,8 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
   const decay = ordered ? orderDecay(order) : new Float64Array(0);
   const backward = order?.backward ?? 0;
 
-  // Doubles, so that sums of the exact terms stay exact (see ORDER_SCALE); the ordered slot stays
-  // 16 bytes. When every group weighs 1 and pairs are unordered, counts alone (Int32) give the
-  // same numbers in a quarter of the space.
+  // Doubles keep sums of the exact terms exact (see ORDER_SCALE) in a 16-byte ordered slot; where every group weighs 1
+  // and pairs are unordered, Int32 counts give the same numbers in a quarter of the space.
   const unit = !ordered && groups.weight.every((w) => w === 1);
   const ids = log.items.idsNow(); // a build interns nothing: no copy needed
   // The prior's statistics (see PriorStats): this build's, or those given.
@@ -147,10 +144,7 @@ export function prepareNeighbours(log: EventLog, sets: readonly GroupSet[], opti
 /** Default of NeighbourOptions.parallelFromPositions: below it a second thread's start and copies eat what it saves. */
 export const PARALLEL_FROM_POSITIONS = 1_000_000;
 
-/**
- * Ranks of items by descending number of groups (a counting sort, stable), and the inverse;
- * renumbers `items` in place.
- */
+/** Ranks of items by descending number of groups (a counting sort, stable), and the inverse; renumbers `items` in place. */
 function renumberByDegree(items: Int32Array, nItems: number): { rank: Int32Array; orig: Int32Array } {
   const degree = new Int32Array(nItems);
   let maxDegree = 0;
@@ -191,7 +185,6 @@ function permuteFacts(facts: ItemFacts, orig: Int32Array): ItemFacts {
   if (facts.categoryRank !== undefined) out.categoryRank = facts.categoryRank;
   return out;
 }
-
 
 /** A by-rank copy of an array by real index (0 for items beyond it). */
 function inRankOrder(byIndex: Float64Array, orig: Int32Array): Float64Array {

@@ -127,11 +127,8 @@ export class Catalog {
   }
 }
 
-/**
- * Reads a catalogue file: a JSON array of item records, an object with an `items` array (a saved
- * search response), or JSON lines. Each record goes through parseItemRecord; a bad one is
- * reported and skipped. `onItem` sees every loaded item (to persist it).
- */
+/** Reads a catalogue file (a JSON array, an object with an `items` array, or JSON lines); a bad record is reported
+ * and skipped; `onItem` sees every loaded item (to persist it). */
 export async function loadCatalogFile(path: string, catalog: Catalog, onItem?: (item: ItemModel) => void): Promise<CatalogLoadReport> {
   const report: CatalogLoadReport = { loaded: 0, skipped: [] };
   const handle = await open(path, 'r');

@@ -9,11 +9,8 @@ export interface CategoryAssociation {
   occurrences: Float64Array;
 }
 
-/**
- * How often each category shares a group with another beyond `lift` times chance:
- * (C(A,B) - lift n(A) n(B) / N) / n(A) where positive, at most `maxPartners` per category, ties by
- * `rank`. A category's partners are what its thin anchors are filled from (see Scoring).
- */
+/** How often each category shares a group with another beyond `lift` times chance: (C(A,B) - lift n(A) n(B) / N) / n(A)
+ * where positive, at most `maxPartners` per category; its thin anchors are filled from these partners (see Scoring). */
 export function categoryAssociation(groups: Groups, category: Int32Array, nCategories: number, lift: number, maxPartners: number, rank?: Int32Array): CategoryAssociation {
   const occurrences = new Float64Array(nCategories);
   // Dense while it is small (a shop's few hundred leaves), a map beyond (a 4,000-node taxonomy).
@@ -88,10 +85,8 @@ export function statsOf(total: number, occurrences: Float64Array, orig: Int32Arr
   };
 }
 
-/**
- * The prior's lists (see Neighbours.priorStart): per category its partners' items by
- * k · weight · share(b) · n(b)^-d; last, every item by k · n(b)/N · n(b)^-d. At most `size` each.
- */
+/** The prior's lists (see Neighbours.priorStart): per category its partners' items by k · weight · share(b) · n(b)^-d;
+ * last, every item by k · n(b)/N · n(b)^-d. At most `size` each. */
 export function priorListsOf(
   prior: number, factor: number, size: number, occurrences: Float64Array, total: number, term: Float64Array, category: Int32Array | undefined,
   association: Omit<CategoryAssociation, 'occurrences'> | null, share: Float64Array, orig: Int32Array,

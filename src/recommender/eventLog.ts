@@ -26,11 +26,8 @@ export interface RecEvent {
 export const KIND_VIEW = 0;
 export const KIND_PURCHASE = 1;
 
-/**
- * A columnar, append-only event log (objects would take many times the memory); keys are -1 where
- * absent. Shared memory, so that a rebuild in another thread reads events below `length`, which
- * never change, where they are; growing moves the log to new buffers and a reader keeps the old.
- */
+/** A columnar, append-only event log; keys are -1 where absent. Shared memory, so that a rebuild in another thread
+ * reads events below `length` (which never change) in place; growing moves the log and a reader keeps the old. */
 export class EventLog {
   length = 0;
   kind: Uint8Array = shared(Uint8Array, 1024);
@@ -49,10 +46,7 @@ export class EventLog {
     this.items = items;
   }
 
-  /**
-   * The log as typed arrays and names, copied (transfer them). `withNames` false: without the
-   * keys' names, for a build that only groups by them (a log from such columns cannot intern more).
-   */
+  /** The log as typed arrays and names, copied (transfer them); `withNames` false leaves out the keys' names. */
   columns(withNames = true): EventLogColumns {
     const n = Math.max(this.length, 1); // grow() doubles the capacity, so never hand over none
     return {
@@ -62,11 +56,8 @@ export class EventLog {
     };
   }
 
-  /**
-   * The log's columns as they are, without a copy: views of its shared memory, for a reader in
-   * another thread that reads events 0..length-1 only (which never change). Columns that came
-   * from a copy (fromColumns) move to shared memory first, once.
-   */
+  /** The log's columns without a copy, for a reader in another thread of events 0..length-1 only (which never change);
+   * columns from a copy (fromColumns) move to shared memory first, once. */
   sharedColumns(): EventLogColumns {
     if (!(this.kind.buffer instanceof SharedArrayBuffer)) this.resize(this.kind.length);
     return {
@@ -75,10 +66,7 @@ export class EventLog {
     };
   }
 
-  /**
-   * A log from columns (a log built in a worker thread): `add` goes on interning where it left off.
-   * `items`: the index to share with a model built from the same log (the same ids in the same order).
-   */
+  /** A log from columns (built in a worker): `add` goes on interning; `items`: shared with a model of the same log. */
   static fromColumns(c: EventLogColumns, items: ItemIndex = ItemIndex.fromIds(c.itemIds)): EventLog {
     const log = new EventLog(items);
     log.length = c.length;
@@ -106,50 +94,36 @@ export class EventLog {
     );
   }
 
-  /**
-   * Drops the events dated before `cutoff` and the keys only they had, into new buffers so that a
-   * reader of sharedColumns keeps what it has; keys given as integers by addKeys stay as they are.
-   */
+  /** Drops the events dated before `cutoff` and the keys only they had, into new buffers (a sharedColumns reader keeps its own). */
   compact(cutoff: number): LogCompaction {
     const underWay = this.beginCompact(cutoff);
     this.compactStep(underWay, Infinity);
     return this.finishCompact(underWay)!;
   }
 
-  /**
-   * compact in steps while events go on being added (compactStep, then finishCompact). The caller
-   * must hold no event dated before `cutoff`; a compaction begun replaces one under way.
-   */
+  /** compact in steps while events go on being added (compactStep, then finishCompact). The caller must hold no event
+   * dated before `cutoff`; a compaction begun replaces one under way. */
   beginCompact(cutoff: number): CompactionUnderWay {
     this.underWay = beginCompaction(cutoff, this.length, this.kind.length, this.interners);
     return this.underWay;
   }
 
-  /**
-   * Does up to `maxEvents` more of a compaction's steps (an event scanned or copied counting one,
-   * a key's name moved NAME_COST, at least one name a call); true when every one is done
-   * (finishCompact's turn). False for a compaction no longer under way.
-   */
+  /** Does up to `maxEvents` more of a compaction's steps (a key's name costs NAME_COST); true when all are done
+   * (finishCompact's turn), false for a compaction no longer under way. */
   compactStep(c: CompactionUnderWay, maxEvents: number): boolean {
     return c === this.underWay && compactionStep(c, this, this.interners, maxEvents);
   }
 
-  /**
-   * What a compaction under way has settled once its scan is done: the new index of every event
-   * it scanned and the new id of every key those kept have. The finish adds events and keys after
-   * these, none of them moving these (see LiveModel.compactStep).
-   */
+  /** Where a compaction whose scan is done puts every event it scanned and every key those kept; the finish only adds
+   * after these (see LiveModel.compactStep). */
   settled(c: CompactionUnderWay): LogCompaction | null {
     if (c !== this.underWay || c.to === null) return null;
     const [sessions, users, orders] = c.keys;
     return { events: c.events, sessions, users, orders, before: c.end, kept: c.kept };
   }
 
-  /**
-   * Ends a compaction whose steps are all done (compactStep returned true): adds the events added
-   * since it began and moves the log to the new columns and names. Where each event and key went;
-   * null for a compaction no longer under way (nothing changes then).
-   */
+  /** Ends a compaction whose steps are done: adds the events added since and moves the log to the new columns and names.
+   * Where each event and key went; null (nothing changes) for a compaction no longer under way. */
   finishCompact(c: CompactionUnderWay): LogCompaction | null {
     if (c !== this.underWay || !compactionDone(c)) return null;
     this.underWay = null;
@@ -179,7 +153,6 @@ export class EventLog {
     this.resize(this.kind.length * 2);
   }
 
-  /** Moves the columns to new shared buffers of `n` events (a reader of the old ones keeps them). */
   private resize(n: number): void {
     const move = <T extends Uint8Array | Int32Array | Float64Array>(a: T, make: TypedArrayOf<T>): T => {
       const b = shared(make, n);
@@ -194,4 +167,3 @@ export class EventLog {
     this.time = move(this.time, Float64Array);
   }
 }
-

@@ -1,8 +1,5 @@
-/**
- * Adds up item a's co-occurrence over its groups into `acc` (weight at 2b, shared groups at 2b + 1:
- * one cache line, as b is random), listing each item met in `touched`; returns how many. Its own
- * function so that V8 optimises it as a small hot function.
- */
+/** Adds up item a's co-occurrence into `acc` (weight at 2b, shared groups at 2b + 1: one cache line, b being random),
+ * listing the items met in `touched`; returns how many. Its own small function so that V8 optimises it hot. */
 export function gather(
   a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
   groupWeight: Float64Array, acc: Float64Array, touched: Int32Array,
@@ -23,11 +20,8 @@ export function gather(
   return nTouched;
 }
 
-/**
- * gather for groups that all weigh 1 (visits): the weighted count is then the number of shared
- * groups, so one Int32 per item is enough. Half the scratch memory the random accesses of the
- * pair loop hit, and one read-modify-write per pair instead of two; that loop is memory-bound.
- */
+/** gather for groups that all weigh 1 (visits): one Int32 per item, the number of shared groups, halves the scratch
+ * memory the memory-bound pair loop hits, and one read-modify-write per pair instead of two. */
 export function gatherUnit(
   a: number, byItemStart: Int32Array, byItem: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
   count: Int32Array, touched: Int32Array,
@@ -44,12 +38,8 @@ export function gatherUnit(
   return nTouched;
 }
 
-
-/**
- * gather for ordered groups: each position of a adds weight · decay[distance] for the items within
- * the window. Weight (2b), count (4b + 2) and group stamp (4b + 3) share one 16-byte slot per item:
- * one cache line per pair instead of three. The caller clears the slots listed in `touched`.
- */
+/** gather for ordered groups: weight · decay[distance] for items within the window; weight, count and group stamp
+ * share one 16-byte slot per item (one cache line per pair). The caller clears the slots listed in `touched`. */
 export function gatherOrdered(
   a: number, byItemStart: Int32Array, byItem: Int32Array, positionGroup: Int32Array, groupStart: Int32Array, groupItems: Int32Array,
   groupWeight: Float64Array, decay: Float64Array, backward: number, weight: Float64Array, counts: Int32Array, touched: Int32Array,

@@ -1,18 +1,13 @@
-/**
- * The live groups' items, then each item's slot in its list of positions, in one Int32Array: an
- * array per group cost more than the numbers it held. A freed block goes to the next group of its
- * size (sizes repeat), so the cells never exceed the most held at once of each size.
- */
+/** The live groups' items, then each item's slot in its list of positions, in one Int32Array (an array per group cost
+ * more than its numbers). A freed block goes to the next group of its size, so the cells stay at the peak per size. */
 export class GroupCells {
   /** The cells; replaced when it grows, so read it after any add, not before. */
   cells = new Int32Array(1024);
   private at = new Int32Array(64);
   private size = new Int32Array(64);
-  /** Cells handed out so far, from the start; what lies past it is free. */
   private top = 0;
   /** Per size n, the starts of freed blocks of 2n cells. */
   private readonly free: number[][] = [];
-  /** Group numbers up to this have had a block (see capacity). */
   private groups = 0;
 
   /** How many group numbers have been given blocks: one past the highest. */

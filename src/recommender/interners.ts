@@ -55,7 +55,6 @@ export class ItemIndex {
 /** Strings to small integers, for session, user and order keys. */
 export class KeyInterner {
   private map = new Map<string, number>();
-  /** The names by id. */
   private byId: string[] = [];
   intern(name: string): number {
     let id = this.map.get(name);

@@ -16,16 +16,11 @@ import type { Kind, RebuildJob } from './rebuildJob.js';
 import { TimeHeap } from './timeHeap.js';
 import { DAY_MS, referenceStep } from './weights.js';
 
-/*
- * The live model: a built model that takes new events and item records without a rebuild and
- * serves the lists a full build over the same events gives, bit for bit (docs/recommender.md,
- * "How the live model keeps a build's lists").
- */
+// The live model: a built model that takes new events and item records without a rebuild and serves the lists a full
+// build over the same events gives, bit for bit (docs/recommender.md, "How the live model keeps a build's lists").
 
-/**
- * A flush rebuilds an incremental kind instead of re-ranking when the marked anchors hold more
- * than this share of all positions: a re-rank walks a position slower than the build does.
- */
+/** A flush rebuilds an incremental kind instead of re-ranking when the marked anchors hold more than this share of all
+ * positions: a re-rank walks a position slower than the build does. */
 const REBUILD_SHARE = 0.3;
 
 /** What applying a batch (or a flush) did (for logs and benchmarks). */
@@ -44,11 +39,8 @@ export interface ApplyStats {
 /** What an event filed (or a key) costs a compaction's remap against an event of the log's steps: a map entry and an array against a few writes. */
 const REMAP_COST = 8;
 
-/**
- * A RecModel that follows new events and item records (applyEvents, applyItems) from a full build
- * (buildModel, or `built` from the same log, options and catalogue). It appends to the log and the
- * catalogue it shares with its caller.
- */
+/** A RecModel that follows new events and item records from a full build (buildModel, or `built` from the same log,
+ * options and catalogue), appending to the log and catalogue it shares with its caller. */
 export class LiveModel implements RecModel {
   readonly items: ItemIndex;
   postBrowse: Neighbours;
@@ -63,10 +55,8 @@ export class LiveModel implements RecModel {
   private latest: number;
   private readonly live: { postBrowse: LiveNeighbours | null; nextBest: LiveNeighbours | null };
   private readonly expiry: TimeHeap | null;
-  /** Kinds with a prior whose rebuild waits for flush. */
   private readonly stale = new Set<Kind>();
   private readonly halfLifeMs: Record<Kind, number>;
-  /** When next-best-product, kept from its last full build's prior statistics, is due for a full build. */
   private readonly schedule: NextBestSchedule;
 
   constructor(
@@ -106,7 +96,6 @@ export class LiveModel implements RecModel {
     if (!deferred) this.loadFor(Infinity);
   }
 
-  /** The rest of what the constructor files (see loadFor); done when it returns done. */
   private loading: Generator<void, void, void>;
 
   private *load(cutoff: number): Generator<void, void, void> {
@@ -128,11 +117,8 @@ export class LiveModel implements RecModel {
 
   private loadingDone = false;
 
-  /**
-   * Files the log's events into the live index for at most `ms`; whether it is done. A `deferred`
-   * model must be loaded before anything else is asked of it: filing a large log takes seconds,
-   * which EmbeddedRecs spreads between requests.
-   */
+  /** Files the log's events for at most `ms`; whether it is done. A `deferred` model must be loaded before anything else
+   * is asked of it: filing a large log takes seconds, which EmbeddedRecs spreads between requests. */
   loadFor(ms: number): boolean {
     if (this.loadingDone) return true;
     const end = performance.now() + ms;
@@ -207,18 +193,14 @@ export class LiveModel implements RecModel {
     return stats;
   }
 
-  /**
-   * Events the log holds that have aged out of the window (RECS_EVENTS_MAX_AGE_DAYS): what
-   * compact would drop. Every event within it is in the expiry heap, so the rest are those.
-   */
+  /** Events the log holds that have aged out of the window (RECS_EVENTS_MAX_AGE_DAYS): what compact would drop. Every
+   * event within it is in the expiry heap, so the rest are those. */
   get agedEvents(): number {
     return this.expiry === null || !this.loadingDone ? 0 : this.log.length - this.expiry.size;
   }
 
-  /**
-   * Drops the events that aged out of the window, and the keys only they had, from the log shared
-   * with the caller, so that memory follows the window, not the uptime. Nothing served changes.
-   */
+  /** Drops the events that aged out of the window, and the keys only they had, from the log shared with the caller, so
+   * that memory follows the window, not the uptime. Nothing served changes. */
   compact(): LogCompaction | null {
     const underWay = this.beginCompaction();
     if (underWay === null) return null;
@@ -226,10 +208,8 @@ export class LiveModel implements RecModel {
     return this.finishCompaction(underWay);
   }
 
-  /**
-   * compact in steps, between other work (batches included): compactStep until it returns
-   * true, then finishCompaction. Null where compact would do nothing.
-   */
+  /** compact in steps, between other work (batches included): compactStep until it returns true, then finishCompaction.
+   * Null where compact would do nothing. */
   beginCompaction(): CompactionUnderWay | null {
     if (this.expiry === null || !this.loadingDone) return null;
     this.live.postBrowse?.beginRemap();
@@ -239,11 +219,8 @@ export class LiveModel implements RecModel {
     return this.log.beginCompact(cutoffOf(this.latest, this.options));
   }
 
-  /**
-   * A step of a compaction begun by beginCompaction: the log's (EventLog.compactStep), then the
-   * live indexes' (LiveNeighbours.remapStep), about `maxEvents` log events' worth of work (see
-   * REMAP_COST); true when they are all done. The log's last and the indexes' first may share a call.
-   */
+  /** A step of a compaction: the log's (EventLog.compactStep), then the live indexes' (LiveNeighbours.remapStep), about
+   * `maxEvents` log events' worth (see REMAP_COST); true when all are done. */
   compactStep(underWay: CompactionUnderWay, maxEvents: number): boolean {
     if (!this.log.compactStep(underWay, maxEvents)) return false;
     const settled = this.log.settled(underWay)!;
@@ -277,7 +254,6 @@ export class LiveModel implements RecModel {
     return this.stale.size > 0 || (this.live.postBrowse?.dirtyCount ?? 0) > 0 || (this.live.nextBest?.dirtyCount ?? 0) > 0 || this.rebuildDue('nextBest');
   }
 
-  /** Whether a kind kept from its last full build's prior statistics is due for a full build (see NextBestSchedule). */
   private rebuildDue(kind: Kind): boolean {
     return kind === 'nextBest' && this.schedule.due;
   }
@@ -287,15 +263,12 @@ export class LiveModel implements RecModel {
     return this.schedule.dueInMs();
   }
 
-  /** A full build of `kind` over the log as it is now was made (or taken to another thread). */
   private builtNow(kind: Kind): void {
     if (kind === 'nextBest') this.schedule.built(this.purchases);
   }
 
-  /**
-   * Re-ranks every marked anchor and rebuilds the kinds due: after it every list is a full build's.
-   * `except`: kinds another thread rebuilds; `ms`: about how long to re-rank (the rest stays marked).
-   */
+  /** Re-ranks every marked anchor and rebuilds the kinds due: after it every list is a full build's. `except`: kinds
+   * another thread rebuilds; `ms`: about how long to re-rank (the rest stays marked). */
   flush(except: readonly Kind[] = [], ms = Infinity): ApplyStats {
     const t0 = performance.now();
     const stats: ApplyStats = { events: 0, reranked: 0, rebuilt: [], rebuildMs: 0, expired: 0, ms: 0 };
@@ -322,22 +295,16 @@ export class LiveModel implements RecModel {
     return stats;
   }
 
-  /**
-   * Called by a lookup before it reads the anchor's list: an incremental kind re-ranks the anchor
-   * if a batch marked it, so that answers follow every event at once; a kind rebuilt whole
-   * serves its last build until flush.
-   */
+  /** Called by a lookup before it reads the anchor's list: an incremental kind re-ranks the anchor if a batch marked
+   * it, so that answers follow every event at once; a kind rebuilt whole serves its last build until flush. */
   refresh(kind: Kind, anchor: number): void {
     // The request path: one array read where nothing is marked.
     const live = this.live[kind];
     if (live !== null && live.marked(anchor)) live.refresh(anchor, this.facts, this.step(kind));
   }
 
-  /**
-   * Item records already stored: the catalogue (shared with the caller, who has added them)
-   * changed; a record that brings or changes an item's family, category or candidacy re-ranks
-   * the item and the anchors it stands near, as a full build with that catalogue would rank them.
-   */
+  /** Item records already stored in the shared catalogue: a record that changes an item's family, category or candidacy
+   * re-ranks the item and the anchors near it, as a full build with that catalogue would. */
   applyItems(items: readonly ItemModel[]): ApplyStats {
     const t0 = performance.now();
     const catalog = this.catalog;
@@ -375,7 +342,6 @@ export class LiveModel implements RecModel {
     return stats;
   }
 
-  /** Takes a batch into a kind: its groups and counts now, its lists at lookup or flush. */
   private update(kind: Kind, changed: boolean, stepMoved: boolean, cutoff: number, stats: ApplyStats): void {
     const live = this.live[kind];
     if (live === null) {
@@ -387,7 +353,6 @@ export class LiveModel implements RecModel {
     stats.reranked += live.dirtyCount;
   }
 
-  /** The recency reference step a build over the events so far takes for the kind. */
   private step(kind: Kind): number {
     const h = this.halfLifeMs[kind];
     return h > 0 ? referenceStep(this.latest, h) : 0;
@@ -402,14 +367,10 @@ export class LiveModel implements RecModel {
     stats.rebuildMs += performance.now() - t0;
   }
 
-  /** Builds of each kind so far (a rebuild job carries the number it will be). */
   private readonly builds: Record<Kind, number> = { postBrowse: 0, nextBest: 0 };
 
-  /**
-   * The rebuild flush would do of `kind`, as a job for another thread: the log's shared columns and
-   * copies of the item facts, taken now (null when there is nothing to rebuild). Give the result to
-   * adoptRebuild, or a failed job to requeueRebuild.
-   */
+  /** The rebuild flush would do of `kind`, as a job for another thread (null when there is none): give the result to
+   * adoptRebuild, or a failed job to requeueRebuild. */
   takeRebuild(kind: Kind): RebuildJob | null {
     const live = this.live[kind];
     if (live !== null) {
@@ -451,10 +412,8 @@ export class LiveModel implements RecModel {
     }
   }
 
-  /**
-   * Grows the per-item arrays to exactly `nItems`, as a build sizes them (new items from events:
-   * no record, so not candidates, with no family or category, as itemFacts has them).
-   */
+  /** Grows the per-item arrays to exactly `nItems`, as a build sizes them (new items from events: no record, so not
+   * candidates, with no family or category, as itemFacts has them). */
   private growItems(nItems: number): void {
     this.live.postBrowse?.ensureItems(nItems);
     this.live.nextBest?.ensureItems(nItems);

@@ -2,11 +2,8 @@ import type { EventLog } from './eventLog.js';
 import { GroupCells } from './groupCells.js';
 import { growFloat64, growInt32 } from './typedArrays.js';
 
-/**
- * A live index's groups, in slots (freed ones reused), with n(b) and N kept as they come and go.
- * Item b's positions are (itemGroup[b][j], itemPos[b][j]); the n cells after a group's items
- * (GroupCells) hold where each position sits in its item's lists, so a group leaves in O(its size).
- */
+/** A live index's groups in reused slots, with n(b) and N kept as they come and go. The cells after a group's items
+ * hold where each position sits in its item's lists (itemGroup, itemPos), so a group leaves in O(its size). */
 export class LiveGroups {
   readonly cells = new GroupCells();
   /** Each slot's weight (0 when free). */

@@ -5,19 +5,14 @@ import type { LogCompaction } from './logCompaction.js';
 /** A key's groups: one slot, or several where its events split (a user's visits). */
 export type KeyGroups = number | number[];
 
-/**
- * A live index's events by key, per set (a visit, an order, a user), in the build's order, with
- * the slots of each key's groups and the keys touched since the last commit. It follows the log's
- * compaction in steps, beside the maps in use (beginRemap).
- */
+/** A live index's events by key, per set (a visit, an order, a user), in the build's order, with each key's group slots
+ * and the keys touched since the last commit; it follows the log's compaction in steps (beginRemap). */
 export class LiveKeys {
   private readonly lists: Map<number, number[]>[];
   private readonly groups: Map<number, KeyGroups>[];
   private readonly touched: Set<number>[];
-  /**
-   * A remap under way (beginRemap), per set: the keys changed since it began, and the new maps
-   * so far; where its steps are (`s`: set and map, lists first; `from`: the entries left).
-   */
+  /** A remap under way (beginRemap), per set: the keys changed since it began, and the new maps so far; where its steps
+   * are (`s`: set and map, lists first; `from`: the entries left). */
   private remapping: {
     changed: Set<number>[];
     lists: Map<number, number[]>[];
@@ -102,10 +97,7 @@ export class LiveKeys {
     }
   }
 
-  /**
-   * Files every event of the log from `cutoff`, then hands each key to `recompute`; yields every
-   * `step` events or a sixteenth as many keys, so that a caller can spread it over the event loop.
-   */
+  /** Files every event from `cutoff`, then hands each key to `recompute`, yielding every `step` events so a caller spreads it. */
   *load(cutoff: number, step: number, recompute: (s: number, key: number) => void): Generator<void, void, void> {
     const log = this.log;
     for (let e = 0; e < log.length; e++) {
@@ -133,11 +125,8 @@ export class LiveKeys {
     }
   }
 
-  /**
-   * Follows the log's compaction (EventLog.beginCompact): from here on the keys whose events
-   * change are noted, and remapStep copies the others, renumbered, to new maps; finishRemap copies
-   * those that changed meanwhile and moves to the new maps. A remap begun replaces one under way.
-   */
+  /** Follows the log's compaction: keys whose events change are noted, remapStep copies the others renumbered to new
+   * maps, finishRemap copies the noted ones and moves to the new maps. A remap begun replaces one under way. */
   beginRemap(): void {
     this.remapping = {
       changed: this.sets.map(() => new Set<number>()),
@@ -148,10 +137,7 @@ export class LiveKeys {
     };
   }
 
-  /**
-   * Copies up to about `budget` events' and keys' worth of what beginRemap began, renumbered by
-   * `settled` (EventLog.settled); true when all is copied (finishRemap's turn).
-   */
+  /** Copies about `budget` events' worth of the remap, renumbered by `settled`; true when done (finishRemap's turn). */
   remapStep(settled: LogCompaction, budget: number): boolean {
     const r = this.remapping!;
     const events = settled.events;
@@ -222,10 +208,8 @@ export class LiveKeys {
   }
 }
 
-/**
- * Below this many events, a key's list is made anew, exactly sized, for each event it takes: an
- * array grown by push keeps room for many more, and there is one list for every visit and order.
- */
+/** Below this many events, a key's list is made anew, exactly sized, for each event it takes: an array grown by push
+ * keeps room for many more, and there is one list for every visit and order. */
 const EXACT_LIST = 16;
 
 /** A copy of `list` with `e` at `at`, exactly sized. */

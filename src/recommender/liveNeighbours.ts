@@ -10,17 +10,11 @@ import type { ItemFacts, NeighbourOptions, Neighbours } from './neighbours.js';
 import { DEFAULT_SESSION_GAP_MS } from './sessions.js';
 import { DAY_MS, recencyWeight, referenceStep } from './weights.js';
 
-/**
- * Events (or a sixteenth as many keys) a live index files between the points where its loading
- * may pause: a few milliseconds on a loaded machine.
- */
+/** Events (or a sixteenth as many keys) a live index files between the points where its loading may pause: a few milliseconds on a loaded machine. */
 export const LOAD_STEP = 2_048;
 
-/**
- * One kind's neighbours, kept current (LiveModel, live.ts, holds one per incremental kind): its
- * events by key (LiveKeys), their groups (LiveGroups), the anchors whose lists they change marked,
- * and those re-ranked (LiveRanker) at lookup or flush into Neighbours.overrides.
- */
+/** One kind's neighbours kept current: its events by key (LiveKeys), their groups (LiveGroups), the anchors they change
+ * marked, and those re-ranked (LiveRanker) at lookup or flush into Neighbours.overrides. */
 export class LiveNeighbours {
   private readonly keys: LiveKeys;
   private readonly groups: LiveGroups;
@@ -29,15 +23,12 @@ export class LiveNeighbours {
   private readonly dirtyList: number[] = [];
   private readonly occurrenceChanged: number[] = [];
   private occurrenceMark = new Uint8Array(0);
-  /** Items whose groups changed since a rebuild in another thread was taken (see beginTake); null when none is. */
   private sinceTake: Set<number> | null = null;
-  /** Whether every anchor was marked since the take (markAll: a moved recency reference, a prior's N). */
   private allSinceTake = false;
   /** cheaperToRebuild's last answer, until a new mark (markDirty) or a build (adopt). */
   private cheaper: { share: number; answer: boolean } | null = null;
   private readonly halfLifeMs: number;
   private readonly gapMs: number;
-  /** The reference step the weights here are relative to (fixed once known: see recencyWeight). */
   private ownStep: number;
 
   constructor(
@@ -85,11 +76,8 @@ export class LiveNeighbours {
     this.keys.expire(e);
   }
 
-  /**
-   * Follows the log's compaction (EventLog.beginCompact) in steps (remapStep, then finishRemap).
-   * Every event filed is one the compaction keeps (filed events leave by age at commit, and it
-   * drops only events past its cutoff), so no list loses one.
-   */
+  /** Follows the log's compaction in steps (remapStep, then finishRemap). Every event filed is one the compaction keeps
+   * (filed events leave by age at commit; it drops only events past its cutoff), so no list loses one. */
   beginRemap(): void {
     this.keys.beginRemap();
   }
@@ -148,7 +136,6 @@ export class LiveNeighbours {
     this.keys.setGroups(s, key, groups.length === 1 ? groups[0]! : groups);
   }
 
-  /** The group of events list[from..to) by the build's rules (buildGroups); returns its slot. */
   private addGroup(set: LiveSet, list: number[], from: number, to: number, marking: boolean): number {
     const items = this.groups.itemsOf(this.log, list, from, to, set.maxItems, set.keepLast);
     const weight = this.halfLifeMs > 0 ? set.weight * recencyWeight(this.log.time[list[to - 1]!]!, this.halfLifeMs, this.ownStep) : set.weight;
@@ -172,11 +159,8 @@ export class LiveNeighbours {
     }
   }
 
-  /**
-   * Whether b's n(b) enters other anchors' scores as it changes, so that they are marked with it:
-   * where damping > 0, except under a prior, whose statistics hold n(b) as of the last full build
-   * for every item that build knew (see PriorStats).
-   */
+  /** Whether b's n(b) enters other anchors' scores, so they are marked with it: where damping > 0, except under a prior,
+   * whose statistics hold n(b) as of the last full build (see PriorStats). */
   private followsNeighbourCount(b: number): boolean {
     if (this.ranker.prior === 0) return this.ranker.damping !== 0;
     const stats = this.neighbours.priorStats;
@@ -223,10 +207,8 @@ export class LiveNeighbours {
     return this.dirtyList.length;
   }
 
-  /**
-   * Whether re-ranking the marked anchors would cost more than building the kind anew: their
-   * positions against `share` of what the build walks (see buildCostOf).
-   */
+  /** Whether re-ranking the marked anchors would cost more than building the kind anew: their positions against `share`
+   * of what the build walks (see buildCostOf). */
   cheaperToRebuild(share: number): boolean {
     // Asked by every slice of a flush: walked again only after new marks (re-ranking and lookups
     // only take marks away, which can turn a yes into a no, never the other way).
@@ -266,11 +248,8 @@ export class LiveNeighbours {
     this.allSinceTake = false;
   }
 
-  /**
-   * Takes the lists of the rebuild begun by beginTake: the anchors whose groups changed since are
-   * marked again and, where n(b) enters its neighbours' scores (damping without a prior), the
-   * anchors near them. Under a prior, what stands near an item its statistics do not know is marked already.
-   */
+  /** Takes the rebuild begun by beginTake: anchors whose groups changed since are marked again, and, where n(b) enters
+   * scores (damping without a prior), the anchors near them. */
   adoptTaken(built: Neighbours, nItems: number): void {
     const since = this.sinceTake ?? new Set<number>();
     const all = this.allSinceTake;
@@ -324,20 +303,16 @@ export class LiveNeighbours {
     this.neighbours.overrides!.set(a, this.ranker.rank(a, facts, this.scaleFor(step), this.neighbours, true));
   }
 
-  /**
-   * Files every event of the log from `cutoff` and builds the groups, marking nothing (the built
-   * lists are current); yields every LOAD_STEP events or keys (LiveModel.loadFor).
-   */
+  /** Files every event of the log from `cutoff` and builds the groups, marking nothing (the built lists are current);
+   * yields every LOAD_STEP events or keys (LiveModel.loadFor). */
   *load(cutoff: number, nItems: number): Generator<void, void, void> {
     this.ensureItems(nItems);
     yield* this.keys.load(cutoff, LOAD_STEP, (s, key) => this.recompute(s, key, cutoff, false));
   }
 }
 
-/**
- * A build's cost beyond its positions: it walks the whole log, expired events included, and every
- * item. Without it a mostly expired log looked dear to build, and the flush rebuilt after every batch.
- */
+/** A build's cost beyond its positions: it walks the whole log, expired events included, and every item. Without it a
+ * mostly expired log looked dear to build, and the flush rebuilt after every batch. */
 export function buildCostOf(events: number, items: number): number {
   return events / 16 + items;
 }

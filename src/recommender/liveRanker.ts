@@ -5,10 +5,8 @@ import type { AnchorList, ItemFacts, NeighbourOptions, Neighbours, PriorStats } 
 import { TopK } from './topK.js';
 import { anchorFactor, ORDER_SCALE, orderDecay } from './weights.js';
 
-/**
- * Re-ranks one anchor of a live index (LiveNeighbours) from its groups as they stand, with the
- * build's terms, scoring and ties, so that its list is the one a build over the same events gives.
- */
+/** Re-ranks one anchor of a live index (LiveNeighbours) from its groups as they stand, with the build's terms, scoring
+ * and ties, so that its list is the one a build over the same events gives. */
 export class LiveRanker {
   // Scratch: weight (double) at 2b, count at 4b + 2, stamp at 4b + 3 (as gatherOrdered).
   private slots = new ArrayBuffer(0);
@@ -24,9 +22,7 @@ export class LiveRanker {
   private readonly factor: number;
   /** k; where > 0 the prior's statistics are those of the last full build (see PriorStats). */
   readonly prior: number;
-  /** The anchor's partner categories' weights, spread for a re-rank (as the build's partnerWeight). */
   private partnerWeight = new Float64Array(0);
-  /** ModelOptions.hotPositions: from how many positions an anchor keeps its neighbours' sums. */
   private readonly hot: number;
   private stamp = 0;
 
@@ -52,10 +48,8 @@ export class LiveRanker {
     this.touched = new Int32Array(n);
   }
 
-  /**
-   * Whether a group comes twice in `groups` (an item viewed twice in one visit): only then must a
-   * re-rank sort them by group (byGroup) to count each group's evidence once, which costs.
-   */
+  /** Whether a group comes twice in `groups` (an item viewed twice in one visit): only then must a re-rank sort them by
+   * group (byGroup) to count each group's evidence once, which costs. */
   private repeatsGroup(groups: number[]): boolean {
     const marks = this.groupMarks();
     const mark = ++this.stamp;
@@ -68,22 +62,17 @@ export class LiveRanker {
 
   private groupMark = new Int32Array(0);
 
-  /** A mark per group slot (stamped with stampCounter), grown with the slots. */
   private groupMarks(): Int32Array {
     const n = this.groups.cells.capacity;
     if (this.groupMark.length < n) this.groupMark = new Int32Array(Math.max(n, 2 * this.groupMark.length));
     return this.groupMark;
   }
 
-  /** Per anchor with at least HOT_POSITIONS positions, once re-ranked: its neighbours' sums, kept as groups come and go. */
   private readonly sums = new Map<number, NeighbourSums>();
-  /** Marks a neighbour seen in the group being summed (evidence counts a group once). */
   private neighbourStamp = new Int32Array(0);
 
-  /**
-   * Anchor a's list as buildNeighbours computes it: gathered from its positions or, for a popular
-   * anchor, from the sums kept as its groups come and go (NeighbourSums), then scored.
-   */
+  /** Anchor a's list as buildNeighbours computes it: gathered from its positions or, for a popular anchor, from the
+   * sums kept as its groups come and go (NeighbourSums), then scored. */
   rank(a: number, facts: ItemFacts, scale: number, neighbours: Neighbours, lookup = false): AnchorList {
     const positionsOfA = this.groups.itemGroup[a]?.length ?? 0;
     let kept = this.sums.get(a);
@@ -106,7 +95,6 @@ export class LiveRanker {
     return this.score(a, facts, scale, neighbours, nTouched);
   }
 
-  /** Anchor a's neighbours from its positions into the scratch (weight at 2b, evidence at 4b + 2); how many. */
   private gather(a: number, scale: number): number {
     let groups = this.groups.itemGroup[a] ?? [];
     let positions = this.groups.itemPos[a] ?? [];
@@ -165,7 +153,6 @@ export class LiveRanker {
     return kept.item.length;
   }
 
-  /** Scores the gathered neighbours of a and takes the top k (the scratch is left cleared). */
   private score(a: number, facts: ItemFacts, scale: number, neighbours: Neighbours, nTouched: number): AnchorList {
     const weight = this.slotWeight;
     const counts = this.slotCount;
@@ -220,7 +207,6 @@ export class LiveRanker {
     return list;
   }
 
-  /** Anchor a's neighbour sums from its groups now (each group once, as rank counts evidence). */
   private sumsOf(a: number): NeighbourSums {
     const kept = new NeighbourSums();
     const groups = this.groups.itemGroup[a]!;
@@ -235,11 +221,8 @@ export class LiveRanker {
     return kept;
   }
 
-  /**
-   * Adds (sign 1) or takes out (-1) group g's terms for anchor a: the same terms gather adds,
-   * unscaled, and one of evidence per neighbour the group holds near a. Every term is exact in a
-   * double, so sums kept over time equal sums gathered at once, bit for bit.
-   */
+  /** Adds (sign 1) or takes out (-1) group g's terms for anchor a, as gather adds them, unscaled. Every term is exact in a
+   * double, so sums kept over time equal sums gathered at once, bit for bit. */
   private sumGroup(kept: NeighbourSums, a: number, g: number, sign: number): void {
     const cells = this.groups.cells.cells;
     const start = this.groups.cells.start(g);
@@ -285,10 +268,8 @@ export class LiveRanker {
   }
 }
 
-/**
- * Room for `n` anchors' n(a)^(d-1) in the lists served (a kind with a prior): 1, a build's value
- * for an item in no group, until a re-rank sets it (every item whose n(a) changes is marked).
- */
+/** Room for `n` anchors' n(a)^(d-1) in the lists served (a kind with a prior): 1, a build's value for an item in no
+ * group, until a re-rank sets it (every item whose n(a) changes is marked). */
 export function growAnchorScale(neighbours: Neighbours, prior: number, n: number): void {
   const scale = neighbours.anchorScale;
   if (prior === 0 || scale.length >= n) return;
@@ -297,16 +278,11 @@ export function growAnchorScale(neighbours: Neighbours, prior: number, n: number
   neighbours.anchorScale = grown;
 }
 
-/**
- * Default of ModelOptions.hotPositions: from this many positions an anchor that lookups read keeps
- * its neighbours' sums, so that a re-rank costs its neighbours, not its positions times the window.
- */
+/** Default of ModelOptions.hotPositions: a hot anchor that lookups read is then re-ranked from its neighbours, not its positions. */
 const HOT_POSITIONS = 128;
 
-/**
- * One anchor's neighbours: per item b, the summed (unscaled) pair weight and the groups holding b
- * near it; b leaves with its last group. `changes`: groups in or out since it was summed afresh.
- */
+/** One anchor's neighbours: per item b, the summed (unscaled) pair weight and the groups holding b near it; b leaves
+ * with its last group. `changes`: groups in or out since it was summed afresh. */
 class NeighbourSums {
   private readonly at = new Map<number, number>();
   readonly item: number[] = [];
@@ -350,11 +326,8 @@ function neighbourCount(stats: PriorStats, b: number, own: number): number {
   return frozen > 0 ? frozen : own;
 }
 
-/**
- * π_a(b) as the build computes it: b's category's partner weight for the anchor's category times
- * b's share of its category, where the anchor's category has partners; else n(b) / N (the
- * current N, `total`, where the statistics are an empty log's).
- */
+/** π_a(b) as the build computes it: the partner weight of b's category times b's share of it, where the anchor's
+ * category has partners; else n(b) / N (the current N, `total`, where the statistics are an empty log's). */
 function priorOf(stats: PriorStats, total: number, partners: number, partnerWeight: Float64Array, category: Int32Array | undefined, b: number, nb: number): number {
   if (partners === 0) return nb / (stats.total > 0 ? stats.total : total);
   const cb = category === undefined || b >= category.length ? -1 : category[b]!;

@@ -8,10 +8,7 @@ export interface Columns {
   time: Float64Array;
 }
 
-/**
- * An EventLog's columns and key names, to cross a thread boundary: copies to transfer (see
- * EventLog.columns), or views of memory shared with the log (EventLog.sharedColumns).
- */
+/** An EventLog's columns and key names to cross a thread: copies to transfer (EventLog.columns) or shared views (sharedColumns). */
 export interface EventLogColumns extends Columns {
   length: number;
   itemIds: Float64Array;

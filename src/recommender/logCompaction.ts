@@ -23,13 +23,11 @@ export interface CompactionUnderWay {
   scanned: number;
   copied: number;
   named: number;
-  /** Events kept among those scanned. */
   kept: number;
   /** Each scanned event's new index, -1 where dropped (and room after them: see beginCompact). */
   readonly events: Int32Array;
   /** Session, user and order keys by their ids when it began: once the scan is done, each one's new id (-1: dropped). */
   readonly keys: [Int32Array, Int32Array, Int32Array];
-  /** Keys of each kind kept by the scan. */
   readonly keysKept: [number, number, number];
   /** The kept keys' names by new id, and the other way round: the interners' next contents. */
   readonly names: [string[], string[], string[]];
@@ -160,11 +158,8 @@ export function compactionDone(c: CompactionUnderWay): boolean {
   return c.to !== null && c.copied >= c.end && c.named >= c.keys[0].length + c.keys[1].length + c.keys[2].length;
 }
 
-/**
- * The finish of a compaction whose steps are done, over a log of `length` events now: the new
- * columns with the events added meanwhile, the interners moved to the kept names, and where
- * each event and key went.
- */
+/** The finish of a compaction whose steps are done, over a log of `length` events now: the new columns with the events
+ * added meanwhile, the interners moved to the kept names, and where each event and key went. */
 export function finishCompaction(c: CompactionUnderWay, log: Columns, length: number, interners: Interners): { to: Columns; moved: LogCompaction } {
   const before = length;
   // every key numbered now: those of the events added meanwhile get the next ids, in their order

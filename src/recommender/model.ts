@@ -11,13 +11,9 @@ import { DAY_MS } from './weights.js';
 
 export type { Scoring } from './neighbours.js';
 
-/*
- * The defaults, chosen by `evaluate`'s coordinate search on validation splits of public logs
- * (docs/recommender.md, "How the defaults were chosen", has the search and its figures).
- */
-/** Post-browse scoring (see above). */
+/** Post-browse scoring, chosen by `evaluate`'s search (docs/recommender.md, "How the defaults were chosen"). */
 export const DEFAULT_POST_BROWSE: Scoring = { damping: 0, prior: 0, order: { window: 10, backward: 0.5, exponent: 1 }, halfLifeDays: 14, sameCategoryFactor: 3 };
-/** Next-best-product scoring (see above). */
+/** Next-best-product scoring, chosen likewise. */
 export const DEFAULT_NEXT_BEST: Scoring = { damping: 0.3, prior: 100, sameCategoryFactor: 0.5 };
 
 /** Options of buildModel; every field has a default. */
@@ -34,40 +30,22 @@ export interface ModelOptions {
   maxItemsPerHistory?: number;
   /** Idle time splitting a user's views into visits where there are no session ids; default 30 min. */
   sessionGapMs?: number;
-  /**
-   * Weight of co-purchase across a user's whole history relative to within one order; default
-   * 0.25: the same basket is a statement about the pair, months apart is mostly about the user.
-   */
+  /** Weight of co-purchase across a user's whole history relative to within one order; default 0.25: the same basket is
+   * a statement about the pair, months apart is mostly about the user. */
   userHistoryWeight?: number;
-  /**
-   * Events older than this many days before the log's newest event stop counting (the server
-   * passes RECS_EVENTS_MAX_AGE_DAYS); default 0: none. Against the newest event, not the clock.
-   */
+  /** Events this many days older than the log's newest event (not the clock) stop counting; default 0: none. */
   maxAgeDays?: number;
-  /**
-   * A live model rebuilds next-best-product, kept from its last full build's statistics, once
-   * purchases since exceed this share of those counted; default DEFAULT_NEXT_BEST_REBUILD_SHARE. 0: every batch.
-   */
+  /** Purchases since the last full build, as a share of those it counted, past which a live model rebuilds next-best-product; default DEFAULT_NEXT_BEST_REBUILD_SHARE, 0: every batch. */
   nextBestRebuildShare?: number;
-  /**
-   * ... or once that build is older than this many seconds with purchases since (the server
-   * passes RECS_NBP_REBUILD_SECONDS); default DEFAULT_NEXT_BEST_REBUILD_SECONDS. 0: after every
-   * batch with purchases.
-   */
+  /** ... or once that build is older than this many seconds with purchases since; default DEFAULT_NEXT_BEST_REBUILD_SECONDS, 0: after every batch. */
   nextBestRebuildSeconds?: number;
-  /**
-   * A live anchor with at least this many positions keeps its neighbours' sums (NeighbourSums);
-   * default 128. The lists are the same either way.
-   */
+  /** A live anchor with at least this many positions keeps its neighbours' sums (NeighbourSums); default 128. The lists are the same either way. */
   hotPositions?: number;
   /** See NeighbourOptions.parallelFromPositions (a full build's second thread); default PARALLEL_FROM_POSITIONS. */
   parallelFromPositions?: number;
 }
 
-/**
- * Default of ModelOptions.nextBestRebuildShare: a build per flush cost a whole build at every
- * flush under a stream of purchases; a few more purchases barely move the statistics.
- */
+/** Default of nextBestRebuildShare: a few more purchases barely move the statistics, a build per flush costs a whole build. */
 export const DEFAULT_NEXT_BEST_REBUILD_SHARE = 0.05;
 /** Default of ModelOptions.nextBestRebuildSeconds: RECS_NBP_REBUILD_SECONDS's. */
 export const DEFAULT_NEXT_BEST_REBUILD_SECONDS = DEFAULT_NBP_REBUILD_SECONDS;
@@ -91,10 +69,7 @@ export function maxAgeMsOf(options: ModelOptions): number {
   return days > 0 ? days * DAY_MS : 0;
 }
 
-/**
- * The facts a build knows of items, by dense index; empty without a catalogue. Categories are
- * numbered in item order, so a live model numbers them as a full build does.
- */
+/** The facts a build knows of items by dense index, categories numbered in item order as a live model numbers them. */
 export function itemFacts(items: ItemIndex, catalog: Catalog | null): ItemFacts {
   if (catalog === null) return {};
   const nItems = items.size;
@@ -131,7 +106,6 @@ export interface RecModel {
   items: ItemIndex;
   postBrowse: Neighbours;
   nextBest: Neighbours;
-  /** Events of each kind per item. */
   views: Float64Array;
   purchases: Float64Array;
   /** Candidate items by descending views (then purchases): the post-browse fallback. */
@@ -145,11 +119,7 @@ export interface RecModel {
   refresh?(kind: 'postBrowse' | 'nextBest', anchor: number): void;
 }
 
-/**
- * Builds both neighbour lists from the log. Catalogue items are added to the log's item index so
- * that fallbacks can reach items nobody has seen yet; without a catalogue every item of the log is
- * a candidate (evaluation on ids).
- */
+/** Builds both neighbour lists; catalogue items join the log's item index so that fallbacks reach items nobody saw. */
 export function buildModel(log: EventLog, options: ModelOptions = {}, catalog: Catalog | null = null): RecModel {
   const t0 = performance.now();
   if (catalog !== null) for (const item of catalog.values()) log.items.intern(item.itemId);
@@ -195,10 +165,8 @@ export function nextBestSets(log: EventLog, options: ModelOptions, since: number
   ];
 }
 
-/**
- * Compares items (indexes) by descending `first` count, then `second`, then ascending item id: a
- * total order that every process gives the same events alike (indexes follow the order items came in).
- */
+/** Compares items (indexes) by descending `first` count, then `second`, then ascending item id: a total order that
+ * every process gives the same events alike (indexes follow the order items came in). */
 export function byPopularity(first: Float64Array, second: Float64Array, items: ItemIndex): (a: number, b: number) => number {
   // the ids' array itself, not a method call: most items tie on counts, and a sort compares them often
   const ids = items.idsNow();

@@ -1,20 +1,15 @@
 import type { Sequences } from './sessions.js';
 
-/**
- * How c(a,b) depends on where b stands from a within a group: pairs at most `window` apart count
- * 1 / distance^exponent, times `backward` where b came first (docs/recommender.md, "How a pair is scored").
- */
+/** How c(a,b) depends on where b stands from a within a group: pairs at most `window` apart count 1 /
+ * distance^exponent, times `backward` where b came first (docs/recommender.md, "How a pair is scored"). */
 export interface OrderWeights {
   window: number;
   backward: number;
   exponent: number;
 }
 
-/**
- * How co-occurrence becomes a score: (c + k π_a(b)) / (n(a)^(1-d) n(b)^d). Every term is a sum of
- * per-event contributions, so a live path can apply an event without a rebuild and still give a
- * full build's lists (docs/recommender.md, "How a pair is scored").
- */
+/** How co-occurrence becomes a score: (c + k π_a(b)) / (n(a)^(1-d) n(b)^d). Every term is a sum of per-event parts, so
+ * a live path gives a full build's lists without a rebuild (docs/recommender.md, "How a pair is scored"). */
 export interface Scoring {
   /** d, default 0.3. */
   damping?: number;
@@ -44,10 +39,8 @@ export interface Neighbours {
   score: Float64Array;
   /** Unweighted number of groups shared with the anchor (within the window where ordered). */
   evidence: Int32Array;
-  /**
-   * The prior's lists, one per category and a last one for the rest, merged at lookup: one list
-   * serves thousands of anchors. Scores are up to the anchor's factor `anchorScale[a]`.
-   */
+  /** The prior's lists, one per category and a last one for the rest, merged at lookup: one list serves thousands of
+   * anchors. Scores are up to the anchor's factor `anchorScale[a]`. */
   priorStart: Int32Array;
   priorItem: Int32Array;
   priorScore: Float64Array;
@@ -61,11 +54,8 @@ export interface Neighbours {
   priorStats?: PriorStats;
 }
 
-/**
- * What a score with a prior takes from the whole log rather than the anchor's own groups. A build
- * given them scores with them, so a live path that keeps its last full build's re-ranks only the
- * anchors a batch touched and still gives that build's lists.
- */
+/** What a score with a prior takes from the whole log. A build given them scores with them, so a live path re-ranks
+ * only the anchors a batch touched and still gives that build's lists. */
 export interface PriorStats {
   /** N: weighted groups. */
   total: number;

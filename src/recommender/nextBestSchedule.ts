@@ -1,16 +1,11 @@
 import { DEFAULT_NEXT_BEST_REBUILD_SECONDS, DEFAULT_NEXT_BEST_REBUILD_SHARE } from './model.js';
 import type { ModelOptions } from './model.js';
 
-/**
- * When next-best-product, kept from its last full build's prior statistics (see PriorStats), is
- * due for a full build: purchases since it exceed ModelOptions.nextBestRebuildShare of those it
- * counted, or it is older than nextBestRebuildSeconds with purchases since.
- */
+/** When next-best-product, kept from its last full build's prior statistics, is due for a full build: purchases since
+ * exceed nextBestRebuildShare of those counted, or it is older than nextBestRebuildSeconds with purchases since. */
 export class NextBestSchedule {
-  /** Purchases taken in or out since the last full build, and those that build counted. */
   private purchases = 0;
   private base = 0;
-  /** When that build was made (performance.now()). */
   private at = 0;
   /** Whether a rebuild is owed whatever the counts say (a failed one, new categories). */
   private owed = false;

@@ -5,10 +5,8 @@ import type { PairScore } from './neighbours.js';
 import { TopK } from './topK.js';
 import { anchorFactor, ORDER_SCALE } from './weights.js';
 
-/**
- * Everything the anchor loop of buildNeighbours reads (by rank, see renumberByDegree): plain
- * typed arrays and numbers, so that it crosses to a second thread (anchorThread.ts) as it is.
- */
+/** Everything the anchor loop of buildNeighbours reads (by rank, see renumberByDegree): plain typed arrays and numbers,
+ * so that it crosses to a second thread (anchorThread.ts) as it is. */
 export interface AnchorPass {
   nItems: number;
   topK: number;
@@ -40,10 +38,7 @@ export interface AnchorPass {
   association: Omit<CategoryAssociation, 'occurrences'> | null;
 }
 
-/**
- * The lists of the anchors (item indexes) from .. to-1: `start` from 0 (to - from + 1 entries),
- * and their anchor factors where there is a prior.
- */
+/** The lists of the anchors (item indexes) from .. to-1: `start` from 0 (to - from + 1 entries), and their anchor factors where there is a prior. */
 export interface RankedAnchors {
   start: Int32Array;
   item: Int32Array;
@@ -52,11 +47,8 @@ export interface RankedAnchors {
   anchorScale: Float64Array;
 }
 
-/**
- * Ranks every anchor; with `twoThreads`, two threads take chunks from a shared counter, so neither
- * waits however the work falls. A list depends only on the pass: the chunks in order are one
- * thread's lists, bit for bit. A second thread not started by the last chunk is called off.
- */
+/** Ranks every anchor; with `twoThreads`, two threads take chunks from a shared counter, so neither waits. The chunks
+ * in order are one thread's lists, bit for bit; a second thread not started by the last chunk is called off. */
 export function rankEveryAnchor(pass: AnchorPass, pairScore: PairScore | null, twoThreads: boolean): RankedAnchors {
   if (!twoThreads) return rankAnchors(pass, 0, pass.nItems, pairScore, anchorScratch(pass));
   const next = new Int32Array(new SharedArrayBuffer(4));
@@ -72,11 +64,8 @@ export function rankEveryAnchor(pass: AnchorPass, pairScore: PairScore | null, t
 /** Anchors a chunk of rankChunks: small enough that the last chunks balance the threads. */
 export const ANCHOR_CHUNK = 2048;
 
-/**
- * Ranks the chunks of ANCHOR_CHUNK anchors this thread claims from `next` (the index of the next
- * chunk, shared between threads) until none is left, calling `ranked` after each; the array holds
- * them at their index.
- */
+/** Ranks the chunks of ANCHOR_CHUNK anchors this thread claims from `next` (the index of the next chunk, shared between
+ * threads) until none is left, calling `ranked` after each; the array holds them at their index. */
 export function rankChunks(pass: AnchorPass, next: Int32Array, ranked: () => void = () => {}): (RankedAnchors | undefined)[] {
   const count = Math.ceil(pass.nItems / ANCHOR_CHUNK);
   const chunks: (RankedAnchors | undefined)[] = new Array<RankedAnchors | undefined>(count);
@@ -139,9 +128,8 @@ export interface AnchorScratch {
 
 export function anchorScratch(pass: AnchorPass): AnchorScratch {
   const { nItems, ordered, unit } = pass;
-  // Doubles, so that sums of the exact terms stay exact (see ORDER_SCALE); the ordered slot stays
-  // 16 bytes. When every group weighs 1 and pairs are unordered, counts alone (Int32) give the
-  // same numbers in a quarter of the space.
+  // Doubles keep sums of the exact terms exact (see ORDER_SCALE) in a 16-byte ordered slot; where every group weighs 1
+  // and pairs are unordered, Int32 counts give the same numbers in a quarter of the space.
   const slots = new ArrayBuffer(ordered ? 16 * nItems : 0);
   return {
     acc: new Float64Array(unit || ordered ? 0 : 2 * nItems),

@@ -20,10 +20,7 @@ export interface RebuildJob {
   cutoff: number;
 }
 
-/**
- * Builds one kind's lists from the events from `cutoff` on: what a full build gives that kind;
- * with `frozen`, scored with those prior statistics (see PriorStats), as the live model keeps it.
- */
+/** Builds one kind's lists from `cutoff` on as a full build would; with `frozen`, scored with those prior statistics (see PriorStats). */
 export function buildKind(kind: Kind, log: EventLog, options: ModelOptions, cutoff: number, facts: ItemFacts, frozen?: PriorStats): Neighbours {
   return kind === 'postBrowse'
     ? buildNeighbours(log, postBrowseSets(log, options, cutoff), postBrowseScoring(options), facts, frozen)

@@ -10,26 +10,19 @@ import type { Neighbours } from './neighbours.js';
 /** At most this many entries a list (recommendations.md). */
 export const MAX_RECOMMENDATIONS = 10;
 
-/**
- * Items looked at per fallback tier for in-stock ones, to keep a lookup in microseconds. The last
- * tier goes on until the list is full, in stock or not.
- */
+/** Items looked at per fallback tier for in-stock ones, to keep a lookup in microseconds. The last tier goes on until
+ * the list is full, in stock or not. */
 const SCAN_LIMIT = 1000;
 
-/**
- * Lookups on a built model: the precomputed neighbours, then the anchor's category, its
- * department and global popularity to fill up to 10. Never the anchor or its family (same
- * parentItemId, or listed as each other's variants); one item per family; in-stock items first.
- */
+/** Lookups on a built model: the neighbours, then category, department and global popularity to fill up to 10. Never
+ * the anchor or its family; one item per family; in-stock items first. */
 export class Recommender {
   private readonly categoryLists = new Map<string, Int32Array>();
 
   constructor(readonly model: RecModel, readonly catalog: Catalog | null) {}
 
-  /**
-   * Up to `limit` entries for an anchor. With a catalogue, NOT_FOUND for an anchor it does not
-   * know; without one (evaluation on ids), an unknown anchor gets popular items.
-   */
+  /** Up to `limit` entries for an anchor. With a catalogue, NOT_FOUND for an anchor it does not know; without one
+   * (evaluation on ids), an unknown anchor gets popular items. */
   recommend(kind: RecommendationKind, anchorId: number, limit = MAX_RECOMMENDATIONS): RecommendationEntryModel[] {
     const catalog = this.catalog;
     const anchor = catalog?.get(anchorId);
@@ -70,11 +63,8 @@ export class Recommender {
     return entries;
   }
 
-  /**
-   * The anchor's neighbours merged by score with its prior list (see Neighbours.priorStart): the
-   * items that compete by the prior alone, from its category's partner categories (CO_VIEW or
-   * CO_PURCHASE without evidence, or CATEGORY for its own) or from global popularity (POPULAR).
-   */
+  /** The anchor's neighbours merged by score with its prior list (see Neighbours.priorStart): items that compete by the
+   * prior alone, from partner categories, its own category, or global popularity. */
   private fromNeighbours(kind: RecommendationKind, anchorIndex: number, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
     if (anchorIndex < 0) return false;
     this.model.refresh?.(kind === 'POST_BROWSE' ? 'postBrowse' : 'nextBest', anchorIndex);
@@ -135,7 +125,6 @@ export class Recommender {
     return this.scan(kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought, 'POPULAR', offer, enough);
   }
 
-  /** Offers a tier's first SCAN_LIMIT items; with `enough`, goes on until it holds. */
   private scan(list: Int32Array, source: RecommendationSource, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean, enough?: () => boolean): boolean {
     const end = Math.min(list.length, SCAN_LIMIT);
     let j = 0;
@@ -145,7 +134,6 @@ export class Recommender {
     return false;
   }
 
-  /** A category's or department's items by descending popularity for the kind, computed on first use. */
   private ranked(kind: RecommendationKind, key: string, ids: (catalog: Catalog) => readonly number[]): Int32Array {
     const cacheKey = `${kind}:${key}`;
     let list = this.categoryLists.get(cacheKey);

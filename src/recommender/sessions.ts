@@ -1,10 +1,8 @@
 import { KIND_PURCHASE } from './eventLog.js';
 import type { EventLog } from './eventLog.js';
 
-/**
- * Sequences of event indexes in CSR form: sequence s is `events[start[s] .. start[s+1])`, in time
- * order. `weight[s]` is what one sequence counts for in co-occurrence.
- */
+/** Sequences of event indexes in CSR form: sequence s is `events[start[s] .. start[s+1])`, in time order. `weight[s]`
+ * is what one sequence counts for in co-occurrence. */
 export interface Sequences {
   count: number;
   start: Int32Array;
@@ -42,10 +40,8 @@ class SequenceBuilder {
   }
 }
 
-/**
- * Buckets event indexes by an integer key with a counting sort: O(n + keys), no comparisons,
- * stable, so events keep the log's order within a bucket.
- */
+/** Buckets event indexes by an integer key with a counting sort: O(n + keys), no comparisons, stable, so events keep
+ * the log's order within a bucket. */
 function bucket(indexes: Int32Array, keys: Int32Array, keySpace: number): { start: Int32Array; order: Int32Array } {
   const start = new Int32Array(keySpace + 1);
   for (let i = 0; i < indexes.length; i++) start[keys[i]! + 1]!++;
@@ -79,11 +75,8 @@ export interface GroupOptions {
   since?: number;
 }
 
-/**
- * Visits of one kind of event: by session id where there is one, else by user split at
- * `sessionGapMs` of inactivity. For purchases the unit is the order (the session where a purchase
- * has no order). Events with neither are alone and are dropped: they show no co-occurrence.
- */
+/** Visits of one kind of event: by session id, else by user split at `sessionGapMs` idle; for purchases the order.
+ * Events with neither are dropped: they show no co-occurrence. */
 export function visits(log: EventLog, kind: number, options: GroupOptions = {}): Sequences {
   const gap = options.sessionGapMs ?? DEFAULT_SESSION_GAP_MS;
   const since = options.since ?? -Infinity;

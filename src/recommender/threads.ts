@@ -1,11 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import type { WorkerOptions } from 'node:worker_threads';
 
-/**
- * Starts the worker module `name` (without extension) next to the module at `from` (its
- * import.meta.url). Built, the worker is plain .js; from source (tsx, vitest) it is TypeScript,
- * and a worker does not inherit the loader, so a bootstrap registers tsx's before importing it.
- */
+/** Starts the worker module `name` next to the module at `from` (its import.meta.url). From source (tsx, vitest) it is
+ * TypeScript, and a worker does not inherit the loader, so a bootstrap registers tsx's first. */
 export function startModuleWorker(from: string, name: string, options: WorkerOptions = {}): Worker {
   const fromSource = from.endsWith('.ts');
   const file = new URL(`./${name}${fromSource ? '.ts' : '.js'}`, from);

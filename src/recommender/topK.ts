@@ -1,7 +1,5 @@
-/**
- * A bounded min-heap of the best `k` (score, evidence, item); a tie goes to the lower item id, not
- * index: indexes follow the order items came in, which differs between a process, a replica and a restart.
- */
+/** A bounded min-heap of the best `k` (score, evidence, item); a tie goes to the lower item id, not index: indexes
+ * follow the order items came in, which differs between a process, a replica and a restart. */
 export class TopK {
   readonly score: Float64Array;
   readonly evidence: Int32Array;
@@ -38,8 +36,7 @@ export class TopK {
   }
   offer(score: number, evidence: number, item: number): void {
     if (this.size < this.k) {
-      // Most items have fewer neighbours than k: appended unordered (drain sorts them), and made
-      // a heap only once it is full.
+      // Most items have fewer than k neighbours: appended unordered (drain sorts them), made a heap only once full.
       const i = this.size++;
       this.score[i] = score; this.evidence[i] = evidence; this.item[i] = item;
       if (this.size === this.k) for (let j = (this.k >> 1) - 1; j >= 0; j--) this.down(j);
@@ -50,11 +47,8 @@ export class TopK {
     this.score[0] = score; this.evidence[0] = evidence; this.item[0] = item;
     this.down(0);
   }
-  /**
-   * Empties the heap into the arrays from `at`, best first; returns how many. An insertion sort:
-   * at most k entries, and visiting the heap from its leaves (its larger entries) first leaves
-   * little to shift, which beats k pops with sift-downs.
-   */
+  /** Empties the heap into the arrays from `at`, best first; returns how many. An insertion sort from the leaves (larger
+   * entries) first leaves little to shift, which beats k pops with sift-downs. */
   drain(score: Float64Array, evidence: Int32Array, item: Int32Array, at: number): number {
     const n = this.size;
     for (let i = n - 1, placed = 0; i >= 0; i--, placed++) {

@@ -2,16 +2,12 @@ import type { OrderWeights } from './neighbours.js';
 
 export const DAY_MS = 86_400_000;
 
-/**
- * Order weights are multiples of 1/ORDER_SCALE (lcm(1..10)) and recency weights lie on a 2^-12
- * grid, so every term is exact in a double and sums do not depend on the order groups come and go.
- */
+/** Order weights are multiples of 1/ORDER_SCALE (lcm(1..10)) and recency weights lie on a 2^-12 grid, so every term is
+ * exact in a double and sums do not depend on the order groups come and go. */
 export const ORDER_SCALE = 2520;
 
-/**
- * A group's recency weight 2^((t - reference)/H), its fraction rounded to 12 bits: moving the
- * reference by m steps scales every weight by exactly 2^-m, so old groups are never revisited.
- */
+/** A group's recency weight 2^((t - reference)/H), its fraction rounded to 12 bits: moving the reference by m steps
+ * scales every weight by exactly 2^-m, so old groups are never revisited. */
 export function recencyWeight(time: number, halfLifeMs: number, referenceStep: number): number {
   const x = time / halfLifeMs;
   const step = Math.floor(x);
