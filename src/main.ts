@@ -1,4 +1,3 @@
-import { createInterface } from 'node:readline';
 import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
 // Only node's own modules load up front: --help answers at once, and serve listens (and
@@ -15,6 +14,7 @@ const USAGE = `Usage: recs-gateway <command> [options]
 Commands:
   serve                       start the gateway (what npm start runs)
   user add <username>         create a user of the embedded key store
+  user passwd|remove|list     change a user's password, remove a user and its keys, list users
   import events <file>        add an event log (views, purchases) to DATA_DIR/recs.db
   import catalog <file>       add item records to DATA_DIR/recs.db
   prune events                delete the events too old to count (RECS_EVENTS_MAX_AGE_DAYS) from the store
@@ -34,13 +34,6 @@ DATABASE_URL, REDIS_URL, BACKEND, ...). SIGTERM or SIGINT drains in-flight reque
 a second signal, a second or more after the first, stops at once.
 `;
 
-const USER_ADD_USAGE = `Usage: recs-gateway user add <username> [--domain <domain>] [--admin] [--password <password>]
-
-Creates a user of the embedded key store (DATA_DIR/keys.db, or DATABASE_URL). The password is
-read from standard input when --password is not given (prompted for on a terminal). A domain
-user signs in as <username>@<domain>.
-`;
-
 interface Io {
   stdout: NodeJS.WritableStream;
   stderr: NodeJS.WritableStream;
@@ -56,8 +49,10 @@ export async function main(argv: string[], io: Io = defaultIo()): Promise<number
     switch (command) {
       case 'serve':
         return await serve(rest, io);
-      case 'user':
-        return await user(rest, io);
+      case 'user': {
+        const { runUser } = await import('./cli/userCommand.js');
+        return await runUser(rest, io);
+      }
       case 'import': {
         const [{ runImport }, { loadConfig }] = await Promise.all([import('./cli/importCommand.js'), import('./config/env.js')]);
         const config = loadConfig(io.env);
@@ -350,65 +345,6 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
     verifiedPasswordTtlMs: config.verifiedPasswordTtlSeconds * 1000,
     maxKeysPerUser: config.maxKeysPerUser,
   }, { maxItems: config.recsMaxItems, modelWaitMs: config.requestDeadlineMs });
-}
-
-async function user(argv: string[], io: Io): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (sub !== 'add') {
-    if (sub === '--help' || sub === '-h') {
-      io.stdout.write(USER_ADD_USAGE);
-      return 0;
-    }
-    io.stderr.write(`${sub === undefined ? '' : `unknown subcommand: ${sub}\n\n`}${USER_ADD_USAGE}`);
-    return 2;
-  }
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      domain: { type: 'string' },
-      admin: { type: 'boolean', default: false },
-      password: { type: 'string' },
-      help: { type: 'boolean', short: 'h' },
-    },
-  });
-  if (values.help) {
-    io.stdout.write(USER_ADD_USAGE);
-    return 0;
-  }
-  if (positionals.length !== 1) {
-    io.stderr.write(USER_ADD_USAGE);
-    return 2;
-  }
-  const [{ loadConfig }, { addUser }] = await Promise.all([import('./config/env.js'), import('./backends/embedded/keys/users.js')]);
-  const config: Config = loadConfig(io.env);
-  const password = values.password ?? (await readPassword(io));
-  const { openKeyStore } = await import('./backends/embedded/keys/index.js');
-  const store = await openKeyStore(config);
-  try {
-    const created = await addUser(store, {
-      username: positionals[0]!,
-      domain: values.domain ?? null,
-      password,
-      isAdmin: values.admin,
-    });
-    const name = created.domain ? `${created.username}@${created.domain}` : created.username;
-    io.stdout.write(`Created ${created.isAdmin ? 'administrator' : 'user'} ${name} (${created.id})\n`);
-    return 0;
-  } finally {
-    await store.close();
-  }
-}
-
-async function readPassword(io: Io): Promise<string> {
-  if (io.stdin.isTTY) io.stderr.write('Password: ');
-  const lines = createInterface({ input: io.stdin, terminal: false });
-  for await (const line of lines) {
-    lines.close();
-    return line;
-  }
-  const { UserInputError } = await import('./backends/embedded/keys/users.js');
-  throw new UserInputError('no password given: pass --password or write it to standard input');
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

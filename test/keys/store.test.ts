@@ -30,6 +30,22 @@ describe.each(storeKinds)('key store: $name', (kind) => {
     expect(await store.countUsers()).toBe(2);
   });
 
+  it('lists users in byte order, changes a password hash, and removes a user with its keys', async () => {
+    const [zed, amy] = [await user('zed'), await user('amy', 'corp')];
+    await user('Bea');
+    expect((await store.listUsers()).map((u) => u.username)).toEqual(['Bea', 'amy', 'zed']);
+    expect(await store.setPasswordHash(amy.id, 'scrypt$new')).toBe(true);
+    expect((await store.findUser('amy', 'corp'))?.passwordHash).toBe('scrypt$new');
+    const keyHash = hash();
+    await store.createKey({ userId: zed.id, name: 'one', hash: keyHash, expiresAt: null });
+    await store.createKey({ userId: zed.id, name: 'two', hash: hash(), expiresAt: null });
+    expect(await store.deleteUser(zed.id)).toBe(2);
+    expect(await store.findKeyByHash(keyHash)).toBeNull();
+    expect(await store.deleteUser(zed.id)).toBeNull();
+    expect(await store.setPasswordHash(zed.id, 'scrypt$x')).toBe(false);
+    expect(await store.countUsers()).toBe(2);
+  });
+
   it('names default keys one more than the highest key#<n>, also after deletes', async () => {
     const u = await user('bob');
     const k1 = await store.createKey({ userId: u.id, name: null, hash: hash(), expiresAt: null });

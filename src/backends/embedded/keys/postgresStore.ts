@@ -335,6 +335,26 @@ export class PostgresKeyStore implements KeyStore {
     await this.pool.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2', [at, id]);
   }
 
+  async listUsers(): Promise<UserRecord[]> {
+    const { rows } = await this.pool.query<UserRow>('SELECT * FROM users ORDER BY username COLLATE "C", domain COLLATE "C"');
+    return rows.map(toUser);
+  }
+
+  async setPasswordHash(userId: string, passwordHash: string): Promise<boolean> {
+    const result = await this.pool.query('UPDATE users SET password_hash = $1 WHERE id = $2', [passwordHash, userId]);
+    return (result.rowCount ?? 0) > 0;
+  }
+
+  async deleteUser(userId: string): Promise<number | null> {
+    // the keys go by ON DELETE CASCADE, in the same statement; counted as they go
+    const { rows } = await this.pool.query<{ keys: number; users: number }>(
+      `WITH gone AS (DELETE FROM users WHERE id = $1 RETURNING id)
+       SELECT (SELECT count(*)::int FROM api_keys WHERE user_id IN (SELECT id FROM gone)) AS keys, (SELECT count(*)::int FROM gone) AS users`,
+      [userId],
+    );
+    return rows[0]!.users > 0 ? rows[0]!.keys : null;
+  }
+
   async close(): Promise<void> {
     if (!this.pool.ended) await this.pool.end();
   }

@@ -109,6 +109,9 @@ export class SqliteKeyStore implements KeyStore {
       deleteAny: db.prepare('DELETE FROM api_keys WHERE id = ?'),
       deleteOwn: db.prepare('DELETE FROM api_keys WHERE id = ? AND user_id = ?'),
       touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
+      listUsers: db.prepare<[], UserRow>('SELECT * FROM users ORDER BY username, domain'),
+      setPassword: db.prepare('UPDATE users SET password_hash = ? WHERE id = ?'),
+      deleteUser: db.prepare('DELETE FROM users WHERE id = ?'),
       dataVersion: db.prepare<[], number>('PRAGMA data_version').pluck(),
     };
   }
@@ -239,6 +242,24 @@ export class SqliteKeyStore implements KeyStore {
   touchKey(id: string, at: Date): Promise<void> {
     return promised(() => {
       this.statements.touch.run(at.getTime(), id);
+    });
+  }
+
+  listUsers(): Promise<UserRecord[]> {
+    return promised(() => this.statements.listUsers.all().map(toUser));
+  }
+
+  setPasswordHash(userId: string, passwordHash: string): Promise<boolean> {
+    return promised(() => this.statements.setPassword.run(passwordHash, userId).changes > 0);
+  }
+
+  deleteUser(userId: string): Promise<number | null> {
+    return promised(() => {
+      const remove = this.db.transaction((): number | null => {
+        const keys = this.statements.countKeys.get(userId)!;
+        return this.statements.deleteUser.run(userId).changes > 0 ? keys : null;
+      });
+      return remove.immediate();
     });
   }
 

@@ -58,6 +58,12 @@ export interface KeyStore {
   /** Deletes the key if it exists and, when ownerId is given, belongs to that user. */
   deleteKey(id: string, ownerId: string | null): Promise<boolean>;
   touchKey(id: string, at: Date): Promise<void>;
+  /** Every user, sorted by username then domain. */
+  listUsers(): Promise<UserRecord[]>;
+  /** Replaces the user's password hash; false when no such user. */
+  setPasswordHash(userId: string, passwordHash: string): Promise<boolean>;
+  /** Deletes the user and, in the same statement, its keys; the count of keys that went, or null when no such user. */
+  deleteUser(userId: string): Promise<number | null>;
   /**
    * A number that changes whenever another process has changed the store, read synchronously
    * (SQLite's data_version); without it nor readDataVersion, every credential is looked up each time.

@@ -65,3 +65,30 @@ export async function ensureFirstAdmin(store: KeyStore): Promise<string | null> 
     throw error;
   }
 }
+
+/** The user named `username` (and `domain`), or UserInputError naming who was not found. */
+async function existingUser(store: KeyStore, username: string, domain: string | null): Promise<UserRecord> {
+  const problem = lookupProblem(username, domain);
+  const user = problem === null ? await store.findUser(username, domain || null) : null;
+  if (user === null) throw new UserInputError(`no user ${domain ? `${username}@${domain}` : username}`);
+  return user;
+}
+
+/** Sets a user's password; sign-ins with the old one stop on every gateway of the store (its data version moves). */
+export async function changePassword(store: KeyStore, username: string, domain: string | null, password: string, cost?: ScryptCost): Promise<UserRecord> {
+  if (password.length < 8) throw new UserInputError('a password has at least 8 characters');
+  const user = await existingUser(store, username, domain);
+  if (!(await store.setPasswordHash(user.id, await hashPassword(password, cost)))) throw new UserInputError(`no user ${username}`);
+  return user;
+}
+
+/** Removes a user and its keys; the count of keys removed. The last administrator stays: no one could add users back. */
+export async function removeUser(store: KeyStore, username: string, domain: string | null): Promise<{ user: UserRecord; keys: number }> {
+  const user = await existingUser(store, username, domain);
+  if (user.isAdmin && (await store.listUsers()).filter((other) => other.isAdmin).length === 1) {
+    throw new UserInputError(`${username} is the only administrator: add another (user add --admin) before removing it`);
+  }
+  const keys = await store.deleteUser(user.id);
+  if (keys === null) throw new UserInputError(`no user ${username}`);
+  return { user, keys };
+}
