@@ -3,13 +3,13 @@ import base from './vitest.config.js';
 
 /** The files whose properties (and repeated cases) run longer here: propertyRuns in test/helpers/runs.ts. */
 const LONG_PROPERTIES = [
-  'test/graphql/isoTime.test.ts',
+  'test/model/isoTime.test.ts',
   'test/http/bodyAndErrors.test.ts',
-  'test/http/executionPaths.test.ts',
+  'test/graphql/pipeline/executionPaths.test.ts',
   'test/recommender/groupCells.test.ts',
   'test/recommender/live.test.ts',
-  'test/reliability/fuzz.test.ts',
-  'test/rest/ingestForwarding.test.ts',
+  'test/e2e/fuzz.test.ts',
+  'test/backends/rest/ingestForwarding.processes.test.ts',
 ];
 
 // npm run test:soak: the long reliability runs (a minute of load, Redis cycled under load, a
@@ -19,7 +19,7 @@ export default defineConfig({
   // the same module resolution as npm test (one graphql-js, as Node loads it)
   resolve: base.resolve,
   test: {
-    include: ['test/reliability/soak/*.soak.ts', ...LONG_PROPERTIES],
+    include: ['test/soak/*.soak.ts', ...LONG_PROPERTIES],
     env: { SOAK: '1' },
     globalSetup: base.test?.globalSetup,
     maxWorkers: 1,

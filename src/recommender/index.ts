@@ -1,5 +1,5 @@
 // The recommender's one entry: what the gateway, its tools, benchmarks and tests use. The rest of src/recommender/ is
-// its own (test/architecture/layers.test.ts holds every other module to this).
+// its own (test/layers.test.ts holds every other module to this).
 
 // The model: built from the events and the catalogue, and looked up.
 export { buildModel, byPopularity, cutoffOf, DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, itemFacts, latestTime, maxAgeMsOf } from './model.js';

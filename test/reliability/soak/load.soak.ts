@@ -1,3 +1,0 @@
-import { describeCachedLoad } from '../load.js';
-
-describeCachedLoad(50, 60);

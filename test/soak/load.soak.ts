@@ -1,0 +1,3 @@
+import { describeCachedLoad } from '../e2e/load.js';
+
+describeCachedLoad(50, 60);
