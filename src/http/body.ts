@@ -10,7 +10,6 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
-    readonly limit?: number,
   ) {
     super(message);
   }
@@ -74,25 +73,6 @@ export function encodingRefusal(req: IncomingMessage): { message: string; header
     message: 'Content encodings (Content-Encoding: gzip, br, deflate) are not supported: send the body uncompressed, without Content-Encoding',
     headers: { 'accept-encoding': 'identity', connection: 'close' },
   };
-}
-
-/** Reads a request's body; rejects with a 413 HttpError once it passes `limit` bytes. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const tooLarge = () => new HttpError(413, `Request body larger than ${limit} bytes`, limit);
-  if (Number(req.headers['content-length']) > limit) return Promise.reject(tooLarge());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-      else if (size - chunk.length <= limit) reject(tooLarge());
-    });
-    req.once('end', () => {
-      if (size <= limit) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    });
-    req.once('error', reject);
-  });
 }
 
 /** How deep a request's JSON may nest: checked before JSON.parse, whose work comes before any limit could look. */
