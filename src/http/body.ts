@@ -1,8 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ClientAddresses } from '../auth/clientAddress.js';
-import type { RateLimiter } from '../auth/rateLimit.js';
-import type { Config } from '../config/env.js';
-import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
 import { isJsonContentType } from '../graphql/pipeline/contentType.js';
 
 /** A request refused before any route could answer it: a status, and a message a client may see. */
@@ -42,22 +38,6 @@ export class LargeBodies {
     return this.used;
   }
 }
-
-/** What every route that reads a body needs: who asks, and how much they may send. */
-export interface BodyRouteDeps {
-  config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
-  backend: Backend;
-  limiter: RateLimiter;
-  addresses: ClientAddresses;
-  anonymousBodyLimit: number;
-  ingestBodyLimit: number;
-  // `ask`: where the right is not known yet (REST mode), how to ask the upstream; null gives 'unknown'
-  ingestRightOf: (principal: PrincipalModel, ask: CallOptions | null) => IngestRight | Promise<IngestRight>;
-  largeBodies: LargeBodies;
-}
-
-/** Whether a caller may send events and item records: 'unknown' where nobody asked the upstream yet. */
-export type IngestRight = 'allowed' | 'refused' | 'unknown';
 
 /** Whether a request's body may be longer than `limit`: declared so, or of no declared length. */
 export function mayBeLonger(req: IncomingMessage, limit: number): boolean {
@@ -117,7 +97,17 @@ export function parseJson(text: string): unknown {
 
 /** Whether JSON text nests deeper than MAX_BODY_DEPTH. */
 export const nestsTooDeep = (text: string): boolean => depthOf(text, MAX_BODY_DEPTH) > MAX_BODY_DEPTH;
-/** A body as GraphQL takes it: JSON for a JSON content type, else the text (Apollo refuses it). */
+/** A GET's `variables` or `extensions` parameter that nests deeper than MAX_BODY_DEPTH; null when none does. */
+export function deepParameter(search: string): string | null {
+  const params = new URLSearchParams(search);
+  for (const name of ['variables', 'extensions']) {
+    const value = params.get(name);
+    if (value !== null && nestsTooDeep(value)) return name;
+  }
+  return null;
+}
+
+/** A body as the prelude takes it: JSON for a JSON content type, else the text (Apollo refuses it). */
 export function parseBody(text: string, contentType: string | undefined): unknown {
   if (text.length === 0) return undefined;
   return isJsonContentType(contentType) ? parseJson(text) : text;

@@ -2,8 +2,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { GatewayError } from '../errors.js';
 import { ingestForbidden } from '../model/ingest.js';
 import type { RequestRecord } from '../observability/requestScope.js';
-import type { PrincipalModel } from '../ports/backend.js';
-import { encodingRefusal, HttpError, mayBeLonger, parseBody, type BodyRouteDeps, type IngestRight } from './body.js';
+import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
+import type { ClientAddresses } from '../auth/clientAddress.js';
+import type { RateLimiter } from '../auth/rateLimit.js';
+import type { Config } from '../config/env.js';
+import { encodingRefusal, HttpError, mayBeLonger, parseBody, type LargeBodies } from './body.js';
 import { lingerAfterAnswer, lingerBudgetFor } from './linger.js';
 import { deadlineOf } from './requestSignal.js';
 import type { BodyKind } from './routeTable.js';
@@ -14,6 +17,22 @@ import { challengeFor } from './send.js';
  * authenticate from the headers alone, find the body's limit, read it, and linger when refusing an unread one.
  * What differs between interfaces is data: their Refusals, and the route table's body kinds.
  */
+
+/** What the prelude needs: who asks, and how much they may send. */
+export interface PreludeDeps {
+  config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
+  backend: Backend;
+  limiter: RateLimiter;
+  addresses: ClientAddresses;
+  anonymousBodyLimit: number;
+  ingestBodyLimit: number;
+  // `ask`: where the right is not known yet (REST mode), how to ask the upstream; null gives 'unknown'
+  ingestRightOf: (principal: PrincipalModel, ask: CallOptions | null) => IngestRight | Promise<IngestRight>;
+  largeBodies: LargeBodies;
+}
+
+/** Whether a caller may send events and item records: 'unknown' where nobody asked the upstream yet. */
+export type IngestRight = 'allowed' | 'refused' | 'unknown';
 
 /** A whole answer in an interface's own shape: JSON text. */
 export interface Answer {
@@ -45,7 +64,7 @@ export type Answered = typeof ANSWERED;
 /** One interface's prelude. */
 export class Prelude {
   constructor(
-    private readonly deps: BodyRouteDeps,
+    private readonly deps: PreludeDeps,
     private readonly refusals: Refusals,
     /** Whether strangers' bodies are read (up to the anonymous limit); else their requests reach the interface unread. */
     private readonly readsStrangers: boolean,

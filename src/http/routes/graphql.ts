@@ -1,21 +1,21 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ErrorCode, GatewayError, httpStatusOf } from '../../errors.js';
+import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from '../../errors.js';
 import { RequestContext } from '../../graphql/schema/context.js';
 import { asksPersistedQuery, withoutRegistration } from '../../graphql/pipeline/persistedQueries.js';
 import type { GraphQLEngine } from '../../graphql/pipeline/engine.js';
 import { createLoaders } from '../../graphql/schema/loaders.js';
 import type { Config } from '../../config/env.js';
+import type { Resolved } from '../../graphql/pipeline/apollo.js';
 import type { AnswerSources } from '../../graphql/pipeline/responseCache.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { trace } from '@opentelemetry/api';
-import { isErrorCode } from '../../errors.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
-import { MAX_BODY_DEPTH, nestsTooDeep, type BodyRouteDeps } from '../body.js';
+import { deepParameter, MAX_BODY_DEPTH } from '../body.js';
 import { allowOf, GRAPHQL_ROUTE, intakeOf } from '../routeTable.js';
 import { lingerAfterAnswer } from '../linger.js';
-import { ANSWERED, Prelude } from '../prelude.js';
+import { ANSWERED, Prelude, type PreludeDeps } from '../prelude.js';
 import { GRAPHQL_REFUSALS } from '../refusals.js';
 import { deadlineOf } from '../requestSignal.js';
 import { challengeFor, errorHeaders, gatewayErrorBody, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
@@ -28,8 +28,8 @@ function wantsIde(req: IncomingMessage, search: string): boolean {
 }
 
 /** What /graphql needs: the GraphQL engine, and HTTP, authentication and the response cache in front of it. */
-export interface GraphQLRouteDeps extends BodyRouteDeps {
-  config: BodyRouteDeps['config'] & Partial<Pick<Config, 'maxResponseBytes'>>;
+export interface GraphQLRouteDeps extends PreludeDeps {
+  config: PreludeDeps['config'] & Partial<Pick<Config, 'maxResponseBytes'>>;
   metrics: GatewayMetrics;
   engine: GraphQLEngine;
   /** The IDE's page, for a browser's GET /graphql without a query. */
@@ -118,16 +118,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     const started = performance.now();
     const answer = await execute({ method, headers: req.headers, search, body }, context);
     const { resolved } = context;
-    const operation = metrics.operationLabel(resolved.operationName, resolved.operationType !== null);
-    record.operation = operation;
-    const code = resolved.firstErrorCode;
-    const outcome = code !== null ? (isErrorCode(code) ? code : 'error') : answer.status >= 400 ? ErrorCode.BAD_REQUEST : 'ok';
-    metrics.graphqlAnswered(operation, outcome, started, record, principal);
-    if (tracingActive() && resolved.operationType !== null) {
-      const span = trace.getActiveSpan();
-      span?.setAttribute('graphql.operation.name', operation);
-      span?.setAttribute('graphql.operation.type', resolved.operationType);
-    }
+    observe(resolved, answer.status, started, record, principal);
     if (resolved.validated) {
       if (unknownText !== null) newDocuments.remember(unknownText);
       limiter.validated(principal, address).catch(() => undefined);
@@ -140,6 +131,20 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     res.writeHead(answer.status, answer.headers);
     for await (const chunk of answer.chunks) res.write(chunk);
     res.end();
+  }
+
+  /** The operation's metrics and trace attributes, once an engine answered it. */
+  function observe(resolved: Resolved, status: number, started: number, record: RequestRecord, principal: PrincipalModel | null): void {
+    const operation = metrics.operationLabel(resolved.operationName, resolved.operationType !== null);
+    record.operation = operation;
+    const code = resolved.firstErrorCode;
+    const outcome = code !== null ? (isErrorCode(code) ? code : 'error') : status >= 400 ? ErrorCode.BAD_REQUEST : 'ok';
+    metrics.graphqlAnswered(operation, outcome, started, record, principal);
+    if (tracingActive() && resolved.operationType !== null) {
+      const span = trace.getActiveSpan();
+      span?.setAttribute('graphql.operation.name', operation);
+      span?.setAttribute('graphql.operation.type', resolved.operationType);
+    }
   }
 
   /** 405 before Apollo's CSRF check and the credential: no other method is served, whoever asks. */
@@ -180,15 +185,6 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     }
     res.end(bytes);
     responseCache!.offer(cacheKey!, status, headers, bytes, record.operation, sources);
-  }
-
-  function deepParameter(search: string): string | null {
-    const params = new URLSearchParams(search);
-    for (const name of ['variables', 'extensions']) {
-      const value = params.get(name);
-      if (value !== null && nestsTooDeep(value)) return name;
-    }
-    return null;
   }
 
   function graphql(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {

@@ -4,8 +4,7 @@ import type { RequestRecord } from '../../observability/requestScope.js';
 import type { KeyService } from '../../ports/backend.js';
 import { queryApiKey, serveApiKeys, serveIngest, serveRecommendations, type RestRequest } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
-import type { BodyRouteDeps } from '../body.js';
-import { ANSWERED, Prelude } from '../prelude.js';
+import { ANSWERED, Prelude, type PreludeDeps } from '../prelude.js';
 import { restRefusals } from '../refusals.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { intakeOf, type Route } from '../routeTable.js';
@@ -37,7 +36,7 @@ class ServedRestRequest implements RestRequest {
 }
 
 /** What the served REST interfaces' route needs. */
-export interface ServedRestDeps extends BodyRouteDeps {
+export interface ServedRestDeps extends PreludeDeps {
   log: Logger;
 }
 
