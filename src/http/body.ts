@@ -1,8 +1,4 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { ClientAddresses } from '../auth/clientAddress.js';
-import type { RateLimiter } from '../auth/rateLimit.js';
-import type { Config } from '../config/env.js';
-import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
 import { isJsonContentType } from '../graphql/pipeline/contentType.js';
 
 /** A request refused before any route could answer it: a status, and a message a client may see. */
@@ -10,7 +6,6 @@ export class HttpError extends Error {
   constructor(
     readonly status: number,
     message: string,
-    readonly limit?: number,
   ) {
     super(message);
   }
@@ -44,22 +39,6 @@ export class LargeBodies {
   }
 }
 
-/** What every route that reads a body needs: who asks, and how much they may send. */
-export interface BodyRouteDeps {
-  config: Pick<Config, 'bodyLimitBytes' | 'requestDeadlineMs'>;
-  backend: Backend;
-  limiter: RateLimiter;
-  addresses: ClientAddresses;
-  anonymousBodyLimit: number;
-  ingestBodyLimit: number;
-  // `ask`: where the right is not known yet (REST mode), how to ask the upstream; null gives 'unknown'
-  ingestRightOf: (principal: PrincipalModel, ask: CallOptions | null) => IngestRight | Promise<IngestRight>;
-  largeBodies: LargeBodies;
-}
-
-/** Whether a caller may send events and item records: 'unknown' where nobody asked the upstream yet. */
-export type IngestRight = 'allowed' | 'refused' | 'unknown';
-
 /** Whether a request's body may be longer than `limit`: declared so, or of no declared length. */
 export function mayBeLonger(req: IncomingMessage, limit: number): boolean {
   const declared = req.headers['content-length'];
@@ -74,25 +53,6 @@ export function encodingRefusal(req: IncomingMessage): { message: string; header
     message: 'Content encodings (Content-Encoding: gzip, br, deflate) are not supported: send the body uncompressed, without Content-Encoding',
     headers: { 'accept-encoding': 'identity', connection: 'close' },
   };
-}
-
-/** Reads a request's body; rejects with a 413 HttpError once it passes `limit` bytes. */
-export function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  const tooLarge = () => new HttpError(413, `Request body larger than ${limit} bytes`, limit);
-  if (Number(req.headers['content-length']) > limit) return Promise.reject(tooLarge());
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= limit) chunks.push(chunk);
-      else if (size - chunk.length <= limit) reject(tooLarge());
-    });
-    req.once('end', () => {
-      if (size <= limit) resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
-    });
-    req.once('error', reject);
-  });
 }
 
 /** How deep a request's JSON may nest: checked before JSON.parse, whose work comes before any limit could look. */
@@ -137,7 +97,17 @@ export function parseJson(text: string): unknown {
 
 /** Whether JSON text nests deeper than MAX_BODY_DEPTH. */
 export const nestsTooDeep = (text: string): boolean => depthOf(text, MAX_BODY_DEPTH) > MAX_BODY_DEPTH;
-/** A body as GraphQL takes it: JSON for a JSON content type, else the text (Apollo refuses it). */
+/** A GET's `variables` or `extensions` parameter that nests deeper than MAX_BODY_DEPTH; null when none does. */
+export function deepParameter(search: string): string | null {
+  const params = new URLSearchParams(search);
+  for (const name of ['variables', 'extensions']) {
+    const value = params.get(name);
+    if (value !== null && nestsTooDeep(value)) return name;
+  }
+  return null;
+}
+
+/** A body as the prelude takes it: JSON for a JSON content type, else the text (Apollo refuses it). */
 export function parseBody(text: string, contentType: string | undefined): unknown {
   if (text.length === 0) return undefined;
   return isJsonContentType(contentType) ? parseJson(text) : text;

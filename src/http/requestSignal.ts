@@ -35,3 +35,15 @@ export class RequestDeadline {
     return this.controller.signal;
   }
 }
+
+const deadlines = new WeakMap<ServerResponse, RequestDeadline>();
+
+/** The request's deadline, made where a stage first waits: the prelude's and the engine's are one. */
+export function deadlineOf(res: ServerResponse, deadlineMs: number): RequestDeadline {
+  let deadline = deadlines.get(res);
+  if (deadline === undefined) {
+    deadline = new RequestDeadline(res, deadlineMs);
+    deadlines.set(res, deadline);
+  }
+  return deadline;
+}

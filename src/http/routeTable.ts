@@ -3,8 +3,12 @@
 /** Which interface answers a request: each has its own handler and its own refusal shapes. */
 export type Speaks = 'graphql' | 'ide' | 'health' | 'readiness' | 'metrics' | 'openapi' | 'rest-keys' | 'rest-recs' | 'rest-ingest';
 
-/** What a request's body may be: none read, an ordinary one, or a batch of events or item records. */
-export type BodyKind = 'none' | 'ordinary' | 'batch';
+/**
+ * What a request's body may be, and so its limit (prelude.ts): none read; an ordinary one (BODY_LIMIT_BYTES, a
+ * stranger's the anonymous limit); a batch of events or item records (the batch limit, refused unread to who may not
+ * send one); a GraphQL operation (ordinary, or a batch for who may send one).
+ */
+export type BodyKind = 'none' | 'ordinary' | 'batch' | 'operation';
 
 /** One route the gateway serves. */
 export interface Route {
@@ -27,15 +31,24 @@ export const IDE_ASSET_PREFIX = '/graphql/ide/';
 
 /** Most specific first: the first route a path matches serves it. */
 export const ROUTES: readonly Route[] = [
-  { name: 'graphql', label: '/graphql', path: '/graphql', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'graphql', body: 'ordinary' },
+  {
+    name: 'graphql', label: '/graphql', path: '/graphql', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'graphql', body: 'none',
+    byMethod: { POST: { speaks: 'graphql', body: 'operation' } },
+  },
   { name: 'ide', label: 'other', path: IDE_ASSET_PREFIX, prefix: true, methods: READ, cors: false, routerRefusesMethods: true, speaks: 'ide', body: 'none' },
   { name: 'healthz', label: '/healthz', path: '/healthz', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'health', body: 'none' },
   { name: 'readyz', label: '/readyz', path: '/readyz', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'readiness', body: 'none' },
   { name: 'metrics', label: '/metrics', path: '/metrics', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'metrics', body: 'none' },
   { name: 'openapi', label: 'other', path: '/openapi.json', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'openapi', body: 'none' },
-  { name: 'apikeys', label: '/api/v1/apikey', path: '/api/v1/apikey', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'ordinary' },
+  {
+    name: 'apikeys', label: '/api/v1/apikey', path: '/api/v1/apikey', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none',
+    byMethod: { POST: { speaks: 'rest-keys', body: 'ordinary' } },
+  },
   { name: 'apikey', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, methods: ['DELETE'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none' },
-  { name: 'events', label: '/v1/events', path: '/v1/events', methods: ['POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-ingest', body: 'batch' },
+  {
+    name: 'events', label: '/v1/events', path: '/v1/events', methods: ['POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-ingest', body: 'none',
+    byMethod: { POST: { speaks: 'rest-ingest', body: 'batch' } },
+  },
   {
     name: 'items', label: '/v1/items', path: '/v1/items', methods: ['GET', 'PUT'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none',
     byMethod: { PUT: { speaks: 'rest-ingest', body: 'batch' } },

@@ -15,10 +15,11 @@ import { GatewayMetrics } from '../observability/metrics.js';
 import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
 import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
-import { HttpError, LargeBodies, type IngestRight } from './body.js';
+import { HttpError, LargeBodies } from './body.js';
+import type { IngestRight } from './prelude.js';
 import { Cors } from './cors.js';
 import { drainHttpServer, followConnections } from './drain.js';
-import { inTurn, lingerAfterAnswer, lingerBudgetFor } from './linger.js';
+import { inTurn } from './linger.js';
 import { createHttpServer, listen, listenAddress, refusedWithoutHost } from './listener.js';
 import { graphqlRoute } from './routes/graphql.js';
 import { serveHealth, serveReadiness } from './routes/health.js';
@@ -166,7 +167,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       case 'metrics':
         return serveMetrics(req, res, metrics, config.metricsToken);
       default:
-        if (!(await servedRest(req, res, url, route))) notFound();
+        if (!(await servedRest(req, res, url, route, record))) notFound();
     }
   }
 
@@ -181,11 +182,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     handle(req, res, observeRequest(req, res, requestId, sinks)).catch((error: unknown) => {
       if (!res.headersSent && !res.hasHeader('x-request-id')) res.setHeader('x-request-id', requestId);
       if (error instanceof HttpError) {
-        // a body refused as too large is not read to its end: the connection goes with it (linger.ts)
-        if (!res.headersSent) {
-          if (error.status === 413) lingerAfterAnswer(req, res, lingerBudgetFor(error.limit ?? 0));
-          sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST), error.status === 413 ? { connection: 'close' } : {});
-        } else res.destroy();
+        if (!res.headersSent) sendJson(res, error.status, graphqlError(error.message, ErrorCode.BAD_REQUEST));
+        else res.destroy();
         return;
       }
       // the path alone: an absolute-form target may carry credentials

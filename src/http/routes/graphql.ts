@@ -1,22 +1,26 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ErrorCode, GatewayError, httpStatusOf, rateLimited } from '../../errors.js';
+import { ErrorCode, GatewayError, httpStatusOf, isErrorCode } from '../../errors.js';
 import { RequestContext } from '../../graphql/schema/context.js';
 import { asksPersistedQuery, withoutRegistration } from '../../graphql/pipeline/persistedQueries.js';
 import type { GraphQLEngine } from '../../graphql/pipeline/engine.js';
 import { createLoaders } from '../../graphql/schema/loaders.js';
 import type { Config } from '../../config/env.js';
+import type { Resolved } from '../../graphql/pipeline/apollo.js';
 import type { AnswerSources } from '../../graphql/pipeline/responseCache.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { trace } from '@opentelemetry/api';
-import { isErrorCode } from '../../errors.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
-import { encodingRefusal, MAX_BODY_DEPTH, mayBeLonger, nestsTooDeep, parseBody, readBody, type BodyRouteDeps } from '../body.js';
-import { allowOf, GRAPHQL_ROUTE } from '../routeTable.js';
+import { deepParameter, MAX_BODY_DEPTH } from '../body.js';
+import { allowOf, GRAPHQL_ROUTE, intakeOf } from '../routeTable.js';
 import { lingerAfterAnswer } from '../linger.js';
-import { RequestDeadline } from '../requestSignal.js';
+import { ANSWERED, Prelude, type PreludeDeps } from '../prelude.js';
+import { GRAPHQL_REFUSALS } from '../refusals.js';
+import { deadlineOf } from '../requestSignal.js';
 import { challengeFor, errorHeaders, gatewayErrorBody, graphqlError, sendJson, sendMethodNotAllowed } from '../send.js';
+
+const POST_BODY = intakeOf(GRAPHQL_ROUTE, 'POST').body;
 
 function wantsIde(req: IncomingMessage, search: string): boolean {
   const params = new URLSearchParams(search);
@@ -24,8 +28,8 @@ function wantsIde(req: IncomingMessage, search: string): boolean {
 }
 
 /** What /graphql needs: the GraphQL engine, and HTTP, authentication and the response cache in front of it. */
-export interface GraphQLRouteDeps extends BodyRouteDeps {
-  config: BodyRouteDeps['config'] & Partial<Pick<Config, 'maxResponseBytes'>>;
+export interface GraphQLRouteDeps extends PreludeDeps {
+  config: PreludeDeps['config'] & Partial<Pick<Config, 'maxResponseBytes'>>;
   metrics: GatewayMetrics;
   engine: GraphQLEngine;
   /** The IDE's page, for a browser's GET /graphql without a query. */
@@ -36,88 +40,43 @@ export interface GraphQLRouteDeps extends BodyRouteDeps {
 
 /** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
-  const { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies, metrics, serveIde } = deps;
+  const { config, backend, limiter, addresses, metrics, serveIde } = deps;
+  const prelude = new Prelude(deps, GRAPHQL_REFUSALS, true);
   const { responseCache, trustedDocuments, newDocuments, execute } = deps.engine;
   const publicVary = deps.varyByOrigin === true ? 'authorization, origin' : 'authorization';
 
   /**
-   * The order is the contract: 405, then authentication and rate limits from the headers alone (before the body is
-   * read), then the body, then the response cache, and only then a GraphQL pipeline.
+   * The order is the contract: 405, then the prelude (authentication and rate limits from the headers alone, before
+   * the body is read; then the body), then trusted documents, the response cache, and only then the engine.
    */
   async function handleGraphQL(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
     const method = (req.method ?? 'GET').toUpperCase();
-    if (method !== 'GET' && method !== 'POST') {
-      // before Apollo's CSRF check and the credential: no other method is served, whoever asks
-      res.setHeader('x-request-id', record.id);
-      // a body is not read: one sent takes the connection with it
-      const length = req.headers['content-length'];
-      if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) {
-        res.setHeader('connection', 'close');
-        lingerAfterAnswer(req, res);
-      }
-      return sendMethodNotAllowed(res, method, allowOf(GRAPHQL_ROUTE));
-    }
+    if (method !== 'GET' && method !== 'POST') return refuseMethod(req, res, method, record);
     if (method !== 'POST' && wantsIde(req, search)) {
       res.setHeader('x-request-id', record.id);
       return serveIde(req, res, null);
     }
 
-    const authorization = req.headers.authorization;
+    // 1. the prelude: admit, authenticate, limit, read (prelude.ts)
     const address = addresses.of(req);
-    let principal: PrincipalModel | null | undefined =
-      authorization === undefined ? undefined : limiter.authenticateNow(backend.keys, authorization, address, req.socket);
-    let deadline: RequestDeadline | undefined;
-    if (principal === undefined) {
-      deadline = new RequestDeadline(res, config.requestDeadlineMs);
-      try {
-        principal = await limiter.authenticate(backend.keys, authorization, address, deadline);
-      } catch (error) {
-        if (!(error instanceof GatewayError)) throw error;
-        return refuseUnread(req, res, error, record);
-      }
-    }
-
+    let caller = prelude.caller(req, res, record, req.headers.authorization, address);
+    if (caller instanceof Promise) caller = await caller;
+    if (caller === ANSWERED) return;
+    const principal = caller;
     let text: string | undefined;
     let body: unknown;
     let cacheKey: string | null = null;
     // only authenticated callers, PUBLIC answers only
     const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
-      const encoded = encodingRefusal(req);
-      if (encoded !== null) {
-        res.setHeader('x-request-id', record.id);
-        lingerAfterAnswer(req, res);
-        return sendJson(res, 415, graphqlError(encoded.message, ErrorCode.BAD_REQUEST), encoded.headers);
-      }
-      let limit = principal === null ? anonymousBodyLimit : config.bodyLimitBytes;
-      // a body past BODY_LIMIT_BYTES is read only for who may send a batch: anyone else gets the 413 unread
-      if (principal !== null && mayBeLonger(req, limit)) {
-        deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
-        let right = ingestRightOf(principal, { signal: deadline.signal, clientAddress: address });
-        if (typeof right !== 'string') {
-          try {
-            right = await right;
-          } catch (error) {
-            if (!(error instanceof GatewayError)) throw error;
-            return refuseUnread(req, res, error, record);
-          }
-        }
-        if (right === 'allowed') limit = ingestBodyLimit;
-      }
-      if (!largeBodies.admit(req, res, limit)) {
-        const busy = rateLimited(1);
-        res.setHeader('x-request-id', record.id);
-        lingerAfterAnswer(req, res);
-        return sendJson(res, httpStatusOf[busy.code], gatewayErrorBody(busy, 'Too many large request bodies at once: try again shortly'), {
-          ...errorHeaders(busy, req.headers),
-          connection: 'close',
-        });
-      }
-      text = (await readBody(req, limit)).toString('utf8');
+      const raw = await prelude.read(req, res, record, POST_BODY, principal, address);
+      if (raw === ANSWERED) return;
+      text = raw!.toString('utf8');
       // a body seen before needs no parsing: it passed the trusted-documents check then
       cacheKey = cached?.knownKey(req.headers, text) ?? null;
       if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
-      body = parseBody(text, req.headers['content-type']);
+      body = prelude.parse(req, res, record, text);
+      if (body === ANSWERED) return;
     } else {
       const deep = deepParameter(search);
       if (deep !== null) {
@@ -125,19 +84,22 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         return sendJson(res, 400, graphqlError(`\`${deep}\` nests deeper than ${MAX_BODY_DEPTH} levels`, ErrorCode.BAD_REQUEST));
       }
     }
-    // with TRUSTED_DOCUMENTS_ONLY nothing else runs, not even the response cache, which would answer a text's variants
+
+    // 2. trusted documents: with TRUSTED_DOCUMENTS_ONLY nothing else runs, not even the response cache, which would answer a text's variants
     const trusted = trustedDocuments?.resolve(method, search, body) ?? null;
     if (trusted instanceof GatewayError) {
       res.setHeader('x-request-id', record.id);
       return sendJson(res, httpStatusOf[trusted.code], graphqlError(trusted.message, trusted.code));
     }
     if (trusted !== null) ({ body, search } = trusted);
+
+    // 3. the response cache
     if (cached !== null && cacheKey === null) {
       cacheKey = cached.keyOf(method, req.headers, body, text);
       if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
     }
 
-    // persisted queries are shared by every process: strangers may look one up, never register one
+    // 4. the engine: persisted queries are shared by every process, so strangers may look one up, never register one
     if (principal === null && asksPersistedQuery(method, body, search)) ({ body, search } = withoutRegistration(method, body, search));
     const unknownText = newDocuments.unknownText(method, body, search);
     if (unknownText !== null) {
@@ -149,27 +111,20 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
         return sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error, `Too many new query texts (NEW_DOCUMENTS_RPS): retry in ${Math.ceil(error.retryAfter ?? 1)} s; texts sent before are still answered`), errorHeaders(error, req.headers));
       }
     }
-    deadline ??= new RequestDeadline(res, config.requestDeadlineMs);
+    const deadline = deadlineOf(res, config.requestDeadlineMs);
     const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
     const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address, config.maxResponseBytes);
     const started = performance.now();
     const answer = await execute({ method, headers: req.headers, search, body }, context);
     const { resolved } = context;
-    const operation = metrics.operationLabel(resolved.operationName, resolved.operationType !== null);
-    record.operation = operation;
-    const code = resolved.firstErrorCode;
-    const outcome = code !== null ? (isErrorCode(code) ? code : 'error') : answer.status >= 400 ? ErrorCode.BAD_REQUEST : 'ok';
-    metrics.graphqlAnswered(operation, outcome, started, record, principal);
-    if (tracingActive() && resolved.operationType !== null) {
-      const span = trace.getActiveSpan();
-      span?.setAttribute('graphql.operation.name', operation);
-      span?.setAttribute('graphql.operation.type', resolved.operationType);
-    }
+    observe(resolved, answer.status, started, record, principal);
     if (resolved.validated) {
       if (unknownText !== null) newDocuments.remember(unknownText);
       limiter.validated(principal, address).catch(() => undefined);
     }
+
+    // 5. send
     if (answer.status === 401 && answer.headers['www-authenticate'] !== undefined) answer.headers['www-authenticate'] = challengeFor(req.headers);
     if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources);
     res.setHeader('x-request-id', record.id);
@@ -178,15 +133,30 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     res.end();
   }
 
-  /** A refusal before the body is read: a large one is not read to its end either, the connection goes with it. */
-  function refuseUnread(req: IncomingMessage, res: ServerResponse, error: GatewayError, record: RequestRecord): void {
+  /** The operation's metrics and trace attributes, once an engine answered it. */
+  function observe(resolved: Resolved, status: number, started: number, record: RequestRecord, principal: PrincipalModel | null): void {
+    const operation = metrics.operationLabel(resolved.operationName, resolved.operationType !== null);
+    record.operation = operation;
+    const code = resolved.firstErrorCode;
+    const outcome = code !== null ? (isErrorCode(code) ? code : 'error') : status >= 400 ? ErrorCode.BAD_REQUEST : 'ok';
+    metrics.graphqlAnswered(operation, outcome, started, record, principal);
+    if (tracingActive() && resolved.operationType !== null) {
+      const span = trace.getActiveSpan();
+      span?.setAttribute('graphql.operation.name', operation);
+      span?.setAttribute('graphql.operation.type', resolved.operationType);
+    }
+  }
+
+  /** 405 before Apollo's CSRF check and the credential: no other method is served, whoever asks. */
+  function refuseMethod(req: IncomingMessage, res: ServerResponse, method: string, record: RequestRecord): void {
     res.setHeader('x-request-id', record.id);
-    const closing = Number(req.headers['content-length'] ?? 0) > anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined;
-    if (closing) lingerAfterAnswer(req, res);
-    sendJson(res, httpStatusOf[error.code], gatewayErrorBody(error), {
-      ...errorHeaders(error, req.headers),
-      ...(closing ? { connection: 'close' } : {}),
-    });
+    // a body is not read: one sent takes the connection with it
+    const length = req.headers['content-length'];
+    if ((length !== undefined && length !== '0') || req.headers['transfer-encoding'] !== undefined) {
+      res.setHeader('connection', 'close');
+      lingerAfterAnswer(req, res);
+    }
+    sendMethodNotAllowed(res, method, allowOf(GRAPHQL_ROUTE));
   }
 
   /** Answers from the response cache when it holds a fresh answer for key; false when it does not. */
@@ -215,15 +185,6 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     }
     res.end(bytes);
     responseCache!.offer(cacheKey!, status, headers, bytes, record.operation, sources);
-  }
-
-  function deepParameter(search: string): string | null {
-    const params = new URLSearchParams(search);
-    for (const name of ['variables', 'extensions']) {
-      const value = params.get(name);
-      if (value !== null && nestsTooDeep(value)) return name;
-    }
-    return null;
   }
 
   function graphql(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
