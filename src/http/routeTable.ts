@@ -12,6 +12,8 @@ export interface Route {
   readonly label: string;
   readonly path: string;
   readonly prefix?: boolean;
+  /** With prefix: how the path must end too. */
+  readonly suffix?: string;
   readonly methods: readonly string[];
   readonly cors: boolean;
   /** false where the interface answers other methods in its own shape. */
@@ -34,7 +36,11 @@ export const ROUTES: readonly Route[] = [
   { name: 'metrics', label: '/metrics', path: '/metrics', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'metrics', body: 'none' },
   { name: 'openapi', label: 'other', path: '/openapi.json', methods: READ, cors: false, routerRefusesMethods: true, speaks: 'openapi', body: 'none' },
   { name: 'apikeys', label: '/api/v1/apikey', path: '/api/v1/apikey', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'ordinary' },
-  { name: 'apikey', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, methods: ['DELETE'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none' },
+  { name: 'apikeyRotate', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, suffix: '/rotate', methods: ['POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'ordinary' },
+  {
+    name: 'apikey', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, methods: ['DELETE', 'PATCH'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none',
+    byMethod: { PATCH: { speaks: 'rest-keys', body: 'ordinary' } },
+  },
   { name: 'events', label: '/v1/events', path: '/v1/events', methods: ['POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-ingest', body: 'batch' },
   {
     name: 'items', label: '/v1/items', path: '/v1/items', methods: ['GET', 'PUT'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none',
@@ -59,7 +65,7 @@ export function routeOf(path: string): Route | null {
   const key = isRestPath(path) && path.length > 1 ? path.replace(/\/+$/, '') : path;
   const exact = EXACT.get(key);
   if (exact !== undefined) return exact;
-  for (const route of PREFIXED) if (key.startsWith(route.path)) return route;
+  for (const route of PREFIXED) if (key.startsWith(route.path) && (route.suffix === undefined || key.endsWith(route.suffix))) return route;
   return null;
 }
 

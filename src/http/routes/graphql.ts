@@ -12,6 +12,7 @@ import { trace } from '@opentelemetry/api';
 import { isErrorCode } from '../../errors.js';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
+import { holdsScope } from '../../model/scopes.js';
 import { encodingRefusal, MAX_BODY_DEPTH, mayBeLonger, nestsTooDeep, parseBody, readBody, type BodyRouteDeps } from '../body.js';
 import { allowOf, GRAPHQL_ROUTE } from '../routeTable.js';
 import { lingerAfterAnswer } from '../linger.js';
@@ -80,8 +81,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     let text: string | undefined;
     let body: unknown;
     let cacheKey: string | null = null;
-    // only authenticated callers, PUBLIC answers only
-    const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
+    // only authenticated callers, PUBLIC answers only: every field such an answer holds needs RECOMMENDATIONS_READ
+    const cached = principal !== null && holdsScope(principal, 'RECOMMENDATIONS_READ') && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
       const encoded = encodingRefusal(req);
       if (encoded !== null) {

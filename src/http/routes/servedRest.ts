@@ -13,6 +13,13 @@ import { encodingRefusal, HttpError, mayBeLonger, parseJson, readBody, type Body
 import { lingerAfterAnswer, lingerBudgetFor } from '../linger.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { intakeOf, type Route } from '../routeTable.js';
+import { requireAccess, routeAccess, type Access } from '../../model/scopes.js';
+import type { PrincipalModel } from '../../ports/backend.js';
+
+const withAccess = (principal: PrincipalModel, access: Access): PrincipalModel => {
+  requireAccess(principal, access);
+  return principal;
+};
 import { challengeFor } from '../send.js';
 
 // a class for the lazy `signal` getter (see RequestDeadline)
@@ -50,7 +57,7 @@ export interface ServedRestDeps extends BodyRouteDeps {
 export function servedRestRoute({ config, backend, limiter, addresses, anonymousBodyLimit, ingestRightOf, largeBodies, log, ingestBodyLimit }: ServedRestDeps): (req: IncomingMessage, res: ServerResponse, url: URL, route: Route) => Promise<boolean> {
   // as /graphql: credentials are checked from the headers before a byte of a body is read
   async function handleRest(req: IncomingMessage, res: ServerResponse, url: URL, route: Route): Promise<boolean> {
-    const { speaks } = intakeOf(route, req.method);
+    const { speaks, body: bodyKind } = intakeOf(route, req.method);
     const isKeys = speaks === 'rest-keys';
     const ingest = speaks !== 'rest-ingest' ? null : route.name === 'events' ? 'events' : 'items';
     const address = addresses.of(req);
@@ -68,14 +75,17 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
         return writeRest(req, res, refusal(error), false);
       }
     }
-    let keys: KeyService = guarded;
+    // the route's scope, checked where every handler authenticates (src/model/scopes.ts decides)
+    const access = routeAccess(route.name, req.method ?? 'GET') ?? 'KEYS_MANAGE';
+    const scoped: KeyService = { ...guarded, authenticate: (value, options) => guarded.authenticate(value, options).then((principal) => withAccess(principal, access)) };
+    let keys: KeyService = scoped;
     let raw: Buffer = Buffer.alloc(0);
     let read = false;
-    if ((req.method === 'POST' && isKeys && url.pathname.replace(/\/+$/, '') === '/api/v1/apikey') || (ingest === 'events' && req.method === 'POST') || ingest === 'items') {
+    if ((isKeys && bodyKind === 'ordinary' && (req.method === 'POST' || req.method === 'PATCH')) || (ingest === 'events' && req.method === 'POST') || ingest === 'items') {
       let limit = 0;
       if (!anonymous && authorization !== undefined) {
         const deadline = new RequestDeadline(res, config.requestDeadlineMs);
-        const answer = guarded.authenticate(authorization, deadline);
+        const answer = scoped.authenticate(authorization, deadline);
         const outcome = await answer.then(
           (principal) => ({ principal }),
           (error: unknown) => ({ error }),
@@ -84,7 +94,7 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
         keys = {
           ...guarded,
           authenticate: (value, options) =>
-            value !== authorization ? guarded.authenticate(value, options) : answer,
+            value !== authorization ? scoped.authenticate(value, options) : answer,
         };
         limit = 'error' in outcome ? 0 : config.bodyLimitBytes;
         if (isKeys && !('error' in outcome)) {
