@@ -63,6 +63,21 @@ function scopeOf(body: unknown): ApiKeyScope | undefined {
   return API_KEY_SCOPES.find((scope) => scope === said);
 }
 
+/** What a recs-gateway key service says of the key a request came with (X-Api-Key-Id, X-Api-Key-Scopes). */
+interface DescribedKey {
+  keyId: string | null;
+  /** undefined: not said, every scope (the key service decides each call). */
+  scopes?: ApiKeyScope[];
+}
+
+function describedKey(headers: UpstreamResponse['headers']): DescribedKey {
+  const id = headers['x-api-key-id'];
+  const scopes = headers['x-api-key-scopes'];
+  const described: DescribedKey = { keyId: typeof id === 'string' && isUuid(id) ? id.toLowerCase() : null };
+  if (typeof scopes === 'string') described.scopes = API_KEY_SCOPES.filter((scope) => scopes.split(',').includes(scope));
+  return described;
+}
+
 const byName = (a: ApiKeyModel, b: ApiKeyModel): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
 type Operation = 'authenticate' | 'list' | 'create' | 'delete' | 'rotate' | 'update';
@@ -263,8 +278,9 @@ export class RestKeyService implements KeyService {
     authorization: string, credentialId: string, credential: Credential, options: CallOptions,
   ): Promise<CachedPrincipal> {
     let keys: ApiKeyModel[];
+    let described: DescribedKey;
     try {
-      keys = await this.list(authorization, 'authenticate', options);
+      ({ keys, described } = await this.listing(authorization, 'authenticate', options));
     } catch (error) {
       // only a refusal is remembered: a 429 or an outage says nothing about the credential
       if (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) this.refused.add(credentialId);
@@ -279,16 +295,27 @@ export class RestKeyService implements KeyService {
         isAdmin: false,
       },
       authenticatedBy: credential.kind === 'key' ? 'API_KEY' : 'PASSWORD',
-      keyId: null,
+      keyId: described.keyId,
       credentialId,
     };
-    const auth: CachedAuth = { principal, keyIds: keys.map((k) => k.id.toLowerCase()) };
+    if (described.scopes !== undefined) principal.scopes = described.scopes;
+    const keyIds = keys.map((k) => k.id.toLowerCase());
+    if (described.keyId !== null && !keyIds.includes(described.keyId)) keyIds.push(described.keyId);
+    const auth: CachedAuth = { principal, keyIds };
     this.cache.set(auth);
     await this.shared?.set(auth);
     return principal;
   }
 
   private async list(authorization: string, operation: Operation, options: CallOptions): Promise<ApiKeyModel[]> {
+    return (await this.listing(authorization, operation, options)).keys;
+  }
+
+  /**
+   * The credential's keys, and the key it is as a recs-gateway key service describes it. A key it
+   * refuses the list for want of KEYS_MANAGE alone is a valid key: no keys, its own scopes.
+   */
+  private async listing(authorization: string, operation: Operation, options: CallOptions): Promise<{ keys: ApiKeyModel[]; described: DescribedKey }> {
     const response = await this.upstream.request({
       method: 'GET',
       path: PATH,
@@ -297,10 +324,14 @@ export class RestKeyService implements KeyService {
       // a rate-limited login check is that caller's answer: a retry spends the budget all callers share
       retryRateLimited: operation !== 'authenticate',
     });
+    const described = describedKey(response.headers);
+    if (response.status === 403 && described.scopes !== undefined && !described.scopes.includes('KEYS_MANAGE') && scopeOf(parseJson(response.text)) === 'KEYS_MANAGE') {
+      if (operation === 'authenticate') return { keys: [], described };
+    }
     if (response.status !== 200) throw this.error(response, authorization, operation);
     const body = parseJson(response.text);
     if (!Array.isArray(body)) throw upstreamUnavailable(SERVICE, 'unexpected list response');
-    return body.map(toApiKey).filter((k): k is ApiKeyModel => k !== null).sort(byName);
+    return { keys: body.map(toApiKey).filter((k): k is ApiKeyModel => k !== null).sort(byName), described };
   }
 
   /** The create response has no userId or name: listed with the new key; where that fails, the key exists all the same. */

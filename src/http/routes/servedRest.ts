@@ -16,6 +16,17 @@ import { intakeOf, type Route } from '../routeTable.js';
 import { requireAccess, routeAccess, type Access } from '../../model/scopes.js';
 import type { PrincipalModel } from '../../ports/backend.js';
 
+/**
+ * The key a key request came with, for a REST-mode gateway in front: its id and scopes (none sent:
+ * every scope), on its refusals too, so that a key without KEYS_MANAGE is still known for a key.
+ */
+function describeKey(principal: PrincipalModel): Record<string, string> {
+  if (principal.authenticatedBy !== 'API_KEY' || principal.keyId === null) return {};
+  const headers: Record<string, string> = { 'x-api-key-id': principal.keyId };
+  if (principal.scopes !== undefined) headers['x-api-key-scopes'] = principal.scopes.join(',');
+  return headers;
+}
+
 const withAccess = (principal: PrincipalModel, access: Access): PrincipalModel => {
   requireAccess(principal, access);
   return principal;
@@ -77,7 +88,14 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     }
     // the route's scope, checked where every handler authenticates (src/model/scopes.ts decides)
     const access = routeAccess(route.name, req.method ?? 'GET') ?? 'KEYS_MANAGE';
-    const scoped: KeyService = { ...guarded, authenticate: (value, options) => guarded.authenticate(value, options).then((principal) => withAccess(principal, access)) };
+    let described: Record<string, string> = {};
+    const scoped: KeyService = {
+      ...guarded,
+      authenticate: (value, options) => guarded.authenticate(value, options).then((principal) => {
+        if (isKeys) described = describeKey(principal);
+        return withAccess(principal, access);
+      }),
+    };
     let keys: KeyService = scoped;
     let raw: Buffer = Buffer.alloc(0);
     let read = false;
@@ -147,7 +165,8 @@ export function servedRestRoute({ config, backend, limiter, addresses, anonymous
     const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log, address);
     const answer = isKeys ? serveApiKeys(restRequest, keys) : (serveIngest(restRequest, keys, backend.ingest) ?? serveRecommendations(restRequest, keys, backend.recs));
     if (answer === null) return false;
-    return writeRest(req, res, await answer, read);
+    const response = await answer;
+    return writeRest(req, res, { ...response, headers: { ...response.headers, ...described } }, read);
   }
 
   /** A REST answer; a large body left unread closes the connection after lingering (linger.ts). */
