@@ -21,7 +21,8 @@ interface Answer { status: number; body: { data?: Record<string, unknown> | null
 
 describe('API key scopes, over a gateway process', () => {
   const dir = tempDir();
-  const env = { DATA_DIR: dir.dir };
+  const shop = 'https://shop.example';
+  const env = { DATA_DIR: dir.dir, CORS_ORIGINS: shop };
   let gw: ServeProcess;
   const keys = {} as Record<Scope | 'all', { id: string; key: string }>;
 
@@ -121,6 +122,30 @@ describe('API key scopes, over a gateway process', () => {
     expect((await restCall('POST', `/api/v1/apikey/${keys.all.id}/rotate`, publishable, { gracePeriodSeconds: 0 })).status).toBe(403);
     const listed = await call('{ apiKeys { name } }', {}, root);
     expect(JSON.stringify(listed.body.data)).not.toContain('stolen');
+  });
+
+  it("serves a publishable key to a browser page on an allowed origin, reading only", async () => {
+    const publishable = keys.RECOMMENDATIONS_READ.key;
+    const preflight = await fetch(`${gw.url}/graphql`, {
+      method: 'OPTIONS',
+      headers: { origin: shop, 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+    });
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(shop);
+    await preflight.body?.cancel();
+    const page = (query: string) => fetch(`${gw.url}/graphql`, {
+      method: 'POST',
+      headers: { origin: shop, authorization: publishable, 'content-type': 'application/json' },
+      body: JSON.stringify({ query }),
+    });
+    const read = await page(`{ productRecommendations(itemId: ${ITEM}, first: 1) { itemId } }`);
+    expect(read.headers.get('access-control-allow-origin')).toBe(shop);
+    expect(((await read.json()) as { data: { productRecommendations: unknown[] } }).data.productRecommendations).toHaveLength(1);
+    const rest = await fetch(`${gw.url}/v1/nbp?itemId=${ITEM}&apiKey=${encodeURIComponent(publishable)}`, { headers: { origin: shop } });
+    expect(rest.status).toBe(200);
+    expect(rest.headers.get('access-control-allow-origin')).toBe(shop);
+    await rest.body?.cancel();
+    const write = await page('mutation { createApiKey(input: {}) { key } }');
+    expect(((await write.json()) as Answer['body']).errors).toMatchObject([{ extensions: { code: 'FORBIDDEN', scope: 'KEYS_MANAGE' } }]);
   });
 
   it('never lets a key make or widen a key past its own scopes', async () => {
