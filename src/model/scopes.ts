@@ -107,9 +107,17 @@ export function grantableScopes(
     // a key made by a narrowed key is no wider than its maker
     return maker.scopes === undefined || rights.every((scope) => maker.scopes!.includes(scope)) ? null : rights.filter((s) => maker.scopes!.includes(s));
   }
+  checkGrant(asked, maker, owner);
+  return [...asked];
+}
+
+/** Scopes given to a key: those it did not `have` must be its maker's, and all within its user's rights. */
+export function checkGrant(
+  asked: readonly ApiKeyScope[], maker: Pick<PrincipalModel, 'scopes'>, owner: Pick<UserModel, 'isAdmin'>, have: readonly ApiKeyScope[] = [],
+): void {
+  const rights = scopesOfUser(owner);
   for (const scope of asked) {
-    if (!holdsScope(maker, scope)) throw scopeRefusal(scope);
+    if (!have.includes(scope) && !holdsScope(maker, scope)) throw scopeRefusal(scope);
     if (!rights.includes(scope)) throw badUserInput(`The key's user may not hold ${scope}: only administrators may send events and items`, 'scopes');
   }
-  return [...asked];
 }

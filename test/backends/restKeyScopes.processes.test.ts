@@ -63,8 +63,12 @@ describe('REST mode: scopes, rotation and changes through a front', () => {
     expect((await call(ITEM, {}, key.key)).status).toBe(401);
     expect((await call(ITEM, {}, payload.key)).status).toBe(200);
 
+    expect((await call('{ apiKeys { id } }', {}, payload.key)).status).toBe(200);
     const narrowed = await call('mutation($id: ID!) { updateApiKey(id: $id, input: { name: "front-narrowed", scopes: [RECOMMENDATIONS_READ] }) { id name scopes } }', { id: key.id }, upstream.alice.basic);
     expect(narrowed.body.data).toEqual({ updateApiKey: { id: key.id, name: 'front-narrowed', scopes: ['RECOMMENDATIONS_READ'] } });
+    // narrowed, at once: the front remembered the key with KEYS_MANAGE
+    expect((await call('{ apiKeys { id } }', {}, payload.key)).body.errors).toMatchObject([{ extensions: { code: 'FORBIDDEN', scope: 'KEYS_MANAGE' } }]);
+    expect((await call(ITEM, {}, payload.key)).status).toBe(200);
 
     const stranger = await call('mutation($id: ID!) { rotateApiKey(id: $id, gracePeriodSeconds: 0) { id } }', { id: key.id }, upstream.bob.basic);
     expect(stranger.body.errors).toMatchObject([{ extensions: { code: 'NOT_FOUND' } }]);

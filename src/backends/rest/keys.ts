@@ -228,6 +228,8 @@ export class RestKeyService implements KeyService {
     if (response.status !== 200) throw this.error(response, principal.authorization, 'update', id);
     const updated = toApiKey(parseJson(response.text));
     if (updated === null) throw upstreamUnavailable(SERVICE, 'unexpected update response');
+    // a narrowed key's remembered scopes must not outlive the change
+    if (input.scopes != null) await this.forgetKey(updated.id.toLowerCase());
     return updated;
   }
 
@@ -325,8 +327,9 @@ export class RestKeyService implements KeyService {
       retryRateLimited: operation !== 'authenticate',
     });
     const described = describedKey(response.headers);
-    if (response.status === 403 && described.scopes !== undefined && !described.scopes.includes('KEYS_MANAGE') && scopeOf(parseJson(response.text)) === 'KEYS_MANAGE') {
-      if (operation === 'authenticate') return { keys: [], described };
+    const withoutKeysManage = described.scopes !== undefined && !described.scopes.includes('KEYS_MANAGE');
+    if (operation === 'authenticate' && response.status === 403 && withoutKeysManage && scopeOf(parseJson(response.text)) === 'KEYS_MANAGE') {
+      return { keys: [], described };
     }
     if (response.status !== 200) throw this.error(response, authorization, operation);
     const body = parseJson(response.text);

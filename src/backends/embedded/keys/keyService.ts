@@ -15,16 +15,16 @@ import {
   type UserModel,
   type UserRef,
 } from '../../../ports/backend.js';
-import { effectiveScopes, grantableScopes, holdsScope, parseScopes, scopeRefusal, scopesOfUser } from '../../../model/scopes.js';
+import { checkGrant, effectiveScopes, grantableScopes, holdsScope, parseScopes, scopeRefusal } from '../../../model/scopes.js';
 import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from './apiKeyValue.js';
 import { verifyPassword } from './passwords.js';
 import { lookupProblem } from './users.js';
 import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore, type UserRecord } from './store.js';
-
-type Owner = Pick<UserModel, 'id' | 'isAdmin'>;
 import { isUuid } from '../../../model/keyIds.js';
 import { callerOf, callerWaits, type Caller } from '../../../shared/callSignal.js';
 import { ClockedLRU } from '../../../cache/lru.js';
+
+type Owner = Pick<UserModel, 'id' | 'isAdmin'>;
 
 type PasswordCredential = Extract<Credential, { kind: 'password' }>;
 
@@ -287,13 +287,7 @@ export class EmbeddedKeyService implements KeyService {
     if (input.name != null && !KEY_NAME_RULE.test(input.name)) throw badUserInput(`Invalid API key name: ${KEY_NAME_RULE_TEXT}`, 'name');
     const asked = input.scopes == null ? null : parseScopes(input.scopes);
     const { key: current, owner } = await this.ownedKey(principal, id);
-    if (asked !== null) {
-      const had = effectiveScopes(current.scopes, owner);
-      for (const scope of asked) {
-        if (!had.includes(scope) && !holdsScope(principal, scope)) throw scopeRefusal(scope);
-        if (!scopesOfUser(owner).includes(scope)) throw badUserInput(`The key's user may not hold ${scope}: only administrators may send events and items`, 'scopes');
-      }
-    }
+    if (asked !== null) checkGrant(asked, principal, owner, effectiveScopes(current.scopes, owner));
     try {
       const changes = { ...(input.name != null ? { name: input.name } : {}), ...(asked !== null ? { scopes: asked } : {}) };
       const record = await this.store.updateKey(current.id, principal.user.isAdmin ? null : principal.user.id, changes);
