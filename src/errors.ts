@@ -56,6 +56,8 @@ export interface GatewayErrorOptions {
   /** Seconds to wait, for RATE_LIMITED and UPSTREAM_UNAVAILABLE. */
   retryAfter?: number;
   service?: string;
+  /** The API key scope a FORBIDDEN request lacks. */
+  scope?: string;
   /** Kept for logs only, never shown to clients. */
   cause?: unknown;
 }
@@ -64,12 +66,14 @@ export class GatewayError extends GraphQLError {
   readonly code: ErrorCode;
   readonly field: string | undefined;
   readonly retryAfter: number | undefined;
+  readonly scope: string | undefined;
 
   constructor(code: ErrorCode, message: string, options: GatewayErrorOptions = {}) {
     const extensions: Record<string, unknown> = { code };
     if (options.field !== undefined) extensions.field = options.field;
     if (options.service !== undefined) extensions.service = options.service;
     if (options.retryAfter !== undefined) extensions.retryAfter = options.retryAfter;
+    if (options.scope !== undefined) extensions.scope = options.scope;
     // Only a request-level failure decides the HTTP status; a field error in a partial
     // result keeps the 200 GraphQL over HTTP expects.
     if (code === ErrorCode.UNAUTHENTICATED) {
@@ -95,6 +99,7 @@ export class GatewayError extends GraphQLError {
     this.code = code;
     this.field = options.field;
     this.retryAfter = options.retryAfter;
+    this.scope = options.scope;
   }
 }
 

@@ -47,9 +47,23 @@ export type ApiKey = {
    * such number the user has.
    */
   name: Scalars['String']['output'];
+  /** What the key may do: the scopes it was given, within its user's rights. */
+  scopes: Array<ApiKeyScope>;
   /** Identifier of the owning user (UUID). */
   userId: Scalars['ID']['output'];
 };
+
+/**
+ * What a key may do. A key with RECOMMENDATIONS_READ alone is a publishable key: safe to ship in an
+ * app or a web page, as it can read items and recommendations and nothing else.
+ */
+export type ApiKeyScope =
+  /** recordEvents and upsertItems; POST /v1/events, PUT /v1/items. Administrators' keys only. */
+  | 'EVENTS_WRITE'
+  /** apiKeys, createApiKey, deleteApiKey, rotateApiKey, updateApiKey; /api/v1/apikey. */
+  | 'KEYS_MANAGE'
+  /** item, items, postBrowsedProducts, productRecommendations, recommendations; GET /v1/... */
+  | 'RECOMMENDATIONS_READ';
 
 export type AuthMethod =
   /** An API key in the Authorization header (bare or after Bearer). */
@@ -69,6 +83,11 @@ export type CreateApiKeyInput = {
    * unique per user. Defaults to key#<n>.
    */
   name?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * What the key may do; omitted, every scope the caller may give (all its user's rights for a
+   * password, the caller's own for a key). A scope the caller lacks is FORBIDDEN, naming it.
+   */
+  scopes?: InputMaybe<Array<ApiKeyScope>>;
   /** Domain of that user. */
   userDomain?: InputMaybe<Scalars['String']['input']>;
   /**
@@ -82,7 +101,7 @@ export type CreateApiKeyPayload = {
   __typename?: 'CreateApiKeyPayload';
   /** The new key's metadata. */
   apiKey: ApiKey;
-  /** Identifier of the new key. */
+  /** Identifier of the key: a new one, or the rotated one's. */
   id: Scalars['ID']['output'];
   /** The key value, shown this once: send it as the Authorization header value. */
   key: Scalars['String']['output'];
@@ -454,6 +473,15 @@ export type Mutation = {
    */
   recordEvents: RecordEventsPayload;
   /**
+   * Gives a key a new value, shown this once in the payload (same id, name and scopes). The old value
+   * keeps working for gracePeriodSeconds (0 to 2592000, 30 days; 0: it stops at once), then stops on
+   * every gateway sharing the key store within a second. NOT_FOUND as deleteApiKey; FORBIDDEN for a
+   * key with a scope the caller lacks.
+   */
+  rotateApiKey: CreateApiKeyPayload;
+  /** Renames a key or changes its scopes; NOT_FOUND as deleteApiKey. */
+  updateApiKey: ApiKey;
+  /**
    * Adds or replaces item records: at most 1,000 a call, all stored or none (BAD_USER_INPUT naming
    * the first bad record's index and field: a text over its cap, see ItemInput). A call that would
    * take the recommender past RECS_MAX_ITEMS distinct items is refused whole (BAD_USER_INPUT), as
@@ -476,6 +504,18 @@ export type MutationDeleteApiKeyArgs = {
 
 export type MutationRecordEventsArgs = {
   events: Array<EventInput>;
+};
+
+
+export type MutationRotateApiKeyArgs = {
+  gracePeriodSeconds?: InputMaybe<Scalars['Int']['input']>;
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationUpdateApiKeyArgs = {
+  id: Scalars['ID']['input'];
+  input: UpdateApiKeyInput;
 };
 
 
@@ -606,6 +646,14 @@ export type RecordEventsPayload = {
   itemsWithoutRecord?: Maybe<Scalars['Int']['output']>;
 };
 
+/** A key's changes: a field omitted stays as it is. */
+export type UpdateApiKeyInput = {
+  /** The new name, under the rule of CreateApiKeyInput.name. */
+  name?: InputMaybe<Scalars['String']['input']>;
+  /** The new scopes: narrowing only, unless the caller holds those added (FORBIDDEN naming one it lacks). */
+  scopes?: InputMaybe<Array<ApiKeyScope>>;
+};
+
 /** What upsertItems kept. */
 export type UpsertItemsPayload = {
   __typename?: 'UpsertItemsPayload';
@@ -699,6 +747,7 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 /** Mapping between all available schema types and the resolvers types */
 export type ResolversTypes = ResolversObject<{
   ApiKey: ResolverTypeWrapper<ApiKeyModel>;
+  ApiKeyScope: ApiKeyScope;
   AuthMethod: AuthMethod;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   CacheControlScope: CacheControlScope;
@@ -730,6 +779,7 @@ export type ResolversTypes = ResolversObject<{
   RecommendationSource: RecommendationSource;
   RecordEventsPayload: ResolverTypeWrapper<RecordEventsResultModel>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
+  UpdateApiKeyInput: UpdateApiKeyInput;
   UpsertItemsPayload: ResolverTypeWrapper<UpsertItemsResultModel>;
   Viewer: ResolverTypeWrapper<PrincipalModel>;
 }>;
@@ -763,6 +813,7 @@ export type ResolversParentTypes = ResolversObject<{
   RecommendationEdge: RecommendationEntryModel;
   RecordEventsPayload: RecordEventsResultModel;
   String: Scalars['String']['output'];
+  UpdateApiKeyInput: UpdateApiKeyInput;
   UpsertItemsPayload: UpsertItemsResultModel;
   Viewer: PrincipalModel;
 }>;
@@ -781,6 +832,7 @@ export type ApiKeyResolvers<ContextType = GatewayContext, ParentType extends Res
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   lastUsedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  scopes?: Resolver<Array<ResolversTypes['ApiKeyScope']>, ParentType, ContextType>;
   userId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
 }>;
 
@@ -895,6 +947,8 @@ export type MutationResolvers<ContextType = GatewayContext, ParentType extends R
   createApiKey?: Resolver<ResolversTypes['CreateApiKeyPayload'], ParentType, ContextType, RequireFields<MutationCreateApiKeyArgs, 'input'>>;
   deleteApiKey?: Resolver<ResolversTypes['DeleteApiKeyPayload'], ParentType, ContextType, RequireFields<MutationDeleteApiKeyArgs, 'id'>>;
   recordEvents?: Resolver<ResolversTypes['RecordEventsPayload'], ParentType, ContextType, RequireFields<MutationRecordEventsArgs, 'events'>>;
+  rotateApiKey?: Resolver<ResolversTypes['CreateApiKeyPayload'], ParentType, ContextType, RequireFields<MutationRotateApiKeyArgs, 'gracePeriodSeconds' | 'id'>>;
+  updateApiKey?: Resolver<ResolversTypes['ApiKey'], ParentType, ContextType, RequireFields<MutationUpdateApiKeyArgs, 'id' | 'input'>>;
   upsertItems?: Resolver<ResolversTypes['UpsertItemsPayload'], ParentType, ContextType, RequireFields<MutationUpsertItemsArgs, 'items'>>;
 }>;
 

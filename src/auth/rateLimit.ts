@@ -77,6 +77,8 @@ export class RateLimiter {
       listKeys: (...args) => keys.listKeys(...args),
       createKey: (...args) => keys.createKey(...args),
       deleteKey: (...args) => keys.deleteKey(...args),
+      rotateKey: (...args) => keys.rotateKey(...args),
+      updateKey: (...args) => keys.updateKey(...args),
     };
   }
 

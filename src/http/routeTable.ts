@@ -16,6 +16,8 @@ export interface Route {
   readonly label: string;
   readonly path: string;
   readonly prefix?: boolean;
+  /** With prefix: how the path must end too. */
+  readonly suffix?: string;
   readonly methods: readonly string[];
   readonly cors: boolean;
   /** false where the interface answers other methods in its own shape. */
@@ -44,7 +46,11 @@ export const ROUTES: readonly Route[] = [
     name: 'apikeys', label: '/api/v1/apikey', path: '/api/v1/apikey', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none',
     byMethod: { POST: { speaks: 'rest-keys', body: 'ordinary' } },
   },
-  { name: 'apikey', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, methods: ['DELETE'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none' },
+  { name: 'apikeyRotate', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, suffix: '/rotate', methods: ['POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'ordinary' },
+  {
+    name: 'apikey', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, methods: ['DELETE', 'PATCH'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none',
+    byMethod: { PATCH: { speaks: 'rest-keys', body: 'ordinary' } },
+  },
   {
     name: 'events', label: '/v1/events', path: '/v1/events', methods: ['POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-ingest', body: 'none',
     byMethod: { POST: { speaks: 'rest-ingest', body: 'batch' } },
@@ -72,7 +78,7 @@ export function routeOf(path: string): Route | null {
   const key = isRestPath(path) && path.length > 1 ? path.replace(/\/+$/, '') : path;
   const exact = EXACT.get(key);
   if (exact !== undefined) return exact;
-  for (const route of PREFIXED) if (key.startsWith(route.path)) return route;
+  for (const route of PREFIXED) if (key.startsWith(route.path) && (route.suffix === undefined || key.endsWith(route.suffix))) return route;
   return null;
 }
 

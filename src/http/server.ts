@@ -26,6 +26,7 @@ import { serveHealth, serveReadiness } from './routes/health.js';
 import { ideRoute } from './routes/ide.js';
 import { serveMetrics } from './routes/metrics.js';
 import { servedRestRoute, serveOpenApi } from './routes/servedRest.js';
+import { holdsScope } from '../model/scopes.js';
 import { allowOf, GRAPHQL_ROUTE, intakeOf, labelOf, routeOf } from './routeTable.js';
 import { graphqlError, sendJson, sendMethodNotAllowed } from './send.js';
 
@@ -99,6 +100,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // asked before the body is read, so that a batch nobody may send is refused unread
   const { ingest } = backend;
   const ingestRightOf = (principal: PrincipalModel, ask: CallOptions | null): IngestRight | Promise<IngestRight> => {
+    if (!holdsScope(principal, 'EVENTS_WRITE')) return 'refused';
     if (principal.user.isAdmin) return 'allowed';
     if (ingest.knownMayIngest === undefined || ingest.askMayIngest === undefined) return 'refused';
     const known = ingest.knownMayIngest(principal);

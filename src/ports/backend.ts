@@ -13,6 +13,9 @@ export interface UserModel {
 
 export type AuthMethod = 'API_KEY' | 'PASSWORD';
 
+/** What a key may do (src/model/scopes.ts decides): read items and lists, send events and items, manage keys. */
+export type ApiKeyScope = 'RECOMMENDATIONS_READ' | 'EVENTS_WRITE' | 'KEYS_MANAGE';
+
 export interface PrincipalModel {
   user: UserModel;
   authenticatedBy: AuthMethod;
@@ -21,6 +24,8 @@ export interface PrincipalModel {
   credentialId: string;
   /** The raw Authorization value, only for forwarding to the key service in REST mode. */
   readonly authorization: string;
+  /** What this credential may do; undefined where the key service decides each call itself (REST mode). */
+  scopes?: readonly ApiKeyScope[];
 }
 
 /** An API key's metadata; never the key value or its hash. */
@@ -31,6 +36,8 @@ export interface ApiKeyModel {
   createdAt: Date | null;
   expiresAt: Date | null;
   lastUsedAt: Date | null;
+  /** What the key may do: its stored scopes within its user's rights. */
+  scopes: readonly ApiKeyScope[];
 }
 
 export interface CreateApiKeyInput {
@@ -38,7 +45,21 @@ export interface CreateApiKeyInput {
   userDomain?: string | null;
   name?: string | null;
   expiresInDays?: number | null;
+  /** Omitted: every scope the maker may give (a key's own, or all its user's rights). */
+  scopes?: readonly ApiKeyScope[] | null;
 }
+
+/** A key's changes; each field omitted is left as it is. Limits and quotas are to join them. */
+export interface UpdateApiKeyInput {
+  name?: string | null;
+  /** Narrowing only, unless the caller holds the scopes added. */
+  scopes?: readonly ApiKeyScope[] | null;
+}
+
+/** The longest grace period a rotated key's old value may keep working, in seconds: 30 days. */
+export const MAX_ROTATION_GRACE_SECONDS = 30 * 86_400;
+/** rotateApiKey's default grace period, in seconds: a day. */
+export const DEFAULT_ROTATION_GRACE_SECONDS = 86_400;
 
 /** The create response: the only place a key value ever appears. */
 export interface CreatedApiKeyModel {
@@ -81,6 +102,13 @@ export interface KeyService {
   createKey(principal: PrincipalModel, input: CreateApiKeyInput, options?: CallOptions): Promise<CreatedApiKeyModel>;
   /** Deletes a key; NOT_FOUND for an unknown id and for another user's key alike. */
   deleteKey(principal: PrincipalModel, id: string, options?: CallOptions): Promise<void>;
+  /**
+   * Gives the key a new value, shown this once; the old one works `graceSeconds` more (0: stops at
+   * once). NOT_FOUND as deleteKey; BAD_USER_INPUT for a grace outside 0..MAX_ROTATION_GRACE_SECONDS.
+   */
+  rotateKey(principal: PrincipalModel, id: string, graceSeconds: number, options?: CallOptions): Promise<CreatedApiKeyModel>;
+  /** Renames or narrows a key; NOT_FOUND as deleteKey, FORBIDDEN naming a scope the caller lacks. */
+  updateKey(principal: PrincipalModel, id: string, input: UpdateApiKeyInput, options?: CallOptions): Promise<ApiKeyModel>;
 }
 
 export interface ItemAttributeModel {

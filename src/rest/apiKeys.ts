@@ -1,5 +1,9 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
-import type { ApiKeyModel, CallOptions, CreateApiKeyInput, KeyService, PrincipalModel } from '../ports/backend.js';
+import {
+  DEFAULT_ROTATION_GRACE_SECONDS, type ApiKeyModel, type ApiKeyScope, type CallOptions, type CreateApiKeyInput, type KeyService, type PrincipalModel,
+  type UpdateApiKeyInput,
+} from '../ports/backend.js';
+import { parseScopes } from '../model/scopes.js';
 import { header, json } from './types.js';
 import { unknownField } from './unknownField.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -8,6 +12,7 @@ import type { Logger } from '../logger.js';
 import { CallerGone } from '../shared/callSignal.js';
 
 const COLLECTION = '/api/v1/apikey';
+const ROTATE = '/rotate';
 const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };
 
 const errors = (id: string, message: string): { id: string; message: string }[] => [{ id, message }];
@@ -38,7 +43,10 @@ export function apiKeyErrorResponse(error: unknown, authorization: string | unde
       return json(401, errors('*', error.message), challenge ? CHALLENGE : {});
     }
     case ErrorCode.FORBIDDEN:
-      return json(403, errors('*', 'Operation is not permitted'));
+      // a scope refused is named, so that a recs-gateway in front passes the refusal on as it is
+      return error.scope !== undefined
+        ? json(403, [{ id: '*', message: error.message, scope: error.scope }])
+        : json(403, errors('*', 'Operation is not permitted'));
     case ErrorCode.NOT_FOUND:
       return json(400, errors('*', keyId !== undefined ? `API key not found: ${keyId}` : error.message));
     case ErrorCode.BAD_USER_INPUT:
@@ -94,23 +102,46 @@ function optionalString(body: Record<string, unknown>, field: string): string | 
   return value;
 }
 
-/** What a key's creation reads (api-keys.md's create request, and expiresInDays). */
-const CREATE_FIELDS = ['username', 'userDomain', 'name', 'expiresInDays'] as const;
-const CREATE_FIELD_SET: ReadonlySet<string> = new Set(CREATE_FIELDS);
+/** What a key's creation reads (api-keys.md's create request, expiresInDays and scopes). */
+const CREATE_FIELDS = ['username', 'userDomain', 'name', 'expiresInDays', 'scopes'] as const;
+const UPDATE_FIELDS = ['name', 'scopes'] as const;
+const ROTATE_FIELDS = ['gracePeriodSeconds'] as const;
 
-function createInput(body: unknown): CreateApiKeyInput {
+/** The body as an object with only these fields: a misspelt `nmae` made a key under the default name (key#3). */
+function fieldsOf(body: unknown, fields: readonly string[], what: string): Record<string, unknown> {
   if (!isObject(body)) throw new Reply(json(400, errors('*', 'The request body must be a JSON object')));
-  // a misspelt `nmae` made a key under the default name (key#3): refused, as GraphQL's input
-  // type and the events' and items' routes refuse a field they do not have
   for (const field in body) {
-    if (CREATE_FIELD_SET.has(field)) continue;
-    const refused = unknownField(field, CREATE_FIELDS, `a key's creation takes only ${CREATE_FIELDS.join(', ')}`);
+    if (fields.includes(field)) continue;
+    const refused = unknownField(field, fields, `${what} takes only ${fields.join(', ')}`);
     throw new Reply(json(400, errors(refused.field, refused.message)));
   }
+  return body;
+}
+
+function optionalScopes(body: Record<string, unknown>): ApiKeyScope[] | null {
+  return body.scopes === undefined || body.scopes === null ? null : parseScopes(body.scopes);
+}
+
+function updateInput(raw: unknown): UpdateApiKeyInput {
+  const body = fieldsOf(raw, UPDATE_FIELDS, "a key's update");
+  return { name: optionalString(body, 'name'), scopes: optionalScopes(body) };
+}
+
+function graceOf(raw: unknown): number {
+  const body = fieldsOf(raw ?? {}, ROTATE_FIELDS, "a key's rotation");
+  const grace = body.gracePeriodSeconds;
+  if (grace === undefined || grace === null) return DEFAULT_ROTATION_GRACE_SECONDS;
+  if (typeof grace !== 'number') throw new Reply(json(400, errors('gracePeriodSeconds', 'gracePeriodSeconds must be a whole number of seconds')));
+  return grace;
+}
+
+function createInput(raw: unknown): CreateApiKeyInput {
+  const body = fieldsOf(raw, CREATE_FIELDS, "a key's creation");
   const input: CreateApiKeyInput = {
     username: optionalString(body, 'username'),
     userDomain: optionalString(body, 'userDomain'),
     name: optionalString(body, 'name'),
+    scopes: optionalScopes(body),
   };
   const days = body.expiresInDays;
   if (days !== undefined && days !== null) {
@@ -127,7 +158,7 @@ const iso = (date: Date | null): string | null => (date === null ? null : date.t
 function listed(key: ApiKeyModel): Record<string, unknown> {
   return {
     id: key.id, userId: key.userId, name: key.name,
-    createdAt: iso(key.createdAt), expiresAt: iso(key.expiresAt), lastUsedAt: iso(key.lastUsedAt),
+    createdAt: iso(key.createdAt), expiresAt: iso(key.expiresAt), lastUsedAt: iso(key.lastUsedAt), scopes: key.scopes,
   };
 }
 
@@ -164,17 +195,24 @@ async function handle(req: RestRequest, path: string, keys: KeyService): Promise
       const created = await keys.createKey(principal, createInput(req.body), options);
       return json(200, { ok: true, id: created.id, key: created.key });
     }
+    const rotating = path.endsWith(ROTATE);
     let rawId: string;
     try {
-      rawId = decodeURIComponent(path.slice(COLLECTION.length + 1));
+      rawId = decodeURIComponent(path.slice(COLLECTION.length + 1, rotating ? -ROTATE.length : undefined));
     } catch {
       rawId = '';
     }
     // As the original's route pattern: anything but one UUID segment is no resource at all.
     if (!isUuid(rawId)) return json(404, errors('id', 'No such resource: the key id must be a UUID'));
-    if (req.method !== 'DELETE') return json(405, errors('*', `Method ${req.method} not allowed`), { allow: 'DELETE' });
+    const allowed = rotating ? 'POST' : 'DELETE, PATCH';
+    if (!allowed.split(', ').includes(req.method)) return json(405, errors('*', `Method ${req.method} not allowed`), { allow: allowed });
     keyId = rawId;
     const principal = await authenticated(keys, authorization, options);
+    if (rotating) {
+      const rotated = await keys.rotateKey(principal, rawId, graceOf(req.body), options);
+      return json(200, { ok: true, id: rotated.id, key: rotated.key, apiKey: listed(rotated.apiKey) });
+    }
+    if (req.method === 'PATCH') return json(200, listed(await keys.updateKey(principal, rawId, updateInput(req.body), options)));
     await keys.deleteKey(principal, rawId, options);
     return json(200, { result: 'DELETED', ok: true });
   } catch (error) {

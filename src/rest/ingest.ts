@@ -47,7 +47,7 @@ export function ingestErrorResponse(error: unknown, authorization: string | unde
       return json(401, errorBody(401, error.message), challenge ? CHALLENGE : {});
     }
     case ErrorCode.FORBIDDEN:
-      return json(403, errorBody(403, error.message));
+      return json(403, error.scope !== undefined ? { errors: [{ code: 403, message: error.message, scope: error.scope }] } : errorBody(403, error.message));
     case ErrorCode.BAD_USER_INPUT:
     case ErrorCode.BAD_REQUEST:
       return json(400, errorBody(4000, error.message));

@@ -142,6 +142,38 @@ export const paths: Record<string, PathItem> = {
         ...keyFailures,
       },
     },
+    patch: {
+      operationId: 'updateApiKey',
+      summary: 'Renames a key or narrows its scopes (widening needs the caller to hold the scopes added).',
+      tags: ['api-keys'],
+      security: keySecurity,
+      parameters: [{ name: 'id', in: 'path', required: true, description: 'Identifier of the key.', schema: { type: 'string', format: 'uuid' } }],
+      requestBody: { required: true, content: jsonContent(ref('schemas', 'UpdateApiKeyRequest'), { scopes: ['RECOMMENDATIONS_READ'] }) },
+      responses: {
+        '200': { description: 'The key as it is now.', content: jsonContent(ref('schemas', 'ApiKeyRecord')) },
+        '400': ref('responses', 'KeyBadRequest'),
+        '403': ref('responses', 'KeyForbidden'),
+        '404': keyResponse('The id is not a UUID: no such resource.', [{ id: 'id', message: 'No such resource: the key id must be a UUID' }]),
+        ...keyFailures,
+      },
+    },
+  },
+  '/api/v1/apikey/{id}/rotate': {
+    post: {
+      operationId: 'rotateApiKey',
+      summary: 'Gives a key a new value, shown this once (same id, name and scopes); the old value works until the grace period ends.',
+      description: 'Within a second of the grace period\'s end the old value stops on every gateway sharing the key store.',
+      tags: ['api-keys'],
+      security: keySecurity,
+      parameters: [{ name: 'id', in: 'path', required: true, description: 'Identifier of the key.', schema: { type: 'string', format: 'uuid' } }],
+      requestBody: { required: true, content: jsonContent(ref('schemas', 'RotateApiKeyRequest'), { gracePeriodSeconds: 3600 }) },
+      responses: {
+        '200': { description: 'The new value and the key.', content: jsonContent(ref('schemas', 'RotatedApiKey')) },
+        '400': ref('responses', 'KeyBadRequest'),
+        '403': ref('responses', 'KeyForbidden'),
+        ...keyFailures,
+      },
+    },
   },
   '/v1/postbrowse': {
     get: recommendationOperation(
@@ -249,7 +281,10 @@ export const responses: Record<string, ResponseObject> = {
     [{ id: '*', message: 'Authentication required: send a valid API key or credentials in the Authorization header' }],
     { 'WWW-Authenticate': ref('headers', 'WWW-Authenticate') },
   ),
-  KeyForbidden: keyResponse('Not permitted: a non-administrator acting for another user.', [{ id: '*', message: 'Operation is not permitted' }]),
+  KeyForbidden: keyResponse(
+    'Not permitted: a non-administrator acting for another user, or a key without the scope needed (named in `scope`).',
+    [{ id: '*', message: 'This credential lacks the KEYS_MANAGE scope this operation needs', scope: 'KEYS_MANAGE' }],
+  ),
   KeyRateLimited: keyResponse('Too many requests, or too many failed sign-ins.', [{ id: '*', message: 'Too many requests: retry in 1 s' }], { 'Retry-After': ref('headers', 'Retry-After') }),
   KeyBadGateway: keyResponse('The upstream key service refused the gateway.', [{ id: '*', message: "The apikeys service refused the gateway's request: unexpected HTTP 418" }]),
   KeyUnavailable: keyResponse('The key service is unavailable or did not answer in time.', [{ id: '*', message: 'The apikeys service is unavailable: HTTP 503' }], { 'Retry-After': ref('headers', 'Retry-After') }),

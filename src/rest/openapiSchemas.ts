@@ -1,5 +1,6 @@
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
-import type { CreateApiKeyInput, EventInputModel, GiftOptionsModel, ImageEntityModel, ItemModel, MarketplacePriceModel } from '../ports/backend.js';
+import { MAX_ROTATION_GRACE_SECONDS, DEFAULT_ROTATION_GRACE_SECONDS, type CreateApiKeyInput, type UpdateApiKeyInput, type EventInputModel, type GiftOptionsModel, type ImageEntityModel, type ItemModel, type MarketplacePriceModel } from '../ports/backend.js';
+import { API_KEY_SCOPES } from '../model/scopes.js';
 import { MAX_IDENTIFIER_LENGTH } from '../model/ingest.js';
 import { DECIMAL_TEXT } from '../model/itemRecord.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
@@ -100,6 +101,11 @@ const itemRecord: SchemaObject = {
   } satisfies FieldsOf<ItemModel>,
 };
 
+const SCOPES: SchemaObject = { type: 'array', uniqueItems: true, items: { type: 'string', enum: [...API_KEY_SCOPES] } };
+const SCOPE_NEEDED: SchemaObject = {
+  type: 'string', enum: [...API_KEY_SCOPES], description: 'With a 403 for a key without the scope the request needs: that scope.',
+};
+
 const keyErrors: SchemaObject = {
   type: 'array',
   description: 'The key service\'s error body: one entry per problem, id naming the field or * for the request as a whole.',
@@ -107,7 +113,7 @@ const keyErrors: SchemaObject = {
   items: {
     type: 'object',
     required: ['id', 'message'],
-    properties: { id: str('The field at fault, or *.'), message: str() },
+    properties: { id: str('The field at fault, or *.'), message: str(), scope: SCOPE_NEEDED },
   },
 };
 
@@ -132,18 +138,20 @@ const recsErrors: SchemaObject = {
               '401, 403, 413, 429, 502, 503 and 500 as the HTTP status (401, 403 and 413 from the live recommender\'s POST /v1/events and PUT /v1/items only).',
           },
           message: str(),
+          scope: SCOPE_NEEDED,
         },
       },
     },
   },
 };
 
+
 /** components.schemas: every body the description names. */
 export const schemas: Record<string, SchemaObject> = {
   ApiKeyRecord: {
     type: 'object',
     description: 'An API key\'s metadata, as the list answers it.',
-    required: ['id', 'userId', 'name', 'createdAt', 'expiresAt', 'lastUsedAt'],
+    required: ['id', 'userId', 'name', 'createdAt', 'expiresAt', 'lastUsedAt', 'scopes'],
     properties: {
       id: { type: 'string', format: 'uuid', description: 'Identifier of the key.' },
       userId: { type: 'string', format: 'uuid', description: 'Identifier of the owning user.' },
@@ -151,6 +159,7 @@ export const schemas: Record<string, SchemaObject> = {
       createdAt: { type: ['string', 'null'], format: 'date-time', description: 'Null where the key service does not say.' },
       expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'Null for a key that does not expire.' },
       lastUsedAt: { type: ['string', 'null'], format: 'date-time', description: 'About when the key last authenticated a request (updated at most once a minute); null if never or not known.' },
+      scopes: { ...SCOPES, description: 'What the key may do, within its user\'s rights.' },
     },
   },
   CreateApiKeyRequest: {
@@ -164,9 +173,44 @@ export const schemas: Record<string, SchemaObject> = {
         description: 'Name of the key, unique per user; key#<n> when omitted.',
       },
       expiresInDays: { type: 'integer', minimum: 1, maximum: 3650, description: 'Days until the key expires; it never does when omitted.' },
+      scopes: {
+        ...SCOPES,
+        minItems: 1,
+        description: 'What the key may do; every scope the caller may give when omitted. RECOMMENDATIONS_READ alone is a publishable key. ' +
+          'A scope the caller lacks is refused (403, naming it).',
+      },
     } satisfies FieldsOf<CreateApiKeyInput>,
     additionalProperties: false,
     description: 'Any other field is refused (400), naming it.',
+  },
+  UpdateApiKeyRequest: {
+    type: 'object',
+    properties: {
+      name: { type: 'string', pattern: '^[0-9a-zA-Z][0-9a-zA-Z_@.\\-~]{2,127}$', description: 'The new name, unique per user.' },
+      scopes: { ...SCOPES, minItems: 1, description: 'The new scopes: narrowing only, unless the caller holds those added (403 naming one it lacks).' },
+    } satisfies FieldsOf<UpdateApiKeyInput>,
+    additionalProperties: false,
+    description: 'A field left out stays as it is; any other field is refused (400), naming it.',
+  },
+  RotateApiKeyRequest: {
+    type: 'object',
+    properties: {
+      gracePeriodSeconds: {
+        type: 'integer', minimum: 0, maximum: MAX_ROTATION_GRACE_SECONDS, default: DEFAULT_ROTATION_GRACE_SECONDS,
+        description: 'How long the old value keeps working, in seconds (0: it stops at once).',
+      },
+    },
+    additionalProperties: false,
+  },
+  RotatedApiKey: {
+    type: 'object',
+    required: ['ok', 'id', 'key', 'apiKey'],
+    properties: {
+      ok: { const: true },
+      id: { type: 'string', format: 'uuid', description: 'Identifier of the key: the same as before.' },
+      key: { type: 'string', pattern: '^[A-Za-z0-9+/]{22}$', description: 'The key\'s new value, shown this once.' },
+      apiKey: { $ref: '#/components/schemas/ApiKeyRecord' },
+    },
   },
   CreatedApiKey: {
     type: 'object',

@@ -51,7 +51,10 @@ export function recsErrorResponse(error: unknown, log?: Logger): RestResponse {
   switch (error.code) {
     case ErrorCode.UNAUTHENTICATED:
     case ErrorCode.FORBIDDEN:
-      return json(403, errorBody(RecsErrorCode.ACCOUNT_INACTIVE, 'Account Inactive'));
+      // a key without the scope is told which, as the other interfaces tell it
+      return error.scope !== undefined
+        ? json(403, { errors: [{ code: RecsErrorCode.ACCOUNT_INACTIVE, message: error.message, scope: error.scope }] })
+        : json(403, errorBody(RecsErrorCode.ACCOUNT_INACTIVE, 'Account Inactive'));
     case ErrorCode.NOT_FOUND:
       return invalidItem();
     case ErrorCode.BAD_USER_INPUT:

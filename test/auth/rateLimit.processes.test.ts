@@ -280,6 +280,8 @@ describe('rate limiter settings', () => {
       listKeys: () => Promise.resolve([]),
       createKey: () => Promise.reject(new Error('unused')),
       deleteKey: () => Promise.resolve(),
+      rotateKey: () => Promise.reject(new Error('unused')),
+      updateKey: () => Promise.reject(new Error('unused')),
     };
     const buckets = new MemoryTokenBuckets();
     const limiter = new RateLimiter(buckets, {

@@ -91,7 +91,8 @@ describe(`CORS over HTTP: CORS_ORIGINS listing two origins, or * (${kind.name} s
 
     for (const [route, methods] of [
       ['/api/v1/apikey', ['get', 'post']],
-      ['/api/v1/apikey/00000000-0000-4000-8000-000000000000', ['delete']],
+      ['/api/v1/apikey/00000000-0000-4000-8000-000000000000', ['delete', 'patch']],
+      ['/api/v1/apikey/00000000-0000-4000-8000-000000000000/rotate', ['post']],
       ['/v1/events', ['post']],
       ['/v1/items', ['get', 'put']],
       ['/v1/nbp', ['get']],

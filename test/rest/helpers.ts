@@ -179,7 +179,7 @@ export class FakeKeyService implements KeyService {
       if (mine.some((k) => k.name === name)) throw badUserInput(`Duplicate name: ${name}`, 'name');
       const key: FakeKey = {
         id: randomUUID(), userId: owner.id, name, key: randomBytes(16).toString('base64').replace(/=+$/, ''),
-        createdAt: new Date('2024-01-02T03:04:05.000Z'), expiresAt: null, lastUsedAt: null,
+        createdAt: new Date('2024-01-02T03:04:05.000Z'), expiresAt: null, lastUsedAt: null, scopes: input.scopes ?? ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'],
       };
       this.keys.push(key);
       const { key: value, ...apiKey } = key;
@@ -193,6 +193,14 @@ export class FakeKeyService implements KeyService {
       if (index === -1) throw notFound(`API key not found: ${id}`);
       this.keys.splice(index, 1);
     });
+  }
+
+  rotateKey(): Promise<CreatedApiKeyModel> {
+    return Promise.reject(new Error('the fake does not rotate keys'));
+  }
+
+  updateKey(): Promise<ApiKeyModel> {
+    return Promise.reject(new Error('the fake does not update keys'));
   }
 
   basic(username: string): string {

@@ -71,11 +71,11 @@ describe('POST /api/v1/apikey', () => {
   });
 
   it('refuses a field a key\'s creation does not take, naming it and what it likely misspells, and makes no key', async () => {
-    const fields = 'username, userDomain, name, expiresInDays';
+    const fields = 'username, userDomain, name, expiresInDays, scopes';
     for (const [body, id, message] of [
       ['{"nmae":"x-typo"}', 'nmae', `unknown field: a key's creation takes only ${fields}; did you mean name?`],
       ['{"name":"ok-name","expiresInDay":5}', 'expiresInDay', `unknown field: a key's creation takes only ${fields}; did you mean expiresInDays?`],
-      ['{"scope":"read"}', 'scope', `unknown field: a key's creation takes only ${fields}`],
+      ['{"scope":"read"}', 'scope', `unknown field: a key's creation takes only ${fields}; did you mean scopes?`],
     ]) {
       expect(await call('POST', '/api/v1/apikey', { auth: keys.basic('alice'), body })).toMatchObject({ status: 400, body: [{ id, message }] });
     }
@@ -100,7 +100,7 @@ describe('GET /api/v1/apikey', () => {
     expect(list.map((k) => k.name)).toEqual(['alpha', 'mid-key', 'zeta']);
     expect(list[0]).toEqual({
       id: match.any(String), userId: keys.users[0]?.id, name: 'alpha',
-      createdAt: '2024-01-02T03:04:05.000Z', expiresAt: null, lastUsedAt: null,
+      createdAt: '2024-01-02T03:04:05.000Z', expiresAt: null, lastUsedAt: null, scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'],
     });
     expect(JSON.stringify(list)).not.toContain(keys.keys[0]?.key);
   });
@@ -161,7 +161,7 @@ describe('authentication and methods', () => {
     expect(put.headers.get('allow')).toBe('GET, POST');
     const get = await call('GET', '/api/v1/apikey/00000000-0000-4000-8000-000000000000', { auth: keys.basic('alice') });
     expect(get.status).toBe(405);
-    expect(get.headers.get('allow')).toBe('DELETE');
+    expect(get.headers.get('allow')).toBe('DELETE, PATCH');
   });
 
   it('leaves other paths alone (null: the next handler decides)', async () => {

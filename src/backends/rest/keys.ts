@@ -3,8 +3,10 @@ import {
   badUserInput, ErrorCode, forbidden, GatewayError, notFound, pastDeadline, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
 import {
-  KEY_SERVICE, type ApiKeyModel, type CallOptions, type CreateApiKeyInput, type CreatedApiKeyModel, type KeyService, type PrincipalModel, type UserRef,
+  KEY_SERVICE, type ApiKeyModel, type ApiKeyScope, type CallOptions, type CreateApiKeyInput, type CreatedApiKeyModel, type KeyService, type PrincipalModel,
+  type UpdateApiKeyInput, type UserRef,
 } from '../../ports/backend.js';
+import { API_KEY_SCOPES, scopeRefusal } from '../../model/scopes.js';
 import { MemoryCache } from '../../cache/memory.js';
 import type { SharedCache } from '../../ports/cache.js';
 import { AuthCache, DELETED_KEY_MARGIN_MS, RefusedCredentials } from './authCache.js';
@@ -48,12 +50,37 @@ function toApiKey(raw: unknown): ApiKeyModel | null {
     createdAt: isoDate(r.createdAt),
     expiresAt: isoDate(r.expiresAt),
     lastUsedAt: isoDate(r.lastUsedAt),
+    // a key service without scopes (the original) restricts no key by them
+    scopes: Array.isArray(r.scopes) ? API_KEY_SCOPES.filter((scope) => (r.scopes as unknown[]).includes(scope)) : API_KEY_SCOPES,
   };
+}
+
+/** The scope a recs-gateway key service said a refused request lacks, if it said one. */
+function scopeOf(body: unknown): ApiKeyScope | undefined {
+  const entries = Array.isArray(body) ? body : (body as { errors?: unknown } | undefined)?.errors;
+  if (!Array.isArray(entries)) return undefined;
+  const said = (entries[0] as { scope?: unknown } | undefined)?.scope;
+  return API_KEY_SCOPES.find((scope) => scope === said);
+}
+
+/** What a recs-gateway key service says of the key a request came with (X-Api-Key-Id, X-Api-Key-Scopes). */
+interface DescribedKey {
+  keyId: string | null;
+  /** undefined: not said, every scope (the key service decides each call). */
+  scopes?: ApiKeyScope[];
+}
+
+function describedKey(headers: UpstreamResponse['headers']): DescribedKey {
+  const id = headers['x-api-key-id'];
+  const scopes = headers['x-api-key-scopes'];
+  const described: DescribedKey = { keyId: typeof id === 'string' && isUuid(id) ? id.toLowerCase() : null };
+  if (typeof scopes === 'string') described.scopes = API_KEY_SCOPES.filter((scope) => scopes.split(',').includes(scope));
+  return described;
 }
 
 const byName = (a: ApiKeyModel, b: ApiKeyModel): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-type Operation = 'authenticate' | 'list' | 'create' | 'delete';
+type Operation = 'authenticate' | 'list' | 'create' | 'delete' | 'rotate' | 'update';
 
 /**
  * The API key interface over HTTP (Walmart Labs' Concord): the client's own Authorization is
@@ -134,6 +161,7 @@ export class RestKeyService implements KeyService {
     if (input.userDomain != null) body.userDomain = input.userDomain;
     if (input.name != null) body.name = input.name;
     if (input.expiresInDays != null) body.expiresInDays = input.expiresInDays;
+    if (input.scopes != null) body.scopes = input.scopes;
     const forOther = input.username != null && input.username !== principal.user.username;
     const response = await this.upstream.request({
       method: 'POST',
@@ -165,7 +193,48 @@ export class RestKeyService implements KeyService {
     if (response.status !== 200 && response.status !== 204) throw this.error(response, principal.authorization, 'delete', id);
     // By key id, not by the deleter: an administrator deleting alice's key must stop alice's
     // remembered logins, here and in every process on the shared cache.
-    const keyId = id.toLowerCase();
+    await this.forgetKey(id.toLowerCase());
+  }
+
+  async rotateKey(principal: PrincipalModel, id: string, graceSeconds: number, options: CallOptions = {}): Promise<CreatedApiKeyModel> {
+    if (typeof id !== 'string' || !isUuid(id)) throw badUserInput('id must be a UUID', 'id');
+    const response = await this.upstream.request({
+      method: 'POST',
+      path: `${PATH}/${encodeURIComponent(id)}/rotate`,
+      headers: this.headers(principal.authorization, options.clientAddress),
+      body: JSON.stringify({ gracePeriodSeconds: graceSeconds }),
+      signal: options.signal,
+    });
+    if (response.status !== 200) throw this.error(response, principal.authorization, 'rotate', id);
+    const rotated = parseJson(response.text) as Record<string, unknown> | undefined;
+    const apiKey = toApiKey(rotated?.apiKey);
+    if (typeof rotated?.key !== 'string' || apiKey === null) throw upstreamUnavailable(SERVICE, 'unexpected rotate response');
+    if (graceSeconds === 0) await this.forgetKey(apiKey.id.toLowerCase());
+    return { ok: true, id: apiKey.id, key: rotated.key, apiKey };
+  }
+
+  async updateKey(principal: PrincipalModel, id: string, input: UpdateApiKeyInput, options: CallOptions = {}): Promise<ApiKeyModel> {
+    if (typeof id !== 'string' || !isUuid(id)) throw badUserInput('id must be a UUID', 'id');
+    const body: Record<string, unknown> = {};
+    if (input.name != null) body.name = input.name;
+    if (input.scopes != null) body.scopes = input.scopes;
+    const response = await this.upstream.request({
+      method: 'PATCH',
+      path: `${PATH}/${encodeURIComponent(id)}`,
+      headers: this.headers(principal.authorization, options.clientAddress),
+      body: JSON.stringify(body),
+      signal: options.signal,
+    });
+    if (response.status !== 200) throw this.error(response, principal.authorization, 'update', id);
+    const updated = toApiKey(parseJson(response.text));
+    if (updated === null) throw upstreamUnavailable(SERVICE, 'unexpected update response');
+    // a narrowed key's remembered scopes must not outlive the change
+    if (input.scopes != null) await this.forgetKey(updated.id.toLowerCase());
+    return updated;
+  }
+
+  /** A key changed so that remembered credentials may no longer hold: asked again, here and on every process sharing the cache. */
+  private async forgetKey(keyId: string): Promise<void> {
     this.cache.evictKey(keyId, this.deletedHoldMs);
     await this.shared?.markDeleted(keyId, this.deletedHoldMs);
   }
@@ -211,8 +280,9 @@ export class RestKeyService implements KeyService {
     authorization: string, credentialId: string, credential: Credential, options: CallOptions,
   ): Promise<CachedPrincipal> {
     let keys: ApiKeyModel[];
+    let described: DescribedKey;
     try {
-      keys = await this.list(authorization, 'authenticate', options);
+      ({ keys, described } = await this.listing(authorization, 'authenticate', options));
     } catch (error) {
       // only a refusal is remembered: a 429 or an outage says nothing about the credential
       if (error instanceof GatewayError && error.code === ErrorCode.UNAUTHENTICATED) this.refused.add(credentialId);
@@ -227,16 +297,27 @@ export class RestKeyService implements KeyService {
         isAdmin: false,
       },
       authenticatedBy: credential.kind === 'key' ? 'API_KEY' : 'PASSWORD',
-      keyId: null,
+      keyId: described.keyId,
       credentialId,
     };
-    const auth: CachedAuth = { principal, keyIds: keys.map((k) => k.id.toLowerCase()) };
+    if (described.scopes !== undefined) principal.scopes = described.scopes;
+    const keyIds = keys.map((k) => k.id.toLowerCase());
+    if (described.keyId !== null && !keyIds.includes(described.keyId)) keyIds.push(described.keyId);
+    const auth: CachedAuth = { principal, keyIds };
     this.cache.set(auth);
     await this.shared?.set(auth);
     return principal;
   }
 
   private async list(authorization: string, operation: Operation, options: CallOptions): Promise<ApiKeyModel[]> {
+    return (await this.listing(authorization, operation, options)).keys;
+  }
+
+  /**
+   * The credential's keys, and the key it is as a recs-gateway key service describes it. A key it
+   * refuses the list for want of KEYS_MANAGE alone is a valid key: no keys, its own scopes.
+   */
+  private async listing(authorization: string, operation: Operation, options: CallOptions): Promise<{ keys: ApiKeyModel[]; described: DescribedKey }> {
     const response = await this.upstream.request({
       method: 'GET',
       path: PATH,
@@ -245,10 +326,15 @@ export class RestKeyService implements KeyService {
       // a rate-limited login check is that caller's answer: a retry spends the budget all callers share
       retryRateLimited: operation !== 'authenticate',
     });
+    const described = describedKey(response.headers);
+    const withoutKeysManage = described.scopes !== undefined && !described.scopes.includes('KEYS_MANAGE');
+    if (operation === 'authenticate' && response.status === 403 && withoutKeysManage && scopeOf(parseJson(response.text)) === 'KEYS_MANAGE') {
+      return { keys: [], described };
+    }
     if (response.status !== 200) throw this.error(response, authorization, operation);
     const body = parseJson(response.text);
     if (!Array.isArray(body)) throw upstreamUnavailable(SERVICE, 'unexpected list response');
-    return body.map(toApiKey).filter((k): k is ApiKeyModel => k !== null).sort(byName);
+    return { keys: body.map(toApiKey).filter((k): k is ApiKeyModel => k !== null).sort(byName), described };
   }
 
   /** The create response has no userId or name: listed with the new key; where that fails, the key exists all the same. */
@@ -269,6 +355,7 @@ export class RestKeyService implements KeyService {
       createdAt: null,
       expiresAt: null,
       lastUsedAt: null,
+      scopes: input.scopes ?? API_KEY_SCOPES,
     };
   }
 
@@ -286,8 +373,11 @@ export class RestKeyService implements KeyService {
     if (status === 401) return unauthenticated();
     if (operation === 'authenticate' && status === 403) return unauthenticated();
     if (status === 403) {
+      // a recs-gateway's refusal for a scope is passed on as it is
+      const scope = scopeOf(parseJson(text));
+      if (scope !== undefined) return scopeRefusal(scope);
       // another user's key answers like an unknown one: ids of others are nobody's business
-      return operation === 'delete' ? notFound(`API key not found: ${id ?? ''}`) : forbidden();
+      return operation === 'delete' || operation === 'rotate' || operation === 'update' ? notFound(`API key not found: ${id ?? ''}`) : forbidden();
     }
     if (status === 400 && first !== undefined) {
       if (/^API key not found/i.test(first.message)) return notFound(first.message);
@@ -296,6 +386,7 @@ export class RestKeyService implements KeyService {
     }
     if (status === 400) return badUserInput('The key service refused the request', '*');
     if (status === 404 && operation === 'delete') return badUserInput('id must be a UUID', 'id');
+    if ((status === 404 || status === 405) && (operation === 'rotate' || operation === 'update')) return upstreamRejected(SERVICE, 'the key service does not rotate or update keys (not a recs-gateway)');
     if (status === 429) return rateLimited((parseRetryAfter(headers['retry-after']) ?? 1000) / 1000);
     if (status >= 500) return upstreamUnavailable(SERVICE, `HTTP ${status}`);
     return upstreamRejected(SERVICE, `unexpected HTTP ${status}`);

@@ -29,7 +29,7 @@ export interface UpstreamSettings {
 }
 
 export interface UpstreamRequest {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** Path and query, relative to the base URL's path. */
   path: string;
   headers?: Record<string, string>;

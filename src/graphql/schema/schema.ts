@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { buildSubgraphSchema } from '@apollo/subgraph';
-import { parse, type GraphQLSchema } from 'graphql';
+import { defaultFieldResolver, isObjectType, parse, type GraphQLFieldResolver, type GraphQLSchema } from 'graphql';
+import { FIELD_ACCESS, requireAccess, type Access } from '../../model/scopes.js';
+import type { GatewayContext } from './context.js';
 import { DEFAULT_LIMITS } from '../../config/defaults.js';
 import { federationResolvers } from './resolvers/entities.js';
 import { resolvers } from './resolvers/index.js';
@@ -24,8 +26,29 @@ export function loadTypeDefs(): string[] {
 export function buildGatewaySchema(options: { introspection: boolean; maxCost?: number }): GraphQLSchema {
   const federation = federationResolvers({ introspection: options.introspection, maxCost: options.maxCost ?? DEFAULT_LIMITS.maxCost });
   const all = { ...resolvers, ...federation, Query: { ...resolvers.Query, ...federation.Query } };
-  return buildSubgraphSchema({
+  return guardRootFields(buildSubgraphSchema({
     typeDefs: loadTypeDefs().map((sdl) => parse(sdl)),
     resolvers: all as unknown as SubgraphResolvers,
-  });
+  }));
+}
+
+/**
+ * Every root field checks its scope (FIELD_ACCESS) before its resolver runs, whichever executor runs
+ * it; a field with no entry is refused to every credential rather than left open.
+ */
+function guardRootFields(schema: GraphQLSchema): GraphQLSchema {
+  for (const typeName of ['Query', 'Mutation'] as const) {
+    const type = schema.getType(typeName);
+    if (!isObjectType(type)) continue;
+    for (const field of Object.values(type.getFields())) {
+      const access: Access = FIELD_ACCESS[typeName][field.name] ?? 'KEYS_MANAGE';
+      if (access === 'public' || access === 'authenticated') continue;
+      const resolve: GraphQLFieldResolver<unknown, GatewayContext> = field.resolve ?? defaultFieldResolver;
+      field.resolve = (source, args, context: GatewayContext, info) => {
+        requireAccess(context.principal, access);
+        return resolve(source, args, context, info);
+      };
+    }
+  }
+  return schema;
 }

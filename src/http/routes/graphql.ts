@@ -12,6 +12,7 @@ import type { RequestRecord } from '../../observability/requestScope.js';
 import { trace } from '@opentelemetry/api';
 import { inServerSpan, tracingActive } from '../../observability/tracing.js';
 import type { PrincipalModel } from '../../ports/backend.js';
+import { holdsScope } from '../../model/scopes.js';
 import { deepParameter, MAX_BODY_DEPTH } from '../body.js';
 import { allowOf, GRAPHQL_ROUTE, intakeOf } from '../routeTable.js';
 import { lingerAfterAnswer } from '../linger.js';
@@ -66,8 +67,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     let text: string | undefined;
     let body: unknown;
     let cacheKey: string | null = null;
-    // only authenticated callers, PUBLIC answers only
-    const cached = principal !== null && responseCache !== null && method === 'POST' ? responseCache : null;
+    // only authenticated callers, PUBLIC answers only: every field such an answer holds needs RECOMMENDATIONS_READ
+    const cached = principal !== null && holdsScope(principal, 'RECOMMENDATIONS_READ') && responseCache !== null && method === 'POST' ? responseCache : null;
     if (method === 'POST') {
       const raw = await prelude.read(req, res, record, POST_BODY, principal, address);
       if (raw === ANSWERED) return;

@@ -8,6 +8,19 @@ import { ANSWERED, Prelude, type PreludeDeps } from '../prelude.js';
 import { restRefusals } from '../refusals.js';
 import { RequestDeadline } from '../requestSignal.js';
 import { intakeOf, type Route } from '../routeTable.js';
+import { requireAccess, routeAccess } from '../../model/scopes.js';
+import type { PrincipalModel } from '../../ports/backend.js';
+
+/**
+ * The key a key request came with, for a REST-mode gateway in front: its id and scopes (none sent:
+ * every scope), on its refusals too, so that a key without KEYS_MANAGE is still known for a key.
+ */
+function describeKey(principal: PrincipalModel): Record<string, string> {
+  if (principal.authenticatedBy !== 'API_KEY' || principal.keyId === null) return {};
+  const headers: Record<string, string> = { 'x-api-key-id': principal.keyId };
+  if (principal.scopes !== undefined) headers['x-api-key-scopes'] = principal.scopes.join(',');
+  return headers;
+}
 
 // a class for the lazy `signal` getter (see RequestDeadline)
 class ServedRestRequest implements RestRequest {
@@ -59,27 +72,51 @@ export function servedRestRoute(deps: ServedRestDeps): (req: IncomingMessage, re
     const address = addresses.of(req);
     const guarded = limiter.guard(backend.keys, address);
     const authorization = req.headers.authorization;
+    // the route's scope, checked where every handler authenticates (src/model/scopes.ts decides)
+    const access = routeAccess(route.name, req.method ?? 'GET') ?? 'KEYS_MANAGE';
+    let described: Record<string, string> = {};
+    const scoped = (principal: PrincipalModel): PrincipalModel => {
+      if (speaks === 'rest-keys') described = describeKey(principal);
+      requireAccess(principal, access);
+      return principal;
+    };
+    let keys: KeyService = { ...guarded, authenticate: (value, options) => guarded.authenticate(value, options).then(scoped) };
     // a blank Authorization, or an apiKey no key could match, is no credential: the address pays
     const credential = speaks === 'rest-recs' ? (queryApiKey(url.searchParams) ?? undefined) : authorization === undefined || authorization.trim() === '' ? undefined : authorization;
-    let keys: KeyService = guarded;
     let raw: Buffer | undefined;
     if (credential === undefined || kind !== 'none') {
       let caller = prelude.caller(req, res, record, credential, address);
       if (caller instanceof Promise) caller = await caller;
       if (caller === ANSWERED) return true;
       const principal = caller;
-      // the handler authenticates again: it gets this very answer, counted once
-      if (principal !== null) keys = { ...guarded, authenticate: (value, options) => (value !== credential ? guarded.authenticate(value, options) : Promise.resolve(principal)) };
-      const read = await prelude.read(req, res, record, kind, principal, address);
-      if (read === ANSWERED) return true;
-      raw = read;
+      let inScope = true;
+      if (principal !== null) {
+        // the handler authenticates again: it gets this very answer, counted once
+        let checked: Promise<PrincipalModel>;
+        try {
+          checked = Promise.resolve(scoped(principal));
+        } catch (error) {
+          inScope = false;
+          checked = Promise.reject(error);
+          checked.catch(() => undefined);
+        }
+        const scopedKeys = keys;
+        keys = { ...guarded, authenticate: (value, options) => (value !== credential ? scopedKeys.authenticate(value, options) : checked) };
+      }
+      // a key outside the route's scope is refused before a byte of its body is read
+      if (inScope) {
+        const read = await prelude.read(req, res, record, kind, principal, address);
+        if (read === ANSWERED) return true;
+        raw = read;
+      }
     }
     const body = raw === undefined ? undefined : prelude.parse(req, res, record, raw.toString('utf8'));
     if (body === ANSWERED) return true;
     const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log, address);
     const answer = serveApiKeys(restRequest, keys) ?? serveIngest(restRequest, keys, backend.ingest) ?? serveRecommendations(restRequest, keys, backend.recs);
     if (answer === null) return false;
-    prelude.answer(req, res, record, await answer, raw !== undefined);
+    const response = await answer;
+    prelude.answer(req, res, record, { ...response, headers: { ...response.headers, ...described } }, raw !== undefined);
     return true;
   }
   return handleRest;

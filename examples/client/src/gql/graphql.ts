@@ -45,9 +45,23 @@ export type ApiKey = {
    * such number the user has.
    */
   name: Scalars['String']['output'];
+  /** What the key may do: the scopes it was given, within its user's rights. */
+  scopes: Array<ApiKeyScope>;
   /** Identifier of the owning user (UUID). */
   userId: Scalars['ID']['output'];
 };
+
+/**
+ * What a key may do. A key with RECOMMENDATIONS_READ alone is a publishable key: safe to ship in an
+ * app or a web page, as it can read items and recommendations and nothing else.
+ */
+export type ApiKeyScope =
+  /** recordEvents and upsertItems; POST /v1/events, PUT /v1/items. Administrators' keys only. */
+  | 'EVENTS_WRITE'
+  /** apiKeys, createApiKey, deleteApiKey, rotateApiKey, updateApiKey; /api/v1/apikey. */
+  | 'KEYS_MANAGE'
+  /** item, items, postBrowsedProducts, productRecommendations, recommendations; GET /v1/... */
+  | 'RECOMMENDATIONS_READ';
 
 export type AuthMethod =
   /** An API key in the Authorization header (bare or after Bearer). */
@@ -67,6 +81,11 @@ export type CreateApiKeyInput = {
    * unique per user. Defaults to key#<n>.
    */
   name?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * What the key may do; omitted, every scope the caller may give (all its user's rights for a
+   * password, the caller's own for a key). A scope the caller lacks is FORBIDDEN, naming it.
+   */
+  scopes?: InputMaybe<Array<ApiKeyScope>>;
   /** Domain of that user. */
   userDomain?: InputMaybe<Scalars['String']['input']>;
   /**
@@ -80,7 +99,7 @@ export type CreateApiKeyPayload = {
   __typename?: 'CreateApiKeyPayload';
   /** The new key's metadata. */
   apiKey: ApiKey;
-  /** Identifier of the new key. */
+  /** Identifier of the key: a new one, or the rotated one's. */
   id: Scalars['ID']['output'];
   /** The key value, shown this once: send it as the Authorization header value. */
   key: Scalars['String']['output'];
@@ -452,6 +471,15 @@ export type Mutation = {
    */
   recordEvents: RecordEventsPayload;
   /**
+   * Gives a key a new value, shown this once in the payload (same id, name and scopes). The old value
+   * keeps working for gracePeriodSeconds (0 to 2592000, 30 days; 0: it stops at once), then stops on
+   * every gateway sharing the key store within a second. NOT_FOUND as deleteApiKey; FORBIDDEN for a
+   * key with a scope the caller lacks.
+   */
+  rotateApiKey: CreateApiKeyPayload;
+  /** Renames a key or changes its scopes; NOT_FOUND as deleteApiKey. */
+  updateApiKey: ApiKey;
+  /**
    * Adds or replaces item records: at most 1,000 a call, all stored or none (BAD_USER_INPUT naming
    * the first bad record's index and field: a text over its cap, see ItemInput). A call that would
    * take the recommender past RECS_MAX_ITEMS distinct items is refused whole (BAD_USER_INPUT), as
@@ -474,6 +502,18 @@ export type MutationDeleteApiKeyArgs = {
 
 export type MutationRecordEventsArgs = {
   events: Array<EventInput>;
+};
+
+
+export type MutationRotateApiKeyArgs = {
+  gracePeriodSeconds?: InputMaybe<Scalars['Int']['input']>;
+  id: Scalars['ID']['input'];
+};
+
+
+export type MutationUpdateApiKeyArgs = {
+  id: Scalars['ID']['input'];
+  input: UpdateApiKeyInput;
 };
 
 
@@ -602,6 +642,14 @@ export type RecordEventsPayload = {
    * in front of an upstream that does not).
    */
   itemsWithoutRecord?: Maybe<Scalars['Int']['output']>;
+};
+
+/** A key's changes: a field omitted stays as it is. */
+export type UpdateApiKeyInput = {
+  /** The new name, under the rule of CreateApiKeyInput.name. */
+  name?: InputMaybe<Scalars['String']['input']>;
+  /** The new scopes: narrowing only, unless the caller holds those added (FORBIDDEN naming one it lacks). */
+  scopes?: InputMaybe<Array<ApiKeyScope>>;
 };
 
 /** What upsertItems kept. */

@@ -3,16 +3,19 @@ import {
 } from '../../../auth/authorization.js';
 import { DEFAULT_MAX_KEYS_PER_USER } from '../../../config/defaults.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
-import type {
-  ApiKeyModel,
-  CallOptions,
-  CreateApiKeyInput,
-  CreatedApiKeyModel,
-  KeyService,
-  PrincipalModel,
-  UserModel,
-  UserRef,
+import {
+  MAX_ROTATION_GRACE_SECONDS,
+  type ApiKeyModel,
+  type CallOptions,
+  type CreateApiKeyInput,
+  type CreatedApiKeyModel,
+  type KeyService,
+  type PrincipalModel,
+  type UpdateApiKeyInput,
+  type UserModel,
+  type UserRef,
 } from '../../../ports/backend.js';
+import { checkGrant, effectiveScopes, grantableScopes, holdsScope, parseScopes, scopeRefusal } from '../../../model/scopes.js';
 import { generateApiKey, hashApiKey, KEY_NAME_RULE, KEY_NAME_RULE_TEXT } from './apiKeyValue.js';
 import { verifyPassword } from './passwords.js';
 import { lookupProblem } from './users.js';
@@ -20,6 +23,8 @@ import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore,
 import { isUuid } from '../../../model/keyIds.js';
 import { callerOf, callerWaits, type Caller } from '../../../shared/callSignal.js';
 import { ClockedLRU } from '../../../cache/lru.js';
+
+type Owner = Pick<UserModel, 'id' | 'isAdmin'>;
 
 type PasswordCredential = Extract<Credential, { kind: 'password' }>;
 
@@ -41,14 +46,19 @@ export interface EmbeddedKeyServiceOptions {
   maxKeysPerUser?: number;
 }
 
-const toModel = (key: KeyRecord): ApiKeyModel => ({
+const toModel = (key: KeyRecord, owner: Pick<UserModel, 'isAdmin'>): ApiKeyModel => ({
   id: key.id,
   userId: key.userId,
   name: key.name,
   createdAt: key.createdAt,
   expiresAt: key.expiresAt,
   lastUsedAt: key.lastUsedAt,
+  scopes: effectiveScopes(key.scopes, owner),
 });
+
+/** A rotated-out value works as its key until the grace ends, or the key expires, whichever is first. */
+const untilGraceEnds = (key: KeyRecord, previousUntil: Date | undefined): KeyRecord =>
+  previousUntil === undefined || (key.expiresAt !== null && key.expiresAt <= previousUntil) ? key : { ...key, expiresAt: previousUntil };
 
 const toUserModel = (user: UserRecord): UserModel => ({
   id: user.id,
@@ -126,10 +136,11 @@ export class EmbeddedKeyService implements KeyService {
     }
 
     const found = await this.store.findKeyByHash(hashApiKey(credential.key));
-    if (!found || isExpired(found.key, now)) throw unauthenticated();
-    this.touch(found.key, now);
-    const principal = this.principal(found.user, 'API_KEY', found.key.id, authorization, id);
-    if (this.verifiedKeyTtlMs > 0) this.remember(id, principal, found.key, version, now, this.verifiedKeyTtlMs);
+    const key = found && untilGraceEnds(found.key, found.previousUntil);
+    if (!found || !key || isExpired(key, now)) throw unauthenticated();
+    this.touch(key, now);
+    const principal = this.principal(found.user, 'API_KEY', key, authorization, id);
+    if (this.verifiedKeyTtlMs > 0) this.remember(id, principal, key, version, now, this.verifiedKeyTtlMs);
     return principal;
   }
 
@@ -206,8 +217,8 @@ export class EmbeddedKeyService implements KeyService {
   }
 
   async listKeys(principal: PrincipalModel, of?: UserRef | null): Promise<ApiKeyModel[]> {
-    const userId = await this.targetUserId(principal, of?.username ?? null, of?.domain ?? null);
-    return (await this.store.listKeys(userId)).map(toModel);
+    const owner = await this.targetUser(principal, of?.username ?? null, of?.domain ?? null);
+    return (await this.store.listKeys(owner.id!)).map((key) => toModel(key, owner));
   }
 
   async createKey(principal: PrincipalModel, input: CreateApiKeyInput): Promise<CreatedApiKeyModel> {
@@ -219,7 +230,10 @@ export class EmbeddedKeyService implements KeyService {
       throw badUserInput('expiresInDays must be a whole number from 1 to 3650', 'expiresInDays');
     }
     if (!input.username && input.userDomain) throw badUserInput('userDomain needs username', 'userDomain');
-    const userId = await this.targetUserId(principal, input.username ?? null, input.userDomain ?? null);
+    const asked = input.scopes == null ? null : parseScopes(input.scopes);
+    const owner = await this.targetUser(principal, input.username ?? null, input.userDomain ?? null);
+    const scopes = grantableScopes(asked, principal, owner);
+    const userId = owner.id!;
     this.forgetPasswordsOf(userId);
 
     const key = generateApiKey();
@@ -229,9 +243,10 @@ export class EmbeddedKeyService implements KeyService {
         name: input.name ?? null,
         hash: hashApiKey(key),
         expiresAt: days ? new Date(this.now() + days * 86_400_000) : null,
+        scopes,
         maxKeysPerUser: this.maxKeysPerUser,
       });
-      return { ok: true, id: record.id, key, apiKey: toModel(record) };
+      return { ok: true, id: record.id, key, apiKey: toModel(record, owner) };
     } catch (error) {
       if (error instanceof KeyNameTakenError) {
         throw badUserInput(`An API key named ${input.name ?? 'that'} already exists for this user`, 'name');
@@ -250,9 +265,53 @@ export class EmbeddedKeyService implements KeyService {
     const owner = principal.user.isAdmin ? null : principal.user.id;
     if (!(await this.store.deleteKey(id.toLowerCase(), owner))) throw notFound(`API key not found: ${id}`);
     this.lastTouched.delete(id.toLowerCase());
-    // this process's own write does not move the data version: forget the key here and now
+    this.forgetKey(id.toLowerCase());
+  }
+
+  async rotateKey(principal: PrincipalModel, id: string, graceSeconds: number): Promise<CreatedApiKeyModel> {
+    if (!Number.isInteger(graceSeconds) || graceSeconds < 0 || graceSeconds > MAX_ROTATION_GRACE_SECONDS) {
+      throw badUserInput(`gracePeriodSeconds must be a whole number from 0 to ${MAX_ROTATION_GRACE_SECONDS} (30 days)`, 'gracePeriodSeconds');
+    }
+    const { key: current, owner } = await this.ownedKey(principal, id);
+    // a new value of a wider key would be a wider credential in the caller's hands
+    for (const scope of effectiveScopes(current.scopes, owner)) if (!holdsScope(principal, scope)) throw scopeRefusal(scope);
+    const value = generateApiKey();
+    const until = graceSeconds > 0 ? new Date(this.now() + graceSeconds * 1000) : null;
+    const record = await this.store.rotateKey(current.id, principal.user.isAdmin ? null : principal.user.id, hashApiKey(value), until);
+    if (record === null) throw notFound(`API key not found: ${id}`);
+    this.forgetKey(record.id);
+    return { ok: true, id: record.id, key: value, apiKey: toModel(record, owner) };
+  }
+
+  async updateKey(principal: PrincipalModel, id: string, input: UpdateApiKeyInput): Promise<ApiKeyModel> {
+    if (input.name != null && !KEY_NAME_RULE.test(input.name)) throw badUserInput(`Invalid API key name: ${KEY_NAME_RULE_TEXT}`, 'name');
+    const asked = input.scopes == null ? null : parseScopes(input.scopes);
+    const { key: current, owner } = await this.ownedKey(principal, id);
+    if (asked !== null) checkGrant(asked, principal, owner, effectiveScopes(current.scopes, owner));
+    try {
+      const changes = { ...(input.name != null ? { name: input.name } : {}), ...(asked !== null ? { scopes: asked } : {}) };
+      const record = await this.store.updateKey(current.id, principal.user.isAdmin ? null : principal.user.id, changes);
+      if (record === null) throw notFound(`API key not found: ${id}`);
+      this.forgetKey(record.id);
+      return toModel(record, owner);
+    } catch (error) {
+      if (error instanceof KeyNameTakenError) throw badUserInput(`An API key named ${input.name ?? 'that'} already exists for this user`, 'name');
+      throw error;
+    }
+  }
+
+  /** The key by id with its owner: the caller's own, or anyone's for an administrator; NOT_FOUND alike otherwise. */
+  private async ownedKey(principal: PrincipalModel, id: string): Promise<{ key: KeyRecord; owner: Owner }> {
+    if (!isUuid(id)) throw badUserInput('id must be a UUID', 'id');
+    const found = await this.store.findKeyById(id.toLowerCase());
+    if (found === null || (!principal.user.isAdmin && found.user.id !== principal.user.id)) throw notFound(`API key not found: ${id}`);
+    return { key: found.key, owner: found.user };
+  }
+
+  /** This process's own write does not move the data version: forget what it verified of the key here and now. */
+  private forgetKey(keyId: string): void {
     for (const [credential, entry] of [...this.verified.entries()]) {
-      if (entry.key?.id === id.toLowerCase()) {
+      if (entry.key?.id === keyId) {
         this.verified.delete(credential);
         this.forgetPasswordsOf(entry.principal.user.id!);
       }
@@ -260,30 +319,34 @@ export class EmbeddedKeyService implements KeyService {
   }
 
   /** The user a key operation acts on: the caller, or (administrators only) the one named. */
-  private async targetUserId(principal: PrincipalModel, username: string | null, domain: string | null): Promise<string> {
+  private async targetUser(principal: PrincipalModel, username: string | null, domain: string | null): Promise<Owner> {
     const self = principal.user;
     const isSelf =
       username === null || (username === self.username && (domain || null) === (self.domain || null));
     if (isSelf) {
       if (self.id === null) throw unauthenticated();
-      return self.id;
+      return self;
     }
     if (!self.isAdmin) throw forbidden();
     const problem = lookupProblem(username, domain || null);
     if (problem !== null) throw badUserInput(problem.message, problem.field);
     const user = await this.store.findUser(username, domain || null);
     if (!user) throw badUserInput(`User not found: ${domain ? `${username}@${domain}` : username}`, 'username');
-    return user.id;
+    return user;
   }
 
+  /**
+   * A key's principal holds the scopes it was given; a password's, and a key's given none, every one
+   * (undefined): the user's rights (administrators only send events) are checked where they always were.
+   */
   private principal(
     user: UserRecord,
     authenticatedBy: PrincipalModel['authenticatedBy'],
-    keyId: string | null,
+    key: KeyRecord | null,
     authorization: string,
     id: string = credentialId(authorization),
   ): PrincipalModel {
-    return { user: toUserModel(user), authenticatedBy, keyId, credentialId: id, authorization };
+    return { user: toUserModel(user), authenticatedBy, keyId: key?.id ?? null, credentialId: id, authorization, scopes: key?.scopes ?? undefined };
   }
 
   /**

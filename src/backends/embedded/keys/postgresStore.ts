@@ -6,7 +6,11 @@ import {
   DEFAULT_NAME_PATTERN,
   KeyLimitReachedError,
   KeyNameTakenError,
+  scopesFromColumn,
+  scopesToColumn,
   UserExistsError,
+  type FoundKey,
+  type KeyChanges,
   type KeyRecord,
   type KeyStore,
   type NewKey,
@@ -38,6 +42,7 @@ interface KeyRow {
   created_at: Date;
   expires_at: Date | null;
   last_used_at: Date | null;
+  scopes: string | null;
 }
 
 const toUser = (row: UserRow): UserRecord => ({
@@ -56,6 +61,7 @@ const toKey = (row: KeyRow): KeyRecord => ({
   createdAt: row.created_at,
   expiresAt: row.expires_at,
   lastUsedAt: row.last_used_at,
+  scopes: scopesFromColumn(row.scopes),
 });
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string } | null)?.code === '23505';
@@ -113,7 +119,14 @@ export function postgresReason(error: unknown): string {
   }
 }
 
-const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at';
+const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at, scopes';
+const JOINED_KEY_COLUMNS = 'k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at, k.scopes, row_to_json(u) AS u';
+/** Columns added after the first release, with their types: NULL in a row made before (all scopes, not rotated). */
+const KEY_COLUMNS_ADDED = [['scopes', 'text'], ['previous_hash', 'text'], ['previous_until', 'timestamptz']] as const;
+
+type JoinedRow = KeyRow & { u: UserRow };
+// row_to_json gives timestamps as text
+const joined = (row: JoinedRow): { key: KeyRecord; user: UserRecord } => ({ key: toKey(row), user: toUser({ ...row.u, created_at: new Date(row.u.created_at) }) });
 
 /** The triggers that move key_changes (createChangeTriggers), and what each counts. */
 const CHANGE_TRIGGERS = [
@@ -196,6 +209,7 @@ export class PostgresKeyStore implements KeyStore {
           EXCEPTION WHEN undefined_table THEN
             RETURN NULL;
           END $$;`);
+      await this.addKeyColumns(client);
       await this.createChangeTriggers(client);
       await client.query('COMMIT');
     } catch (error) {
@@ -204,6 +218,18 @@ export class PostgresKeyStore implements KeyStore {
     } finally {
       client.release();
     }
+  }
+
+  /** Adds what a store made before scopes and rotation lacks; ALTER only then, as it locks the table against readers. */
+  private async addKeyColumns(client: pg.PoolClient): Promise<void> {
+    const { rows } = await client.query<{ column_name: string }>(
+      `SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = 'api_keys'`,
+    );
+    const have = new Set(rows.map((row) => row.column_name));
+    const missing = KEY_COLUMNS_ADDED.filter(([column]) => !have.has(column));
+    if (missing.length === 0) return;
+    await client.query(`ALTER TABLE api_keys ${missing.map(([column, type]) => `ADD COLUMN ${column} ${type}`).join(', ')}`);
+    await client.query('CREATE UNIQUE INDEX IF NOT EXISTS api_keys_previous_hash ON api_keys (previous_hash)');
   }
 
   /**
@@ -288,9 +314,9 @@ export class PostgresKeyStore implements KeyStore {
         name = nextDefaultName(rows.map((r) => r.name));
       }
       const { rows } = await client.query<KeyRow>(
-        `INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at)
-         VALUES ($1, $2, $3, $4, now(), $5) RETURNING ${KEY_COLUMNS}`,
-        [randomUUID(), key.userId, name, key.hash, key.expiresAt],
+        `INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at, scopes)
+         VALUES ($1, $2, $3, $4, now(), $5, $6) RETURNING ${KEY_COLUMNS}`,
+        [randomUUID(), key.userId, name, key.hash, key.expiresAt, scopesToColumn(key.scopes)],
       );
       await client.query('COMMIT');
       return toKey(rows[0]!);
@@ -311,16 +337,51 @@ export class PostgresKeyStore implements KeyStore {
     return rows.map(toKey);
   }
 
-  async findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null> {
-    const { rows } = await this.pool.query<KeyRow & { u: UserRow }>(
-      `SELECT k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at, row_to_json(u) AS u
-         FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1`,
+  async findKeyByHash(hash: string): Promise<FoundKey | null> {
+    const { rows } = await this.pool.query<JoinedRow & { is_current: boolean; previous_until: Date | null }>(
+      `SELECT ${JOINED_KEY_COLUMNS}, k.key_hash = $1 AS is_current, k.previous_until
+         FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = $1 OR k.previous_hash = $1`,
       [hash],
     );
     const row = rows[0];
     if (!row) return null;
-    // row_to_json gives timestamps as text
-    return { key: toKey(row), user: toUser({ ...row.u, created_at: new Date(row.u.created_at) }) };
+    const found: FoundKey = joined(row);
+    if (!row.is_current) found.previousUntil = row.previous_until ?? new Date(0);
+    return found;
+  }
+
+  async findKeyById(id: string): Promise<{ key: KeyRecord; user: UserRecord } | null> {
+    const { rows } = await this.pool.query<JoinedRow>(
+      `SELECT ${JOINED_KEY_COLUMNS} FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = $1`,
+      [id],
+    );
+    return rows[0] ? joined(rows[0]) : null;
+  }
+
+  async rotateKey(id: string, ownerId: string | null, hash: string, previousUntil: Date | null): Promise<KeyRecord | null> {
+    // key_hash is set, so the change triggers count it: every replica drops what it verified
+    const { rows } = await this.pool.query<KeyRow>(
+      `UPDATE api_keys SET previous_hash = CASE WHEN $4::timestamptz IS NULL THEN NULL ELSE key_hash END,
+              previous_until = $4, key_hash = $3
+        WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${KEY_COLUMNS}`,
+      [id, ownerId, hash, previousUntil],
+    );
+    return rows[0] ? toKey(rows[0]) : null;
+  }
+
+  async updateKey(id: string, ownerId: string | null, changes: KeyChanges): Promise<KeyRecord | null> {
+    try {
+      // name is always set, so the change triggers (UPDATE OF name) count a change of scopes too
+      const { rows } = await this.pool.query<KeyRow>(
+        `UPDATE api_keys SET name = coalesce($3, name), scopes = CASE WHEN $4 THEN $5 ELSE scopes END
+          WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${KEY_COLUMNS}`,
+        [id, ownerId, changes.name ?? null, changes.scopes !== undefined, scopesToColumn(changes.scopes ?? null)],
+      );
+      return rows[0] ? toKey(rows[0]) : null;
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new KeyNameTakenError(`the name ${changes.name} is taken`);
+      throw error;
+    }
   }
 
   async deleteKey(id: string, ownerId: string | null): Promise<boolean> {

@@ -7,7 +7,11 @@ import {
   DEFAULT_NAME_PATTERN,
   KeyLimitReachedError,
   KeyNameTakenError,
+  scopesFromColumn,
+  scopesToColumn,
   UserExistsError,
+  type FoundKey,
+  type KeyChanges,
   type KeyRecord,
   type KeyStore,
   type NewKey,
@@ -32,7 +36,17 @@ interface KeyRow {
   created_at: number;
   expires_at: number | null;
   last_used_at: number | null;
+  scopes: string | null;
 }
+
+type JoinedRow = KeyRow & { [K in keyof UserRow as `u_${K}`]: UserRow[K] };
+
+const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at, scopes';
+const JOINED_COLUMNS = `k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at, k.scopes,
+  u.id AS u_id, u.username AS u_username, u.domain AS u_domain,
+  u.password_hash AS u_password_hash, u.is_admin AS u_is_admin, u.created_at AS u_created_at`;
+/** Columns added after the first release, with their types: NULL in a row made before. */
+const KEY_COLUMNS_ADDED = [['scopes', 'TEXT'], ['previous_hash', 'TEXT'], ['previous_until', 'INTEGER']] as const;
 
 const toUser = (row: UserRow): UserRecord => ({
   id: row.id,
@@ -50,6 +64,19 @@ const toKey = (row: KeyRow): KeyRecord => ({
   createdAt: new Date(row.created_at),
   expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
   lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
+  scopes: scopesFromColumn(row.scopes),
+});
+
+const joined = (row: JoinedRow): { key: KeyRecord; user: UserRecord } => ({
+  key: toKey(row),
+  user: toUser({
+    id: row.u_id,
+    username: row.u_username,
+    domain: row.u_domain,
+    password_hash: row.u_password_hash,
+    is_admin: row.u_is_admin,
+    created_at: row.u_created_at,
+  }),
 });
 
 const isUniqueViolation = (error: unknown): boolean =>
@@ -95,16 +122,24 @@ export class SqliteKeyStore implements KeyStore {
         'SELECT name FROM api_keys WHERE user_id = ? AND name LIKE ?',
       ),
       insertKey: db.prepare(
-        'INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?)',
+        'INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at, scopes) VALUES (?, ?, ?, ?, ?, ?, ?)',
       ),
-      listKeys: db.prepare<[string], KeyRow>(
-        'SELECT id, user_id, name, created_at, expires_at, last_used_at FROM api_keys WHERE user_id = ? ORDER BY name',
+      listKeys: db.prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE user_id = ? ORDER BY name`),
+      findKey: db.prepare<{ hash: string }, JoinedRow & { is_current: number; previous_until: number | null }>(
+        `SELECT ${JOINED_COLUMNS}, k.key_hash = @hash AS is_current, k.previous_until
+           FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = @hash OR k.previous_hash = @hash`,
       ),
-      findKey: db.prepare<[string], KeyRow & { [K in keyof UserRow as `u_${K}`]: UserRow[K] }>(
-        `SELECT k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at,
-                u.id AS u_id, u.username AS u_username, u.domain AS u_domain,
-                u.password_hash AS u_password_hash, u.is_admin AS u_is_admin, u.created_at AS u_created_at
-           FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.key_hash = ?`,
+      findKeyById: db.prepare<[string], JoinedRow>(
+        `SELECT ${JOINED_COLUMNS} FROM api_keys k JOIN users u ON u.id = k.user_id WHERE k.id = ?`,
+      ),
+      rotate: db.prepare<{ id: string; owner: string | null; hash: string; until: number | null }, KeyRow>(
+        `UPDATE api_keys SET previous_hash = CASE WHEN @until IS NULL THEN NULL ELSE key_hash END,
+                previous_until = @until, key_hash = @hash
+          WHERE id = @id AND (@owner IS NULL OR user_id = @owner) RETURNING ${KEY_COLUMNS}`,
+      ),
+      update: db.prepare<{ id: string; owner: string | null; name: string | null; setScopes: number; scopes: string | null }, KeyRow>(
+        `UPDATE api_keys SET name = coalesce(@name, name), scopes = CASE WHEN @setScopes = 1 THEN @scopes ELSE scopes END
+          WHERE id = @id AND (@owner IS NULL OR user_id = @owner) RETURNING ${KEY_COLUMNS}`,
       ),
       deleteAny: db.prepare('DELETE FROM api_keys WHERE id = ?'),
       deleteOwn: db.prepare('DELETE FROM api_keys WHERE id = ? AND user_id = ?'),
@@ -138,6 +173,18 @@ export class SqliteKeyStore implements KeyStore {
         UNIQUE (user_id, name)
       );
     `);
+    this.addKeyColumns();
+  }
+
+  /** Scopes and rotation, added to a store made before them: existing keys read as all scopes, not rotated. */
+  private addKeyColumns(): void {
+    this.db.transaction(() => {
+      const have = new Set(this.db.prepare<[], { name: string }>('PRAGMA table_info(api_keys)').all().map((c) => c.name));
+      for (const [column, type] of KEY_COLUMNS_ADDED) {
+        if (!have.has(column)) this.db.exec(`ALTER TABLE api_keys ADD COLUMN ${column} ${type}`);
+      }
+      this.db.exec('CREATE UNIQUE INDEX IF NOT EXISTS api_keys_previous_hash ON api_keys (previous_hash)');
+    }).immediate();
   }
 
   /** SQLite's data_version: it moves when another connection, in any process, commits; not for this one's writes. */
@@ -197,8 +244,9 @@ export class SqliteKeyStore implements KeyStore {
           created_at: Date.now(),
           expires_at: key.expiresAt?.getTime() ?? null,
           last_used_at: null,
+          scopes: scopesToColumn(key.scopes),
         };
-        this.statements.insertKey.run(row.id, row.user_id, row.name, key.hash, row.created_at, row.expires_at);
+        this.statements.insertKey.run(row.id, row.user_id, row.name, key.hash, row.created_at, row.expires_at, row.scopes);
         return row;
       });
       try {
@@ -214,21 +262,42 @@ export class SqliteKeyStore implements KeyStore {
     return promised(() => this.statements.listKeys.all(userId).map(toKey));
   }
 
-  findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null> {
+  findKeyByHash(hash: string): Promise<FoundKey | null> {
     return promised(() => {
-      const row = this.statements.findKey.get(hash);
+      const row = this.statements.findKey.get({ hash });
       if (!row) return null;
-      return {
-        key: toKey(row),
-        user: toUser({
-          id: row.u_id,
-          username: row.u_username,
-          domain: row.u_domain,
-          password_hash: row.u_password_hash,
-          is_admin: row.u_is_admin,
-          created_at: row.u_created_at,
-        }),
-      };
+      const found: FoundKey = joined(row);
+      if (row.is_current !== 1) found.previousUntil = new Date(row.previous_until ?? 0);
+      return found;
+    });
+  }
+
+  findKeyById(id: string): Promise<{ key: KeyRecord; user: UserRecord } | null> {
+    return promised(() => {
+      const row = this.statements.findKeyById.get(id);
+      return row ? joined(row) : null;
+    });
+  }
+
+  rotateKey(id: string, ownerId: string | null, hash: string, previousUntil: Date | null): Promise<KeyRecord | null> {
+    return promised(() => {
+      const row = this.statements.rotate.get({ id, owner: ownerId, hash, until: previousUntil?.getTime() ?? null });
+      return row ? toKey(row) : null;
+    });
+  }
+
+  updateKey(id: string, ownerId: string | null, changes: KeyChanges): Promise<KeyRecord | null> {
+    return promised(() => {
+      try {
+        const row = this.statements.update.get({
+          id, owner: ownerId, name: changes.name ?? null,
+          setScopes: changes.scopes !== undefined ? 1 : 0, scopes: scopesToColumn(changes.scopes ?? null),
+        });
+        return row ? toKey(row) : null;
+      } catch (error) {
+        if (isUniqueViolation(error)) throw new KeyNameTakenError(`the name ${changes.name} is taken`);
+        throw error;
+      }
     });
   }
 

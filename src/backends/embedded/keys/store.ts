@@ -1,3 +1,5 @@
+import type { ApiKeyScope } from '../../../ports/backend.js';
+
 /** Where users and keys are kept (SQLite or PostgreSQL): no rules beyond uniqueness and atomicity, KeyService has the rest. */
 
 export interface UserRecord {
@@ -16,6 +18,16 @@ export interface KeyRecord {
   createdAt: Date;
   expiresAt: Date | null;
   lastUsedAt: Date | null;
+  /** As stored; null for a key made before scopes, or without any asked for: all its user's rights. */
+  scopes: ApiKeyScope[] | null;
+}
+
+/** A key found by the hash of a value: its current one, or a rotated-out one still in its grace period. */
+export interface FoundKey {
+  key: KeyRecord;
+  user: UserRecord;
+  /** Set when the value was the key's previous one: it works until then. */
+  previousUntil?: Date;
 }
 
 export interface NewUser {
@@ -32,9 +44,22 @@ export interface NewKey {
   /** SHA-256 of the key bytes, base64 without padding. */
   hash: string;
   expiresAt: Date | null;
+  /** Omitted or null: all its user's rights. */
+  scopes?: ApiKeyScope[] | null;
   /** The most keys the user may have: counted in the insert's transaction, so racing creates cannot both pass. */
   maxKeysPerUser?: number;
 }
+
+/** A key's changes: a field left out stays as it is. */
+export interface KeyChanges {
+  name?: string;
+  scopes?: ApiKeyScope[] | null;
+}
+
+/** Scopes as a column holds them: names joined by commas, NULL for all. */
+export const scopesToColumn = (scopes: readonly ApiKeyScope[] | null | undefined): string | null => (scopes == null ? null : scopes.join(','));
+export const scopesFromColumn = (column: string | null): ApiKeyScope[] | null =>
+  column === null ? null : column === '' ? [] : (column.split(',') as ApiKeyScope[]);
 
 /** The user already exists (same username and domain). */
 export class UserExistsError extends Error {}
@@ -53,8 +78,17 @@ export interface KeyStore {
   createKey(key: NewKey): Promise<KeyRecord>;
   /** The user's keys, sorted by name (byte order, the same in both stores). */
   listKeys(userId: string): Promise<KeyRecord[]>;
-  /** The key with that hash and its owner; expired keys too (the caller decides). */
-  findKeyByHash(hash: string): Promise<{ key: KeyRecord; user: UserRecord } | null>;
+  /** The key with that hash (current, or previous until its grace ends) and its owner; expired keys too (the caller decides). */
+  findKeyByHash(hash: string): Promise<FoundKey | null>;
+  /** The key with that id and its owner. */
+  findKeyById(id: string): Promise<{ key: KeyRecord; user: UserRecord } | null>;
+  /**
+   * Gives the key (the owner's, when ownerId is given) the new hash; the old one is kept as its
+   * previous until previousUntil (null: dropped), replacing any previous one. null if not found.
+   */
+  rotateKey(id: string, ownerId: string | null, hash: string, previousUntil: Date | null): Promise<KeyRecord | null>;
+  /** Renames and re-scopes a key (the owner's, when ownerId is given); KeyNameTakenError; null if not found. */
+  updateKey(id: string, ownerId: string | null, changes: KeyChanges): Promise<KeyRecord | null>;
   /** Deletes the key if it exists and, when ownerId is given, belongs to that user. */
   deleteKey(id: string, ownerId: string | null): Promise<boolean>;
   touchKey(id: string, at: Date): Promise<void>;

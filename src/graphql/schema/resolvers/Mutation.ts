@@ -1,6 +1,6 @@
 import type { EventInput, ItemInput, MutationResolvers } from '../../../__generated__/resolvers-types.js';
 import { parseItemRecord } from '../../../model/itemRecord.js';
-import type { CallOptions, EventInputModel, ItemModel } from '../../../ports/backend.js';
+import { DEFAULT_ROTATION_GRACE_SECONDS, type CallOptions, type EventInputModel, type ItemModel } from '../../../ports/backend.js';
 import type { GatewayContext } from '../context.js';
 import { requirePrincipal } from './helpers.js';
 
@@ -30,6 +30,12 @@ const callOptions = (context: GatewayContext): CallOptions =>
 export const Mutation: MutationResolvers = {
   createApiKey: (_, { input }, context) =>
     context.backend.keys.createKey(requirePrincipal(context), input, { signal: context.signal }),
+
+  rotateApiKey: (_, { id, gracePeriodSeconds }, context) =>
+    context.backend.keys.rotateKey(requirePrincipal(context), id, gracePeriodSeconds ?? DEFAULT_ROTATION_GRACE_SECONDS, { signal: context.signal }),
+
+  updateApiKey: (_, { id, input }, context) =>
+    context.backend.keys.updateKey(requirePrincipal(context), id, input, { signal: context.signal }),
 
   deleteApiKey: async (_, { id }, context) => {
     await context.backend.keys.deleteKey(requirePrincipal(context), id, { signal: context.signal });

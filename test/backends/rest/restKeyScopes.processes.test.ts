@@ -1,0 +1,78 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { gql, startServe, type ServeProcess } from '../../helpers/processes.js';
+import { PHONE, restServeEnv, startUpstream, type Upstream } from '../../helpers/harness.js';
+
+/**
+ * REST mode in front of a recs-gateway key service: scopes, rotation and changes are forwarded,
+ * the key service's refusals passed on unchanged, and a key's scopes held at the front too.
+ */
+const CREATE = `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { id key apiKey { scopes } } }`;
+const ITEM = `{ item(itemId: ${PHONE}) { itemId } }`;
+
+describe('REST mode: scopes, rotation and changes through a front', () => {
+  let upstream: Upstream;
+  let front: ServeProcess;
+
+  beforeAll(async () => {
+    upstream = await startUpstream();
+    front = await startServe({ ...restServeEnv(upstream, 'unused'), REDIS_URL: '' });
+  }, 120_000);
+  afterAll(async () => {
+    await front?.stop();
+    await upstream?.stop();
+  });
+
+  const call = (query: string, variables: Record<string, unknown>, authorization: string) => gql(front.url, query, variables, { authorization });
+
+  async function create(input: Record<string, unknown>, authorization = upstream.alice.basic): Promise<{ id: string; key: string; apiKey: { scopes: string[] } }> {
+    const created = await call(CREATE, { input }, authorization);
+    expect(created.body.errors).toBeUndefined();
+    return created.body.data!.createApiKey as unknown as { id: string; key: string; apiKey: { scopes: string[] } };
+  }
+
+  it('lets a publishable key read through the front, and nothing else', async () => {
+    const publishable = await create({ name: 'front-publishable', scopes: ['RECOMMENDATIONS_READ'] });
+    expect(publishable.apiKey.scopes).toEqual(['RECOMMENDATIONS_READ']);
+    expect((await call(ITEM, {}, publishable.key)).body).toEqual({ data: { item: { itemId: PHONE } } });
+    const rest = await fetch(`${front.url}/v1/items/${PHONE}?apiKey=${encodeURIComponent(publishable.key)}`);
+    expect(rest.status).toBe(200);
+    await rest.body?.cancel();
+    const made = await call(CREATE, { input: { name: 'by-publishable' } }, publishable.key);
+    expect(made.body.errors).toMatchObject([{ extensions: { code: 'FORBIDDEN', scope: 'KEYS_MANAGE' } }]);
+    const listed = await fetch(`${front.url}/api/v1/apikey`, { headers: { authorization: publishable.key } });
+    expect(listed.status).toBe(403);
+    expect(await listed.json()).toMatchObject([{ scope: 'KEYS_MANAGE' }]);
+  });
+
+  it('holds a key without RECOMMENDATIONS_READ to its scopes at the front, and passes the key service\'s refusals on', async () => {
+    const manager = await create({ name: 'front-manager', scopes: ['KEYS_MANAGE'] });
+    expect((await call(ITEM, {}, manager.key)).body.errors).toMatchObject([{ extensions: { code: 'FORBIDDEN', scope: 'RECOMMENDATIONS_READ' } }]);
+    const wider = await call(CREATE, { input: { name: 'wider', scopes: ['RECOMMENDATIONS_READ'] } }, manager.key);
+    expect(wider.body.errors).toMatchObject([{ extensions: { code: 'FORBIDDEN', scope: 'RECOMMENDATIONS_READ' } }]);
+    const widen = await call('mutation($id: ID!) { updateApiKey(id: $id, input: { scopes: [KEYS_MANAGE, RECOMMENDATIONS_READ] }) { scopes } }', { id: manager.id }, manager.key);
+    expect(widen.body.errors).toMatchObject([{ extensions: { code: 'FORBIDDEN', scope: 'RECOMMENDATIONS_READ' } }]);
+  });
+
+  it('forwards rotation and changes; another user\'s key is NOT_FOUND', async () => {
+    const key = await create({ name: 'front-rotated' });
+    expect((await call(ITEM, {}, key.key)).status).toBe(200);
+    const rotated = await call('mutation($id: ID!) { rotateApiKey(id: $id, gracePeriodSeconds: 0) { id key apiKey { name } } }', { id: key.id }, upstream.alice.basic);
+    expect(rotated.body.errors).toBeUndefined();
+    const payload = rotated.body.data!.rotateApiKey as unknown as { id: string; key: string; apiKey: { name: string } };
+    expect(payload).toMatchObject({ id: key.id, apiKey: { name: 'front-rotated' } });
+    expect((await call(ITEM, {}, key.key)).status).toBe(401);
+    expect((await call(ITEM, {}, payload.key)).status).toBe(200);
+
+    expect((await call('{ apiKeys { id } }', {}, payload.key)).status).toBe(200);
+    const narrowed = await call('mutation($id: ID!) { updateApiKey(id: $id, input: { name: "front-narrowed", scopes: [RECOMMENDATIONS_READ] }) { id name scopes } }', { id: key.id }, upstream.alice.basic);
+    expect(narrowed.body.data).toEqual({ updateApiKey: { id: key.id, name: 'front-narrowed', scopes: ['RECOMMENDATIONS_READ'] } });
+    // narrowed, at once: the front remembered the key with KEYS_MANAGE
+    expect((await call('{ apiKeys { id } }', {}, payload.key)).body.errors).toMatchObject([{ extensions: { code: 'FORBIDDEN', scope: 'KEYS_MANAGE' } }]);
+    expect((await call(ITEM, {}, payload.key)).status).toBe(200);
+
+    const stranger = await call('mutation($id: ID!) { rotateApiKey(id: $id, gracePeriodSeconds: 0) { id } }', { id: key.id }, upstream.bob.basic);
+    expect(stranger.body.errors).toMatchObject([{ extensions: { code: 'NOT_FOUND' } }]);
+    const badGrace = await call('mutation($id: ID!) { rotateApiKey(id: $id, gracePeriodSeconds: -5) { id } }', { id: key.id }, upstream.alice.basic);
+    expect(badGrace.body.errors).toMatchObject([{ extensions: { code: 'BAD_USER_INPUT', field: 'gracePeriodSeconds' } }]);
+  });
+});
