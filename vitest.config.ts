@@ -1,7 +1,24 @@
 import { createRequire } from 'node:module';
+import path from 'node:path';
 import { defineConfig } from 'vitest/config';
 
+const ROOT = path.dirname(new URL(import.meta.url).pathname);
+
+/**
+ * Worker threads start from dist/ (test/helpers/distWorkers.ts), as processes do: from src/ each
+ * started tsx first, seconds a worker on a loaded machine. Needs the build of globalSetup.
+ */
+export const workersFromDist = {
+  name: 'workers-from-dist',
+  enforce: 'pre' as const,
+  resolveId(source: string, importer: string | undefined): string | null {
+    if (source !== './threads.js' || importer === undefined || path.dirname(importer) !== path.join(ROOT, 'src/recommender')) return null;
+    return path.join(ROOT, 'test/helpers/distWorkers.ts');
+  },
+};
+
 export default defineConfig({
+  plugins: [workersFromDist],
   resolve: {
     // graphql 16 has no "exports": Node loads its CommonJS entry for `import 'graphql'` (so do
     // Apollo and graphql-tools at run time), while Vite would pick its "module" build for our
