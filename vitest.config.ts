@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { BaseSequencer, type TestSpecification } from 'vitest/node';
 import { defineConfig } from 'vitest/config';
 
 const ROOT = path.dirname(new URL(import.meta.url).pathname);
@@ -17,6 +18,25 @@ export const workersFromDist = {
   },
 };
 
+/**
+ * Test files known to run longest (by name, whatever their folder or kind), longest first. On a fresh
+ * clone vitest has no durations and starts the largest files first: a long small file started last
+ * would run on while the other worker waits.
+ */
+const LONGEST = ['liveStore', 'startup', 'servedIngest', 'prune', 'probeFindings2', 'ingestForwarding', 'protection', 'lingeringClose', 'load', 'crash'];
+
+/** Vitest's order (failed, then longest as last run, else largest first), with LONGEST ahead of it. */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const rank = (file: TestSpecification): number => {
+      const at = LONGEST.indexOf(path.basename(file.moduleId).split('.')[0]!);
+      return at < 0 ? LONGEST.length : at;
+    };
+    const sorted = await super.sort(files);
+    return sorted.map((file, at) => ({ file, at })).sort((a, b) => rank(a.file) - rank(b.file) || a.at - b.at).map(({ file }) => file);
+  }
+}
+
 export default defineConfig({
   plugins: [workersFromDist],
   resolve: {
@@ -32,6 +52,7 @@ export default defineConfig({
     // Tests share one machine's Redis and PostgreSQL under their own prefixes and databases;
     // two files at a time keeps the 2-core machine responsive.
     maxWorkers: 2,
+    sequence: { sequencer: LongestFirst },
     // CI also writes a JSON summary, from which .ci/run prints the plain "N passed, N failed" line
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
     outputFile: { json: '.vitest-results.json' },
