@@ -97,11 +97,18 @@ function lists(recs: EmbeddedRecs): unknown[] {
 
 const withIds = (events: EventInputModel[], tag: string): EventInputModel[] => events.map((e, i) => ({ ...e, eventId: `${tag}-${i}` }));
 
+/** The catalogue, then `batches` sent as a gateway takes them. */
 async function write(store: Store, batches: EventInputModel[][]): Promise<void> {
+  // stored before the writer opens: on a store without a catalogue it would build the demo shop first
+  const data = (await openRecsData(store.source))!;
+  try {
+    await data.upsertItems(ITEMS);
+  } finally {
+    await data.close();
+  }
   const writer = await store.open(0);
   try {
     const ingest = new EmbeddedIngest(writer);
-    await ingest.upsertItems(ADMIN, ITEMS);
     for (const batch of batches) await ingest.recordEvents(ADMIN, batch);
   } finally {
     await writer.close();
