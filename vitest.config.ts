@@ -52,6 +52,9 @@ export default defineConfig({
     // Tests share one machine's Redis and PostgreSQL under their own prefixes and databases;
     // two files at a time keeps the 2-core machine responsive.
     maxWorkers: 2,
+    // a worker runs file after file in one module graph: a file isolated imported Apollo, graphql
+    // and the sources again. A file that sets something global (a tracer provider) undoes it after.
+    isolate: false,
     sequence: { sequencer: LongestFirst },
     // CI also writes a JSON summary, from which .ci/run prints the plain "N passed, N failed" line
     reporters: process.env.CI ? ['default', 'json'] : ['default'],
