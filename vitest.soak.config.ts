@@ -1,5 +1,5 @@
 import { defineConfig } from 'vitest/config';
-import base from './vitest.config.js';
+import base, { workersFromDist } from './vitest.config.js';
 
 /** The files whose properties (and repeated cases) run longer here: propertyRuns in test/helpers/runs.ts. */
 const LONG_PROPERTIES = [
@@ -18,6 +18,7 @@ const LONG_PROPERTIES = [
 export default defineConfig({
   // the same module resolution as npm test (one graphql-js, as Node loads it)
   resolve: base.resolve,
+  plugins: [workersFromDist],
   test: {
     include: ['test/soak/*.soak.ts', ...LONG_PROPERTIES],
     env: { SOAK: '1' },

@@ -24,6 +24,9 @@ import { tempDir } from '../helpers/stores.js';
 // About 1.5 s of a core a check (p 16 against the default's 3): long enough for the requests
 // below to queue behind them and leave, on a machine that runs a second test suite.
 const SLOW = { N: 2 ** 15, r: 8, p: 16 };
+let slowHashed: Promise<string> | undefined;
+/** A hash at the SLOW cost, made once for the file: only checking it need be slow. */
+const slowHash = (): Promise<string> => (slowHashed ??= hashPassword('pw', SLOW));
 
 /** For a describe block: an in-process gateway over `env` with the three users, and its log lines. */
 function useGatewayWithLog(env: Record<string, string>): { gateway: Gateway; url: string; lines: string[] } {
@@ -140,7 +143,7 @@ describe('sign-ins whose clients left while they waited for a password check', (
   const started = useGatewayWithLog({ ...NO_RATE_LIMITS });
 
   it('are not checked when their turn comes; the gateway logs no error and answers the next sign-in', async () => {
-    const slow = await hashPassword('pw', SLOW);
+    const slow = await slowHash();
     const before = scryptRuns();
     // every slot taken by a slow check of this test's own
     const holders = Array.from({ length: SCRYPT_CONCURRENCY }, () => verifyPassword('pw', slow));
@@ -189,7 +192,7 @@ describe('sign-ins under the login limits whose clients left while they waited f
   const started = useGatewayWithLog({ RATE_LIMIT_RPS: '0', AUTH_FAILURES_PER_MINUTE: '2' });
 
   it('are not checked, yet count: the next sign-in from that address is refused before its check', async () => {
-    const slow = await hashPassword('pw', SLOW);
+    const slow = await slowHash();
     const before = scryptRuns();
     const holders = Array.from({ length: SCRYPT_CONCURRENCY }, () => verifyPassword('pw', slow));
     const clients = [new AbortController(), new AbortController()];
@@ -231,7 +234,7 @@ describe('a sign-in sent twice from one address, under the login limits, whose f
   const started = useGatewayWithLog({ RATE_LIMIT_RPS: '0' });
 
   it('is checked for the second, which is answered; nothing is logged as an error', async () => {
-    const slow = await hashPassword('pw', SLOW);
+    const slow = await slowHash();
     const holders = Array.from({ length: SCRYPT_CONCURRENCY }, () => verifyPassword('pw', slow));
     const answer = await secondAfterFirstLeaves(started.gateway, started.url, {
       async checking() {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { itemsFrom, storeCatalogue } from '../helpers/liveEvents.js';
 import { freePort } from '../helpers/redis.js';
 import { tempDir } from '../helpers/stores.js';
 
@@ -44,6 +45,8 @@ describe('Redis availability in the log', () => {
 
   it('warns once when Redis cannot be reached at start, says once when it is back, never per request or retry, never the password', async () => {
     const port = await freePort();
+    // a catalogue of its own: on an empty DATA_DIR the start builds the demo shop, which is not the subject here
+    await storeCatalogue({ kind: 'sqlite', dataDir: dir.dir }, itemsFrom(1, 12));
     server = await startServe({ DATA_DIR: dir.dir, REDIS_URL: `redis://:${PASSWORD}@127.0.0.1:${port}`, REDIS_KEY_PREFIX: `recs-gateway-test:avail:` });
     await waitFor('the warning', () => redisLines(server!).length > 0);
 

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { gql, runCli, startServe, type ServeProcess } from '../helpers/processes.js';
+import { itemsFrom, storeCatalogue } from '../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../helpers/stores.js';
 
 const CREATE = `mutation { createApiKey(input: { name: "from-cli-test" }) { key id } }`;
@@ -71,6 +72,8 @@ describe('the recs-gateway command line', () => {
     expect(again.code).toBe(2);
     expect(again.stderr).toContain('the user carol@corp.example exists');
 
+    // a catalogue of its own: on an empty store the start builds the demo shop, which is not the subject here
+    await storeCatalogue({ kind: 'sqlite', dataDir: DATA_DIR }, itemsFrom(1, 12));
     const server = await startServe({ DATA_DIR });
     servers.push(server);
     // users existed: no first-start administrator
@@ -117,6 +120,7 @@ describe('the recs-gateway command line', () => {
     const env = { DATABASE_URL: url.toString(), DATA_DIR: dataDir() };
     const added = await runCli(['user', 'add', 'dana', '--password', 'dana-password'], env);
     expect(added.code).toBe(0);
+    await storeCatalogue({ kind: 'postgres', connectionString: DATABASE_URL, schema }, itemsFrom(1, 12));
     const [a, b] = await Promise.all([startServe(env), startServe(env)]);
     servers.push(a, b);
     const created = await gql(a.url, CREATE, {}, { authorization: basicAuthorization('dana', 'dana-password') });

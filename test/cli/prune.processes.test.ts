@@ -12,7 +12,7 @@ import type { EventInputModel } from '../../src/ports/backend.js';
 import { runPrune } from '../../src/cli/pruneCommand.js';
 import { DB_FILE, RecsStore } from '../../src/backends/embedded/store.js';
 import type { RecEvent } from '../../src/recommender/index.js';
-import { itemsFrom, principal, shopping } from '../helpers/liveEvents.js';
+import { itemsFrom, principal, shopping, storeCatalogue } from '../helpers/liveEvents.js';
 import { match } from '../helpers/matchers.js';
 import { runCli } from '../helpers/processes.js';
 import { DATABASE_URL, recsStoreKinds, tempDir, type FreshRecsStore } from '../helpers/stores.js';
@@ -97,11 +97,12 @@ function lists(recs: EmbeddedRecs): unknown[] {
 
 const withIds = (events: EventInputModel[], tag: string): EventInputModel[] => events.map((e, i) => ({ ...e, eventId: `${tag}-${i}` }));
 
+/** The catalogue, then `batches` sent as a gateway takes them. */
 async function write(store: Store, batches: EventInputModel[][]): Promise<void> {
+  await storeCatalogue(store.source, ITEMS);
   const writer = await store.open(0);
   try {
     const ingest = new EmbeddedIngest(writer);
-    await ingest.upsertItems(ADMIN, ITEMS);
     for (const batch of batches) await ingest.recordEvents(ADMIN, batch);
   } finally {
     await writer.close();

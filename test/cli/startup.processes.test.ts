@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { RecsStore } from '../../src/backends/embedded/store.js';
 import { freePort } from '../helpers/redis.js';
 import { runCli, startServe, type RunResult, type ServeProcess } from '../helpers/processes.js';
+import { itemsFrom, storeCatalogue } from '../helpers/liveEvents.js';
 import { runNode } from '../helpers/runNode.js';
 import { DATABASE_URL, tempDir } from '../helpers/stores.js';
 
@@ -175,8 +176,15 @@ describe('a start that cannot succeed', () => {
   });
 
   it('says where it really listens: every interface unless HOST is set, every IPv4 one for 0.0.0.0', async () => {
-    const everywhere = await startServe({ DATA_DIR: dataDir(), HOST: '' });
-    servers.push(everywhere);
+    // three starts at once, each on a small catalogue: the demo shop is not the subject
+    const start = async (HOST: string): Promise<ServeProcess> => {
+      const DATA_DIR = dataDir();
+      await storeCatalogue({ kind: 'sqlite', dataDir: DATA_DIR }, itemsFrom(1, 12));
+      const server = await startServe({ DATA_DIR, HOST });
+      servers.push(server);
+      return server;
+    };
+    const [everywhere, ipv4, loopback] = await Promise.all([start(''), start('0.0.0.0'), start('127.0.0.1')]);
     const line = listening(everywhere);
     expect(['::', '0.0.0.0']).toContain(line.address);
     // `::` takes IPv4 too (node listens dual-stack); node takes 0.0.0.0 where there is no IPv6
@@ -184,14 +192,10 @@ describe('a start that cannot succeed', () => {
     expect(line.url).toBe(`http://127.0.0.1:${String(line.port)}/graphql`);
 
     // the probe: HOST=0.0.0.0 said "all" though no IPv6 interface is among them
-    const ipv4 = await startServe({ DATA_DIR: dataDir(), HOST: '0.0.0.0' });
-    servers.push(ipv4);
     const ipv4Line = listening(ipv4);
     expect(ipv4Line.address).toBe('0.0.0.0');
     expect(ipv4Line.interfaces).toMatch(/^all IPv4 interfaces \(set HOST=127\.0\.0\.1/);
 
-    const loopback = await startServe({ DATA_DIR: dataDir(), HOST: '127.0.0.1' });
-    servers.push(loopback);
     expect(listening(loopback)).toMatchObject({ address: '127.0.0.1', interfaces: '127.0.0.1' });
   });
 

@@ -51,6 +51,19 @@ export function itemsFrom(from: number, n: number, category = 'Home/Lamps'): Ite
 }
 
 /**
+ * Stores `items` as the catalogue of the store at `source`, before a gateway opens it: one that opens
+ * it then loads them, rather than building the demo shop (seconds) for a test whose subject is elsewhere.
+ */
+export async function storeCatalogue(source: RecsSource, items: readonly ItemModel[]): Promise<void> {
+  const store = (await openRecsData(source))!;
+  try {
+    await store.upsertItems(items);
+  } finally {
+    await store.close();
+  }
+}
+
+/**
  * Sends events over GraphQL as a shop would: `recordEvents` with an administrator's Authorization.
  * Needs the schema of issue 20's API (the live-api branch); throws with the errors otherwise.
  */

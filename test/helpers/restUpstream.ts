@@ -1,6 +1,8 @@
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { gql, runCli, startServe, type ServeProcess } from './processes.js';
-import { tempDir } from './stores.js';
+import { openKeyStore } from '../../src/backends/embedded/keys/index.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { gql, startServe, type ServeProcess } from './processes.js';
+import { TEST_COST, tempDir } from './stores.js';
 
 export interface RestUpstream {
   /** The base URL of a gateway process serving both REST interfaces from its embedded backend. */
@@ -21,12 +23,12 @@ export async function startRestUpstream(
 ): Promise<RestUpstream> {
   const dir = tempDir();
   const env = { DATA_DIR: dir.dir };
-  for (const user of [...users, { username: 'gateway', password: 'gateway-password' }]) {
-    const args = ['user', 'add', user.username, '--password', user.password];
-    if (user.domain) args.push('--domain', user.domain);
-    if ('isAdmin' in user && user.isAdmin) args.push('--admin');
-    const added = await runCli(args, env);
-    if (added.code !== 0) throw new Error(`user add failed: ${added.stderr}`);
+  // the key store `user add` makes, written here: a command per user cost a process and a full scrypt each
+  const keys = await openKeyStore({ dataDir: dir.dir, databaseUrl: null });
+  try {
+    for (const user of [...users, { username: 'gateway', password: 'gateway-password' }]) await addUser(keys, user, TEST_COST);
+  } finally {
+    await keys.close();
   }
   const process = await startServe(env);
   const created = await gql(

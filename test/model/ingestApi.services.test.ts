@@ -71,6 +71,13 @@ async function loggedGateway(env: Record<string, string>): Promise<{ url: string
   };
 }
 
+let shared: ReturnType<typeof loggedGateway> | undefined;
+/** One gateway without rate limits for the describe blocks below that need no other (each start builds the demo shop). */
+const unlimited = (): ReturnType<typeof loggedGateway> => (shared ??= loggedGateway({ RATE_LIMIT_RPS: '0' }));
+afterAll(async () => {
+  await (await shared)?.stop();
+});
+
 describe('the REST routes without credentials', () => {
   let gw: Awaited<ReturnType<typeof loggedGateway>>;
   beforeAll(async () => {
@@ -99,9 +106,8 @@ describe('the REST routes without credentials', () => {
 describe('the REST twins for who may not send events', () => {
   let gw: Awaited<ReturnType<typeof loggedGateway>>;
   beforeAll(async () => {
-    gw = await loggedGateway({ RATE_LIMIT_RPS: '0' });
+    gw = await unlimited();
   });
-  afterAll(() => gw?.stop());
 
   it('answers a non-administrator 403 before reading the batch, on both twins', async () => {
     const { port } = new URL(gw.url);
@@ -147,9 +153,8 @@ describe('the REST twins for who may not send events', () => {
 describe('event times', () => {
   let gw: Awaited<ReturnType<typeof loggedGateway>>;
   beforeAll(async () => {
-    gw = await loggedGateway({ RATE_LIMIT_RPS: '0' });
+    gw = await unlimited();
   });
-  afterAll(() => gw?.stop());
 
   it('refuses a time no calendar has, that is no ISO 8601, or without an offset, on GraphQL as on the twin (Date took "1" for 2001 and 31 February for 3 March)', async () => {
     // a time without an offset was read as UTC: refused since, as RFC 3339 refuses it
@@ -209,9 +214,8 @@ describe('identifiers PostgreSQL cannot hold', () => {
 describe('recordEvents\' variable errors', () => {
   let gw: Awaited<ReturnType<typeof loggedGateway>>;
   beforeAll(async () => {
-    gw = await loggedGateway({ RATE_LIMIT_RPS: '0' });
+    gw = await unlimited();
   });
-  afterAll(() => gw?.stop());
 
   const send = async (events: unknown[]): Promise<{ status: number; body: { errors?: { message: string; extensions?: { code?: string } }[] } }> => {
     const answer = await request(gw.url, 'POST', '/graphql', { authorization: root, 'content-type': 'application/json' }, JSON.stringify({ query: RECORD_EVENTS, variables: { e: events } }));

@@ -13,6 +13,7 @@ import { GatewayMetrics } from '../../src/observability/metrics.js';
 import { combineObservers, tracingUpstreamObserver } from '../../src/observability/tracing.js';
 import { createGateway, type Gateway } from '../../src/http/server.js';
 import { gql } from '../helpers/processes.js';
+import { forgetTracing } from '../helpers/tracing.js';
 import { FakeKeyService, FakeRecsService, mountRest, type TestServer } from '../rest/helpers.js';
 
 /**
@@ -64,6 +65,7 @@ afterAll(async () => {
   await gateway.stop();
   await upstream.close();
   await provider.shutdown();
+  forgetTracing();
 });
 
 const RECS = `query Recs { item(itemId: 1) { name postBrowsedProducts(first: 3) { itemId name } } }`;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { startTracing, inServerSpan } from '../../src/observability/tracing.js';
 import { startServer } from '../rest/helpers.js';
+import { forgetTracing } from '../helpers/tracing.js';
 import { promised } from '../../src/shared/promised.js';
 
 describe('trace export', () => {
@@ -24,6 +25,7 @@ describe('trace export', () => {
       expect(posts.map((r) => r.url)).toEqual(['/v1/traces']);
       expect(posts[0]!.body).toContain('recs-gateway-test');
     } finally {
+      forgetTracing();
       await collector.close();
     }
   });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServe, type ServeProcess } from '../helpers/processes.js';
+import { itemsFrom, storeCatalogue } from '../helpers/liveEvents.js';
 
 // A log reader that stops reading (a stuck collector, a busy harness) fills the pipe of the
 // gateway's standard output after a few hundred access-log lines. Written synchronously (pino's
@@ -19,6 +20,8 @@ let dataDir: string;
 let serve: ServeProcess;
 beforeAll(async () => {
   dataDir = mkdtempSync(join(tmpdir(), 'recs-slowlog-'));
+  // a catalogue of its own: on an empty DATA_DIR the start builds the demo shop, which is not the subject here
+  await storeCatalogue({ kind: 'sqlite', dataDir }, itemsFrom(1, 12));
   serve = await startServe({ DATA_DIR: dataDir });
 }, 60_000);
 afterAll(async () => {

@@ -35,7 +35,7 @@ function shopping(n: number, items = 60): RecEvent[] {
 }
 
 async function settled(recs: EmbeddedRecs): Promise<void> {
-  const deadline = Date.now() + 60_000; // a worker from source starts tsx first: seconds on a loaded machine
+  const deadline = Date.now() + 60_000; // a worker thread starts first: seconds on a loaded machine
   while (recs.settling) {
     if (Date.now() > deadline) throw new Error('the flush and the rebuild did not finish within 60 s');
     await new Promise((r) => setTimeout(r, 20));

@@ -8,6 +8,7 @@ import { type EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { recsStoreKinds, storeKinds, TEST_COST } from '../helpers/stores.js';
 import { withIngestInMemory } from '../helpers/memoryIngest.js';
+import { itemsFrom, storeCatalogue } from '../helpers/liveEvents.js';
 
 /**
  * POST /v1/events and PUT /v1/items (issue 20's REST twins) as the gateway serves them from its
@@ -341,6 +342,8 @@ describe('repeats in a call: the answers count what was stored', () => {
       name: kind.name,
       async open() {
         const fresh = kind.fresh('recs-served-repeats');
+        // a catalogue of its own: an open on a store without one builds the demo shop first
+        await storeCatalogue(fresh.source, itemsFrom(54000, 12));
         return { recs: await openEmbeddedRecs({ ...fresh.io, followIntervalMs: 0 }), dispose: () => fresh.dispose() };
       },
     })),

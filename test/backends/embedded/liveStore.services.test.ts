@@ -16,7 +16,7 @@ import type { RecEvent } from '../../../src/recommender/index.js';
 import type { EmbeddedRecs } from '../../../src/backends/embedded/recs.js';
 import type { EventInputModel } from '../../../src/ports/backend.js';
 import { runImport } from '../../../src/cli/importCommand.js';
-import { coViews, itemsFrom, principal } from '../../helpers/liveEvents.js';
+import { coViews, itemsFrom, principal, storeCatalogue } from '../../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../../helpers/stores.js';
 
 const ADMIN = principal(true);
@@ -92,6 +92,8 @@ for (const kind of kinds) {
     afterAll(async () => {
       for (const d of disposals.reverse()) await d();
     });
+    // where the demo shop is not the subject, the catalogue is stored before the first open: an
+    // open on a store without one builds the demo shop first
     const fresh = (): ReturnType<Kind['fresh']> => {
       const f = kind.fresh();
       disposals.push(f.dispose);
@@ -100,6 +102,7 @@ for (const kind of kinds) {
 
     it('keeps nothing of a call with one invalid event, and refuses non-administrators', async () => {
       const f = fresh();
+      await storeCatalogue(f.source, itemsFrom(100, 12));
       const recs = await f.open();
       disposals.push(() => recs.close());
       const ingest = new EmbeddedIngest(recs);
@@ -121,10 +124,10 @@ for (const kind of kinds) {
 
     it('a second process over the same store follows: events, then records, within the bound, applied once', async () => {
       const f = fresh();
+      await storeCatalogue(f.source, itemsFrom(200, 12));
       const a = await f.open(0);
       disposals.push(() => a.close());
       const ingest = new EmbeddedIngest(a);
-      await ingest.upsertItems(ADMIN, itemsFrom(200, 12));
       const b = await f.open(100);
       disposals.push(() => b.close());
       expect(b.applied.lastItemSeq).toBe(1);
@@ -150,10 +153,10 @@ for (const kind of kinds) {
 
     it('a head the follower read before a batch of its own was stored is no reason to reload whole', async () => {
       const f = fresh();
+      await storeCatalogue(f.source, itemsFrom(400, 12));
       const recs = await f.open(0);
       disposals.push(() => recs.close());
       const ingest = new EmbeddedIngest(recs);
-      await ingest.upsertItems(ADMIN, itemsFrom(400, 12));
       await ingest.recordEvents(ADMIN, coViews(400, 401, 2, 1));
       const reloads = { ...recs.wholeReloads };
       const applied = recs.applied.lastEventId;
@@ -220,6 +223,7 @@ for (const kind of kinds) {
 
     it('behind by more events than the bound (a large import elsewhere), reloads whole; an id sent twice in a call keeps the last record', async () => {
       const f = fresh();
+      await storeCatalogue(f.source, itemsFrom(600, 12));
       const writer = await f.open(0);
       disposals.push(() => writer.close());
       const ingest = new EmbeddedIngest(writer);
@@ -238,10 +242,10 @@ for (const kind of kinds) {
 
     it('one visit stored before a process loads and continued after is one visit in its model', async () => {
       const f = fresh();
+      await storeCatalogue(f.source, itemsFrom(700, 12));
       const writer = await f.open(0);
       disposals.push(() => writer.close());
       const ingest = new EmbeddedIngest(writer);
-      await ingest.upsertItems(ADMIN, itemsFrom(700, 12));
       const visits = coViews(700, 709, 3, 1); // each visit: 700 then 709
       await ingest.recordEvents(ADMIN, visits.filter((_, i) => i % 2 === 0));
       const follower = await f.open(50); // loads the first halves in its worker

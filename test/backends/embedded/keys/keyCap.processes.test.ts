@@ -5,6 +5,7 @@ import { PostgresKeyStore } from '../../../../src/backends/embedded/keys/postgre
 import { SqliteKeyStore } from '../../../../src/backends/embedded/keys/sqliteStore.js';
 import { KeyLimitReachedError, type KeyStore } from '../../../../src/backends/embedded/keys/store.js';
 import { gql, runCli, startServe, type ServeProcess } from '../../../helpers/processes.js';
+import { itemsFrom, storeCatalogue } from '../../../helpers/liveEvents.js';
 import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../../../helpers/stores.js';
 import { promised } from '../../../../src/shared/promised.js';
 
@@ -107,6 +108,8 @@ describe('MAX_KEYS_PER_USER over HTTP: two gateway processes on one SQLite file'
   beforeAll(async () => {
     const added = await runCli(['user', 'add', 'alice', '--password', 'alice-password'], env);
     expect(added.code).toBe(0);
+    // a catalogue of its own: on an empty DATA_DIR the start builds the demo shop, which is not the subject here
+    await storeCatalogue({ kind: 'sqlite', dataDir: dir.dir }, itemsFrom(1, 12));
     [one, two] = await Promise.all([startServe(env), startServe(env)]);
   }, 60_000);
   afterAll(async () => {
