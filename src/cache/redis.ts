@@ -3,7 +3,7 @@ import type { Config } from '../config/env.js';
 import type { Logger } from '../logger.js';
 import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
 import { promised } from '../shared/promised.js';
-import { clusterLocation, clusterReachable, connectCluster } from './redisCluster.js';
+import { clusterLocation, clusterReachable, connectCluster, watchNodes } from './redisCluster.js';
 
 /** Where Redis is: one server's URL (REDIS_URL) or a Redis Cluster's seed nodes (REDIS_CLUSTER_NODES). */
 export type RedisTarget = { url: string; cluster?: undefined } | { cluster: readonly string[]; url?: undefined };
@@ -81,16 +81,19 @@ export function redisLocation(url: string): string {
 /** One warning when Redis goes and one line when back, since ioredis reports every failed retry. */
 function logAvailability(redis: RedisClient, redisUrl: string, log: Logger): void {
   let state: 'connecting' | 'up' | 'down' = 'connecting';
-  redis.on('ready', () => {
+  const up = (): void => {
     if (state === 'down') log.info({ redis: redisUrl }, 'Redis is reachable again: the shared cache and shared rate limits are back');
     state = 'up';
-  });
-  redis.on('error', (error: Error) => {
+  };
+  const down = (error: Error): void => {
     if (state === 'down') return;
     const what = state === 'connecting' ? 'Redis cannot be reached' : 'Redis is no longer reachable';
     log.warn({ redis: redisUrl, reason: error.message }, `${what}: serving with the in-process cache and rate limits until it is back`);
     state = 'down';
-  });
+  };
+  redis.on('ready', up);
+  redis.on('error', down);
+  if (redis instanceof Cluster) watchNodes(redis, (error) => state === 'up' && down(error), up);
 }
 
 /**

@@ -81,3 +81,24 @@ export function clusterLocation(nodes: readonly string[]): string {
     return 'REDIS_CLUSTER_NODES';
   }
 }
+
+/**
+ * A cluster stays `ready` while one of its nodes is gone: a node's error is the cluster's trouble,
+ * and it is back once every slot's master answers again (asked each second meanwhile).
+ */
+export function watchNodes(cluster: Cluster, down: (error: Error) => void, up: () => void): void {
+  let watching: NodeJS.Timeout | undefined;
+  cluster.on('node error', (error: Error) => {
+    down(error);
+    if (watching !== undefined) return;
+    watching = setInterval(() => {
+      void clusterReachable(cluster).then((reachable) => {
+        if (!reachable || watching === undefined) return;
+        clearInterval(watching);
+        watching = undefined;
+        up();
+      });
+    }, 1000).unref();
+  });
+  cluster.on('end', () => clearInterval(watching));
+}

@@ -93,6 +93,27 @@ describe('Redis clients on a Redis Cluster', () => {
     expect(await reader.current()).toBe(2);
   }, 30_000);
 
+  it('the node the feed listens on is gone: it listens on the next seed, rereads the count, and hears what follows', async () => {
+    const prefix = testPrefix();
+    const writer = open(new RedisChangeFeed({ cluster: nodes(), keyPrefix: prefix, commandTimeoutMs: 10_000 }));
+    const reader = open(new RedisChangeFeed({ cluster: nodes(), keyPrefix: prefix, commandTimeoutMs: 10_000 }));
+    const heard: ChangeNotice[] = [];
+    let connected = 0;
+    reader.listen((change) => heard.push(change), () => (connected += 1));
+    await expect.poll(() => connected, { timeout: 10_000 }).toBe(1);
+    // the first seed, where a feed listens first
+    const first = cluster.nodes[0]!;
+    await first.stop();
+    try {
+      await expect.poll(() => connected, { timeout: 15_000 }).toBe(2);
+    } finally {
+      await first.start();
+    }
+    await cluster.settled();
+    await expect.poll(() => writer.announce([42]), { timeout: 15_000 }).toBe(1);
+    await expect.poll(() => heard, { timeout: 10_000 }).toMatchObject([{ writes: 1, itemIds: [42] }]);
+  }, 60_000);
+
   it('a master gone: the cache misses at once and says unreachable in the words it uses for one Redis, then recovers', async () => {
     const prefix = testPrefix();
     const cache = open(new RedisCache({ cluster: nodes(), keyPrefix: prefix, commandTimeoutMs: 500, backoffMs: 100 }));
