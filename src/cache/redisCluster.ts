@@ -65,11 +65,15 @@ export async function clusterReachable(cluster: Cluster): Promise<boolean> {
   const masters = new Map(cluster.nodes('master').map((node) => [`${node.options.host}:${node.options.port}`, node]));
   const asked = [...owners].map((owner) => masters.get(owner));
   if (asked.some((node) => node === undefined || (node.status !== 'ready' && node.status !== 'wait'))) return false;
+  let timer: NodeJS.Timeout | undefined;
+  // a PING in flight when its node went is resent on reconnection, not failed: bounded here
+  const late = new Promise<false>((resolve) => (timer = setTimeout(resolve, 1000, false)));
   try {
-    await Promise.all(asked.map((node) => node!.ping()));
-    return true;
+    return await Promise.race([Promise.all(asked.map((node) => node!.ping())).then(() => true), late]);
   } catch {
     return false;
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -83,22 +87,23 @@ export function clusterLocation(nodes: readonly string[]): string {
 }
 
 /**
- * A cluster stays `ready` while one of its nodes is gone: a node's error is the cluster's trouble,
- * and it is back once every slot's master answers again (asked each second meanwhile).
+ * A cluster stays `ready` while one of its nodes is gone, and ioredis tells of a node's loss only
+ * if that node was in use: every slot's master is asked each second instead (a PING a master).
  */
 export function watchNodes(cluster: Cluster, down: (error: Error) => void, up: () => void): void {
-  let watching: NodeJS.Timeout | undefined;
-  cluster.on('node error', (error: Error) => {
-    down(error);
-    if (watching !== undefined) return;
-    watching = setInterval(() => {
-      void clusterReachable(cluster).then((reachable) => {
-        if (!reachable || watching === undefined) return;
-        clearInterval(watching);
-        watching = undefined;
-        up();
-      });
-    }, 1000).unref();
-  });
-  cluster.on('end', () => clearInterval(watching));
+  let reachable = true;
+  let asking = false;
+  const timer = setInterval(() => {
+    // the cluster's own events tell of it while it is not ready
+    if (asking || cluster.status !== 'ready') return;
+    asking = true;
+    void clusterReachable(cluster).then((now) => {
+      asking = false;
+      if (now === reachable) return;
+      reachable = now;
+      if (now) up();
+      else down(new Error('a master of the cluster does not answer'));
+    });
+  }, 1000).unref();
+  cluster.on('end', () => clearInterval(timer));
 }

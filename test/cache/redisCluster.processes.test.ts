@@ -129,6 +129,10 @@ describe('REST mode on a Redis Cluster: the shared cache and the change feed', (
         expect(Object.keys(answer.body.data ?? {})).toHaveLength(ids.length);
         expect(Date.now() - started).toBeLessThan(5_000);
       }
+      // the cluster is watched each second: an outage shorter than that may go unlogged
+      for (const gateway of [one, two]) {
+        await expect.poll(() => redisLines(gateway).map((line) => line.msg.split(':')[0]), { timeout: 10_000 }).toEqual(['Redis is no longer reachable']);
+      }
     } finally {
       await victim.start();
     }

@@ -55,6 +55,15 @@ async function canListen(port: number): Promise<boolean> {
   return listening;
 }
 
+/** A free port whose cluster bus port (10000 above) is free too, both below the ephemeral range. */
+async function clusterPort(): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 2_700);
+    if ((await canListen(port)) && (await canListen(port + 10_000))) return port;
+  }
+  throw new Error('no free port pair for a cluster node');
+}
+
 /**
  * A free port below the kernel's ephemeral range (32768 and up on Linux): the port-0 listeners of
  * tests running beside cannot be given it while an OwnRedis is down for a restart. One was, in a
@@ -94,10 +103,11 @@ export class OwnRedis {
     private readonly extraArgs: readonly string[] = [],
   ) {}
 
-  /** `extraArgs(port)`: more redis-server arguments, such as a cluster node's. */
-  static async start(extraArgs: (port: number) => readonly string[] = () => []): Promise<OwnRedis> {
-    const port = await ownPort();
-    const redis = new OwnRedis(port, extraArgs(port));
+  /** A plain Redis; or a cluster node, given the path of its nodes.conf (by port). */
+  static async start(clusterConfig?: (port: number) => string): Promise<OwnRedis> {
+    const port = clusterConfig === undefined ? await ownPort() : await clusterPort();
+    const extraArgs = clusterConfig === undefined ? [] : ['--cluster-enabled', 'yes', '--cluster-config-file', clusterConfig(port), '--cluster-node-timeout', '5000'];
+    const redis = new OwnRedis(port, extraArgs);
     await redis.start();
     return redis;
   }
@@ -159,7 +169,7 @@ export class OwnRedisCluster {
     const cluster = new OwnRedisCluster(nodes, dir);
     try {
       for (let i = 0; i < masters; i++) {
-        nodes.push(await OwnRedis.start((port) => ['--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, `nodes-${port}.conf`), '--cluster-node-timeout', '5000']));
+        nodes.push(await OwnRedis.start((port) => path.join(dir, `nodes-${port}.conf`)));
       }
       await run('redis-cli', ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
       await cluster.settled();
