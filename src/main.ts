@@ -30,7 +30,7 @@ const SERVE_USAGE = `Usage: recs-gateway serve
 
 Starts the GraphQL gateway on PORT (default 4000): POST and GET /graphql, the GraphiQL IDE at
 /graphql in a browser, /healthz and /readyz. Settings come from the environment (PORT, DATA_DIR,
-DATABASE_URL, REDIS_URL, BACKEND, ...). SIGTERM or SIGINT drains in-flight requests and stops;
+DATABASE_URL, REDIS_URL or REDIS_CLUSTER_NODES, BACKEND, ...). SIGTERM or SIGINT drains in-flight requests and stops;
 a second signal, a second or more after the first, stops at once.
 `;
 

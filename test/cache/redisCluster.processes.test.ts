@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
 import { REDIS_UNREACHABLE } from '../../src/cache/redis.js';
 import { gql, startServe, type ServeProcess } from '../helpers/processes.js';
 import { OwnRedisCluster, testPrefix } from '../helpers/redis.js';
@@ -149,9 +150,10 @@ describe('REST mode on a Redis Cluster: the shared cache and the change feed', (
 describe('REST mode on a Redis Cluster: the rate limits', () => {
   let one: ServeProcess;
   let two: ServeProcess;
+  const prefix = testPrefix();
 
   beforeAll(async () => {
-    const env = clusterEnv(testPrefix(), { RATE_LIMIT_RPS: '1', RATE_LIMIT_BURST: '6', RATE_LIMIT_USER_RPS: '0' });
+    const env = clusterEnv(prefix, { RATE_LIMIT_RPS: '1', RATE_LIMIT_BURST: '6', RATE_LIMIT_USER_RPS: '0' });
     [one, two] = await Promise.all([startServe(env), startServe(env)]);
   }, 120_000);
   afterAll(async () => {
@@ -178,4 +180,23 @@ describe('REST mode on a Redis Cluster: the rate limits', () => {
     expect(statuses.filter((status, i) => status === 429 && i % 2 === 0).length).toBeGreaterThan(0);
     expect(statuses.filter((status, i) => status === 429 && i % 2 === 1).length).toBeGreaterThan(0);
   }, 60_000);
+
+  it('names no address, user or key in the cluster: the buckets are named as on one Redis', async () => {
+    const names: string[] = [];
+    for (const node of cluster.nodes) {
+      const direct = new Redis(node.url);
+      try {
+        names.push(...(await direct.keys(`${prefix}*`)));
+      } finally {
+        direct.disconnect();
+      }
+    }
+    const limits = names.filter((name) => name.startsWith(`${prefix}ratelimit:`)).map((name) => name.slice(`${prefix}ratelimit:`.length));
+    expect(limits.length).toBeGreaterThan(1);
+    // as test/auth/redisKeyNames.services.test.ts asks of one Redis: a kind, then an HMAC
+    for (const name of limits) expect(name).toMatch(/^(salt|(mark:)?[a-z-]+:[A-Za-z0-9_-]{22})$/);
+    for (const secret of ['127.0.0.1', upstream.bob.key, upstream.bob.id, upstream.bob.username]) {
+      expect(names.filter((name) => name.includes(secret))).toEqual([]);
+    }
+  }, 30_000);
 });
