@@ -8,7 +8,7 @@ import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
 import type { BucketLimit, RateLimitSettings } from '../config/limits.js';
 import { CallerGone, callerOf, callerWaits, SharedCall } from '../shared/callSignal.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
-import type { RedisTarget } from '../cache/redis.js';
+import { redisTarget } from '../cache/redis.js';
 
 /** The principal of a credential the key service already verified, at once or after a short wait; else undefined. */
 function vouchedFor(keys: KeyService, authorization: string): PrincipalModel | undefined | Promise<PrincipalModel | undefined> {
@@ -54,7 +54,7 @@ export class RateLimiter {
     settings: RateLimitSettings,
     redis?: { url?: string | null; cluster?: readonly string[] | null; keyPrefix?: string; secret?: string | null },
   ): RateLimiter {
-    const target: RedisTarget | null = redis?.cluster ? { cluster: redis.cluster } : redis?.url ? { url: redis.url } : null;
+    const target = redisTarget({ redisUrl: redis?.url ?? null, redisClusterNodes: redis?.cluster ?? null });
     const buckets = target
       ? new RedisTokenBuckets({ ...target, ...(redis?.keyPrefix !== undefined ? { keyPrefix: redis.keyPrefix } : {}), secret: redis?.secret ?? null })
       : new MemoryTokenBuckets();

@@ -61,7 +61,7 @@ export class RedisChangeFeed implements ChangeFeed {
     if (seeds === undefined) return connectRedis(this.options, overrides) as Redis;
     const url = seeds[this.seedIndex++ % seeds.length]!;
     const subscriber = connectRedis(
-      { url, ...(this.options.keyPrefix !== undefined ? { keyPrefix: this.options.keyPrefix } : {}) },
+      { ...this.options, cluster: undefined, url },
       { ...overrides, retryStrategy: (attempt) => (attempt > 3 && seeds.length > 1 ? null : Math.min(100 * attempt, 1000)) },
     ) as Redis;
     subscriber.once('end', () => {

@@ -27,7 +27,7 @@ export type RedisCacheOptions = RedisConnectOptions & {
 export type RedisClient = Redis | Cluster;
 
 /** The configured Redis, or null when the gateway keeps everything in process. */
-export function redisTarget(config: Pick<Config, 'redisUrl' | 'redisClusterNodes'>): RedisTarget | null {
+export function redisTarget(config: { redisUrl: Config['redisUrl']; redisClusterNodes: readonly string[] | null }): RedisTarget | null {
   if (config.redisClusterNodes !== null) return { cluster: config.redisClusterNodes };
   return config.redisUrl ? { url: config.redisUrl } : null;
 }
@@ -133,7 +133,7 @@ export class RedisCache implements SharedCache {
       return keys.map(() => null);
     }
     try {
-      const values = this.cluster ? await Promise.all(keys.map((key) => this.redis.get(key))) : await this.redis.mget(...keys);
+      const values = this.cluster ? await this.getEach(keys) : await this.redis.mget(...keys);
       for (const value of values) {
         if (value === null) this.stats.misses += 1;
         else this.stats.hits += 1;
@@ -144,6 +144,13 @@ export class RedisCache implements SharedCache {
       this.stats.misses += keys.length;
       return keys.map(() => null);
     }
+  }
+
+  /** A node gone costs only its keys: the others' answers are kept, the gone ones' are misses. */
+  private async getEach(keys: readonly string[]): Promise<(string | null)[]> {
+    const settled = await Promise.allSettled(keys.map((key) => this.redis.get(key)));
+    if (settled.some((result) => result.status === 'rejected')) this.failed(1);
+    return settled.map((result) => (result.status === 'fulfilled' ? result.value : null));
   }
 
   async setMany(entries: readonly CacheEntry[]): Promise<void> {
