@@ -30,7 +30,7 @@ const SERVE_USAGE = `Usage: recs-gateway serve
 
 Starts the GraphQL gateway on PORT (default 4000): POST and GET /graphql, the GraphiQL IDE at
 /graphql in a browser, /healthz and /readyz. Settings come from the environment (PORT, DATA_DIR,
-DATABASE_URL, REDIS_URL, BACKEND, ...). SIGTERM or SIGINT drains in-flight requests and stops;
+DATABASE_URL, REDIS_URL or REDIS_CLUSTER_NODES, BACKEND, ...). SIGTERM or SIGINT drains in-flight requests and stops;
 a second signal, a second or more after the first, stops at once.
 `;
 
@@ -144,7 +144,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
   process.on('SIGINT', stopWhileStarting);
   const gateway = await start(config, log, io).catch((error: unknown) => {
     const debug = ['debug', 'trace'].includes(config.logLevel);
-    io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl], [config.recsApiKey, config.rateLimitKeySecret]), debug)}\n`);
+    io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl, ...(config.redisClusterNodes ?? [])], [config.recsApiKey, config.rateLimitKeySecret]), debug)}\n`);
     return null;
   });
   process.off('SIGTERM', stopWhileStarting);
@@ -226,7 +226,7 @@ async function start(config: Config, log: ReturnType<typeof createLogger>, io: I
     const metrics = new GatewayMetrics({ processMetrics: true, operationNames: config.metricsOperationNames, operationNamesPerUser: config.metricsOperationNamesPerUser });
     const cache = openCache(config, { log });
     closers.push(() => cache.close());
-    const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, keyPrefix: config.redisKeyPrefix, secret: config.rateLimitKeySecret });
+    const limiter = RateLimiter.open(config.rateLimits, { url: config.redisUrl, cluster: config.redisClusterNodes, keyPrefix: config.redisKeyPrefix, secret: config.rateLimitKeySecret });
     closers.push(() => limiter.close());
     const backend = await openBackend(config, {
       cache,
@@ -273,10 +273,11 @@ export interface OpenBackendHooks {
  */
 export async function openBackend(config: Config, hooks: OpenBackendHooks): Promise<Backend> {
   if (config.backend === 'rest') {
-    const [{ createRestBackend }, { CachingRecsService, CachingIngestService }, { RedisChangeFeed }] = await Promise.all([
+    const [{ createRestBackend }, { CachingRecsService, CachingIngestService }, { RedisChangeFeed }, { redisTarget }] = await Promise.all([
       import('./backends/rest/index.js'),
       import('./cache/cachingRecs.js'),
       import('./cache/changeFeed.js'),
+      import('./cache/redis.js'),
     ]);
     const rest = createRestBackend({
       apiKeyServiceUrl: config.apiKeyServiceUrl!,
@@ -297,7 +298,8 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
       for (const listener of listeners) listener();
     };
     // on a shared Redis, a write forwarded by any gateway drops what every one of them cached
-    const feed = config.redisUrl ? new RedisChangeFeed({ url: config.redisUrl, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: 500 }) : null;
+    const redis = redisTarget(config);
+    const feed = redis ? new RedisChangeFeed({ ...redis, keyPrefix: config.redisKeyPrefix, commandTimeoutMs: 500 }) : null;
     if (feed !== null) {
       recs.onOthersChange(changed);
       await recs.follow(feed);

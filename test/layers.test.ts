@@ -67,7 +67,7 @@ const files = sourceFiles(SRC);
 // PostgreSQL, x.processes.test.ts starts processes. npm run test:unit leaves out the last by name.
 const TEST = path.join(ROOT, 'test');
 /** Calls that start a process: node's, a browser's, and the test helpers' that wrap them. */
-const STARTS = /\b(spawn|spawnSync|execFile|execFileSync|execSync|fork|launch|launchPersistentContext|startServe|startUpstream|runCli|runNode|OwnRedis\.start)\(/;
+const STARTS = /\b(spawn|spawnSync|execFile|execFileSync|execSync|fork|launch|launchPersistentContext|startServe|startUpstream|runCli|runNode|OwnRedis\.start|OwnRedisCluster\.start)\(/;
 /** The helpers that define those wrappers: importing one of their constants starts nothing. */
 const WRAPPERS = ['processes.ts', 'redis.ts', 'runNode.ts', 'build.ts', 'harness.ts'].map((name) => path.join(TEST, 'helpers', name));
 

@@ -8,6 +8,7 @@ import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
 import type { BucketLimit, RateLimitSettings } from '../config/limits.js';
 import { CallerGone, callerOf, callerWaits, SharedCall } from '../shared/callSignal.js';
 import { MemoryTokenBuckets, RedisTokenBuckets, type TokenBuckets } from './tokenBucket.js';
+import { redisTarget } from '../cache/redis.js';
 
 /** The principal of a credential the key service already verified, at once or after a short wait; else undefined. */
 function vouchedFor(keys: KeyService, authorization: string): PrincipalModel | undefined | Promise<PrincipalModel | undefined> {
@@ -48,10 +49,14 @@ export class RateLimiter {
     this.userLimit = perUser === undefined || perUser === null || perUser.ratePerSecond <= 0 ? null : perUser;
   }
 
-  /** Redis-backed buckets when a URL is given, in-process ones otherwise. */
-  static open(settings: RateLimitSettings, redis?: { url: string | null; keyPrefix?: string; secret?: string | null }): RateLimiter {
-    const buckets = redis?.url
-      ? new RedisTokenBuckets({ url: redis.url, ...(redis.keyPrefix !== undefined ? { keyPrefix: redis.keyPrefix } : {}), secret: redis.secret ?? null })
+  /** Redis-backed buckets when a Redis (one or a cluster) is given, in-process ones otherwise. */
+  static open(
+    settings: RateLimitSettings,
+    redis?: { url?: string | null; cluster?: readonly string[] | null; keyPrefix?: string; secret?: string | null },
+  ): RateLimiter {
+    const target = redisTarget({ redisUrl: redis?.url ?? null, redisClusterNodes: redis?.cluster ?? null });
+    const buckets = target
+      ? new RedisTokenBuckets({ ...target, ...(redis?.keyPrefix !== undefined ? { keyPrefix: redis.keyPrefix } : {}), secret: redis?.secret ?? null })
       : new MemoryTokenBuckets();
     return new RateLimiter(buckets, settings);
   }

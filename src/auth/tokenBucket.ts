@@ -1,8 +1,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import { LRUCache } from 'lru-cache';
 import { ClockedLRU } from '../cache/lru.js';
-import { connectRedis, REDIS_UNREACHABLE } from '../cache/redis.js';
+import { connectRedis, REDIS_UNREACHABLE, redisReachable, type RedisClient, type RedisTarget } from '../cache/redis.js';
 import type { BucketLimit } from '../config/limits.js';
 import { promised } from '../shared/promised.js';
 
@@ -171,8 +170,7 @@ interface Lease {
   expiresAt: number;
 }
 
-export interface RedisTokenBucketsOptions {
-  url: string;
+export type RedisTokenBucketsOptions = RedisTarget & {
   /** Default `recs-gateway:`; buckets live under `<prefix>ratelimit:`. */
   keyPrefix?: string;
   /** Most wait on Redis before the in-memory buckets answer, ms; default 100. */
@@ -183,7 +181,7 @@ export interface RedisTokenBucketsOptions {
   leaseMs?: number;
   /** RATE_LIMIT_KEY_SECRET: HMAC key so no address or id is written to Redis plain; default a salt kept in Redis. */
   secret?: string | null;
-}
+};
 
 export const nameInRedis = (key: Buffer | string, name: string): string =>
   `${name.slice(0, name.indexOf(':') + 1)}${createHmac('sha256', key).update(name).digest('base64url').slice(0, 22)}`;
@@ -194,7 +192,7 @@ export const nameInRedis = (key: Buffer | string, name: string): string =>
  * process may be refused slightly early while another holds a lease.
  */
 export class RedisTokenBuckets implements TokenBuckets {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly take_: TakeCommand;
   private readonly fallback = new MemoryTokenBuckets();
   private readonly backoffMs: number;
@@ -218,7 +216,7 @@ export class RedisTokenBuckets implements TokenBuckets {
     this.leases = new LRUCache<string, Lease>({ max: 100_000 });
     this.looks = new LRUCache<string, number>({ max: 100_000 });
     this.redis = connectRedis({
-      url: options.url,
+      ...(options.cluster !== undefined ? { cluster: options.cluster } : { url: options.url }),
       keyPrefix: `${options.keyPrefix ?? 'recs-gateway:'}ratelimit:`,
       commandTimeoutMs: options.commandTimeoutMs ?? 100,
     });
@@ -347,13 +345,14 @@ export class RedisTokenBuckets implements TokenBuckets {
   }
 
   async check(): Promise<string> {
+    const unreachable = `${REDIS_UNREACHABLE}; limits are kept per process meanwhile`;
+    if (!(await redisReachable(this.redis))) return unreachable;
     try {
-      await this.redis.ping();
       // put back a lost salt, so a process starting later names as this one does
       if (this.salt !== null) await this.redis.set('salt', this.salt, 'NX');
       return 'ok';
     } catch {
-      return `${REDIS_UNREACHABLE}; limits are kept per process meanwhile`;
+      return unreachable;
     }
   }
 

@@ -1,14 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import type { ChangeFeed, ChangeNotice } from '../ports/changeFeed.js';
-import { connectRedis, type RedisCacheOptions } from './redis.js';
+import { connectRedis, type RedisClient, type RedisConnectOptions } from './redis.js';
 
 const MAX_NOTICE_ITEMS = 10_000;
 const MAX_NOTICE_CHARS = 64 + MAX_NOTICE_ITEMS * 17;
 
 /**
  * Deletes the stale entries, counts the write and publishes its notice in one step, so notices go out
- * in count order and a count never comes without its notice or deletes.
+ * in count order and a count never comes without its notice or deletes. On a cluster the stale keys
+ * lie in other slots: they are deleted first, and the script gets the count's key alone.
  */
 const ANNOUNCE = `
 for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
@@ -32,21 +33,43 @@ function parseNotice(message: string): (ChangeNotice & { sender: string }) | nul
  * unannounced write is answered anyway, and a lost subscription resumes (listener rereads the count).
  */
 export class RedisChangeFeed implements ChangeFeed {
-  private readonly commands: Redis & { announceChange(...keysThenArgs: (number | string)[]): Promise<number> };
-  private readonly subscriber: Redis;
+  private readonly commands: RedisClient & { announceChange(...keysThenArgs: (number | string)[]): Promise<number> };
+  private subscriber: Redis;
   private readonly channel: string;
   private readonly sender = randomBytes(8).toString('hex');
   private closed = false;
   private retry: NodeJS.Timeout | undefined;
+  private seedIndex = 0;
+  private listener: { notice: (change: ChangeNotice) => void; connected: () => void } | null = null;
 
-  constructor(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs'>) {
+  constructor(private readonly options: RedisConnectOptions) {
     const keyPrefix = options.keyPrefix ?? 'recs-gateway:';
     // a channel is not a key: ioredis does not prefix it
     this.channel = `${keyPrefix}changes`;
     this.commands = connectRedis(options) as RedisChangeFeed['commands'];
     this.commands.defineCommand('announceChange', { lua: ANNOUNCE });
-    // subscribed again by hand on each (re)connection, so the listener hears once the subscription holds
-    this.subscriber = connectRedis(options, { autoResubscribe: false, connectionName: `recs-gateway-changes-${this.sender}` });
+    this.subscriber = this.openSubscriber();
+  }
+
+  /**
+   * Subscribed again by hand on each (re)connection, so the listener hears once the subscription holds.
+   * Every node of a cluster hears every PUBLISH: one connection to one seed, the next when it is gone.
+   */
+  private openSubscriber(): Redis {
+    const overrides: RedisOptions = { autoResubscribe: false, connectionName: `recs-gateway-changes-${this.sender}` };
+    const seeds = this.options.cluster;
+    if (seeds === undefined) return connectRedis(this.options, overrides) as Redis;
+    const url = seeds[this.seedIndex++ % seeds.length]!;
+    const subscriber = connectRedis(
+      { ...this.options, cluster: undefined, url },
+      { ...overrides, retryStrategy: (attempt) => (attempt > 3 && seeds.length > 1 ? null : Math.min(100 * attempt, 1000)) },
+    ) as Redis;
+    subscriber.once('end', () => {
+      if (this.closed) return;
+      this.subscriber = this.openSubscriber();
+      this.wire();
+    });
+    return subscriber;
   }
 
   async current(): Promise<number | null> {
@@ -59,26 +82,39 @@ export class RedisChangeFeed implements ChangeFeed {
 
   async announce(itemIds: readonly number[], staleKeys: readonly string[] = []): Promise<number | null> {
     try {
-      return await this.commands.announceChange(1 + staleKeys.length, 'changes', ...staleKeys, this.channel, this.sender, itemIds.join(','));
+      let inScript = staleKeys;
+      if (this.commands instanceof Cluster) {
+        await Promise.all(staleKeys.map((key) => this.commands.del(key)));
+        inScript = [];
+      }
+      return await this.commands.announceChange(1 + inScript.length, 'changes', ...inScript, this.channel, this.sender, itemIds.join(','));
     } catch {
       return null;
     }
   }
 
   listen(notice: (change: ChangeNotice) => void, connected: () => void): void {
-    this.subscriber.on('message', (channel: string, message: string) => {
+    this.listener = { notice, connected };
+    this.wire();
+  }
+
+  private wire(): void {
+    const listener = this.listener;
+    const subscriber = this.subscriber;
+    if (listener === null) return;
+    subscriber.on('message', (channel: string, message: string) => {
       if (channel !== this.channel) return;
       const parsed = parseNotice(message);
-      if (parsed !== null && parsed.sender !== this.sender) notice(parsed);
+      if (parsed !== null && parsed.sender !== this.sender) listener.notice(parsed);
     });
     const subscribe = (): void => {
       clearTimeout(this.retry);
-      if (this.closed || this.subscriber.status !== 'ready') return;
-      this.subscriber.subscribe(this.channel).then(connected, () => {
+      if (this.closed || subscriber !== this.subscriber || subscriber.status !== 'ready') return;
+      subscriber.subscribe(this.channel).then(listener.connected, () => {
         this.retry = setTimeout(subscribe, 1000).unref();
       });
     };
-    this.subscriber.on('ready', subscribe);
+    subscriber.on('ready', subscribe);
     subscribe();
   }
 

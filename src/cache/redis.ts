@@ -1,39 +1,68 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import type { Config } from '../config/env.js';
 import type { Logger } from '../logger.js';
 import { newStats, type CacheEntry, type SharedCache } from '../ports/cache.js';
 import { promised } from '../shared/promised.js';
+import { clusterLocation, clusterReachable, connectCluster, watchNodes } from './redisCluster.js';
 
-export interface RedisCacheOptions {
-  url: string;
+/** Where Redis is: one server's URL (REDIS_URL) or a Redis Cluster's seed nodes (REDIS_CLUSTER_NODES). */
+export type RedisTarget = { url: string; cluster?: undefined } | { cluster: readonly string[]; url?: undefined };
+
+export type RedisConnectOptions = RedisTarget & {
   /** Default `recs-gateway:`. */
   keyPrefix?: string;
   /** ms a command may take before it counts as a miss; default 100. */
   commandTimeoutMs?: number;
+  /** Told once when Redis becomes unreachable and once when back, never per command; default none. */
+  log?: Logger;
+};
+
+export type RedisCacheOptions = RedisConnectOptions & {
   /** ms Redis is treated as down after a failure; default 1000. */
   backoffMs?: number;
   now?: () => number;
-  /** Told once when Redis becomes unreachable and once when back, never per command; default none. */
-  log?: Logger;
+};
+
+/** One Redis or a cluster: both take the same single-key commands and scripts. */
+export type RedisClient = Redis | Cluster;
+
+/** The configured Redis, or null when the gateway keeps everything in process. */
+export function redisTarget(config: { redisUrl: Config['redisUrl']; redisClusterNodes: readonly string[] | null }): RedisTarget | null {
+  if (config.redisClusterNodes !== null) return { cluster: config.redisClusterNodes };
+  return config.redisUrl ? { url: config.redisUrl } : null;
 }
 
 /** An ioredis client for which Redis trouble is never a request's: no offline queue, no retries, a timeout. */
-export function connectRedis(options: Pick<RedisCacheOptions, 'url' | 'keyPrefix' | 'commandTimeoutMs' | 'log'>, overrides: RedisOptions = {}): Redis {
-  const redis = new Redis(options.url, {
-    keyPrefix: options.keyPrefix ?? 'recs-gateway:',
+export function connectRedis(options: RedisConnectOptions, overrides: RedisOptions = {}): RedisClient {
+  const keyPrefix = options.keyPrefix ?? 'recs-gateway:';
+  const settings: RedisOptions = {
     commandTimeout: options.commandTimeoutMs ?? 100,
     connectTimeout: 1000,
     // ioredis waits the whole timeout for a socket already closed, holding the process on shutdown
     disconnectTimeout: 100,
-    enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
-    retryStrategy: (attempt) => Math.min(100 * attempt, 1000),
     reconnectOnError: () => true,
     ...overrides,
-  });
+  };
+  const redis: RedisClient =
+    options.cluster !== undefined
+      ? connectCluster(options.cluster, { keyPrefix, redisOptions: settings })
+      : new Redis(options.url, { keyPrefix, enableOfflineQueue: false, retryStrategy: (attempt) => Math.min(100 * attempt, 1000), ...settings });
   // failures are counted where commands fail; the 'error' event would only be noise
   redis.on('error', () => undefined);
-  if (options.log) logAvailability(redis, options.url, options.log);
+  if (options.log) logAvailability(redis, options.cluster !== undefined ? clusterLocation(options.cluster) : redisLocation(options.url), options.log);
   return redis;
+}
+
+/** Whether Redis answers: for a cluster, every slot's master. */
+export async function redisReachable(redis: RedisClient): Promise<boolean> {
+  if (redis instanceof Cluster) return clusterReachable(redis);
+  try {
+    await redis.ping();
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** What the public /readyz says of an unreachable Redis: never ioredis's error text, which holds addresses. */
@@ -50,19 +79,21 @@ export function redisLocation(url: string): string {
 }
 
 /** One warning when Redis goes and one line when back, since ioredis reports every failed retry. */
-function logAvailability(redis: Redis, url: string, log: Logger): void {
-  const redisUrl = redisLocation(url);
+function logAvailability(redis: RedisClient, redisUrl: string, log: Logger): void {
   let state: 'connecting' | 'up' | 'down' = 'connecting';
-  redis.on('ready', () => {
+  const up = (): void => {
     if (state === 'down') log.info({ redis: redisUrl }, 'Redis is reachable again: the shared cache and shared rate limits are back');
     state = 'up';
-  });
-  redis.on('error', (error: Error) => {
+  };
+  const down = (error: Error): void => {
     if (state === 'down') return;
     const what = state === 'connecting' ? 'Redis cannot be reached' : 'Redis is no longer reachable';
     log.warn({ redis: redisUrl, reason: error.message }, `${what}: serving with the in-process cache and rate limits until it is back`);
     state = 'down';
-  });
+  };
+  redis.on('ready', up);
+  redis.on('error', down);
+  if (redis instanceof Cluster) watchNodes(redis, (error) => state === 'up' && down(error), up);
 }
 
 /**
@@ -71,7 +102,9 @@ function logAvailability(redis: Redis, url: string, log: Logger): void {
  */
 export class RedisCache implements SharedCache {
   readonly stats = newStats();
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
+  /** A cluster takes no MGET or pipeline across slots: one command a key, batched per node by ioredis. */
+  private readonly cluster: boolean;
   private readonly backoffMs: number;
   private downUntil = 0;
   private readonly now: () => number;
@@ -80,6 +113,7 @@ export class RedisCache implements SharedCache {
     this.backoffMs = options.backoffMs ?? 1000;
     this.now = options.now ?? Date.now;
     this.redis = connectRedis(options);
+    this.cluster = this.redis instanceof Cluster;
   }
 
   private available(): boolean {
@@ -99,7 +133,7 @@ export class RedisCache implements SharedCache {
       return keys.map(() => null);
     }
     try {
-      const values = await this.redis.mget(...keys);
+      const values = this.cluster ? await this.getEach(keys) : await this.redis.mget(...keys);
       for (const value of values) {
         if (value === null) this.stats.misses += 1;
         else this.stats.hits += 1;
@@ -112,14 +146,28 @@ export class RedisCache implements SharedCache {
     }
   }
 
+  /** A node gone costs only its keys: the others' answers are kept, the gone ones' are misses. */
+  private async getEach(keys: readonly string[]): Promise<(string | null)[]> {
+    const settled = await Promise.allSettled(keys.map((key) => this.redis.get(key)));
+    if (settled.some((result) => result.status === 'rejected')) this.failed(1);
+    return settled.map((result) => (result.status === 'fulfilled' ? result.value : null));
+  }
+
   async setMany(entries: readonly CacheEntry[]): Promise<void> {
     if (entries.length === 0) return;
     if (!this.available()) {
       this.stats.errors += 1;
       return;
     }
+    const px = (ttlSeconds: number): number => Math.max(1, Math.round(ttlSeconds * 1000));
+    if (this.cluster) {
+      const results = await Promise.allSettled(entries.map(({ key, value, ttlSeconds }) => this.redis.set(key, value, 'PX', px(ttlSeconds))));
+      const errors = results.filter((result) => result.status === 'rejected').length;
+      if (errors > 0) this.failed(errors);
+      return;
+    }
     const pipeline = this.redis.pipeline();
-    for (const { key, value, ttlSeconds } of entries) pipeline.set(key, value, 'PX', Math.max(1, Math.round(ttlSeconds * 1000)));
+    for (const { key, value, ttlSeconds } of entries) pipeline.set(key, value, 'PX', px(ttlSeconds));
     try {
       const results = (await pipeline.exec()) ?? [];
       const errors = results.filter(([error]) => error !== null).length;
@@ -131,16 +179,12 @@ export class RedisCache implements SharedCache {
 
   async delete(keys: readonly string[]): Promise<void> {
     if (keys.length === 0 || !this.available()) return;
-    await this.redis.del(...keys).catch(() => this.failed(1));
+    const deleted = this.cluster ? Promise.all(keys.map((key) => this.redis.del(key))) : this.redis.del(...keys);
+    await deleted.catch(() => this.failed(1));
   }
 
   async check(): Promise<string> {
-    try {
-      await this.redis.ping();
-      return 'ok';
-    } catch {
-      return REDIS_UNREACHABLE;
-    }
+    return (await redisReachable(this.redis)) ? 'ok' : REDIS_UNREACHABLE;
   }
 
   close(): Promise<void> {

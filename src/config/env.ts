@@ -47,6 +47,8 @@ export interface Config {
   recsMaxItems: number;
   /** REDIS_URL: the shared cache; default none (in process). */
   redisUrl: string | null;
+  /** REDIS_CLUSTER_NODES: a Redis Cluster's seed nodes instead, as `redis://` URLs; default none. */
+  redisClusterNodes: string[] | null;
   /** REDIS_KEY_PREFIX; default `recs-gateway:`. */
   redisKeyPrefix: string;
   /** RATE_LIMIT_KEY_SECRET: HMAC key so no address is stored plain in Redis; default a random salt kept there. */
@@ -179,6 +181,33 @@ export function loadConfig(env: Env = process.env): Config {
       .map((part) => part.trim())
       .filter((part) => part !== '');
 
+  /**
+   * Seed nodes as ioredis's Cluster takes them: `host:port` or `redis[s]://[user:password@]host:port`,
+   * comma-separated; one scheme and one user/password for all, since they hold for every node found.
+   */
+  const clusterNodes = (name: string): string[] | null => {
+    const entries = list(name);
+    if (entries.length === 0) return null;
+    const urls: URL[] = [];
+    for (const [i, entry] of entries.entries()) {
+      try {
+        const parsed = new URL(/^[a-z][a-z0-9+.-]*:\/\//i.test(entry) ? entry : `redis://${entry}`);
+        if (!['redis:', 'rediss:'].includes(parsed.protocol) || parsed.hostname === '' || (parsed.pathname !== '' && parsed.pathname !== '/')) throw new Error('form');
+        urls.push(parsed);
+      } catch {
+        // an entry may hold a password: name its place, never echo it
+        problems.push(`${name} must be host:port or redis://[user:password@]host:port entries separated by commas; entry ${i + 1} is not`);
+        return null;
+      }
+    }
+    const first = urls[0]!;
+    if (urls.some((u) => u.protocol !== first.protocol || u.username !== first.username || u.password !== first.password)) {
+      problems.push(`${name}: every node must have the same scheme (redis:// or rediss://) and the same user and password`);
+      return null;
+    }
+    return urls.map((u) => `${u.protocol}//${u.username === '' && u.password === '' ? '' : `${u.username}:${u.password}@`}${u.host}`);
+  };
+
   /** A secret compared with a Bearer value: visible ASCII, long enough not to be guessed. */
   const token = (name: string): string | null => {
     const raw = get(name);
@@ -280,6 +309,7 @@ export function loadConfig(env: Env = process.env): Config {
     recsNbpRebuildSeconds: int('RECS_NBP_REBUILD_SECONDS', DEFAULT_NBP_REBUILD_SECONDS, 0, 86_400),
     recsMaxItems: int('RECS_MAX_ITEMS', DEFAULT_MAX_ITEMS, 1, 1_000_000_000),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
+    redisClusterNodes: clusterNodes('REDIS_CLUSTER_NODES'),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',
     rateLimitKeySecret: token('RATE_LIMIT_KEY_SECRET'),
     cacheItemTtlSeconds: int('CACHE_ITEM_TTL_SECONDS', DEFAULT_CACHE_TTL_SECONDS.item, 1, 86_400),
@@ -332,6 +362,9 @@ export function loadConfig(env: Env = process.env): Config {
   };
   config.ingestBodyLimitBytes = Math.max(config.bodyLimitBytes, int('INGEST_BODY_LIMIT_BYTES', DEFAULT_INGEST_BODY_LIMIT_BYTES, 1024, 256 * 1024 * 1024));
   config.anonymousBodyLimitBytes = Math.min(config.bodyLimitBytes, int('ANONYMOUS_BODY_LIMIT_BYTES', DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, 1024, 64 * 1024 * 1024));
+  if (config.redisUrl !== null && config.redisClusterNodes !== null) {
+    problems.push('REDIS_URL and REDIS_CLUSTER_NODES name two different Redis: set one of them');
+  }
   for (const proxy of config.trustProxy) if (!isAddressPattern(proxy)) problems.push(`TRUST_PROXY must list IP addresses or CIDR blocks, got "${proxy}"`);
   // node refuses a headers timeout longer than the whole request's
   if (config.server.headersTimeoutMs > config.server.requestTimeoutMs) {

@@ -1,7 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
+import path from 'node:path';
+import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 
 /** The machine's Redis (REDIS_URL, default redis://127.0.0.1:6379): tests write under their own prefix only. */
@@ -51,6 +55,15 @@ async function canListen(port: number): Promise<boolean> {
   return listening;
 }
 
+/** A free port whose cluster bus port (10000 above) is free too, both below the ephemeral range. */
+async function clusterPort(): Promise<number> {
+  for (let i = 0; i < 100; i++) {
+    const port = 20_000 + Math.floor(Math.random() * 2_700);
+    if ((await canListen(port)) && (await canListen(port + 10_000))) return port;
+  }
+  throw new Error('no free port pair for a cluster node');
+}
+
 /**
  * A free port below the kernel's ephemeral range (32768 and up on Linux): the port-0 listeners of
  * tests running beside cannot be given it while an OwnRedis is down for a restart. One was, in a
@@ -85,10 +98,16 @@ function answersPing(port: number): Promise<boolean> {
  */
 export class OwnRedis {
   private child: ChildProcess | undefined;
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly extraArgs: readonly string[] = [],
+  ) {}
 
-  static async start(): Promise<OwnRedis> {
-    const redis = new OwnRedis(await ownPort());
+  /** A plain Redis; or a cluster node, given the path of its nodes.conf (by port). */
+  static async start(clusterConfig?: (port: number) => string): Promise<OwnRedis> {
+    const port = clusterConfig === undefined ? await ownPort() : await clusterPort();
+    const extraArgs = clusterConfig === undefined ? [] : ['--cluster-enabled', 'yes', '--cluster-config-file', clusterConfig(port), '--cluster-node-timeout', '5000'];
+    const redis = new OwnRedis(port, extraArgs);
     await redis.start();
     return redis;
   }
@@ -102,7 +121,7 @@ export class OwnRedis {
   }
 
   async start(): Promise<void> {
-    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], {
+    this.child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...this.extraArgs], {
       stdio: 'ignore',
     });
     const child = this.child;
@@ -129,5 +148,57 @@ export class OwnRedis {
     child.kill('SIGKILL');
     await once(child, 'exit');
     this.child = undefined;
+  }
+}
+
+const run = promisify(execFile);
+
+/**
+ * A Redis Cluster of the test's own: three masters (no replicas) on free ports, their nodes.conf in
+ * a temp directory so a node killed and started again rejoins with its slots (and no data).
+ */
+export class OwnRedisCluster {
+  private constructor(
+    readonly nodes: readonly OwnRedis[],
+    private readonly dir: string,
+  ) {}
+
+  static async start(masters = 3): Promise<OwnRedisCluster> {
+    const dir = mkdtempSync(path.join(tmpdir(), 'recs-redis-cluster-'));
+    const nodes: OwnRedis[] = [];
+    const cluster = new OwnRedisCluster(nodes, dir);
+    try {
+      for (let i = 0; i < masters; i++) {
+        nodes.push(await OwnRedis.start((port) => path.join(dir, `nodes-${port}.conf`)));
+      }
+      await run('redis-cli', ['--cluster', 'create', ...nodes.map((node) => `127.0.0.1:${node.port}`), '--cluster-replicas', '0', '--cluster-yes'], { timeout: 30_000 });
+      await cluster.settled();
+      return cluster;
+    } catch (error) {
+      await cluster.stop();
+      throw error;
+    }
+  }
+
+  /** REDIS_CLUSTER_NODES naming every node. */
+  get seeds(): string {
+    return this.nodes.map((node) => `127.0.0.1:${node.port}`).join(',');
+  }
+
+  /** Waits until every node says cluster_state:ok (slots assigned and known to all); throws past 30 s. */
+  async settled(): Promise<void> {
+    for (let i = 0; i < 300; i++) {
+      const states = await Promise.all(
+        this.nodes.map((node) => run('redis-cli', ['-p', String(node.port), 'cluster', 'info'], { timeout: 2000 }).then((out) => out.stdout, () => '')),
+      );
+      if (states.every((state) => state.includes('cluster_state:ok'))) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    throw new Error('the Redis Cluster did not reach cluster_state:ok');
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all(this.nodes.map((node) => node.stop()));
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }
