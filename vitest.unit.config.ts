@@ -1,14 +1,14 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import base from './vitest.config.js';
 
-// npm run test:unit: the test files that start no process (no gateway, no CLI, no Redis of their
-// own), for a quick check between edits; npm test runs them all. Their names say so, and
-// test/layers.test.ts holds the names to what the files do.
+// npm run test:unit: the in-process test files (no process, no Redis or PostgreSQL), for a quick
+// check between edits; npm test runs them all. Their names say so, and test/layers.test.ts holds
+// the names to what the files do.
 export default defineConfig({
   resolve: base.resolve,
   test: {
     ...base.test,
-    exclude: [...configDefaults.exclude, 'test/**/*.processes.test.ts'],
+    exclude: [...configDefaults.exclude, 'test/**/*.processes.test.ts', 'test/**/*.services.test.ts'],
     globalSetup: [],
   },
 });
