@@ -54,6 +54,9 @@ export function apiKeyErrorResponse(error: unknown, authorization: string | unde
       return json(400, errors(error.field ?? '*', error.message));
     case ErrorCode.RATE_LIMITED:
       return json(429, errors('*', error.message), { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
+    case ErrorCode.QUOTA_EXCEEDED:
+      // named, so that a recs-gateway in front passes the refusal on as it is
+      return json(429, [{ id: '*', message: error.message, reason: error.code }], { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
     case ErrorCode.UPSTREAM_UNAVAILABLE:
       return json(503, errors('*', error.message), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
     case ErrorCode.UPSTREAM_REJECTED:

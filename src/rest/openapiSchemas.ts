@@ -1,5 +1,5 @@
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
-import { MAX_ROTATION_GRACE_SECONDS, DEFAULT_ROTATION_GRACE_SECONDS, type CreateApiKeyInput, type UpdateApiKeyInput, type EventInputModel, type GiftOptionsModel, type ImageEntityModel, type ItemModel, type MarketplacePriceModel } from '../ports/backend.js';
+import { MAX_KEY_DAILY_QUOTA, MAX_KEY_RATE_PER_SECOND, MAX_ROTATION_GRACE_SECONDS, DEFAULT_ROTATION_GRACE_SECONDS, type CreateApiKeyInput, type UpdateApiKeyInput, type EventInputModel, type GiftOptionsModel, type ImageEntityModel, type ItemModel, type MarketplacePriceModel } from '../ports/backend.js';
 import { API_KEY_SCOPES } from '../model/scopes.js';
 import { MAX_IDENTIFIER_LENGTH } from '../model/ingest.js';
 import { DECIMAL_TEXT } from '../model/itemRecord.js';
@@ -179,6 +179,14 @@ export const schemas: Record<string, SchemaObject> = {
         description: 'What the key may do; every scope the caller may give when omitted. RECOMMENDATIONS_READ alone is a publishable key. ' +
           'A scope the caller lacks is refused (403, naming it).',
       },
+      rateLimitPerSecond: {
+        type: ['integer', 'null'], minimum: 1, maximum: MAX_KEY_RATE_PER_SECOND,
+        description: 'Requests a second the key may make, on top of the gateway\'s limits; none of its own when omitted or null. A key caller gives no more than its own key has (403).',
+      },
+      dailyQuota: {
+        type: ['integer', 'null'], minimum: 1, maximum: MAX_KEY_DAILY_QUOTA,
+        description: 'Requests the key may make per UTC day, then 429 (reason QUOTA_EXCEEDED) until midnight UTC; none when omitted or null.',
+      },
     } satisfies FieldsOf<CreateApiKeyInput>,
     additionalProperties: false,
     description: 'Any other field is refused (400), naming it.',
@@ -188,6 +196,11 @@ export const schemas: Record<string, SchemaObject> = {
     properties: {
       name: { type: 'string', pattern: '^[0-9a-zA-Z][0-9a-zA-Z_@.\\-~]{2,127}$', description: 'The new name, unique per user.' },
       scopes: { ...SCOPES, minItems: 1, description: 'The new scopes: narrowing only, unless the caller holds those added (403 naming one it lacks).' },
+      rateLimitPerSecond: {
+        type: ['integer', 'null'], minimum: 1, maximum: MAX_KEY_RATE_PER_SECOND,
+        description: 'The new rate, null to remove it. A key caller may lower its own limits, never raise them (403).',
+      },
+      dailyQuota: { type: ['integer', 'null'], minimum: 1, maximum: MAX_KEY_DAILY_QUOTA, description: 'The new daily quota, null to remove it; raised as rateLimitPerSecond.' },
     } satisfies FieldsOf<UpdateApiKeyInput>,
     additionalProperties: false,
     description: 'A field left out stays as it is; any other field is refused (400), naming it.',

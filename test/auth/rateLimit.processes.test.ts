@@ -282,6 +282,7 @@ describe('rate limiter settings', () => {
       deleteKey: () => Promise.resolve(),
       rotateKey: () => Promise.reject(new Error('unused')),
       updateKey: () => Promise.reject(new Error('unused')),
+      keyUsage: () => Promise.reject(new Error('unused')),
     };
     const buckets = new MemoryTokenBuckets();
     const limiter = new RateLimiter(buckets, {
