@@ -86,6 +86,8 @@ export const MAX_KEY_RATE_PER_SECOND = 100_000;
 export const MAX_KEY_DAILY_QUOTA = 1_000_000_000;
 /** The most days ApiKey.usage looks back. */
 export const MAX_USAGE_DAYS = 90;
+/** The days ApiKey.usage and its REST twin look back when not told. */
+export const DEFAULT_USAGE_DAYS = 7;
 
 /** The longest grace period a rotated key's old value may keep working, in seconds: 30 days. */
 export const MAX_ROTATION_GRACE_SECONDS = 30 * 86_400;
