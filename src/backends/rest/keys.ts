@@ -179,6 +179,8 @@ export class RestKeyService implements KeyService {
     if (input.name != null) body.name = input.name;
     if (input.expiresInDays != null) body.expiresInDays = input.expiresInDays;
     if (input.scopes != null) body.scopes = input.scopes;
+    if (input.rateLimitPerSecond !== undefined) body.rateLimitPerSecond = input.rateLimitPerSecond;
+    if (input.dailyQuota !== undefined) body.dailyQuota = input.dailyQuota;
     const forOther = input.username != null && input.username !== principal.user.username;
     const response = await this.upstream.request({
       method: 'POST',
