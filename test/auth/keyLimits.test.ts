@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
-import { codeOf, embeddedWithUsers, startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { codeOf, useEmbeddedGateway } from '../helpers/gateway.js';
 import { storeKinds } from '../helpers/stores.js';
 
 /**
@@ -20,19 +20,7 @@ interface Created { id: string; key: string; apiKey: { id: string; rateLimitPerS
 const secondsToMidnight = (): number => Math.ceil((86_400_000 - (Date.now() % 86_400_000)) / 1000);
 
 describe('per-key limits and quotas, on the embedded backend', () => {
-  const kind = storeKinds.find((k) => k.name === 'sqlite')!;
-  let gw: TestGateway;
-  let dispose: () => Promise<void>;
-
-  beforeAll(async () => {
-    const opened = await kind.open();
-    dispose = opened.dispose;
-    gw = await startTestGateway(await embeddedWithUsers(opened.store));
-  });
-  afterAll(async () => {
-    await gw?.stop();
-    await dispose?.();
-  });
+  const gw = useEmbeddedGateway(storeKinds.find((k) => k.name === 'sqlite')!);
 
   async function create(authorization: string, input: Record<string, unknown>): Promise<Created> {
     const answer = await gw.gql<{ createApiKey: Created }>(CREATE, { input }, { authorization });
