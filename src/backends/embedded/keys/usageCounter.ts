@@ -1,4 +1,4 @@
-import { utcDay } from '../../../model/keyLimits.js';
+import { msToUtcMidnight, utcDay } from '../../../model/keyLimits.js';
 import type { KeyStore, UsageCount } from './store.js';
 
 /** How often counted requests are written to the store, in ms: what a SIGKILL loses at most. */
@@ -10,7 +10,12 @@ export const USAGE_FLUSH_MS = 2_000;
  * for the next.
  */
 export class UsageCounter {
-  private pending = new Map<string, UsageCount>();
+  /** This day's counts by key id: one map lookup a request, the day's name made once a day. */
+  private today = new Map<string, UsageCount>();
+  private day = '';
+  private dayEnds = 0;
+  /** Counts of days gone by and of failed writes, not written yet. */
+  private earlier: UsageCount[] = [];
   private readonly timer: NodeJS.Timeout;
   private flushing: Promise<void> | null = null;
 
@@ -24,37 +29,39 @@ export class UsageCounter {
   }
 
   count(keyId: string, refused: boolean): void {
-    const day = utcDay(this.now());
-    const slot = `${keyId}\n${day}`;
-    let entry = this.pending.get(slot);
+    const now = this.now();
+    if (now >= this.dayEnds || now < this.dayEnds - 86_400_000) this.newDay(now);
+    let entry = this.today.get(keyId);
     if (entry === undefined) {
-      entry = { keyId, day, requests: 0, refused: 0 };
-      this.pending.set(slot, entry);
+      entry = { keyId, day: this.day, requests: 0, refused: 0 };
+      this.today.set(keyId, entry);
     }
     entry.requests += 1;
     if (refused) entry.refused += 1;
   }
 
-  /** Counts not written yet for the key, by day: added to what the store answers. */
-  unwritten(keyId: string): UsageCount[] {
-    return [...this.pending.values()].filter((entry) => entry.keyId === keyId);
+  private newDay(now: number): void {
+    this.earlier.push(...this.today.values());
+    this.today = new Map();
+    this.day = utcDay(now);
+    this.dayEnds = now + msToUtcMidnight(now);
   }
 
-  /** Writes what was counted; one write at a time, and counts it failed to write wait for the next. */
+  /** Counts not written yet for the key: added to what the store answers. */
+  unwritten(keyId: string): UsageCount[] {
+    const today = this.today.get(keyId);
+    return [...this.earlier.filter((entry) => entry.keyId === keyId), ...(today ? [today] : [])];
+  }
+
+  /** Writes what was counted, one write at a time; counts a write failed to add wait for the next. */
   async flush(): Promise<void> {
     while (this.flushing !== null) await this.flushing;
-    if (this.pending.size === 0) return;
-    const batch = this.pending;
-    this.pending = new Map();
-    this.flushing = this.store.addUsage([...batch.values()]).catch((error: unknown) => {
-      for (const [slot, entry] of batch) {
-        const later = this.pending.get(slot);
-        if (later === undefined) this.pending.set(slot, entry);
-        else {
-          later.requests += entry.requests;
-          later.refused += entry.refused;
-        }
-      }
+    const batch = merged([...this.earlier, ...this.today.values()]);
+    if (batch.length === 0) return;
+    this.earlier = [];
+    this.today = new Map();
+    this.flushing = this.store.addUsage(batch).catch((error: unknown) => {
+      this.earlier.push(...batch);
       throw error;
     }).finally(() => {
       this.flushing = null;
@@ -67,4 +74,19 @@ export class UsageCounter {
     clearInterval(this.timer);
     await this.flush().catch(() => undefined);
   }
+}
+
+/** One count per key and day: PostgreSQL's upsert may not touch a row twice in one statement. */
+function merged(counts: readonly UsageCount[]): UsageCount[] {
+  const byKeyDay = new Map<string, UsageCount>();
+  for (const count of counts) {
+    const slot = `${count.keyId}\n${count.day}`;
+    const known = byKeyDay.get(slot);
+    if (known === undefined) byKeyDay.set(slot, { ...count });
+    else {
+      known.requests += count.requests;
+      known.refused += count.refused;
+    }
+  }
+  return [...byKeyDay.values()];
 }
