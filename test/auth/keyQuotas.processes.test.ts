@@ -5,9 +5,9 @@ import { drainPrefix, REDIS_URL, testPrefix } from '../helpers/redis.js';
 import { sharedRecsStoreKinds, type SharedRecsStore } from '../helpers/stores.js';
 
 /**
- * A key's daily quota across two gateway processes on one PostgreSQL store and Redis (a prefix of
- * the test's own): the quota holds over both, and the key's usage, counted by both, survives a
- * restart of each.
+ * A key's rate and daily quota across two gateway processes on one PostgreSQL store and Redis (a
+ * prefix of the test's own): both hold over the two, and the key's usage, counted by both,
+ * survives a restart of each.
  */
 const CREATE = `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { id key } }`;
 const ITEM = '{ item(itemId: 31000005) { itemId } }';
@@ -26,7 +26,7 @@ async function redisNames(under: string): Promise<string[]> {
 
 interface Usage { id: string; usage: { day: string; requests: number; refused: number }[] }
 
-describe('a key\'s daily quota, two gateway processes on one PostgreSQL store and Redis', () => {
+describe('a key\'s rate and daily quota, two gateway processes on one PostgreSQL store and Redis', () => {
   let store: SharedRecsStore;
   const gateways: ServeProcess[] = [];
   let admin: string;
@@ -97,4 +97,16 @@ describe('a key\'s daily quota, two gateway processes on one PostgreSQL store an
       expect(refused.body.errors?.[0]?.extensions?.code).toBe('QUOTA_EXCEEDED');
     }
   }, 120_000);
+
+  it('holds a key\'s own rate over both processes: one bucket in Redis, not one each', async () => {
+    const created = await gql(gateways[0]!.url, CREATE, { input: { name: 'shared-rate', rateLimitPerSecond: 5 } }, { authorization: admin });
+    expect(created.body.errors).toBeUndefined();
+    const { key } = created.body.data!.createApiKey as unknown as { key: string };
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gql(gateways[i % 2]!.url, ITEM, {}, { authorization: key })));
+    const answered = answers.filter((a) => a.status === 200).length;
+    // a burst of 5, and what refills while the 30 are answered; a bucket per process would let 10 through
+    expect(answered).toBeGreaterThanOrEqual(1);
+    expect(answered).toBeLessThanOrEqual(8);
+    expect(new Set(answers.filter((a) => a.status !== 200).map((a) => a.body.errors?.[0]?.extensions?.code))).toEqual(new Set(['RATE_LIMITED']));
+  }, 60_000);
 });
