@@ -135,6 +135,8 @@ export class RateLimiter {
   private admitKeyNow(principal: PrincipalModel): true | undefined {
     const limits = principal.limits;
     if (!limits || !principal.keyId) return true;
+    // a quota counted by a round trip waits: nothing spent here that the slow path would spend again
+    if (limits.dailyQuota !== null && !this.buckets.countsNow) return undefined;
     const rate = ownLimit(limits);
     if (rate !== null && this.buckets.takeNow(ownKeyBucket(principal.keyId), rate)?.allowed !== true) return undefined;
     if (limits.dailyQuota !== null) {

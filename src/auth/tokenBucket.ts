@@ -30,6 +30,8 @@ export interface TokenBuckets {
   count(name: string, endsAt: number): Promise<number>;
   /** count's answer when it needs no waiting (in-process counters); undefined otherwise. */
   countNow(name: string, endsAt: number): number | undefined;
+  /** Whether countNow answers: false where a count is a round trip (Redis). */
+  readonly countsNow: boolean;
   readonly backing: 'redis' | 'memory';
   check(): Promise<string>;
   close(): Promise<void>;
@@ -65,6 +67,7 @@ function spend(bucket: Bucket, limit: BucketLimit, cost: number): TakeResult {
 /** In-process buckets: the fallback, and all there is without REDIS_URL. */
 export class MemoryTokenBuckets implements TokenBuckets {
   readonly backing = 'memory' as const;
+  readonly countsNow = true;
   // bounded: an attacker cycling addresses evicts old buckets instead of growing the heap
   private readonly buckets: LRUCache<string, Bucket>;
   /** Failures kept apart, so anonymous requests from many addresses cannot evict them and buy more guesses. */
@@ -210,6 +213,7 @@ export const nameInRedis = (key: Buffer | string, name: string): string =>
  * process may be refused slightly early while another holds a lease.
  */
 export class RedisTokenBuckets implements TokenBuckets {
+  readonly countsNow = false;
   private readonly redis: Redis;
   private readonly take_: TakeCommand;
   private readonly fallback = new MemoryTokenBuckets();

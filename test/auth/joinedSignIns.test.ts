@@ -36,6 +36,7 @@ function slowRefunds(): { buckets: TokenBuckets; refunding: ReturnType<typeof ga
     mark: (name, ttlMs) => memory.mark(name, ttlMs),
     count: (name, endsAt) => memory.count(name, endsAt),
     countNow: (name, endsAt) => memory.countNow(name, endsAt),
+    countsNow: true,
     marked: (name) => memory.marked(name),
     check: () => memory.check(),
     close: () => memory.close(),
