@@ -127,4 +127,30 @@ describe('per-key limits and quotas, on the embedded backend', () => {
     const after = await gw.gql<{ apiKeys: unknown[] }>('{ apiKeys { id } }', {}, { authorization: alice });
     expect(after.body.data!.apiKeys.length).toBe(before.body.data!.apiKeys.length + 1);
   });
+
+  it('answers GET /api/v1/apikey/{id}/usage for the caller\'s own keys, under KEYS_MANAGE', async () => {
+    const key = await create(alice, { name: 'usage-rest' });
+    const publishable = await create(alice, { name: 'usage-publishable', scopes: ['RECOMMENDATIONS_READ'] });
+    expect((await item(key.key)).status).toBe(200);
+    const usage = (authorization: string, query = '', id = key.id) => fetch(`${gw.url}/api/v1/apikey/${id}/usage${query}`, { headers: { authorization } });
+
+    const own = await usage(alice);
+    expect(own.status).toBe(200);
+    expect(await own.json()).toEqual({ id: key.id, usage: [{ day: new Date().toISOString().slice(0, 10), requests: 1, refused: 0 }] });
+    expect((await usage(root, '?days=1')).status).toBe(200);
+    const bobs = await usage(basicAuthorization('bob', 'bob-password', 'corp.example'));
+    expect(bobs.status).toBe(400);
+    expect(await bobs.json()).toEqual([{ id: '*', message: `API key not found: ${key.id}` }]);
+    for (const query of ['?days=0', '?days=91', '?days=abc', '?days=-1']) {
+      const bad = await usage(alice, query);
+      expect(bad.status, query).toBe(400);
+      expect(await bad.json()).toEqual([expect.objectContaining({ id: 'days' })]);
+    }
+    const narrow = await usage(publishable.key);
+    expect(narrow.status).toBe(403);
+    expect(await narrow.json()).toEqual([expect.objectContaining({ scope: 'KEYS_MANAGE' })]);
+    const posted = await fetch(`${gw.url}/api/v1/apikey/${key.id}/usage`, { method: 'POST', headers: { authorization: alice, 'content-type': 'application/json' }, body: '{}' });
+    expect(posted.status).toBe(405);
+    expect((await usage(alice, '', 'not-a-uuid')).status).toBe(404);
+  });
 });
