@@ -213,7 +213,6 @@ export const nameInRedis = (key: Buffer | string, name: string): string =>
  * process may be refused slightly early while another holds a lease.
  */
 export class RedisTokenBuckets implements TokenBuckets {
-  readonly countsNow = false;
   private readonly redis: Redis;
   private readonly take_: TakeCommand;
   private readonly fallback = new MemoryTokenBuckets();
@@ -225,6 +224,7 @@ export class RedisTokenBuckets implements TokenBuckets {
   private readonly leasing = new Map<string, Promise<unknown>>();
   private downUntil = 0;
   fallbacks = 0;
+  readonly countsNow = false;
   private keyOf: ((name: string) => string) | null = null;
   private salting: Promise<(name: string) => string> | null = null;
   /** The salt this process names by, put back by check() should Redis lose it. */
