@@ -8,6 +8,8 @@ export const ErrorCode = {
   NOT_FOUND: 'NOT_FOUND',
   BAD_USER_INPUT: 'BAD_USER_INPUT',
   RATE_LIMITED: 'RATE_LIMITED',
+  /** The API key made its dailyQuota of requests this UTC day. */
+  QUOTA_EXCEEDED: 'QUOTA_EXCEEDED',
   QUERY_TOO_COMPLEX: 'QUERY_TOO_COMPLEX',
   UPSTREAM_UNAVAILABLE: 'UPSTREAM_UNAVAILABLE',
   UPSTREAM_REJECTED: 'UPSTREAM_REJECTED',
@@ -37,6 +39,7 @@ export const httpStatusOf: Record<ErrorCode, number> = {
   NOT_FOUND: 404,
   BAD_USER_INPUT: 400,
   RATE_LIMITED: 429,
+  QUOTA_EXCEEDED: 429,
   QUERY_TOO_COMPLEX: 400,
   UPSTREAM_UNAVAILABLE: 502,
   UPSTREAM_REJECTED: 502,
@@ -53,7 +56,7 @@ export const httpStatusOf: Record<ErrorCode, number> = {
 export interface GatewayErrorOptions {
   /** The input field at fault, for BAD_USER_INPUT (`*` when it is the request as a whole). */
   field?: string;
-  /** Seconds to wait, for RATE_LIMITED and UPSTREAM_UNAVAILABLE. */
+  /** Seconds to wait, for RATE_LIMITED, QUOTA_EXCEEDED and UPSTREAM_UNAVAILABLE. */
   retryAfter?: number;
   service?: string;
   /** The API key scope a FORBIDDEN request lacks. */
@@ -79,7 +82,7 @@ export class GatewayError extends GraphQLError {
     if (code === ErrorCode.UNAUTHENTICATED) {
       // a browser page's script gets Bearer instead (src/http/send.ts challengeFor)
       extensions.http = { status: 401, headers: new Map([['www-authenticate', 'Basic realm="recs-gateway"']]) };
-    } else if (code === ErrorCode.RATE_LIMITED) {
+    } else if (isTooMany(code)) {
       const headers = new Map<string, string>();
       if (options.retryAfter !== undefined) headers.set('retry-after', String(Math.ceil(options.retryAfter)));
       extensions.http = { status: 429, headers };
@@ -116,6 +119,15 @@ export const badUserInput = (message: string, field = '*'): GatewayError =>
 
 export const rateLimited = (retryAfter: number): GatewayError =>
   new GatewayError(ErrorCode.RATE_LIMITED, `Too many requests: retry in ${Math.ceil(retryAfter)} s`, { retryAfter });
+
+/** The key's daily quota is spent: retry at the next UTC midnight, `retryAfter` seconds away. */
+export const quotaExceeded = (retryAfter: number): GatewayError =>
+  new GatewayError(ErrorCode.QUOTA_EXCEEDED, `This API key's daily quota is used up: retry after midnight UTC, in ${Math.ceil(retryAfter)} s`, { retryAfter });
+
+/** The refusals answered 429 with Retry-After. */
+export function isTooMany(code: ErrorCode): boolean {
+  return code === ErrorCode.RATE_LIMITED || code === ErrorCode.QUOTA_EXCEEDED;
+}
 
 export const upstreamUnavailable = (service: string, detail: string, cause?: unknown): GatewayError =>
   new GatewayError(ErrorCode.UPSTREAM_UNAVAILABLE, `The ${service} service is unavailable: ${detail}`, { service, cause });

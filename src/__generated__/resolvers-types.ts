@@ -36,6 +36,8 @@ export type ApiKey = {
   __typename?: 'ApiKey';
   /** When the key was created; null where the key service does not say. */
   createdAt?: Maybe<Scalars['DateTime']['output']>;
+  /** Requests this key may make per UTC day (then 429 QUOTA_EXCEEDED until midnight UTC); null: no quota. */
+  dailyQuota?: Maybe<Scalars['Int']['output']>;
   /** When the key stops working; null for a key that does not expire. */
   expiresAt?: Maybe<Scalars['DateTime']['output']>;
   /** Identifier of the key (UUID). */
@@ -47,10 +49,23 @@ export type ApiKey = {
    * such number the user has.
    */
   name: Scalars['String']['output'];
+  /** Requests a second this key may make, beyond the gateway's own limits; null: only the gateway's. */
+  rateLimitPerSecond?: Maybe<Scalars['Int']['output']>;
   /** What the key may do: the scopes it was given, within its user's rights. */
   scopes: Array<ApiKeyScope>;
+  /**
+   * Requests the key made per UTC day, newest first, over the last `days` days (1 to 90) including
+   * today: days without requests are left out. Counted in memory, written every few seconds.
+   */
+  usage: Array<ApiKeyUsage>;
   /** Identifier of the owning user (UUID). */
   userId: Scalars['ID']['output'];
+};
+
+
+/** An API key's metadata. The key value itself is shown once, by createApiKey, and is never listed. */
+export type ApiKeyUsageArgs = {
+  days?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /**
@@ -65,6 +80,17 @@ export type ApiKeyScope =
   /** item, items, postBrowsedProducts, productRecommendations, recommendations; GET /v1/... */
   | 'RECOMMENDATIONS_READ';
 
+/** One UTC day of a key's requests. */
+export type ApiKeyUsage = {
+  __typename?: 'ApiKeyUsage';
+  /** The day, YYYY-MM-DD (UTC). */
+  day: Scalars['String']['output'];
+  /** Of those, the ones refused for the key's own rateLimitPerSecond or dailyQuota (429). */
+  refused: Scalars['Int']['output'];
+  /** Requests the key authenticated that day, refused ones included. */
+  requests: Scalars['Int']['output'];
+};
+
 export type AuthMethod =
   /** An API key in the Authorization header (bare or after Bearer). */
   | 'API_KEY'
@@ -76,6 +102,11 @@ export type CacheControlScope =
   | 'PUBLIC';
 
 export type CreateApiKeyInput = {
+  /**
+   * Requests the key may make per UTC day (1 to 1000000000); past it, 429 QUOTA_EXCEEDED until
+   * midnight UTC. Null or omitted: no quota. A key caller may give no more than its own key has.
+   */
+  dailyQuota?: InputMaybe<Scalars['Int']['input']>;
   /** Days until the key expires (1 to 3650); the key never expires when omitted. */
   expiresInDays?: InputMaybe<Scalars['Int']['input']>;
   /**
@@ -83,6 +114,11 @@ export type CreateApiKeyInput = {
    * unique per user. Defaults to key#<n>.
    */
   name?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Requests a second the key may make (1 to 100000), on top of the gateway's own limits; null or
+   * omitted: none of its own. A key caller may give no more than its own key has.
+   */
+  rateLimitPerSecond?: InputMaybe<Scalars['Int']['input']>;
   /**
    * What the key may do; omitted, every scope the caller may give (all its user's rights for a
    * password, the caller's own for a key). A scope the caller lacks is FORBIDDEN, naming it.
@@ -479,7 +515,7 @@ export type Mutation = {
    * key with a scope the caller lacks.
    */
   rotateApiKey: CreateApiKeyPayload;
-  /** Renames a key or changes its scopes; NOT_FOUND as deleteApiKey. */
+  /** Renames a key or changes its scopes and limits; NOT_FOUND as deleteApiKey. */
   updateApiKey: ApiKey;
   /**
    * Adds or replaces item records: at most 1,000 a call, all stored or none (BAD_USER_INPUT naming
@@ -648,8 +684,15 @@ export type RecordEventsPayload = {
 
 /** A key's changes: a field omitted stays as it is. */
 export type UpdateApiKeyInput = {
+  /** The new daily quota (1 to 1000000000), null to remove it; raised as rateLimitPerSecond. */
+  dailyQuota?: InputMaybe<Scalars['Int']['input']>;
   /** The new name, under the rule of CreateApiKeyInput.name. */
   name?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * The new rate (1 to 100000), null to remove it. A caller authenticated by a key may set no more
+   * than its own key has: a key may lower its own limits, never raise them (FORBIDDEN).
+   */
+  rateLimitPerSecond?: InputMaybe<Scalars['Int']['input']>;
   /** The new scopes: narrowing only, unless the caller holds those added (FORBIDDEN naming one it lacks). */
   scopes?: InputMaybe<Array<ApiKeyScope>>;
 };
@@ -748,6 +791,7 @@ export type DirectiveResolverFn<TResult = Record<PropertyKey, never>, TParent = 
 export type ResolversTypes = ResolversObject<{
   ApiKey: ResolverTypeWrapper<ApiKeyModel>;
   ApiKeyScope: ApiKeyScope;
+  ApiKeyUsage: ResolverTypeWrapper<ApiKeyUsage>;
   AuthMethod: AuthMethod;
   Boolean: ResolverTypeWrapper<Scalars['Boolean']['output']>;
   CacheControlScope: CacheControlScope;
@@ -787,6 +831,7 @@ export type ResolversTypes = ResolversObject<{
 /** Mapping between all available schema types and the resolvers parents */
 export type ResolversParentTypes = ResolversObject<{
   ApiKey: ApiKeyModel;
+  ApiKeyUsage: ApiKeyUsage;
   Boolean: Scalars['Boolean']['output'];
   CreateApiKeyInput: CreateApiKeyInput;
   CreateApiKeyPayload: CreatedApiKeyModel;
@@ -828,12 +873,21 @@ export type CacheControlDirectiveResolver<Result, Parent, ContextType = GatewayC
 
 export type ApiKeyResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ApiKey'] = ResolversParentTypes['ApiKey']> = ResolversObject<{
   createdAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
+  dailyQuota?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   expiresAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   lastUsedAt?: Resolver<Maybe<ResolversTypes['DateTime']>, ParentType, ContextType>;
   name?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  rateLimitPerSecond?: Resolver<Maybe<ResolversTypes['Int']>, ParentType, ContextType>;
   scopes?: Resolver<Array<ResolversTypes['ApiKeyScope']>, ParentType, ContextType>;
+  usage?: Resolver<Array<ResolversTypes['ApiKeyUsage']>, ParentType, ContextType, RequireFields<ApiKeyUsageArgs, 'days'>>;
   userId?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
+}>;
+
+export type ApiKeyUsageResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ApiKeyUsage'] = ResolversParentTypes['ApiKeyUsage']> = ResolversObject<{
+  day?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  refused?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  requests?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
 }>;
 
 export type CreateApiKeyPayloadResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['CreateApiKeyPayload'] = ResolversParentTypes['CreateApiKeyPayload']> = ResolversObject<{
@@ -997,6 +1051,7 @@ export type ViewerResolvers<ContextType = GatewayContext, ParentType extends Res
 
 export type Resolvers<ContextType = GatewayContext> = ResolversObject<{
   ApiKey?: ApiKeyResolvers<ContextType>;
+  ApiKeyUsage?: ApiKeyUsageResolvers<ContextType>;
   CreateApiKeyPayload?: CreateApiKeyPayloadResolvers<ContextType>;
   DateTime?: GraphQLScalarType;
   DeleteApiKeyPayload?: DeleteApiKeyPayloadResolvers<ContextType>;

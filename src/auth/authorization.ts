@@ -84,5 +84,5 @@ export function basicAuthorization(username: string, password: string, domain?: 
 
 /** A kept principal with this request's Authorization, written field by field: a spread gives each object its own hidden class. */
 export function withAuthorization(kept: Omit<PrincipalModel, 'authorization'>, authorization: string): PrincipalModel {
-  return { user: kept.user, authenticatedBy: kept.authenticatedBy, keyId: kept.keyId, credentialId: kept.credentialId, authorization, scopes: kept.scopes };
+  return { user: kept.user, authenticatedBy: kept.authenticatedBy, keyId: kept.keyId, credentialId: kept.credentialId, authorization, scopes: kept.scopes, limits: kept.limits ?? null };
 }

@@ -2,8 +2,9 @@ import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import { credentialId, parseAuthorization } from './authorization.js';
 import { clientNetwork } from './clientAddress.js';
-import { KEY_SERVICE, type CallOptions, type KeyService, type PrincipalModel } from '../ports/backend.js';
-import { ErrorCode, GatewayError, rateLimited } from '../errors.js';
+import { KEY_SERVICE, type CallOptions, type KeyLimits, type KeyService, type PrincipalModel } from '../ports/backend.js';
+import { ErrorCode, GatewayError, isTooMany, quotaExceeded, rateLimited } from '../errors.js';
+import { msToUtcMidnight, utcDay } from '../model/keyLimits.js';
 import { DEFAULT_RATE_LIMITS } from '../config/defaults.js';
 import type { BucketLimit, RateLimitSettings } from '../config/limits.js';
 import { CallerGone, callerOf, callerWaits, SharedCall } from '../shared/callSignal.js';
@@ -15,13 +16,16 @@ function vouchedFor(keys: KeyService, authorization: string): PrincipalModel | u
   return keys.authenticateKnown?.(authorization) ?? keys.authenticateVerified?.(authorization);
 }
 
-export type RateLimitOutcome = 'allowed' | 'principal_limited' | 'user_limited' | 'address_locked' | 'username_locked' | 'new_documents_limited';
+export type RateLimitOutcome =
+  'allowed' | 'principal_limited' | 'user_limited' | 'key_limited' | 'quota_exceeded' | 'address_locked' | 'username_locked' | 'new_documents_limited';
 
 export class RateLimiter {
   readonly counts: Record<RateLimitOutcome, number> = {
     allowed: 0,
     principal_limited: 0,
     user_limited: 0,
+    key_limited: 0,
+    quota_exceeded: 0,
     address_locked: 0,
     username_locked: 0,
     new_documents_limited: 0,
@@ -84,6 +88,7 @@ export class RateLimiter {
       deleteKey: (...args) => keys.deleteKey(...args),
       rotateKey: (...args) => keys.rotateKey(...args),
       updateKey: (...args) => keys.updateKey(...args),
+      keyUsage: (...args) => keys.keyUsage(...args),
     };
   }
 
@@ -101,8 +106,55 @@ export class RateLimiter {
           ? await this.signIn({ keys, authorization, user: usernameBucket(credential.username, credential.domain), address, failures, options }, given)
           : await this.checkKey(keys, authorization, address, failures, options);
     }
-    await this.admit(principal, address);
+    try {
+      await this.admit(principal, address);
+      await this.admitKey(principal);
+    } catch (error) {
+      if (principal.keyId && error instanceof GatewayError && isTooMany(error.code)) keys.countUse?.(principal.keyId, true);
+      throw error;
+    }
+    if (principal.keyId) keys.countUse?.(principal.keyId, false);
     return principal;
+  }
+
+  /**
+   * The key's own rate (a bucket by key id) and daily quota (a counter by key id and UTC day, shared
+   * through Redis where the buckets are): nothing at all for a key without them.
+   */
+  private async admitKey(principal: PrincipalModel): Promise<void> {
+    const limits = principal.limits;
+    if (!limits || !principal.keyId) return;
+    const rate = ownLimit(limits);
+    if (rate !== null) {
+      const result = await this.buckets.take(ownKeyBucket(principal.keyId), rate);
+      if (!result.allowed) throw this.refused('key_limited', result.retryAfterMs);
+    }
+    if (limits.dailyQuota !== null) {
+      const now = Date.now();
+      const used = await this.buckets.count(quotaCounter(principal.keyId, now), now + msToUtcMidnight(now));
+      if (used > limits.dailyQuota) throw this.quotaRefused(now);
+    }
+  }
+
+  /** admitKey without waiting: true when admitted, undefined when it must wait or refuse (the slow path says which). */
+  private admitKeyNow(principal: PrincipalModel): true | undefined {
+    const limits = principal.limits;
+    if (!limits || !principal.keyId) return true;
+    // a quota counted by a round trip waits: nothing spent here that the slow path would spend again
+    if (limits.dailyQuota !== null && !this.buckets.countsNow) return undefined;
+    const rate = ownLimit(limits);
+    if (rate !== null && this.buckets.takeNow(ownKeyBucket(principal.keyId), rate)?.allowed !== true) return undefined;
+    if (limits.dailyQuota !== null) {
+      const now = Date.now();
+      const used = this.buckets.countNow(quotaCounter(principal.keyId, now), now + msToUtcMidnight(now));
+      if (used === undefined || used > limits.dailyQuota) return undefined;
+    }
+    return true;
+  }
+
+  private quotaRefused(now: number): GatewayError {
+    this.counts.quota_exceeded += 1;
+    return quotaExceeded(Math.max(1, Math.ceil(msToUtcMidnight(now) / 1000)));
   }
 
   /**
@@ -251,10 +303,11 @@ export class RateLimiter {
     }
     const limit = this.limitOf(principal);
     const userLimit = this.userLimitOf(principal);
-    if (limit === null && userLimit === null) return principal;
     if (limit !== null && this.buckets.takeNow(principalBucket(principal, address), limit)?.allowed !== true) return undefined;
     if (userLimit !== null && this.buckets.takeNow(userBucket(principal.user.id), userLimit)?.allowed !== true) return undefined;
-    this.counts.allowed += 1;
+    if (principal.limits && this.admitKeyNow(principal) === undefined) return undefined;
+    if (limit !== null || userLimit !== null) this.counts.allowed += 1;
+    if (principal.keyId) keys.countUse?.(principal.keyId, false);
     return principal;
   }
 
@@ -337,6 +390,16 @@ const newDocumentsBucket = (principal: PrincipalModel | null, address: string): 
   principal?.user.id ? `newdocs:user:${principal.user.id}` : `newdocs:${principalBucket(principal, address)}`;
 
 const userBucket = (userId: string | null): string => `alluser:${userId}`;
+
+/** A key's own rate, apart from the gateway's bucket for the key (`key:`), which RATE_LIMIT_RPS sizes. */
+const ownKeyBucket = (keyId: string): string => `keyown:${keyId}`;
+
+/** A key's requests on a UTC day: by id, never by the key's value. */
+const quotaCounter = (keyId: string, now: number): string => `quota:${keyId}:${utcDay(now)}`;
+
+/** A key's own rate as a bucket: a second's worth of burst, at least one request. */
+const ownLimit = (limits: KeyLimits): BucketLimit | null =>
+  limits.rateLimitPerSecond === null ? null : { ratePerSecond: limits.rateLimitPerSecond, burst: Math.max(1, limits.rateLimitPerSecond) };
 
 const addressBucket = (address: string): string => `authfail:${clientNetwork(address)}`;
 

@@ -25,6 +25,12 @@ export interface TokenBuckets {
   /** Marks `name` for `ttlMs` from now; marking again restarts the time. */
   mark(name: string, ttlMs: number): Promise<void>;
   marked(name: string): Promise<boolean>;
+  /** Adds one to the counter `name`, which ends at `endsAt` (epoch ms); resolves with its new value. */
+  count(name: string, endsAt: number): Promise<number>;
+  /** count's answer when it needs no waiting (in-process counters); undefined otherwise. */
+  countNow(name: string, endsAt: number): number | undefined;
+  /** Whether countNow answers: false where a count is a round trip (Redis). */
+  readonly countsNow: boolean;
   readonly backing: 'redis' | 'memory';
   check(): Promise<string>;
   close(): Promise<void>;
@@ -60,11 +66,13 @@ function spend(bucket: Bucket, limit: BucketLimit, cost: number): TakeResult {
 /** In-process buckets: the fallback, and all there is without REDIS_URL. */
 export class MemoryTokenBuckets implements TokenBuckets {
   readonly backing = 'memory' as const;
+  readonly countsNow = true;
   // bounded: an attacker cycling addresses evicts old buckets instead of growing the heap
   private readonly buckets: LRUCache<string, Bucket>;
   /** Failures kept apart, so anonymous requests from many addresses cannot evict them and buy more guesses. */
   private readonly failures: LRUCache<string, Bucket>;
   private readonly marks: ClockedLRU<string, true>;
+  private readonly counters: ClockedLRU<string, number>;
 
   constructor(
     maxBuckets = 100_000,
@@ -73,6 +81,17 @@ export class MemoryTokenBuckets implements TokenBuckets {
     this.buckets = new LRUCache<string, Bucket>({ max: maxBuckets });
     this.failures = new LRUCache<string, Bucket>({ max: maxBuckets });
     this.marks = new ClockedLRU<string, true>({ max: maxBuckets, now });
+    this.counters = new ClockedLRU<string, number>({ max: maxBuckets, now });
+  }
+
+  count(name: string, endsAt: number): Promise<number> {
+    return promised(() => this.countNow(name, endsAt));
+  }
+
+  countNow(name: string, endsAt: number): number {
+    const value = (this.counters.get(name) ?? 0) + 1;
+    this.counters.set(name, value, { ttl: Math.max(1, endsAt - this.now()) });
+    return value;
   }
 
   take(name: string, limit: BucketLimit, cost = 1): Promise<TakeResult> {
@@ -203,6 +222,7 @@ export class RedisTokenBuckets implements TokenBuckets {
   private readonly leasing = new Map<string, Promise<unknown>>();
   private downUntil = 0;
   fallbacks = 0;
+  readonly countsNow = false;
   private keyOf: ((name: string) => string) | null = null;
   private salting: Promise<(name: string) => string> | null = null;
   /** The salt this process names by, put back by check() should Redis lose it. */
@@ -310,6 +330,23 @@ export class RedisTokenBuckets implements TokenBuckets {
       async () => (await this.redis.exists(`mark:${await this.inRedis(name)}`)) === 1,
       () => this.fallback.marked(name),
     );
+  }
+
+  count(name: string, endsAt: number): Promise<number> {
+    return this.inRedisOr(
+      async () => {
+        const key = `count:${await this.inRedis(name)}`;
+        const answers = await this.redis.multi().incr(key).pexpireat(key, endsAt).exec();
+        const [error, value] = answers?.[0] ?? [new Error('no answer'), null];
+        if (error) throw error;
+        return Number(value);
+      },
+      () => this.fallback.count(name, endsAt),
+    );
+  }
+
+  countNow(): undefined {
+    return undefined;
   }
 
   private async inRedis(name: string): Promise<string> {

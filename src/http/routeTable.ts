@@ -46,6 +46,7 @@ export const ROUTES: readonly Route[] = [
     name: 'apikeys', label: '/api/v1/apikey', path: '/api/v1/apikey', methods: ['GET', 'POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none',
     byMethod: { POST: { speaks: 'rest-keys', body: 'ordinary' } },
   },
+  { name: 'apikeyUsage', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, suffix: '/usage', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none' },
   { name: 'apikeyRotate', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, suffix: '/rotate', methods: ['POST'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'ordinary' },
   {
     name: 'apikey', label: '/api/v1/apikey', path: '/api/v1/apikey/', prefix: true, methods: ['DELETE', 'PATCH'], cors: true, routerRefusesMethods: false, speaks: 'rest-keys', body: 'none',

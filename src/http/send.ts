@@ -1,5 +1,5 @@
 import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
-import { ErrorCode, type GatewayError } from '../errors.js';
+import { ErrorCode, isTooMany, type GatewayError } from '../errors.js';
 
 /** A JSON answer, sent with its length. */
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
@@ -42,6 +42,6 @@ export function challengeFor(headers: IncomingHttpHeaders): string {
 /** The headers a request-level error carries: the challenge with a 401, Retry-After with a 429. */
 export function errorHeaders(error: GatewayError, request: IncomingHttpHeaders): Record<string, string> {
   if (error.code === ErrorCode.UNAUTHENTICATED) return { 'www-authenticate': challengeFor(request) };
-  if (error.code === ErrorCode.RATE_LIMITED) return { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) };
+  if (isTooMany(error.code)) return { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) };
   return {};
 }

@@ -43,6 +43,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Readonly<Record<string, Acces
   openapi: { '*': 'public' },
   apikeys: { '*': 'KEYS_MANAGE' },
   apikeyRotate: { '*': 'KEYS_MANAGE' },
+  apikeyUsage: { '*': 'KEYS_MANAGE' },
   apikey: { '*': 'KEYS_MANAGE' },
   events: { '*': 'EVENTS_WRITE' },
   items: { GET: 'RECOMMENDATIONS_READ', HEAD: 'RECOMMENDATIONS_READ', PUT: 'EVENTS_WRITE' },

@@ -142,7 +142,7 @@ export class GatewayMetrics {
     const seenLimits: Record<string, number> = {};
     new Counter({
       name: 'recs_gateway_rate_limit_decisions_total',
-      help: 'Rate limit decisions: allowed, principal_limited (over its rate), address_locked (too many failed authentications)',
+      help: 'Rate limit decisions: allowed, principal_limited (over its rate), key_limited (over its own rateLimitPerSecond), quota_exceeded (past its dailyQuota), address_locked (too many failed authentications)',
       labelNames: ['outcome'] as const,
       registers: [this.registry],
       collect() {

@@ -26,6 +26,23 @@ export interface PrincipalModel {
   readonly authorization: string;
   /** What this credential may do; undefined where the key service decides each call itself (REST mode). */
   scopes?: readonly ApiKeyScope[];
+  /** The key's own rate and daily quota; null or undefined: none (a password, a key without, REST mode). */
+  limits?: KeyLimits | null;
+}
+
+/** A key's own limits; a null field is no limit of its own. */
+export interface KeyLimits {
+  rateLimitPerSecond: number | null;
+  dailyQuota: number | null;
+}
+
+/** One UTC day of a key's requests. */
+export interface ApiKeyUsageModel {
+  /** YYYY-MM-DD, UTC. */
+  day: string;
+  requests: number;
+  /** Requests refused for the key's own rate or quota. */
+  refused: number;
 }
 
 /** An API key's metadata; never the key value or its hash. */
@@ -38,6 +55,8 @@ export interface ApiKeyModel {
   lastUsedAt: Date | null;
   /** What the key may do: its stored scopes within its user's rights. */
   scopes: readonly ApiKeyScope[];
+  rateLimitPerSecond: number | null;
+  dailyQuota: number | null;
 }
 
 export interface CreateApiKeyInput {
@@ -47,14 +66,28 @@ export interface CreateApiKeyInput {
   expiresInDays?: number | null;
   /** Omitted: every scope the maker may give (a key's own, or all its user's rights). */
   scopes?: readonly ApiKeyScope[] | null;
+  /** Omitted: none of its own for a password's key; a key's own for a key's. */
+  rateLimitPerSecond?: number | null;
+  dailyQuota?: number | null;
 }
 
-/** A key's changes; each field omitted is left as it is. Limits and quotas are to join them. */
+/** A key's changes; each field omitted is left as it is. */
 export interface UpdateApiKeyInput {
   name?: string | null;
   /** Narrowing only, unless the caller holds the scopes added. */
   scopes?: readonly ApiKeyScope[] | null;
+  /** null removes the limit; a key caller may set no more than its own key has. */
+  rateLimitPerSecond?: number | null;
+  dailyQuota?: number | null;
 }
+
+/** Bounds of a key's own limits. */
+export const MAX_KEY_RATE_PER_SECOND = 100_000;
+export const MAX_KEY_DAILY_QUOTA = 1_000_000_000;
+/** The most days ApiKey.usage looks back. */
+export const MAX_USAGE_DAYS = 90;
+/** The days ApiKey.usage and its REST twin look back when not told. */
+export const DEFAULT_USAGE_DAYS = 7;
 
 /** The longest grace period a rotated key's old value may keep working, in seconds: 30 days. */
 export const MAX_ROTATION_GRACE_SECONDS = 30 * 86_400;
@@ -109,6 +142,10 @@ export interface KeyService {
   rotateKey(principal: PrincipalModel, id: string, graceSeconds: number, options?: CallOptions): Promise<CreatedApiKeyModel>;
   /** Renames or narrows a key; NOT_FOUND as deleteKey, FORBIDDEN naming a scope the caller lacks. */
   updateKey(principal: PrincipalModel, id: string, input: UpdateApiKeyInput, options?: CallOptions): Promise<ApiKeyModel>;
+  /** The key's requests per UTC day over the last `days` days, newest first; NOT_FOUND as deleteKey. */
+  keyUsage(principal: PrincipalModel, id: string, days: number, options?: CallOptions): Promise<ApiKeyUsageModel[]>;
+  /** Counts a request of the key (refused: for its own rate or quota); where the key service counts usage. */
+  countUse?(keyId: string, refused: boolean): void;
 }
 
 export interface ItemAttributeModel {

@@ -1,9 +1,10 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
 import {
-  DEFAULT_ROTATION_GRACE_SECONDS, type ApiKeyModel, type ApiKeyScope, type CallOptions, type CreateApiKeyInput, type KeyService, type PrincipalModel,
+  DEFAULT_ROTATION_GRACE_SECONDS, DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS, type ApiKeyModel, type ApiKeyScope, type CallOptions, type CreateApiKeyInput, type KeyService, type PrincipalModel,
   type UpdateApiKeyInput,
 } from '../ports/backend.js';
 import { parseScopes } from '../model/scopes.js';
+import { parseLimit } from '../model/keyLimits.js';
 import { header, json } from './types.js';
 import { unknownField } from './unknownField.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -13,6 +14,7 @@ import { CallerGone } from '../shared/callSignal.js';
 
 const COLLECTION = '/api/v1/apikey';
 const ROTATE = '/rotate';
+const USAGE = '/usage';
 const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };
 
 const errors = (id: string, message: string): { id: string; message: string }[] => [{ id, message }];
@@ -54,6 +56,9 @@ export function apiKeyErrorResponse(error: unknown, authorization: string | unde
       return json(400, errors(error.field ?? '*', error.message));
     case ErrorCode.RATE_LIMITED:
       return json(429, errors('*', error.message), { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
+    case ErrorCode.QUOTA_EXCEEDED:
+      // named, so that a recs-gateway in front passes the refusal on as it is
+      return json(429, [{ id: '*', message: error.message, reason: error.code }], { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
     case ErrorCode.UPSTREAM_UNAVAILABLE:
       return json(503, errors('*', error.message), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
     case ErrorCode.UPSTREAM_REJECTED:
@@ -103,8 +108,8 @@ function optionalString(body: Record<string, unknown>, field: string): string | 
 }
 
 /** What a key's creation reads (api-keys.md's create request, expiresInDays and scopes). */
-const CREATE_FIELDS = ['username', 'userDomain', 'name', 'expiresInDays', 'scopes'] as const;
-const UPDATE_FIELDS = ['name', 'scopes'] as const;
+const CREATE_FIELDS = ['username', 'userDomain', 'name', 'expiresInDays', 'scopes', 'rateLimitPerSecond', 'dailyQuota'] as const;
+const UPDATE_FIELDS = ['name', 'scopes', 'rateLimitPerSecond', 'dailyQuota'] as const;
 const ROTATE_FIELDS = ['gracePeriodSeconds'] as const;
 
 /** The body as an object with only these fields: a misspelt `nmae` made a key under the default name (key#3). */
@@ -124,7 +129,23 @@ function optionalScopes(body: Record<string, unknown>): ApiKeyScope[] | null {
 
 function updateInput(raw: unknown): UpdateApiKeyInput {
   const body = fieldsOf(raw, UPDATE_FIELDS, "a key's update");
-  return { name: optionalString(body, 'name'), scopes: optionalScopes(body) };
+  return { name: optionalString(body, 'name'), scopes: optionalScopes(body), ...limitsOf(body) };
+}
+
+/** The limits as sent: left out stays out (a change keeps them), null is none; the key service checks the bounds. */
+function limitsOf(body: Record<string, unknown>): Pick<UpdateApiKeyInput, 'rateLimitPerSecond' | 'dailyQuota'> {
+  const limits: Pick<UpdateApiKeyInput, 'rateLimitPerSecond' | 'dailyQuota'> = {};
+  for (const field of ['rateLimitPerSecond', 'dailyQuota'] as const) {
+    if (body[field] !== undefined) limits[field] = parseLimit(body[field], field);
+  }
+  return limits;
+}
+
+function daysOf(query: URLSearchParams): number {
+  const days = query.get('days');
+  if (days === null) return DEFAULT_USAGE_DAYS;
+  if (!/^\d{1,3}$/.test(days)) throw new Reply(json(400, errors('days', `days must be a whole number from 1 to ${MAX_USAGE_DAYS}`)));
+  return Number(days);
 }
 
 function graceOf(raw: unknown): number {
@@ -142,6 +163,7 @@ function createInput(raw: unknown): CreateApiKeyInput {
     userDomain: optionalString(body, 'userDomain'),
     name: optionalString(body, 'name'),
     scopes: optionalScopes(body),
+    ...limitsOf(body),
   };
   const days = body.expiresInDays;
   if (days !== undefined && days !== null) {
@@ -159,6 +181,7 @@ function listed(key: ApiKeyModel): Record<string, unknown> {
   return {
     id: key.id, userId: key.userId, name: key.name,
     createdAt: iso(key.createdAt), expiresAt: iso(key.expiresAt), lastUsedAt: iso(key.lastUsedAt), scopes: key.scopes,
+    rateLimitPerSecond: key.rateLimitPerSecond, dailyQuota: key.dailyQuota,
   };
 }
 
@@ -196,18 +219,20 @@ async function handle(req: RestRequest, path: string, keys: KeyService): Promise
       return json(200, { ok: true, id: created.id, key: created.key });
     }
     const rotating = path.endsWith(ROTATE);
+    const usage = !rotating && path.endsWith(USAGE);
     let rawId: string;
     try {
-      rawId = decodeURIComponent(path.slice(COLLECTION.length + 1, rotating ? -ROTATE.length : undefined));
+      rawId = decodeURIComponent(path.slice(COLLECTION.length + 1, rotating ? -ROTATE.length : usage ? -USAGE.length : undefined));
     } catch {
       rawId = '';
     }
     // As the original's route pattern: anything but one UUID segment is no resource at all.
     if (!isUuid(rawId)) return json(404, errors('id', 'No such resource: the key id must be a UUID'));
-    const allowed = rotating ? 'POST' : 'DELETE, PATCH';
+    const allowed = rotating ? 'POST' : usage ? 'GET' : 'DELETE, PATCH';
     if (!allowed.split(', ').includes(req.method)) return json(405, errors('*', `Method ${req.method} not allowed`), { allow: allowed });
     keyId = rawId;
     const principal = await authenticated(keys, authorization, options);
+    if (usage) return json(200, { id: rawId, usage: await keys.keyUsage(principal, rawId, daysOf(req.query), options) });
     if (rotating) {
       const rotated = await keys.rotateKey(principal, rawId, graceOf(req.body), options);
       return json(200, { ok: true, id: rotated.id, key: rotated.key, apiKey: listed(rotated.apiKey) });

@@ -53,6 +53,8 @@ export function ingestErrorResponse(error: unknown, authorization: string | unde
       return json(400, errorBody(4000, error.message));
     case ErrorCode.RATE_LIMITED:
       return json(429, errorBody(429, error.message), { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
+    case ErrorCode.QUOTA_EXCEEDED:
+      return json(429, { errors: [{ code: 429, message: error.message, reason: error.code }] }, { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
     case ErrorCode.UPSTREAM_UNAVAILABLE:
       return json(503, errorBody(503, error.message), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
     case ErrorCode.UPSTREAM_REJECTED:

@@ -2,6 +2,7 @@ import type { OpenAPIV3_1 } from 'openapi-types';
 import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../model/ingest.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 import { itemId, jsonContent, ref, type Reference } from './openapiSchemas.js';
+import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS } from '../ports/backend.js';
 
 /*
  * The operations of the OpenAPI description (src/rest/openapi.ts): each route's parameters,
@@ -152,6 +153,28 @@ export const paths: Record<string, PathItem> = {
       responses: {
         '200': { description: 'The key as it is now.', content: jsonContent(ref('schemas', 'ApiKeyRecord')) },
         '400': ref('responses', 'KeyBadRequest'),
+        '403': ref('responses', 'KeyForbidden'),
+        '404': keyResponse('The id is not a UUID: no such resource.', [{ id: 'id', message: 'No such resource: the key id must be a UUID' }]),
+        ...keyFailures,
+      },
+    },
+  },
+  '/api/v1/apikey/{id}/usage': {
+    get: {
+      operationId: 'apiKeyUsage',
+      summary: 'A key\'s requests per UTC day: the caller\'s own keys (an administrator\'s: anyone\'s).',
+      tags: ['api-keys'],
+      security: keySecurity,
+      parameters: [
+        { name: 'id', in: 'path', required: true, description: 'Identifier of the key.', schema: { type: 'string', format: 'uuid' } },
+        { name: 'days', in: 'query', required: false, description: 'Days to look back, today included.', schema: { type: 'integer', minimum: 1, maximum: MAX_USAGE_DAYS, default: DEFAULT_USAGE_DAYS } },
+      ],
+      responses: {
+        '200': { description: 'The key\'s usage.', content: jsonContent(ref('schemas', 'ApiKeyUsage')) },
+        '400': keyResponse(
+          'No such key (another user\'s answers alike), or days out of bounds.',
+          [{ id: '*', message: 'API key not found: 00000000-0000-4000-8000-000000000000' }],
+        ),
         '403': ref('responses', 'KeyForbidden'),
         '404': keyResponse('The id is not a UUID: no such resource.', [{ id: 'id', message: 'No such resource: the key id must be a UUID' }]),
         ...keyFailures,

@@ -1,5 +1,5 @@
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
-import { MAX_ROTATION_GRACE_SECONDS, DEFAULT_ROTATION_GRACE_SECONDS, type CreateApiKeyInput, type UpdateApiKeyInput, type EventInputModel, type GiftOptionsModel, type ImageEntityModel, type ItemModel, type MarketplacePriceModel } from '../ports/backend.js';
+import { MAX_KEY_DAILY_QUOTA, MAX_KEY_RATE_PER_SECOND, MAX_ROTATION_GRACE_SECONDS, DEFAULT_ROTATION_GRACE_SECONDS, type CreateApiKeyInput, type UpdateApiKeyInput, type EventInputModel, type GiftOptionsModel, type ImageEntityModel, type ItemModel, type MarketplacePriceModel } from '../ports/backend.js';
 import { API_KEY_SCOPES } from '../model/scopes.js';
 import { MAX_IDENTIFIER_LENGTH } from '../model/ingest.js';
 import { DECIMAL_TEXT } from '../model/itemRecord.js';
@@ -106,6 +106,11 @@ const SCOPE_NEEDED: SchemaObject = {
   type: 'string', enum: [...API_KEY_SCOPES], description: 'With a 403 for a key without the scope the request needs: that scope.',
 };
 
+const QUOTA_REASON = {
+  const: 'QUOTA_EXCEEDED',
+  description: 'On a 429: the key made its dailyQuota this UTC day; Retry-After is the time to midnight UTC. Absent for a rate limit.',
+} as const;
+
 const keyErrors: SchemaObject = {
   type: 'array',
   description: 'The key service\'s error body: one entry per problem, id naming the field or * for the request as a whole.',
@@ -113,7 +118,7 @@ const keyErrors: SchemaObject = {
   items: {
     type: 'object',
     required: ['id', 'message'],
-    properties: { id: str('The field at fault, or *.'), message: str(), scope: SCOPE_NEEDED },
+    properties: { id: str('The field at fault, or *.'), message: str(), scope: SCOPE_NEEDED, reason: QUOTA_REASON },
   },
 };
 
@@ -139,6 +144,7 @@ const recsErrors: SchemaObject = {
           },
           message: str(),
           scope: SCOPE_NEEDED,
+          reason: QUOTA_REASON,
         },
       },
     },
@@ -160,6 +166,28 @@ export const schemas: Record<string, SchemaObject> = {
       expiresAt: { type: ['string', 'null'], format: 'date-time', description: 'Null for a key that does not expire.' },
       lastUsedAt: { type: ['string', 'null'], format: 'date-time', description: 'About when the key last authenticated a request (updated at most once a minute); null if never or not known.' },
       scopes: { ...SCOPES, description: 'What the key may do, within its user\'s rights.' },
+      rateLimitPerSecond: { type: ['integer', 'null'], description: 'Requests a second the key may make, beyond the gateway\'s limits; null: none of its own.' },
+      dailyQuota: { type: ['integer', 'null'], description: 'Requests the key may make per UTC day; null: no quota.' },
+    },
+  },
+  ApiKeyUsage: {
+    type: 'object',
+    required: ['id', 'usage'],
+    properties: {
+      id: { type: 'string', format: 'uuid', description: 'Identifier of the key.' },
+      usage: {
+        type: 'array',
+        description: 'Newest first; days without requests are left out. Counted in memory and written every few seconds.',
+        items: {
+          type: 'object',
+          required: ['day', 'requests', 'refused'],
+          properties: {
+            day: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$', description: 'The UTC day, YYYY-MM-DD.' },
+            requests: { type: 'integer', minimum: 0, description: 'Requests the key authenticated that day, refused ones included.' },
+            refused: { type: 'integer', minimum: 0, description: 'Of those, the ones refused 429 for a rate limit or the key\'s quota.' },
+          },
+        },
+      },
     },
   },
   CreateApiKeyRequest: {
@@ -179,6 +207,14 @@ export const schemas: Record<string, SchemaObject> = {
         description: 'What the key may do; every scope the caller may give when omitted. RECOMMENDATIONS_READ alone is a publishable key. ' +
           'A scope the caller lacks is refused (403, naming it).',
       },
+      rateLimitPerSecond: {
+        type: ['integer', 'null'], minimum: 1, maximum: MAX_KEY_RATE_PER_SECOND,
+        description: 'Requests a second the key may make, on top of the gateway\'s limits; none of its own when omitted or null. A key caller gives no more than its own key has (403).',
+      },
+      dailyQuota: {
+        type: ['integer', 'null'], minimum: 1, maximum: MAX_KEY_DAILY_QUOTA,
+        description: 'Requests the key may make per UTC day, then 429 (reason QUOTA_EXCEEDED) until midnight UTC; none when omitted or null.',
+      },
     } satisfies FieldsOf<CreateApiKeyInput>,
     additionalProperties: false,
     description: 'Any other field is refused (400), naming it.',
@@ -188,6 +224,11 @@ export const schemas: Record<string, SchemaObject> = {
     properties: {
       name: { type: 'string', pattern: '^[0-9a-zA-Z][0-9a-zA-Z_@.\\-~]{2,127}$', description: 'The new name, unique per user.' },
       scopes: { ...SCOPES, minItems: 1, description: 'The new scopes: narrowing only, unless the caller holds those added (403 naming one it lacks).' },
+      rateLimitPerSecond: {
+        type: ['integer', 'null'], minimum: 1, maximum: MAX_KEY_RATE_PER_SECOND,
+        description: 'The new rate, null to remove it. A key caller may lower its own limits, never raise them (403).',
+      },
+      dailyQuota: { type: ['integer', 'null'], minimum: 1, maximum: MAX_KEY_DAILY_QUOTA, description: 'The new daily quota, null to remove it; raised as rateLimitPerSecond.' },
     } satisfies FieldsOf<UpdateApiKeyInput>,
     additionalProperties: false,
     description: 'A field left out stays as it is; any other field is refused (400), naming it.',

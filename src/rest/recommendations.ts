@@ -62,6 +62,8 @@ export function recsErrorResponse(error: unknown, log?: Logger): RestResponse {
       return json(400, errorBody(RecsErrorCode.BAD_REQUEST, error.message));
     case ErrorCode.RATE_LIMITED:
       return json(429, errorBody(429, 'Too Many Requests'), { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
+    case ErrorCode.QUOTA_EXCEEDED:
+      return json(429, { errors: [{ code: 429, message: error.message, reason: error.code }] }, { 'retry-after': String(Math.ceil(error.retryAfter ?? 1)) });
     case ErrorCode.UPSTREAM_UNAVAILABLE:
       return json(503, errorBody(503, 'Service Unavailable'), error.retryAfter ? { 'retry-after': String(Math.ceil(error.retryAfter)) } : {});
     case ErrorCode.UPSTREAM_REJECTED:

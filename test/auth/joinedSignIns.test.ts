@@ -34,6 +34,9 @@ function slowRefunds(): { buckets: TokenBuckets; refunding: ReturnType<typeof ga
       return memory.take(bucket, limit, cost);
     },
     mark: (name, ttlMs) => memory.mark(name, ttlMs),
+    count: (name, endsAt) => memory.count(name, endsAt),
+    countNow: (name, endsAt) => memory.countNow(name, endsAt),
+    countsNow: true,
     marked: (name) => memory.marked(name),
     check: () => memory.check(),
     close: () => memory.close(),

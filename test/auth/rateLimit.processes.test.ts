@@ -282,6 +282,7 @@ describe('rate limiter settings', () => {
       deleteKey: () => Promise.resolve(),
       rotateKey: () => Promise.reject(new Error('unused')),
       updateKey: () => Promise.reject(new Error('unused')),
+      keyUsage: () => Promise.reject(new Error('unused')),
     };
     const buckets = new MemoryTokenBuckets();
     const limiter = new RateLimiter(buckets, {
@@ -297,7 +298,7 @@ describe('rate limiter settings', () => {
     // over the rate: nothing at once, nothing spent, and authenticate gives the 429
     expect(limiter.authenticateNow(keys, 'known-key', '10.0.0.1')).toBeUndefined();
     await expect(limiter.authenticate(keys, 'known-key', '10.0.0.1')).rejects.toMatchObject({ code: 'RATE_LIMITED' });
-    expect(limiter.counts).toEqual({ allowed: 2, principal_limited: 1, user_limited: 0, address_locked: 0, username_locked: 0, new_documents_limited: 0 });
+    expect(limiter.counts).toEqual({ allowed: 2, principal_limited: 1, user_limited: 0, key_limited: 0, quota_exceeded: 0, address_locked: 0, username_locked: 0, new_documents_limited: 0 });
     // an address locked out by failures: a wrong key is refused with 429 without being sent
     // anywhere (this key service checks remotely), a valid key verified before still passes
     await expect(limiter.authenticate(keys, 'wrong-key', '10.0.0.2')).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });

@@ -6,7 +6,7 @@ import { expect } from 'vitest';
 import { badUserInput, forbidden, GatewayError, notFound, unauthenticated } from '../../src/errors.js';
 import { parseAuthorization } from '../../src/auth/authorization.js';
 import type {
-  ApiKeyModel, CreateApiKeyInput, CreatedApiKeyModel, ItemModel, KeyService, PrincipalModel,
+  ApiKeyModel, ApiKeyUsageModel, CreateApiKeyInput, CreatedApiKeyModel, ItemModel, KeyService, PrincipalModel,
   RecommendationKind, RecommendationListModel, RecsService, UserRef,
 } from '../../src/ports/backend.js';
 import { serveApiKeys, serveRecommendations } from '../../src/rest/index.js';
@@ -180,6 +180,7 @@ export class FakeKeyService implements KeyService {
       const key: FakeKey = {
         id: randomUUID(), userId: owner.id, name, key: randomBytes(16).toString('base64').replace(/=+$/, ''),
         createdAt: new Date('2024-01-02T03:04:05.000Z'), expiresAt: null, lastUsedAt: null, scopes: input.scopes ?? ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'],
+        rateLimitPerSecond: input.rateLimitPerSecond ?? null, dailyQuota: input.dailyQuota ?? null,
       };
       this.keys.push(key);
       const { key: value, ...apiKey } = key;
@@ -201,6 +202,10 @@ export class FakeKeyService implements KeyService {
 
   updateKey(): Promise<ApiKeyModel> {
     return Promise.reject(new Error('the fake does not update keys'));
+  }
+
+  keyUsage(): Promise<ApiKeyUsageModel[]> {
+    return Promise.reject(new Error('the fake counts no usage'));
   }
 
   basic(username: string): string {

@@ -71,7 +71,7 @@ describe('POST /api/v1/apikey', () => {
   });
 
   it('refuses a field a key\'s creation does not take, naming it and what it likely misspells, and makes no key', async () => {
-    const fields = 'username, userDomain, name, expiresInDays, scopes';
+    const fields = 'username, userDomain, name, expiresInDays, scopes, rateLimitPerSecond, dailyQuota';
     for (const [body, id, message] of [
       ['{"nmae":"x-typo"}', 'nmae', `unknown field: a key's creation takes only ${fields}; did you mean name?`],
       ['{"name":"ok-name","expiresInDay":5}', 'expiresInDay', `unknown field: a key's creation takes only ${fields}; did you mean expiresInDays?`],
@@ -101,6 +101,7 @@ describe('GET /api/v1/apikey', () => {
     expect(list[0]).toEqual({
       id: match.any(String), userId: keys.users[0]?.id, name: 'alpha',
       createdAt: '2024-01-02T03:04:05.000Z', expiresAt: null, lastUsedAt: null, scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'],
+      rateLimitPerSecond: null, dailyQuota: null,
     });
     expect(JSON.stringify(list)).not.toContain(keys.keys[0]?.key);
   });

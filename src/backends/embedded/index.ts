@@ -171,8 +171,9 @@ export function createEmbeddedBackend(
   keyOptions: EmbeddedKeyServiceOptions = {},
   ingestOptions: EmbeddedIngestOptions = {},
 ): Backend {
+  const keys = new EmbeddedKeyService(store, keyOptions);
   return {
-    keys: new EmbeddedKeyService(store, keyOptions),
+    keys,
     recs,
     ingest: new EmbeddedIngest(recs, ingestOptions),
     recommender: () => recs.state(),
@@ -188,6 +189,7 @@ export function createEmbeddedBackend(
     },
     async close() {
       await recs.close();
+      await keys.close();
       await store.close();
     },
   };

@@ -1,9 +1,9 @@
 import { connectionCredentialId, credentialId as credentialIdOf, parseAuthorization, withAuthorization, type Credential } from '../../auth/authorization.js';
 import {
-  badUserInput, ErrorCode, forbidden, GatewayError, notFound, pastDeadline, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
+  badUserInput, ErrorCode, forbidden, GatewayError, notFound, pastDeadline, quotaExceeded, rateLimited, unauthenticated, upstreamRejected, upstreamUnavailable,
 } from '../../errors.js';
 import {
-  KEY_SERVICE, type ApiKeyModel, type ApiKeyScope, type CallOptions, type CreateApiKeyInput, type CreatedApiKeyModel, type KeyService, type PrincipalModel,
+  KEY_SERVICE, type ApiKeyModel, type ApiKeyScope, type ApiKeyUsageModel, type CallOptions, type CreateApiKeyInput, type CreatedApiKeyModel, type KeyService, type PrincipalModel,
   type UpdateApiKeyInput, type UserRef,
 } from '../../ports/backend.js';
 import { API_KEY_SCOPES, scopeRefusal } from '../../model/scopes.js';
@@ -52,7 +52,24 @@ function toApiKey(raw: unknown): ApiKeyModel | null {
     lastUsedAt: isoDate(r.lastUsedAt),
     // a key service without scopes (the original) restricts no key by them
     scopes: Array.isArray(r.scopes) ? API_KEY_SCOPES.filter((scope) => (r.scopes as unknown[]).includes(scope)) : API_KEY_SCOPES,
+    rateLimitPerSecond: wholeOrNull(r.rateLimitPerSecond),
+    dailyQuota: wholeOrNull(r.dailyQuota),
   };
+}
+
+const wholeOrNull = (value: unknown): number | null => (typeof value === 'number' && Number.isSafeInteger(value) ? value : null);
+
+/** One day of a recs-gateway key service's usage answer; null for anything else. */
+function toUsage(raw: unknown): ApiKeyUsageModel | null {
+  const r = raw as Record<string, unknown> | null;
+  if (typeof r !== 'object' || r === null || typeof r.day !== 'string') return null;
+  return { day: r.day, requests: wholeOrNull(r.requests) ?? 0, refused: wholeOrNull(r.refused) ?? 0 };
+}
+
+/** Whether a recs-gateway key service's refusal was for a key's quota (the entry's reason). */
+function isQuotaRefusal(body: unknown): boolean {
+  const entries = Array.isArray(body) ? body : (body as { errors?: unknown } | undefined)?.errors;
+  return Array.isArray(entries) && (entries[0] as { reason?: unknown } | undefined)?.reason === ErrorCode.QUOTA_EXCEEDED;
 }
 
 /** The scope a recs-gateway key service said a refused request lacks, if it said one. */
@@ -80,7 +97,7 @@ function describedKey(headers: UpstreamResponse['headers']): DescribedKey {
 
 const byName = (a: ApiKeyModel, b: ApiKeyModel): number => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 
-type Operation = 'authenticate' | 'list' | 'create' | 'delete' | 'rotate' | 'update';
+type Operation = 'authenticate' | 'list' | 'create' | 'delete' | 'rotate' | 'update' | 'usage';
 
 /**
  * The API key interface over HTTP (Walmart Labs' Concord): the client's own Authorization is
@@ -162,6 +179,8 @@ export class RestKeyService implements KeyService {
     if (input.name != null) body.name = input.name;
     if (input.expiresInDays != null) body.expiresInDays = input.expiresInDays;
     if (input.scopes != null) body.scopes = input.scopes;
+    if (input.rateLimitPerSecond !== undefined) body.rateLimitPerSecond = input.rateLimitPerSecond;
+    if (input.dailyQuota !== undefined) body.dailyQuota = input.dailyQuota;
     const forOther = input.username != null && input.username !== principal.user.username;
     const response = await this.upstream.request({
       method: 'POST',
@@ -218,6 +237,8 @@ export class RestKeyService implements KeyService {
     const body: Record<string, unknown> = {};
     if (input.name != null) body.name = input.name;
     if (input.scopes != null) body.scopes = input.scopes;
+    if (input.rateLimitPerSecond !== undefined) body.rateLimitPerSecond = input.rateLimitPerSecond;
+    if (input.dailyQuota !== undefined) body.dailyQuota = input.dailyQuota;
     const response = await this.upstream.request({
       method: 'PATCH',
       path: `${PATH}/${encodeURIComponent(id)}`,
@@ -231,6 +252,20 @@ export class RestKeyService implements KeyService {
     // a narrowed key's remembered scopes must not outlive the change
     if (input.scopes != null) await this.forgetKey(updated.id.toLowerCase());
     return updated;
+  }
+
+  async keyUsage(principal: PrincipalModel, id: string, days: number, options: CallOptions = {}): Promise<ApiKeyUsageModel[]> {
+    if (typeof id !== 'string' || !isUuid(id)) throw badUserInput('id must be a UUID', 'id');
+    const response = await this.upstream.request({
+      method: 'GET',
+      path: `${PATH}/${encodeURIComponent(id)}/usage?days=${days}`,
+      headers: this.headers(principal.authorization, options.clientAddress),
+      signal: options.signal,
+    });
+    if (response.status !== 200) throw this.error(response, principal.authorization, 'usage', id);
+    const rows = (parseJson(response.text) as { usage?: unknown } | undefined)?.usage;
+    if (!Array.isArray(rows)) throw upstreamUnavailable(SERVICE, 'unexpected usage response');
+    return rows.map(toUsage).filter((day): day is ApiKeyUsageModel => day !== null);
   }
 
   /** A key changed so that remembered credentials may no longer hold: asked again, here and on every process sharing the cache. */
@@ -356,6 +391,8 @@ export class RestKeyService implements KeyService {
       expiresAt: null,
       lastUsedAt: null,
       scopes: input.scopes ?? API_KEY_SCOPES,
+      rateLimitPerSecond: input.rateLimitPerSecond ?? null,
+      dailyQuota: input.dailyQuota ?? null,
     };
   }
 
@@ -377,7 +414,7 @@ export class RestKeyService implements KeyService {
       const scope = scopeOf(parseJson(text));
       if (scope !== undefined) return scopeRefusal(scope);
       // another user's key answers like an unknown one: ids of others are nobody's business
-      return operation === 'delete' || operation === 'rotate' || operation === 'update' ? notFound(`API key not found: ${id ?? ''}`) : forbidden();
+      return operation === 'delete' || operation === 'rotate' || operation === 'update' || operation === 'usage' ? notFound(`API key not found: ${id ?? ''}`) : forbidden();
     }
     if (status === 400 && first !== undefined) {
       if (/^API key not found/i.test(first.message)) return notFound(first.message);
@@ -386,7 +423,8 @@ export class RestKeyService implements KeyService {
     }
     if (status === 400) return badUserInput('The key service refused the request', '*');
     if (status === 404 && operation === 'delete') return badUserInput('id must be a UUID', 'id');
-    if ((status === 404 || status === 405) && (operation === 'rotate' || operation === 'update')) return upstreamRejected(SERVICE, 'the key service does not rotate or update keys (not a recs-gateway)');
+    if ((status === 404 || status === 405) && (operation === 'rotate' || operation === 'update' || operation === 'usage')) return upstreamRejected(SERVICE, 'the key service does not rotate or update keys (not a recs-gateway)');
+    if (status === 429 && isQuotaRefusal(parseJson(text))) return quotaExceeded((parseRetryAfter(headers['retry-after']) ?? 1000) / 1000);
     if (status === 429) return rateLimited((parseRetryAfter(headers['retry-after']) ?? 1000) / 1000);
     if (status >= 500) return upstreamUnavailable(SERVICE, `HTTP ${status}`);
     return upstreamRejected(SERVICE, `unexpected HTTP ${status}`);

@@ -3,13 +3,16 @@ import { gql, startServe, type ServeProcess } from '../../helpers/processes.js';
 import { PHONE, restServeEnv, startUpstream, type Upstream } from '../../helpers/harness.js';
 
 /**
- * REST mode in front of a recs-gateway key service: scopes, rotation and changes are forwarded,
- * the key service's refusals passed on unchanged, and a key's scopes held at the front too.
+ * REST mode in front of a recs-gateway key service: scopes, rotation, changes, limits and usage are
+ * forwarded, the key service's refusals (FORBIDDEN, QUOTA_EXCEEDED) passed on unchanged, and a key's
+ * scopes held at the front too.
  */
 const CREATE = `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { id key apiKey { scopes } } }`;
 const ITEM = `{ item(itemId: ${PHONE}) { itemId } }`;
+const CREATE_LIMITED = `mutation($input: CreateApiKeyInput!) { createApiKey(input: $input) { id key apiKey { rateLimitPerSecond dailyQuota } } }`;
+const secondsToMidnight = (): number => Math.ceil((86_400_000 - (Date.now() % 86_400_000)) / 1000);
 
-describe('REST mode: scopes, rotation and changes through a front', () => {
+describe('REST mode: scopes, rotation, changes, limits and usage through a front', () => {
   let upstream: Upstream;
   let front: ServeProcess;
 
@@ -75,4 +78,46 @@ describe('REST mode: scopes, rotation and changes through a front', () => {
     const badGrace = await call('mutation($id: ID!) { rotateApiKey(id: $id, gracePeriodSeconds: -5) { id } }', { id: key.id }, upstream.alice.basic);
     expect(badGrace.body.errors).toMatchObject([{ extensions: { code: 'BAD_USER_INPUT', field: 'gracePeriodSeconds' } }]);
   });
+
+  it('forwards the limits, passes the key service\'s QUOTA_EXCEEDED on, and answers its usage', async () => {
+    const created = await call(CREATE_LIMITED, { input: { name: 'front-quota', dailyQuota: 3, rateLimitPerSecond: 100 } }, upstream.alice.basic);
+    expect(created.body.errors).toBeUndefined();
+    const { id, key, apiKey } = created.body.data!.createApiKey as unknown as { id: string; key: string; apiKey: Record<string, unknown> };
+    expect(apiKey).toEqual({ rateLimitPerSecond: 100, dailyQuota: 3 });
+
+    // every listing forwards the key to the key service, which counts it against the quota
+    const statuses: number[] = [];
+    let refusal: Response | undefined;
+    for (let i = 0; i < 6 && refusal === undefined; i++) {
+      const response = await fetch(`${front.url}/api/v1/apikey`, { headers: { authorization: key } });
+      statuses.push(response.status);
+      if (response.status === 429) refusal = response;
+      else await response.body?.cancel();
+    }
+    expect(refusal, statuses.join(',')).toBeDefined();
+    expect(Math.abs(Number(refusal!.headers.get('retry-after')) - secondsToMidnight())).toBeLessThanOrEqual(2);
+    expect(await refusal!.json()).toEqual([expect.objectContaining({ id: '*', reason: 'QUOTA_EXCEEDED' })]);
+    const graphql = await call('{ apiKeys { id } }', {}, key);
+    expect(graphql.body.errors?.[0]?.extensions).toMatchObject({ code: 'QUOTA_EXCEEDED' });
+
+    // a change and the usage, forwarded
+    const changed = await call('mutation($id: ID!) { updateApiKey(id: $id, input: { dailyQuota: null }) { dailyQuota rateLimitPerSecond } }', { id }, upstream.alice.basic);
+    expect(changed.body).toEqual({ data: { updateApiKey: { dailyQuota: null, rateLimitPerSecond: 100 } } });
+    const usage = await fetch(`${front.url}/api/v1/apikey/${id}/usage`, { headers: { authorization: upstream.alice.basic } });
+    expect(usage.status).toBe(200);
+    const body = (await usage.json()) as { id: string; usage: { day: string; requests: number; refused: number }[] };
+    expect(body.id).toBe(id);
+    expect(body.usage).toHaveLength(1);
+    expect(body.usage[0]!.refused).toBeGreaterThanOrEqual(1);
+    expect(body.usage[0]!.requests).toBeGreaterThan(body.usage[0]!.refused);
+    const viaGraphql = await call('{ apiKeys { id usage(days: 1) { day requests refused } } }', {}, upstream.alice.basic);
+    expect(viaGraphql.body.errors).toBeUndefined();
+    const listed = (viaGraphql.body.data!.apiKeys as unknown as { id: string; usage: unknown[] }[]).find((k) => k.id === id);
+    expect(listed?.usage).toHaveLength(1);
+
+    // another user's key answers as an unknown one
+    const bobs = await fetch(`${front.url}/api/v1/apikey/${id}/usage`, { headers: { authorization: upstream.bob.basic } });
+    expect(bobs.status).toBe(400);
+    expect(await bobs.json()).toEqual([{ id: '*', message: `API key not found: ${id}` }]);
+  }, 60_000);
 });

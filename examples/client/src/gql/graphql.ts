@@ -34,6 +34,8 @@ export type ApiKey = {
   __typename?: 'ApiKey';
   /** When the key was created; null where the key service does not say. */
   createdAt?: Maybe<Scalars['DateTime']['output']>;
+  /** Requests this key may make per UTC day (then 429 QUOTA_EXCEEDED until midnight UTC); null: no quota. */
+  dailyQuota?: Maybe<Scalars['Int']['output']>;
   /** When the key stops working; null for a key that does not expire. */
   expiresAt?: Maybe<Scalars['DateTime']['output']>;
   /** Identifier of the key (UUID). */
@@ -45,10 +47,23 @@ export type ApiKey = {
    * such number the user has.
    */
   name: Scalars['String']['output'];
+  /** Requests a second this key may make, beyond the gateway's own limits; null: only the gateway's. */
+  rateLimitPerSecond?: Maybe<Scalars['Int']['output']>;
   /** What the key may do: the scopes it was given, within its user's rights. */
   scopes: Array<ApiKeyScope>;
+  /**
+   * Requests the key made per UTC day, newest first, over the last `days` days (1 to 90) including
+   * today: days without requests are left out. Counted in memory, written every few seconds.
+   */
+  usage: Array<ApiKeyUsage>;
   /** Identifier of the owning user (UUID). */
   userId: Scalars['ID']['output'];
+};
+
+
+/** An API key's metadata. The key value itself is shown once, by createApiKey, and is never listed. */
+export type ApiKeyUsageArgs = {
+  days?: InputMaybe<Scalars['Int']['input']>;
 };
 
 /**
@@ -63,6 +78,17 @@ export type ApiKeyScope =
   /** item, items, postBrowsedProducts, productRecommendations, recommendations; GET /v1/... */
   | 'RECOMMENDATIONS_READ';
 
+/** One UTC day of a key's requests. */
+export type ApiKeyUsage = {
+  __typename?: 'ApiKeyUsage';
+  /** The day, YYYY-MM-DD (UTC). */
+  day: Scalars['String']['output'];
+  /** Of those, the ones refused for the key's own rateLimitPerSecond or dailyQuota (429). */
+  refused: Scalars['Int']['output'];
+  /** Requests the key authenticated that day, refused ones included. */
+  requests: Scalars['Int']['output'];
+};
+
 export type AuthMethod =
   /** An API key in the Authorization header (bare or after Bearer). */
   | 'API_KEY'
@@ -74,6 +100,11 @@ export type CacheControlScope =
   | 'PUBLIC';
 
 export type CreateApiKeyInput = {
+  /**
+   * Requests the key may make per UTC day (1 to 1000000000); past it, 429 QUOTA_EXCEEDED until
+   * midnight UTC. Null or omitted: no quota. A key caller may give no more than its own key has.
+   */
+  dailyQuota?: InputMaybe<Scalars['Int']['input']>;
   /** Days until the key expires (1 to 3650); the key never expires when omitted. */
   expiresInDays?: InputMaybe<Scalars['Int']['input']>;
   /**
@@ -81,6 +112,11 @@ export type CreateApiKeyInput = {
    * unique per user. Defaults to key#<n>.
    */
   name?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * Requests a second the key may make (1 to 100000), on top of the gateway's own limits; null or
+   * omitted: none of its own. A key caller may give no more than its own key has.
+   */
+  rateLimitPerSecond?: InputMaybe<Scalars['Int']['input']>;
   /**
    * What the key may do; omitted, every scope the caller may give (all its user's rights for a
    * password, the caller's own for a key). A scope the caller lacks is FORBIDDEN, naming it.
@@ -477,7 +513,7 @@ export type Mutation = {
    * key with a scope the caller lacks.
    */
   rotateApiKey: CreateApiKeyPayload;
-  /** Renames a key or changes its scopes; NOT_FOUND as deleteApiKey. */
+  /** Renames a key or changes its scopes and limits; NOT_FOUND as deleteApiKey. */
   updateApiKey: ApiKey;
   /**
    * Adds or replaces item records: at most 1,000 a call, all stored or none (BAD_USER_INPUT naming
@@ -646,8 +682,15 @@ export type RecordEventsPayload = {
 
 /** A key's changes: a field omitted stays as it is. */
 export type UpdateApiKeyInput = {
+  /** The new daily quota (1 to 1000000000), null to remove it; raised as rateLimitPerSecond. */
+  dailyQuota?: InputMaybe<Scalars['Int']['input']>;
   /** The new name, under the rule of CreateApiKeyInput.name. */
   name?: InputMaybe<Scalars['String']['input']>;
+  /**
+   * The new rate (1 to 100000), null to remove it. A caller authenticated by a key may set no more
+   * than its own key has: a key may lower its own limits, never raise them (FORBIDDEN).
+   */
+  rateLimitPerSecond?: InputMaybe<Scalars['Int']['input']>;
   /** The new scopes: narrowing only, unless the caller holds those added (FORBIDDEN naming one it lacks). */
   scopes?: InputMaybe<Array<ApiKeyScope>>;
 };

@@ -5,7 +5,9 @@ import { DEFAULT_MAX_KEYS_PER_USER } from '../../../config/defaults.js';
 import { badUserInput, forbidden, notFound, unauthenticated } from '../../../errors.js';
 import {
   MAX_ROTATION_GRACE_SECONDS,
+  MAX_USAGE_DAYS,
   type ApiKeyModel,
+  type ApiKeyUsageModel,
   type CallOptions,
   type CreateApiKeyInput,
   type CreatedApiKeyModel,
@@ -23,6 +25,8 @@ import { KeyLimitReachedError, KeyNameTakenError, type KeyRecord, type KeyStore,
 import { isUuid } from '../../../model/keyIds.js';
 import { callerOf, callerWaits, type Caller } from '../../../shared/callSignal.js';
 import { ClockedLRU } from '../../../cache/lru.js';
+import { checkLimitGrant, grantableLimits, parseLimit, utcDay } from '../../../model/keyLimits.js';
+import { UsageCounter, USAGE_FLUSH_MS } from './usageCounter.js';
 
 type Owner = Pick<UserModel, 'id' | 'isAdmin'>;
 
@@ -44,6 +48,8 @@ export interface EmbeddedKeyServiceOptions {
   now?: () => number;
   /** MAX_KEYS_PER_USER; default 100: every key is a rate-limit bucket, so a user could multiply its rate. */
   maxKeysPerUser?: number;
+  /** How often counted usage is written to the store, in ms; default USAGE_FLUSH_MS. */
+  usageFlushMs?: number;
 }
 
 const toModel = (key: KeyRecord, owner: Pick<UserModel, 'isAdmin'>): ApiKeyModel => ({
@@ -54,6 +60,8 @@ const toModel = (key: KeyRecord, owner: Pick<UserModel, 'isAdmin'>): ApiKeyModel
   expiresAt: key.expiresAt,
   lastUsedAt: key.lastUsedAt,
   scopes: effectiveScopes(key.scopes, owner),
+  rateLimitPerSecond: key.rateLimitPerSecond,
+  dailyQuota: key.dailyQuota,
 });
 
 /** A rotated-out value works as its key until the grace ends, or the key expires, whichever is first. */
@@ -87,6 +95,7 @@ export class EmbeddedKeyService implements KeyService {
   /** Password checks under way, with their callers: one still queued when all have gone is skipped. */
   private readonly signingIn = new Map<string, { done: Promise<PrincipalModel>; callers: Caller[] }>();
   private versionThisTurn: number | Promise<number> | undefined;
+  private readonly usage: UsageCounter;
   private readonly forgetVersion = (): void => {
     this.versionThisTurn = undefined;
   };
@@ -100,6 +109,7 @@ export class EmbeddedKeyService implements KeyService {
     this.verifiedKeyTtlMs = options.verifiedKeyTtlMs ?? 30_000;
     this.maxKeysPerUser = options.maxKeysPerUser ?? DEFAULT_MAX_KEYS_PER_USER;
     this.verifiedPasswordTtlMs = options.verifiedPasswordTtlMs ?? 60_000;
+    this.usage = new UsageCounter(store, this.now, options.usageFlushMs ?? USAGE_FLUSH_MS);
     this.verified = new ClockedLRU({ max: MAX_VERIFIED_KEYS, now: this.now });
     // an entry is of use until the next write is due
     this.lastTouched = new ClockedLRU({ max: MAX_VERIFIED_KEYS, ttl: this.lastUsedResolutionMs, now: this.now });
@@ -232,6 +242,7 @@ export class EmbeddedKeyService implements KeyService {
     if (!input.username && input.userDomain) throw badUserInput('userDomain needs username', 'userDomain');
     const asked = input.scopes == null ? null : parseScopes(input.scopes);
     const owner = await this.targetUser(principal, input.username ?? null, input.userDomain ?? null);
+    const limits = grantableLimits(principal, input);
     const scopes = grantableScopes(asked, principal, owner);
     const userId = owner.id!;
     this.forgetPasswordsOf(userId);
@@ -244,6 +255,7 @@ export class EmbeddedKeyService implements KeyService {
         hash: hashApiKey(key),
         expiresAt: days ? new Date(this.now() + days * 86_400_000) : null,
         scopes,
+        ...limits,
         maxKeysPerUser: this.maxKeysPerUser,
       });
       return { ok: true, id: record.id, key, apiKey: toModel(record, owner) };
@@ -286,10 +298,17 @@ export class EmbeddedKeyService implements KeyService {
   async updateKey(principal: PrincipalModel, id: string, input: UpdateApiKeyInput): Promise<ApiKeyModel> {
     if (input.name != null && !KEY_NAME_RULE.test(input.name)) throw badUserInput(`Invalid API key name: ${KEY_NAME_RULE_TEXT}`, 'name');
     const asked = input.scopes == null ? null : parseScopes(input.scopes);
+    const rate = parseLimit(input.rateLimitPerSecond, 'rateLimitPerSecond');
+    const quota = parseLimit(input.dailyQuota, 'dailyQuota');
     const { key: current, owner } = await this.ownedKey(principal, id);
     if (asked !== null) checkGrant(asked, principal, owner, effectiveScopes(current.scopes, owner));
+    if (rate !== undefined) checkLimitGrant(principal, 'rateLimitPerSecond', rate);
+    if (quota !== undefined) checkLimitGrant(principal, 'dailyQuota', quota);
     try {
-      const changes = { ...(input.name != null ? { name: input.name } : {}), ...(asked !== null ? { scopes: asked } : {}) };
+      const changes = {
+        ...(input.name != null ? { name: input.name } : {}), ...(asked !== null ? { scopes: asked } : {}),
+        ...(rate !== undefined ? { rateLimitPerSecond: rate } : {}), ...(quota !== undefined ? { dailyQuota: quota } : {}),
+      };
       const record = await this.store.updateKey(current.id, principal.user.isAdmin ? null : principal.user.id, changes);
       if (record === null) throw notFound(`API key not found: ${id}`);
       this.forgetKey(record.id);
@@ -298,6 +317,30 @@ export class EmbeddedKeyService implements KeyService {
       if (error instanceof KeyNameTakenError) throw badUserInput(`An API key named ${input.name ?? 'that'} already exists for this user`, 'name');
       throw error;
     }
+  }
+
+  async keyUsage(principal: PrincipalModel, id: string, days: number): Promise<ApiKeyUsageModel[]> {
+    if (!Number.isInteger(days) || days < 1 || days > MAX_USAGE_DAYS) throw badUserInput(`days must be a whole number from 1 to ${MAX_USAGE_DAYS}`, 'days');
+    const { key } = await this.ownedKey(principal, id);
+    const since = utcDay(this.now() - (days - 1) * 86_400_000);
+    const byDay = new Map((await this.store.readUsage(key.id, since)).map((row) => [row.day, { ...row }]));
+    for (const count of this.usage.unwritten(key.id)) {
+      if (count.day < since) continue;
+      const row = byDay.get(count.day) ?? { day: count.day, requests: 0, refused: 0 };
+      row.requests += count.requests;
+      row.refused += count.refused;
+      byDay.set(count.day, row);
+    }
+    return [...byDay.values()].sort((a, b) => (a.day < b.day ? 1 : -1));
+  }
+
+  countUse(keyId: string, refused: boolean): void {
+    this.usage.count(keyId, refused);
+  }
+
+  /** Writes the usage counted and not yet written: before the store closes. */
+  close(): Promise<void> {
+    return this.usage.close();
   }
 
   /** The key by id with its owner: the caller's own, or anyone's for an administrator; NOT_FOUND alike otherwise. */
@@ -346,7 +389,9 @@ export class EmbeddedKeyService implements KeyService {
     authorization: string,
     id: string = credentialId(authorization),
   ): PrincipalModel {
-    return { user: toUserModel(user), authenticatedBy, keyId: key?.id ?? null, credentialId: id, authorization, scopes: key?.scopes ?? undefined };
+    const limits = key !== null && (key.rateLimitPerSecond !== null || key.dailyQuota !== null)
+      ? { rateLimitPerSecond: key.rateLimitPerSecond, dailyQuota: key.dailyQuota } : null;
+    return { user: toUserModel(user), authenticatedBy, keyId: key?.id ?? null, credentialId: id, authorization, scopes: key?.scopes ?? undefined, limits };
   }
 
   /**

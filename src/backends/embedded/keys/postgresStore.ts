@@ -15,8 +15,10 @@ import {
   type KeyStore,
   type NewKey,
   type NewUser,
+  type UsageCount,
   type UserRecord,
 } from './store.js';
+import type { ApiKeyUsageModel } from '../../../ports/backend.js';
 
 export interface PostgresKeyStoreOptions {
   connectionString: string;
@@ -43,6 +45,8 @@ interface KeyRow {
   expires_at: Date | null;
   last_used_at: Date | null;
   scopes: string | null;
+  rate_limit_per_second: number | null;
+  daily_quota: number | null;
 }
 
 const toUser = (row: UserRow): UserRecord => ({
@@ -62,6 +66,8 @@ const toKey = (row: KeyRow): KeyRecord => ({
   expiresAt: row.expires_at,
   lastUsedAt: row.last_used_at,
   scopes: scopesFromColumn(row.scopes),
+  rateLimitPerSecond: row.rate_limit_per_second,
+  dailyQuota: row.daily_quota,
 });
 
 const isUniqueViolation = (error: unknown): boolean => (error as { code?: string } | null)?.code === '23505';
@@ -119,10 +125,12 @@ export function postgresReason(error: unknown): string {
   }
 }
 
-const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at, scopes';
-const JOINED_KEY_COLUMNS = 'k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at, k.scopes, row_to_json(u) AS u';
+const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at, scopes, rate_limit_per_second, daily_quota';
+const JOINED_KEY_COLUMNS = 'k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at, k.scopes, k.rate_limit_per_second, k.daily_quota, row_to_json(u) AS u';
 /** Columns added after the first release, with their types: NULL in a row made before (all scopes, not rotated). */
-const KEY_COLUMNS_ADDED = [['scopes', 'text'], ['previous_hash', 'text'], ['previous_until', 'timestamptz']] as const;
+const KEY_COLUMNS_ADDED = [
+  ['scopes', 'text'], ['previous_hash', 'text'], ['previous_until', 'timestamptz'], ['rate_limit_per_second', 'integer'], ['daily_quota', 'integer'],
+] as const;
 
 type JoinedRow = KeyRow & { u: UserRow };
 // row_to_json gives timestamps as text
@@ -190,6 +198,13 @@ export class PostgresKeyStore implements KeyStore {
           expires_at timestamptz,
           last_used_at timestamptz,
           UNIQUE (user_id, name)
+        );
+        CREATE TABLE IF NOT EXISTS key_usage (
+          key_id uuid NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,
+          day date NOT NULL,
+          requests bigint NOT NULL DEFAULT 0,
+          refused bigint NOT NULL DEFAULT 0,
+          PRIMARY KEY (key_id, day)
         );
         CREATE TABLE IF NOT EXISTS key_changes (
           id smallint PRIMARY KEY CHECK (id = 1),
@@ -314,9 +329,9 @@ export class PostgresKeyStore implements KeyStore {
         name = nextDefaultName(rows.map((r) => r.name));
       }
       const { rows } = await client.query<KeyRow>(
-        `INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at, scopes)
-         VALUES ($1, $2, $3, $4, now(), $5, $6) RETURNING ${KEY_COLUMNS}`,
-        [randomUUID(), key.userId, name, key.hash, key.expiresAt, scopesToColumn(key.scopes)],
+        `INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at, scopes, rate_limit_per_second, daily_quota)
+         VALUES ($1, $2, $3, $4, now(), $5, $6, $7, $8) RETURNING ${KEY_COLUMNS}`,
+        [randomUUID(), key.userId, name, key.hash, key.expiresAt, scopesToColumn(key.scopes), key.rateLimitPerSecond ?? null, key.dailyQuota ?? null],
       );
       await client.query('COMMIT');
       return toKey(rows[0]!);
@@ -371,11 +386,16 @@ export class PostgresKeyStore implements KeyStore {
 
   async updateKey(id: string, ownerId: string | null, changes: KeyChanges): Promise<KeyRecord | null> {
     try {
-      // name is always set, so the change triggers (UPDATE OF name) count a change of scopes too
+      // name is always set, so the change triggers (UPDATE OF name) count a change of scopes or limits too
       const { rows } = await this.pool.query<KeyRow>(
-        `UPDATE api_keys SET name = coalesce($3, name), scopes = CASE WHEN $4 THEN $5 ELSE scopes END
+        `UPDATE api_keys SET name = coalesce($3, name), scopes = CASE WHEN $4 THEN $5 ELSE scopes END,
+                rate_limit_per_second = CASE WHEN $6 THEN $7::integer ELSE rate_limit_per_second END,
+                daily_quota = CASE WHEN $8 THEN $9::integer ELSE daily_quota END
           WHERE id = $1 AND ($2::uuid IS NULL OR user_id = $2) RETURNING ${KEY_COLUMNS}`,
-        [id, ownerId, changes.name ?? null, changes.scopes !== undefined, scopesToColumn(changes.scopes ?? null)],
+        [
+          id, ownerId, changes.name ?? null, changes.scopes !== undefined, scopesToColumn(changes.scopes ?? null),
+          changes.rateLimitPerSecond !== undefined, changes.rateLimitPerSecond ?? null, changes.dailyQuota !== undefined, changes.dailyQuota ?? null,
+        ],
       );
       return rows[0] ? toKey(rows[0]) : null;
     } catch (error) {
@@ -394,6 +414,27 @@ export class PostgresKeyStore implements KeyStore {
 
   async touchKey(id: string, at: Date): Promise<void> {
     await this.pool.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2', [at, id]);
+  }
+
+  async addUsage(counts: readonly UsageCount[]): Promise<void> {
+    if (counts.length === 0) return;
+    // one statement; a key deleted meanwhile has no row to join and its counts go with it
+    await this.pool.query(
+      `INSERT INTO key_usage (key_id, day, requests, refused)
+       SELECT c.key_id, c.day, c.requests, c.refused
+         FROM unnest($1::uuid[], $2::date[], $3::bigint[], $4::bigint[]) AS c(key_id, day, requests, refused)
+         JOIN api_keys k ON k.id = c.key_id
+       ON CONFLICT (key_id, day) DO UPDATE SET requests = key_usage.requests + excluded.requests, refused = key_usage.refused + excluded.refused`,
+      [counts.map((c) => c.keyId), counts.map((c) => c.day), counts.map((c) => c.requests), counts.map((c) => c.refused)],
+    );
+  }
+
+  async readUsage(keyId: string, sinceDay: string): Promise<ApiKeyUsageModel[]> {
+    const { rows } = await this.pool.query<{ day: string; requests: string; refused: string }>(
+      `SELECT to_char(day, 'YYYY-MM-DD') AS day, requests, refused FROM key_usage WHERE key_id = $1 AND day >= $2::date ORDER BY day DESC`,
+      [keyId, sinceDay],
+    );
+    return rows.map((row) => ({ day: row.day, requests: Number(row.requests), refused: Number(row.refused) }));
   }
 
   async listUsers(): Promise<UserRecord[]> {

@@ -16,8 +16,10 @@ import {
   type KeyStore,
   type NewKey,
   type NewUser,
+  type UsageCount,
   type UserRecord,
 } from './store.js';
+import type { ApiKeyUsageModel } from '../../../ports/backend.js';
 import { promised } from '../../../shared/promised.js';
 
 interface UserRow {
@@ -37,16 +39,25 @@ interface KeyRow {
   expires_at: number | null;
   last_used_at: number | null;
   scopes: string | null;
+  rate_limit_per_second: number | null;
+  daily_quota: number | null;
+}
+
+interface UpdateParams {
+  id: string; owner: string | null; name: string | null; setScopes: number; scopes: string | null;
+  setRate: number; rate: number | null; setQuota: number; quota: number | null;
 }
 
 type JoinedRow = KeyRow & { [K in keyof UserRow as `u_${K}`]: UserRow[K] };
 
-const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at, scopes';
-const JOINED_COLUMNS = `k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at, k.scopes,
+const KEY_COLUMNS = 'id, user_id, name, created_at, expires_at, last_used_at, scopes, rate_limit_per_second, daily_quota';
+const JOINED_COLUMNS = `k.id, k.user_id, k.name, k.created_at, k.expires_at, k.last_used_at, k.scopes, k.rate_limit_per_second, k.daily_quota,
   u.id AS u_id, u.username AS u_username, u.domain AS u_domain,
   u.password_hash AS u_password_hash, u.is_admin AS u_is_admin, u.created_at AS u_created_at`;
 /** Columns added after the first release, with their types: NULL in a row made before. */
-const KEY_COLUMNS_ADDED = [['scopes', 'TEXT'], ['previous_hash', 'TEXT'], ['previous_until', 'INTEGER']] as const;
+const KEY_COLUMNS_ADDED = [
+  ['scopes', 'TEXT'], ['previous_hash', 'TEXT'], ['previous_until', 'INTEGER'], ['rate_limit_per_second', 'INTEGER'], ['daily_quota', 'INTEGER'],
+] as const;
 
 const toUser = (row: UserRow): UserRecord => ({
   id: row.id,
@@ -65,6 +76,8 @@ const toKey = (row: KeyRow): KeyRecord => ({
   expiresAt: row.expires_at === null ? null : new Date(row.expires_at),
   lastUsedAt: row.last_used_at === null ? null : new Date(row.last_used_at),
   scopes: scopesFromColumn(row.scopes),
+  rateLimitPerSecond: row.rate_limit_per_second,
+  dailyQuota: row.daily_quota,
 });
 
 const joined = (row: JoinedRow): { key: KeyRecord; user: UserRecord } => ({
@@ -122,7 +135,8 @@ export class SqliteKeyStore implements KeyStore {
         'SELECT name FROM api_keys WHERE user_id = ? AND name LIKE ?',
       ),
       insertKey: db.prepare(
-        'INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at, scopes) VALUES (?, ?, ?, ?, ?, ?, ?)',
+        `INSERT INTO api_keys (id, user_id, name, key_hash, created_at, expires_at, scopes, rate_limit_per_second, daily_quota)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       listKeys: db.prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE user_id = ? ORDER BY name`),
       findKey: db.prepare<{ hash: string }, JoinedRow & { is_current: number; previous_until: number | null }>(
@@ -137,13 +151,22 @@ export class SqliteKeyStore implements KeyStore {
                 previous_until = @until, key_hash = @hash
           WHERE id = @id AND (@owner IS NULL OR user_id = @owner) RETURNING ${KEY_COLUMNS}`,
       ),
-      update: db.prepare<{ id: string; owner: string | null; name: string | null; setScopes: number; scopes: string | null }, KeyRow>(
-        `UPDATE api_keys SET name = coalesce(@name, name), scopes = CASE WHEN @setScopes = 1 THEN @scopes ELSE scopes END
+      update: db.prepare<UpdateParams, KeyRow>(
+        `UPDATE api_keys SET name = coalesce(@name, name), scopes = CASE WHEN @setScopes = 1 THEN @scopes ELSE scopes END,
+                rate_limit_per_second = CASE WHEN @setRate = 1 THEN @rate ELSE rate_limit_per_second END,
+                daily_quota = CASE WHEN @setQuota = 1 THEN @quota ELSE daily_quota END
           WHERE id = @id AND (@owner IS NULL OR user_id = @owner) RETURNING ${KEY_COLUMNS}`,
       ),
       deleteAny: db.prepare('DELETE FROM api_keys WHERE id = ?'),
       deleteOwn: db.prepare('DELETE FROM api_keys WHERE id = ? AND user_id = ?'),
       touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
+      addUsage: db.prepare<UsageCount>(
+        `INSERT INTO key_usage (key_id, day, requests, refused) SELECT @keyId, @day, @requests, @refused WHERE EXISTS (SELECT 1 FROM api_keys WHERE id = @keyId)
+         ON CONFLICT (key_id, day) DO UPDATE SET requests = requests + excluded.requests, refused = refused + excluded.refused`,
+      ),
+      readUsage: db.prepare<[string, string], ApiKeyUsageModel>(
+        'SELECT day, requests, refused FROM key_usage WHERE key_id = ? AND day >= ? ORDER BY day DESC',
+      ),
       listUsers: db.prepare<[], UserRow>('SELECT * FROM users ORDER BY username, domain'),
       setPassword: db.prepare('UPDATE users SET password_hash = ? WHERE id = ?'),
       deleteUser: db.prepare('DELETE FROM users WHERE id = ?'),
@@ -171,6 +194,13 @@ export class SqliteKeyStore implements KeyStore {
         expires_at INTEGER,
         last_used_at INTEGER,
         UNIQUE (user_id, name)
+      );
+      CREATE TABLE IF NOT EXISTS key_usage (
+        key_id TEXT NOT NULL REFERENCES api_keys (id) ON DELETE CASCADE,
+        day TEXT NOT NULL,
+        requests INTEGER NOT NULL DEFAULT 0,
+        refused INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (key_id, day)
       );
     `);
     this.addKeyColumns();
@@ -245,8 +275,12 @@ export class SqliteKeyStore implements KeyStore {
           expires_at: key.expiresAt?.getTime() ?? null,
           last_used_at: null,
           scopes: scopesToColumn(key.scopes),
+          rate_limit_per_second: key.rateLimitPerSecond ?? null,
+          daily_quota: key.dailyQuota ?? null,
         };
-        this.statements.insertKey.run(row.id, row.user_id, row.name, key.hash, row.created_at, row.expires_at, row.scopes);
+        this.statements.insertKey.run(
+          row.id, row.user_id, row.name, key.hash, row.created_at, row.expires_at, row.scopes, row.rate_limit_per_second, row.daily_quota,
+        );
         return row;
       });
       try {
@@ -292,6 +326,8 @@ export class SqliteKeyStore implements KeyStore {
         const row = this.statements.update.get({
           id, owner: ownerId, name: changes.name ?? null,
           setScopes: changes.scopes !== undefined ? 1 : 0, scopes: scopesToColumn(changes.scopes ?? null),
+          setRate: changes.rateLimitPerSecond !== undefined ? 1 : 0, rate: changes.rateLimitPerSecond ?? null,
+          setQuota: changes.dailyQuota !== undefined ? 1 : 0, quota: changes.dailyQuota ?? null,
         });
         return row ? toKey(row) : null;
       } catch (error) {
@@ -312,6 +348,19 @@ export class SqliteKeyStore implements KeyStore {
     return promised(() => {
       this.statements.touch.run(at.getTime(), id);
     });
+  }
+
+  addUsage(counts: readonly UsageCount[]): Promise<void> {
+    return promised(() => {
+      if (counts.length === 0) return;
+      this.db.transaction(() => {
+        for (const count of counts) this.statements.addUsage.run(count);
+      }).immediate();
+    });
+  }
+
+  readUsage(keyId: string, sinceDay: string): Promise<ApiKeyUsageModel[]> {
+    return promised(() => this.statements.readUsage.all(keyId, sinceDay));
   }
 
   listUsers(): Promise<UserRecord[]> {

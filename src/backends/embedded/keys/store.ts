@@ -1,4 +1,4 @@
-import type { ApiKeyScope } from '../../../ports/backend.js';
+import type { ApiKeyScope, ApiKeyUsageModel } from '../../../ports/backend.js';
 
 /** Where users and keys are kept (SQLite or PostgreSQL): no rules beyond uniqueness and atomicity, KeyService has the rest. */
 
@@ -20,6 +20,18 @@ export interface KeyRecord {
   lastUsedAt: Date | null;
   /** As stored; null for a key made before scopes, or without any asked for: all its user's rights. */
   scopes: ApiKeyScope[] | null;
+  /** The key's own limits; null: none. */
+  rateLimitPerSecond: number | null;
+  dailyQuota: number | null;
+}
+
+/** Requests of a key on a UTC day, to add to what the store has. */
+export interface UsageCount {
+  keyId: string;
+  /** YYYY-MM-DD. */
+  day: string;
+  requests: number;
+  refused: number;
 }
 
 /** A key found by the hash of a value: its current one, or a rotated-out one still in its grace period. */
@@ -46,6 +58,8 @@ export interface NewKey {
   expiresAt: Date | null;
   /** Omitted or null: all its user's rights. */
   scopes?: ApiKeyScope[] | null;
+  rateLimitPerSecond?: number | null;
+  dailyQuota?: number | null;
   /** The most keys the user may have: counted in the insert's transaction, so racing creates cannot both pass. */
   maxKeysPerUser?: number;
 }
@@ -54,6 +68,9 @@ export interface NewKey {
 export interface KeyChanges {
   name?: string;
   scopes?: ApiKeyScope[] | null;
+  /** null removes the limit. */
+  rateLimitPerSecond?: number | null;
+  dailyQuota?: number | null;
 }
 
 /** Scopes as a column holds them: names joined by commas, NULL for all. */
@@ -92,6 +109,10 @@ export interface KeyStore {
   /** Deletes the key if it exists and, when ownerId is given, belongs to that user. */
   deleteKey(id: string, ownerId: string | null): Promise<boolean>;
   touchKey(id: string, at: Date): Promise<void>;
+  /** Adds the counts to the key_usage rows (made when missing), in one transaction; a deleted key's are dropped. */
+  addUsage(counts: readonly UsageCount[]): Promise<void>;
+  /** The key's rows from `sinceDay` (YYYY-MM-DD) on, newest first. */
+  readUsage(keyId: string, sinceDay: string): Promise<ApiKeyUsageModel[]>;
   /** Every user, sorted by username then domain. */
   listUsers(): Promise<UserRecord[]>;
   /** Replaces the user's password hash; false when no such user. */

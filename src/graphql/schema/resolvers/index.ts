@@ -1,4 +1,5 @@
 import type { Resolvers } from '../../../__generated__/resolvers-types.js';
+import { ApiKey } from './ApiKey.js';
 import { DateTimeScalar, ItemIdScalar } from '../scalars.js';
 import { Item } from './Item.js';
 import { Mutation } from './Mutation.js';
@@ -12,6 +13,7 @@ export const resolvers: Resolvers = {
   Query,
   Mutation,
   Viewer,
+  ApiKey,
   Item,
   RecommendationConnection,
   RecommendationEdge,

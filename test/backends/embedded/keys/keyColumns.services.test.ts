@@ -14,7 +14,7 @@ import { DATABASE_URL, dropSchema, TEST_COST, tempDir, testSchema } from '../../
  * A key store made before scopes and rotation (the columns missing) is given them on open, and
  * every key in it keeps working as before: all its user's scopes, one value.
  */
-const OLD_COLUMNS = ['scopes', 'previous_hash', 'previous_until'];
+const OLD_COLUMNS = ['scopes', 'previous_hash', 'previous_until', 'rate_limit_per_second', 'daily_quota'];
 
 interface OldStore {
   open: () => KeyStore;
@@ -34,6 +34,7 @@ const kinds: { name: string; make: () => OldStore }[] = [
         makeOld: () => {
           const db = new Database(file);
           db.exec('DROP INDEX api_keys_previous_hash');
+          db.exec('DROP TABLE key_usage');
           for (const column of OLD_COLUMNS) db.exec(`ALTER TABLE api_keys DROP COLUMN ${column}`);
           db.close();
           return Promise.resolve();
@@ -51,6 +52,7 @@ const kinds: { name: string; make: () => OldStore }[] = [
         async makeOld() {
           const client = new pg.Client({ connectionString: DATABASE_URL });
           await client.connect();
+          await client.query(`DROP TABLE ${schema}.key_usage`);
           await client.query(`ALTER TABLE ${schema}.api_keys ${OLD_COLUMNS.map((c) => `DROP COLUMN ${c}`).join(', ')}`);
           await client.end();
         },
@@ -81,7 +83,14 @@ describe.each(kinds)('a $name key store made before scopes', ({ make }) => {
       const service = new EmbeddedKeyService(reopened);
       const principal = await service.authenticate(made.key);
       expect(principal.scopes).toBeUndefined();
-      expect(await service.listKeys(principal)).toMatchObject([{ name: 'made-before', scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'] }]);
+      expect(await service.listKeys(principal)).toMatchObject([
+        { name: 'made-before', scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'], rateLimitPerSecond: null, dailyQuota: null },
+      ]);
+      expect(principal.limits).toBeNull();
+      expect(await service.updateKey(principal, made.id, { dailyQuota: 10 })).toMatchObject({ dailyQuota: 10 });
+      service.countUse(made.id, false);
+      await service.close();
+      expect(await service.keyUsage(principal, made.id, 1)).toMatchObject([{ requests: 1, refused: 0 }]);
       // and the new columns work on it: rotated with no grace, the old value stops
       const rotated = await service.rotateKey(principal, made.id, 0);
       await expect(service.authenticate(made.key)).rejects.toMatchObject({ code: 'UNAUTHENTICATED' });

@@ -76,7 +76,7 @@ describe.each(storeKinds)('key store: $name', (kind) => {
     }
     const keys = await store.listKeys(u.id);
     expect(keys.map((k) => k.name)).toEqual(['Alpha', 'alpha', 'beta', 'key#10', 'key#9']);
-    expect(Object.keys(keys[0]!).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'scopes', 'userId']);
+    expect(Object.keys(keys[0]!).sort()).toEqual(['createdAt', 'dailyQuota', 'expiresAt', 'id', 'lastUsedAt', 'name', 'rateLimitPerSecond', 'scopes', 'userId']);
   });
 
   it('finds a key by hash with its owner, and forgets it once deleted', async () => {
