@@ -45,11 +45,13 @@ describe('per-key limits on Redis', () => {
   it('spends a key\'s own rate once a request when it also has a quota', async () => {
     // a burst of 40: tokens are leased from Redis 4 at a time, and a leased one spent here at once
     const key = await keyWith({ name: 'rate-and-quota', rateLimitPerSecond: 40, dailyQuota: 1000 });
+    const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 100 }, () => gql(ITEM, {}, { authorization: key })));
+    const seconds = (performance.now() - started) / 1000;
     const answered = answers.filter((a) => a.status === 200).length;
-    // the burst and what refills meanwhile; a token spent twice where leased falls short of the burst
+    // the burst and what refills meanwhile (slower on a loaded machine); a token spent twice where leased falls short of the burst
     expect(answered).toBeGreaterThanOrEqual(39);
-    expect(answered).toBeLessThanOrEqual(70);
+    expect(answered).toBeLessThanOrEqual(Math.floor(40 + 40 * seconds) + 4);
   });
 
   it('refuses the request past a quota counted in Redis', async () => {

@@ -102,11 +102,13 @@ describe('a key\'s rate and daily quota, two gateway processes on one PostgreSQL
     const created = await gql(gateways[0]!.url, CREATE, { input: { name: 'shared-rate', rateLimitPerSecond: 5 } }, { authorization: admin });
     expect(created.body.errors).toBeUndefined();
     const { key } = created.body.data!.createApiKey as unknown as { key: string };
+    const started = performance.now();
     const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => gql(gateways[i % 2]!.url, ITEM, {}, { authorization: key })));
+    const seconds = (performance.now() - started) / 1000;
     const answered = answers.filter((a) => a.status === 200).length;
-    // a burst of 5, and what refills while the 30 are answered; a bucket per process would let 10 through
+    // a burst of 5 and what refills while the 30 are answered (slower on a loaded machine); a bucket per process doubles both
     expect(answered).toBeGreaterThanOrEqual(1);
-    expect(answered).toBeLessThanOrEqual(8);
+    expect(answered).toBeLessThanOrEqual(Math.floor(5 + 5 * seconds) + 1);
     expect(new Set(answers.filter((a) => a.status !== 200).map((a) => a.body.errors?.[0]?.extensions?.code))).toEqual(new Set(['RATE_LIMITED']));
   }, 60_000);
 });
