@@ -55,6 +55,7 @@ describe('authenticate', () => {
       user: { id: 'user-1', username: 'bob', domain: 'corp', isAdmin: false },
       authenticatedBy: 'PASSWORD',
       keyId: null,
+      limits: null,
       // a password credential by a keyed hash of this process's own, never a plain digest of it
       credentialId: credentialId(BOB),
       authorization: BOB,
@@ -242,8 +243,8 @@ describe('keys', () => {
     const list = await backend.keys.listKeys(principal);
     expect(list).toEqual([
       // the original key service has no scopes: it restricts no key by them
-      { id: LISTING[1]?.id, userId: 'user-1', name: 'a-key', createdAt: new Date('2024-05-06T07:08:09.000Z'), expiresAt: null, lastUsedAt: null, scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'] },
-      { id: LISTING[0]?.id, userId: 'user-1', name: 'b-key', createdAt: null, expiresAt: null, lastUsedAt: null, scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'] },
+      { id: LISTING[1]?.id, userId: 'user-1', name: 'a-key', createdAt: new Date('2024-05-06T07:08:09.000Z'), expiresAt: null, lastUsedAt: null, scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'], rateLimitPerSecond: null, dailyQuota: null },
+      { id: LISTING[0]?.id, userId: 'user-1', name: 'b-key', createdAt: null, expiresAt: null, lastUsedAt: null, scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'], rateLimitPerSecond: null, dailyQuota: null },
     ]);
     expect(upstream.requests.at(-1)?.headers.authorization).toBe(KEY);
   });
@@ -259,7 +260,7 @@ describe('keys', () => {
     const result = await backend.keys.createKey(principal, { userDomain: 'corp', expiresInDays: null });
     expect(result).toEqual({
       ok: true, ...created,
-      apiKey: { id: created.id, userId: 'user-1', name: 'key#3', createdAt: null, expiresAt: null, lastUsedAt: null, scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'] },
+      apiKey: { id: created.id, userId: 'user-1', name: 'key#3', createdAt: null, expiresAt: null, lastUsedAt: null, scopes: ['RECOMMENDATIONS_READ', 'EVENTS_WRITE', 'KEYS_MANAGE'], rateLimitPerSecond: null, dailyQuota: null },
     });
     const post = upstream.requests.find((r) => r.method === 'POST');
     expect(post).toMatchObject({ url: '/concord/api/v1/apikey', headers: { authorization: BOB, 'content-type': 'application/json' } });
