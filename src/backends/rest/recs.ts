@@ -90,11 +90,11 @@ export class RestRecsService implements RecsService {
     return list;
   }
 
-  trending(categoryPath: string | null, first: number, options: CallOptions = {}): Promise<ItemRankingModel> {
+  async trending(categoryPath: string | null, first: number, options: CallOptions = {}): Promise<ItemRankingModel> {
     return this.ranking('/v1/trending', { category: categoryPath, first: String(checkListFirst(first)) }, options);
   }
 
-  popular(kind: RecommendationKind, categoryPath: string | null, first: number, options: CallOptions = {}): Promise<ItemRankingModel> {
+  async popular(kind: RecommendationKind, categoryPath: string | null, first: number, options: CallOptions = {}): Promise<ItemRankingModel> {
     return this.ranking('/v1/popular', { category: categoryPath, kind, first: String(checkListFirst(first)) }, options);
   }
 
