@@ -1,5 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
+import { parse } from 'graphql';
+import { measureOperations } from '../../src/graphql/pipeline/limits.js';
 import { parseCategoryPath, underCategory } from '../../src/model/itemLists.js';
 import { DAY_MS, EventLog, trendingOf } from '../../src/recommender/index.js';
 import type { RecEvent } from '../../src/recommender/index.js';
@@ -133,5 +135,16 @@ describe('categoryPath as asked for', () => {
       }
       expect(refused, JSON.stringify(bad)).toMatchObject({ extensions: { code: 'BAD_USER_INPUT', field: 'category' } });
     }
+  });
+});
+
+describe('what a trending or popular list costs a query', () => {
+  it('its first, or 50 where first is a variable or left out', () => {
+    const cost = (query: string): number => measureOperations(parse(query))[0]!.measure.cost;
+    // the field itself, then its selection once an item
+    expect(cost('{ trendingItems(first: 3) { name } }')).toBe(1 + 3);
+    expect(cost('{ trendingItems(first: 50) { name } }')).toBe(1 + 50);
+    expect(cost('query($n: Int) { popularItems(first: $n) { name } }')).toBe(cost('{ trendingItems(first: 50) { name } }'));
+    expect(cost('{ popularItems { productRecommendations { name } } }')).toBeGreaterThan(50 * 10);
   });
 });
