@@ -56,13 +56,44 @@ export function trendingOf(log: EventLog, catalog: Catalog | null, maxAgeMs = 0)
   return out;
 }
 
-/** The first `first` entries whose items lie under `categoryPath` (null: any). */
+/** The first `first` entries whose items the catalogue holds (null: any), under `categoryPath` (null: any). */
 export function inCategory<T extends { itemId: number }>(entries: readonly T[], catalog: Catalog | null, categoryPath: string | null, first: number): T[] {
-  if (categoryPath === null) return entries.slice(0, first);
   const out: T[] = [];
   for (const entry of entries) {
     if (out.length >= first) break;
-    if (underCategory(catalog?.get(entry.itemId)?.categoryPath, categoryPath)) out.push(entry);
+    if (catalog === null) {
+      if (categoryPath === null) out.push(entry);
+      continue;
+    }
+    const item = catalog.get(entry.itemId);
+    if (item !== undefined && (categoryPath === null || underCategory(item.categoryPath, categoryPath))) out.push(entry);
   }
   return out;
+}
+
+/** A pass shorter than this is done again at every change of the model. */
+const FRESH_MS = 1;
+/** A longer one at most once every this many times it took. */
+const RECOMPUTE_FACTOR = 10;
+
+/**
+ * trendingOf kept for a model and computed again after it changes, but a pass of FRESH_MS or more at most once every
+ * RECOMPUTE_FACTOR times it took: a long log's pass holds at most about a tenth of the event loop, and its list is at
+ * most that long behind the events. A new log (a reload) is always passed over at once.
+ */
+export class TrendingScores {
+  private kept: { model: object; log: EventLog; entries: TrendingEntry[]; at: number; ms: number } | null = null;
+
+  constructor(private readonly clock: () => number = () => performance.now()) {}
+
+  /** The scores for `model` (any object that changes when the events do) over `log`. */
+  of(model: object, log: EventLog, catalog: Catalog | null, maxAgeMs: number): readonly TrendingEntry[] {
+    const kept = this.kept;
+    const start = this.clock();
+    if (kept !== null && kept.log === log && (kept.model === model || (kept.ms >= FRESH_MS && start - kept.at < RECOMPUTE_FACTOR * kept.ms))) return kept.entries;
+    const entries = trendingOf(log, catalog, maxAgeMs);
+    const at = this.clock();
+    this.kept = { model, log, entries, at, ms: at - start };
+    return entries;
+  }
 }

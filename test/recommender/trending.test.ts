@@ -3,7 +3,7 @@ import { EmbeddedRecs } from '../../src/backends/embedded/recs.js';
 import { parse } from 'graphql';
 import { measureOperations } from '../../src/graphql/pipeline/limits.js';
 import { parseCategoryPath, underCategory } from '../../src/model/itemLists.js';
-import { DAY_MS, EventLog, trendingOf } from '../../src/recommender/index.js';
+import { DAY_MS, EventLog, trendingOf, TrendingScores } from '../../src/recommender/index.js';
 import type { RecEvent } from '../../src/recommender/index.js';
 import { catalogOf } from './helpers.js';
 
@@ -62,6 +62,34 @@ describe('trending', () => {
 
   it('an empty log: an empty list', () => {
     expect(trendingOf(new EventLog(), catalog)).toEqual([]);
+  });
+});
+
+describe('trending scores kept per model', () => {
+  it('a short pass is done again at every change; a long one at most once every ten times it took', () => {
+    const log = logOf(views(2, 3, NOW));
+    let t = 0;
+    const ticks: number[] = [];
+    const scores = new TrendingScores(() => ticks.shift() ?? t);
+    const ids = (model: object): number[] => scores.of(model, log, catalog, 0).map((e) => e.itemId);
+    const [a, b, c, d] = [{}, {}, {}, {}];
+    ticks.push(0, 0.5); // a pass of 0.5 ms
+    expect(ids(a)).toEqual([2]);
+    log.add(view(3, NOW));
+    log.add(view(3, NOW));
+    log.add(view(3, NOW));
+    ticks.push(0.6, 5.6); // a change: done again at once, and this pass takes 5 ms
+    expect(ids(b)).toEqual([2, 3]);
+    for (let i = 0; i < 4; i++) log.add(view(4, NOW));
+    t = 50; // 44.4 ms after it: under ten times 5 ms, the scores of b still
+    expect(ids(c)).toEqual([2, 3]);
+    t = 56;
+    expect(ids(c)).toEqual([4, 2, 3]);
+    // the same model: kept, however long ago
+    t = 1e6;
+    expect(ids(c)).toEqual([4, 2, 3]);
+    // a new log (a reload) is passed over at once
+    expect(scores.of(d, logOf(views(7, 3, NOW)), catalog, 0).map((e) => e.itemId)).toEqual([7]);
   });
 });
 

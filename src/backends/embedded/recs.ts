@@ -8,8 +8,7 @@ import { buildModel } from '../../recommender/index.js';
 import type { ModelOptions, RecModel } from '../../recommender/index.js';
 import { LiveModel } from '../../recommender/index.js';
 import type { ApplyStats, Kind } from '../../recommender/index.js';
-import { inCategory, maxAgeMsOf, Recommender, trendingOf } from '../../recommender/index.js';
-import type { TrendingEntry } from '../../recommender/index.js';
+import { inCategory, maxAgeMsOf, Recommender, TrendingScores } from '../../recommender/index.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { demoWithStored, loadInWorker } from './loadFromStore.js';
 import { promised } from '../../shared/promised.js';
@@ -152,16 +151,14 @@ export class EmbeddedRecs implements RecsService {
     return promised(() => this.trendingNow(categoryPath, first));
   }
 
-  /** Scores are computed once per model (a new Recommender each change) and walked per call. */
-  private trendingCache: { recommender: Recommender; entries: TrendingEntry[] } | null = null;
+  /** Kept per model: every change makes a new Recommender. */
+  private readonly trendingScores = new TrendingScores();
 
   trendingNow(categoryPath: string | null, first: number): ItemRankingModel {
     const n = checkListFirst(first);
     const recommender = this.recommender;
-    if (this.trendingCache?.recommender !== recommender) {
-      this.trendingCache = { recommender, entries: trendingOf(this.log, recommender.catalog, maxAgeMsOf(this.options)) };
-    }
-    const entries = inCategory(this.trendingCache.entries, recommender.catalog, categoryPath, n).map(({ itemId, score }) => ({ itemId, score }));
+    const scores = this.trendingScores.of(recommender, this.log, recommender.catalog, maxAgeMsOf(this.options));
+    const entries = inCategory(scores, recommender.catalog, categoryPath, n).map(({ itemId, score }) => ({ itemId, score }));
     return this.ranking(recommender, entries);
   }
 
