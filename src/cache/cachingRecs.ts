@@ -105,6 +105,9 @@ export class CachingRecsService implements RecsService {
   });
   private readonly now: () => number;
   private readonly spaces: ListSpaces;
+  // Passed through: they follow every event, and the embedded backend keeps them cheap itself.
+  readonly trending?: RecsService['trending'];
+  readonly popular?: RecsService['popular'];
 
   constructor(
     private readonly upstream: RecsService,
@@ -116,6 +119,8 @@ export class CachingRecsService implements RecsService {
     this.negativeTtl = Math.min(options.negativeTtlSeconds ?? DEFAULT_CACHE_TTL_SECONDS.negative, 60);
     this.jitter = options.jitter ?? 0.1;
     this.now = options.now ?? Date.now;
+    this.trending = upstream.trending?.bind(upstream);
+    this.popular = upstream.popular?.bind(upstream);
     this.storedAt = new ClockedLRU({ max: STORED_AT_MAX, ttl: Math.ceil(this.itemTtl * 1000 * (1 + this.jitter)), now: this.now });
     this.spaces = new ListSpaces(cache, {
       forgetItems: (itemIds) => this.forgetItems(itemIds),

@@ -21,6 +21,8 @@ export const FIELD_ACCESS: Readonly<Record<'Query' | 'Mutation', Readonly<Record
     postBrowsedProducts: 'RECOMMENDATIONS_READ',
     productRecommendations: 'RECOMMENDATIONS_READ',
     recommendations: 'RECOMMENDATIONS_READ',
+    trendingItems: 'RECOMMENDATIONS_READ',
+    popularItems: 'RECOMMENDATIONS_READ',
     apiKeys: 'KEYS_MANAGE',
   },
   Mutation: {
@@ -50,6 +52,8 @@ export const ROUTE_ACCESS: Readonly<Record<string, Readonly<Record<string, Acces
   item: { '*': 'RECOMMENDATIONS_READ' },
   postbrowse: { '*': 'RECOMMENDATIONS_READ' },
   nbp: { '*': 'RECOMMENDATIONS_READ' },
+  trending: { '*': 'RECOMMENDATIONS_READ' },
+  popular: { '*': 'RECOMMENDATIONS_READ' },
   recs: { '*': 'RECOMMENDATIONS_READ' },
 };
 

@@ -258,11 +258,24 @@ export interface RecommendationListModel {
   items?: ItemModel[];
 }
 
+/** A list anchored on no item (trending, popular): best first. */
+export interface ItemRankingModel {
+  /** The score its rule gives (trending's rate rise, popular's event count); null where the upstream does not say. */
+  entries: { itemId: number; score: number | null }[];
+  /** Item records returned with the list (REST does), to prime the item loader. */
+  items?: ItemModel[];
+}
+
 export interface RecsService {
   /** Items by id: same length and order as ids, null for unknown (DataLoader's batch contract). */
   getItems(ids: readonly number[], options?: CallOptions): Promise<(ItemModel | null)[]>;
   /** At most 10, most relevant first, never the anchor or its variants; NOT_FOUND for an unknown anchor. */
   recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel>;
+  /** Up to `first` (1..50) items rising most in the last day (docs/recommender.md, "Trending and popular"), under
+   * `categoryPath` (null: any); an empty list where nothing rose. Absent (test doubles): asked, it is UPSTREAM_REJECTED. */
+  trending?(categoryPath: string | null, first: number, options?: CallOptions): Promise<ItemRankingModel>;
+  /** Up to `first` (1..50) items most bought (most viewed for POST_BROWSE) in the window, under `categoryPath`. */
+  popular?(kind: RecommendationKind, categoryPath: string | null, first: number, options?: CallOptions): Promise<ItemRankingModel>;
 }
 
 /** The recommendation data now, read synchronously, so a change drops only the cached answers it changed. */

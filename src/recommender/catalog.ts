@@ -1,6 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
+import { underCategory } from '../model/itemLists.js';
 import { ItemRecordError, parseItemRecord } from '../model/itemRecord.js';
 import type { ItemModel } from '../ports/backend.js';
 
@@ -97,6 +98,13 @@ export class Catalog {
   /** Ids of the items of a category key (see categoryOf). */
   category(key: string): readonly number[] {
     return this.categories.get(key) ?? none;
+  }
+
+  /** Ids of the items whose categoryPath is `path` or lies under it, segment by segment. */
+  under(path: string): number[] {
+    const out: number[] = [];
+    for (const [key, ids] of this.categories) if (key.startsWith('p:') && underCategory(key.slice(2), path)) out.push(...ids);
+    return out;
   }
 
   /** Ids of the items of a department key (see departmentOf). */

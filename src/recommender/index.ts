@@ -7,6 +7,8 @@ export type { ModelOptions, RecModel, Scoring } from './model.js';
 export type { Neighbours, OrderWeights, PairScore, PriorStats } from './neighbours.js';
 export { MAX_RECOMMENDATIONS, Recommender } from './recommend.js';
 export { visits } from './sessions.js';
+export { inCategory, trendingOf, TrendingScores, TRENDING_BASE_RATE, TRENDING_MIN_EVENTS, TRENDING_WINDOW_DAYS } from './trending.js';
+export type { TrendingEntry } from './trending.js';
 export type { Sequences } from './sessions.js';
 export { DAY_MS } from './weights.js';
 

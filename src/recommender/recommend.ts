@@ -115,6 +115,25 @@ export class Recommender {
     return false;
   }
 
+  /** Up to `first` items, with their counts, most bought (most viewed for POST_BROWSE) in the model's window, then by the other count,
+   * then by id; only items with at least one such event, with a record, under `categoryPath` (null: any). */
+  popular(kind: RecommendationKind, categoryPath: string | null, first: number): { itemId: number; score: number }[] {
+    const { items, views, purchases } = this.model;
+    const counts = kind === 'POST_BROWSE' ? views : purchases;
+    let list: Int32Array;
+    if (categoryPath === null) list = kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought;
+    else if (this.catalog === null) return [];
+    else list = this.ranked(kind, `under:${categoryPath}`, (c) => c.under(categoryPath));
+    const out: { itemId: number; score: number }[] = [];
+    for (let j = 0; j < list.length && out.length < first; j++) {
+      const i = list[j]!;
+      if (!(counts[i]! > 0)) break;
+      const itemId = items.idAt(i);
+      if (this.catalog === null || this.catalog.has(itemId)) out.push({ itemId, score: counts[i]! });
+    }
+    return out;
+  }
+
   private fromFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean, enough: () => boolean): boolean {
     if (anchor !== undefined) {
       const category = categoryOf(anchor);
@@ -142,7 +161,8 @@ export class Recommender {
       const indexes = ids(this.catalog!).map((id) => items.indexOf(id)).filter((i) => i >= 0);
       indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases, items) : byPopularity(purchases, views, items));
       list = Int32Array.from(indexes);
-      this.categoryLists.set(cacheKey, list);
+      // none kept: the lists kept stay bounded by the catalogue's categories, whatever paths are asked for
+      if (list.length > 0) this.categoryLists.set(cacheKey, list);
     }
     return list;
   }

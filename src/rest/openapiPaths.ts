@@ -1,5 +1,6 @@
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../model/ingest.js';
+import { DEFAULT_LIST_ITEMS, MAX_CATEGORY_PATH, MAX_LIST_ITEMS } from '../model/itemLists.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 import { itemId, jsonContent, ref, type Reference } from './openapiSchemas.js';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS } from '../ports/backend.js';
@@ -84,6 +85,29 @@ const recommendationOperation = (operationId: string, summary: string, descripti
           ref('schemas', 'RecsErrors'),
         ],
       }),
+    },
+    '400': ref('responses', 'RecsBadRequest'),
+    ...recsFailures,
+  },
+});
+
+const rankingOperation = (operationId: string, summary: string, description: string, kind: boolean): Operation => ({
+  operationId,
+  summary,
+  description,
+  tags: ['recommendations'],
+  security: recsSecurity,
+  parameters: [
+    ref('parameters', 'category'),
+    ...(kind
+      ? [{ name: 'kind', in: 'query' as const, required: false, description: 'Most bought (NEXT_BEST_PRODUCT, the default) or most viewed (POST_BROWSE); given once.', schema: { type: 'string' as const, enum: ['NEXT_BEST_PRODUCT', 'POST_BROWSE'] } }]
+      : []),
+    { name: 'first', in: 'query' as const, required: false, description: `How many items at most, 1 to ${MAX_LIST_ITEMS}; default ${DEFAULT_LIST_ITEMS}; given once.`, schema: { type: 'integer' as const, minimum: 1, maximum: MAX_LIST_ITEMS } },
+  ],
+  responses: {
+    '200': {
+      description: 'At most first item records, best first; an empty array where there are none.',
+      content: jsonContent({ type: 'array' as const, items: ref('schemas', 'ItemRecord'), maxItems: MAX_LIST_ITEMS }),
     },
     '400': ref('responses', 'RecsBadRequest'),
     ...recsFailures,
@@ -212,6 +236,17 @@ export const paths: Record<string, PathItem> = {
       'For a widget after a verified transaction, or an upsell.',
     ),
   },
+  '/v1/trending': {
+    get: rankingOperation(
+      'trendingItems',
+      'Trending: items whose events in the last 24 hours rose most against their rate over the 27 days before.',
+      'The rule and its figures as GraphQL\'s trendingItems states them; "now" is the newest event the recommender holds.',
+      false,
+    ),
+  },
+  '/v1/popular': {
+    get: rankingOperation('popularItems', 'Popular: items most bought (or most viewed) in the window the recommender keeps.', 'The same as GraphQL\'s popularItems.', true),
+  },
   '/v1/items/{itemId}': {
     get: {
       operationId: 'getItem',
@@ -332,6 +367,14 @@ export const parameters: Record<string, OpenAPIV3_1.ParameterObject> = {
     description: 'The anchor item\'s identifier, given once.',
     schema: itemId('Item identifier.'),
     example: 31000005,
+  },
+  category: {
+    name: 'category',
+    in: 'query',
+    required: false,
+    description: `Only items whose categoryPath is this one or lies under it, whole segments only; at most ${MAX_CATEGORY_PATH} characters, no control characters; given once.`,
+    schema: { type: 'string', maxLength: MAX_CATEGORY_PATH },
+    example: 'Electronics/TV',
   },
 };
 

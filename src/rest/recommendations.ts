@@ -1,6 +1,7 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
 import { ITEM_ID_RANGE, toItemId, toItemRecord } from '../model/itemRecord.js';
-import type { CallOptions, ItemModel, KeyService, RecommendationKind, RecsService } from '../ports/backend.js';
+import { checkListFirst, listsLacking, parseCategoryPath } from '../model/itemLists.js';
+import type { CallOptions, ItemModel, ItemRankingModel, KeyService, RecommendationKind, RecsService } from '../ports/backend.js';
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
@@ -127,15 +128,39 @@ async function itemsFor(ids: number[], recs: RecsService, known: ItemModel[], op
   return ids.map((id) => byId.get(id)).filter((item): item is ItemModel => item !== undefined);
 }
 
+/** The lists anchored on no item: GraphQL's trendingItems and popularItems. */
+const RANKINGS = new Set(['/v1/trending', '/v1/popular']);
+const RANKING_KINDS: readonly RecommendationKind[] = ['POST_BROWSE', 'NEXT_BEST_PRODUCT'];
+
+/** /v1/trending and /v1/popular: item records, best first; `[]` where the list is empty. */
+async function ranking(path: string, query: URLSearchParams, recs: RecsService, options: CallOptions): Promise<RestResponse> {
+  const category = parseCategoryPath(single(query, 'category'), 'category');
+  const rawFirst = single(query, 'first');
+  const first = checkListFirst(rawFirst === undefined ? undefined : /^[0-9]{1,6}$/.test(rawFirst) ? Number(rawFirst) : NaN);
+  let list: ItemRankingModel;
+  if (path === '/v1/trending') {
+    if (recs.trending === undefined) throw listsLacking('trending');
+    list = await recs.trending(category, first, options);
+  } else {
+    const rawKind = single(query, 'kind') ?? 'NEXT_BEST_PRODUCT';
+    const kind = RANKING_KINDS.find((k) => k === rawKind);
+    if (kind === undefined) throw badRequest(`kind must be ${RANKING_KINDS.join(' or ')}`);
+    if (recs.popular === undefined) throw listsLacking('popular');
+    list = await recs.popular(kind, category, first, options);
+  }
+  const items = await itemsFor(list.entries.map((e) => e.itemId), recs, list.items ?? [], options);
+  return json(200, items.map(toItemRecord));
+}
+
 /**
- * The recommendations interface of recommendations.md (postbrowse, nbp, and the product lookup
- * of upstream-facts.md); null when the path is not one of its routes.
+ * The recommendations interface of recommendations.md (postbrowse, nbp, trending, popular, and the
+ * product lookup of upstream-facts.md); null when the path is not one of its routes.
  */
 export function serveRecommendations(req: RestRequest, keys: KeyService, recs: RecsService): Promise<RestResponse> | null {
   const path = req.path.length > 1 ? req.path.replace(/\/+$/, '') : req.path;
   const kind = KINDS[path];
   const isLookup = path === '/v1/items' || path.startsWith('/v1/items/');
-  if (kind === undefined && !isLookup) return null;
+  if (kind === undefined && !isLookup && !RANKINGS.has(path)) return null;
   return handle(req, path, kind, keys, recs);
 }
 
@@ -149,6 +174,7 @@ async function handle(
   const options: CallOptions = req.signal ? { signal: req.signal } : {};
   try {
     await checkKey(req.query, keys, options);
+    if (RANKINGS.has(path)) return await ranking(path, req.query, recs, options);
     if (kind !== undefined) {
       const raw = single(req.query, 'itemId');
       const anchor = toItemId(raw);

@@ -276,6 +276,24 @@ describe.each([
     same('recommendations', { p, n });
   });
 
+  it('lists the same trending and popular items, by kind and category, and refuses the same bad first', async () => {
+    type Lists = { t: { itemId: number }[]; pb: { itemId: number }[]; nb: { itemId: number; categoryPath: string }[] };
+    const lists = await s.gql<Lists>(
+      `{ t: trendingItems(first: 20) { itemId } pb: popularItems(kind: POST_BROWSE) { itemId } nb: popularItems(categoryPath: "Gadgets & Devices/Mobile", first: 5) { itemId categoryPath } }`,
+      {},
+      alice,
+    );
+    expect(lists.body.errors).toBeUndefined();
+    const { t, pb, nb } = lists.body.data!;
+    expect(pb).toHaveLength(10);
+    expect(t).toHaveLength(20);
+    expect(nb).toHaveLength(5);
+    for (const item of nb) expect(item.categoryPath).toMatch(/^Gadgets & Devices\/Mobile\//);
+    same('trending and popular', { t, pb, nb });
+    expect(codeOf(await s.gql('{ trendingItems(first: 51) { itemId } }', {}, alice))).toBe('BAD_USER_INPUT');
+    expect(codeOf(await s.gql('{ popularItems(first: 0) { itemId } }', {}, alice))).toBe('BAD_USER_INPUT');
+  });
+
   it('walks from an item to its recommendations to their variants in one query', async () => {
     const walked = await s.gql<{ item: { recommendations: { nodes: { itemId: number; parentItemId: number; variantItems: { itemId: number; parentItemId: number }[] }[] } } }>(
       `{ item(itemId: ${PHONE}) { recommendations(kind: NEXT_BEST_PRODUCT, first: 3) { nodes { itemId parentItemId variantItems { itemId parentItemId } } } } }`,

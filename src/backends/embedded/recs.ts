@@ -1,13 +1,14 @@
 import type { Worker } from 'node:worker_threads';
 import { badUserInput } from '../../errors.js';
-import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
+import { checkListFirst } from '../../model/itemLists.js';
+import type { CallOptions, ItemModel, ItemRankingModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
 import type { Catalog } from '../../recommender/index.js';
 import type { EventLog, RecEvent } from '../../recommender/index.js';
 import { buildModel } from '../../recommender/index.js';
 import type { ModelOptions, RecModel } from '../../recommender/index.js';
 import { LiveModel } from '../../recommender/index.js';
 import type { ApplyStats, Kind } from '../../recommender/index.js';
-import { Recommender } from '../../recommender/index.js';
+import { inCategory, maxAgeMsOf, Recommender, TrendingScores } from '../../recommender/index.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { demoWithStored, loadInWorker } from './loadFromStore.js';
 import { promised } from '../../shared/promised.js';
@@ -144,6 +145,32 @@ export class EmbeddedRecs implements RecsService {
     const recommender = this.recommender;
     const entries = recommender.recommend(kind, anchorId);
     return { anchorId, kind, entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!) };
+  }
+
+  trending(categoryPath: string | null, first: number, _options?: CallOptions): Promise<ItemRankingModel> {
+    return promised(() => this.trendingNow(categoryPath, first));
+  }
+
+  /** Kept per model: every change makes a new Recommender. */
+  private readonly trendingScores = new TrendingScores();
+
+  trendingNow(categoryPath: string | null, first: number): ItemRankingModel {
+    const n = checkListFirst(first);
+    const recommender = this.recommender;
+    const scores = this.trendingScores.of(recommender, this.log, recommender.catalog, maxAgeMsOf(this.options));
+    const entries = inCategory(scores, recommender.catalog, categoryPath, n).map(({ itemId, score }) => ({ itemId, score }));
+    return this.ranking(recommender, entries);
+  }
+
+  popular(kind: RecommendationKind, categoryPath: string | null, first: number, _options?: CallOptions): Promise<ItemRankingModel> {
+    return promised(() => {
+      const recommender = this.recommender;
+      return this.ranking(recommender, recommender.popular(kind, categoryPath, checkListFirst(first)));
+    });
+  }
+
+  private ranking(recommender: Recommender, entries: ItemRankingModel['entries']): ItemRankingModel {
+    return { entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!) };
   }
 
   /**

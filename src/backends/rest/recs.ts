@@ -4,8 +4,9 @@ import {
 import type { GatewayError } from '../../errors.js';
 import { ITEM_ID_RANGE, ItemRecordError, parseItemRecord } from '../../model/itemRecord.js';
 import {
-  RECS_SERVICE, type CallOptions, type ItemModel, type RecommendationKind, type RecommendationListModel, type RecsService,
+  RECS_SERVICE, type CallOptions, type ItemModel, type ItemRankingModel, type RecommendationKind, type RecommendationListModel, type RecsService,
 } from '../../ports/backend.js';
+import { checkListFirst } from '../../model/itemLists.js';
 import { errorEntries, numericCode, parseJson } from './errorBody.js';
 import type { UpstreamErrorEntry } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
@@ -87,6 +88,29 @@ export class RestRecsService implements RecsService {
       rank: index + 1, itemId: item.itemId, score: null, evidence: 0, source: 'UPSTREAM',
     }));
     return list;
+  }
+
+  async trending(categoryPath: string | null, first: number, options: CallOptions = {}): Promise<ItemRankingModel> {
+    return this.ranking('/v1/trending', { category: categoryPath, first: String(checkListFirst(first)) }, options);
+  }
+
+  async popular(kind: RecommendationKind, categoryPath: string | null, first: number, options: CallOptions = {}): Promise<ItemRankingModel> {
+    return this.ranking('/v1/popular', { category: categoryPath, kind, first: String(checkListFirst(first)) }, options);
+  }
+
+  /** A list the upstream's REST twin answers as an array of item records; a 404 says the upstream lacks the route. */
+  private async ranking(path: string, parameters: Record<string, string | null>, options: CallOptions): Promise<ItemRankingModel> {
+    const query = new URLSearchParams();
+    for (const [name, value] of Object.entries(parameters)) if (value !== null) query.set(name, value);
+    const response = await this.get(`${path}?${this.keyParameter}&${query.toString()}`, options);
+    if (response.status === 404) throw upstreamRejected(SERVICE, `the upstream lacks ${path} (an upstream older than trending and popular lists)`);
+    const outcome = this.interpret(response);
+    if (outcome.kind !== 'data' || !Array.isArray(outcome.body)) {
+      if (outcome.kind === 'empty') return { entries: [], items: [] };
+      throw upstreamUnavailable(SERVICE, 'unexpected response shape');
+    }
+    const items = parseRecords(outcome.body);
+    return { entries: items.map((item) => ({ itemId: item.itemId, score: null })), items };
   }
 
   async getItems(ids: readonly number[], options: CallOptions = {}): Promise<(ItemModel | null)[]> {

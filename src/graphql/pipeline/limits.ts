@@ -16,12 +16,15 @@ import { DEFAULT_LIMITS, INTROSPECTION_MAX_DEPTH } from '../../config/defaults.j
 import { introspectionCost } from './introspectionCost.js';
 import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL } from '../../model/ingest.js';
 import { MAX_ITEM_IDS, MAX_RECOMMENDATIONS, type QueryLimits } from '../../config/limits.js';
+import { MAX_LIST_ITEMS } from '../../model/itemLists.js';
 
 /** How many times a field's selection runs when its size argument is a variable or left out. */
 const LIST_SIZE: Record<string, { argument: string; max: number }> = {
   postBrowsedProducts: { argument: 'first', max: MAX_RECOMMENDATIONS },
   productRecommendations: { argument: 'first', max: MAX_RECOMMENDATIONS },
   recommendations: { argument: 'first', max: MAX_RECOMMENDATIONS },
+  trendingItems: { argument: 'first', max: MAX_LIST_ITEMS },
+  popularItems: { argument: 'first', max: MAX_LIST_ITEMS },
   items: { argument: 'itemIds', max: MAX_ITEM_IDS },
   // a router sends entity representations as a variable, which validation cannot count: it
   // costs one here, and _entities checks the real count against MAX_COST when it runs

@@ -8,6 +8,8 @@ export interface Loaders {
   recommendations: RecommendationLoader;
   /** The records a list came with, in entry order, when there is one for each; else null (load by id). */
   itemsOf(list: RecommendationListModel): readonly ItemModel[] | null;
+  /** Records a list came with (trending, popular), so that loading their ids asks the backend nothing more. */
+  know(items: readonly ItemModel[]): void;
   /** The list read synchronously where the backend can, to answer without a promise; undefined means take the loader. */
   listNow(kind: RecommendationKind, anchorId: number): RecommendationListModel | undefined;
 }
@@ -72,6 +74,10 @@ class RequestLoaders implements Loaders {
     return this.itemLoader;
   }
 
+  know(items: readonly ItemModel[]): void {
+    for (const item of items) if (!this.known.has(item.itemId)) this.known.set(item.itemId, item);
+  }
+
   itemsOf(list: RecommendationListModel): readonly ItemModel[] | null {
     const { items, entries } = list;
     if (items === undefined || items.length !== entries.length) return null;
@@ -86,7 +92,7 @@ class RequestLoaders implements Loaders {
     try {
       const list = await this.recs.recommend(key.slice(0, at) as RecommendationKind, Number(key.slice(at + 1)), this.options);
       this.hooks.onList?.(list);
-      if (list.items !== undefined) for (const item of list.items) if (!this.known.has(item.itemId)) this.known.set(item.itemId, item);
+      if (list.items !== undefined) this.know(list.items);
       return list;
     } catch (error) {
       return error as Error;

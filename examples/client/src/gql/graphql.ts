@@ -569,6 +569,12 @@ export type Query = {
   /** Several items (at most 100), in the order asked; null with a NOT_FOUND error for each unknown one. */
   items: Array<Maybe<Item>>;
   /**
+   * Items most bought in the window the recommender keeps (most viewed for POST_BROWSE), best first,
+   * ties by the other count, then by itemId; only items bought (viewed) at least once. At most first
+   * (1 to 50); categoryPath as trendingItems's.
+   */
+  popularItems: Array<Item>;
+  /**
    * Post browsed products: items viewed together with the anchor, most relevant first, at most
    * first (1 to 10). NOT_FOUND for an unknown anchor; an empty list when there is nothing to recommend.
    */
@@ -580,6 +586,16 @@ export type Query = {
   productRecommendations: Array<Item>;
   /** Either list, with the reason behind each item. */
   recommendations: RecommendationConnection;
+  /**
+   * Items rising most in the last day, best first, at most first (1 to 50; BAD_USER_INPUT otherwise).
+   * Rule: score = events in the last 24 hours / (1 + events a day over the 27 days before), views and
+   * purchases alike, leaving out items with fewer than 3 events in the last 24 hours; "now" is the
+   * newest event time the recommender holds, not the clock, so the same events give the same list.
+   * The 1 keeps items seen less than once a day from dividing by almost nothing; 3 keeps chance out.
+   * categoryPath keeps items whose categoryPath is it or lies under it, whole segments only
+   * (Electronics/TV matches Electronics/TV/4K, not Electronics/TVs). An empty list where nothing rose.
+   */
+  trendingItems: Array<Item>;
   /** The user this request is authenticated as; null when the request carries no credentials. */
   viewer?: Maybe<Viewer>;
 };
@@ -601,6 +617,13 @@ export type QueryItemsArgs = {
 };
 
 
+export type QueryPopularItemsArgs = {
+  categoryPath?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  kind?: InputMaybe<RecommendationKind>;
+};
+
+
 export type QueryPostBrowsedProductsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   itemId: Scalars['ItemId']['input'];
@@ -617,6 +640,12 @@ export type QueryRecommendationsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   itemId: Scalars['ItemId']['input'];
   kind: RecommendationKind;
+};
+
+
+export type QueryTrendingItemsArgs = {
+  categoryPath?: InputMaybe<Scalars['String']['input']>;
+  first?: InputMaybe<Scalars['Int']['input']>;
 };
 
 export type RecommendationConnection = {

@@ -2,7 +2,9 @@ import type { QueryResolvers } from '../../../__generated__/resolvers-types.js';
 import type { ItemModel } from '../../../ports/backend.js';
 import { badUserInput, notFound } from '../../../errors.js';
 import { MAX_ITEM_IDS } from '../../../config/limits.js';
-import { charged, recommendationList, recommendedItems, requirePrincipal } from './helpers.js';
+import { checkListFirst, listsLacking, parseCategoryPath } from '../../../model/itemLists.js';
+import { charged, rankedItems, recommendationList, recommendedItems, requirePrincipal } from './helpers.js';
+
 
 export const Query: QueryResolvers = {
   viewer: (_, __, context) => context.principal,
@@ -42,5 +44,25 @@ export const Query: QueryResolvers = {
   recommendations: (_, { itemId, kind, first }, context) => {
     requirePrincipal(context);
     return recommendationList(context, kind, itemId, first);
+  },
+
+  /** The items rising most in the last day (the schema states the rule). */
+  trendingItems: (_, { categoryPath, first }, context) => {
+    requirePrincipal(context);
+    const path = parseCategoryPath(categoryPath);
+    const n = checkListFirst(first);
+    const recs = context.backend.recs;
+    if (recs.trending === undefined) throw listsLacking('trending');
+    return rankedItems(context, recs.trending(path, n, { signal: context.signal }));
+  },
+
+  /** The items most bought (most viewed for POST_BROWSE) in the window. */
+  popularItems: (_, { categoryPath, kind, first }, context) => {
+    requirePrincipal(context);
+    const path = parseCategoryPath(categoryPath);
+    const n = checkListFirst(first);
+    const recs = context.backend.recs;
+    if (recs.popular === undefined) throw listsLacking('popular');
+    return rankedItems(context, recs.popular(kind ?? 'NEXT_BEST_PRODUCT', path, n, { signal: context.signal }));
   },
 };

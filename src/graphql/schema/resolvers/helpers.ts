@@ -1,5 +1,5 @@
 import type {
-  ItemModel, PrincipalModel, RecommendationEntryModel, RecommendationKind, RecommendationListModel,
+  ItemModel, ItemRankingModel, PrincipalModel, RecommendationEntryModel, RecommendationKind, RecommendationListModel,
 } from '../../../ports/backend.js';
 import type { GatewayContext } from '../context.js';
 import { badUserInput, unauthenticated } from '../../../errors.js';
@@ -60,6 +60,13 @@ function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null |
     }
   }
   return { list: { anchorId: list.anchorId, kind: list.kind, entries }, items };
+}
+
+/** A trending or popular list's items, in order, through the item loader; items gone meanwhile are left out. */
+export async function rankedItems(context: GatewayContext, ranking: Promise<ItemRankingModel>): Promise<ItemModel[]> {
+  const list = await ranking;
+  if (list.items !== undefined) context.loaders.know(list.items);
+  return charged(context, existingItems(await context.loaders.items.loadMany(list.entries.map((e) => e.itemId))));
 }
 
 export const isItem = (value: ItemModel | null | Error | undefined): value is ItemModel =>
