@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { ItemRecordError, parseItemRecord } from '../model/itemRecord.js';
+import { brandKey, underCategory } from '../model/recommendationFilter.js';
 import type { ItemModel } from '../ports/backend.js';
 
 /** A catalogue record that was not loaded, and why. */
@@ -31,6 +32,8 @@ export function departmentOf(item: ItemModel): string | null {
   return null;
 }
 
+const brandOf = (item: ItemModel): string | null => (item.brandName ? brandKey(item.brandName) : null);
+
 /** The id shared by an item and its variants: its parentItemId, else its own id. */
 export function familyOf(item: ItemModel): number {
   return item.parentItemId ?? item.itemId;
@@ -58,6 +61,7 @@ export class Catalog {
   private readonly families = new Map<number, number[]>();
   private readonly categories = new Map<string, number[]>();
   private readonly departments = new Map<string, number[]>();
+  private readonly brands = new Map<string, number[]>();
 
   get size(): number {
     return this.items.size;
@@ -70,11 +74,13 @@ export class Catalog {
       remove(this.families, familyOf(old), old.itemId);
       remove(this.categories, categoryOf(old), old.itemId);
       remove(this.departments, departmentOf(old), old.itemId);
+      remove(this.brands, brandOf(old), old.itemId);
     }
     this.items.set(item.itemId, item);
     push(this.families, familyOf(item), item.itemId);
     push(this.categories, categoryOf(item), item.itemId);
     push(this.departments, departmentOf(item), item.itemId);
+    push(this.brands, brandOf(item), item.itemId);
   }
 
   get(id: number): ItemModel | undefined {
@@ -102,6 +108,20 @@ export class Catalog {
   /** Ids of the items of a department key (see departmentOf). */
   department(key: string): readonly number[] {
     return this.departments.get(key) ?? none;
+  }
+
+  /** Ids of the items of a brand, by brandKey (case does not matter). */
+  brand(key: string): readonly number[] {
+    return this.brands.get(key) ?? none;
+  }
+
+  /** Ids of the items whose categoryPath is `path` or lies under it (whole segments); a walk over the categories. */
+  underCategory(path: string): number[] {
+    const ids: number[] = [];
+    for (const [key, list] of this.categories) {
+      if (key.startsWith('p:') && underCategory(key.slice(2), path)) for (const id of list) ids.push(id);
+    }
+    return ids;
   }
 
   /** Parses and adds records; bad ones are reported with their 1-based position and skipped. */

@@ -1,0 +1,89 @@
+import { badUserInput } from '../errors.js';
+import type { ItemModel, RecommendationFilterModel } from '../ports/backend.js';
+import { isInStock } from './itemRecord.js';
+
+/** At most this many excludeItemIds a filter (issue 45's contract). */
+export const MAX_EXCLUDED_ITEMS = 100;
+/** At most this many brandNames a filter, and this many characters a name or a categoryPath. */
+export const MAX_BRAND_NAMES = 100;
+export const MAX_FILTER_TEXT = 1000;
+
+/** A filter as a client gives it (GraphQL's RecommendationFilter, or the REST parameters once parsed). */
+export interface RecommendationFilterInput {
+  excludeItemIds?: readonly number[] | null;
+  inStockOnly?: boolean | null;
+  minPrice?: number | null;
+  maxPrice?: number | null;
+  categoryPath?: string | null;
+  brandNames?: readonly string[] | null;
+}
+
+function price(value: number | null | undefined, field: string): number | null {
+  if (value === null || value === undefined) return null;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw badUserInput(`${field} must be a number of at least 0`, field);
+  return value;
+}
+
+/** The brand as filters compare it: case does not matter, as shops spell brands inconsistently. */
+export const brandKey = (name: string): string => name.trim().toLowerCase();
+
+/** Checks and normalises a filter; null when it sets no condition (an empty list sets none). BAD_USER_INPUT otherwise. */
+export function toRecommendationFilter(input: RecommendationFilterInput | null | undefined): RecommendationFilterModel | null {
+  if (input === null || input === undefined) return null;
+  const excludes = input.excludeItemIds ?? [];
+  if (excludes.length > MAX_EXCLUDED_ITEMS) throw badUserInput(`At most ${MAX_EXCLUDED_ITEMS} excludeItemIds, got ${excludes.length}`, 'excludeItemIds');
+  const minPrice = price(input.minPrice, 'minPrice');
+  const maxPrice = price(input.maxPrice, 'maxPrice');
+  if (minPrice !== null && maxPrice !== null && minPrice > maxPrice) throw badUserInput(`minPrice (${minPrice}) must not exceed maxPrice (${maxPrice})`, 'minPrice');
+  let categoryPath: string | null = null;
+  if (input.categoryPath !== null && input.categoryPath !== undefined) {
+    if (input.categoryPath.length > MAX_FILTER_TEXT) throw badUserInput(`categoryPath must be at most ${MAX_FILTER_TEXT} characters`, 'categoryPath');
+    categoryPath = input.categoryPath.trim().replace(/^\/+|\/+$/g, '');
+    if (categoryPath === '') throw badUserInput('categoryPath must name a category, e.g. Electronics/TV', 'categoryPath');
+  }
+  const brands = input.brandNames ?? [];
+  if (brands.length > MAX_BRAND_NAMES) throw badUserInput(`At most ${MAX_BRAND_NAMES} brandNames, got ${brands.length}`, 'brandNames');
+  const brandNames = [...new Set(brands.map((name) => {
+    if (name.length > MAX_FILTER_TEXT || brandKey(name) === '') throw badUserInput(`Each of brandNames must be 1 to ${MAX_FILTER_TEXT} characters, not blank`, 'brandNames');
+    return brandKey(name);
+  }))].sort();
+  const excludeItemIds = [...new Set(excludes)].sort((a, b) => a - b);
+  const inStockOnly = input.inStockOnly === true;
+  if (excludeItemIds.length === 0 && !inStockOnly && minPrice === null && maxPrice === null && categoryPath === null && brandNames.length === 0) return null;
+  const key = JSON.stringify([excludeItemIds, inStockOnly ? 1 : 0, minPrice, maxPrice, categoryPath, brandNames]);
+  return { key, excludeItemIds, excluded: new Set(excludeItemIds), inStockOnly, minPrice, maxPrice, categoryPath, brandNames };
+}
+
+/** Whether `path` is `prefix` or lies under it, segment by segment. */
+export function underCategory(path: string | null | undefined, prefix: string): boolean {
+  if (path === null || path === undefined || !path.startsWith(prefix)) return false;
+  return path.length === prefix.length || path.charCodeAt(prefix.length) === 0x2f;
+}
+
+/** Whether the item passes every condition; `item` undefined (no record) passes only an exclusion. */
+export function passesFilter(filter: RecommendationFilterModel, itemId: number, item: ItemModel | undefined): boolean {
+  if (filter.excluded.has(itemId)) return false;
+  if (filter.inStockOnly || filter.minPrice !== null || filter.maxPrice !== null || filter.categoryPath !== null || filter.brandNames.length > 0) {
+    if (item === undefined) return false;
+    if (filter.inStockOnly && !isInStock(item)) return false;
+    if (filter.minPrice !== null || filter.maxPrice !== null) {
+      const p = item.salePrice;
+      if (p === null || p === undefined || (filter.minPrice !== null && p < filter.minPrice) || (filter.maxPrice !== null && p > filter.maxPrice)) return false;
+    }
+    if (filter.categoryPath !== null && !underCategory(item.categoryPath, filter.categoryPath)) return false;
+    if (filter.brandNames.length > 0 && (item.brandName === null || item.brandName === undefined || !filter.brandNames.includes(brandKey(item.brandName)))) return false;
+  }
+  return true;
+}
+
+/** The filter as the REST twins' query parameters (exclude, inStock, minPrice, maxPrice, category, brand). */
+export function filterParameters(filter: RecommendationFilterModel): [string, string][] {
+  const out: [string, string][] = [];
+  if (filter.excludeItemIds.length > 0) out.push(['exclude', filter.excludeItemIds.join(',')]);
+  if (filter.inStockOnly) out.push(['inStock', 'true']);
+  if (filter.minPrice !== null) out.push(['minPrice', String(filter.minPrice)]);
+  if (filter.maxPrice !== null) out.push(['maxPrice', String(filter.maxPrice)]);
+  if (filter.categoryPath !== null) out.push(['category', filter.categoryPath]);
+  for (const brand of filter.brandNames) out.push(['brand', brand]);
+  return out;
+}
