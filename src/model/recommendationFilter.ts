@@ -50,8 +50,12 @@ export function toRecommendationFilter(input: RecommendationFilterInput | null |
   const excludeItemIds = [...new Set(excludes)].sort((a, b) => a - b);
   const inStockOnly = input.inStockOnly === true;
   if (excludeItemIds.length === 0 && !inStockOnly && minPrice === null && maxPrice === null && categoryPath === null && brandNames.length === 0) return null;
-  const key = JSON.stringify([excludeItemIds, inStockOnly ? 1 : 0, minPrice, maxPrice, categoryPath, brandNames]);
-  return { key, excludeItemIds, excluded: new Set(excludeItemIds), inStockOnly, minPrice, maxPrice, categoryPath, brandNames };
+  const conditionsKey = JSON.stringify([inStockOnly ? 1 : 0, minPrice, maxPrice, categoryPath, brandNames]);
+  const hasConditions = inStockOnly || minPrice !== null || maxPrice !== null || categoryPath !== null || brandNames.length > 0;
+  return {
+    key: `${JSON.stringify(excludeItemIds)}${conditionsKey}`, conditionsKey, hasConditions,
+    excludeItemIds, excluded: new Set(excludeItemIds), inStockOnly, minPrice, maxPrice, categoryPath, brandNames,
+  };
 }
 
 /** Whether `path` is `prefix` or lies under it, segment by segment. */
@@ -63,17 +67,19 @@ export function underCategory(path: string | null | undefined, prefix: string): 
 /** Whether the item passes every condition; `item` undefined (no record) passes only an exclusion. */
 export function passesFilter(filter: RecommendationFilterModel, itemId: number, item: ItemModel | undefined): boolean {
   if (filter.excluded.has(itemId)) return false;
-  if (filter.inStockOnly || filter.minPrice !== null || filter.maxPrice !== null || filter.categoryPath !== null || filter.brandNames.length > 0) {
-    if (item === undefined) return false;
-    if (filter.inStockOnly && !isInStock(item)) return false;
-    if (filter.minPrice !== null || filter.maxPrice !== null) {
-      const p = item.salePrice;
-      if (p === null || p === undefined || (filter.minPrice !== null && p < filter.minPrice) || (filter.maxPrice !== null && p > filter.maxPrice)) return false;
-    }
-    if (filter.categoryPath !== null && !underCategory(item.categoryPath, filter.categoryPath)) return false;
-    if (filter.brandNames.length > 0 && (item.brandName === null || item.brandName === undefined || !filter.brandNames.includes(brandKey(item.brandName)))) return false;
+  if (!filter.hasConditions) return true;
+  return item !== undefined && passesConditions(filter, item);
+}
+
+/** Whether the item passes every condition but the exclusions: what a list of passing items can be kept for. */
+export function passesConditions(filter: RecommendationFilterModel, item: ItemModel): boolean {
+  if (filter.inStockOnly && !isInStock(item)) return false;
+  if (filter.minPrice !== null || filter.maxPrice !== null) {
+    const p = item.salePrice;
+    if (p === null || p === undefined || (filter.minPrice !== null && p < filter.minPrice) || (filter.maxPrice !== null && p > filter.maxPrice)) return false;
   }
-  return true;
+  if (filter.categoryPath !== null && !underCategory(item.categoryPath, filter.categoryPath)) return false;
+  return filter.brandNames.length === 0 || (item.brandName !== null && item.brandName !== undefined && filter.brandNames.includes(brandKey(item.brandName)));
 }
 
 /** The filter as the REST twins' query parameters (exclude, inStock, minPrice, maxPrice, category, brand). */

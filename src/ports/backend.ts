@@ -182,6 +182,10 @@ export type RecommendationSource =
 export interface RecommendationFilterModel {
   /** Canonical text of the conditions, for cache keys. */
   readonly key: string;
+  /** The same but for the exclusions: what depends on the items alone (lists of passing items) is kept by it. */
+  readonly conditionsKey: string;
+  /** Whether any condition but the exclusions is set. */
+  readonly hasConditions: boolean;
   /** Sorted, without repeats. */
   readonly excludeItemIds: readonly number[];
   readonly excluded: ReadonlySet<number>;

@@ -1,6 +1,6 @@
 import { notFound } from '../errors.js';
 import { isInStock } from '../model/itemRecord.js';
-import { passesFilter, underCategory } from '../model/recommendationFilter.js';
+import { passesConditions, passesFilter, underCategory } from '../model/recommendationFilter.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationFilterModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
 import { categoryOf, departmentOf, familyOf } from './catalog.js';
 import type { Catalog } from './catalog.js';
@@ -16,8 +16,18 @@ export const MAX_RECOMMENDATIONS = 10;
 const SCAN_LIMIT = 1000;
 /** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
 export const FILTERED_SCAN_LIMIT = 20_000;
-/** Ranked lists of filters' categories and brands kept, at most; all are dropped past it (clients choose them). */
+/** Ranked lists of filters' categories and brands, and of their passing items, kept at most; all are dropped past
+ * it (clients choose them). */
 const MAX_SCOPES = 1000;
+/** Items passing a filter's conditions kept at most, per filter: the rest is walked again when a lookup needs it. */
+const MAX_PASSING = 500;
+
+/** Items passing a filter's conditions (its exclusions aside) in the order of `from`, walked up to `resumeAt`. */
+interface Passing {
+  list: Int32Array;
+  from: Int32Array;
+  resumeAt: number;
+}
 
 type Offer = (i: number, s: number | null, e: number, src: RecommendationSource) => boolean;
 
@@ -26,6 +36,7 @@ type Offer = (i: number, s: number | null, e: number, src: RecommendationSource)
 export class Recommender {
   private readonly categoryLists = new Map<string, Int32Array>();
   private readonly scopes = new Map<string, Int32Array>();
+  private readonly passingLists = new Map<string, Passing>();
 
   constructor(readonly model: RecModel, readonly catalog: Catalog | null) {}
 
@@ -148,9 +159,8 @@ export class Recommender {
   }
 
   /** The fills of a filtered lookup: a tier whose items all fail the filter's category is skipped, and the last tier
-   * is the ranked items of the filter's category or brands (its scope) rather than global popularity, where it has one. */
+   * is the items passing the filter, kept per filter, from those of its category or brands where it has them. */
   private fromFilteredFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, filter: RecommendationFilterModel, offer: Offer, enough: () => boolean): boolean {
-    const scope = this.scope(kind, filter);
     const path = filter.categoryPath;
     if (anchor !== undefined) {
       const category = categoryOf(anchor);
@@ -163,13 +173,47 @@ export class Recommender {
         if (path === null || path === name) {
           if (this.scan(this.ranked(kind, department, (c) => c.department(department)), 'DEPARTMENT', offer)) return true;
         } else if (underCategory(path, name)) {
-          // the filter's category lies in the anchor's department: its scope is the department's passing part
-          return this.scan(scope!, 'DEPARTMENT', offer, enough, FILTERED_SCAN_LIMIT);
+          // the filter's category lies in the anchor's department: its passing items are the department's
+          return this.fromPassing(kind, filter, 'DEPARTMENT', offer, enough);
         }
       } else if (department !== null && path === null && this.scan(this.ranked(kind, department, (c) => c.department(department)), 'DEPARTMENT', offer)) return true;
     }
-    const popular = scope ?? (kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought);
-    return this.scan(popular, 'POPULAR', offer, enough, FILTERED_SCAN_LIMIT);
+    if (!filter.hasConditions || this.catalog === null) return this.scan(this.popular(kind), 'POPULAR', offer, enough, FILTERED_SCAN_LIMIT);
+    return this.fromPassing(kind, filter, 'POPULAR', offer, enough);
+  }
+
+  private popular(kind: RecommendationKind): Int32Array {
+    return kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought;
+  }
+
+  private fromPassing(kind: RecommendationKind, filter: RecommendationFilterModel, source: RecommendationSource, offer: Offer, enough: () => boolean): boolean {
+    const { list, from, resumeAt } = this.passing(kind, filter);
+    if (this.scan(list, source, offer, enough)) return true;
+    const end = Math.min(from.length, FILTERED_SCAN_LIMIT);
+    for (let j = resumeAt; j < end && !enough(); j++) if (offer(from[j]!, null, 0, source)) return true;
+    return false;
+  }
+
+  /** The items passing the filter's conditions, most popular first, from its scope (else all), up to MAX_PASSING. */
+  private passing(kind: RecommendationKind, filter: RecommendationFilterModel): Passing {
+    const key = `${kind}:${filter.conditionsKey}`;
+    let found = this.passingLists.get(key);
+    if (found === undefined) {
+      const { items } = this.model;
+      const catalog = this.catalog!;
+      const from = this.scope(kind, filter) ?? this.popular(kind);
+      const end = Math.min(from.length, FILTERED_SCAN_LIMIT);
+      const list: number[] = [];
+      let j = 0;
+      for (; j < end && list.length < MAX_PASSING; j++) {
+        const item = catalog.get(items.idAt(from[j]!));
+        if (item !== undefined && passesConditions(filter, item)) list.push(from[j]!);
+      }
+      found = { list: Int32Array.from(list), from, resumeAt: j };
+      if (this.passingLists.size >= MAX_SCOPES) this.passingLists.clear();
+      this.passingLists.set(key, found);
+    }
+    return found;
   }
 
   /** The items passing the filter's category or brands (the fewer of the two), most popular first; null with neither. */

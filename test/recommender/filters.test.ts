@@ -91,6 +91,49 @@ describe('a filtered list on a hand-made shop', () => {
   });
 });
 
+describe('a careless client filtering a large shop', () => {
+  // 50,000 items on one shelf but 12 on a rare one, priced at their id; a few visits only
+  const catalog = new Catalog();
+  catalog.addRecords(repeat(50_000, (i) => ({
+    itemId: i + 1, parentItemId: i + 1, categoryPath: i < 12 ? 'Big/Rare' : 'Big/Shelf', brandName: i % 1000 === 999 ? 'Scarce' : 'Common', salePrice: i + 1,
+  })));
+  const recs = new EmbeddedRecs(catalog, logOf(repeat(5, () => [100, 101, 102])));
+
+  it('fills from the filter\'s own category or brand wherever its items rank, in bounded time', async () => {
+    const rare = await ids(recs, { categoryPath: 'Big/Rare' }, 'POST_BROWSE', 100);
+    expect(rare.every((id) => id <= 12)).toBe(true);
+    expect(rare).toHaveLength(10);
+    // 50 items of the brand, spread over the whole shop: the brand's own list finds them
+    const scarce = await ids(recs, { brandNames: ['scarce'], minPrice: 30_000 }, 'NEXT_BEST_PRODUCT', 100);
+    expect(scarce).toHaveLength(10);
+    expect(scarce.every((id) => id % 1000 === 0 && id >= 30_000)).toBe(true);
+    const started = performance.now();
+    for (let i = 0; i < 200; i++) await recs.recommend('POST_BROWSE', 1 + i * 97, {}, filterOf({ minPrice: 49_000 + i, inStockOnly: true }));
+    expect(performance.now() - started).toBeLessThan(10_000);
+  });
+
+  it('walks on past the passing items it keeps when one family fills them', async () => {
+    // 600 variants of one product rank first, then 20 products of their own, all passing
+    const shop = new Catalog();
+    shop.addRecords([
+      ...repeat(600, (i) => ({ itemId: i + 1, parentItemId: 1, categoryPath: 'F/One', salePrice: 10 })),
+      ...repeat(20, (i) => ({ itemId: 601 + i, parentItemId: 601 + i, categoryPath: 'F/One', salePrice: 10 })),
+      { itemId: 700, parentItemId: 700, categoryPath: 'G/Other', salePrice: 99 },
+    ]);
+    const variants = new EmbeddedRecs(shop, logOf([[700, 701]]));
+    const list = await ids(variants, { maxPrice: 10 }, 'POST_BROWSE', 700);
+    expect(list).toHaveLength(10);
+    expect(list.filter((id) => id <= 600)).toHaveLength(1);
+    expect(list.filter((id) => id > 600).sort((a, b) => a - b)).toEqual(repeat(9, (i) => 601 + i));
+  });
+
+  it('looks at a bounded number of candidates: a price only the last of 50,000 pass may give a shorter list, never a failing item', async () => {
+    const list = await ids(recs, { minPrice: 49_995 }, 'POST_BROWSE', 100);
+    expect(list.length).toBeLessThanOrEqual(6);
+    expect(list.every((id) => id >= 49_995)).toBe(true);
+  });
+});
+
 describe('a filter as clients give it', () => {
   const refused = (input: RecommendationFilterInput): string => {
     try {
