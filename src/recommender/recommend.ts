@@ -15,7 +15,7 @@ export const MAX_RECOMMENDATIONS = 10;
  * the list is full, in stock or not. */
 const SCAN_LIMIT = 1000;
 /** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
-export const FILTERED_SCAN_LIMIT = 20_000;
+const FILTERED_SCAN_LIMIT = 20_000;
 /** Ranked lists of filters' categories and brands, and of their passing items, kept at most; all are dropped past
  * it (clients choose them). */
 const MAX_SCOPES = 1000;

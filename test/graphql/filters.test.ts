@@ -95,6 +95,24 @@ describe('filters on the GraphQL lists, embedded backend', () => {
     }
   });
 
+  it('tells lists apart by filter within one request', async () => {
+    const query = `query($id: ItemId!) {
+      a: postBrowsedProducts(itemId: $id, filter: { inStockOnly: true, maxPrice: 30 }) { itemId }
+      b: postBrowsedProducts(itemId: $id) { itemId }
+      c: postBrowsedProducts(itemId: $id, filter: { maxPrice: 30, inStockOnly: true, excludeItemIds: [] }) { itemId }
+      d: postBrowsedProducts(itemId: $id, filter: {}) { itemId }
+    }`;
+    const response = await gw.gql<Record<'a' | 'b' | 'c' | 'd', { itemId: number }[]>>(query, { id: anchor.itemId }, alice);
+    expect(response.body.errors).toBeUndefined();
+    const { a, b, c, d } = response.body.data!;
+    const plain = (await edges(null)).map((e) => e.node.itemId);
+    expect(b.map((i) => i.itemId)).toEqual(plain);
+    expect(d).toEqual(b);
+    expect(c).toEqual(a);
+    expect(a).not.toEqual(b);
+    expect(a.every(({ itemId }) => recs.catalog.get(itemId)!.salePrice! <= 30)).toBe(true);
+  });
+
   it('fills a list whose neighbours mostly fail from the filtered fills, and answers [] when nothing passes', async () => {
     // the anchor's neighbours are viewed in its own department: another one leaves few of them, if any
     const department = anchor.categoryPath!.split('/')[0]!;
