@@ -82,13 +82,16 @@ export function passesConditions(filter: RecommendationFilterModel, item: ItemMo
   return filter.brandNames.length === 0 || (item.brandName !== null && item.brandName !== undefined && filter.brandNames.includes(brandKey(item.brandName)));
 }
 
+/** A price as the REST twins take it: digits and a fraction, never an exponent (String(1e-7) is "1e-7"). */
+const decimal = (price: number): string => price.toLocaleString('en-US', { useGrouping: false, maximumFractionDigits: 20 });
+
 /** The filter as the REST twins' query parameters (exclude, inStock, minPrice, maxPrice, category, brand). */
 export function filterParameters(filter: RecommendationFilterModel): [string, string][] {
   const out: [string, string][] = [];
   if (filter.excludeItemIds.length > 0) out.push(['exclude', filter.excludeItemIds.join(',')]);
   if (filter.inStockOnly) out.push(['inStock', 'true']);
-  if (filter.minPrice !== null) out.push(['minPrice', String(filter.minPrice)]);
-  if (filter.maxPrice !== null) out.push(['maxPrice', String(filter.maxPrice)]);
+  if (filter.minPrice !== null) out.push(['minPrice', decimal(filter.minPrice)]);
+  if (filter.maxPrice !== null) out.push(['maxPrice', decimal(filter.maxPrice)]);
   if (filter.categoryPath !== null) out.push(['category', filter.categoryPath]);
   for (const brand of filter.brandNames) out.push(['brand', brand]);
   return out;

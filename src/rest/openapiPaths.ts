@@ -69,7 +69,7 @@ const recsFailures = {
 
 /** The filter of a list: every parameter given must hold; a bad value is a 400 with code 4000 naming it. */
 const FILTER_PARAMETERS = ['exclude', 'inStock', 'minPrice', 'maxPrice', 'category', 'brand'] as const;
-const PRICE = { type: 'string', pattern: '^[0-9]{1,15}(\\.[0-9]{1,15})?$' } as const;
+const PRICE = { type: 'string', pattern: '^[0-9]{1,30}(\\.[0-9]{1,30})?$' } as const;
 
 const recommendationOperation = (operationId: string, summary: string, description: string): Operation => ({
   operationId,

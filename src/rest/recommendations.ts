@@ -116,7 +116,7 @@ function idsOf(raw: string): string[] {
 function priceOf(query: URLSearchParams, name: string): number | null {
   const raw = single(query, name);
   if (raw === undefined) return null;
-  if (!/^[0-9]{1,15}(\.[0-9]{1,15})?$/.test(raw)) throw badRequest(`${name} must be a number of at least 0, e.g. 19.99`);
+  if (!/^[0-9]{1,30}(\.[0-9]{1,30})?$/.test(raw)) throw badRequest(`${name} must be a number of at least 0, e.g. 19.99`);
   return Number(raw);
 }
 

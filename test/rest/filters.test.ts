@@ -137,6 +137,10 @@ describe('filters in REST mode, forwarded to the upstream and applied again', ()
     const request = fakeServer.requests.find((r) => r.url.startsWith('/v1/postbrowse'))!;
     expect(new URL(request.url, 'http://x').searchParams.getAll('maxPrice')).toEqual(['6']);
     expect(new URL(request.url, 'http://x').searchParams.getAll('exclude')).toEqual(['3']);
+    // a price JavaScript would write with an exponent goes as a decimal the REST twins take
+    await plainUpstream.recs.recommend('NEXT_BEST_PRODUCT', 1, {}, filterOf({ minPrice: 1e-7, maxPrice: 1e21 }));
+    const priced = new URL(fakeServer.requests.filter((r) => r.url.startsWith('/v1/nbp')).at(-1)!.url, 'http://x').searchParams;
+    expect([priced.get('minPrice'), priced.get('maxPrice')]).toEqual(['0.0000001', '1000000000000000000000']);
   });
 
   it('keeps filtered and unfiltered lists apart in the shared cache', async () => {
