@@ -16,9 +16,10 @@ export const MAX_RECOMMENDATIONS = 10;
 const SCAN_LIMIT = 1000;
 /** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
 const FILTERED_SCAN_LIMIT = 20_000;
-/** Ranked lists of filters' categories and brands, and of their passing items, kept at most; all are dropped past
- * it (clients choose them). */
+/** Ranked lists of filters' categories and brands, and of their passing items, kept at most, and their entries in
+ * all: past either, all are dropped (clients choose the filters). */
 const MAX_SCOPES = 1000;
+const MAX_KEPT_ENTRIES = 4_000_000;
 /** Items passing a filter's conditions kept at most, per filter: the rest is walked again when a lookup needs it. */
 const MAX_PASSING = 500;
 
@@ -37,6 +38,7 @@ export class Recommender {
   private readonly categoryLists = new Map<string, Int32Array>();
   private readonly scopes = new Map<string, Int32Array>();
   private readonly passingLists = new Map<string, Passing>();
+  private keptEntries = 0;
 
   constructor(readonly model: RecModel, readonly catalog: Catalog | null) {}
 
@@ -210,7 +212,7 @@ export class Recommender {
         if (item !== undefined && passesConditions(filter, item)) list.push(from[j]!);
       }
       found = { list: Int32Array.from(list), from, resumeAt: j };
-      if (this.passingLists.size >= MAX_SCOPES) this.passingLists.clear();
+      this.keep(list.length, this.passingLists.size);
       this.passingLists.set(key, found);
     }
     return found;
@@ -232,10 +234,20 @@ export class Recommender {
       }
       const ids = inCategory === null || (ofBrands !== null && ofBrands.length < inCategory.length) ? ofBrands! : inCategory;
       list = this.rank(kind, ids);
-      if (this.scopes.size >= MAX_SCOPES) this.scopes.clear();
+      this.keep(list.length, this.scopes.size);
       this.scopes.set(key, list);
     }
     return list;
+  }
+
+  /** Counts what a filter's list adds to the kept ones, dropping them all first where it would pass a bound. */
+  private keep(entries: number, lists: number): void {
+    if (lists >= MAX_SCOPES || this.keptEntries + entries > MAX_KEPT_ENTRIES) {
+      this.scopes.clear();
+      this.passingLists.clear();
+      this.keptEntries = 0;
+    }
+    this.keptEntries += entries;
   }
 
   private ranked(kind: RecommendationKind, key: string, ids: (catalog: Catalog) => readonly number[]): Int32Array {
