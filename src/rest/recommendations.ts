@@ -1,6 +1,6 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
 import { ITEM_ID_RANGE, toItemId, toItemRecord } from '../model/itemRecord.js';
-import { MAX_EXCLUDED_ITEMS, toRecommendationFilter } from '../model/recommendationFilter.js';
+import { MAX_BRAND_NAMES, MAX_EXCLUDED_ITEMS, toRecommendationFilter } from '../model/recommendationFilter.js';
 import type { CallOptions, ItemModel, KeyService, RecommendationFilterModel, RecommendationKind, RecsService } from '../ports/backend.js';
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -141,6 +141,7 @@ export function filterOfQuery(query: URLSearchParams): RecommendationFilterModel
   const category = single(query, 'category');
   if (category !== undefined && category.replace(/[\s/]/g, '') === '') throw badRequest('category must name a category, e.g. Electronics/TV');
   const brandNames = query.getAll('brand');
+  if (brandNames.length > MAX_BRAND_NAMES) throw badRequest(`at most ${MAX_BRAND_NAMES} brand parameters`);
   if (brandNames.some((brand) => brand.trim() === '')) throw badRequest('brand must not be empty');
   return toRecommendationFilter({
     excludeItemIds, inStockOnly: inStock === 'true', minPrice: priceOf(query, 'minPrice'), maxPrice: priceOf(query, 'maxPrice'),

@@ -92,6 +92,7 @@ describe('filters on the served /v1/postbrowse and /v1/nbp, embedded backend', (
     expect(await refused('category=')).toBe('category must name a category, e.g. Electronics/TV');
     expect(await refused('brand=')).toBe('brand must not be empty');
     expect(await refused('inStock=yes')).toBe('inStock must be true or false');
+    expect(await refused(Array.from({ length: 101 }, (_, i) => `brand=b${i}`).join('&'))).toBe('at most 100 brand parameters');
     expect(await refused('exclude=12,abc')).toMatch(/^exclude must be comma-separated item ids/);
     expect(await refused(`exclude=${Array.from({ length: 101 }, (_, i) => 31_000_000 + i).join(',')}`)).toBe('at most 100 ids in exclude');
     // a careless client: thousands of ids, refused at the 101st, never looked up
