@@ -18,16 +18,18 @@ const SCAN_LIMIT = 1000;
 const FILTERED_SCAN_LIMIT = 20_000;
 /** Ranked lists of filters' categories and brands, and of their passing items, kept at most, and their entries in
  * all: past either, all are dropped (clients choose the filters). */
-const MAX_SCOPES = 1000;
+const MAX_KEPT_LISTS = 10_000;
 const MAX_KEPT_ENTRIES = 4_000_000;
-/** Items passing a filter's conditions kept at most, per filter: the rest is walked again when a lookup needs it. */
+/** Items passing a filter's conditions kept at most, per list: the rest is walked again when a lookup needs it. */
 const MAX_PASSING = 500;
 
-/** Items passing a filter's conditions (its exclusions aside) in the order of `from`, walked up to `resumeAt`. */
+/** The items of `from` passing a filter's conditions (its exclusions aside), in order, found up to `resumeAt`. */
 interface Passing {
   list: Int32Array;
   from: Int32Array;
   resumeAt: number;
+  /** How far in `from` a lookup may look. */
+  end: number;
 }
 
 type Offer = (i: number, s: number | null, e: number, src: RecommendationSource) => boolean;
@@ -160,58 +162,67 @@ export class Recommender {
     return false;
   }
 
-  /** The fills of a filtered lookup: a tier whose items all fail the filter's category is skipped, and the last tier
-   * is the items passing the filter, kept per filter, from those of its category or brands where it has them. */
+  /** The fills of a filtered lookup, as fromFallbacks but from each tier's items passing the filter (kept per filter
+   * and tier); a tier whose items all fail the filter's category is skipped, and the last tier is the items of the
+   * filter's category or brands where it names them. */
   private fromFilteredFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, filter: RecommendationFilterModel, offer: Offer, enough: () => boolean): boolean {
     const path = filter.categoryPath;
+    const tier = (key: string, ids: (catalog: Catalog) => readonly number[], source: RecommendationSource): boolean => {
+      if (!filter.hasConditions) return this.scan(this.ranked(kind, key, ids), source, offer);
+      const passing = this.passingIn(`${kind}:${filter.conditionsKey}:${key}`, filter, () => this.ranked(kind, key, ids), SCAN_LIMIT);
+      return this.offerPassing(passing, source, offer);
+    };
     if (anchor !== undefined) {
       const category = categoryOf(anchor);
       // a leaf category's items share the anchor's categoryPath: all pass the filter's category or none does
       const leafPasses = path === null || (category !== null && category.startsWith('p:') && underCategory(anchor.categoryPath, path));
-      if (category !== null && leafPasses && this.scan(this.ranked(kind, category, (c) => c.category(category)), 'CATEGORY', offer)) return true;
+      if (category !== null && leafPasses && tier(category, (c) => c.category(category), 'CATEGORY')) return true;
       const department = departmentOf(anchor);
       if (department !== null && department.startsWith('p:')) {
         const name = department.slice(2);
         if (path === null || path === name) {
-          if (this.scan(this.ranked(kind, department, (c) => c.department(department)), 'DEPARTMENT', offer)) return true;
+          if (tier(department, (c) => c.department(department), 'DEPARTMENT')) return true;
         } else if (underCategory(path, name)) {
           // the filter's category lies in the anchor's department: its passing items are the department's
-          return this.fromPassing(kind, filter, 'DEPARTMENT', offer, enough);
+          return this.offerPassing(this.passing(kind, filter), 'DEPARTMENT', offer, enough);
         }
-      } else if (department !== null && path === null && this.scan(this.ranked(kind, department, (c) => c.department(department)), 'DEPARTMENT', offer)) return true;
+      } else if (department !== null && path === null && tier(department, (c) => c.department(department), 'DEPARTMENT')) return true;
     }
     if (!filter.hasConditions || this.catalog === null) return this.scan(this.popular(kind), 'POPULAR', offer, enough, FILTERED_SCAN_LIMIT);
-    return this.fromPassing(kind, filter, 'POPULAR', offer, enough);
+    return this.offerPassing(this.passing(kind, filter), 'POPULAR', offer, enough);
   }
 
   private popular(kind: RecommendationKind): Int32Array {
     return kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought;
   }
 
-  private fromPassing(kind: RecommendationKind, filter: RecommendationFilterModel, source: RecommendationSource, offer: Offer, enough: () => boolean): boolean {
-    const { list, from, resumeAt } = this.passing(kind, filter);
+  /** Offers a list's passing items, then walks on past those kept where one family filled them. */
+  private offerPassing({ list, from, resumeAt, end }: Passing, source: RecommendationSource, offer: Offer, enough?: () => boolean): boolean {
     if (this.scan(list, source, offer, enough)) return true;
-    const end = Math.min(from.length, FILTERED_SCAN_LIMIT);
-    for (let j = resumeAt; j < end && !enough(); j++) if (offer(from[j]!, null, 0, source)) return true;
+    for (let j = resumeAt; j < end && enough?.() !== true; j++) if (offer(from[j]!, null, 0, source)) return true;
     return false;
   }
 
-  /** The items passing the filter's conditions, most popular first, from its scope (else all), up to MAX_PASSING. */
+  /** The items passing the filter's conditions, most popular first, from its scope (else all). */
   private passing(kind: RecommendationKind, filter: RecommendationFilterModel): Passing {
-    const key = `${kind}:${filter.conditionsKey}`;
+    return this.passingIn(`${kind}:${filter.conditionsKey}`, filter, () => this.scope(kind, filter) ?? this.popular(kind), FILTERED_SCAN_LIMIT);
+  }
+
+  /** The items of a list passing the filter's conditions, among its first `walk`, kept by `key` up to MAX_PASSING. */
+  private passingIn(key: string, filter: RecommendationFilterModel, listed: () => Int32Array, walk: number): Passing {
     let found = this.passingLists.get(key);
     if (found === undefined) {
       const { items } = this.model;
       const catalog = this.catalog!;
-      const from = this.scope(kind, filter) ?? this.popular(kind);
-      const end = Math.min(from.length, FILTERED_SCAN_LIMIT);
+      const from = listed();
+      const end = Math.min(from.length, walk);
       const list: number[] = [];
       let j = 0;
       for (; j < end && list.length < MAX_PASSING; j++) {
         const item = catalog.get(items.idAt(from[j]!));
         if (item !== undefined && passesConditions(filter, item)) list.push(from[j]!);
       }
-      found = { list: Int32Array.from(list), from, resumeAt: j };
+      found = { list: Int32Array.from(list), from, resumeAt: j, end };
       this.keep(list.length, this.passingLists.size);
       this.passingLists.set(key, found);
     }
@@ -242,7 +253,7 @@ export class Recommender {
 
   /** Counts what a filter's list adds to the kept ones, dropping them all first where it would pass a bound. */
   private keep(entries: number, lists: number): void {
-    if (lists >= MAX_SCOPES || this.keptEntries + entries > MAX_KEPT_ENTRIES) {
+    if (lists >= MAX_KEPT_LISTS || this.keptEntries + entries > MAX_KEPT_ENTRIES) {
       this.scopes.clear();
       this.passingLists.clear();
       this.keptEntries = 0;
