@@ -7,6 +7,8 @@ export const MAX_EXCLUDED_ITEMS = 100;
 /** At most this many brandNames a filter, and this many characters a name or a categoryPath. */
 export const MAX_BRAND_NAMES = 100;
 export const MAX_FILTER_TEXT = 1000;
+/** Brand names of items a filter remembers its answer for, at most. */
+const MAX_BRAND_NAMES_SEEN = 10_000;
 
 /** A filter as a client gives it (GraphQL's RecommendationFilter, or the REST parameters once parsed). */
 export interface RecommendationFilterInput {
@@ -53,8 +55,8 @@ export function toRecommendationFilter(input: RecommendationFilterInput | null |
   const conditionsKey = JSON.stringify([inStockOnly ? 1 : 0, minPrice, maxPrice, categoryPath, brandNames]);
   const hasConditions = inStockOnly || minPrice !== null || maxPrice !== null || categoryPath !== null || brandNames.length > 0;
   return {
-    key: `${JSON.stringify(excludeItemIds)}${conditionsKey}`, conditionsKey, hasConditions,
-    excludeItemIds, excluded: new Set(excludeItemIds), inStockOnly, minPrice, maxPrice, categoryPath, brandNames,
+    key: `${excludeItemIds.join(',')}${conditionsKey}`, conditionsKey, hasConditions,
+    excludeItemIds, excluded: new Set(excludeItemIds), inStockOnly, minPrice, maxPrice, categoryPath, brandNames, brandsSeen: new Map(),
   };
 }
 
@@ -79,7 +81,16 @@ export function passesConditions(filter: RecommendationFilterModel, item: ItemMo
     if (p === null || p === undefined || (filter.minPrice !== null && p < filter.minPrice) || (filter.maxPrice !== null && p > filter.maxPrice)) return false;
   }
   if (filter.categoryPath !== null && !underCategory(item.categoryPath, filter.categoryPath)) return false;
-  return filter.brandNames.length === 0 || (item.brandName !== null && item.brandName !== undefined && filter.brandNames.includes(brandKey(item.brandName)));
+  if (filter.brandNames.length === 0) return true;
+  const name = item.brandName;
+  if (name === null || name === undefined) return false;
+  let passes = filter.brandsSeen.get(name);
+  if (passes === undefined) {
+    passes = filter.brandNames.includes(brandKey(name));
+    // a shop has few brand names: one lower-casing each, not one a candidate
+    if (filter.brandsSeen.size < MAX_BRAND_NAMES_SEEN) filter.brandsSeen.set(name, passes);
+  }
+  return passes;
 }
 
 /** A price as the REST twins take it: digits and a fraction, never an exponent (String(1e-7) is "1e-7"). */

@@ -197,6 +197,8 @@ export interface RecommendationFilterModel {
   readonly categoryPath: string | null;
   /** Lower-cased, sorted, without repeats; the item's brandName, lower-cased, must be one of them. */
   readonly brandNames: readonly string[];
+  /** Whether an item's brandName, as the record spells it, passes: filled as items are checked. */
+  readonly brandsSeen: Map<string, boolean>;
 }
 
 export interface RecommendationEntryModel {
