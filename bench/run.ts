@@ -27,7 +27,7 @@ import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -838,6 +838,21 @@ if (wanted('recommender')) {
   console.log(recommenderOutput);
 }
 
+// the filtered lookups against unfiltered ones (bench/filters.ts), in-process in a child likewise
+let filtersOutput = '';
+type FiltersResult = { unfilteredUs: number; worst: { name: string; ratio: number } };
+let filtersResult: FiltersResult | null = null;
+if (wanted('filters')) {
+  console.log('filters: bench/filters.ts');
+  const child = spawn('taskset', ['-c', `0-${os.cpus().length - 1}`, process.execPath, '--import', 'tsx', 'bench/filters.ts'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  child.stdout.on('data', (chunk: Buffer) => (filtersOutput += chunk.toString()));
+  await new Promise((resolve) => child.once('exit', resolve));
+  const json = /^filters-json (.*)$/m.exec(filtersOutput);
+  if (json) filtersResult = JSON.parse(json[1]!) as FiltersResult;
+  filtersOutput = filtersOutput.replace(/^filters-json .*\n?/m, '');
+  console.log(filtersOutput);
+}
+
 // ---------------------------------------------------------------------------------------------
 // the host's speed, again: the references measured first are measured once more at the end, so
 // that a host whose speed moved during the run (a shared machine: bare Apollo went from 297 to
@@ -906,6 +921,10 @@ if (embRow) {
         `${fmt((us / cpuUs) * 100, 1)}% | ${verdict(us / cpuUs <= 0.05)} |`,
     );
   }
+}
+if (filtersResult) {
+  const { worst, unfilteredUs } = filtersResult;
+  targets.push(`| filtered lookup ≤ 2x an unfiltered one (bench/filters.ts, worst filter) | ${fmt(worst.ratio)}x (${worst.name}; unfiltered ${fmt(unfilteredUs)} µs) | ${verdict(worst.ratio <= 2)} |`);
 }
 const lookupRow = byId.get('lookup');
 if (lookupRow) {
@@ -1002,6 +1021,7 @@ const lines = [
     : []),
   ...notes.map((note) => `Note: ${note}`),
   ...(recommenderOutput ? ['Recommender (`bench/recommender.ts`, on both cores):', '', '```', recommenderOutput.trim(), '```', ''] : []),
+  ...(filtersOutput ? ['Filtered lookups (`bench/filters.ts`, in-process, on both cores):', '', '```', filtersOutput.trim(), '```', ''] : []),
 ];
 const text = lines.join('\n');
 console.log(`\n${text}`);

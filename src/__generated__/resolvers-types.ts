@@ -279,10 +279,10 @@ export type Item = {
   parent?: Maybe<Item>;
   /** Parent item identifier; variants of one product share it. */
   parentItemId?: Maybe<Scalars['ItemId']['output']>;
-  /** Items viewed together with this one, most relevant first (at most first, which is at most 10). */
+  /** Items viewed together with this one, most relevant first (at most first, which is at most 10), passing filter if given. */
   postBrowsedProducts: Array<Item>;
   preOrder?: Maybe<Scalars['Boolean']['output']>;
-  /** Items bought together with this one, most relevant first (at most first, which is at most 10). */
+  /** Items bought together with this one, most relevant first (at most first, which is at most 10), passing filter if given. */
   productRecommendations: Array<Item>;
   productTrackingUrl?: Maybe<Scalars['String']['output']>;
   productUrl?: Maybe<Scalars['String']['output']>;
@@ -314,6 +314,7 @@ export type Item = {
  * present; every other field is null where the record does not have it.
  */
 export type ItemPostBrowsedProductsArgs = {
+  filter?: InputMaybe<RecommendationFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
@@ -323,6 +324,7 @@ export type ItemPostBrowsedProductsArgs = {
  * present; every other field is null where the record does not have it.
  */
 export type ItemProductRecommendationsArgs = {
+  filter?: InputMaybe<RecommendationFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
@@ -332,6 +334,7 @@ export type ItemProductRecommendationsArgs = {
  * present; every other field is null where the record does not have it.
  */
 export type ItemRecommendationsArgs = {
+  filter?: InputMaybe<RecommendationFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   kind: RecommendationKind;
 };
@@ -578,12 +581,13 @@ export type Query = {
   popularItems: Array<Item>;
   /**
    * Post browsed products: items viewed together with the anchor, most relevant first, at most
-   * first (1 to 10). NOT_FOUND for an unknown anchor; an empty list when there is nothing to recommend.
+   * first (1 to 10), each passing filter if given. NOT_FOUND for an unknown anchor; an empty list
+   * when there is nothing to recommend.
    */
   postBrowsedProducts: Array<Item>;
   /**
    * Product recommendation (next best product): items bought together with the anchor, most
-   * relevant first, at most first (1 to 10). NOT_FOUND for an unknown anchor.
+   * relevant first, at most first (1 to 10), each passing filter if given. NOT_FOUND for an unknown anchor.
    */
   productRecommendations: Array<Item>;
   /** Either list, with the reason behind each item. */
@@ -627,18 +631,21 @@ export type QueryPopularItemsArgs = {
 
 
 export type QueryPostBrowsedProductsArgs = {
+  filter?: InputMaybe<RecommendationFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   itemId: Scalars['ItemId']['input'];
 };
 
 
 export type QueryProductRecommendationsArgs = {
+  filter?: InputMaybe<RecommendationFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   itemId: Scalars['ItemId']['input'];
 };
 
 
 export type QueryRecommendationsArgs = {
+  filter?: InputMaybe<RecommendationFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
   itemId: Scalars['ItemId']['input'];
   kind: RecommendationKind;
@@ -670,6 +677,32 @@ export type RecommendationEdge = {
   /** The model's score (higher is more relevant); null for fallbacks and upstream lists. */
   score?: Maybe<Scalars['Float']['output']>;
   source: RecommendationSource;
+};
+
+/**
+ * Conditions a recommended item must meet; every condition given must hold, and one not given (null,
+ * or an empty list) sets nothing. The list keeps its length (first) whenever that many items pass,
+ * filled from the anchor's category, department and the popular items, filtered too; a filter no
+ * item passes gives an empty list, not an error. BAD_USER_INPUT for more than 100 excludeItemIds, a
+ * negative price, minPrice above maxPrice, or an empty categoryPath.
+ */
+export type RecommendationFilter = {
+  /** The item's brandName must be one of these; case does not matter. */
+  brandNames?: InputMaybe<Array<Scalars['String']['input']>>;
+  /**
+   * A category and everything under it, as whole leading segments of the item's categoryPath:
+   * Electronics/TV matches Electronics/TV and Electronics/TV/4K, not Electronics/TVs. Slashes at
+   * either end are ignored.
+   */
+  categoryPath?: InputMaybe<Scalars['String']['input']>;
+  /** Items never to list, e.g. those in the cart; at most 100. */
+  excludeItemIds?: InputMaybe<Array<Scalars['ItemId']['input']>>;
+  /** true: only items in stock (stock is Available or absent); false or null: in stock or not. */
+  inStockOnly?: InputMaybe<Scalars['Boolean']['input']>;
+  /** Highest salePrice, inclusive; an item without a salePrice is left out. */
+  maxPrice?: InputMaybe<Scalars['Float']['input']>;
+  /** Lowest salePrice, inclusive; an item without a salePrice is left out. */
+  minPrice?: InputMaybe<Scalars['Float']['input']>;
 };
 
 export type RecommendationKind =
@@ -848,6 +881,7 @@ export type ResolversTypes = ResolversObject<{
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
   RecommendationConnection: ResolverTypeWrapper<RecommendationListModel>;
   RecommendationEdge: ResolverTypeWrapper<RecommendationEntryModel>;
+  RecommendationFilter: RecommendationFilter;
   RecommendationKind: RecommendationKind;
   RecommendationSource: RecommendationSource;
   RecordEventsPayload: ResolverTypeWrapper<RecordEventsResultModel>;
@@ -885,6 +919,7 @@ export type ResolversParentTypes = ResolversObject<{
   Query: Record<PropertyKey, never>;
   RecommendationConnection: RecommendationListModel;
   RecommendationEdge: RecommendationEntryModel;
+  RecommendationFilter: RecommendationFilter;
   RecordEventsPayload: RecordEventsResultModel;
   String: Scalars['String']['output'];
   UpdateApiKeyInput: UpdateApiKeyInput;

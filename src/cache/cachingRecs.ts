@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { DEFAULT_CACHE_TTL_SECONDS } from '../config/defaults.js';
 import { GatewayError, ErrorCode, notFound } from '../errors.js';
 import type {
@@ -7,6 +8,7 @@ import type {
   ItemModel,
   PrincipalModel,
   RecordEventsResultModel,
+  RecommendationFilterModel,
   RecommendationKind,
   RecommendationListModel,
   RecsService,
@@ -297,18 +299,23 @@ export class CachingRecsService implements RecsService {
     this.listedItems.clear();
   }
 
-  async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel> {
-    const key = `${this.spaces.space}${kind}:${anchorId}`;
+  /**
+   * A filtered list is kept under its own key (the filter's hash after kind:anchor), as the upstream
+   * answered it: an upstream that honours filters fills the list from its deeper candidates, which
+   * filtering a kept unfiltered list of 10 could not.
+   */
+  async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
+    const key = `${this.spaces.space}${kind}:${anchorId}${filter === null ? '' : `:f${createHash('sha256').update(filter.key).digest('base64url').slice(0, 22)}`}`;
     const inFlight = this.listsInFlight.get(key);
     if (inFlight !== undefined) {
       // stopped for its maker meanwhile: asked again for this request (see Flight)
       return inFlight.answer.catch((error: unknown) => {
         if (!stoppedFor(inFlight, options)) throw error;
         if (this.listsInFlight.get(key) === inFlight) this.listsInFlight.delete(key);
-        return this.recommend(kind, anchorId, options);
+        return this.recommend(kind, anchorId, options, filter);
       });
     }
-    const loading = this.loadList(kind, anchorId, key, options);
+    const loading = this.loadList(kind, anchorId, key, options, filter);
     const flight = flightOf(options, loading);
     this.listsInFlight.set(key, flight);
     endOnceStored(loading, () => {
@@ -321,26 +328,28 @@ export class CachingRecsService implements RecsService {
     kind: RecommendationKind,
     anchorId: number,
     key: string,
-    options?: CallOptions,
+    options: CallOptions | undefined,
+    filter: RecommendationFilterModel | null,
   ): Promise<Loaded<RecommendationListModel>> {
     const [hit] = await this.cache.getMany([key]);
     if (hit) {
       const stored = JSON.parse(hit) as StoredList;
       if ('notFound' in stored) throw notFound(`No item with itemId ${anchorId}`);
-      return { items: stored, written: undefined };
+      return { items: filter === null ? stored : { ...stored, filter }, written: undefined };
     }
-    return this.fetchList(kind, anchorId, key, options);
+    return this.fetchList(kind, anchorId, key, options, filter);
   }
 
   private async fetchList(
     kind: RecommendationKind,
     anchorId: number,
     key: string,
-    options?: CallOptions,
+    options: CallOptions | undefined,
+    filter: RecommendationFilterModel | null,
   ): Promise<Loaded<RecommendationListModel>> {
     try {
       const writes = this.spaces.writes;
-      const list = await this.upstream.recommend(kind, anchorId, options);
+      const list = await this.upstream.recommend(kind, anchorId, options, filter);
       // the list's items are answered from here until stored; not those read before a write forwarded since
       const kept = (this.spaces.writes !== writes ? [] : list.items ?? []).filter((item) => !this.itemsInFlight.has(item.itemId) && !this.listedItems.has(item.itemId));
       for (const item of kept) this.listedItems.set(item.itemId, item);

@@ -240,6 +240,32 @@ export type RecommendationSource =
   | 'POPULAR'
   | 'UPSTREAM';
 
+/**
+ * A checked filter: every condition given must hold for an item to be listed. Made by
+ * toRecommendationFilter (model/recommendationFilter.ts) only; equal filters have equal keys.
+ */
+export interface RecommendationFilterModel {
+  /** Canonical text of the conditions, for cache keys. */
+  readonly key: string;
+  /** The same but for the exclusions: what depends on the items alone (lists of passing items) is kept by it. */
+  readonly conditionsKey: string;
+  /** Whether any condition but the exclusions is set. */
+  readonly hasConditions: boolean;
+  /** Sorted, without repeats. */
+  readonly excludeItemIds: readonly number[];
+  readonly excluded: ReadonlySet<number>;
+  readonly inStockOnly: boolean;
+  /** Bounds on salePrice, inclusive; an item without a salePrice fails either. */
+  readonly minPrice: number | null;
+  readonly maxPrice: number | null;
+  /** Whole leading segments of the item's categoryPath, without slashes at either end. */
+  readonly categoryPath: string | null;
+  /** Lower-cased, sorted, without repeats; the item's brandName, lower-cased, must be one of them. */
+  readonly brandNames: readonly string[];
+  /** Whether an item's brandName, as the record spells it, passes: filled as items are checked. */
+  readonly brandsSeen: Map<string, boolean>;
+}
+
 export interface RecommendationEntryModel {
   rank: number;
   itemId: number;
@@ -256,6 +282,8 @@ export interface RecommendationListModel {
   entries: RecommendationEntryModel[];
   /** Item records returned with the list (REST does), to prime the item loader. */
   items?: ItemModel[];
+  /** The filter every entry passes; absent for an unfiltered list. */
+  filter?: RecommendationFilterModel;
 }
 
 /** A list anchored on no item (trending, popular): best first. */
@@ -269,8 +297,11 @@ export interface ItemRankingModel {
 export interface RecsService {
   /** Items by id: same length and order as ids, null for unknown (DataLoader's batch contract). */
   getItems(ids: readonly number[], options?: CallOptions): Promise<(ItemModel | null)[]>;
-  /** At most 10, most relevant first, never the anchor or its variants; NOT_FOUND for an unknown anchor. */
-  recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions): Promise<RecommendationListModel>;
+  /**
+   * At most 10, most relevant first, never the anchor or its variants; NOT_FOUND for an unknown anchor. With a
+   * filter, only items passing it: 10 whenever that many pass (embedded), an empty list when none does.
+   */
+  recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions, filter?: RecommendationFilterModel | null): Promise<RecommendationListModel>;
   /** Up to `first` (1..50) items rising most in the last day (docs/recommender.md, "Trending and popular"), under
    * `categoryPath` (null: any); an empty list where nothing rose. Absent (test doubles): asked, it is UPSTREAM_REJECTED. */
   trending?(categoryPath: string | null, first: number, options?: CallOptions): Promise<ItemRankingModel>;
@@ -282,7 +313,7 @@ export interface RecsService {
 export interface RecsNow {
   /** The item's record now; the same object until its record is replaced. */
   item(itemId: number): ItemModel | null;
-  recommend(kind: RecommendationKind, anchorId: number): RecommendationListModel;
+  recommend(kind: RecommendationKind, anchorId: number, filter?: RecommendationFilterModel | null): RecommendationListModel;
 }
 
 export type EventKindModel = 'VIEW' | 'PURCHASE';

@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises';
 import { createInterface } from 'node:readline';
 import { underCategory } from '../model/itemLists.js';
 import { ItemRecordError, parseItemRecord } from '../model/itemRecord.js';
+import { brandKey } from '../model/recommendationFilter.js';
 import type { ItemModel } from '../ports/backend.js';
 
 /** A catalogue record that was not loaded, and why. */
@@ -32,6 +33,8 @@ export function departmentOf(item: ItemModel): string | null {
   return null;
 }
 
+const brandOf = (item: ItemModel): string | null => (item.brandName ? brandKey(item.brandName) : null);
+
 /** The id shared by an item and its variants: its parentItemId, else its own id. */
 export function familyOf(item: ItemModel): number {
   return item.parentItemId ?? item.itemId;
@@ -59,6 +62,7 @@ export class Catalog {
   private readonly families = new Map<number, number[]>();
   private readonly categories = new Map<string, number[]>();
   private readonly departments = new Map<string, number[]>();
+  private readonly brands = new Map<string, number[]>();
 
   get size(): number {
     return this.items.size;
@@ -71,11 +75,13 @@ export class Catalog {
       remove(this.families, familyOf(old), old.itemId);
       remove(this.categories, categoryOf(old), old.itemId);
       remove(this.departments, departmentOf(old), old.itemId);
+      remove(this.brands, brandOf(old), old.itemId);
     }
     this.items.set(item.itemId, item);
     push(this.families, familyOf(item), item.itemId);
     push(this.categories, categoryOf(item), item.itemId);
     push(this.departments, departmentOf(item), item.itemId);
+    push(this.brands, brandOf(item), item.itemId);
   }
 
   get(id: number): ItemModel | undefined {
@@ -110,6 +116,11 @@ export class Catalog {
   /** Ids of the items of a department key (see departmentOf). */
   department(key: string): readonly number[] {
     return this.departments.get(key) ?? none;
+  }
+
+  /** Ids of the items of a brand, by brandKey (case does not matter). */
+  brand(key: string): readonly number[] {
+    return this.brands.get(key) ?? none;
   }
 
   /** Parses and adds records; bad ones are reported with their 1-based position and skipped. */

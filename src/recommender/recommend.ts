@@ -1,6 +1,8 @@
 import { notFound } from '../errors.js';
 import { isInStock } from '../model/itemRecord.js';
-import type { ItemModel, RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
+import { passesConditions, passesFilter } from '../model/recommendationFilter.js';
+import { underCategory } from '../model/itemLists.js';
+import type { ItemModel, RecommendationEntryModel, RecommendationFilterModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
 import { categoryOf, departmentOf, familyOf } from './catalog.js';
 import type { Catalog } from './catalog.js';
 import { byPopularity } from './model.js';
@@ -13,17 +15,39 @@ export const MAX_RECOMMENDATIONS = 10;
 /** Items looked at per fallback tier for in-stock ones, to keep a lookup in microseconds. The last tier goes on until
  * the list is full, in stock or not. */
 const SCAN_LIMIT = 1000;
+/** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
+const FILTERED_SCAN_LIMIT = 20_000;
+/** Ranked lists of filters' categories and brands, and of their passing items, kept at most, and their entries in
+ * all: past either, all are dropped (clients choose the filters). */
+const MAX_KEPT_LISTS = 10_000;
+const MAX_KEPT_ENTRIES = 4_000_000;
+/** Items passing a filter's conditions kept at most, per list: the rest is walked again when a lookup needs it. */
+const MAX_PASSING = 500;
+
+/** The items of `from` passing a filter's conditions (its exclusions aside), in order, found up to `resumeAt`. */
+interface Passing {
+  list: Int32Array;
+  from: Int32Array;
+  resumeAt: number;
+  /** How far in `from` a lookup may look. */
+  end: number;
+}
+
+type Offer = (i: number, s: number | null, e: number, src: RecommendationSource) => boolean;
 
 /** Lookups on a built model: the neighbours, then category, department and global popularity to fill up to 10. Never
  * the anchor or its family; one item per family; in-stock items first. */
 export class Recommender {
   private readonly categoryLists = new Map<string, Int32Array>();
+  private readonly scopes = new Map<string, Int32Array>();
+  private readonly passingLists = new Map<string, Passing>();
+  private keptEntries = 0;
 
   constructor(readonly model: RecModel, readonly catalog: Catalog | null) {}
 
-  /** Up to `limit` entries for an anchor. With a catalogue, NOT_FOUND for an anchor it does not know; without one
-   * (evaluation on ids), an unknown anchor gets popular items. */
-  recommend(kind: RecommendationKind, anchorId: number, limit = MAX_RECOMMENDATIONS): RecommendationEntryModel[] {
+  /** Up to `limit` entries for an anchor, each passing `filter` if given. With a catalogue, NOT_FOUND for an anchor it
+   * does not know; without one (evaluation on ids), an unknown anchor gets popular items. */
+  recommend(kind: RecommendationKind, anchorId: number, limit = MAX_RECOMMENDATIONS, filter: RecommendationFilterModel | null = null): RecommendationEntryModel[] {
     const catalog = this.catalog;
     const anchor = catalog?.get(anchorId);
     if (catalog !== null && anchor === undefined) throw notFound(`No item with itemId ${anchorId}`);
@@ -43,11 +67,11 @@ export class Recommender {
       let family = itemId;
       if (catalog !== null) {
         const item = catalog.get(itemId);
-        if (item === undefined) return false;
+        if (item === undefined || (filter !== null && !passesFilter(filter, itemId, item))) return false;
         family = familyOf(item);
         if (family === anchorFamily || anchorVariants?.includes(itemId) === true || item.variants?.includes(anchorId) === true || item.variants?.includes(anchorFamily) === true) return false;
         available = isInStock(item);
-      }
+      } else if (filter !== null && !passesFilter(filter, itemId, undefined)) return false;
       if (families.has(family)) return false;
       families.add(family);
       const entry: RecommendationEntryModel = { rank: 0, itemId, score, evidence, source };
@@ -57,7 +81,11 @@ export class Recommender {
     };
 
     const filled = (): number => inStock.length + outOfStock.length;
-    if (!this.fromNeighbours(kind, anchorIndex, offer)) this.fromFallbacks(kind, anchor, offer, () => filled() >= limit);
+    const enough = (): boolean => filled() >= limit;
+    if (!this.fromNeighbours(kind, anchorIndex, offer)) {
+      if (filter === null) this.fromFallbacks(kind, anchor, offer, enough);
+      else this.fromFilteredFallbacks(kind, anchor, filter, offer, enough);
+    }
     const entries = inStock.concat(outOfStock).slice(0, limit);
     entries.forEach((e, i) => (e.rank = i + 1));
     return entries;
@@ -65,7 +93,7 @@ export class Recommender {
 
   /** The anchor's neighbours merged by score with its prior list (see Neighbours.priorStart): items that compete by the
    * prior alone, from partner categories, its own category, or global popularity. */
-  private fromNeighbours(kind: RecommendationKind, anchorIndex: number, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean): boolean {
+  private fromNeighbours(kind: RecommendationKind, anchorIndex: number, offer: Offer): boolean {
     if (anchorIndex < 0) return false;
     this.model.refresh?.(kind === 'POST_BROWSE' ? 'postBrowse' : 'nextBest', anchorIndex);
     const n: Neighbours = kind === 'POST_BROWSE' ? this.model.postBrowse : this.model.nextBest;
@@ -121,7 +149,7 @@ export class Recommender {
     const { items, views, purchases } = this.model;
     const counts = kind === 'POST_BROWSE' ? views : purchases;
     let list: Int32Array;
-    if (categoryPath === null) list = kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought;
+    if (categoryPath === null) list = this.popularList(kind);
     else if (this.catalog === null) return [];
     else list = this.ranked(kind, `under:${categoryPath}`, (c) => c.under(categoryPath));
     const out: { itemId: number; score: number }[] = [];
@@ -134,7 +162,7 @@ export class Recommender {
     return out;
   }
 
-  private fromFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean, enough: () => boolean): boolean {
+  private fromFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, offer: Offer, enough: () => boolean): boolean {
     if (anchor !== undefined) {
       const category = categoryOf(anchor);
       if (category !== null && this.scan(this.ranked(kind, category, (c) => c.category(category)), 'CATEGORY', offer)) return true;
@@ -144,26 +172,131 @@ export class Recommender {
     return this.scan(kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought, 'POPULAR', offer, enough);
   }
 
-  private scan(list: Int32Array, source: RecommendationSource, offer: (i: number, s: number | null, e: number, src: RecommendationSource) => boolean, enough?: () => boolean): boolean {
+  private scan(list: Int32Array, source: RecommendationSource, offer: Offer, enough?: () => boolean, max = Infinity): boolean {
     const end = Math.min(list.length, SCAN_LIMIT);
     let j = 0;
     for (; j < end; j++) if (offer(list[j]!, null, 0, source)) return true;
     if (enough === undefined) return false;
-    for (; j < list.length && !enough(); j++) if (offer(list[j]!, null, 0, source)) return true;
+    const last = Math.min(list.length, max);
+    for (; j < last && !enough(); j++) if (offer(list[j]!, null, 0, source)) return true;
     return false;
+  }
+
+  /** The fills of a filtered lookup, as fromFallbacks but from each tier's items passing the filter (kept per filter
+   * and tier); a tier whose items all fail the filter's category is skipped, and the last tier is the items of the
+   * filter's category or brands where it names them. */
+  private fromFilteredFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, filter: RecommendationFilterModel, offer: Offer, enough: () => boolean): boolean {
+    const path = filter.categoryPath;
+    const tier = (key: string, ids: (catalog: Catalog) => readonly number[], source: RecommendationSource): boolean => {
+      if (!filter.hasConditions) return this.scan(this.ranked(kind, key, ids), source, offer);
+      const passing = this.passingIn(`${kind}:${filter.conditionsKey}:${key}`, filter, () => this.ranked(kind, key, ids), SCAN_LIMIT);
+      return this.offerPassing(passing, source, offer);
+    };
+    if (anchor !== undefined) {
+      const category = categoryOf(anchor);
+      // a leaf category's items share the anchor's categoryPath: all pass the filter's category or none does
+      const leafPasses = path === null || (category !== null && category.startsWith('p:') && underCategory(anchor.categoryPath, path));
+      if (category !== null && leafPasses && tier(category, (c) => c.category(category), 'CATEGORY')) return true;
+      const department = departmentOf(anchor);
+      if (department !== null && department.startsWith('p:')) {
+        const name = department.slice(2);
+        if (path === null || path === name) {
+          if (tier(department, (c) => c.department(department), 'DEPARTMENT')) return true;
+        } else if (underCategory(path, name)) {
+          // the filter's category lies in the anchor's department: its passing items are the department's
+          return this.offerPassing(this.passing(kind, filter), 'DEPARTMENT', offer, enough);
+        }
+      } else if (department !== null && path === null && tier(department, (c) => c.department(department), 'DEPARTMENT')) return true;
+    }
+    if (!filter.hasConditions || this.catalog === null) return this.scan(this.popularList(kind), 'POPULAR', offer, enough, FILTERED_SCAN_LIMIT);
+    return this.offerPassing(this.passing(kind, filter), 'POPULAR', offer, enough);
+  }
+
+  private popularList(kind: RecommendationKind): Int32Array {
+    return kind === 'POST_BROWSE' ? this.model.popularViewed : this.model.popularBought;
+  }
+
+  /** Offers a list's passing items, then walks on past those kept where one family filled them. */
+  private offerPassing({ list, from, resumeAt, end }: Passing, source: RecommendationSource, offer: Offer, enough?: () => boolean): boolean {
+    if (this.scan(list, source, offer, enough)) return true;
+    for (let j = resumeAt; j < end && enough?.() !== true; j++) if (offer(from[j]!, null, 0, source)) return true;
+    return false;
+  }
+
+  /** The items passing the filter's conditions, most popular first, from its scope (else all). */
+  private passing(kind: RecommendationKind, filter: RecommendationFilterModel): Passing {
+    return this.passingIn(`${kind}:${filter.conditionsKey}`, filter, () => this.scope(kind, filter) ?? this.popularList(kind), FILTERED_SCAN_LIMIT);
+  }
+
+  /** The items of a list passing the filter's conditions, among its first `walk`, kept by `key` up to MAX_PASSING. */
+  private passingIn(key: string, filter: RecommendationFilterModel, listed: () => Int32Array, walk: number): Passing {
+    let found = this.passingLists.get(key);
+    if (found === undefined) {
+      const { items } = this.model;
+      const catalog = this.catalog!;
+      const from = listed();
+      const end = Math.min(from.length, walk);
+      const list: number[] = [];
+      let j = 0;
+      for (; j < end && list.length < MAX_PASSING; j++) {
+        const item = catalog.get(items.idAt(from[j]!));
+        if (item !== undefined && passesConditions(filter, item)) list.push(from[j]!);
+      }
+      found = { list: Int32Array.from(list), from, resumeAt: j, end };
+      this.keep(list.length, this.passingLists.size);
+      this.passingLists.set(key, found);
+    }
+    return found;
+  }
+
+  /** The items passing the filter's category or brands (the fewer of the two), most popular first; null with neither. */
+  private scope(kind: RecommendationKind, filter: RecommendationFilterModel): Int32Array | null {
+    const { categoryPath, brandNames } = filter;
+    if (categoryPath === null && brandNames.length === 0 || this.catalog === null) return null;
+    const key = `${kind}:${JSON.stringify([categoryPath, brandNames])}`;
+    let list = this.scopes.get(key);
+    if (list === undefined) {
+      const catalog = this.catalog;
+      const inCategory = categoryPath === null ? null : catalog.under(categoryPath);
+      let ofBrands: number[] | null = null;
+      if (brandNames.length > 0) {
+        ofBrands = [];
+        for (const brand of brandNames) for (const id of catalog.brand(brand)) ofBrands.push(id);
+      }
+      const ids = inCategory === null || (ofBrands !== null && ofBrands.length < inCategory.length) ? ofBrands! : inCategory;
+      list = this.rank(kind, ids);
+      this.keep(list.length, this.scopes.size);
+      this.scopes.set(key, list);
+    }
+    return list;
+  }
+
+  /** Counts what a filter's list adds to the kept ones, dropping them all first where it would pass a bound. */
+  private keep(entries: number, lists: number): void {
+    if (lists >= MAX_KEPT_LISTS || this.keptEntries + entries > MAX_KEPT_ENTRIES) {
+      this.scopes.clear();
+      this.passingLists.clear();
+      this.keptEntries = 0;
+    }
+    this.keptEntries += entries;
   }
 
   private ranked(kind: RecommendationKind, key: string, ids: (catalog: Catalog) => readonly number[]): Int32Array {
     const cacheKey = `${kind}:${key}`;
     let list = this.categoryLists.get(cacheKey);
     if (list === undefined) {
-      const { items, views, purchases } = this.model;
-      const indexes = ids(this.catalog!).map((id) => items.indexOf(id)).filter((i) => i >= 0);
-      indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases, items) : byPopularity(purchases, views, items));
-      list = Int32Array.from(indexes);
+      list = this.rank(kind, ids(this.catalog!));
       // none kept: the lists kept stay bounded by the catalogue's categories, whatever paths are asked for
       if (list.length > 0) this.categoryLists.set(cacheKey, list);
     }
     return list;
+  }
+
+  /** Item ids as model indexes, most popular for the kind first; ids the model lacks are left out. */
+  private rank(kind: RecommendationKind, ids: readonly number[]): Int32Array {
+    const { items, views, purchases } = this.model;
+    const indexes = ids.map((id) => items.indexOf(id)).filter((i) => i >= 0);
+    indexes.sort(kind === 'POST_BROWSE' ? byPopularity(views, purchases, items) : byPopularity(purchases, views, items));
+    return Int32Array.from(indexes);
   }
 }

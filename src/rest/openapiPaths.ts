@@ -1,6 +1,7 @@
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL, MAX_ITEM_LIST_LENGTH, MAX_ITEM_TEXT_LENGTH } from '../model/ingest.js';
 import { DEFAULT_LIST_ITEMS, MAX_CATEGORY_PATH, MAX_LIST_ITEMS } from '../model/itemLists.js';
+import { MAX_EXCLUDED_ITEMS } from '../model/recommendationFilter.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 import { itemId, jsonContent, ref, type Reference } from './openapiSchemas.js';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS } from '../ports/backend.js';
@@ -68,16 +69,21 @@ const recsFailures = {
   '503': ref('responses', 'RecsUnavailable'),
 };
 
+/** The filter of a list: every parameter given must hold; a bad value is a 400 with code 4000 naming it. */
+const FILTER_PARAMETERS = ['exclude', 'inStock', 'minPrice', 'maxPrice', 'category', 'brand'] as const;
+const PRICE = { type: 'string', pattern: '^[0-9]{1,30}(\\.[0-9]{1,30})?$' } as const;
+
 const recommendationOperation = (operationId: string, summary: string, description: string): Operation => ({
   operationId,
   summary,
   description,
   tags: ['recommendations'],
   security: recsSecurity,
-  parameters: [ref('parameters', 'itemId')],
+  parameters: [ref('parameters', 'itemId'), ...FILTER_PARAMETERS.map((name) => ref('parameters', name))],
   responses: {
     '200': {
-      description: 'At most 10 item records, most relevant first; or, when there is nothing to recommend, ' +
+      description: 'At most 10 item records, most relevant first, each passing the filter parameters given (10 whenever that many pass); ' +
+        'or, when there is nothing to recommend or nothing passes, ' +
         `the upstream's own way of saying so: an error body with code ${RecsErrorCode.NO_RECOMMENDATIONS} (an empty list, not a failure).`,
       content: jsonContent({
         oneOf: [
@@ -347,7 +353,7 @@ export const responses: Record<string, ResponseObject> = {
   KeyBadGateway: keyResponse('The upstream key service refused the gateway.', [{ id: '*', message: "The apikeys service refused the gateway's request: unexpected HTTP 418" }]),
   KeyUnavailable: keyResponse('The key service is unavailable or did not answer in time.', [{ id: '*', message: 'The apikeys service is unavailable: HTTP 503' }], { 'Retry-After': ref('headers', 'Retry-After') }),
   RecsBadRequest: {
-    description: `A malformed request (code ${RecsErrorCode.BAD_REQUEST}), or an unknown anchor item (code ${RecsErrorCode.INVALID_ITEM}, Invalid itemId).`,
+    description: `A malformed request (code ${RecsErrorCode.BAD_REQUEST}: a missing or bad itemId, a bad filter parameter, named in the message), or an unknown anchor item (code ${RecsErrorCode.INVALID_ITEM}, Invalid itemId).`,
     content: jsonContent(ref('schemas', 'RecsErrors'), { errors: [{ code: RecsErrorCode.INVALID_ITEM, message: 'Invalid itemId' }] }),
   },
   RecsAccountInactive: recsResponse(
@@ -368,13 +374,35 @@ export const parameters: Record<string, OpenAPIV3_1.ParameterObject> = {
     schema: itemId('Item identifier.'),
     example: 31000005,
   },
+  exclude: {
+    name: 'exclude', in: 'query', required: false,
+    description: `Items never to list (e.g. those in the cart): comma-separated ids, at most ${MAX_EXCLUDED_ITEMS} in all; may be repeated.`,
+    schema: { type: 'string', pattern: '^[0-9]+( *, *[0-9]+)*$' }, example: '31000007,31000012',
+  },
+  inStock: {
+    name: 'inStock', in: 'query', required: false,
+    description: 'true: only items in stock (stock Available or absent); false or absent: in stock or not. Given once.',
+    schema: { type: 'string', enum: ['true', 'false'] }, example: 'true',
+  },
+  minPrice: {
+    name: 'minPrice', in: 'query', required: false,
+    description: 'Lowest salePrice, inclusive, given once; an item without a salePrice is left out. At most maxPrice.',
+    schema: PRICE, example: '10',
+  },
+  maxPrice: {
+    name: 'maxPrice', in: 'query', required: false,
+    description: 'Highest salePrice, inclusive, given once; an item without a salePrice is left out.',
+    schema: PRICE, example: '49.99',
+  },
   category: {
-    name: 'category',
-    in: 'query',
-    required: false,
-    description: `Only items whose categoryPath is this one or lies under it, whole segments only; at most ${MAX_CATEGORY_PATH} characters, no control characters; given once.`,
-    schema: { type: 'string', maxLength: MAX_CATEGORY_PATH },
-    example: 'Electronics/TV',
+    name: 'category', in: 'query', required: false,
+    description: `A category and everything under it, as whole leading segments of the item's categoryPath (Electronics/TV matches Electronics/TV/4K, not Electronics/TVs). Given once, not empty, at most ${MAX_CATEGORY_PATH} characters, no control characters.`,
+    schema: { type: 'string', minLength: 1, maxLength: MAX_CATEGORY_PATH }, example: 'Gadgets & Devices/Mobile',
+  },
+  brand: {
+    name: 'brand', in: 'query', required: false,
+    description: 'The item\'s brandName must be one of the brands given (repeat the parameter for several); case does not matter.',
+    schema: { type: 'array', items: { type: 'string', minLength: 1 } }, style: 'form', explode: true, example: ['Norvale'],
   },
 };
 

@@ -1,7 +1,8 @@
 import { ErrorCode, isGatewayError } from '../errors.js';
 import { ITEM_ID_RANGE, toItemId, toItemRecord } from '../model/itemRecord.js';
 import { checkListFirst, listsLacking, parseCategoryPath } from '../model/itemLists.js';
-import type { CallOptions, ItemModel, ItemRankingModel, KeyService, RecommendationKind, RecsService } from '../ports/backend.js';
+import { MAX_BRAND_NAMES, MAX_EXCLUDED_ITEMS, toRecommendationFilter } from '../model/recommendationFilter.js';
+import type { CallOptions, ItemModel, ItemRankingModel, KeyService, RecommendationFilterModel, RecommendationKind, RecsService } from '../ports/backend.js';
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
@@ -117,6 +118,43 @@ function idsOf(raw: string): string[] {
   });
 }
 
+/** A price parameter: digits with an optional fraction (no sign, exponent or Infinity); absent is null. */
+function priceOf(query: URLSearchParams, name: string): number | null {
+  const raw = single(query, name);
+  if (raw === undefined) return null;
+  if (!/^[0-9]{1,30}(\.[0-9]{1,30})?$/.test(raw)) throw badRequest(`${name} must be a number of at least 0, e.g. 19.99`);
+  return Number(raw);
+}
+
+/**
+ * The filter of a postbrowse or nbp request (exclude, inStock, minPrice, maxPrice, category, brand);
+ * exclude and brand may be repeated, the others given once. Checked as GraphQL's RecommendationFilter is.
+ */
+export function filterOfQuery(query: URLSearchParams): RecommendationFilterModel | null {
+  const excludeItemIds: number[] = [];
+  for (const raw of query.getAll('exclude')) {
+    if (raw === '') continue;
+    const parts = idsOf(raw);
+    if (excludeItemIds.length + parts.length > MAX_EXCLUDED_ITEMS) throw badRequest(`at most ${MAX_EXCLUDED_ITEMS} ids in exclude`);
+    for (const part of parts) {
+      const id = toItemId(part);
+      if (id === null) throw badRequest(`exclude must be comma-separated item ids, each ${ITEM_ID_RANGE}`);
+      excludeItemIds.push(id);
+    }
+  }
+  const inStock = single(query, 'inStock');
+  if (inStock !== undefined && inStock !== 'true' && inStock !== 'false') throw badRequest('inStock must be true or false');
+  const category = single(query, 'category');
+  if (category !== undefined && category.replace(/[\s/]/g, '') === '') throw badRequest('category must name a category, e.g. Electronics/TV');
+  const brandNames = query.getAll('brand');
+  if (brandNames.length > MAX_BRAND_NAMES) throw badRequest(`at most ${MAX_BRAND_NAMES} brand parameters`);
+  if (brandNames.some((brand) => brand.trim() === '')) throw badRequest('brand must not be empty');
+  return toRecommendationFilter({
+    excludeItemIds, inStockOnly: inStock === 'true', minPrice: priceOf(query, 'minPrice'), maxPrice: priceOf(query, 'maxPrice'),
+    categoryPath: category ?? null, brandNames,
+  });
+}
+
 /** Items in the order of ids, unknown ones left out; records the list carried are not asked for again. */
 async function itemsFor(ids: number[], recs: RecsService, known: ItemModel[], options: CallOptions): Promise<ItemModel[]> {
   const byId = new Map(known.map((item) => [item.itemId, item]));
@@ -179,7 +217,7 @@ async function handle(
       const raw = single(req.query, 'itemId');
       const anchor = toItemId(raw);
       if (anchor === null) throw badRequest(raw === undefined ? 'itemId is required' : `itemId must be ${ITEM_ID_RANGE}`);
-      const list = await recs.recommend(kind, anchor, options);
+      const list = await recs.recommend(kind, anchor, options, filterOfQuery(req.query));
       const entries = [...list.entries].sort((a, b) => a.rank - b.rank).slice(0, MAX_RECOMMENDATIONS);
       const items = await itemsFor(entries.map((e) => e.itemId), recs, list.items ?? [], options);
       if (items.length === 0) {

@@ -294,6 +294,31 @@ describe.each([
     expect(codeOf(await s.gql('{ popularItems(first: 0) { itemId } }', {}, alice))).toBe('BAD_USER_INPUT');
   });
 
+  it('filters the lists alike: the same items passing, [] where none does, BAD_USER_INPUT for a bad filter', async () => {
+    const FILTERED = `query($f: RecommendationFilter) {
+      p: postBrowsedProducts(itemId: ${PHONE}, filter: $f) { itemId salePrice stock brandName categoryPath }
+      n: item(itemId: ${PHONE}) { productRecommendations(first: 5, filter: $f) { itemId salePrice stock brandName categoryPath } }
+    }`;
+    type Listed = { itemId: number; salePrice: number; stock: string | null; brandName: string; categoryPath: string };
+    const f = { inStockOnly: true, maxPrice: 60, excludeItemIds: [31000007], categoryPath: 'Gadgets & Devices' };
+    const filtered = await s.gql<{ p: Listed[]; n: { productRecommendations: Listed[] } }>(FILTERED, { f }, alice);
+    expect(filtered.body.errors).toBeUndefined();
+    const { p, n } = filtered.body.data!;
+    expect(p).toHaveLength(10);
+    expect(n.productRecommendations).toHaveLength(5);
+    for (const item of [...p, ...n.productRecommendations]) {
+      expect(item.salePrice).toBeLessThanOrEqual(60);
+      expect(item.stock ?? 'Available').toBe('Available');
+      expect(item.itemId).not.toBe(31000007);
+      expect(item.categoryPath.startsWith('Gadgets & Devices/')).toBe(true);
+    }
+    same('filtered recommendations', { p: p.map((i) => i.itemId), n: n.productRecommendations.map((i) => i.itemId) });
+    const none = await s.gql<{ p: Listed[] }>(FILTERED, { f: { brandNames: ['No Such Brand'] } }, alice);
+    expect(none.body.data!.p).toEqual([]);
+    const bad = await s.gql(FILTERED, { f: { minPrice: 9, maxPrice: 1 } }, alice);
+    expect([codeOf(bad), bad.body.errors?.[0]?.message]).toEqual(['BAD_USER_INPUT', 'minPrice (9) must not exceed maxPrice (1)']);
+  });
+
   it('walks from an item to its recommendations to their variants in one query', async () => {
     const walked = await s.gql<{ item: { recommendations: { nodes: { itemId: number; parentItemId: number; variantItems: { itemId: number; parentItemId: number }[] }[] } } }>(
       `{ item(itemId: ${PHONE}) { recommendations(kind: NEXT_BEST_PRODUCT, first: 3) { nodes { itemId parentItemId variantItems { itemId parentItemId } } } } }`,

@@ -178,7 +178,7 @@ export function createEmbeddedBackend(
     ingest: new EmbeddedIngest(recs, ingestOptions),
     recommender: () => recs.state(),
     onDataChange: (listener: () => void) => recs.onChange(listener),
-    recsNow: { item: (itemId: number) => recs.catalog.get(itemId) ?? null, recommend: (kind, anchorId) => recs.recommendNow(kind, anchorId) },
+    recsNow: { item: (itemId: number) => recs.catalog.get(itemId) ?? null, recommend: (kind, anchorId, filter) => recs.recommendNow(kind, anchorId, filter) },
     async check() {
       try {
         await store.countUsers();

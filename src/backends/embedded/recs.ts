@@ -1,7 +1,7 @@
 import type { Worker } from 'node:worker_threads';
 import { badUserInput } from '../../errors.js';
 import { checkListFirst } from '../../model/itemLists.js';
-import type { CallOptions, ItemModel, ItemRankingModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
+import type { CallOptions, ItemModel, ItemRankingModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
 import type { Catalog } from '../../recommender/index.js';
 import type { EventLog, RecEvent } from '../../recommender/index.js';
 import { buildModel } from '../../recommender/index.js';
@@ -135,16 +135,20 @@ export class EmbeddedRecs implements RecsService {
     });
   }
 
-  recommend(kind: RecommendationKind, anchorId: number, _options?: CallOptions): Promise<RecommendationListModel> {
-    return promised(() => this.recommendNow(kind, anchorId));
+  recommend(kind: RecommendationKind, anchorId: number, _options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
+    return promised(() => this.recommendNow(kind, anchorId, filter));
   }
 
   /** The synchronous lookup behind recommend (benchmarks measure this). */
-  recommendNow(kind: RecommendationKind, anchorId: number): RecommendationListModel {
+  recommendNow(kind: RecommendationKind, anchorId: number, filter: RecommendationFilterModel | null = null): RecommendationListModel {
     // One read of the field: the catalogue and the model of a list always belong together.
     const recommender = this.recommender;
-    const entries = recommender.recommend(kind, anchorId);
-    return { anchorId, kind, entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!) };
+    if (filter === null) {
+      const entries = recommender.recommend(kind, anchorId);
+      return { anchorId, kind, entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!) };
+    }
+    const entries = recommender.recommend(kind, anchorId, undefined, filter);
+    return { anchorId, kind, entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!), filter };
   }
 
   trending(categoryPath: string | null, first: number, _options?: CallOptions): Promise<ItemRankingModel> {

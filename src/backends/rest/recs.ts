@@ -3,8 +3,10 @@ import {
 } from '../../errors.js';
 import type { GatewayError } from '../../errors.js';
 import { ITEM_ID_RANGE, ItemRecordError, parseItemRecord } from '../../model/itemRecord.js';
+import { filterParameters, passesFilter } from '../../model/recommendationFilter.js';
 import {
-  RECS_SERVICE, type CallOptions, type ItemModel, type ItemRankingModel, type RecommendationKind, type RecommendationListModel, type RecsService,
+  RECS_SERVICE, type CallOptions, type ItemModel, type ItemRankingModel, type RecommendationFilterModel, type RecommendationKind, type RecommendationListModel,
+  type RecsService,
 } from '../../ports/backend.js';
 import { checkListFirst } from '../../model/itemLists.js';
 import { errorEntries, numericCode, parseJson } from './errorBody.js';
@@ -69,12 +71,17 @@ export class RestRecsService implements RecsService {
     this.keyParameter = new URLSearchParams({ apiKey }).toString();
   }
 
-  async recommend(kind: RecommendationKind, anchorId: number, options: CallOptions = {}): Promise<RecommendationListModel> {
+  /**
+   * A filter goes to the upstream as the REST twins' parameters (a recs-gateway honours them) and is
+   * applied again to the list that arrives: an upstream without filters sends an unfiltered list.
+   */
+  async recommend(kind: RecommendationKind, anchorId: number, options: CallOptions = {}, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
     const id = checkItemId(anchorId);
     const path = PATHS[kind];
     if (path === undefined) throw badUserInput(`unknown recommendation kind ${String(kind)}`, 'kind');
-    const outcome = this.interpret(await this.get(`${path}?${this.keyParameter}&itemId=${id}`, options));
-    const list: RecommendationListModel = { anchorId: id, kind, entries: [], items: [] };
+    const filtered = filter === null ? '' : `&${new URLSearchParams(filterParameters(filter)).toString()}`;
+    const outcome = this.interpret(await this.get(`${path}?${this.keyParameter}&itemId=${id}${filtered}`, options));
+    const list: RecommendationListModel = { anchorId: id, kind, entries: [], items: [], ...(filter === null ? {} : { filter }) };
     if (outcome.kind === 'empty') return list;
     if (outcome.kind === 'unknownItem') throw notFound(`No item with itemId ${id}`);
     const body = outcome.body;
@@ -82,7 +89,9 @@ export class RestRecsService implements RecsService {
     const raw = Array.isArray(body) ? body : typeof body === 'object' && body !== null ? [body] : null;
     if (raw === null) throw upstreamUnavailable(SERVICE, 'unexpected response shape');
     const seen = new Set<number>([id]);
-    const items = parseRecords(raw).filter((item) => !seen.has(item.itemId) && seen.add(item.itemId)).slice(0, MAX_RECOMMENDATIONS);
+    const items = parseRecords(raw)
+      .filter((item) => !seen.has(item.itemId) && seen.add(item.itemId) && (filter === null || passesFilter(filter, item.itemId, item)))
+      .slice(0, MAX_RECOMMENDATIONS);
     list.items = items;
     list.entries = items.map((item, index) => ({
       rank: index + 1, itemId: item.itemId, score: null, evidence: 0, source: 'UPSTREAM',

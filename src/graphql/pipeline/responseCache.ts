@@ -59,7 +59,7 @@ export class AnswerSources {
   unchanged(now: RecsNow): boolean {
     if (this.failed) return false;
     for (let i = 0; i < this.itemIds.length; i++) if (now.item(this.itemIds[i]!) !== this.items[i]) return false;
-    for (const list of this.lists) if (!sameList(list, now.recommend(list.kind, list.anchorId), this.detailed)) return false;
+    for (const list of this.lists) if (!sameList(list, now.recommend(list.kind, list.anchorId, list.filter ?? null), this.detailed)) return false;
     return true;
   }
 }

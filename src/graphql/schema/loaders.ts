@@ -1,5 +1,7 @@
 import DataLoader from 'dataloader';
-import type { CallOptions, ItemModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService } from '../../ports/backend.js';
+import type {
+  CallOptions, ItemModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService,
+} from '../../ports/backend.js';
 import { MAX_ITEM_IDS } from '../../config/limits.js';
 
 /** Per-request loaders, never shared: the cross-request cache is Redis. */
@@ -11,12 +13,21 @@ export interface Loaders {
   /** Records a list came with (trending, popular), so that loading their ids asks the backend nothing more. */
   know(items: readonly ItemModel[]): void;
   /** The list read synchronously where the backend can, to answer without a promise; undefined means take the loader. */
-  listNow(kind: RecommendationKind, anchorId: number): RecommendationListModel | undefined;
+  listNow(kind: RecommendationKind, anchorId: number, filter?: RecommendationFilterModel | null): RecommendationListModel | undefined;
 }
 
 export interface RecommendationLoader {
-  load(kind: RecommendationKind, anchorId: number): Promise<RecommendationListModel>;
+  load(kind: RecommendationKind, anchorId: number, filter?: RecommendationFilterModel | null): Promise<RecommendationListModel>;
 }
+
+interface ListKey {
+  kind: RecommendationKind;
+  anchorId: number;
+  filter: RecommendationFilterModel | null;
+}
+
+/** kind:anchor, and the filter's canonical key after it: a filtered list is another list. */
+const listKeyOf = ({ kind, anchorId, filter }: ListKey): string => (filter === null ? `${kind}:${anchorId}` : `${kind}:${anchorId}:${filter.key}`);
 
 /** Watches batches (metrics) and what they fetched (the response cache's AnswerSources). */
 export interface LoaderHooks {
@@ -36,13 +47,13 @@ class RequestLoaders implements Loaders {
   private nowLists: Map<string, RecommendationListModel> | undefined;
 
   /** A DataLoader with batching off, for its timing: keeps the order of a request's failures. */
-  private readonly listLoader = new DataLoader<string, RecommendationListModel>(
+  private readonly listLoader = new DataLoader<ListKey, RecommendationListModel, string>(
     (keys) => Promise.all(keys.map((key) => this.loadList(key))),
-    { batch: false },
+    { batch: false, cacheKeyFn: listKeyOf },
   );
 
   readonly recommendations: RecommendationLoader = {
-    load: (kind, anchorId) => this.listLoader.load(`${kind}:${anchorId}`),
+    load: (kind, anchorId, filter = null) => this.listLoader.load({ kind, anchorId, filter }),
   };
 
   constructor(
@@ -52,13 +63,13 @@ class RequestLoaders implements Loaders {
     private readonly now: RecsNow | null,
   ) {}
 
-  listNow(kind: RecommendationKind, anchorId: number): RecommendationListModel | undefined {
+  listNow(kind: RecommendationKind, anchorId: number, filter: RecommendationFilterModel | null = null): RecommendationListModel | undefined {
     if (this.now === null) return undefined;
-    const key = `${kind}:${anchorId}`;
+    const key = listKeyOf({ kind, anchorId, filter });
     let list = this.nowLists?.get(key);
     if (list !== undefined) return list;
     try {
-      list = this.now.recommend(kind, anchorId);
+      list = this.now.recommend(kind, anchorId, filter);
     } catch {
       return undefined;
     }
@@ -85,12 +96,11 @@ class RequestLoaders implements Loaders {
     return items;
   }
 
-  private async loadList(key: string): Promise<RecommendationListModel | Error> {
-    const read = this.nowLists?.get(key);
+  private async loadList(key: ListKey): Promise<RecommendationListModel | Error> {
+    const read = this.nowLists?.get(listKeyOf(key));
     if (read !== undefined) return read;
-    const at = key.indexOf(':');
     try {
-      const list = await this.recs.recommend(key.slice(0, at) as RecommendationKind, Number(key.slice(at + 1)), this.options);
+      const list = await this.recs.recommend(key.kind, key.anchorId, this.options, key.filter);
       this.hooks.onList?.(list);
       if (list.items !== undefined) this.know(list.items);
       return list;

@@ -13,12 +13,12 @@ export const Item: ItemResolvers = {
     return charged(context, existingItems(await context.loaders.items.loadMany(ids)));
   },
 
-  postBrowsedProducts: (item, { first }, context) =>
-    recommendedItems(context, 'POST_BROWSE', item.itemId, first),
+  postBrowsedProducts: (item, args, context) =>
+    recommendedItems(context, 'POST_BROWSE', item.itemId, args),
 
-  productRecommendations: (item, { first }, context) =>
-    recommendedItems(context, 'NEXT_BEST_PRODUCT', item.itemId, first),
+  productRecommendations: (item, args, context) =>
+    recommendedItems(context, 'NEXT_BEST_PRODUCT', item.itemId, args),
 
-  recommendations: (item, { kind, first }, context) =>
-    recommendationList(context, kind, item.itemId, first),
+  recommendations: (item, { kind, ...args }, context) =>
+    recommendationList(context, kind, item.itemId, args),
 };

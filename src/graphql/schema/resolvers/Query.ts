@@ -31,19 +31,19 @@ export const Query: QueryResolvers = {
     return items.map((item, i) => item ?? notFound(`No item with itemId ${itemIds[i]}`)) as unknown as (ItemModel | null)[];
   },
 
-  postBrowsedProducts: (_, { itemId, first }, context) => {
+  postBrowsedProducts: (_, { itemId, ...args }, context) => {
     requirePrincipal(context);
-    return recommendedItems(context, 'POST_BROWSE', itemId, first);
+    return recommendedItems(context, 'POST_BROWSE', itemId, args);
   },
 
-  productRecommendations: (_, { itemId, first }, context) => {
+  productRecommendations: (_, { itemId, ...args }, context) => {
     requirePrincipal(context);
-    return recommendedItems(context, 'NEXT_BEST_PRODUCT', itemId, first);
+    return recommendedItems(context, 'NEXT_BEST_PRODUCT', itemId, args);
   },
 
-  recommendations: (_, { itemId, kind, first }, context) => {
+  recommendations: (_, { itemId, kind, ...args }, context) => {
     requirePrincipal(context);
-    return recommendationList(context, kind, itemId, first);
+    return recommendationList(context, kind, itemId, args);
   },
 
   /** The items rising most in the last day (the schema states the rule). */

@@ -1,6 +1,8 @@
 import type {
-  ItemModel, ItemRankingModel, PrincipalModel, RecommendationEntryModel, RecommendationKind, RecommendationListModel,
+  ItemModel, ItemRankingModel, PrincipalModel, RecommendationEntryModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel,
 } from '../../../ports/backend.js';
+import { toRecommendationFilter } from '../../../model/recommendationFilter.js';
+import type { RecommendationFilterInput } from '../../../model/recommendationFilter.js';
 import type { GatewayContext } from '../context.js';
 import { badUserInput, unauthenticated } from '../../../errors.js';
 import { MAX_RECOMMENDATIONS } from '../../../config/limits.js';
@@ -23,24 +25,30 @@ export function checkFirst(first: number | null | undefined): number {
 
 type Listed = { list: RecommendationListModel; items: ItemModel[] };
 
+/** What a list is asked with: how many, and the filter as the client sent it. */
+export interface ListArgs {
+  first?: number | null;
+  filter?: RecommendationFilterInput | null;
+}
+
 /** A list cut to `first`, dropping unknown items; without a promise where the backend holds list and records. */
-export function recommendationList(context: GatewayContext, kind: RecommendationKind, anchorId: number, first: number | null | undefined): RecommendationListModel | Promise<RecommendationListModel> {
-  const listed = listedFor(context, kind, anchorId, checkFirst(first));
+export function recommendationList(context: GatewayContext, kind: RecommendationKind, anchorId: number, args: ListArgs): RecommendationListModel | Promise<RecommendationListModel> {
+  const listed = listedFor(context, kind, anchorId, checkFirst(args.first), toRecommendationFilter(args.filter));
   return 'list' in listed ? listed.list : listed.then((found) => found.list);
 }
 
-export function recommendedItems(context: GatewayContext, kind: RecommendationKind, anchorId: number, first: number | null | undefined): ItemModel[] | Promise<ItemModel[]> {
-  const listed = listedFor(context, kind, anchorId, checkFirst(first));
+export function recommendedItems(context: GatewayContext, kind: RecommendationKind, anchorId: number, args: ListArgs): ItemModel[] | Promise<ItemModel[]> {
+  const listed = listedFor(context, kind, anchorId, checkFirst(args.first), toRecommendationFilter(args.filter));
   return 'list' in listed ? charged(context, listed.items) : listed.then((found) => charged(context, found.items));
 }
 
-function listedFor(context: GatewayContext, kind: RecommendationKind, anchorId: number, n: number): Listed | Promise<Listed> {
+function listedFor(context: GatewayContext, kind: RecommendationKind, anchorId: number, n: number, filter: RecommendationFilterModel | null): Listed | Promise<Listed> {
   const { loaders } = context;
-  const now = loaders.listNow(kind, anchorId);
+  const now = loaders.listNow(kind, anchorId, filter);
   const items = now === undefined ? null : loaders.itemsOf(now);
   if (items !== null) return cut(now!, items, n);
   return (async () => {
-    const list = await loaders.recommendations.load(kind, anchorId);
+    const list = await loaders.recommendations.load(kind, anchorId, filter);
     return cut(list, loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId))), n);
   })();
 }

@@ -18,7 +18,7 @@ describe('the gateway as a federation subgraph, over HTTP', () => {
     const { sdl } = response.body.data!._service;
     expect(sdl).toContain('@link(url: "https://specs.apollo.dev/federation/v2.3", import: ["@key"])');
     expect(sdl).toMatch(/type Item\s+@key\(fields: "itemId"\)/);
-    expect(sdl).toContain('postBrowsedProducts(first: Int = 10): [Item!]!');
+    expect(sdl).toContain('postBrowsedProducts(first: Int = 10, filter: RecommendationFilter): [Item!]!');
   });
 
   it('resolves many representations with one backend call, in order, each as `items` would', async () => {
