@@ -93,11 +93,11 @@ describe('the gateway as a federation subgraph, over HTTP', () => {
     expect(answered.body.errors).toBeUndefined();
   });
 
-  it('the README\'s entity fetch is a valid selection, and costs what it says: answered for as many items as it says, refused for one more', async () => {
+  it('the federation page\'s entity fetch is a valid selection, and costs what it says: answered for as many items as it says, refused for one more', async () => {
     // the probe sent the README's `recommendations(first: 2) { … }` as written: a 400, kind being required
-    const readme = readFileSync(new URL('../../../../README.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
-    const said = /`(recommendations\([^`]*)`, (\d+) an item, may be fetched for (\d+) items at once under the default ([\d,]+)\./.exec(readme);
-    expect(said, 'the README\'s federation example').not.toBeNull();
+    const page = readFileSync(new URL('../../../../docs/federation.md', import.meta.url), 'utf8').replace(/\s+/g, ' ');
+    const said = /`(recommendations\([^`]*)`, (\d+) an item, may be fetched for (\d+) items at once under the default ([\d,]+)\./.exec(page);
+    expect(said, 'docs/federation.md\'s example').not.toBeNull();
     const [, selection, perItem, items, maxCost] = said!;
     expect(Number(maxCost!.replace(/,/g, ''))).toBe(5000);
     const query = `query($r: [_Any!]!) { _entities(representations: $r) { ... on Item { ${selection!} } } }`;
