@@ -5,10 +5,8 @@ export type { Logger };
 /** Log text waiting for a slow stdout reader at most; past it lines drop, so a stuck collector cannot take the gateway down. */
 export const LOG_BUFFER_MAX_BYTES = 16 * 1024 * 1024;
 
-/**
- * Stdout written asynchronously: node writes pipes synchronously and pino's sync destination sleeps
- * when the pipe is full, so a lagging reader would stall every request. Pending lines flush at exit.
- */
+/** Stdout written asynchronously: node writes pipes synchronously and pino's sync destination sleeps
+ * when the pipe is full, so a lagging reader would stall every request. Pending lines flush at exit. */
 export function asyncStdout(): pino.DestinationStream {
   return pino.destination({ dest: 1, sync: false, maxLength: LOG_BUFFER_MAX_BYTES });
 }

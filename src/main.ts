@@ -180,10 +180,8 @@ async function serve(argv: string[], io: Io): Promise<number> {
   });
 }
 
-/**
- * Everything serve opens, in order; a failure closes what was opened. It listens first, so a busy
- * port fails at once and /healthz answers while the slow parts load.
- */
+/** Everything serve opens, in order; a failure closes what was opened. It listens first, so a busy
+ * port fails at once and /healthz answers while the slow parts load. */
 async function start(config: Config, log: ReturnType<typeof createLogger>, io: Io): Promise<{ stop: Gateway['stop']; stopTracing: () => Promise<void> }> {
   const [{ listenFailure }, { createHttpServer, listen, listenAddress, StartingAnswers }] = await Promise.all([
     import('./cli/startup.js'),
@@ -267,10 +265,8 @@ export interface OpenBackendHooks {
   now?: () => number;
 }
 
-/**
- * The configured backend, decided once. REST recommendations go through the shared cache; the
- * embedded one answers from memory faster than a Redis round trip, so it is not cached.
- */
+/** The configured backend, decided once. REST recommendations go through the shared cache; the
+ * embedded one answers from memory faster than a Redis round trip, so it is not cached. */
 export async function openBackend(config: Config, hooks: OpenBackendHooks): Promise<Backend> {
   if (config.backend === 'rest') {
     const [{ createRestBackend }, { CachingRecsService, CachingIngestService }, { RedisChangeFeed }, { redisTarget }] = await Promise.all([

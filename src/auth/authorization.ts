@@ -8,11 +8,9 @@ export type Credential =
 
 const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 
-/**
- * A key in its one canonical spelling (or padded with `==`, as the real service accepts). Base64
+/** A key in its one canonical spelling (or padded with `==`, as the real service accepts). Base64
  * decoders ignore unused bits and padding, so otherwise each key has many spellings that escape
- * anything telling keys apart by text.
- */
+ * anything telling keys apart by text. */
 const CANONICAL_KEY = /^[A-Za-z0-9+/]{21}[AQgw](?:==)?$/;
 
 const MAX_LENGTH = 1024;
@@ -49,10 +47,8 @@ export function parseAuthorization(value: string): Credential | null {
 /** Secret of this process's keyed hashes of password credentials: never stored, never shared. */
 const PASSWORD_ID_SECRET = randomBytes(32);
 
-/**
- * An id telling credentials apart in cache keys without holding them: a key by its SHA-256, shared
- * by processes; a password by an HMAC under a process secret, so a leaked id cannot be brute-forced.
- */
+/** An id telling credentials apart in cache keys without holding them: a key by its SHA-256, shared
+ * by processes; a password by an HMAC under a process secret, so a leaked id cannot be brute-forced. */
 export function credentialId(authorization: string): string {
   const value = authorization.trim();
   if (value.length > 6 && (value.charCodeAt(0) | 0x20) === 0x62 && /^basic\s/i.test(value)) {
@@ -64,10 +60,8 @@ export function credentialId(authorization: string): string {
 
 const lastOnConnection = new WeakMap<object, { authorization: string; id: string }>();
 
-/**
- * credentialId remembered on the connection, since keep-alive clients resend the same value; any
- * other value is hashed afresh, so users sharing a proxy connection are still told apart.
- */
+/** credentialId remembered on the connection, since keep-alive clients resend the same value; any
+ * other value is hashed afresh, so users sharing a proxy connection are still told apart. */
 export function connectionCredentialId(connection: object | undefined, authorization: string): string {
   if (connection === undefined) return credentialId(authorization);
   const last = lastOnConnection.get(connection);

@@ -15,10 +15,8 @@ function withoutPort(hop: string): string {
 const unmapped = (address: string): string =>
   (address.startsWith('::ffff:') || address.startsWith('::FFFF:')) && isIP(address.slice(7)) === 4 ? address.slice(7) : address;
 
-/**
- * Who a request counts against: the peer, or behind a TRUST_PROXY proxy its X-Forwarded-For read
- * from the right past every trusted proxy, so a client cannot choose its address by a header.
- */
+/** Who a request counts against: the peer, or behind a TRUST_PROXY proxy its X-Forwarded-For read
+ * from the right past every trusted proxy, so a client cannot choose its address by a header. */
 export class ClientAddresses {
   private readonly trusted: BlockList | null;
 
@@ -62,10 +60,8 @@ export class ClientAddresses {
   }
 }
 
-/**
- * What a client's limits are kept under: IPv4 as is, IPv6 by its canonical /64, since a subscriber
- * holds a whole /64 and privacy addresses rotate within it.
- */
+/** What a client's limits are kept under: IPv4 as is, IPv6 by its canonical /64, since a subscriber
+ * holds a whole /64 and privacy addresses rotate within it. */
 export function clientNetwork(address: string): string {
   if (!address.includes(':') || isIP(address) !== 6) return address;
   const groups = ipv6Groups(address);

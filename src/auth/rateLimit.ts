@@ -117,10 +117,8 @@ export class RateLimiter {
     return principal;
   }
 
-  /**
-   * The key's own rate (a bucket by key id) and daily quota (a counter by key id and UTC day, shared
-   * through Redis where the buckets are): nothing at all for a key without them.
-   */
+  /** The key's own rate (a bucket by key id) and daily quota (a counter by key id and UTC day, shared
+   * through Redis where the buckets are): nothing at all for a key without them. */
   private async admitKey(principal: PrincipalModel): Promise<void> {
     const limits = principal.limits;
     if (!limits || !principal.keyId) return;
@@ -157,10 +155,8 @@ export class RateLimiter {
     return quotaExceeded(Math.max(1, Math.ceil(msToUtcMidnight(now) / 1000)));
   }
 
-  /**
-   * A key is checked even from an address locked out by failures (a 128-bit key is not guessed):
-   * only a wrong one gets 429. A remote check costs a key-check token, given back for a valid key.
-   */
+  /** A key is checked even from an address locked out by failures (a 128-bit key is not guessed):
+   * only a wrong one gets 429. A remote check costs a key-check token, given back for a valid key. */
   private async checkKey(keys: KeyService, authorization: string, address: string, failures: BucketLimit, options: AddressedCall): Promise<PrincipalModel> {
     const look = await this.buckets.take(addressBucket(address), failures, 0);
     if (!look.allowed) {
@@ -189,10 +185,8 @@ export class RateLimiter {
     }
   }
 
-  /**
-   * A password sign-in. Failure tokens of address and username are reserved before the check and given
-   * back when right, so concurrent guesses are refused at once; a previously verified credential costs none.
-   */
+  /** A password sign-in. Failure tokens of address and username are reserved before the check and given
+   * back when right, so concurrent guesses are refused at once; a previously verified credential costs none. */
   private signIn(attempt: SignInAttempt, given: CallOptions | undefined, afresh = false): Promise<PrincipalModel> {
     // The same credential from the same address while it is checked joins that check: no new
     // guess, so it reserves nothing. The check is skipped only when all its requests have gone.
@@ -230,10 +224,8 @@ export class RateLimiter {
     return this.signIn(attempt, given, true);
   }
 
-  /**
-   * A password sign-in under the limits. A locked-out username stays open from addresses it signed in
-   * from recently, so strangers elsewhere cannot lock a user out of the places she signs in from.
-   */
+  /** A password sign-in under the limits. A locked-out username stays open from addresses it signed in
+   * from recently, so strangers elsewhere cannot lock a user out of the places she signs in from. */
   private async signInOnce({ keys, authorization, user, address, failures, options }: SignInAttempt): Promise<PrincipalModel> {
     const known = (await vouchedFor(keys, authorization));
     if (known !== undefined) {

@@ -14,10 +14,8 @@ export interface TakeResult {
 // Own buckets rather than fixed windows, which let twice the burst through at a window's
 // edge and cannot answer without a promise or lease tokens from Redis.
 
-/**
- * Named token buckets. A cost of 0 only looks and stores nothing; a negative cost gives a reservation
- * back. Marks are named flags with a TTL, apart from the buckets.
- */
+/** Named token buckets. A cost of 0 only looks and stores nothing; a negative cost gives a reservation
+ * back. Marks are named flags with a TTL, apart from the buckets. */
 export interface TokenBuckets {
   take(bucket: string, limit: BucketLimit, cost?: number): Promise<TakeResult>;
   /** take's answer when it needs no waiting (leased or believed tokens); undefined otherwise. */
@@ -136,10 +134,8 @@ export class MemoryTokenBuckets implements TokenBuckets {
   }
 }
 
-/**
- * Refill and spend in one step inside Redis, on Redis's clock, so processes never both spend the last
- * token. Keys expire once full; with ARGV[4] above the cost it leases up to that many tokens.
- */
+/** Refill and spend in one step inside Redis, on Redis's clock, so processes never both spend the last
+ * token. Keys expire once full; with ARGV[4] above the cost it leases up to that many tokens. */
 const TAKE_SCRIPT = `
 local rate = tonumber(ARGV[1])
 local burst = tonumber(ARGV[2])
@@ -205,11 +201,9 @@ export type RedisTokenBucketsOptions = RedisTarget & {
 export const nameInRedis = (key: Buffer | string, name: string): string =>
   `${name.slice(0, name.indexOf(':') + 1)}${createHmac('sha256', key).update(name).digest('base64url').slice(0, 22)}`;
 
-/**
- * Buckets shared through Redis; while Redis fails, the in-process buckets answer. Tokens are leased a
+/** Buckets shared through Redis; while Redis fails, the in-process buckets answer. Tokens are leased a
  * tenth of the burst at a time to save round trips: the shared limit is never exceeded, though a
- * process may be refused slightly early while another holds a lease.
- */
+ * process may be refused slightly early while another holds a lease. */
 export class RedisTokenBuckets implements TokenBuckets {
   private readonly redis: RedisClient;
   private readonly take_: TakeCommand;

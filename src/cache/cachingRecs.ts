@@ -54,10 +54,8 @@ interface Loaded<T> {
   written: Promise<void> | undefined;
 }
 
-/**
- * A read or fetch several requests share, made with the first one's signal. A joiner still waiting
- * when that signal stopped it asks again in its own flight: cheaper than a signal per joiner, as stops are rare.
- */
+/** A read or fetch several requests share, made with the first one's signal. A joiner still waiting
+ * when that signal stopped it asks again in its own flight: cheaper than a signal per joiner, as stops are rare. */
 interface Flight<T> {
   options: CallOptions | undefined;
   answer: Promise<T>;
@@ -68,10 +66,8 @@ function flightOf<T>(options: CallOptions | undefined, loading: Promise<Loaded<T
   return { options, answer: loading.then((loaded) => loaded.items), ids };
 }
 
-/**
- * Asked at the failure, not when joining: whether the flight was stopped for its maker while this
- * caller is still there, which then takes the flight out of the map and asks again.
- */
+/** Asked at the failure, not when joining: whether the flight was stopped for its maker while this
+ * caller is still there, which then takes the flight out of the map and asks again. */
 const stoppedFor = (flight: Flight<unknown>, options: CallOptions | undefined): boolean =>
   flight.options !== options && isCancelled(flight.options?.signal) && !isCancelled(options?.signal);
 
@@ -79,10 +75,8 @@ function endOnceStored(loading: Promise<Loaded<unknown>>, end: () => void): void
   loading.then((loaded) => loaded.written, () => undefined).finally(end).catch(() => undefined);
 }
 
-/**
- * A RecsService keeping items and lists in the shared cache; items are stored once and shared by
- * every list, and concurrent misses for one key share one call. Nothing user-specific passes here.
- */
+/** A RecsService keeping items and lists in the shared cache; items are stored once and shared by
+ * every list, and concurrent misses for one key share one call. Nothing user-specific passes here. */
 export class CachingRecsService implements RecsService {
   private readonly itemTtl: number;
   private readonly recsTtl: number;
@@ -94,10 +88,8 @@ export class CachingRecsService implements RecsService {
   private readonly listsInFlight = new Map<string, Flight<RecommendationListModel>>();
   private readonly pendingWrites = new Set<Promise<void>>();
   private writing: WriteBatch | undefined;
-  /**
-   * When this process last stored each item: a list's items are not stored again within half their
-   * TTL, as most are popular ones already cached. Lookups always store what they fetched.
-   */
+  /** When this process last stored each item: a list's items are not stored again within half their
+   * TTL, as most are popular ones already cached. Lookups always store what they fetched. */
   private readonly storedAt: ClockedLRU<number, number>;
   /** Each id's last parsed or serialised text and item: a hit on that very text skips the parse. */
   private readonly parsed = new ClockedLRU<number, { text: string; item: ItemModel }>({
@@ -234,10 +226,8 @@ export class CachingRecsService implements RecsService {
     };
   }
 
-  /**
-   * Stores after the answer, off the response's path; the flight lasts until the write settles so
-   * newcomers share it. Writes of one event-loop turn go together in one setMany (one pipeline).
-   */
+  /** Stores after the answer, off the response's path; the flight lasts until the write settles so
+   * newcomers share it. Writes of one event-loop turn go together in one setMany (one pipeline). */
   private writeBehind(entries: () => CacheEntry[], stored?: () => void): Promise<void> {
     if (this.writing === undefined) {
       const makers: (() => CacheEntry[])[] = [];
@@ -299,11 +289,9 @@ export class CachingRecsService implements RecsService {
     this.listedItems.clear();
   }
 
-  /**
-   * A filtered list is kept under its own key (the filter's hash after kind:anchor), as the upstream
+  /** A filtered list is kept under its own key (the filter's hash after kind:anchor), as the upstream
    * answered it: an upstream that honours filters fills the list from its deeper candidates, which
-   * filtering a kept unfiltered list of 10 could not.
-   */
+   * filtering a kept unfiltered list of 10 could not. */
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
     const key = `${this.spaces.space}${kind}:${anchorId}${filter === null ? '' : `:f${createHash('sha256').update(filter.key).digest('base64url').slice(0, 22)}`}`;
     const inFlight = this.listsInFlight.get(key);
@@ -373,10 +361,8 @@ export class CachingRecsService implements RecsService {
   }
 }
 
-/**
- * REST mode's ingestion, forwarded; an accepted write then drops cached lists and records so the next
- * answer follows it. A refused one drops nothing, or any caller could empty the caches at will.
- */
+/** REST mode's ingestion, forwarded; an accepted write then drops cached lists and records so the next
+ * answer follows it. A refused one drops nothing, or any caller could empty the caches at will. */
 export class CachingIngestService implements IngestService {
   readonly knownMayIngest?: IngestService['knownMayIngest'];
   readonly askMayIngest?: IngestService['askMayIngest'];

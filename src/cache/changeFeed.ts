@@ -6,11 +6,9 @@ import { connectRedis, type RedisClient, type RedisConnectOptions } from './redi
 const MAX_NOTICE_ITEMS = 10_000;
 const MAX_NOTICE_CHARS = 64 + MAX_NOTICE_ITEMS * 17;
 
-/**
- * Deletes the stale entries, counts the write and publishes its notice in one step, so notices go out
+/** Deletes the stale entries, counts the write and publishes its notice in one step, so notices go out
  * in count order and a count never comes without its notice or deletes. On a cluster the stale keys
- * lie in other slots: they are deleted first, and the script gets the count's key alone.
- */
+ * lie in other slots: they are deleted first, and the script gets the count's key alone. */
 const ANNOUNCE = `
 for i = 2, #KEYS do redis.call('DEL', KEYS[i]) end
 local n = redis.call('INCR', KEYS[1])
@@ -28,10 +26,8 @@ function parseNotice(message: string): (ChangeNotice & { sender: string }) | nul
   return { sender, writes: Number(count), itemIds };
 }
 
-/**
- * The change feed over Redis: a counter and a pub/sub channel. Redis trouble is never a request's: an
- * unannounced write is answered anyway, and a lost subscription resumes (listener rereads the count).
- */
+/** The change feed over Redis: a counter and a pub/sub channel. Redis trouble is never a request's: an
+ * unannounced write is answered anyway, and a lost subscription resumes (listener rereads the count). */
 export class RedisChangeFeed implements ChangeFeed {
   private readonly commands: RedisClient & { announceChange(...keysThenArgs: (number | string)[]): Promise<number> };
   private subscriber: Redis;
@@ -51,10 +47,8 @@ export class RedisChangeFeed implements ChangeFeed {
     this.subscriber = this.openSubscriber();
   }
 
-  /**
-   * Subscribed again by hand on each (re)connection, so the listener hears once the subscription holds.
-   * Every node of a cluster hears every PUBLISH: one connection to one seed, the next when it is gone.
-   */
+  /** Subscribed again by hand on each (re)connection, so the listener hears once the subscription holds.
+   * Every node of a cluster hears every PUBLISH: one connection to one seed, the next when it is gone. */
   private openSubscriber(): Redis {
     const overrides: RedisOptions = { autoResubscribe: false, connectionName: `recs-gateway-changes-${this.sender}` };
     const seeds = this.options.cluster;

@@ -13,10 +13,8 @@ export interface KeptInProcess {
   storedHere(itemIds: readonly number[]): number[];
 }
 
-/**
- * The key space REST-mode lists are kept in, moved by every write forwarded here or heard on the
- * change feed: shared `recs:w<n>:` after the n-th write, else a space of this process's own.
- */
+/** The key space REST-mode lists are kept in, moved by every write forwarded here or heard on the
+ * change feed: shared `recs:w<n>:` after the n-th write, else a space of this process's own. */
 export class ListSpaces {
   writes = 0;
   space = 'recs:';
@@ -35,10 +33,8 @@ export class ListSpaces {
     private readonly kept: KeptInProcess,
   ) {}
 
-  /**
-   * A forwarded write was taken upstream: its records are deleted and lists move to a new space. With
-   * a feed every other process does the same; without, theirs last their TTLs.
-   */
+  /** A forwarded write was taken upstream: its records are deleted and lists move to a new space. With
+   * a feed every other process does the same; without, theirs last their TTLs. */
   async written(itemIds: readonly number[]): Promise<void> {
     this.writes++;
     this.kept.forgetItems(itemIds);
@@ -132,10 +128,8 @@ export class ListSpaces {
     if (space !== null && change.writes < space) void this.checkSpace();
   }
 
-  /**
-   * A write counted below the followed space (Redis lost its count, a forged notice): kept, the space
-   * would never move again. Rereads the count and drops what is kept when it is below.
-   */
+  /** A write counted below the followed space (Redis lost its count, a forged notice): kept, the space
+   * would never move again. Rereads the count and drops what is kept when it is below. */
   private checkSpace(): Promise<void> {
     const space = this.sharedWrites;
     if (this.checking?.space === space) return this.checking.done;

@@ -12,10 +12,8 @@ export interface ClockedLRUOptions<K, V> {
 
 const ticks = (ms: number): number => Math.max(1, Math.round(2 * ms) - 1);
 
-/**
- * An LRUCache whose TTLs count on the caller's clock, served while now < t + d as every expiry here;
- * lru-cache serves through t + d and reads a start of 0 as "never", so its clock counts half-ms from 1.
- */
+/** An LRUCache whose TTLs count on the caller's clock, served while now < t + d as every expiry here;
+ * lru-cache serves through t + d and reads a start of 0 as "never", so its clock counts half-ms from 1. */
 export class ClockedLRU<K extends NonNullable<unknown>, V extends NonNullable<unknown>> extends LRUCache<K, V> {
   constructor({ max, maxSize, sizeCalculation, ttl, now = Date.now }: ClockedLRUOptions<K, V>) {
     super({

@@ -96,10 +96,8 @@ function logAvailability(redis: RedisClient, redisUrl: string, log: Logger): voi
   if (redis instanceof Cluster) watchNodes(redis, (error) => state === 'up' && down(error), up);
 }
 
-/**
- * Redis trouble costs a request at most one command timeout: after a failure a short back-off answers
- * misses without asking, so a frozen Redis delays only the probe.
- */
+/** Redis trouble costs a request at most one command timeout: after a failure a short back-off answers
+ * misses without asking, so a frozen Redis delays only the probe. */
 export class RedisCache implements SharedCache {
   readonly stats = newStats();
   private readonly redis: RedisClient;

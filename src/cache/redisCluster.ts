@@ -15,11 +15,9 @@ function seed(url: string): { host: string; port: number; tls: boolean; username
   };
 }
 
-/**
- * A Cluster client that, like the single-Redis one, never makes Redis trouble a request's: a command
+/** A Cluster client that, like the single-Redis one, never makes Redis trouble a request's: a command
  * for a node that is gone fails at once (no failover retries), and the caller answers without Redis.
- * Credentials and TLS of the first seed hold for every node the cluster reports (env.ts checks they agree).
- */
+ * Credentials and TLS of the first seed hold for every node the cluster reports (env.ts checks they agree). */
 export function connectCluster(nodes: readonly string[], options: { keyPrefix: string; redisOptions: RedisOptions }): Cluster {
   const seeds = nodes.map(seed);
   const first = seeds[0]!;
@@ -50,11 +48,9 @@ export function connectCluster(nodes: readonly string[], options: { keyPrefix: s
   );
 }
 
-/**
- * Whether every slot's master answers: PING on any one node would pass while a third of the keys
+/** Whether every slot's master answers: PING on any one node would pass while a third of the keys
  * is out of reach. A node reconnecting counts as unreachable without a round trip; one never used
- * yet (`wait`: ioredis connects lazily) is connected by the PING.
- */
+ * yet (`wait`: ioredis connects lazily) is connected by the PING. */
 export async function clusterReachable(cluster: Cluster): Promise<boolean> {
   const owners = new Set<string>();
   for (let slot = 0; slot < SLOTS; slot++) {
@@ -86,10 +82,8 @@ export function clusterLocation(nodes: readonly string[]): string {
   }
 }
 
-/**
- * A cluster stays `ready` while one of its nodes is gone, and ioredis tells of a node's loss only
- * if that node was in use: every slot's master is asked each second instead (a PING a master).
- */
+/** A cluster stays `ready` while one of its nodes is gone, and ioredis tells of a node's loss only
+ * if that node was in use: every slot's master is asked each second instead (a PING a master). */
 export function watchNodes(cluster: Cluster, down: (error: Error) => void, up: () => void): void {
   let reachable = true;
   let asking = false;

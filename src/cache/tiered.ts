@@ -7,10 +7,8 @@ export interface TieredCacheOptions {
   localMaxEntries?: number;
 }
 
-/**
- * A short in-process tier in front of Redis: hot entries skip a round trip, and while Redis is down
- * recent entries still answer, so a burst of requests is no burst of upstream calls.
- */
+/** A short in-process tier in front of Redis: hot entries skip a round trip, and while Redis is down
+ * recent entries still answer, so a burst of requests is no burst of upstream calls. */
 export class TieredCache implements SharedCache {
   private readonly local: MemoryCache;
   private readonly localTtl: number;

@@ -320,10 +320,8 @@ function copyLog(log: EventLog): EventLog {
   return copy;
 }
 
-/**
- * Parameters are chosen per task by NDCG@10 on a validation split before the test split; then
- * every method is trained on all before the test split, so test figures never pick a parameter.
- */
+/** Parameters are chosen per task by NDCG@10 on a validation split before the test split; then
+ * every method is trained on all before the test split, so test figures never pick a parameter. */
 export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluation {
   const fraction = options.testFraction ?? 0.2;
   const model = options.model ?? {};

@@ -54,10 +54,8 @@ function requiredKey(value: string | undefined, what: string): string {
 
 const DAY_MS = 86_400_000;
 
-/**
- * Diginetica: session day plus ms offset. Offsets running past the day would date purchases months
- * ahead and age every other event, so they are kept within the session's day.
- */
+/** Diginetica: session day plus ms offset. Offsets running past the day would date purchases months
+ * ahead and age every other event, so they are kept within the session's day. */
 function digineticaTime(timeframe: string | undefined, date: string | undefined): number {
   const day = date === undefined ? NaN : Date.parse(date);
   const offset = Number(timeframe);

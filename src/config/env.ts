@@ -181,10 +181,8 @@ export function loadConfig(env: Env = process.env): Config {
       .map((part) => part.trim())
       .filter((part) => part !== '');
 
-  /**
-   * Seed nodes as ioredis's Cluster takes them: `host:port` or `redis[s]://[user:password@]host:port`,
-   * comma-separated; one scheme and one user/password for all, since they hold for every node found.
-   */
+  /** Seed nodes as ioredis's Cluster takes them: `host:port` or `redis[s]://[user:password@]host:port`,
+   * comma-separated; one scheme and one user/password for all, since they hold for every node found. */
   const clusterNodes = (name: string): string[] | null => {
     const entries = list(name);
     if (entries.length === 0) return null;

@@ -8,10 +8,8 @@ export const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate'
 /** How long a browser may keep a preflight's answer, in seconds. */
 export const CORS_MAX_AGE_SECONDS = 600;
 
-/**
- * The origins allowed, and the answers they get. Headers are set on the response before any route runs, so every
- * answer has them; the response cache never stores them.
- */
+/** The origins allowed, and the answers they get. Headers are set on the response before any route runs, so every
+ * answer has them; the response cache never stores them. */
 export class Cors {
   private readonly any: boolean;
   private readonly origins: ReadonlySet<string>;
@@ -27,10 +25,8 @@ export class Cors {
     return this.any || this.origins.has(origin);
   }
 
-  /**
-   * Answers a preflight and returns true, else sets an allowed origin's headers and returns false. A preflight from an
-   * origin not allowed gets 204 without Access-Control-* headers: nothing about the routes is told.
-   */
+  /** Answers a preflight and returns true, else sets an allowed origin's headers and returns false. A preflight from an
+   * origin not allowed gets 204 without Access-Control-* headers: nothing about the routes is told. */
   apply(req: IncomingMessage, res: ServerResponse, origin: string | undefined, methods: string, requestId?: string): boolean {
     if (origin === undefined) {
       this.allowFor(res, undefined);

@@ -9,10 +9,8 @@ const IDLE_SWEEP_MS = 10;
 const OPEN = Symbol('open connections');
 type FollowedServer = http.Server & { [OPEN]?: Set<Socket> };
 
-/**
- * Keeps the server's open connections, so that drainHttpServer can close those that never sent a request:
- * node's `closeIdleConnections` treats them as busy.
- */
+/** Keeps the server's open connections, so that drainHttpServer can close those that never sent a request:
+ * node's `closeIdleConnections` treats them as busy. */
 export function followConnections(server: http.Server): void {
   const open = new Set<Socket>();
   (server as FollowedServer)[OPEN] = open;

@@ -4,10 +4,8 @@ import { lingerSpend } from './peers.js';
 
 // Only node's own modules at run time: listener.ts (loaded before the gateway) uses this.
 
-/**
- * Lingering close (as nginx's lingering_close): after a `Connection: close` answer to an unread body, send a FIN and
- * read and drop what the client still sends, within budgets, so it reads its answer instead of meeting a reset.
- */
+/** Lingering close (as nginx's lingering_close): after a `Connection: close` answer to an unread body, send a FIN and
+ * read and drop what the client still sends, within budgets, so it reads its answer instead of meeting a reset. */
 
 /** Bytes read and dropped after a body refused over its limit, at most (lingerBudgetFor). */
 export const LINGER_MAX_BYTES = 16 * 1024 * 1024;
@@ -29,10 +27,8 @@ export const LINGER_MAX_MS = 2_000;
 /** How long a lingering socket waits for the client's next bytes, in ms. */
 export const LINGER_IDLE_MS = 1_000;
 
-/**
- * Makes the close after `res` a lingering one when `req`'s body has not all come. Call it before the answer ends:
- * node closes the socket from its own 'finish' listener, which runs before any added after it.
- */
+/** Makes the close after `res` a lingering one when `req`'s body has not all come. Call it before the answer ends:
+ * node closes the socket from its own 'finish' listener, which runs before any added after it. */
 export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse, maxBytes = LINGER_REFUSED_BYTES): void {
   const socket = res.socket;
   if (socket === null) return;
@@ -44,10 +40,8 @@ export function lingerAfterAnswer(req: IncomingMessage, res: ServerResponse, max
   };
 }
 
-/**
- * Runs `handle` when it is the request's turn on its connection; never behind an answer that closes the connection,
- * since node emits every pipelined request in a read and their answers would be lost with it.
- */
+/** Runs `handle` when it is the request's turn on its connection; never behind an answer that closes the connection,
+ * since node emits every pipelined request in a read and their answers would be lost with it. */
 export function inTurn(req: IncomingMessage, res: ServerResponse, handle: (req: IncomingMessage, res: ServerResponse) => void): void {
   const socket = req.socket;
   if (closing.has(socket)) return;

@@ -75,10 +75,8 @@ export function listen(server: http.Server, port: number, host: string | undefin
 /** Seconds a client is asked to wait (Retry-After) while the gateway starts. */
 export const STARTING_RETRY_AFTER_S = 1;
 
-/**
- * The server's answers while the gateway starts: /healthz 200, /readyz 503, every other request 503 with
- * UPSTREAM_UNAVAILABLE, which clients already retry (a new code would break clients that switch on the closed set).
- */
+/** The server's answers while the gateway starts: /healthz 200, /readyz 503, every other request 503 with
+ * UPSTREAM_UNAVAILABLE, which clients already retry (a new code would break clients that switch on the closed set). */
 export class StartingAnswers {
   private step = 'loading the gateway';
   private readonly handler = (req: IncomingMessage, res: ServerResponse): void => this.answer(req, res);

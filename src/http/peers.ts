@@ -15,10 +15,8 @@ export interface PeerSettings extends Pick<ServerLimits, 'maxConnectionsPerAddre
 
 const peers = new WeakMap<Socket, { limits: PeerLimits; network: string }>();
 
-/**
- * What one client network may hold of the server, counted by each connection's peer before a byte is read, so no
- * header can spoof it. A proxy in TRUST_PROXY is held only by MAX_CONNECTIONS and each linger's own budgets.
- */
+/** What one client network may hold of the server, counted by each connection's peer before a byte is read, so no
+ * header can spoof it. A proxy in TRUST_PROXY is held only by MAX_CONNECTIONS and each linger's own budgets. */
 export class PeerLimits {
   private readonly open = new Map<string, number>();
   private readonly lingering = new LRUCache<string, { bytes: number; at: number }>({ max: MAX_LINGERING_NETWORKS });

@@ -12,11 +12,9 @@ import { deadlineOf } from './requestSignal.js';
 import type { BodyKind } from './routeTable.js';
 import { challengeFor } from './send.js';
 
-/**
- * What every route does before its interface sees a request, in this order: admit a stranger by its address,
+/** What every route does before its interface sees a request, in this order: admit a stranger by its address,
  * authenticate from the headers alone, find the body's limit, read it, and linger when refusing an unread one.
- * What differs between interfaces is data: their Refusals, and the route table's body kinds.
- */
+ * What differs between interfaces is data: their Refusals, and the route table's body kinds. */
 
 /** What the prelude needs: who asks, and how much they may send. */
 export interface PreludeDeps {
@@ -70,10 +68,8 @@ export class Prelude {
     private readonly readsStrangers: boolean,
   ) {}
 
-  /**
-   * Admit and authenticate, from the headers alone: the caller, null for a stranger. Synchronous when nothing needs
-   * waiting for (a key already known), so that the response cache's answers cost no await.
-   */
+  /** Admit and authenticate, from the headers alone: the caller, null for a stranger. Synchronous when nothing needs
+   * waiting for (a key already known), so that the response cache's answers cost no await. */
   caller(req: IncomingMessage, res: ServerResponse, record: RequestRecord, credential: string | undefined, address: string): PrincipalModel | null | Answered | Promise<PrincipalModel | null | Answered> {
     if (credential !== undefined) {
       const known = this.deps.limiter.authenticateNow(this.deps.backend.keys, credential, address, req.socket);
@@ -166,10 +162,8 @@ export class Prelude {
     return this.answer(req, res, record, answer, bodyRead);
   }
 
-  /**
-   * Sends an answer. One left with a large body unread closes the connection after lingering (linger.ts): a
-   * client still sending then reads its answer instead of meeting a reset.
-   */
+  /** Sends an answer. One left with a large body unread closes the connection after lingering (linger.ts): a
+   * client still sending then reads its answer instead of meeting a reset. */
   answer(req: IncomingMessage, res: ServerResponse, record: RequestRecord, answer: Answer, bodyRead: boolean): Answered {
     const closing = !bodyRead && (Number(req.headers['content-length'] ?? 0) > this.deps.anonymousBodyLimit || req.headers['transfer-encoding'] !== undefined);
     if (closing || answer.headers.connection === 'close') lingerAfterAnswer(req, res);

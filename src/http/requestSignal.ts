@@ -2,10 +2,8 @@ import { getEventListeners } from 'node:events';
 import type { ServerResponse } from 'node:http';
 import { abandon, CLIENT_GONE } from '../shared/callSignal.js';
 
-/**
- * The deadline of one request. Its `signal` is made on first use, so a request that never waits on a backend pays
- * nothing; a class, not a literal with a getter, and no AbortSignal.any, to keep the cached path cheap.
- */
+/** The deadline of one request. Its `signal` is made on first use, so a request that never waits on a backend pays
+ * nothing; a class, not a literal with a getter, and no AbortSignal.any, to keep the cached path cheap. */
 export class RequestDeadline {
   private readonly started = Date.now();
   private controller: AbortController | undefined;

@@ -3,11 +3,9 @@
 /** Which interface answers a request: each has its own handler and its own refusal shapes. */
 export type Speaks = 'graphql' | 'ide' | 'health' | 'readiness' | 'metrics' | 'openapi' | 'rest-keys' | 'rest-recs' | 'rest-ingest';
 
-/**
- * What a request's body may be, and so its limit (prelude.ts): none read; an ordinary one (BODY_LIMIT_BYTES, a
+/** What a request's body may be, and so its limit (prelude.ts): none read; an ordinary one (BODY_LIMIT_BYTES, a
  * stranger's the anonymous limit); a batch of events or item records (the batch limit, refused unread to who may not
- * send one); a GraphQL operation (ordinary, or a batch for who may send one).
- */
+ * send one); a GraphQL operation (ordinary, or a batch for who may send one). */
 export type BodyKind = 'none' | 'ordinary' | 'batch' | 'operation';
 
 /** One route the gateway serves. */

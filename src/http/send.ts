@@ -31,10 +31,8 @@ export const BASIC_CHALLENGE = 'Basic realm="recs-gateway"';
 /** The challenge of a 401 to a page's script. */
 export const BEARER_CHALLENGE = 'Bearer realm="recs-gateway"';
 
-/**
- * A 401's WWW-Authenticate. Bearer to a page's script (`Sec-Fetch-Dest: empty`): a Basic challenge there makes the
- * browser prompt for credentials and then send them unasked with every request to the gateway's origin.
- */
+/** A 401's WWW-Authenticate. Bearer to a page's script (`Sec-Fetch-Dest: empty`): a Basic challenge there makes the
+ * browser prompt for credentials and then send them unasked with every request to the gateway's origin. */
 export function challengeFor(headers: IncomingHttpHeaders): string {
   return headers['sec-fetch-dest']?.toLowerCase() === 'empty' ? BEARER_CHALLENGE : BASIC_CHALLENGE;
 }

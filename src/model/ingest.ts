@@ -41,10 +41,8 @@ function daysSinceEpoch(year: number, month: number, day: number): number {
   return era * 146_097 + dayOfEra - 719_468;
 }
 
-/**
- * ISO 8601 time with a required offset, in ms since 1970; null otherwise. Without an offset a shop's
- * local time would silently be read as UTC; stricter than Date.parse, which rolls 2026-02-31 over.
- */
+/** ISO 8601 time with a required offset, in ms since 1970; null otherwise. Without an offset a shop's
+ * local time would silently be read as UTC; stricter than Date.parse, which rolls 2026-02-31 over. */
 export function parseIsoTime(text: string): number | null {
   const length = text.length;
   if (length < 10 || text.charCodeAt(4) !== DASH || text.charCodeAt(7) !== DASH) return null;
@@ -141,10 +139,8 @@ export function isoTimeProblem(text: string): string | null {
   return null;
 }
 
-/**
- * Why an event may not have this time: before 1970 (stores count ms from it) or over a day ahead.
- * The scalar asks it too, so an out-of-range time is a 400 like a malformed one.
- */
+/** Why an event may not have this time: before 1970 (stores count ms from it) or over a day ahead.
+ * The scalar asks it too, so an out-of-range time is a 400 like a malformed one. */
 export function eventTimeProblem(time: number, now: number): string | null {
   if (!Number.isFinite(time) || time < 0) return 'must be a date after 1970';
   if (time > now + MAX_FUTURE_SKEW_MS) return 'must not be more than a day in the future';
@@ -196,10 +192,8 @@ export function checkEvents(events: readonly EventInputModel[], now: number = Da
   return events;
 }
 
-/**
- * Longest texts of an item record, with room over real catalogues' needs, so a client's bug cannot
- * keep megabytes an item in memory and the store. Descriptions may carry HTML, hence the most.
- */
+/** Longest texts of an item record, with room over real catalogues' needs, so a client's bug cannot
+ * keep megabytes an item in memory and the store. Descriptions may carry HTML, hence the most. */
 export const MAX_ITEM_TEXT_LENGTH = { description: 10_000, url: 2_000, other: 1_000 } as const;
 export const MAX_ITEM_LIST_LENGTH = { attributes: 200, imageEntities: 100, variants: 1_000 } as const;
 

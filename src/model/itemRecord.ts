@@ -1,9 +1,7 @@
 import type { GiftOptionsModel, ImageEntityModel, ItemAttributeModel, ItemModel, MarketplacePriceModel } from '../ports/backend.js';
 
-/**
- * The one place an item record becomes an ItemModel and back. Upstream records are loose, so a
- * field of the wrong type is dropped rather than failing the whole record.
- */
+/** The one place an item record becomes an ItemModel and back. Upstream records are loose, so a
+ * field of the wrong type is dropped rather than failing the whole record. */
 
 export class ItemRecordError extends Error {}
 
@@ -76,10 +74,8 @@ const MARKETPLACE_FIELDS: Fields = Object.entries({
   price: num, standardShipRate: num, twoThreeDayShippingRate: num, sellerInfo: str, offerType: str, availableOnline: bool, clearance: bool,
 });
 
-/**
- * Every field assigned in the constructor, in one order, so every parsed item has one shape (fast
- * for the resolvers) and its JSON, including cache entries, keeps the records' field order.
- */
+/** Every field assigned in the constructor, in one order, so every parsed item has one shape (fast
+ * for the resolvers) and its JSON, including cache entries, keeps the records' field order. */
 class ParsedItem implements ItemModel {
   readonly itemId: number;
   readonly name: string | undefined;
@@ -266,10 +262,8 @@ export interface DroppedField {
   value: unknown;
 }
 
-/**
- * For PUT /v1/items, where a dropped field is lost data: the first field the parse left out or
- * converted against the documented type, with the value sent; null when none.
- */
+/** For PUT /v1/items, where a dropped field is lost data: the first field the parse left out or
+ * converted against the documented type, with the value sent; null when none. */
 export function droppedField(raw: Raw, item: ItemModel): DroppedField | null {
   const parsed = item as unknown as Raw;
   for (const [field, value] of Object.entries(raw)) {

@@ -14,11 +14,9 @@ export function parseLimit(value: unknown, field: LimitField): number | null | u
   return value;
 }
 
-/**
- * A caller authenticated by a key with limits of its own gives no key more than those: it may lower
+/** A caller authenticated by a key with limits of its own gives no key more than those: it may lower
  * its own limits, never raise them, nor escape them through a key it makes. Passwords and
- * administrators are not bound. `asked` null is "none", which is more than any limit.
- */
+ * administrators are not bound. `asked` null is "none", which is more than any limit. */
 export function checkLimitGrant(maker: Pick<PrincipalModel, 'authenticatedBy' | 'limits' | 'user'>, field: LimitField, asked: number | null): void {
   if (maker.authenticatedBy !== 'API_KEY' || maker.user.isAdmin) return;
   const own = maker.limits?.[field] ?? null;

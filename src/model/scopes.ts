@@ -7,10 +7,8 @@ export const API_KEY_SCOPES: readonly ApiKeyScope[] = ['RECOMMENDATIONS_READ', '
 /** What a request needs beyond its scope: nothing at all, or any valid credential. */
 export type Access = ApiKeyScope | 'public' | 'authenticated';
 
-/**
- * The scope each root field of the schema needs. A field missing here is refused to everyone
- * (scopedResolver), and test/auth/scopeTable.test.ts fails for it: a new field must be placed.
- */
+/** The scope each root field of the schema needs. A field missing here is refused to everyone
+ * (scopedResolver), and test/auth/scopeTable.test.ts fails for it: a new field must be placed. */
 export const FIELD_ACCESS: Readonly<Record<'Query' | 'Mutation', Readonly<Record<string, Access>>>> = {
   Query: {
     viewer: 'authenticated',
@@ -100,10 +98,8 @@ export function parseScopes(value: unknown, field = 'scopes'): ApiKeyScope[] {
   return API_KEY_SCOPES.filter((scope) => value.includes(scope));
 }
 
-/**
- * Checks a key's asked-for scopes against its maker: a key never gets a scope its maker lacks,
- * nor one its user's rights do not allow; null (omitted) is all the maker may give.
- */
+/** Checks a key's asked-for scopes against its maker: a key never gets a scope its maker lacks,
+ * nor one its user's rights do not allow; null (omitted) is all the maker may give. */
 export function grantableScopes(
   asked: readonly ApiKeyScope[] | null, maker: Pick<PrincipalModel, 'scopes'>, owner: Pick<UserModel, 'isAdmin'>,
 ): ApiKeyScope[] | null {

@@ -15,10 +15,8 @@ const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1,
 
 const LATENCY_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-/**
- * Prometheus metrics in a registry of its own, so gateways sharing a process do not share counters.
- * Labels are bounded: never anything about the user or the credential.
- */
+/** Prometheus metrics in a registry of its own, so gateways sharing a process do not share counters.
+ * Labels are bounded: never anything about the user or the credential. */
 export class GatewayMetrics {
   readonly registry = new Registry();
   private readonly operationNames = new Set<string>();
@@ -87,10 +85,8 @@ export class GatewayMetrics {
     if (record && record.operation === undefined) record.operation = operation;
   }
 
-  /**
-   * An operation name becomes a label only once it succeeded for a caller with credentials, and each
-   * user brings in a capped number, so invented names cannot take every slot.
-   */
+  /** An operation name becomes a label only once it succeeded for a caller with credentials, and each
+   * user brings in a capped number, so invented names cannot take every slot. */
   private keptLabel(operation: string, outcome: string, caller: PrincipalModel | null): string {
     if (this.operationNames.has(operation) || FIXED_OPERATION_LABELS.has(operation)) return operation;
     if (outcome !== 'ok' || caller === null || this.operationNames.size >= this.maxNames) return 'other';

@@ -10,10 +10,8 @@ export interface Readiness {
   recommender?: Pick<RecommenderStateModel, 'mode' | 'store' | 'followError'> | RecommenderStateModel;
 }
 
-/**
- * /readyz: 200 while requests can be served, degraded or not, so losing Redis does not take every
- * gateway out of the load balancer at once; 503 when a required dependency is down.
- */
+/** /readyz: 200 while requests can be served, degraded or not, so losing Redis does not take every
+ * gateway out of the load balancer at once; 503 when a required dependency is down. */
 export async function readiness(backend: Backend, cache: SharedCache, limiter: RateLimiter, withCounts = false): Promise<{ httpStatus: number; body: Readiness }> {
   const [required, cacheState, limiterState] = await Promise.all([backend.check(), cache.check(), limiter.check()]);
   const checks: Record<string, string> = { ...required, cache: cacheState, rateLimits: limiterState };

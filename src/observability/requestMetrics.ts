@@ -1,7 +1,5 @@
-/**
- * A counter and histogram cheaper than prom-client's, which hash the labels object on every call.
- * Label values must come from bounded sets; prom-client's registry reads these at scrape time.
- */
+/** A counter and histogram cheaper than prom-client's, which hash the labels object on every call.
+ * Label values must come from bounded sets; prom-client's registry reads these at scrape time. */
 import type { Registry } from 'prom-client';
 import { promised } from '../shared/promised.js';
 

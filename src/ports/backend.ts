@@ -135,10 +135,8 @@ export interface KeyService {
   createKey(principal: PrincipalModel, input: CreateApiKeyInput, options?: CallOptions): Promise<CreatedApiKeyModel>;
   /** Deletes a key; NOT_FOUND for an unknown id and for another user's key alike. */
   deleteKey(principal: PrincipalModel, id: string, options?: CallOptions): Promise<void>;
-  /**
-   * Gives the key a new value, shown this once; the old one works `graceSeconds` more (0: stops at
-   * once). NOT_FOUND as deleteKey; BAD_USER_INPUT for a grace outside 0..MAX_ROTATION_GRACE_SECONDS.
-   */
+  /** Gives the key a new value, shown this once; the old one works `graceSeconds` more (0: stops at
+   * once). NOT_FOUND as deleteKey; BAD_USER_INPUT for a grace outside 0..MAX_ROTATION_GRACE_SECONDS. */
   rotateKey(principal: PrincipalModel, id: string, graceSeconds: number, options?: CallOptions): Promise<CreatedApiKeyModel>;
   /** Renames or narrows a key; NOT_FOUND as deleteKey, FORBIDDEN naming a scope the caller lacks. */
   updateKey(principal: PrincipalModel, id: string, input: UpdateApiKeyInput, options?: CallOptions): Promise<ApiKeyModel>;
@@ -240,10 +238,8 @@ export type RecommendationSource =
   | 'POPULAR'
   | 'UPSTREAM';
 
-/**
- * A checked filter: every condition given must hold for an item to be listed. Made by
- * toRecommendationFilter (model/recommendationFilter.ts) only; equal filters have equal keys.
- */
+/** A checked filter: every condition given must hold for an item to be listed. Made by
+ * toRecommendationFilter (model/recommendationFilter.ts) only; equal filters have equal keys. */
 export interface RecommendationFilterModel {
   /** Canonical text of the conditions, for cache keys. */
   readonly key: string;
@@ -297,10 +293,8 @@ export interface ItemRankingModel {
 export interface RecsService {
   /** Items by id: same length and order as ids, null for unknown (DataLoader's batch contract). */
   getItems(ids: readonly number[], options?: CallOptions): Promise<(ItemModel | null)[]>;
-  /**
-   * At most 10, most relevant first, never the anchor or its variants; NOT_FOUND for an unknown anchor. With a
-   * filter, only items passing it: 10 whenever that many pass (embedded), an empty list when none does.
-   */
+  /** At most 10, most relevant first, never the anchor or its variants; NOT_FOUND for an unknown anchor. With a
+   * filter, only items passing it: 10 whenever that many pass (embedded), an empty list when none does. */
   recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions, filter?: RecommendationFilterModel | null): Promise<RecommendationListModel>;
   /** Up to `first` (1..50) items rising most in the last day (docs/recommender.md, "Trending and popular"), under
    * `categoryPath` (null: any); an empty list where nothing rose. Absent (test doubles): asked, it is UPSTREAM_REJECTED. */

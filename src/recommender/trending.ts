@@ -19,12 +19,9 @@ export interface TrendingEntry {
   recent: number;
 }
 
-/**
- * Items by descending score = events in the last 24 hours / (TRENDING_BASE_RATE + events a day over the 27 days
- * before), views and purchases alike, for items with a record and at least TRENDING_MIN_EVENTS events in the last
- * day; "now" is the newest event time of the log, so the same log gives the same list. Ties: more recent events, then
- * the lower id. `maxAgeMs` (the model's window, 0: none) shortens the window when shorter.
- */
+/** Items by descending events in the last day / (TRENDING_BASE_RATE + events a day over the 27 days before), for items
+ * with a record and TRENDING_MIN_EVENTS in the last day; ties by recent events, then lower id. "now" is the log's newest
+ * event, so one log gives one list; `maxAgeMs` (the model's window, 0: none) shortens the window when shorter. */
 export function trendingOf(log: EventLog, catalog: Catalog | null, maxAgeMs = 0): TrendingEntry[] {
   const n = log.length;
   if (n === 0) return [];
@@ -76,11 +73,9 @@ const FRESH_MS = 1;
 /** A longer one at most once every this many times it took. */
 const RECOMPUTE_FACTOR = 10;
 
-/**
- * trendingOf kept for a model and computed again after it changes, but a pass of FRESH_MS or more at most once every
+/** trendingOf kept for a model and computed again after it changes, but a pass of FRESH_MS or more at most once every
  * RECOMPUTE_FACTOR times it took: a long log's pass holds at most about a tenth of the event loop, and its list is at
- * most that long behind the events. A new log (a reload) is always passed over at once.
- */
+ * most that long behind the events. A new log (a reload) is always passed over at once. */
 export class TrendingScores {
   private kept: { model: object; log: EventLog; entries: TrendingEntry[]; at: number; ms: number } | null = null;
 

@@ -26,10 +26,8 @@ class Reply extends Error {
   }
 }
 
-/**
- * The one place an error becomes an API key response (upstream-facts.md). NOT_FOUND answers
- * as the original's unknown id (400), whether the key does not exist or is someone else's.
- */
+/** The one place an error becomes an API key response (upstream-facts.md). NOT_FOUND answers
+ * as the original's unknown id (400), whether the key does not exist or is someone else's. */
 export function apiKeyErrorResponse(error: unknown, authorization: string | undefined, keyId?: string, log?: Logger): RestResponse {
   if (error instanceof Reply) return error.response;
   // nobody is there to read it: no failure of ours to log
@@ -76,12 +74,9 @@ export function isApiKeyJson(contentType: string | undefined): boolean {
   return contentType !== undefined && JSON_TYPE.test(contentType.trim());
 }
 
-/**
- * A key's creation sent as anything but JSON, unread: 415 in the interface's error body. A form or
- * text/plain POST is what a page on another site can send without a preflight, with the Basic
- * credentials a browser remembers: such a POST made a key for its user (Apollo's CSRF prevention
- * guards /graphql, and the ingestion twins refuse it alike).
- */
+/** A key's creation sent as anything but JSON, unread: 415 in the interface's error body. A form or text/plain
+ * POST needs no preflight, so a page on another site could make a key with the Basic credentials a browser
+ * remembers (Apollo's CSRF prevention guards /graphql; the ingestion twins refuse it alike). */
 export function apiKeyNotJson(): RestResponse {
   return json(415, errors('*', 'Send the body as JSON: Content-Type: application/json'), { connection: 'close' });
 }

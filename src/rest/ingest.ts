@@ -8,12 +8,9 @@ import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
 import { CallerGone } from '../shared/callSignal.js';
 
-/**
- * The live recommender's REST twins of recordEvents and upsertItems (issue 20), on the served
- * recommendations interface: `POST /v1/events` and `PUT /v1/items`, authenticated by the
- * Authorization header as the key interface is, answered in the recommendations interface's error
- * body `{"errors":[{"code","message"}]}` with the same messages as GraphQL's (index and field).
- */
+/** The REST twins of recordEvents and upsertItems, `POST /v1/events` and `PUT /v1/items`: authenticated by the
+ * Authorization header as the key interface is, answered in the recommendations interface's error body with
+ * GraphQL's messages (index and field), so a client learns one set of refusals. */
 
 const EVENTS = '/v1/events';
 const ITEMS = '/v1/items';
@@ -109,11 +106,9 @@ const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHAS
 /** An event's fields (GraphQL's EventInput, with kind in lower case); any other is refused, as EventInput refuses it. */
 const EVENT_FIELDS = ['kind', 'itemId', 'sessionId', 'userId', 'orderId', 'time', 'eventId'] as const;
 const EVENT_FIELD_SET: ReadonlySet<string> = new Set(EVENT_FIELDS);
-/**
- * The first field of `raw` an event does not have, or null. Dropped silently, a misspelled
+/** The first field of `raw` an event does not have, or null. Dropped silently, a misspelled
  * `eventID` lost the event's idempotency key (a retry stored it twice) and a misspelled `tme` its
- * time (it became now): refused instead, naming the field and the one it is closest to.
- */
+ * time (it became now): refused instead, naming the field and the one it is closest to. */
 function unknownEventField(raw: Record<string, unknown>): { field: string; message: string } | null {
   for (const name in raw) {
     if (EVENT_FIELD_SET.has(name)) continue;
@@ -122,12 +117,9 @@ function unknownEventField(raw: Record<string, unknown>): { field: string; messa
   return null;
 }
 
-/**
- * The first field of a record sent to be stored that an item record does not have (a parsed item
- * has every field the interface knows, absent ones undefined), then of its nested objects, or
- * null: dropped silently, a misspelled salesPrice or catgoryPath left the item without it.
- * GraphQL's upsertItems refuses it.
- */
+/** The first field of a record (then of its nested objects) that an item record does not have, or null: dropped
+ * silently, a misspelled salesPrice or catgoryPath would leave the item without it. A parsed item has every
+ * field the interface knows, absent ones undefined; GraphQL's upsertItems refuses it alike. */
 function unknownItemField(raw: Record<string, unknown>, item: ItemModel): { field: string; message: string } | null {
   for (const name in raw) {
     // its own fields only: `constructor` or `toString` are no item fields
@@ -141,11 +133,9 @@ function unknownItemField(raw: Record<string, unknown>, item: ItemModel): { fiel
   return { field: `${nested.path}.${field}`, message };
 }
 
-/**
- * The events of a POST /v1/events body: a JSON array of `{"kind":"view"|"purchase","itemId",
+/** The events of a POST /v1/events body: a JSON array of `{"kind":"view"|"purchase","itemId",
  * "sessionId"?,"userId"?,"orderId"?,"time"?,"eventId"?}` (time as ISO 8601 with an offset, or ms; now when absent). Checks
- * their form; checkEvents (src/model/ingest.ts), in the backend, checks the rest.
- */
+ * their form; checkEvents (src/model/ingest.ts), in the backend, checks the rest. */
 export function parseEvents(body: unknown, now: number = Date.now()): EventInputModel[] {
   if (!Array.isArray(body)) throw badUserInput('The request body must be a JSON array of events', 'events');
   checkCallSize('events', body.length);

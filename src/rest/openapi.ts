@@ -4,13 +4,9 @@ import { headers, parameters, paths, responses, securitySchemes, type PathItem }
 import { schemas } from './openapiSchemas.js';
 import type { RestResponse } from './types.js';
 
-/**
- * The OpenAPI 3.1 description of the REST interfaces the gateway serves (src/rest/apiKeys.ts,
- * src/rest/recommendations.ts), served at GET /openapi.json for REST clients and for tools that
- * start from one (GraphQL Mesh, Apollo Connectors, client generators). Written by hand, next to
- * the handlers it describes; test/rest/openapi.test.ts validates it and checks it against the
- * handlers' real answers, so a change to either that the other misses fails there.
- */
+/** The OpenAPI 3.1 description of the REST interfaces, served at GET /openapi.json for REST clients and tools
+ * (Mesh, Apollo Connectors, client generators). Written by hand next to the handlers; test/rest/openapi.test.ts
+ * checks it against their real answers, so a change to either that the other misses fails there. */
 
 /** The served document: its paths and the components it uses always there. */
 export type OpenApiDocument = Omit<OpenAPIV3_1.Document, 'paths' | 'components'> & {

@@ -6,10 +6,8 @@ import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 import { itemId, jsonContent, ref, type Reference } from './openapiSchemas.js';
 import { DEFAULT_USAGE_DAYS, MAX_USAGE_DAYS } from '../ports/backend.js';
 
-/*
- * The operations of the OpenAPI description (src/rest/openapi.ts): each route's parameters,
- * security and answers, and the responses, parameters, headers and security schemes they share.
- */
+/* The operations of the OpenAPI description (src/rest/openapi.ts): each route's parameters,
+ * security and answers, and the responses, parameters, headers and security schemes they share. */
 
 type ResponseObject = OpenAPIV3_1.ResponseObject;
 type Operation = OpenAPIV3_1.OperationObject;

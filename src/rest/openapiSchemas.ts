@@ -5,20 +5,16 @@ import { MAX_IDENTIFIER_LENGTH } from '../model/ingest.js';
 import { DECIMAL_TEXT } from '../model/itemRecord.js';
 import { MAX_LOOKUP_IDS, RecsErrorCode } from './recommendations.js';
 
-/*
- * The schemas of the REST bodies, requests and answers, as the OpenAPI description
- * (src/rest/openapi.ts) lists them under components.schemas, and the helpers its other parts build with.
- */
+/* The schemas of the REST bodies, requests and answers, as the OpenAPI description
+ * (src/rest/openapi.ts) lists them under components.schemas, and the helpers its other parts build with. */
 
 export type Reference = OpenAPIV3_1.ReferenceObject;
 export type SchemaObject = OpenAPIV3_1.SchemaObject;
 export type Schema = SchemaObject | Reference;
 type MediaType = OpenAPIV3_1.MediaTypeObject;
 
-/**
- * A request body's properties: one per field of the model its validator builds (src/ports/backend.ts),
- * so that a field added to the model and not to its description, or the reverse, fails to compile.
- */
+/** A request body's properties: one per field of the model its validator builds (src/ports/backend.ts),
+ * so that a field added to the model and not to its description, or the reverse, fails to compile. */
 type FieldsOf<Model> = Record<keyof Model, Schema>;
 
 const JSON_TYPE = 'application/json';
@@ -34,11 +30,9 @@ const bool = (description?: string): SchemaObject => (description ? { type: 'boo
 /** Also a parameter's schema, which the library types as 3.0's. */
 export const itemId = (description: string): OpenAPIV3.NonArraySchemaObject => ({ type: 'integer', format: 'int64', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description });
 
-/**
- * The item record as src/backends/itemRecord.ts's toItemRecord serves it (the fields of
+/** The item record as src/backends/itemRecord.ts's toItemRecord serves it (the fields of
  * schema/items.graphql's Item, with customerRating as text and attributes as an object). Only
- * itemId is always there; a field the record does not have is left out, never null.
- */
+ * itemId is always there; a field the record does not have is left out, never null. */
 const itemRecord: SchemaObject = {
   type: 'object',
   description: 'An item record of recommendations.md. Only itemId is always present; every other field is absent where the record does not have it.',

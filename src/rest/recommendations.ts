@@ -8,11 +8,9 @@ import type { RestRequest, RestResponse } from './types.js';
 import type { Logger } from '../logger.js';
 import { CallerGone } from '../shared/callSignal.js';
 
-/**
- * Error codes in the bodies served. 4002, 4022 and 403 are the upstream's own; 4000 is ours for
+/** Error codes in the bodies served. 4002, 4022 and 403 are the upstream's own; 4000 is ours for
  * a request that is malformed before any item is looked up (missing or non-numeric itemId, too
- * many ids), which the upstream's documentation leaves unnamed.
- */
+ * many ids), which the upstream's documentation leaves unnamed. */
 export const RecsErrorCode = {
   BAD_REQUEST: 4000,
   INVALID_ITEM: 4002,
@@ -82,11 +80,9 @@ function single(query: URLSearchParams, name: string): string | undefined {
   return values[0];
 }
 
-/**
- * The query string's `apiKey` when it is one value shaped like a key; null otherwise (absent,
+/** The query string's `apiKey` when it is one value shaped like a key; null otherwise (absent,
  * repeated, empty, or credentials: Basic ... has no business in a query string). A request
- * without one is a request without credentials, limited by its address.
- */
+ * without one is a request without credentials, limited by its address. */
 export function queryApiKey(query: URLSearchParams): string | null {
   const apiKey = query.getAll('apiKey');
   const [value] = apiKey;
@@ -100,12 +96,9 @@ async function checkKey(query: URLSearchParams, keys: KeyService, options: CallO
   await keys.authenticate(value, options);
 }
 
-/**
- * The ids of a lookup's `ids`, as openapi.ts documents them (^[0-9]+( *, *[0-9]+)*$): spaces
- * (U+0020) next to a comma only, each id then toItemId's to check. Trimming each part took a
- * leading or trailing space, tab or newline (`ids=%2012`) as the id. No regular expression
- * splits it: ` *, *` backtracks over a long run of spaces without a comma.
- */
+/** The ids of a lookup's `ids` as openapi.ts documents them: spaces (U+0020) next to a comma only, each id then
+ * toItemId's to check; trimming parts would accept a space, tab or newline around an id (`ids=%2012`). No regular
+ * expression splits it: ` *, *` backtracks over a long run of spaces without a comma. */
 function idsOf(raw: string): string[] {
   const parts = raw.split(',');
   const last = parts.length - 1;
@@ -126,10 +119,8 @@ function priceOf(query: URLSearchParams, name: string): number | null {
   return Number(raw);
 }
 
-/**
- * The filter of a postbrowse or nbp request (exclude, inStock, minPrice, maxPrice, category, brand);
- * exclude and brand may be repeated, the others given once. Checked as GraphQL's RecommendationFilter is.
- */
+/** The filter of a postbrowse or nbp request (exclude, inStock, minPrice, maxPrice, category, brand);
+ * exclude and brand may be repeated, the others given once. Checked as GraphQL's RecommendationFilter is. */
 export function filterOfQuery(query: URLSearchParams): RecommendationFilterModel | null {
   const excludeItemIds: number[] = [];
   for (const raw of query.getAll('exclude')) {
@@ -190,10 +181,8 @@ async function ranking(path: string, query: URLSearchParams, recs: RecsService, 
   return json(200, items.map(toItemRecord));
 }
 
-/**
- * The recommendations interface of recommendations.md (postbrowse, nbp, trending, popular, and the
- * product lookup of upstream-facts.md); null when the path is not one of its routes.
- */
+/** The recommendations interface of recommendations.md (postbrowse, nbp, trending, popular, and the
+ * product lookup of upstream-facts.md); null when the path is not one of its routes. */
 export function serveRecommendations(req: RestRequest, keys: KeyService, recs: RecsService): Promise<RestResponse> | null {
   const path = req.path.length > 1 ? req.path.replace(/\/+$/, '') : req.path;
   const kind = KINDS[path];

@@ -1,15 +1,11 @@
-/*
- * A field a REST body does not have, refused naming it and the field it likely misspells: dropped
- * silently, a misspelling lost what it carried (an event's eventId, a key's name).
- */
+/* A field a REST body does not have, refused naming it and the field it likely misspells: dropped
+ * silently, a misspelling lost what it carried (an event's eventId, a key's name). */
 
 /** The longest part of a field's name a refusal echoes. */
 const MAX_ECHOED_NAME = 40;
 
-/**
- * Edits (insertions, deletions, substitutions, and swaps of two neighbours, the commonest slip:
- * `nmae`) from `a` to `b`, ignoring case: a misspelling's distance (optimal string alignment).
- */
+/** Edits (insertions, deletions, substitutions, and swaps of two neighbours, the commonest slip:
+ * `nmae`) from `a` to `b`, ignoring case: a misspelling's distance (optimal string alignment). */
 function editDistance(a: string, b: string): number {
   const x = a.toLowerCase();
   const y = b.toLowerCase();

@@ -1,10 +1,8 @@
 import type { CallOptions } from '../ports/backend.js';
 import { pastDeadline } from '../errors.js';
 
-/**
- * Request signals let go instead of aborted: aborting after every answer dispatches an Event no
- * one listens to. Work that would start later asks `isCancelled`, which counts the mark as an abort.
- */
+/** Request signals let go instead of aborted: aborting after every answer dispatches an Event no
+ * one listens to. Work that would start later asks `isCancelled`, which counts the mark as an abort. */
 const abandoned = new WeakSet<AbortSignal>();
 
 export function abandon(signal: AbortSignal): void {
@@ -53,10 +51,8 @@ export function callerWaits(caller: Caller): boolean {
   return signal === undefined || !callerGone(signal);
 }
 
-/**
- * Work done once for several requests: its signal aborts only once every caller has gone or passed
- * its deadline, so the first leaving never fails the others and a later one never delays the first.
- */
+/** Work done once for several requests: its signal aborts only once every caller has gone or passed
+ * its deadline, so the first leaving never fails the others and a later one never delays the first. */
 export class SharedCall implements CallOptions {
   private readonly joiners: Joiner[] = [];
   private controller: AbortController | undefined;

@@ -43,10 +43,8 @@ export function makeDataDir(dir: string): void {
   }
 }
 
-/**
- * mkdir -p, one directory at a time: mkdirSync's `recursive` loops for ever on Node 20 where a
- * parent answers ENOENT to a mkdir in it (under /proc).
- */
+/** mkdir -p, one directory at a time: mkdirSync's `recursive` loops for ever on Node 20 where a
+ * parent answers ENOENT to a mkdir in it (under /proc). */
 function makeDirs(dir: string, mode: number): void {
   const missing: string[] = [];
   for (let at = resolve(dir); !existsSync(at); at = dirname(at)) {

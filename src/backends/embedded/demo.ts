@@ -1,10 +1,8 @@
 import { Catalog, DAY_MS, EventLog } from '../../recommender/index.js';
 import type { RecEvent } from '../../recommender/index.js';
 
-/**
- * A deterministic demo shop (invented taxonomy, variants, visits comparing substitutes and buying
- * planted complements), from one seeded PRNG so that every run gives the same data; no real data.
- */
+/** A deterministic demo shop (invented taxonomy, variants, visits comparing substitutes and buying
+ * planted complements), from one seeded PRNG so that every run gives the same data; no real data. */
 
 interface Leaf { name: string; noun: string; price: [number, number]; complements?: string[] }
 interface Group { name: string; leaves: Leaf[] }
@@ -130,11 +128,9 @@ export interface DemoOptions {
   productsPerLeaf?: number;
   /** Events to generate at least; default 200,000. */
   events?: number;
-  /**
-   * The last event's time (ms since the epoch), the others as far before it as generated; default
+  /** The last event's time (ms since the epoch), the others as far before it as generated; default
    * as generated (the first on 2024-03-01). A served demo ends now (demoEndsAt): events sent to it
-   * today must not make its whole history older than RECS_EVENTS_MAX_AGE_DAYS at once.
-   */
+   * today must not make its whole history older than RECS_EVENTS_MAX_AGE_DAYS at once. */
   endsAt?: number;
 }
 

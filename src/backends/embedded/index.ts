@@ -12,10 +12,8 @@ import type { RecsDataStore } from './liveStore.js';
 /** Seconds a client is asked to wait before sending again a call the store was too busy to take. */
 export const STORE_BUSY_RETRY_AFTER_S = 1;
 
-/**
- * A write the store refused as busy kept nothing, so the client is told to send it again (503,
- * Retry-After), not given a masked error; one refused as past RECS_MAX_ITEMS is BAD_USER_INPUT.
- */
+/** A write the store refused as busy kept nothing, so the client is told to send it again (503,
+ * Retry-After), not given a masked error; one refused as past RECS_MAX_ITEMS is BAD_USER_INPUT. */
 async function storing<T>(field: 'events' | 'items', write: () => Promise<T>): Promise<T> {
   try {
     return await write();
@@ -58,10 +56,8 @@ export interface EmbeddedIngestOptions {
 /** EmbeddedIngestOptions.modelWaitMs' default: REQUEST_DEADLINE_MS' default. */
 export const MODEL_WAIT_MS = 10_000;
 
-/**
- * Waits for `work` at most `ms`: a stored call is durable, and an answer held past a client's
- * timeout (a whole reload under way) would have it sent again and stored twice.
- */
+/** Waits for `work` at most `ms`: a stored call is durable, and an answer held past a client's
+ * timeout (a whole reload under way) would have it sent again and stored twice. */
 async function awaitAtMost(work: Promise<void>, ms: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
@@ -72,10 +68,8 @@ async function awaitAtMost(work: Promise<void>, ms: number): Promise<void> {
   }
 }
 
-/**
- * Events and records into the embedded recommender: checked, committed to its store in one
- * transaction, applied to this process's model, then answered; other processes follow the store.
- */
+/** Events and records into the embedded recommender: checked, committed to its store in one
+ * transaction, applied to this process's model, then answered; other processes follow the store. */
 export class EmbeddedIngest implements IngestService {
   private readonly maxItems: number;
   private readonly modelWaitMs: number;
@@ -87,10 +81,8 @@ export class EmbeddedIngest implements IngestService {
 
   private reserved = 0;
 
-  /**
-   * Refuses a call whose new item ids would pass maxItems (a named id is kept as long as the process
-   * runs), counting what calls under way may add, so that calls at once cannot pass it together.
-   */
+  /** Refuses a call whose new item ids would pass maxItems (a named id is kept as long as the process
+   * runs), counting what calls under way may add, so that calls at once cannot pass it together. */
   private async withRoom<T>(field: 'events' | 'items', ids: readonly number[], call: () => Promise<T>): Promise<T> {
     const { itemCount } = this.recs;
     let held = ids.length;

@@ -29,10 +29,8 @@ export interface ImportRecord {
   finishedAt: string | null;
 }
 
-/**
- * An import under way, staged privately so that the gateway keeps taking events meanwhile;
- * `finish` moves it in one transaction, so that a failed or abandoned import leaves nothing.
- */
+/** An import under way, staged privately so that the gateway keeps taking events meanwhile;
+ * `finish` moves it in one transaction, so that a failed or abandoned import leaves nothing. */
 export interface ImportSession {
   addEvents(events: readonly RecEvent[]): Promise<void>;
   addItems(items: readonly ItemModel[]): Promise<void>;
@@ -48,10 +46,8 @@ export interface SnapshotSink {
   event(row: EventRow): void;
 }
 
-/**
- * RECS_MAX_ITEMS as the store holds it for every process: checked under the write lock, so that
- * writers elsewhere cannot pass it together. Imports take no cap.
- */
+/** RECS_MAX_ITEMS as the store holds it for every process: checked under the write lock, so that
+ * writers elsewhere cannot pass it together. Imports take no cap. */
 export interface ItemCap {
   maxItems: number;
 }
@@ -68,15 +64,11 @@ export interface RecsDataStore {
   upsertItems(items: readonly ItemModel[], cap?: ItemCap): Promise<number>;
   eventsAfter(afterId: number, limit: number): Promise<EventRow[]>;
   itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }>;
-  /**
-   * A consistent read of everything, the records first. Events older than `maxAgeMs` are left out
-   * in the database: they count for nothing in the model, and years of history would be read.
-   */
+  /** A consistent read of everything, the records first. Events older than `maxAgeMs` are left out
+   * in the database: they count for nothing in the model, and years of history would be read. */
   snapshot(sink: SnapshotSink, options?: { maxAgeMs?: number }): Promise<StoreHead>;
-  /**
-   * Deletes events older than `maxAgeMs` before the newest, in short transactions (PRUNE_ROWS). The
-   * newest stays whatever its age: without it, the head would go back, which followers take for lost events.
-   */
+  /** Deletes events older than `maxAgeMs` before the newest, in short transactions (PRUNE_ROWS). The
+   * newest stays whatever its age: without it, the head would go back, which followers take for lost events. */
   pruneEvents(maxAgeMs: number, dryRun?: boolean): Promise<{ newest: number | null; removed: number; eventIds: number }>;
   counts(): Promise<{ items: number; events: number }>;
   countWithoutRecord(itemIds: readonly number[]): Promise<number>;

@@ -1,7 +1,5 @@
-/**
- * Reads the store and builds the model in a worker thread, so that a reload does not block the
- * event loop: records go in chunks parsed between requests, arrays transferred rather than copied.
- */
+/** Reads the store and builds the model in a worker thread, so that a reload does not block the
+ * event loop: records go in chunks parsed between requests, arrays transferred rather than copied. */
 import { parentPort, workerData } from 'node:worker_threads';
 import { parseStoredRecord } from '../../model/itemRecord.js';
 import { buildModel, Catalog, EventLog, maxAgeMsOf, toBuiltModel, transferList } from '../../recommender/index.js';
@@ -77,11 +75,8 @@ function postModel(head: StoreHead, log: EventLog, columns: EventLogColumns, bui
   post({ type: 'model', head, events: log.length, loadMs, model, log: columns, demo }, [...transferList(model), ...logBuffers]);
 }
 
-/**
- * A store without a catalogue: the demo shop with the stored events, built here too (on the
- * event loop it held every request for seconds: 5.1 s after an import of 250k events, found by
- * the probe); its records go over in chunks like a store's.
- */
+/** A store without a catalogue: the demo shop with the stored events, built here too, since on the
+ * event loop it would hold every request; its records go over in chunks like a store's. */
 async function demoInWorker(store: RecsDataStore, options: ModelOptions, t0: number): Promise<void> {
   const { catalog, log, data, head } = await demoWithStored(store, options);
   for (let i = 0; i < data.records.length; i += RECORDS_PER_MESSAGE) {

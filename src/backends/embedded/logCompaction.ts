@@ -26,10 +26,8 @@ export class LogCompactor {
     private readonly stepEvents = COMPACT_STEP_EVENTS,
   ) {}
 
-  /**
-   * Compacts between requests once enough has aged out: otherwise a gateway running for months
-   * holds every event it was sent. In steps, each a turn of the event loop, batches between them.
-   */
+  /** Compacts between requests once enough has aged out: otherwise a gateway running for months
+   * holds every event it was sent. In steps, each a turn of the event loop, batches between them. */
   soon(): void {
     const live = this.host.live();
     if (live === null || this.queued || live.agedEvents < Math.max(this.minEvents, this.host.logLength() / 2)) return;

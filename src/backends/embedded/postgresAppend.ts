@@ -65,10 +65,8 @@ function unnamed(ids: readonly Map<string, number>[]): [number[], string[]] {
   return [ns, names];
 }
 
-/**
- * Two round trips: the keys named first, without the write lock; then one statement takes the
- * lock, inserts and commits, so that the lock is never held across a round trip.
- */
+/** Two round trips: the keys named first, without the write lock; then one statement takes the
+ * lock, inserts and commits, so that the lock is never held across a round trip. */
 export async function appendEvents(pool: pg.Pool, lockKey: () => Promise<string>, all: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]> {
   const events = withoutRepeatedIds(all);
   if (events.length === 0) return [];
@@ -127,10 +125,8 @@ export async function appendEvents(pool: pg.Pool, lockKey: () => Promise<string>
   return rows(idsOf(result.rows as [string | null, string | null][]), (i) => events[i]!.eventId == null || taken.has(i));
 }
 
-/**
- * The key ids of the batch's names per namespace, new ones added, committed on their own: no
- * follower reads a name, so one named for a batch that then fails is harmless.
- */
+/** The key ids of the batch's names per namespace, new ones added, committed on their own: no
+ * follower reads a name, so one named for a batch that then fails is harmless. */
 async function nameKeys(pool: pg.Pool, events: readonly RecEvent[]): Promise<Map<string, number>[]> {
   const ids = [new Map<string, number>(), new Map<string, number>(), new Map<string, number>()];
   for (const e of events) {

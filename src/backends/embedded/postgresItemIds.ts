@@ -1,10 +1,8 @@
 import type pg from 'pg';
 import { inTransaction } from './postgresWrites.js';
 
-/**
- * CTEs adding the new ids of `ids` and raising the count (past `cap`, recs_item_room fails): by
- * conflicts and an upsert, which see rows committed after the statement's snapshot, as a select would not.
- */
+/** CTEs adding the new ids of `ids` and raising the count (past `cap`, recs_item_room fails): by
+ * conflicts and an upsert, which see rows committed after the statement's snapshot, as a select would not. */
 export function itemRoomCtes(ids: string, cap: string, source = ''): string {
   return `fresh AS (INSERT INTO recs_item_ids (item_id) SELECT DISTINCT id FROM ${source}unnest(${ids}::bigint[]) AS f(id) ON CONFLICT DO NOTHING RETURNING 1),
     room AS (INSERT INTO recs_meta (key, value) SELECT 'itemIds', count(*) FROM fresh ON CONFLICT (key) DO UPDATE SET value = recs_meta.value + excluded.value
@@ -25,10 +23,8 @@ export async function recountItemIds(client: pg.PoolClient): Promise<void> {
     INSERT INTO recs_meta (key, value) SELECT 'itemIds', count(*) FROM recs_item_ids ON CONFLICT (key) DO UPDATE SET value = excluded.value;`);
 }
 
-/**
- * After a prune, as recountItemIds, but the scan made first without the lock, so that other
- * replicas' writes do not wait for it; under the lock only events past its last id can name a candidate again.
- */
+/** After a prune, as recountItemIds, but the scan made first without the lock, so that other
+ * replicas' writes do not wait for it; under the lock only events past its last id can name a candidate again. */
 export async function dropUnnamedItemIds(pool: pg.Pool, lockKey: () => Promise<string>): Promise<void> {
   const { rows } = await pool.query<{ last: string | null; ids: string[] }>(
     `SELECT (SELECT max(id) FROM recs_events) AS last, ARRAY(SELECT item_id FROM recs_item_ids i

@@ -4,16 +4,12 @@ import { PAST_ITEM_CAP } from './postgresWrites.js';
 
 // any constants will do: they only have to be the same in every process
 const MIGRATION_LOCK = 7_311_923_020;
-/**
- * Every write to events and items takes this lock first, so that ids become visible in order and
- * a follower never reads past one committed later. Public's key; other schemas have their own (writeLockFor).
- */
+/** Every write to events and items takes this lock first, so that ids become visible in order and
+ * a follower never reads past one committed later. Public's key; other schemas have their own (writeLockFor). */
 const WRITE_LOCK = 7_311_923_021;
 
-/**
- * The write lock's key for `schema`: an advisory lock is the database's, so stores in other
- * schemas need keys of their own; public keeps the one earlier versions take (rolling upgrades).
- */
+/** The write lock's key for `schema`: an advisory lock is the database's, so stores in other
+ * schemas need keys of their own; public keeps the one earlier versions take (rolling upgrades). */
 export function writeLockFor(schema: string | null): string {
   if (schema === null || schema === 'public') return String(WRITE_LOCK);
   return createHash('sha256').update(`recs-gateway write lock\0${schema}`).digest().readBigInt64BE(0).toString();

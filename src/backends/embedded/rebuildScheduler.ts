@@ -6,10 +6,8 @@ import { startWorker } from './loadFromStore.js';
 
 /** How long after a batch its flush runs: long enough for a stream of small batches to share one rebuild. */
 export const FLUSH_DELAY_MS = 100;
-/**
- * How much lower a rebuild thread's priority is than the gateway's (rebuildNice): a rebuild only
- * makes lookups cheaper, not answers current, so it takes what CPU requests leave.
- */
+/** How much lower a rebuild thread's priority is than the gateway's (rebuildNice): a rebuild only
+ * makes lookups cheaper, not answers current, so it takes what CPU requests leave. */
 export const REBUILD_NICE = 10;
 const FLUSH_SLICE_MS = 10;
 /** A flush waits this many times as long as the last took: the loop is held at most a quarter of the time. */
@@ -77,10 +75,8 @@ export class RebuildScheduler {
   /** Rebuilds made in a worker: swapped in, or dropped because a later build came first. */
   readonly offLoop = { adopted: 0, discarded: 0 };
 
-  /**
-   * Per kind, until when its next rebuild in a worker waits (paced as the flush is): under a stream
-   * of large batches a worker on the gateway's own core would otherwise build back to back.
-   */
+  /** Per kind, until when its next rebuild in a worker waits (paced as the flush is): under a stream
+   * of large batches a worker on the gateway's own core would otherwise build back to back. */
   private readonly restUntil: Record<Kind, number> = { postBrowse: -Infinity, nextBest: -Infinity };
 
   private kindsUnderWay(): Kind[] {
@@ -96,10 +92,8 @@ export class RebuildScheduler {
     return this.kindsUnderWay().length > 0 || (this.host.live()?.pending ?? false);
   }
 
-  /**
-   * The flush, with its full builds made in worker threads instead: on the event loop each held
-   * every request. Until a kind's build is swapped in, lookups re-rank the anchors they read.
-   */
+  /** The flush, with its full builds made in worker threads instead: on the event loop each held
+   * every request. Until a kind's build is swapped in, lookups re-rank the anchors they read. */
   private flushSoon(): void {
     this.flushTimer = null;
     const live = this.host.live();

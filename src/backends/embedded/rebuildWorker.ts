@@ -1,17 +1,14 @@
-/**
- * Rebuilds one kind of the live model's lists in a worker thread, so that the rebuild does not hold
- * the event loop: the log's columns are shared memory, the lists come back transferred.
- */
+/** Rebuilds one kind of the live model's lists in a worker thread, so that the rebuild does not hold
+ * the event loop: the log's columns are shared memory, the lists come back transferred. */
 import { getPriority, setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
 import { buildKind, EventLog, neighboursTransferList } from '../../recommender/index.js';
 import type { Neighbours, RebuildJob } from '../../recommender/index.js';
 import { rebuildNice } from './rebuildNice.js';
 
-// the priority EmbeddedRecs gives its rebuilds: REBUILD_NICE below the gateway's own (a thread
-// starts at its creator's nice value; a gateway run under `nice -n 15` must not get rebuilds above
-// it), at most 19. Linux only: there the nice value is the calling thread's, elsewhere (macOS)
-// the whole process's.
+// REBUILD_NICE below the gateway's own, at most 19: a thread starts at its creator's nice value, and
+// a gateway run under `nice` must not get rebuilds above it. Linux only: elsewhere (macOS) the nice
+// value is the whole process's, not the calling thread's.
 const { nice } = (workerData ?? {}) as { nice?: number };
 if (nice !== undefined && process.platform === 'linux') {
   try {

@@ -41,10 +41,8 @@ export type RecsMode = RecommenderStateModel['mode'];
 /** What /readyz shows of the recommender. */
 export type RecsState = RecommenderStateModel;
 
-/**
- * The embedded recommendation service: lookups from an in-memory catalogue and model, kept
- * current by applying batches in place (recommender/live.ts) and, with a store, by following it.
- */
+/** The embedded recommendation service: lookups from an in-memory catalogue and model, kept
+ * current by applying batches in place (recommender/live.ts) and, with a store, by following it. */
 export class EmbeddedRecs implements RecsService {
   private recommender: Recommender;
   private current: Catalog;
@@ -177,10 +175,8 @@ export class EmbeddedRecs implements RecsService {
     return { entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!) };
   }
 
-  /**
-   * Applies stored events (in store order) in place, so that answers follow them when this
-   * returns; the re-ranking and full builds they call for follow in the flush (RebuildScheduler).
-   */
+  /** Applies stored events (in store order) in place, so that answers follow them when this
+   * returns; the re-ranking and full builds they call for follow in the flush (RebuildScheduler). */
   applyEvents(events: readonly RecEvent[]): void {
     const live = this.liveModel();
     this.lastApply = live.applyEvents(events);
@@ -230,10 +226,8 @@ export class EmbeddedRecs implements RecsService {
 
   private preparing: { model: LiveModel; done: Promise<void>; resolve: () => void } | null = null;
 
-  /**
-   * Files the log into a live model in slices between requests, where a store is followed: made
-   * at once by the first batch, a large log held every request for as long.
-   */
+  /** Files the log into a live model in slices between requests, where a store is followed: made
+   * at once by the first batch, a large log held every request for as long. */
   private prepareLive(): void {
     if (this.live !== null || this.preparing !== null || this.closed) return;
     const model = new LiveModel(this.log, this.options, this.current, this.recommender.model, true);
@@ -291,10 +285,8 @@ export class EmbeddedRecs implements RecsService {
     return this.follower;
   }
 
-  /**
-   * Reloads the store whole in a worker thread, so that the event loop is never held for long;
-   * the new catalogue and model replace the old ones together. Concurrent calls share one reload.
-   */
+  /** Reloads the store whole in a worker thread, so that the event loop is never held for long;
+   * the new catalogue and model replace the old ones together. Concurrent calls share one reload. */
   reload(): Promise<ReloadResult> {
     if (this.source === null || this.store === null) return Promise.reject(new Error('reload needs a store'));
     const wasDemo = this.mode === 'demo';

@@ -26,10 +26,8 @@ export class SqliteAppender {
   }
   private appending: { events: readonly RecEvent[]; cap: ItemCap | undefined; resolve: (rows: EventRow[]) => void; reject: (error: unknown) => void }[] = [];
 
-  /**
-   * A call's events, committed durably before the promise resolves. The calls of one turn of the
-   * event loop share one transaction after it, and so its fsync, the cost of synchronous=FULL.
-   */
+  /** A call's events, committed durably before the promise resolves. The calls of one turn of the
+   * event loop share one transaction after it, and so its fsync, the cost of synchronous=FULL. */
   appendEvents(events: readonly RecEvent[], cap?: ItemCap): Promise<EventRow[]> {
     if (events.length === 0) return Promise.resolve([]);
     return new Promise((resolve, reject) => {
@@ -69,10 +67,8 @@ export class SqliteAppender {
     });
   }
 
-  /**
-   * A call's events, inside a write transaction, not read back: under the write lock the rows take
-   * the ids after the largest, in order (checked), so they are answered from what was written.
-   */
+  /** A call's events, inside a write transaction, not read back: under the write lock the rows take
+   * the ids after the largest, in order (checked), so they are answered from what was written. */
   private appendNow(all: readonly RecEvent[], cap?: ItemCap): EventRow[] {
     this.itemIds.take(all.map((e) => e.itemId), cap);
     const events = this.withoutDuplicates(all);

@@ -33,10 +33,8 @@ export class SqliteFile {
     this.db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key, value);
   }
 
-  /**
-   * Runs `body` in one write transaction; while another process holds the lock, retries on timers
-   * (not SQLite's busy handler, which sleeps on the event loop); StoreBusyError past lockRetryMs.
-   */
+  /** Runs `body` in one write transaction; while another process holds the lock, retries on timers
+   * (not SQLite's busy handler, which sleeps on the event loop); StoreBusyError past lockRetryMs. */
   async write<T>(body: () => T): Promise<T> {
     const deadline = Date.now() + this.lockRetryMs;
     for (let attempt = 0; ; attempt++) {

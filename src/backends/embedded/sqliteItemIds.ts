@@ -9,10 +9,8 @@ export class SqliteItemIds {
 
   private itemIdStatements: { has: Statement; add: Statement; held: Statement; count: Statement } | null = null;
 
-  /**
-   * First in a write transaction: the new ids join item_ids, or past `cap` StoreFullError. Under
-   * the write lock, processes sharing the file check one after the other, seeing each other's.
-   */
+  /** First in a write transaction: the new ids join item_ids, or past `cap` StoreFullError. Under
+   * the write lock, processes sharing the file check one after the other, seeing each other's. */
   take(ids: readonly number[], cap: ItemCap | undefined): void {
     this.itemIdStatements ??= {
       has: this.file.db.prepare('SELECT 1 FROM item_ids WHERE item_id = ?').pluck(),
@@ -42,11 +40,9 @@ export class SqliteItemIds {
     this.file.setMeta('itemIds', this.file.db.prepare('SELECT count(*) FROM item_ids').pluck().get() as number);
   }
 
-  /**
-   * After a prune, as recount, but the scan made first in a read transaction, so that other
+  /** After a prune, as recount, but the scan made first in a read transaction, so that other
    * processes' writes do not wait for it; under the lock only events since its last rowid can name
-   * a candidate again (rowids follow commits while a prune keeps the newest event).
-   */
+   * a candidate again (rowids follow commits while a prune keeps the newest event). */
   async dropUnnamed(): Promise<void> {
     const seen = this.file.db.transaction(() => ({
       generation: this.file.meta('generation'),

@@ -33,10 +33,8 @@ export const STORED_EVENTS = '(import_id = 0 OR import_id IN (SELECT id FROM imp
 /** Events of API calls have no import: import id 0. */
 export const API_IMPORT_ID = 0;
 export const ROWS_PER_INSERT = 100;
-/**
- * An import's events. events_by_import leaves API calls' events out (cheaper inserts); SQLite uses
- * a partial index only where the WHERE implies the index's, hence the second term.
- */
+/** An import's events. events_by_import leaves API calls' events out (cheaper inserts); SQLite uses
+ * a partial index only where the WHERE implies the index's, hence the second term. */
 export const DELETE_EVENTS_OF_IMPORT = 'DELETE FROM events WHERE import_id = ? AND import_id <> 0';
 
 /** Brings a file of an earlier version up to this version's schema. */

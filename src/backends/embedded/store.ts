@@ -25,10 +25,8 @@ export const DB_FILE = 'recs.db';
 /** How long a prune leaves the write lock free after each transaction that deleted, for writers elsewhere. */
 const PRUNE_PAUSE_MS = 30;
 
-/**
- * The busy timeout while a start opens the file: replicas starting together on a fresh DATA_DIR
- * wait for each other's schema transaction. Nothing else runs in the process yet.
- */
+/** The busy timeout while a start opens the file: replicas starting together on a fresh DATA_DIR
+ * wait for each other's schema transaction. Nothing else runs in the process yet. */
 const OPEN_LOCK_WAIT_MS = 10_000;
 
 export interface RecsStoreOptions {
@@ -36,10 +34,8 @@ export interface RecsStoreOptions {
   lockRetryMs?: number;
 }
 
-/**
- * DATA_DIR/recs.db (tables in sqliteSchema.ts): WAL, so that readers never wait for writers and
- * processes on one machine share it; synchronous=FULL, so that an acknowledged call survives a crash.
- */
+/** DATA_DIR/recs.db (tables in sqliteSchema.ts): WAL, so that readers never wait for writers and
+ * processes on one machine share it; synchronous=FULL, so that an acknowledged call survives a crash. */
 export class RecsStore implements RecsDataStore {
   readonly where: string;
   readonly kind = 'sqlite';

@@ -31,10 +31,8 @@ export class StoreFollower {
 
   constructor(readonly store: RecsDataStore, private readonly host: FollowHost, private readonly fullReloadEvents = FULL_RELOAD_EVENTS) {}
 
-  /**
-   * Applies a batch this process has just committed, before its call is answered: directly where
-   * nothing stored by others lies before it, else by catching up, which keeps the store's order.
-   */
+  /** Applies a batch this process has just committed, before its call is answered: directly where
+   * nothing stored by others lies before it, else by catching up, which keeps the store's order. */
   async applyOwnEvents(rows: readonly EventRow[]): Promise<void> {
     if (rows.length === 0) return;
     if (!this.host.hasLive()) await this.host.liveReady();
@@ -57,10 +55,8 @@ export class StoreFollower {
     await this.catchUp({ lastItemSeq: seq });
   }
 
-  /**
-   * Follows the store until it has applied `target`. Never fails: what it waits for is committed,
-   * and its call answered as failed would be sent again and stored twice.
-   */
+  /** Follows the store until it has applied `target`. Never fails: what it waits for is committed,
+   * and its call answered as failed would be sent again and stored twice. */
   async catchUp(target: Partial<Pick<StoreHead, 'lastEventId' | 'lastItemSeq'>>): Promise<void> {
     for (let i = 0; i < 100 && !this.host.closed(); i++) {
       const head = this.host.head();

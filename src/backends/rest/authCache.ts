@@ -10,25 +10,19 @@ export interface CachedAuth {
   keyIds: readonly string[];
 }
 
-/**
- * A user with more keys than this is not remembered: every key id an entry holds is checked on
- * each use where the cache is shared, and an entry's size must stay small.
- */
+/** A user with more keys than this is not remembered: every key id an entry holds is checked on
+ * each use where the cache is shared, and an entry's size must stay small. */
 export const MAX_CACHED_KEY_IDS = 50;
 
-/**
- * How long a deleted key stays refused beyond the authentication TTL: an authentication that was
- * in flight when the key was deleted may come back with a listing that still has it this much later.
- */
+/** How long a deleted key stays refused beyond the authentication TTL: an authentication that was
+ * in flight when the key was deleted may come back with a listing that still has it this much later. */
 export const DELETED_KEY_MARGIN_MS = 60_000;
 
 /** Successful authentications by credential hash, least recently used out first; never the raw Authorization. */
 export class AuthCache {
   private readonly entries: ClockedLRU<string, CachedAuth> | null;
-  /**
-   * Keys deleted through this process, until no entry made before the delete can still be
-   * written: an authentication in flight across the delete must not bring its key back.
-   */
+  /** Keys deleted through this process, until no entry made before the delete can still be
+   * written: an authentication in flight across the delete must not bring its key back. */
   private readonly deleted: ClockedLRU<string, true> | null;
 
   constructor(ttlMs: number, maxEntries: number, now: () => number = Date.now) {
@@ -56,10 +50,8 @@ export class AuthCache {
     this.entries?.delete(credentialId);
   }
 
-  /**
-   * Forgets every credential whose user had this key, and refuses to remember one for
-   * `holdMs`, so a deleted key stops at once whoever deleted it (its owner or an administrator).
-   */
+  /** Forgets every credential whose user had this key, and refuses to remember one for
+   * `holdMs`, so a deleted key stops at once whoever deleted it (its owner or an administrator). */
   evictKey(keyId: string, holdMs: number): void {
     if (this.entries === null) return;
     const stale = [...this.entries.entries()].filter(([, entry]) => entry.keyIds.includes(keyId));
@@ -68,10 +60,8 @@ export class AuthCache {
   }
 }
 
-/**
- * Credentials just refused, for a few seconds, so that a client retrying a bad key does not make
- * the upstream count failed logins against the gateway; in process only (hashes of passwords).
- */
+/** Credentials just refused, for a few seconds, so that a client retrying a bad key does not make
+ * the upstream count failed logins against the gateway; in process only (hashes of passwords). */
 export class RefusedCredentials {
   /** Oldest first out: a flood of distinct bad keys only shortens how long each is remembered. */
   private readonly entries: ClockedLRU<string, true> | null;

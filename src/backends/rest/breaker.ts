@@ -5,11 +5,9 @@ export type { BreakerState };
 /** How one upstream attempt ended, as far as the breaker cares. */
 export type AttemptOutcome = 'success' | 'failure' | 'neutral';
 
-/**
- * A consecutive-failure circuit breaker for one upstream. While open it answers "no" without any
+/** A consecutive-failure circuit breaker for one upstream. While open it answers "no" without any
  * I/O, so a dead upstream costs callers nothing but a map lookup; after `openMs` exactly one probe
- * is let through (half-open), and its outcome decides whether to close or to open again.
- */
+ * is let through (half-open), and its outcome decides whether to close or to open again. */
 export class CircuitBreaker {
   private consecutiveFailures = 0;
   private openedAt = 0;

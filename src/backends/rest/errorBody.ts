@@ -30,11 +30,9 @@ function entry(raw: unknown): UpstreamErrorEntry | null {
   return { code, message: clip(message) };
 }
 
-/**
- * `{"errors":[{code,message}]}` (Walmart), `[{id,message}]` (Concord validation),
+/** `{"errors":[{code,message}]}` (Walmart), `[{id,message}]` (Concord validation),
  * `{message}` and plain text (proxies) all become a list of entries; null when the parsed JSON
- * is not an error body at all (a 200 with data).
- */
+ * is not an error body at all (a 200 with data). */
 export function errorEntries(body: unknown, text: string): UpstreamErrorEntry[] | null {
   if (body === undefined) return text.trim() === '' ? [] : [{ code: null, message: clip(text) }];
   if (Array.isArray(body)) {
@@ -50,10 +48,8 @@ export function errorEntries(body: unknown, text: string): UpstreamErrorEntry[] 
   return null;
 }
 
-/**
- * An upstream's message as a client may be told it: its first line, without the caller's
- * credentials, as another server may add a stack or echo the Authorization header.
- */
+/** An upstream's message as a client may be told it: its first line, without the caller's
+ * credentials, as another server may add a stack or echo the Authorization header. */
 export function forClient(message: string, authorization: string): string {
   let text = message.split(/\r?\n/, 1)[0]!.trim();
   const secrets = [authorization, authorization.replace(/^\S+\s+/, '')].filter((secret) => secret.length >= 8);

@@ -22,16 +22,12 @@ function countOf(value: unknown, most = 2 ** 31 - 1): number | undefined {
   return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= most ? value as number : undefined;
 }
 
-/**
- * What an upstream twin's answer says of whether the caller may send: refused (403), or past that
- * check, which a twin makes before it reads the body (taken, 200; read and found wrong, 400).
- */
+/** What an upstream twin's answer says of whether the caller may send: refused (403), or past that
+ * check, which a twin makes before it reads the body (taken, 200; read and found wrong, 400). */
 const mayIngestBy = (status: number): boolean | undefined => (status === 403 ? false : status === 200 || status === 400 ? true : undefined);
 
-/**
- * Events and records forwarded to the upstream's twins with the caller's Authorization, so that
- * the upstream decides; never retried, as a batch that timed out may have been kept.
- */
+/** Events and records forwarded to the upstream's twins with the caller's Authorization, so that
+ * the upstream decides; never retried, as a batch that timed out may have been kept. */
 export class RestIngestService implements IngestService {
   /** By credentialId: whether the upstream lets the credential send; null when nothing is remembered. */
   private readonly mayIngest: LRUCache<string, boolean> | null;

@@ -26,10 +26,8 @@ export const REFUSED_CREDENTIAL_TTL_MS = 5000;
 /** Refused credentials remembered at most; the oldest goes first. */
 export const REFUSED_CREDENTIAL_MAX_ENTRIES = 10_000;
 
-/**
- * What may be sent as X-Forwarded-For: printable ASCII, no longer than a proxy chain needs.
- * Anything else is left out rather than let a header break the request.
- */
+/** What may be sent as X-Forwarded-For: printable ASCII, no longer than a proxy chain needs.
+ * Anything else is left out rather than let a header break the request. */
 const FORWARDED_FOR = /^[\x20-\x7e]{1,512}$/;
 
 function isoDate(value: unknown): Date | null {
@@ -99,10 +97,8 @@ const byName = (a: ApiKeyModel, b: ApiKeyModel): number => (a.name < b.name ? -1
 
 type Operation = 'authenticate' | 'list' | 'create' | 'delete' | 'rotate' | 'update' | 'usage';
 
-/**
- * The API key interface over HTTP (Walmart Labs' Concord): the client's own Authorization is
- * forwarded on every call, so the key service decides who may do what.
- */
+/** The API key interface over HTTP (Walmart Labs' Concord): the client's own Authorization is
+ * forwarded on every call, so the key service decides who may do what. */
 export class RestKeyService implements KeyService {
   private readonly cache: AuthCache;
   private readonly refused: RefusedCredentials;
@@ -348,10 +344,8 @@ export class RestKeyService implements KeyService {
     return (await this.listing(authorization, operation, options)).keys;
   }
 
-  /**
-   * The credential's keys, and the key it is as a recs-gateway key service describes it. A key it
-   * refuses the list for want of KEYS_MANAGE alone is a valid key: no keys, its own scopes.
-   */
+  /** The credential's keys, and the key it is as a recs-gateway key service describes it. A key it
+   * refuses the list for want of KEYS_MANAGE alone is a valid key: no keys, its own scopes. */
   private async listing(authorization: string, operation: Operation, options: CallOptions): Promise<{ keys: ApiKeyModel[]; described: DescribedKey }> {
     const response = await this.upstream.request({
       method: 'GET',

@@ -71,10 +71,8 @@ export class RestRecsService implements RecsService {
     this.keyParameter = new URLSearchParams({ apiKey }).toString();
   }
 
-  /**
-   * A filter goes to the upstream as the REST twins' parameters (a recs-gateway honours them) and is
-   * applied again to the list that arrives: an upstream without filters sends an unfiltered list.
-   */
+  /** A filter goes to the upstream as the REST twins' parameters (a recs-gateway honours them) and is
+   * applied again to the list that arrives: an upstream without filters sends an unfiltered list. */
   async recommend(kind: RecommendationKind, anchorId: number, options: CallOptions = {}, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
     const id = checkItemId(anchorId);
     const path = PATHS[kind];

@@ -1,7 +1,5 @@
-/**
- * Caps retries as a share of traffic, so that retries cannot multiply the load on a failing
- * upstream: a first attempt deposits `ratio` of a token, a retry withdraws one, at most `reserve`.
- */
+/** Caps retries as a share of traffic, so that retries cannot multiply the load on a failing
+ * upstream: a first attempt deposits `ratio` of a token, a retry withdraws one, at most `reserve`. */
 export class RetryBudget {
   private balance: number;
 

@@ -4,10 +4,8 @@ import { MAX_CACHED_KEY_IDS, type CachedAuth } from './authCache.js';
 const entryKey = (credentialId: string): string => `auth:${credentialId}`;
 const deletedKey = (keyId: string): string => `authdeleted:${keyId}`;
 
-/**
- * Key authentications and deleted-key marks shared by every gateway process. API keys only: a
- * hash of Basic credentials could be brute-forced offline from a leaked Redis.
- */
+/** Key authentications and deleted-key marks shared by every gateway process. API keys only: a
+ * hash of Basic credentials could be brute-forced offline from a leaked Redis. */
 export class SharedAuthCache {
   private pending: { ids: Set<string>; marked: Promise<Set<string>> } | undefined;
 

@@ -95,10 +95,8 @@ const ignore = (): void => undefined;
 /** What a write gets from a connection the peer has closed or reset: its answer may still be there to read. */
 const WRITE_ON_CLOSED = new Set(['EPIPE', 'ECONNRESET']);
 
-/**
- * Lets a socket's answer outlive a failed write: an upstream may answer (a 403, a 413) before it
- * has read the body and close; node would destroy the socket with the answer unread.
- */
+/** Lets a socket's answer outlive a failed write: an upstream may answer (a 403, a 413) before it
+ * has read the body and close; node would destroy the socket with the answer unread. */
 function answersOutliveWrites(socket: Socket): void {
   const write = socket._write.bind(socket);
   const writev = socket._writev?.bind(socket);
@@ -108,10 +106,8 @@ function answersOutliveWrites(socket: Socket): void {
   if (writev !== undefined) socket._writev = (chunks, callback) => writev(chunks, keepAnswer(callback));
 }
 
-/**
- * One response collected as text straight from undici's dispatch callbacks: `pool.request()`
- * makes a stream per body, a cost for a body read whole anyway. Past `maxBytes` it aborts.
- */
+/** One response collected as text straight from undici's dispatch callbacks: `pool.request()`
+ * makes a stream per body, a cost for a body read whole anyway. Past `maxBytes` it aborts. */
 class TextResponse implements Dispatcher.DispatchHandler {
   private chunks: Buffer[] = [];
   private size = 0;
@@ -173,10 +169,8 @@ class TextResponse implements Dispatcher.DispatchHandler {
     controller?.abort(reason instanceof Error ? reason : new Error(String(reason)));
   }
 
-  /**
-   * Marks the response settled and lets go of its body: undici keeps a finished handler queued for
-   * a while, and what it holds would be carried into the old generation.
-   */
+  /** Marks the response settled and lets go of its body: undici keeps a finished handler queued for
+   * a while, and what it holds would be carried into the old generation. */
   private settle(): boolean {
     if (this.settled) return false;
     this.settled = true;
@@ -202,11 +196,9 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
   return Number.isNaN(at) ? undefined : Math.min(Math.max(0, at - now), MAX_RETRY_AFTER_MS);
 }
 
-/**
- * One upstream service: a keep-alive pool, timeouts, retries of idempotent requests within a
+/** One upstream service: a keep-alive pool, timeouts, retries of idempotent requests within a
  * budget, and a circuit breaker. Turns transport failures into UPSTREAM_UNAVAILABLE; statuses are
- * returned as they are, for the service's client to map.
- */
+ * returned as they are, for the service's client to map. */
 export class Upstream {
   private readonly pool: Pool;
   private readonly basePath: string;

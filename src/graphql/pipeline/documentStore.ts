@@ -18,10 +18,8 @@ export function documentWeight(document: DocumentNode): number {
   return Math.max(1, loc.source.body.length + tokens * DOCUMENT_BYTES_PER_TOKEN);
 }
 
-/**
- * Apollo's documentStore sized by documentWeight: Apollo's default sizes a document by its JSON,
- * which leaves out the source, so a few thousand distinct large queries could exhaust the heap.
- */
+/** Apollo's documentStore sized by documentWeight: Apollo's default sizes a document by its JSON,
+ * which leaves out the source, so a few thousand distinct large queries could exhaust the heap. */
 export function createDocumentStore(): KeyValueCache<DocumentNode> {
   return new DocumentStore();
 }

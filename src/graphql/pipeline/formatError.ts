@@ -10,10 +10,8 @@ export const INTROSPECTION_OFF_MESSAGE =
   'GraphQL introspection (__schema, __type) is off on this gateway: set INTROSPECTION=true to turn it on (NODE_ENV=production turns it off by default)';
 const VARIABLE_VALUE_REFUSED = /^Variable "\$[_A-Za-z][_0-9A-Za-z]*" got invalid value /;
 
-/**
- * A coercion error without the value graphql-js quotes whole (opaque ids, megabytes of text); the
- * path and reason say what is wrong. Null when the reason cannot be told apart from the value.
- */
+/** A coercion error without the value graphql-js quotes whole (opaque ids, megabytes of text); the
+ * path and reason say what is wrong. Null when the reason cannot be told apart from the value. */
 export function variableErrorWithoutValue(message: string, error: unknown): string | null {
   const head = VARIABLE_VALUE_REFUSED.exec(message);
   if (head === null) return null;
@@ -28,10 +26,8 @@ export function variableErrorWithoutValue(message: string, error: unknown): stri
   return null;
 }
 
-/**
- * Codes from the closed set pass without a stack, a limit gets QUERY_TOO_COMPLEX, anything else
- * is logged whole and shown as INTERNAL_SERVER_ERROR with nothing of it.
- */
+/** Codes from the closed set pass without a stack, a limit gets QUERY_TOO_COMPLEX, anything else
+ * is logged whole and shown as INTERNAL_SERVER_ERROR with nothing of it. */
 export function gatewayFormatError(log: Logger): (formatted: GraphQLFormattedError, error: unknown) => GraphQLFormattedError {
   return (formatted, error) => {
     const code = formatted.extensions?.code;

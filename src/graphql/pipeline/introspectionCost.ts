@@ -14,10 +14,8 @@ import {
   type SelectionSetNode,
 } from 'graphql';
 
-/**
- * Fields the operation's introspection answers, counted on the schema's own resolvers and stopping
- * past `limit`: introspection lists hold what the schema holds, which the document does not show.
- */
+/** Fields the operation's introspection answers, counted on the schema's own resolvers and stopping
+ * past `limit`: introspection lists hold what the schema holds, which the document does not show. */
 export function introspectionCost(
   schema: GraphQLSchema,
   selectionSet: SelectionSetNode,

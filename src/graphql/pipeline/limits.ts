@@ -90,10 +90,8 @@ export function fragmentsOf(document: DocumentNode): Map<string, FragmentDefinit
   return fragments;
 }
 
-/**
- * The measures of every operation, linear in the document: a fragment is measured once however
- * often spread (doubling spreads would be exponential), and a cycle counts as empty.
- */
+/** The measures of every operation, linear in the document: a fragment is measured once however
+ * often spread (doubling spreads would be exponential), and a cycle counts as empty. */
 export function measureOperations(document: DocumentNode): { operation: OperationDefinitionNode; measure: Measure }[] {
   const fragments = fragmentsOf(document);
   const measured = new Map<string, Measure>();
@@ -176,10 +174,8 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
   return operations;
 }
 
-/**
- * Mutations whose one call is capped may appear once an operation: aliases sharing one variable
- * would otherwise bypass the per-call cap and the all-or-nothing rule.
- */
+/** Mutations whose one call is capped may appear once an operation: aliases sharing one variable
+ * would otherwise bypass the per-call cap and the all-or-nothing rule. */
 const ONCE_PER_OPERATION: Readonly<Record<string, string>> = {
   recordEvents: `${MAX_EVENTS_PER_CALL} events`,
   upsertItems: `${MAX_ITEMS_PER_CALL} item records`,
@@ -258,11 +254,9 @@ let validations = 0;
 /** Validations so far: a synchronous stretch validated a document when this grew across it (new-document limit). */
 export const validationsSoFar = (): number => validations;
 
-/**
- * Depth, aliases, directives, cost and same-name fields, following fragments. Over a limit, it
+/** Depth, aliases, directives, cost and same-name fields, following fragments. Over a limit, it
  * reports and empties the document's definitions so the other rules, some quadratic in what the
- * limits bound, walk nothing; such a document is never stored or run.
- */
+ * limits bound, walk nothing; such a document is never stored or run. */
 export function queryLimitsRule(limits: QueryLimits): ValidationRule {
   return (context: ValidationContext) => {
     validations += 1;

@@ -4,10 +4,8 @@ const REMEMBERED_CHARS = 8 * 1024 * 1024;
 /** Longer texts are never remembered: each counts against NEW_DOCUMENTS_RPS every time. */
 const MAX_REMEMBERED_TEXT = 16 * 1024;
 
-/**
- * Query texts already parsed and validated, which skip the new-document limit. Whether a request
- * validated is known only after it runs, so an unknown text needs a token, and is charged then.
- */
+/** Query texts already parsed and validated, which skip the new-document limit. Whether a request
+ * validated is known only after it runs, so an unknown text needs a token, and is charged then. */
 export class NewDocuments {
   private readonly known = new LRUCache<string, true>({
     max: 100_000,

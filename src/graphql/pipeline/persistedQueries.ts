@@ -16,10 +16,8 @@ export function asksPersistedQuery(method: string, body: unknown, search: string
   return typeof extensions === 'object' && extensions !== null && 'persistedQuery' in extensions;
 }
 
-/**
- * A stranger's request as it may run: persisted queries are shared by every replica, so a would-be
- * registration runs without its extension. A hash alone is only looked up.
- */
+/** A stranger's request as it may run: persisted queries are shared by every replica, so a would-be
+ * registration runs without its extension. A hash alone is only looked up. */
 export function withoutRegistration(method: string, body: unknown, search: string): { body: unknown; search: string } {
   if (method === 'GET') {
     const params = new URLSearchParams(search);

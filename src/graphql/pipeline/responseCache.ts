@@ -27,10 +27,8 @@ function withinTokens(query: string, max: number): boolean {
   return true;
 }
 
-/**
- * The lists and records an answer was computed from, and the data version before any was read.
- * Resolvers read only through the loaders, so unchanged sources mean an unchanged answer.
- */
+/** The lists and records an answer was computed from, and the data version before any was read.
+ * Resolvers read only through the loaders, so unchanged sources mean an unchanged answer. */
 export class AnswerSources {
   private readonly lists: RecommendationListModel[] = [];
   private readonly itemIds: number[] = [];
@@ -109,11 +107,9 @@ const MUTATION_WORD = /\bmutation\b/;
 const ENTRY_DETAIL = /\b(?:score|evidence|source)\b/;
 const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
 
-/**
- * Serialised 200 answers that Apollo marked `max-age=N, public`, answered before the pipeline and
+/** Serialised 200 answers that Apollo marked `max-age=N, public`, answered before the pipeline and
  * rechecked against their sources after a data change. The key holds no credential: only authenticated
- * requests reach it, and PUBLIC fields are the same for every authenticated caller.
- */
+ * requests reach it, and PUBLIC fields are the same for every authenticated caller. */
 export class ResponseCache {
   readonly stats: ResponseCacheStats = { hits: 0, misses: 0, stored: 0, rechecked: 0, changed: 0, oversized: 0 };
   private version = 0;
@@ -257,10 +253,8 @@ export class ResponseCache {
     this.dataNow = now;
   }
 
-  /**
-   * Drops nothing at once: an older answer is checked on its next hit, so a batch drops only the
-   * answers it changed, and a stale one is never served.
-   */
+  /** Drops nothing at once: an older answer is checked on its next hit, so a batch drops only the
+   * answers it changed, and a stale one is never served. */
   dataChanged(): void {
     this.version++;
   }

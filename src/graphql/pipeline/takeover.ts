@@ -33,10 +33,8 @@ export interface TakeoverAnswer {
   body: string;
 }
 
-/**
- * Answers again, without Apollo's pipeline, exact queries Apollo already answered cleanly (same text,
- * name, Accept, Content-Type) with Apollo's headers. Anything else, or any run with an error, goes to Apollo.
- */
+/** Answers again, without Apollo's pipeline, exact queries Apollo already answered cleanly (same text,
+ * name, Accept, Content-Type) with Apollo's headers. Anything else, or any run with an error, goes to Apollo. */
 export class Takeover {
   private readonly accepted: LRUCache<string, Accepted>;
   private readonly counts = { answered: 0, compiled: 0, handedBack: 0 };

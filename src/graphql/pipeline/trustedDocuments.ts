@@ -4,10 +4,8 @@ import { ErrorCode, GatewayError } from '../../errors.js';
 const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/**
- * Trusted documents: operations listed in a manifest at start, sent by SHA-256 alone; with
- * TRUSTED_DOCUMENTS_ONLY nothing else runs.
- */
+/** Trusted documents: operations listed in a manifest at start, sent by SHA-256 alone; with
+ * TRUSTED_DOCUMENTS_ONLY nothing else runs. */
 
 export interface TrustedRequest {
   body: unknown;
@@ -28,10 +26,8 @@ export class TrustedDocuments {
     this.only = settings.only;
   }
 
-  /**
-   * A listed hash becomes its body with the persistedQuery extension taken out, so APQ neither looks it
-   * up nor registers it; with only, an unlisted operation is PERSISTED_QUERY_NOT_IN_LIST; else null.
-   */
+  /** A listed hash becomes its body with the persistedQuery extension taken out, so APQ neither looks it
+   * up nor registers it; with only, an unlisted operation is PERSISTED_QUERY_NOT_IN_LIST; else null. */
   resolve(method: string, search: string, body: unknown): TrustedRequest | GatewayError | null {
     if (method === 'GET') {
       const params = new URLSearchParams(search);

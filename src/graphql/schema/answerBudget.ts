@@ -14,10 +14,8 @@ export function recordSize(item: ItemModel): number {
   return size;
 }
 
-/**
- * The record bytes one answer may hold (MAX_RESPONSE_BYTES), charged by each resolver returning them.
- * The cost counts fields, not what they hold, so aliased lookups of long records need this bound too.
- */
+/** The record bytes one answer may hold (MAX_RESPONSE_BYTES), charged by each resolver returning them.
+ * The cost counts fields, not what they hold, so aliased lookups of long records need this bound too. */
 export class AnswerBudget {
   private spent = 0;
 

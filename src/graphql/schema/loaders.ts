@@ -36,10 +36,8 @@ export interface LoaderHooks {
   onItems?: (ids: readonly number[], found: readonly (ItemModel | null | Error)[]) => void;
 }
 
-/**
- * Made for every uncached request, so cheap until used: the items DataLoader is made on first use,
- * and list records are kept in a map rather than primed (a resolved promise each).
- */
+/** Made for every uncached request, so cheap until used: the items DataLoader is made on first use,
+ * and list records are kept in a map rather than primed (a resolved promise each). */
 class RequestLoaders implements Loaders {
   private itemLoader: DataLoader<number, ItemModel | null> | undefined;
   private readonly known = new Map<number, ItemModel>();

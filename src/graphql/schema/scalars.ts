@@ -51,10 +51,8 @@ export const ItemIdScalar = new GraphQLScalarType<number, number>({
 /** A refusal depending on the clock: a document with one is checked again, never refused from memory. */
 export class ClockDependentError extends GraphQLError {}
 
-/**
- * An input DateTime as the REST twin reads it, ISO 8601 with an offset and in an event's range, so
- * every bad time is refused here; kept as ms, with no Date made per event.
- */
+/** An input DateTime as the REST twin reads it, ISO 8601 with an offset and in an event's range, so
+ * every bad time is refused here; kept as ms, with no Date made per event. */
 function isoTime(text: string | null): number {
   const ms = text === null ? null : parseIsoTime(text);
   if (ms === null) {

@@ -19,10 +19,8 @@ export function loadTypeDefs(): string[] {
     .map((file) => readFileSync(new URL(file, SCHEMA_DIR), 'utf8'));
 }
 
-/**
- * The gateway's schema as a Federation 2 subgraph, serving clients as a plain schema would.
- * `_service` follows `introspection`; _entities checks its real representations against `maxCost`.
- */
+/** The gateway's schema as a Federation 2 subgraph, serving clients as a plain schema would.
+ * `_service` follows `introspection`; _entities checks its real representations against `maxCost`. */
 export function buildGatewaySchema(options: { introspection: boolean; maxCost?: number }): GraphQLSchema {
   const federation = federationResolvers({ introspection: options.introspection, maxCost: options.maxCost ?? DEFAULT_LIMITS.maxCost });
   const all = { ...resolvers, ...federation, Query: { ...resolvers.Query, ...federation.Query } };
@@ -32,10 +30,8 @@ export function buildGatewaySchema(options: { introspection: boolean; maxCost?: 
   }));
 }
 
-/**
- * Every root field checks its scope (FIELD_ACCESS) before its resolver runs, whichever executor runs
- * it; a field with no entry is refused to every credential rather than left open.
- */
+/** Every root field checks its scope (FIELD_ACCESS) before its resolver runs, whichever executor runs
+ * it; a field with no entry is refused to every credential rather than left open. */
 function guardRootFields(schema: GraphQLSchema): GraphQLSchema {
   for (const typeName of ['Query', 'Mutation'] as const) {
     const type = schema.getType(typeName);

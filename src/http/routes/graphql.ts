@@ -46,10 +46,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
   const { responseCache, trustedDocuments, newDocuments, execute } = deps.engine;
   const publicVary = deps.varyByOrigin === true ? 'authorization, origin' : 'authorization';
 
-  /**
-   * The order is the contract: 405, then the prelude (authentication and rate limits from the headers alone, before
-   * the body is read; then the body), then trusted documents, the response cache, and only then the engine.
-   */
+  /** The order is the contract: 405, then the prelude (authentication and rate limits from the headers alone, before
+   * the body is read; then the body), then trusted documents, the response cache, and only then the engine. */
   async function handleGraphQL(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {
     const method = (req.method ?? 'GET').toUpperCase();
     if (method !== 'GET' && method !== 'POST') return refuseMethod(req, res, method, record);
@@ -168,10 +166,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     return hit !== null;
   }
 
-  /**
-   * A whole GraphQL answer: sent with its length, then offered to the response cache. The headers go to writeHead
-   * as one array, x-request-id first, as the cached path sends them: node takes an array without a setHeader each.
-   */
+  /** A whole GraphQL answer: sent with its length, then offered to the response cache. The headers go to writeHead
+   * as one array, x-request-id first, as the cached path sends them: node takes an array without a setHeader each. */
   function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord, sources: AnswerSources | null): void {
     // a shared cache may keep a public answer, but only for callers with the same credential
     if (headers['cache-control']?.includes('public')) headers.vary = publicVary;

@@ -11,10 +11,8 @@ import { intakeOf, type Route } from '../routeTable.js';
 import { requireAccess, routeAccess } from '../../model/scopes.js';
 import type { PrincipalModel } from '../../ports/backend.js';
 
-/**
- * The key a key request came with, for a REST-mode gateway in front: its id and scopes (none sent:
- * every scope), on its refusals too, so that a key without KEYS_MANAGE is still known for a key.
- */
+/** The key a key request came with, for a REST-mode gateway in front: its id and scopes (none sent:
+ * every scope), on its refusals too, so that a key without KEYS_MANAGE is still known for a key. */
 function describeKey(principal: PrincipalModel): Record<string, string> {
   if (principal.authenticatedBy !== 'API_KEY' || principal.keyId === null) return {};
   const headers: Record<string, string> = { 'x-api-key-id': principal.keyId };

@@ -1,10 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 
-/**
- * Key values as the real key service makes them (upstream-facts.md): 16 bytes from a CSPRNG,
+/** Key values as the real key service makes them (upstream-facts.md): 16 bytes from a CSPRNG,
  * standard base64 without padding (22 characters, 128 bits). Only SHA-256 of the decoded bytes
- * is stored, as base64 without padding.
- */
+ * is stored, as base64 without padding. */
 export function generateApiKey(): string {
   return randomBytes(16).toString('base64').replace(/=+$/, '');
 }

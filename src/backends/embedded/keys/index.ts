@@ -8,10 +8,8 @@ export interface KeyStoreConfig {
   databaseUrl: string | null;
 }
 
-/**
- * PostgreSQL when a database URL is given, SQLite in DATA_DIR/keys.db otherwise. A failed
- * migration closes the store: a pool's idle connection would hold the failed start open.
- */
+/** PostgreSQL when a database URL is given, SQLite in DATA_DIR/keys.db otherwise. A failed
+ * migration closes the store: a pool's idle connection would hold the failed start open. */
 export async function openKeyStore(config: KeyStoreConfig): Promise<KeyStore> {
   const store = config.databaseUrl
     ? new PostgresKeyStore({ connectionString: config.databaseUrl })

@@ -82,10 +82,8 @@ export class EmbeddedKeyService implements KeyService {
   private readonly now: () => number;
   /** When each key's lastUsedAt was last written, so a busy key costs one write a minute. */
   private readonly lastTouched: ClockedLRU<string, number>;
-  /**
-   * Verified keys and password sign-ins by credentialId (never the key or the password), valid
-   * for the store's data version in verifiedVersion; a password's entry has no key.
-   */
+  /** Verified keys and password sign-ins by credentialId (never the key or the password), valid
+   * for the store's data version in verifiedVersion; a password's entry has no key. */
   private readonly verified: ClockedLRU<string, { principal: Omit<PrincipalModel, 'authorization'>; key: KeyRecord | null }>;
   /** The data version the verified keys hold for; none read yet (NaN equals nothing). */
   private verifiedVersion = Number.NaN;
@@ -171,11 +169,9 @@ export class EmbeddedKeyService implements KeyService {
     return principal;
   }
 
-  /**
-   * Keeps a verified credential, when what it was verified against is still the store's data as
+  /** Keeps a verified credential, when what it was verified against is still the store's data as
    * last read: `version` was read before the lookup, and NaN (none read) matches nothing. It is
-   * trusted for `ttlMs` from `since`, when the lookup began.
-   */
+   * trusted for `ttlMs` from `since`, when the lookup began. */
   private remember(id: string, principal: PrincipalModel, key: KeyRecord | null, version: number, since: number, ttlMs: number): void {
     if (version !== this.verifiedVersion) return;
     const { authorization: _secret, ...kept } = principal;
@@ -378,10 +374,8 @@ export class EmbeddedKeyService implements KeyService {
     return user;
   }
 
-  /**
-   * A key's principal holds the scopes it was given; a password's, and a key's given none, every one
-   * (undefined): the user's rights (administrators only send events) are checked where they always were.
-   */
+  /** A key's principal holds the scopes it was given; a password's, and a key's given none, every one
+   * (undefined): the user's rights (administrators only send events) are checked where they always were. */
   private principal(
     user: UserRecord,
     authenticatedBy: PrincipalModel['authenticatedBy'],
@@ -394,10 +388,8 @@ export class EmbeddedKeyService implements KeyService {
     return { user: toUserModel(user), authenticatedBy, keyId: key?.id ?? null, credentialId: id, authorization, scopes: key?.scopes ?? undefined, limits };
   }
 
-  /**
-   * The store's data version, read at most once a turn of the event loop: the requests of one turn
-   * arrived together, so a commit elsewhere meanwhile is concurrent with all of them.
-   */
+  /** The store's data version, read at most once a turn of the event loop: the requests of one turn
+   * arrived together, so a commit elsewhere meanwhile is concurrent with all of them. */
   private storeVersion(): number | Promise<number> {
     if (this.versionThisTurn === undefined) {
       if (this.store.dataVersion) {

@@ -2,10 +2,8 @@ import { randomBytes, scrypt as scryptCallback, timingSafeEqual, type ScryptOpti
 import { availableParallelism } from 'node:os';
 import { CallerGone } from '../../../shared/callSignal.js';
 
-/**
- * Passwords are kept as scrypt hashes in the form `scrypt$N$r$p$salt$hash`: the parameters
- * travel with each hash, so the cost can be raised later without breaking stored ones.
- */
+/** Passwords are kept as scrypt hashes in the form `scrypt$N$r$p$salt$hash`: the parameters
+ * travel with each hash, so the cost can be raised later without breaking stored ones. */
 export interface ScryptCost {
   N: number;
   r: number;
@@ -18,10 +16,8 @@ export const DEFAULT_COST: ScryptCost = { N: 2 ** 15, r: 8, p: 3 };
 const KEY_LENGTH = 32;
 const MAXMEM = 64 * 1024 * 1024;
 
-/**
- * Password hashes computed at once, at most: one core fewer than the machine has, so that a burst
- * of sign-ins cannot take every core from other requests; further checks queue.
- */
+/** Password hashes computed at once, at most: one core fewer than the machine has, so that a burst
+ * of sign-ins cannot take every core from other requests; further checks queue. */
 export const SCRYPT_CONCURRENCY = Math.max(1, availableParallelism() - 1);
 
 let running = 0;
@@ -79,16 +75,12 @@ export async function hashPassword(password: string, cost: ScryptCost = DEFAULT_
   return ['scrypt', cost.N, cost.r, cost.p, salt.toString('base64'), hash.toString('base64')].join('$');
 }
 
-/**
- * What an unknown user is checked against, so that timing tells nothing: random salt and bytes at
- * the default cost, made without a scrypt of its own.
- */
+/** What an unknown user is checked against, so that timing tells nothing: random salt and bytes at
+ * the default cost, made without a scrypt of its own. */
 const DECOY = ['scrypt', DEFAULT_COST.N, DEFAULT_COST.r, DEFAULT_COST.p, randomBytes(16).toString('base64'), randomBytes(KEY_LENGTH).toString('base64')].join('$');
 
-/**
- * Whether `password` is the one `stored` hashes (the decoy's, so never, where stored is null).
- * `wanted`: asked when the check comes out of the queue; false skips it (CallerGone).
- */
+/** Whether `password` is the one `stored` hashes (the decoy's, so never, where stored is null).
+ * `wanted`: asked when the check comes out of the queue; false skips it (CallerGone). */
 export async function verifyPassword(password: string, stored: string | null, wanted?: () => boolean): Promise<boolean> {
   const [scheme, n, r, p, salt, hash] = (stored ?? DECOY).split('$');
   if (scheme !== 'scrypt' || !salt || !hash) return false;

@@ -142,10 +142,8 @@ const CHANGE_TRIGGERS = [
   { table: 'api_keys', name: 'api_keys_changed', events: 'INSERT OR DELETE OR TRUNCATE OR UPDATE OF id, user_id, name, key_hash, expires_at' },
 ] as const;
 
-/**
- * The count and whether both triggers are in place: one round trip a turn, prepared once a
- * connection (parsing it each turn was costly); to_regclass keeps no stale oid in the plan.
- */
+/** The count and whether both triggers are in place, in one round trip prepared once a connection;
+ * to_regclass keeps no stale oid in the plan. */
 const READ_CHANGE_COUNT = `SELECT (SELECT version FROM key_changes WHERE id = 1) AS version,
   (SELECT count(*) = ${CHANGE_TRIGGERS.length} FROM pg_trigger
     WHERE (${CHANGE_TRIGGERS.map(({ table, name }) => `(tgrelid = to_regclass('${table}') AND tgname = '${name}')`).join(' OR ')})
@@ -247,10 +245,8 @@ export class PostgresKeyStore implements KeyStore {
     await client.query('CREATE UNIQUE INDEX IF NOT EXISTS api_keys_previous_hash ON api_keys (previous_hash)');
   }
 
-  /**
-   * Triggers counting every change to users and keys, whoever makes it (ALWAYS: a restore too);
-   * mended only where needed, as changing one locks its table against every reader.
-   */
+  /** Triggers counting every change to users and keys, whoever makes it (ALWAYS: a restore too);
+   * mended only where needed, as changing one locks its table against every reader. */
   private async createChangeTriggers(client: pg.PoolClient): Promise<void> {
     const { rows } = await client.query<{ tgname: string; table: string; tgenabled: string; ours: boolean }>(
       `SELECT t.tgname, c.relname AS table, t.tgenabled, t.tgfoid = 'key_changes_count()'::regprocedure AS ours
@@ -267,10 +263,8 @@ export class PostgresKeyStore implements KeyStore {
     }
   }
 
-  /**
-   * The count of changes; NaN while a trigger or the row is missing, so that nothing is kept. It
-   * starts from the clock, so that a row made again never repeats a count read before.
-   */
+  /** The count of changes; NaN while a trigger or the row is missing, so that nothing is kept. It
+   * starts from the clock, so that a row made again never repeats a count read before. */
   async readDataVersion(): Promise<number> {
     try {
       const { rows } = await this.pool.query<{ version: string | null; armed: boolean }>({ name: 'recs-gateway-key-changes', text: READ_CHANGE_COUNT });

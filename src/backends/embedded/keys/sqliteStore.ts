@@ -95,11 +95,9 @@ const joined = (row: JoinedRow): { key: KeyRecord; user: UserRecord } => ({
 const isUniqueViolation = (error: unknown): boolean =>
   error instanceof Error && (error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE';
 
-/**
- * Users and keys in one SQLite file (WAL, synchronous=FULL so an acknowledged create survives a
+/** Users and keys in one SQLite file (WAL, synchronous=FULL so an acknowledged create survives a
  * crash or power loss). Writes run in BEGIN IMMEDIATE transactions, so processes sharing the file
- * serialise on them and the default key name cannot be handed out twice.
- */
+ * serialise on them and the default key name cannot be handed out twice. */
 export class SqliteKeyStore implements KeyStore {
   private readonly db: Database.Database;
   private readonly statements;

@@ -99,10 +99,8 @@ export interface KeyStore {
   findKeyByHash(hash: string): Promise<FoundKey | null>;
   /** The key with that id and its owner. */
   findKeyById(id: string): Promise<{ key: KeyRecord; user: UserRecord } | null>;
-  /**
-   * Gives the key (the owner's, when ownerId is given) the new hash; the old one is kept as its
-   * previous until previousUntil (null: dropped), replacing any previous one. null if not found.
-   */
+  /** Gives the key (the owner's, when ownerId is given) the new hash; the old one is kept as its
+   * previous until previousUntil (null: dropped), replacing any previous one. null if not found. */
   rotateKey(id: string, ownerId: string | null, hash: string, previousUntil: Date | null): Promise<KeyRecord | null>;
   /** Renames and re-scopes a key (the owner's, when ownerId is given); KeyNameTakenError; null if not found. */
   updateKey(id: string, ownerId: string | null, changes: KeyChanges): Promise<KeyRecord | null>;
@@ -119,10 +117,8 @@ export interface KeyStore {
   setPasswordHash(userId: string, passwordHash: string): Promise<boolean>;
   /** Deletes the user and, in the same statement, its keys; the count of keys that went, or null when no such user. */
   deleteUser(userId: string): Promise<number | null>;
-  /**
-   * A number that changes whenever another process has changed the store, read synchronously
-   * (SQLite's data_version); without it nor readDataVersion, every credential is looked up each time.
-   */
+  /** A number that changes whenever another process has changed the store, read synchronously
+   * (SQLite's data_version); without it nor readDataVersion, every credential is looked up each time. */
   dataVersion?(): number;
   /** The same where it takes a query (PostgreSQL: a counter its triggers move). */
   readDataVersion?(): Promise<number>;

@@ -4,11 +4,9 @@ import type { KeyStore, UsageCount } from './store.js';
 /** How often counted requests are written to the store, in ms: what a SIGKILL loses at most. */
 export const USAGE_FLUSH_MS = 2_000;
 
-/**
- * Requests per key per UTC day, counted in memory and added to the store's key_usage rows in
+/** Requests per key per UTC day, counted in memory and added to the store's key_usage rows in
  * batches: replicas each add their own, so the rows are the sum. A failed write keeps its counts
- * for the next.
- */
+ * for the next. */
 export class UsageCounter {
   /** This day's counts by key id: one map lookup a request, the day's name made once a day. */
   private today = new Map<string, UsageCount>();

@@ -7,10 +7,8 @@ const DOMAIN = /^[^\s:@\x00-\x1f\x7f]{1,253}$/;
 /** A control character: no user is named with one, and PostgreSQL's text takes no NUL. */
 const CONTROL = /[\x00-\x1f\x7f]/;
 
-/**
- * What makes a username or domain to look up one no user can have (a control character: addUser
- * refuses them, and a NUL would fail PostgreSQL's query), as a message and the input's field; null otherwise.
- */
+/** What makes a username or domain to look up one no user can have (a control character: addUser
+ * refuses them, and a NUL would fail PostgreSQL's query), as a message and the input's field; null otherwise. */
 export function lookupProblem(username: string, domain: string | null): { message: string; field: 'username' | 'userDomain' } | null {
   if (CONTROL.test(username)) return { message: 'username holds a control character, which no username has', field: 'username' };
   if (domain !== null && CONTROL.test(domain)) return { message: 'userDomain holds a control character, which no domain has', field: 'userDomain' };
@@ -26,10 +24,8 @@ export interface AddUser {
   isAdmin?: boolean;
 }
 
-/**
- * Creates a user. A name holds no `:` (it ends the user part of Basic credentials) and no `@`
- * (it starts the domain); a password has at least 8 characters.
- */
+/** Creates a user. A name holds no `:` (it ends the user part of Basic credentials) and no `@`
+ * (it starts the domain); a password has at least 8 characters. */
 export async function addUser(store: KeyStore, user: AddUser, cost?: ScryptCost): Promise<UserRecord> {
   if (!NAME.test(user.username)) throw new UserInputError('a username has 1 to 128 characters and no spaces, control characters, : or @');
   if (user.domain && !DOMAIN.test(user.domain)) throw new UserInputError('a domain has no spaces, control characters, : or @');
@@ -49,11 +45,9 @@ export async function addUser(store: KeyStore, user: AddUser, cost?: ScryptCost)
   }
 }
 
-/**
- * On the very first start, with no users at all, creates the administrator `admin` with a random
+/** On the very first start, with no users at all, creates the administrator `admin` with a random
  * password and returns that password (to be shown once); returns null otherwise. Two processes
- * starting at once on one PostgreSQL make one admin: the loser's insert hits the unique index.
- */
+ * starting at once on one PostgreSQL make one admin: the loser's insert hits the unique index. */
 export async function ensureFirstAdmin(store: KeyStore): Promise<string | null> {
   if ((await store.countUsers()) > 0) return null;
   const password = randomBytes(18).toString('base64url');

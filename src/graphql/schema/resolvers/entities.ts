@@ -14,10 +14,8 @@ interface FieldCacheControl {
   cacheHintFromType(type: GraphQLCompositeType): { maxAge?: number; scope?: 'PUBLIC' | 'PRIVATE' } | undefined;
 }
 
-/**
- * Query._entities in place of @apollo/subgraph's per-representation one: authenticated only, at most
- * MAX_ITEM_IDS, all ids through one loader batch. Bad or unknown entries are null with their own error.
- */
+/** Query._entities in place of @apollo/subgraph's per-representation one: authenticated only, at most
+ * MAX_ITEM_IDS, all ids through one loader batch. Bad or unknown entries are null with their own error. */
 async function entities(
   maxCost: number,
   { representations }: { representations: readonly unknown[] },
