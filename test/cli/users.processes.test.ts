@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { basicAuthorization } from '../../src/auth/authorization.js';
 import { gql, runCli, startServe, type ServeProcess } from '../helpers/processes.js';
+import { restServeEnv, startUpstream } from '../helpers/harness.js';
 import { sharedRecsStoreKinds, tempDir } from '../helpers/stores.js';
 
 const CREATE = `mutation { createApiKey(input: { name: "phone" }) { key } }`;
@@ -103,5 +104,21 @@ describe('recs-gateway user passwd, remove and list', () => {
       expect(await status(replica.url, key)).toBe(401);
       expect(await status(replica.url, basicAuthorization('finn', 'finn-new-password'))).toBe(401);
     }
+  });
+
+  it('ends them through a REST-mode front that asks the key service each time (AUTH_CACHE_TTL_MS=0)', async () => {
+    const upstream = await startUpstream();
+    disposers.push(() => upstream.stop());
+    const front = await startServe({ ...restServeEnv(upstream, 'unused'), REDIS_URL: '', AUTH_CACHE_TTL_MS: '0' });
+    servers.push(front);
+    const old = basicAuthorization('bob', upstream.bob.password);
+    expect([await status(front.url, old), await status(front.url, upstream.bob.key)]).toEqual([200, 200]);
+    const env = { DATA_DIR: upstream.dataDir };
+    expect((await runCli(['user', 'passwd', 'bob'], env, 'bob-new-password\n')).code).toBe(0);
+    expect(await status(front.url, old)).toBe(401);
+    expect(await status(front.url, basicAuthorization('bob', 'bob-new-password'))).toBe(200);
+    expect((await runCli(['user', 'remove', 'bob'], env)).code).toBe(0);
+    expect(await status(front.url, upstream.bob.key)).toBe(401);
+    expect(await status(front.url, basicAuthorization('bob', 'bob-new-password'))).toBe(401);
   });
 });

@@ -48,6 +48,8 @@ export interface Upstream {
   bob: UpstreamUser;
   /** Basic credentials of the administrator `root` (no key). */
   adminBasic: string;
+  /** Its DATA_DIR, for the command line's `user` commands. */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
@@ -90,6 +92,7 @@ export async function startUpstream(): Promise<Upstream> {
     alice: await user('alice'),
     bob: await user('bob'),
     adminBasic: basicAuthorization('root', 'root-password'),
+    dataDir: dir,
     async stop() {
       await serve.stop();
       remove();
