@@ -34,14 +34,11 @@ export class RequestDeadline {
   }
 }
 
-const deadlines = new WeakMap<ServerResponse, RequestDeadline>();
+const DEADLINE = Symbol('recs-gateway.deadline');
+type WithDeadline = ServerResponse & { [DEADLINE]?: RequestDeadline };
 
-/** The request's deadline, made where a stage first waits: the prelude's and the engine's are one. */
+/** The request's deadline, made where a stage first waits: the prelude's and the engine's are one. A property of
+ * the response, not a WeakMap entry: an entry a request weighs on the collector on the cached path. */
 export function deadlineOf(res: ServerResponse, deadlineMs: number): RequestDeadline {
-  let deadline = deadlines.get(res);
-  if (deadline === undefined) {
-    deadline = new RequestDeadline(res, deadlineMs);
-    deadlines.set(res, deadline);
-  }
-  return deadline;
+  return ((res as WithDeadline)[DEADLINE] ??= new RequestDeadline(res, deadlineMs));
 }
