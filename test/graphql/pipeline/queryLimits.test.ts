@@ -81,8 +81,8 @@ describe('introspection', () => {
     // one type's fields, arguments and their types, against every type's (a type named by a variable may be any)
     expect(limited(`{ __type(name: "Item") { ...FullType } } ${fullType}`, 2000)).toEqual([]);
     expect(limited(`query($name: String!) { __type(name: $name) { ...FullType } } ${fullType}`, 2000)).toEqual(['introspectionCost']);
-    // the standard query's answer is about 3,700 fields: counted as that, not as its own 100 or so
+    // the standard query's answer is about 4,200 fields: counted as that, not as its own 100 or so
     expect(limited(full, 3000)).toEqual(['introspectionCost']);
-    expect(limited(full, 4000)).toEqual([]);
+    expect(limited(full, 5000)).toEqual([]);
   });
 });
