@@ -12,7 +12,7 @@ export function parseCategoryPath(value: string | null | undefined, field = 'cat
   if (value.length > MAX_CATEGORY_PATH) throw badUserInput(`${field} must be at most ${MAX_CATEGORY_PATH} characters`, field);
   if (/[\u0000-\u001f\u007f]/.test(value)) throw badUserInput(`${field} must not contain control characters`, field);
   const path = value.trim().replace(/^\/+|\/+$/g, '');
-  if (path === '') throw badUserInput(`${field} must name a category, e.g. Electronics/TV`, field);
+  if (path.replace(/[\s/]/g, '') === '') throw badUserInput(`${field} must name a category, e.g. Electronics/TV`, field);
   return path;
 }
 

@@ -135,14 +135,14 @@ export function filterOfQuery(query: URLSearchParams): RecommendationFilterModel
   }
   const inStock = single(query, 'inStock');
   if (inStock !== undefined && inStock !== 'true' && inStock !== 'false') throw badRequest('inStock must be true or false');
-  const category = single(query, 'category');
-  if (category !== undefined && category.replace(/[\s/]/g, '') === '') throw badRequest('category must name a category, e.g. Electronics/TV');
+  // checked here to name the REST parameter; toRecommendationFilter takes the path as it is
+  const category = parseCategoryPath(single(query, 'category'), 'category');
   const brandNames = query.getAll('brand');
   if (brandNames.length > MAX_BRAND_NAMES) throw badRequest(`at most ${MAX_BRAND_NAMES} brand parameters`);
   if (brandNames.some((brand) => brand.trim() === '')) throw badRequest('brand must not be empty');
   return toRecommendationFilter({
     excludeItemIds, inStockOnly: inStock === 'true', minPrice: priceOf(query, 'minPrice'), maxPrice: priceOf(query, 'maxPrice'),
-    categoryPath: category ?? null, brandNames,
+    categoryPath: category, brandNames,
   });
 }
 
