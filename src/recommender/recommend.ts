@@ -151,7 +151,7 @@ export class Recommender {
     let list: Int32Array;
     if (categoryPath === null) list = this.popularList(kind);
     else if (this.catalog === null) return [];
-    else list = this.ranked(kind, `under:${categoryPath}`, (c) => c.under(categoryPath));
+    else list = this.underPath(kind, categoryPath);
     const out: { itemId: number; score: number }[] = [];
     for (let j = 0; j < list.length && out.length < first; j++) {
       const i = list[j]!;
@@ -253,6 +253,8 @@ export class Recommender {
   private scope(kind: RecommendationKind, filter: RecommendationFilterModel): Int32Array | null {
     const { categoryPath, brandNames } = filter;
     if (categoryPath === null && brandNames.length === 0 || this.catalog === null) return null;
+    // a category alone is the list popularItems ranks too: one copy, kept where category lists are
+    if (brandNames.length === 0) return this.underPath(kind, categoryPath!);
     const key = `${kind}:${JSON.stringify([categoryPath, brandNames])}`;
     let list = this.scopes.get(key);
     if (list === undefined) {
@@ -279,6 +281,11 @@ export class Recommender {
       this.keptEntries = 0;
     }
     this.keptEntries += entries;
+  }
+
+  /** The items whose categoryPath is `path` or lies under it, most popular first. */
+  private underPath(kind: RecommendationKind, path: string): Int32Array {
+    return this.ranked(kind, `under:${path}`, (c) => c.under(path));
   }
 
   private ranked(kind: RecommendationKind, key: string, ids: (catalog: Catalog) => readonly number[]): Int32Array {
