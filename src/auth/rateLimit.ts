@@ -56,11 +56,16 @@ export class RateLimiter {
   /** Redis-backed buckets when a Redis (one or a cluster) is given, in-process ones otherwise. */
   static open(
     settings: RateLimitSettings,
-    redis?: { url?: string | null; cluster?: readonly string[] | null; keyPrefix?: string; secret?: string | null },
+    redis?: { url?: string | null; cluster?: readonly string[] | null; keyPrefix?: string; secret?: string | null; commandTimeoutMs?: number },
   ): RateLimiter {
     const target = redisTarget({ redisUrl: redis?.url ?? null, redisClusterNodes: redis?.cluster ?? null });
     const buckets = target
-      ? new RedisTokenBuckets({ ...target, ...(redis?.keyPrefix !== undefined ? { keyPrefix: redis.keyPrefix } : {}), secret: redis?.secret ?? null })
+      ? new RedisTokenBuckets({
+        ...target,
+        ...(redis?.keyPrefix !== undefined ? { keyPrefix: redis.keyPrefix } : {}),
+        ...(redis?.commandTimeoutMs !== undefined ? { commandTimeoutMs: redis.commandTimeoutMs } : {}),
+        secret: redis?.secret ?? null,
+      })
       : new MemoryTokenBuckets();
     return new RateLimiter(buckets, settings);
   }
