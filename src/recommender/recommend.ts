@@ -1,10 +1,11 @@
 import { notFound } from '../errors.js';
 import { isInStock } from '../model/itemRecord.js';
-import { passesConditions, passesFilter } from '../model/recommendationFilter.js';
 import { underCategory } from '../model/itemLists.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationFilterModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
 import { categoryOf, departmentOf, familyOf } from './catalog.js';
 import type { Catalog } from './catalog.js';
+import { KeptForConditions, VERDICT_PAGE } from './keptForConditions.js';
+import type { Passing } from './keptForConditions.js';
 import { byPopularity } from './model.js';
 import type { RecModel } from './model.js';
 import type { Neighbours } from './neighbours.js';
@@ -17,21 +18,12 @@ export const MAX_RECOMMENDATIONS = 10;
 const SCAN_LIMIT = 1000;
 /** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
 const FILTERED_SCAN_LIMIT = 20_000;
-/** Ranked lists of filters' categories and brands, and of their passing items, kept at most, and their entries in
- * all: past either, all are dropped (clients choose the filters). */
+/** Ranked lists of filters' categories and brands, of their passing items, and filters' verdicts, kept at most, and
+ * their entries in all: past either, all are dropped (clients choose the filters). */
 const MAX_KEPT_LISTS = 10_000;
 const MAX_KEPT_ENTRIES = 4_000_000;
 /** Items passing a filter's conditions kept at most, per list: the rest is walked again when a lookup needs it. */
 const MAX_PASSING = 500;
-
-/** The items of `from` passing a filter's conditions (its exclusions aside), in order, found up to `resumeAt`. */
-interface Passing {
-  list: Int32Array;
-  from: Int32Array;
-  resumeAt: number;
-  /** How far in `from` a lookup may look. */
-  end: number;
-}
 
 type Offer = (i: number, s: number | null, e: number, src: RecommendationSource) => boolean;
 
@@ -40,7 +32,8 @@ type Offer = (i: number, s: number | null, e: number, src: RecommendationSource)
 export class Recommender {
   private readonly categoryLists = new Map<string, Int32Array>();
   private readonly scopes = new Map<string, Int32Array>();
-  private readonly passingLists = new Map<string, Passing>();
+  private readonly kept = new Map<string, KeptForConditions>();
+  private keptLists = 0;
   private keptEntries = 0;
 
   constructor(readonly model: RecModel, readonly catalog: Catalog | null) {}
@@ -58,20 +51,24 @@ export class Recommender {
     const families = new Set<number>();
     const inStock: RecommendationEntryModel[] = [];
     const outOfStock: RecommendationEntryModel[] = [];
+    const excluded = filter !== null && filter.excludeItemIds.length > 0 ? filter.excluded : null;
+    // the conditions are checked on records: without a catalogue, no item passes them
+    const kept = filter === null || !filter.hasConditions || catalog === null ? null : this.keptFor(filter);
 
     /** Takes a candidate; true when the list is full. */
     const offer = (index: number, score: number | null, evidence: number, source: RecommendationSource): boolean => {
       const itemId = items.idAt(index);
-      if (itemId === anchorId) return false;
+      // a filter's items known to fail are left before their records are fetched: most candidates, when few pass
+      if (itemId === anchorId || excluded?.has(itemId) === true || kept?.fails(index) === true) return false;
       let available = true;
       let family = itemId;
       if (catalog !== null) {
         const item = catalog.get(itemId);
-        if (item === undefined || (filter !== null && !passesFilter(filter, itemId, item))) return false;
+        if (item === undefined || (kept !== null && !kept.passes(index, filter!, item))) return false;
         family = familyOf(item);
         if (family === anchorFamily || anchorVariants?.includes(itemId) === true || item.variants?.includes(anchorId) === true || item.variants?.includes(anchorFamily) === true) return false;
         available = isInStock(item);
-      } else if (filter !== null && !passesFilter(filter, itemId, undefined)) return false;
+      } else if (filter?.hasConditions === true) return false;
       if (families.has(family)) return false;
       families.add(family);
       const entry: RecommendationEntryModel = { rank: 0, itemId, score, evidence, source };
@@ -84,7 +81,7 @@ export class Recommender {
     const enough = (): boolean => filled() >= limit;
     if (!this.fromNeighbours(kind, anchorIndex, offer)) {
       if (filter === null) this.fromFallbacks(kind, anchor, offer, enough);
-      else this.fromFilteredFallbacks(kind, anchor, filter, offer, enough);
+      else this.fromFilteredFallbacks(kind, anchor, filter, kept, offer, enough);
     }
     const entries = inStock.concat(outOfStock).slice(0, limit);
     entries.forEach((e, i) => (e.rank = i + 1));
@@ -185,12 +182,11 @@ export class Recommender {
   /** The fills of a filtered lookup, as fromFallbacks but from each tier's items passing the filter (kept per filter
    * and tier); a tier whose items all fail the filter's category is skipped, and the last tier is the items of the
    * filter's category or brands where it names them. */
-  private fromFilteredFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, filter: RecommendationFilterModel, offer: Offer, enough: () => boolean): boolean {
+  private fromFilteredFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, filter: RecommendationFilterModel, kept: KeptForConditions | null, offer: Offer, enough: () => boolean): boolean {
     const path = filter.categoryPath;
     const tier = (key: string, ids: (catalog: Catalog) => readonly number[], source: RecommendationSource): boolean => {
-      if (!filter.hasConditions) return this.scan(this.ranked(kind, key, ids), source, offer);
-      const passing = this.passingIn(`${kind}:${filter.conditionsKey}:${key}`, filter, () => this.ranked(kind, key, ids), SCAN_LIMIT);
-      return this.offerPassing(passing, source, offer);
+      if (kept === null) return this.scan(this.ranked(kind, key, ids), source, offer);
+      return this.offerPassing(this.passingIn(kept, `${kind}:${key}`, filter, () => this.ranked(kind, key, ids), SCAN_LIMIT), source, offer);
     };
     if (anchor !== undefined) {
       const category = categoryOf(anchor);
@@ -204,12 +200,12 @@ export class Recommender {
           if (tier(department, (c) => c.department(department), 'DEPARTMENT')) return true;
         } else if (underCategory(path, name)) {
           // the filter's category lies in the anchor's department: its passing items are the department's
-          return this.offerPassing(this.passing(kind, filter), 'DEPARTMENT', offer, enough);
+          return this.offerPassing(this.passing(kind, filter, kept!), 'DEPARTMENT', offer, enough);
         }
       } else if (department !== null && path === null && tier(department, (c) => c.department(department), 'DEPARTMENT')) return true;
     }
-    if (!filter.hasConditions || this.catalog === null) return this.scan(this.popularList(kind), 'POPULAR', offer, enough, FILTERED_SCAN_LIMIT);
-    return this.offerPassing(this.passing(kind, filter), 'POPULAR', offer, enough);
+    if (kept === null) return this.scan(this.popularList(kind), 'POPULAR', offer, enough, FILTERED_SCAN_LIMIT);
+    return this.offerPassing(this.passing(kind, filter, kept), 'POPULAR', offer, enough);
   }
 
   private popularList(kind: RecommendationKind): Int32Array {
@@ -224,13 +220,13 @@ export class Recommender {
   }
 
   /** The items passing the filter's conditions, most popular first, from its scope (else all). */
-  private passing(kind: RecommendationKind, filter: RecommendationFilterModel): Passing {
-    return this.passingIn(`${kind}:${filter.conditionsKey}`, filter, () => this.scope(kind, filter) ?? this.popularList(kind), FILTERED_SCAN_LIMIT);
+  private passing(kind: RecommendationKind, filter: RecommendationFilterModel, kept: KeptForConditions): Passing {
+    return this.passingIn(kept, kind, filter, () => this.scope(kind, filter) ?? this.popularList(kind), FILTERED_SCAN_LIMIT);
   }
 
   /** The items of a list passing the filter's conditions, among its first `walk`, kept by `key` up to MAX_PASSING. */
-  private passingIn(key: string, filter: RecommendationFilterModel, listed: () => Int32Array, walk: number): Passing {
-    let found = this.passingLists.get(key);
+  private passingIn(kept: KeptForConditions, key: string, filter: RecommendationFilterModel, listed: () => Int32Array, walk: number): Passing {
+    let found = kept.passing.get(key);
     if (found === undefined) {
       const { items } = this.model;
       const catalog = this.catalog!;
@@ -239,14 +235,28 @@ export class Recommender {
       const list: number[] = [];
       let j = 0;
       for (; j < end && list.length < MAX_PASSING; j++) {
-        const item = catalog.get(items.idAt(from[j]!));
-        if (item !== undefined && passesConditions(filter, item)) list.push(from[j]!);
+        const index = from[j]!;
+        if (kept.fails(index)) continue;
+        const item = catalog.get(items.idAt(index));
+        if (item !== undefined && kept.passes(index, filter, item)) list.push(index);
       }
       found = { list: Int32Array.from(list), from, resumeAt: j, end };
-      this.keep(list.length, this.passingLists.size);
-      this.passingLists.set(key, found);
+      this.keep(list.length);
+      kept.passing.set(key, found);
     }
     return found;
+  }
+
+  /** What the Recommender keeps for the filter's conditions. */
+  private keptFor(filter: RecommendationFilterModel): KeptForConditions {
+    let kept = this.kept.get(filter.conditionsKey);
+    if (kept === undefined) {
+      this.keep(0);
+      // a page of byte verdicts counts as a quarter of its items: the bound is in Int32Array entries
+      kept = new KeptForConditions(this.model.items.size, () => this.keep(VERDICT_PAGE / 4, 0));
+      this.kept.set(filter.conditionsKey, kept);
+    }
+    return kept;
   }
 
   /** The items passing the filter's category or brands (the fewer of the two), most popular first; null with neither. */
@@ -267,19 +277,21 @@ export class Recommender {
       }
       const ids = inCategory === null || (ofBrands !== null && ofBrands.length < inCategory.length) ? ofBrands! : inCategory;
       list = this.rank(kind, ids);
-      this.keep(list.length, this.scopes.size);
+      this.keep(list.length);
       this.scopes.set(key, list);
     }
     return list;
   }
 
   /** Counts what a filter's list adds to the kept ones, dropping them all first where it would pass a bound. */
-  private keep(entries: number, lists: number): void {
-    if (lists >= MAX_KEPT_LISTS || this.keptEntries + entries > MAX_KEPT_ENTRIES) {
+  private keep(entries: number, lists = 1): void {
+    if (this.keptLists + lists > MAX_KEPT_LISTS || this.keptEntries + entries > MAX_KEPT_ENTRIES) {
       this.scopes.clear();
-      this.passingLists.clear();
+      this.kept.clear();
+      this.keptLists = 0;
       this.keptEntries = 0;
     }
+    this.keptLists += lists;
     this.keptEntries += entries;
   }
 

@@ -85,6 +85,20 @@ describe('a filtered list on a hand-made shop', () => {
     expect(await ids(recs, { categoryPath: 'Garden', brandNames: ['acme'], minPrice: 25 })).toEqual([26, 28]);
   });
 
+  it('keeps what it found of a filter\'s conditions apart from its exclusions, and finds it again after a record changes', async () => {
+    const shop = smallShop();
+    const sorted = async (input: RecommendationFilterInput): Promise<number[]> => (await ids(shop, input)).sort((a, b) => a - b);
+    const cheap = [2, 3, 4, 5, 6, 8, 9, 10, 11, 12];
+    expect(await sorted({ maxPrice: 12.5 })).toEqual(cheap);
+    expect(await sorted({ maxPrice: 12.5, excludeItemIds: [5, 10] })).toEqual([2, 3, 4, 6, 8, 9, 11, 12]);
+    expect(await sorted({ maxPrice: 12.5, excludeItemIds: [2] })).toEqual(cheap.slice(1));
+    expect(await sorted({ maxPrice: 12.5 })).toEqual(cheap);
+    // a neighbour that costs too much now, and a far item that costs little
+    shop.applyItems([{ ...shop.catalog.get(2)!, salePrice: 50 }, { ...shop.catalog.get(25)!, salePrice: 1 }]);
+    expect(await sorted({ maxPrice: 12.5 })).toEqual([...cheap.slice(1), 25]);
+    expect(await sorted({ minPrice: 40, categoryPath: 'Home' })).toEqual([2]);
+  });
+
   it('still answers NOT_FOUND for an unknown anchor', async () => {
     const error = await recs.recommend('POST_BROWSE', 999, {}, filterOf({ inStockOnly: true })).catch((e: unknown) => e);
     expect(isGatewayError(error) && error.code).toBe('NOT_FOUND');
