@@ -30,6 +30,22 @@ function price(value: number | null | undefined, field: string): number | null {
 /** The brand as filters compare it: case does not matter, as shops spell brands inconsistently. */
 export const brandKey = (name: string): string => name.trim().toLowerCase();
 
+/** The ids ascending, without repeats: an insertion sort, as a filter has few (sort's comparator calls cost more). */
+function sortedDistinct(ids: readonly number[]): number[] {
+  const out = new Array<number>(ids.length);
+  let n = 0;
+  for (const id of ids) {
+    let j = n;
+    while (j > 0 && out[j - 1]! > id) j--;
+    if (j > 0 && out[j - 1] === id) continue;
+    for (let k = n; k > j; k--) out[k] = out[k - 1]!;
+    out[j] = id;
+    n++;
+  }
+  out.length = n;
+  return out;
+}
+
 /** Checks and normalises a filter; null when it sets no condition (an empty list sets none). BAD_USER_INPUT otherwise. */
 export function toRecommendationFilter(input: RecommendationFilterInput | null | undefined): RecommendationFilterModel | null {
   if (input === null || input === undefined) return null;
@@ -42,13 +58,15 @@ export function toRecommendationFilter(input: RecommendationFilterInput | null |
   const brands = input.brandNames ?? [];
   if (brands.length > MAX_BRAND_NAMES) throw badUserInput(`At most ${MAX_BRAND_NAMES} brandNames, got ${brands.length}`, 'brandNames');
   const brandNames = [...new Set(brands.map((name) => {
-    if (name.length > MAX_FILTER_TEXT || brandKey(name) === '') throw badUserInput(`Each of brandNames must be 1 to ${MAX_FILTER_TEXT} characters, not blank`, 'brandNames');
-    return brandKey(name);
+    const key = name.length > MAX_FILTER_TEXT ? '' : brandKey(name);
+    if (key === '') throw badUserInput(`Each of brandNames must be 1 to ${MAX_FILTER_TEXT} characters, not blank`, 'brandNames');
+    return key;
   }))].sort();
-  const excludeItemIds = [...new Set(excludes)].sort((a, b) => a - b);
+  const excludeItemIds = sortedDistinct(excludes);
   const inStockOnly = input.inStockOnly === true;
   if (excludeItemIds.length === 0 && !inStockOnly && minPrice === null && maxPrice === null && categoryPath === null && brandNames.length === 0) return null;
-  const conditionsKey = JSON.stringify([inStockOnly ? 1 : 0, minPrice, maxPrice, categoryPath, brandNames]);
+  // JSON of [inStockOnly as 0 or 1, minPrice, maxPrice, categoryPath, brandNames], a number's JSON being its String
+  const conditionsKey = `[${inStockOnly ? 1 : 0},${String(minPrice)},${String(maxPrice)},${JSON.stringify(categoryPath)},${JSON.stringify(brandNames)}]`;
   const hasConditions = inStockOnly || minPrice !== null || maxPrice !== null || categoryPath !== null || brandNames.length > 0;
   return {
     key: `${excludeItemIds.join(',')}${conditionsKey}`, conditionsKey, hasConditions,
