@@ -30,11 +30,11 @@ function price(value: number | null | undefined, field: string): number | null {
 /** The brand as filters compare it: case does not matter, as shops spell brands inconsistently. */
 export const brandKey = (name: string): string => name.trim().toLowerCase();
 
-/** The ids ascending, without repeats: an insertion sort, as a filter has few (sort's comparator calls cost more). */
-function sortedDistinct(ids: readonly number[]): number[] {
-  const out = new Array<number>(ids.length);
+/** The values ascending (strings as sort() orders them), without repeats: an insertion sort, as a filter has few. */
+function sortedDistinct<T extends number | string>(values: readonly T[]): T[] {
+  const out = new Array<T>(values.length);
   let n = 0;
-  for (const id of ids) {
+  for (const id of values) {
     let j = n;
     while (j > 0 && out[j - 1]! > id) j--;
     if (j > 0 && out[j - 1] === id) continue;
@@ -57,11 +57,11 @@ export function toRecommendationFilter(input: RecommendationFilterInput | null |
   const categoryPath = parseCategoryPath(input.categoryPath);
   const brands = input.brandNames ?? [];
   if (brands.length > MAX_BRAND_NAMES) throw badUserInput(`At most ${MAX_BRAND_NAMES} brandNames, got ${brands.length}`, 'brandNames');
-  const brandNames = [...new Set(brands.map((name) => {
+  const brandNames = sortedDistinct(brands.map((name) => {
     const key = name.length > MAX_FILTER_TEXT ? '' : brandKey(name);
     if (key === '') throw badUserInput(`Each of brandNames must be 1 to ${MAX_FILTER_TEXT} characters, not blank`, 'brandNames');
     return key;
-  }))].sort();
+  }));
   const excludeItemIds = sortedDistinct(excludes);
   const inStockOnly = input.inStockOnly === true;
   if (excludeItemIds.length === 0 && !inStockOnly && minPrice === null && maxPrice === null && categoryPath === null && brandNames.length === 0) return null;
@@ -70,13 +70,28 @@ export function toRecommendationFilter(input: RecommendationFilterInput | null |
   const hasConditions = inStockOnly || minPrice !== null || maxPrice !== null || categoryPath !== null || brandNames.length > 0;
   return {
     key: `${excludeItemIds.join(',')}${conditionsKey}`, conditionsKey, hasConditions,
-    excludeItemIds, excluded: new Set(excludeItemIds), inStockOnly, minPrice, maxPrice, categoryPath, brandNames, brandsSeen: new Map(),
+    excludeItemIds, inStockOnly, minPrice, maxPrice, categoryPath, brandNames, brandsSeen: new Map(),
   };
+}
+
+/** Whether the filter excludes the item: a binary search of its few sorted ids, no Set made per request. */
+export function isExcluded(filter: RecommendationFilterModel, itemId: number): boolean {
+  const ids = filter.excludeItemIds;
+  let lo = 0;
+  let hi = ids.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const id = ids[mid]!;
+    if (id === itemId) return true;
+    if (id < itemId) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return false;
 }
 
 /** Whether the item passes every condition; `item` undefined (no record) passes only an exclusion. */
 export function passesFilter(filter: RecommendationFilterModel, itemId: number, item: ItemModel | undefined): boolean {
-  if (filter.excluded.has(itemId)) return false;
+  if (isExcluded(filter, itemId)) return false;
   if (!filter.hasConditions) return true;
   return item !== undefined && passesConditions(filter, item);
 }

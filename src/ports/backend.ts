@@ -247,9 +247,8 @@ export interface RecommendationFilterModel {
   readonly conditionsKey: string;
   /** Whether any condition but the exclusions is set. */
   readonly hasConditions: boolean;
-  /** Sorted, without repeats. */
+  /** Sorted, without repeats (isExcluded searches them). */
   readonly excludeItemIds: readonly number[];
-  readonly excluded: ReadonlySet<number>;
   readonly inStockOnly: boolean;
   /** Bounds on salePrice, inclusive; an item without a salePrice fails either. */
   readonly minPrice: number | null;

@@ -1,6 +1,7 @@
 import { notFound } from '../errors.js';
 import { isInStock } from '../model/itemRecord.js';
 import { underCategory } from '../model/itemLists.js';
+import { isExcluded } from '../model/recommendationFilter.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationFilterModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
 import { categoryOf, departmentOf, familyOf } from './catalog.js';
 import type { Catalog } from './catalog.js';
@@ -51,7 +52,7 @@ export class Recommender {
     const families = new Set<number>();
     const inStock: RecommendationEntryModel[] = [];
     const outOfStock: RecommendationEntryModel[] = [];
-    const excluded = filter !== null && filter.excludeItemIds.length > 0 ? filter.excluded : null;
+    const excludes = filter !== null && filter.excludeItemIds.length > 0;
     // the conditions are checked on records: without a catalogue, no item passes them
     const kept = filter === null || !filter.hasConditions || catalog === null ? null : this.keptFor(filter);
 
@@ -59,7 +60,7 @@ export class Recommender {
     const offer = (index: number, score: number | null, evidence: number, source: RecommendationSource): boolean => {
       const itemId = items.idAt(index);
       // a filter's items known to fail are left before their records are fetched: most candidates, when few pass
-      if (itemId === anchorId || excluded?.has(itemId) === true || kept?.fails(index) === true) return false;
+      if (itemId === anchorId || (excludes && isExcluded(filter, itemId)) || kept?.fails(index) === true) return false;
       let available = true;
       let family = itemId;
       if (catalog !== null) {
