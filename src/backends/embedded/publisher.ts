@@ -30,7 +30,7 @@ export interface PublisherStats {
  * recs_published_lists. The items the new events name go first; a sweep then compares every anchor's
  * lists with what was published (by hash), since a popularity fill can change lists no event named. */
 export class Publisher {
-  private hashes: Map<number, number>[] = [new Map(), new Map(), new Map()];
+  private hashes: Map<number, number>[] = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
   private lockPid: number | null = null;
   private changes = 0;
   private swept = -1;
