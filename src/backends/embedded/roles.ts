@@ -23,7 +23,7 @@ export interface RoleOptions {
 }
 
 /** The published lists' table, created once, and the names (lock, channel) of this store's schema. */
-async function preparePublished(pool: pg.Pool): Promise<{ lockKey: string; channel: string }> {
+export async function preparePublished(pool: pg.Pool): Promise<{ lockKey: string; channel: string }> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
