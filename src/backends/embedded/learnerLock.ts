@@ -31,7 +31,7 @@ export class LearnerLock {
     if (this.closed) return;
     try {
       if (this.client === null) {
-        const client = new pg.Client({ connectionString: this.options.connectionString });
+        const client = new pg.Client({ connectionString: this.options.connectionString, keepAlive: true });
         client.on('error', () => this.drop(client));
         client.on('end', () => this.drop(client));
         await client.connect();

@@ -1,5 +1,8 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type pg from 'pg';
+import { isInStock } from '../../model/itemRecord.js';
+import type { RecommendationEntryModel } from '../../ports/backend.js';
+import { MAX_RECOMMENDATIONS } from '../../recommender/index.js';
 import type { EmbeddedRecs } from './recs.js';
 import type { ListRow } from './publishedLists.js';
 import { encodeList, itemsOfEvents, LIST_KINDS, listHash, publishedHashes, publishRows, RANKINGS_KIND, readPublishState } from './publishedLists.js';
@@ -15,6 +18,8 @@ const PRIORITY_EVENTS = 50_000;
 /** A learner with nothing to publish still says it is current this often. */
 const HEARTBEAT_MS = 1000;
 const TICK_MS = 50;
+/** Rest between sweeps: what events named is published meanwhile, and the model's upkeep gets the loop. */
+const SWEEP_GAP_MS = 1000;
 /** Entries of each published ranking: a category's share of them is what a serve replica answers. */
 const RANKING_DEPTH = 500;
 
@@ -34,6 +39,7 @@ export class Publisher {
   private lockPid: number | null = null;
   private changes = 0;
   private swept = -1;
+  private sweptAt = 0;
   private publishedEventId = 0;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
@@ -73,7 +79,7 @@ export class Publisher {
     this.running = true;
     try {
       await this.priority();
-      if (this.changes !== this.swept) await this.sweep();
+      if (this.changes !== this.swept && Date.now() - this.sweptAt >= SWEEP_GAP_MS) await this.sweep();
       else if (Date.now() - (this.stats.lastPublishAt ?? 0) >= HEARTBEAT_MS) await this.publish([]);
     } catch (error) {
       this.say(`learner: cannot publish lists: ${(error as Error).message}`);
@@ -82,12 +88,18 @@ export class Publisher {
     }
   }
 
-  /** The lists of the items the events applied since the last publish name. */
+  /** The lists of the items the events applied since the last publish name; more events than
+   * PRIORITY_EVENTS (or a learner just taking over) are left to a sweep at once, which says it has them. */
   private async priority(): Promise<void> {
     const head = this.recs.applied.lastEventId;
-    if (head <= this.publishedEventId) return;
     const from = this.publishedEventId;
-    const anchors = head - from <= PRIORITY_EVENTS && from > 0 ? await itemsOfEvents(this.pool, from, head) : [];
+    if (head <= from) return;
+    if (head - from > PRIORITY_EVENTS || from === 0) {
+      this.sweptAt = 0;
+      this.swept = -1;
+      return;
+    }
+    const anchors = await itemsOfEvents(this.pool, from, head);
     const rows: ListRow[] = [];
     for (const anchor of anchors) this.rowsOf(anchor, rows);
     await this.publish(rows, head);
@@ -96,6 +108,7 @@ export class Publisher {
   /** Every anchor's lists and the rankings, compared with what was published, in slices between other work. */
   private async sweep(): Promise<void> {
     const t0 = performance.now();
+    const head = this.recs.applied.lastEventId;
     this.swept = this.changes;
     const ids = Array.from(this.recs.catalog.values(), (item) => item.itemId);
     const rows: ListRow[] = [];
@@ -109,9 +122,10 @@ export class Publisher {
       // events that came meanwhile are not kept waiting for the rest of the sweep
       await this.priority();
     }
-    await this.publish(rows);
+    await this.publish(rows, Math.max(head, this.publishedEventId));
     this.stats.sweeps++;
     this.stats.lastSweepMs = performance.now() - t0;
+    this.sweptAt = Date.now();
   }
 
   private rowsOf(anchor: number, rows: ListRow[]): void {
@@ -119,13 +133,26 @@ export class Publisher {
       let text: string;
       try {
         const name = LIST_KINDS[kind]!;
-        text = encodeList({ top: this.recs.recommendNow(name, anchor).entries, deep: this.recs.candidatesNow(name, anchor, this.depth) });
+        const deep = this.recs.candidatesNow(name, anchor, this.depth);
+        text = encodeList({ top: this.topOf(deep) ?? this.recs.recommendNow(name, anchor).entries, deep });
       } catch {
         continue; // no record (yet): no list to publish
       }
       const hash = listHash(text);
       if (this.hashes[kind]!.get(anchor) !== hash) rows.push({ kind, anchor, hash, text });
     }
+  }
+
+  /** The list of MAX_RECOMMENDATIONS where the deep one's first are all in stock: the lookup takes the
+   * same candidates in the same order until that many in stock fill it, whatever its limit. */
+  private topOf(deep: RecommendationEntryModel[]): RecommendationEntryModel[] | null {
+    if (deep.length < MAX_RECOMMENDATIONS) return null;
+    const catalog = this.recs.catalog;
+    for (let i = 0; i < MAX_RECOMMENDATIONS; i++) {
+      const item = catalog.get(deep[i]!.itemId);
+      if (item === undefined || !isInStock(item)) return null;
+    }
+    return deep.slice(0, MAX_RECOMMENDATIONS);
   }
 
   private rankingsRow(rows: ListRow[]): void {
