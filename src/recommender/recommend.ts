@@ -162,6 +162,16 @@ export class Recommender {
     return out;
   }
 
+  /** The first `first` items under `categoryPath`, most popular for the kind first, those without events
+   * included (by the other count, then id): the order a filtered lookup's fill walks. '' is every item. */
+  rankedUnder(kind: RecommendationKind, categoryPath: string, first: number): number[] {
+    if (this.catalog === null) return [];
+    const list = categoryPath === '' ? this.popularList(kind) : this.underPath(kind, categoryPath);
+    const out: number[] = [];
+    for (let j = 0; j < list.length && out.length < first; j++) out.push(this.model.items.idAt(list[j]!));
+    return out;
+  }
+
   private fromFallbacks(kind: RecommendationKind, anchor: ItemModel | undefined, offer: Offer, enough: () => boolean): boolean {
     if (anchor !== undefined) {
       const category = categoryOf(anchor);

@@ -5,6 +5,8 @@ import type { RecommendationEntryModel, RecommendationKind, RecommendationSource
 /** Row kinds of recs_published_lists: the two list kinds by anchor, and the shop's rankings (anchor 0). */
 export const LIST_KINDS: readonly RecommendationKind[] = ['POST_BROWSE', 'NEXT_BEST_PRODUCT'];
 export const RANKINGS_KIND = 2;
+/** Kinds of the popular items under a category path (a list kind's index added), for filters naming one. */
+export const CATEGORY_KIND = 3;
 const SOURCES: readonly RecommendationSource[] = ['CO_VIEW', 'CO_PURCHASE', 'CATEGORY', 'DEPARTMENT', 'POPULAR', 'UPSTREAM'];
 
 /** One stored entry: [itemId, score (null for a fill), evidence, source's index in SOURCES]. */
@@ -40,6 +42,22 @@ export function encodeList(list: PublishedList): string {
 export function decodeList(text: string): PublishedList {
   const { t, d } = JSON.parse(text) as { t: StoredEntry[]; d: StoredEntry[] };
   return { top: t.map((e, i) => fromStored(e, i + 1)), deep: d.map((e, i) => fromStored(e, i + 1)) };
+}
+
+/** A category path's row anchor: 48 bits of its digest (the row holds the path, so a clash is seen). */
+export function pathAnchor(path: string): number {
+  return createHash('sha256').update(path).digest().readUIntBE(0, 6);
+}
+
+export function encodeCategory(path: string, itemIds: readonly number[]): string {
+  return JSON.stringify({ p: path, ids: itemIds });
+}
+
+/** The popular items under `path` as fill candidates; none where the row is another path's. */
+export function decodeCategory(text: string, path: string): PublishedList {
+  const { p, ids } = JSON.parse(text) as { p: string; ids: number[] };
+  const deep = p !== path ? [] : ids.map((itemId, i): RecommendationEntryModel => ({ rank: i + 1, itemId, score: null, evidence: 0, source: 'POPULAR' }));
+  return { top: [], deep };
 }
 
 /** FNV-1a over the stored text: tells a list that changed from one that did not, without keeping it. */
@@ -136,7 +154,7 @@ export async function publishRows(pool: pg.Pool, names: { lockKey: string; chann
 /** The hashes of what is published by kind, then anchor, so a learner taking over publishes only what differs. */
 export async function publishedHashes(pool: pg.Pool): Promise<Map<number, number>[]> {
   const result = await pool.query({ text: 'SELECT kind, anchor, hash FROM recs_published_lists', rowMode: 'array' });
-  const hashes = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
+  const hashes = Array.from({ length: CATEGORY_KIND + LIST_KINDS.length }, () => new Map<number, number>());
   for (const [kind, anchor, hash] of result.rows as [number, string, number][]) hashes[kind]?.set(Number(anchor), hash);
   return hashes;
 }

@@ -5,7 +5,7 @@ import type { RecommendationEntryModel } from '../../ports/backend.js';
 import { MAX_RECOMMENDATIONS } from '../../recommender/index.js';
 import type { EmbeddedRecs } from './recs.js';
 import type { ListRow } from './publishedLists.js';
-import { encodeList, itemsOfEvents, LIST_KINDS, listHash, publishedHashes, publishRows, RANKINGS_KIND, readPublishState } from './publishedLists.js';
+import { CATEGORY_KIND, encodeCategory, encodeList, itemsOfEvents, pathAnchor, LIST_KINDS, listHash, publishedHashes, publishRows, RANKINGS_KIND, readPublishState } from './publishedLists.js';
 
 /** Candidates published per list for filters to pick from (RECS_PUBLISH_DEPTH's default). */
 export const PUBLISH_DEPTH = 50;
@@ -22,6 +22,8 @@ const TICK_MS = 50;
 const SWEEP_GAP_MS = 1000;
 /** Entries of each published ranking: a category's share of them is what a serve replica answers. */
 const RANKING_DEPTH = 500;
+/** Entries of each category path's popular items: a filter naming the path fills from them. */
+const CATEGORY_DEPTH = 100;
 
 export interface PublisherStats {
   rows: number;
@@ -35,7 +37,7 @@ export interface PublisherStats {
  * recs_published_lists. The items the new events name go first; a sweep then compares every anchor's
  * lists with what was published (by hash), since a popularity fill can change lists no event named. */
 export class Publisher {
-  private hashes: Map<number, number>[] = [new Map<number, number>(), new Map<number, number>(), new Map<number, number>()];
+  private hashes: Map<number, number>[] = Array.from({ length: CATEGORY_KIND + LIST_KINDS.length }, () => new Map<number, number>());
   private lockPid: number | null = null;
   private changes = 0;
   private swept = -1;
@@ -113,6 +115,7 @@ export class Publisher {
     const ids = Array.from(this.recs.catalog.values(), (item) => item.itemId);
     const rows: ListRow[] = [];
     this.rankingsRow(rows);
+    this.categoryRows(rows);
     let at = 0;
     while (at < ids.length && this.lockPid !== null) {
       const end = performance.now() + SLICE_MS;
@@ -153,6 +156,23 @@ export class Publisher {
       if (item === undefined || !isInStock(item)) return null;
     }
     return deep.slice(0, MAX_RECOMMENDATIONS);
+  }
+
+  /** Every category path the catalogue names (and each of its parents, and '' for all items): its items by popularity, each kind. */
+  private categoryRows(rows: ListRow[]): void {
+    const paths = new Set<string>(['']);
+    for (const item of this.recs.catalog.values()) {
+      const parts = item.categoryPath?.split('/') ?? [];
+      for (let n = 1; n <= parts.length; n++) paths.add(parts.slice(0, n).join('/'));
+    }
+    for (const path of paths) {
+      const anchor = pathAnchor(path);
+      for (let k = 0; k < LIST_KINDS.length; k++) {
+        const text = encodeCategory(path, this.recs.rankedUnderNow(LIST_KINDS[k]!, path, CATEGORY_DEPTH));
+        const hash = listHash(text);
+        if (this.hashes[CATEGORY_KIND + k]!.get(anchor) !== hash) rows.push({ kind: CATEGORY_KIND + k, anchor, hash, text });
+      }
+    }
   }
 
   private rankingsRow(rows: ListRow[]): void {

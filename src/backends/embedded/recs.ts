@@ -154,6 +154,11 @@ export class EmbeddedRecs implements RecsService {
     return this.recommender.recommend(kind, anchorId, limit);
   }
 
+  /** The items under a category path by popularity, `depth` deep, for a learner to publish. */
+  rankedUnderNow(kind: RecommendationKind, categoryPath: string, depth: number): number[] {
+    return this.recommender.rankedUnder(kind, categoryPath, depth);
+  }
+
   /** Trending and popular of both kinds, `depth` deep, for a learner to publish. */
   rankingsNow(depth: number): { trending: ItemRankingModel['entries']; popular: Record<RecommendationKind, ItemRankingModel['entries']> } {
     const recommender = this.recommender;
