@@ -5,7 +5,8 @@
  * the bench's own, as processes (`recs-gateway serve` from dist/): a learner (RECS_ROLE=learn) and serve replicas
  * (RECS_ROLE=serve). Prints, per store: the learner's start and first full publish, its RSS; a serve replica's
  * start-up and RSS after answering 2,000 distinct anchors; then on the 10k store the freshness across replicas
- * (an event batch sent to one, polled on the other), a standby's takeover after SIGKILL of the active learner,
+ * (an event batch sent to one, polled on the other), whether a replica's lists (6 filters, both kinds, 200 anchors) are
+ * the learner's model's, a standby's takeover after SIGKILL of the active learner,
  * and on the 200k store the events a second the learner applies and publishes (a backlog of 150k events stored
  * while it is stopped with SIGSTOP, timed from SIGCONT until it has published through them).
  */
@@ -121,6 +122,23 @@ async function run(events: number): Promise<void> {
     events, learnerStartMs: Math.round(learner.ms), learnerFirstPublishMs: Math.round(firstPublishMs), lists: last, learnerRssMb: Math.round(learnerRss),
     serveStartMs: Math.round(serve.ms), serveRssStartMb: Math.round(serveStartRss), serveRssAfter2000AnchorsMb: Math.round(rssMb(serve.p)), ask2000AnchorsMs: Math.round(askMs),
   };
+  // the same lists from the replica as from the learner's model, filtered or not (nothing is sent meanwhile)
+  const filters = ['', 'filter: { inStockOnly: true }', 'filter: { maxPrice: 150 }', 'filter: { categoryPath: "Dept3" }', 'filter: { categoryPath: "Dept3/Cat13" }', 'filter: { brandNames: ["brand7"] }'];
+  let same = 0;
+  let asked = 0;
+  for (const filter of filters) {
+    for (const field of ['postBrowsedProducts', 'productRecommendations']) {
+      for (let a = 0; a < 200; a += 20) {
+        const q = `{ ${Array.from({ length: 20 }, (_, i) => `a${i}: ${field}(itemId: ${1 + ((a + i) * 50) % ITEMS}${filter ? `, ${filter}` : ''}) { itemId }`).join(' ')} }`;
+        const [x, y] = await Promise.all([gql(learner.p.url, q, {}, { authorization: key }), gql(serve.p.url, q, {}, { authorization: key })]);
+        for (let i = 0; i < 20; i++) {
+          asked++;
+          if (JSON.stringify(x.body.data?.[`a${i}`]) === JSON.stringify(y.body.data?.[`a${i}`])) same++;
+        }
+      }
+    }
+  }
+  row.sameListsAsModel = `${same}/${asked}`;
   if (events <= 10_000) {
     const other = await start('serve');
     const fresh: number[] = [];

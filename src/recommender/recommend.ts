@@ -14,9 +14,9 @@ export const MAX_RECOMMENDATIONS = 10;
 
 /** Items looked at per fallback tier for in-stock ones, to keep a lookup in microseconds. The last tier goes on until
  * the list is full, in stock or not. */
-const SCAN_LIMIT = 1000;
+export const SCAN_LIMIT = 1000;
 /** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
-const FILTERED_SCAN_LIMIT = 20_000;
+export const FILTERED_SCAN_LIMIT = 20_000;
 /** Ranked lists of filters' categories and brands, and of their passing items, kept at most, and their entries in
  * all: past either, all are dropped (clients choose the filters). */
 const MAX_KEPT_LISTS = 10_000;

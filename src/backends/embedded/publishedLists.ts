@@ -16,6 +16,8 @@ type StoredEntry = [number, number | null, number, number];
 export interface PublishedList {
   top: RecommendationEntryModel[];
   deep: RecommendationEntryModel[];
+  /** A category path's row: its item ids by popularity (top and deep are empty). */
+  ids?: readonly number[];
 }
 
 /** The shop's rankings as published: trending and popular of each kind, deep enough for a category's share. */
@@ -56,8 +58,7 @@ export function encodeCategory(path: string, itemIds: readonly number[]): string
 /** The popular items under `path` as fill candidates; none where the row is another path's. */
 export function decodeCategory(text: string, path: string): PublishedList {
   const { p, ids } = JSON.parse(text) as { p: string; ids: number[] };
-  const deep = p !== path ? [] : ids.map((itemId, i): RecommendationEntryModel => ({ rank: i + 1, itemId, score: null, evidence: 0, source: 'POPULAR' }));
-  return { top: [], deep };
+  return { top: [], deep: [], ids: p === path ? ids : [] };
 }
 
 /** FNV-1a over the stored text: tells a list that changed from one that did not, without keeping it. */

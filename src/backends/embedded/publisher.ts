@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import type pg from 'pg';
 import { isInStock } from '../../model/itemRecord.js';
 import type { RecommendationEntryModel } from '../../ports/backend.js';
-import { MAX_RECOMMENDATIONS } from '../../recommender/index.js';
+import { FILTERED_SCAN_LIMIT, MAX_RECOMMENDATIONS, SCAN_LIMIT } from '../../recommender/index.js';
 import type { EmbeddedRecs } from './recs.js';
 import type { ListRow } from './publishedLists.js';
 import { CATEGORY_KIND, encodeCategory, encodeList, itemsOfEvents, pathAnchor, LIST_KINDS, listHash, publishedHashes, publishRows, RANKINGS_KIND, readPublishState } from './publishedLists.js';
@@ -22,8 +22,6 @@ const TICK_MS = 50;
 const SWEEP_GAP_MS = 1000;
 /** Entries of each published ranking: a category's share of them is what a serve replica answers. */
 const RANKING_DEPTH = 500;
-/** Entries of each category path's popular items: a filter naming the path fills from them. */
-const CATEGORY_DEPTH = 100;
 
 export interface PublisherStats {
   rows: number;
@@ -168,7 +166,8 @@ export class Publisher {
     for (const path of paths) {
       const anchor = pathAnchor(path);
       for (let k = 0; k < LIST_KINDS.length; k++) {
-        const text = encodeCategory(path, this.recs.rankedUnderNow(LIST_KINDS[k]!, path, CATEGORY_DEPTH));
+        // as deep as a filtered lookup walks the tier: a filter few items pass still finds its ten
+        const text = encodeCategory(path, this.recs.rankedUnderNow(LIST_KINDS[k]!, path, path === '' ? FILTERED_SCAN_LIMIT : SCAN_LIMIT));
         const hash = listHash(text);
         if (this.hashes[CATEGORY_KIND + k]!.get(anchor) !== hash) rows.push({ kind: CATEGORY_KIND + k, anchor, hash, text });
       }

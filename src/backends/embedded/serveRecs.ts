@@ -2,14 +2,12 @@ import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import { badUserInput, notFound } from '../../errors.js';
 import { checkListFirst, underCategory } from '../../model/itemLists.js';
-import { isInStock, parseStoredRecord } from '../../model/itemRecord.js';
-import { passesFilter } from '../../model/recommendationFilter.js';
+import { parseStoredRecord } from '../../model/itemRecord.js';
 import type {
-  CallOptions, ItemModel, ItemRankingModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecommendationSource, RecsNow, RecsService,
+  CallOptions, ItemModel, ItemRankingModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService,
 } from '../../ports/backend.js';
-import { MAX_RECOMMENDATIONS } from '../../recommender/index.js';
-import { familyOf } from '../../recommender/catalog.js';
 import type { PublishedList, PublishedRankings, PublishState } from './publishedLists.js';
+import { fillEntry, fillPaths, FilteredPick } from './serveFilter.js';
 import { CATEGORY_KIND, changedSince, decodeCategory, decodeList, LIST_KINDS, pathAnchor, RANKINGS_KIND, readPublishState, readRows } from './publishedLists.js';
 
 /** Lists and item records a serve replica keeps (RECS_SERVE_CACHE_ENTRIES' default): its memory, whatever the store holds. */
@@ -182,39 +180,40 @@ export class ServeRecs implements RecsService {
     const [anchor] = await this.getItems([anchorId], options);
     if (anchor === null) throw notFound(`No item with itemId ${anchorId}`);
     const list = await this.list(kind, anchorId);
-    if (filter === null) return this.answer(kind, anchor!, list.top, await this.getItems(list.top.map((e) => e.itemId), options), null);
+    if (filter === null) return this.answer(kind, anchorId, list.top, await this.getItems(list.top.map((e) => e.itemId), options));
+    const pick = new FilteredPick(anchor!, filter);
     const records = await this.getItems(list.deep.map((e) => e.itemId), options);
-    const answer = this.answer(kind, anchor!, list.deep, records, filter);
-    if (answer.entries.length >= MAX_RECOMMENDATIONS) return answer;
-    // too few of the candidates pass: filled from the published popular items (of the filter's category) that do
-    const fill = await this.fillOf(kind, anchor!, filter);
-    const fillRecords: (ItemModel | null)[] = [];
-    for (let at = 0; at < fill.length; at += MAX_IDS) fillRecords.push(...await this.getItems(fill.slice(at, at + MAX_IDS).map((e) => e.itemId), options));
-    return this.answer(kind, anchor!, [...list.deep, ...fill], [...records, ...fillRecords], filter);
+    for (let i = 0; i < list.deep.length && !pick.done(); i++) pick.offer(list.deep[i]!, records[i]);
+    // too few of the candidates pass: filled from the published tiers, a page of records at a time
+    const tiers = fillPaths(anchor!, filter);
+    for (const [t, [path, source]] of tiers.entries()) {
+      const last = t === tiers.length - 1;
+      const ids = await this.tierIds(kind, path);
+      for (let at = 0; at < ids.length && !pick.done(last, at); at += MAX_IDS) {
+        const page = ids.slice(at, at + MAX_IDS);
+        const found = await this.getItems(page, options);
+        for (let i = 0; i < page.length && !pick.done(last, at + i); i++) pick.offer(fillEntry(page[i]!, source), found[i]);
+      }
+    }
+    return pick.result(kind);
   }
 
-  /** A list's entries with their records; filtered, the candidates passing it, one per family, never the
-   * anchor's, in stock first, ranked anew. */
-  private answer(kind: RecommendationKind, anchor: ItemModel, candidates: PublishedList['top'], records: readonly (ItemModel | null)[], filter: RecommendationFilterModel | null): RecommendationListModel {
-    const anchorId = anchor.itemId;
-    if (filter === null) {
-      const items = records.filter((item): item is ItemModel => item !== null);
-      const entries = candidates.filter((_, i) => records[i] !== null).map((e, i) => ({ ...e, rank: i + 1 }));
-      return { anchorId, kind, entries, items };
-    }
-    const families = new Set([familyOf(anchor)]);
-    const inStock: [RecommendationListModel['entries'][number], ItemModel][] = [];
-    const outOfStock: [RecommendationListModel['entries'][number], ItemModel][] = [];
-    for (let i = 0; i < candidates.length && inStock.length < MAX_RECOMMENDATIONS; i++) {
-      const item = records[i];
-      if (item === null || item === undefined || item.itemId === anchorId || !passesFilter(filter, item.itemId, item)) continue;
-      const family = familyOf(item);
-      if (families.has(family) || anchor.variants?.includes(item.itemId) === true || item.variants?.includes(anchorId) === true) continue;
-      families.add(family);
-      (isInStock(item) ? inStock : outOfStock).push([candidates[i]!, item]);
-    }
-    const kept = inStock.concat(outOfStock).slice(0, MAX_RECOMMENDATIONS);
-    return { anchorId, kind, entries: kept.map(([e], i) => ({ ...e, rank: i + 1 })), items: kept.map(([, item]) => item), filter };
+  /** The unfiltered list with its records (those without one left out). */
+  private answer(kind: RecommendationKind, anchorId: number, candidates: PublishedList['top'], records: readonly (ItemModel | null)[]): RecommendationListModel {
+    const items = records.filter((item): item is ItemModel => item !== null);
+    const entries = candidates.filter((_, i) => records[i] !== null).map((e, i) => ({ ...e, rank: i + 1 }));
+    return { anchorId, kind, entries, items };
+  }
+
+  private async tierIds(kind: RecommendationKind, path: string): Promise<readonly number[]> {
+    const key = this.fillKey(kind, path);
+    const kept = this.lists.get(key);
+    if (kept !== undefined) return kept.ids ?? [];
+    const epoch = this.epoch;
+    const text = (await readRows(this.pool, [{ kind: CATEGORY_KIND + kindCode(kind), anchor: pathAnchor(path) }])).get(key);
+    const list = text === undefined ? UNPUBLISHED : decodeCategory(text, path);
+    if (epoch === this.epoch) this.lists.set(key, list);
+    return list.ids ?? [];
   }
 
   /** The answers now from what is kept, for the response cache's recheck; throws where something is not kept. */
@@ -224,61 +223,25 @@ export class ServeRecs implements RecsService {
       const list = this.lists.peek(`${kindCode(kind)}:${anchorId}`);
       const anchor = this.itemNow(anchorId);
       if (list === undefined || anchor === null) throw new Error('not kept');
-      const candidates = filter === null ? list.top : list.deep;
-      const kept = (ids: readonly number[]): (ItemModel | null)[] => ids.map((id) => {
+      const kept = (id: number): ItemModel | null => {
         if (!this.items.has(id)) throw new Error('not kept');
         return this.itemNow(id);
-      });
-      const answer = this.answer(kind, anchor, candidates, kept(candidates.map((e) => e.itemId)), filter);
-      if (filter === null || answer.entries.length >= MAX_RECOMMENDATIONS) return answer;
-      const fill = this.fillKept(kind, anchor, filter);
-      return this.answer(kind, anchor, [...candidates, ...fill], kept([...candidates, ...fill].map((e) => e.itemId)), filter);
+      };
+      if (filter === null) return this.answer(kind, anchorId, list.top, list.top.map((e) => kept(e.itemId)));
+      const pick = new FilteredPick(anchor, filter);
+      for (let i = 0; i < list.deep.length && !pick.done(); i++) pick.offer(list.deep[i]!, kept(list.deep[i]!.itemId));
+      const tiers = fillPaths(anchor, filter);
+      for (const [t, [path, source]] of tiers.entries()) {
+        const ids = this.lists.peek(this.fillKey(kind, path))?.ids;
+        if (ids === undefined) throw new Error('not kept');
+        for (let i = 0; i < ids.length && !pick.done(t === tiers.length - 1, i); i++) pick.offer(fillEntry(ids[i]!, source), kept(ids[i]!));
+      }
+      return pick.result(kind);
     },
   };
 
   private fillKey(kind: RecommendationKind, categoryPath: string): string {
     return `${CATEGORY_KIND + kindCode(kind)}:${pathAnchor(categoryPath)}`;
-  }
-
-  /** What a filtered list too short is filled from, as the model's tiers: the items of the anchor's category,
-   * then of its department, where the filter's category holds them; then of the filter's category (else of
-   * all items), each by popularity, with the source the model gives each tier. */
-  private fillPaths(anchor: ItemModel, filter: RecommendationFilterModel): [string, RecommendationSource][] {
-    const path = filter.categoryPath;
-    const leaf = anchor.categoryPath ?? null;
-    const department = leaf?.split('/')[0] ?? null;
-    const paths: [string, RecommendationSource][] = [];
-    if (leaf !== null && (path === null || underCategory(leaf, path))) paths.push([leaf, 'CATEGORY']);
-    if (department !== null && department !== leaf && (path === null || path === department)) paths.push([department, 'DEPARTMENT']);
-    if (path === null) paths.push(['', 'POPULAR']);
-    else if (path !== leaf && path !== department) paths.push([path, department !== null && underCategory(path, department) ? 'DEPARTMENT' : 'POPULAR']);
-    return paths;
-  }
-
-  private async fillOf(kind: RecommendationKind, anchor: ItemModel, filter: RecommendationFilterModel): Promise<PublishedList['deep']> {
-    const fill: PublishedList['deep'] = [];
-    for (const [path, source] of this.fillPaths(anchor, filter)) {
-      const key = this.fillKey(kind, path);
-      let list = this.lists.get(key);
-      if (list === undefined) {
-        const epoch = this.epoch;
-        const text = (await readRows(this.pool, [{ kind: CATEGORY_KIND + kindCode(kind), anchor: pathAnchor(path) }])).get(key);
-        list = text === undefined ? UNPUBLISHED : decodeCategory(text, path);
-        if (epoch === this.epoch) this.lists.set(key, list);
-      }
-      for (const e of list.deep) fill.push({ ...e, source });
-    }
-    return fill;
-  }
-
-  private fillKept(kind: RecommendationKind, anchor: ItemModel, filter: RecommendationFilterModel): PublishedList['deep'] {
-    const fill: PublishedList['deep'] = [];
-    for (const [path, source] of this.fillPaths(anchor, filter)) {
-      const kept = this.lists.peek(this.fillKey(kind, path));
-      if (kept === undefined) throw new Error('not kept');
-      for (const e of kept.deep) fill.push({ ...e, source });
-    }
-    return fill;
   }
 
   private async rankingsNow(): Promise<PublishedRankings> {
