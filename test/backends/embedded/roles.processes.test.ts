@@ -79,12 +79,23 @@ describe('RECS_ROLE: a learner, a standby and two serve replicas on one PostgreS
     expect(fresh).toBeLessThan(5_000);
     expect(await top(one.url, auth, 900)).toBe(907);
 
+    // a record replaced through one replica is the other's within the bound; an event naming an item without one says so
+    const name = async (u: string): Promise<unknown> => (await gql(u, `{ i${++poll}: item(itemId: 903) { name } }`, {}, { authorization: auth })).body.data?.[`i${poll}`];
+    expect(await name(two.url)).toEqual({ name: 'thing 903' });
+    const upserted = await gql(one.url, 'mutation($i:[ItemInput!]!){ upsertItems(items:$i){ upserted } }', { i: [{ itemId: 903, name: 'lamp 903', categoryPath: 'Home/Lamps' }] }, { authorization: auth });
+    expect(upserted.body.data?.upsertItems).toEqual({ upserted: 1 });
+    expect(await name(one.url)).toEqual({ name: 'lamp 903' });
+    expect(await within(async () => JSON.stringify(await name(two.url)) === JSON.stringify({ name: 'lamp 903' }))).toBeLessThan(BOUND_MS);
+    const unknown = await gql(two.url, 'mutation($e:[EventInput!]!){ recordEvents(events:$e){ accepted itemsWithoutRecord } }',
+      { e: [{ kind: 'VIEW', itemId: 5555, sessionId: 'v-unknown', time: new Date().toISOString() }] }, { authorization: auth });
+    expect(unknown.body.data?.recordEvents).toEqual({ accepted: 1, itemsWithoutRecord: 1 });
+
     // the active learner killed: the standby takes the lock and lists keep following
     learner.child.kill('SIGKILL');
     expect(await within(async () => (await readyz(standby.url)).body.role?.learnerActive === true)).toBeLessThan(BOUND_MS);
     expect(await sendEvents(two.url, auth, coViews(900, 908, 5, 100))).toEqual({ accepted: 10 });
     expect(await within(async () => (await top(one.url, auth, 900)) === 908)).toBeLessThan(BOUND_MS);
-    expect(await storedEvents({ kind: 'postgres', connectionString: DATABASE_URL, schema })).toBe(16);
+    expect(await storedEvents({ kind: 'postgres', connectionString: DATABASE_URL, schema })).toBe(17);
 
     // no learner: old lists are better than none
     await standby.stop();
