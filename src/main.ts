@@ -322,6 +322,20 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   ]);
   hooks.step?.('opening the key store');
   const store = await openKeyStore(config);
+  const say = hooks.log ?? ((): void => {});
+  const keyOptions = { verifiedPasswordTtlMs: config.verifiedPasswordTtlSeconds * 1000, maxKeysPerUser: config.maxKeysPerUser };
+  const ingestOptions = { maxItems: config.recsMaxItems, modelWaitMs: config.requestDeadlineMs };
+  const roles = config.recsRole === 'all' ? null : await import('./backends/embedded/roles.js');
+  const roleOptions = { connectionString: config.databaseUrl ?? '', maxLagSeconds: config.recsMaxLagSeconds, say };
+  if (roles !== null && config.recsRole === 'serve') {
+    const backend = await roles.openServeBackend(store, { ...roleOptions, keyOptions, ingestOptions }).catch(async (error: unknown) => {
+      await store.close();
+      throw error;
+    });
+    const password = await ensureFirstAdmin(store);
+    if (password !== null) hooks.onFirstAdmin?.(password);
+    return backend;
+  }
   hooks.step?.('loading the recommender');
   // the recommender first: a start failing on recs.db must not show an admin password it then loses
   const recs = await openEmbeddedRecs({
@@ -339,10 +353,8 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   });
   const password = await ensureFirstAdmin(store);
   if (password !== null) hooks.onFirstAdmin?.(password);
-  return createEmbeddedBackend(store, recs, {
-    verifiedPasswordTtlMs: config.verifiedPasswordTtlSeconds * 1000,
-    maxKeysPerUser: config.maxKeysPerUser,
-  }, { maxItems: config.recsMaxItems, modelWaitMs: config.requestDeadlineMs });
+  const backend = createEmbeddedBackend(store, recs, keyOptions, ingestOptions);
+  return roles === null ? backend : roles.asLearner(backend, recs, roleOptions);
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {

@@ -37,6 +37,10 @@ export interface Config {
   dataDir: string;
   /** DATABASE_URL: postgres:// shares users and keys between processes; default SQLite in DATA_DIR. */
   databaseUrl: string | null;
+  /** RECS_ROLE: `all` (default: one process does everything), `serve` (answers from published lists), `learn` (keeps the model, publishes lists); see docs/scaling.md. */
+  recsRole: RecsRole;
+  /** RECS_MAX_LAG_SECONDS: a serve replica whose lists are older reports `degraded`; default 60. */
+  recsMaxLagSeconds: number;
   /** RECS_FOLLOW_INTERVAL_MS: how often to read what other processes stored; 0 never; default 250. */
   recsFollowIntervalMs: number;
   /** RECS_EVENTS_MAX_AGE_DAYS: older events stop counting; 0 never; default 90. */
@@ -131,6 +135,10 @@ export interface Config {
   /** Client timeouts and connection caps; see ServerLimits. */
   server: ServerLimits;
 }
+
+/** RECS_ROLE's values: the names are a contract (issue 43). */
+export const RECS_ROLES = ['all', 'serve', 'learn'] as const;
+export type RecsRole = (typeof RECS_ROLES)[number];
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -295,6 +303,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const backend = backendRaw === 'rest' ? 'rest' : 'embedded';
 
+  const roleRaw = get('RECS_ROLE') ?? 'all';
+  const recsRole = (RECS_ROLES as readonly string[]).includes(roleRaw) ? (roleRaw as RecsRole) : 'all';
+  if (recsRole !== roleRaw) problems.push(`RECS_ROLE must be one of ${RECS_ROLES.join(', ')}, got "${roleRaw}"`);
+
   const config: Config = {
     port: int('PORT', 4000, 0, 65535),
     host: get('HOST'),
@@ -302,6 +314,8 @@ export function loadConfig(env: Env = process.env): Config {
     backend,
     dataDir: path.resolve(get('DATA_DIR') ?? 'data'),
     databaseUrl: url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    recsRole,
+    recsMaxLagSeconds: int('RECS_MAX_LAG_SECONDS', 60, 1, 86_400),
     recsFollowIntervalMs: int('RECS_FOLLOW_INTERVAL_MS', 250, 0, 86_400_000),
     recsEventsMaxAgeDays: int('RECS_EVENTS_MAX_AGE_DAYS', DEFAULT_EVENTS_MAX_AGE_DAYS, 0, 36_500),
     recsNbpRebuildSeconds: int('RECS_NBP_REBUILD_SECONDS', DEFAULT_NBP_REBUILD_SECONDS, 0, 86_400),
@@ -382,6 +396,13 @@ export function loadConfig(env: Env = process.env): Config {
   };
   for (const [name, value] of Object.entries(upstream)) {
     if (value !== undefined) (config.upstream as Record<string, number>)[name] = value;
+  }
+  if (recsRole !== 'all') {
+    // the roles share events and published lists through PostgreSQL: nothing else holds both
+    if (backend === 'rest') problems.push(`RECS_ROLE=${recsRole} needs BACKEND=embedded: with BACKEND=rest the upstream holds the model`);
+    else if (config.databaseUrl === null && !problems.some((p) => p.startsWith('DATABASE_URL'))) {
+      problems.push(`RECS_ROLE=${recsRole} needs DATABASE_URL (PostgreSQL), where events and published lists are shared: set it, or RECS_ROLE=all`);
+    }
   }
   if (backend === 'rest') {
     for (const [name, value] of [

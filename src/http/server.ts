@@ -93,6 +93,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
     cache: cache.stats,
     rateLimits: limiter.counts,
     ...(backend.breakerState ? { breakers: backend.breakerState } : {}),
+    ...(backend.roleState ? { role: () => backend.roleState!() } : {}),
   });
   const addresses = new ClientAddresses(config.trustProxy ?? []);
   const anonymousBodyLimit = Math.min(config.anonymousBodyLimitBytes ?? DEFAULT_ANONYMOUS_BODY_LIMIT_BYTES, config.bodyLimitBytes);

@@ -2,7 +2,7 @@ import { hash, timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Registry, collectDefaultMetrics } from 'prom-client';
 import type { BreakerState, UpstreamObserver } from '../ports/observers.js';
 import type { CacheStats } from '../ports/cache.js';
-import type { PrincipalModel } from '../ports/backend.js';
+import type { PrincipalModel, RoleStateModel } from '../ports/backend.js';
 import type { RateLimitOutcome } from '../auth/rateLimit.js';
 import { DEFAULT_METRICS_OPERATION_NAMES, DEFAULT_METRICS_OPERATION_NAMES_PER_USER } from '../config/defaults.js';
 import { RequestCounter, RequestHistogram } from './requestMetrics.js';
@@ -103,6 +103,7 @@ export class GatewayMetrics {
   private cacheStats: CacheStats | undefined;
   private breakers: (() => Record<string, BreakerState>) | undefined;
   private rateLimits: Readonly<Record<RateLimitOutcome, number>> | undefined;
+  private roleState: (() => RoleStateModel) | undefined;
 
   constructor(options: { processMetrics?: boolean; operationNames?: number; operationNamesPerUser?: number } = {}) {
     this.maxNames = options.operationNames ?? DEFAULT_METRICS_OPERATION_NAMES;
@@ -149,6 +150,28 @@ export class GatewayMetrics {
         }
       },
     });
+    const role = (): RoleStateModel | undefined => this.roleState?.();
+    new Gauge({
+      name: 'recs_gateway_role_info',
+      help: 'The process\'s RECS_ROLE (serve or learn; absent for all), and whether a learner holds the store\'s lock (serve: any; learn: this one)',
+      labelNames: ['role', 'learner_active'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const state = role();
+        if (state) this.set({ role: state.role, learner_active: String(state.learnerActive) }, 1);
+      },
+    });
+    new Gauge({
+      name: 'recs_gateway_published_lists_age_seconds',
+      help: 'Seconds since the learner last published lists or said they were current (serve and learn roles)',
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        const age = role()?.listsAgeSeconds;
+        if (age !== undefined && age !== null) this.set(age);
+      },
+    });
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'recs_gateway_' });
   }
 
@@ -156,7 +179,9 @@ export class GatewayMetrics {
     cache?: CacheStats;
     breakers?: () => Record<string, BreakerState>;
     rateLimits?: Readonly<Record<RateLimitOutcome, number>>;
+    role?: () => RoleStateModel;
   }): void {
+    if (sources.role) this.roleState = sources.role;
     if (sources.cache) this.cacheStats = sources.cache;
     if (sources.breakers) this.breakers = sources.breakers;
     if (sources.rateLimits) this.rateLimits = sources.rateLimits;

@@ -1,4 +1,4 @@
-import type { Backend, RecommenderStateModel } from '../ports/backend.js';
+import type { Backend, RecommenderStateModel, RoleStateModel } from '../ports/backend.js';
 import type { SharedCache } from '../ports/cache.js';
 import type { RateLimiter } from '../auth/rateLimit.js';
 
@@ -8,6 +8,14 @@ export interface Readiness {
   checks: Record<string, string>;
   /** The embedded recommender's state; counts only for who may read them (serveReadiness). */
   recommender?: Pick<RecommenderStateModel, 'mode' | 'store' | 'followError'> | RecommenderStateModel;
+  /** RECS_ROLE serve or learn: the role, whether a learner is active, the age of the newest published list. */
+  role?: RoleStateModel;
+}
+
+/** A serve replica answering lists older than RECS_MAX_LAG_SECONDS (or none yet) is degraded: old lists
+ * are better than none, so it stays in the load balancer. */
+export function roleLagging(role: RoleStateModel | undefined): boolean {
+  return role?.role === 'serve' && (role.listsAgeSeconds === null || role.listsAgeSeconds > role.maxLagSeconds);
 }
 
 /** /readyz: 200 while requests can be served, degraded or not, so losing Redis does not take every
@@ -17,10 +25,12 @@ export async function readiness(backend: Backend, cache: SharedCache, limiter: R
   const checks: Record<string, string> = { ...required, cache: cacheState, rateLimits: limiterState };
   const requiredOk = Object.values(required).every((state) => state === 'ok');
   const optionalOk = cacheState === 'ok' && limiterState === 'ok';
-  const status = !requiredOk ? 'unavailable' : optionalOk ? 'ready' : 'degraded';
+  const role = backend.roleState?.();
+  if (roleLagging(role)) checks.lists = `older than RECS_MAX_LAG_SECONDS (${role!.maxLagSeconds} s)${role!.learnerActive ? '' : ': no learner holds the lock'}`;
+  const status = !requiredOk ? 'unavailable' : optionalOk && !roleLagging(role) ? 'ready' : 'degraded';
   const state = backend.recommender?.();
   // anyone may ask: no store path, host or error text; its size (a shop's trade) only to the privileged
   const followError = state?.followError === null ? null : 'cannot read the store (the log says why)';
   const recommender = state && (withCounts ? { ...state, followError } : { mode: state.mode, store: state.store, followError });
-  return { httpStatus: requiredOk ? 200 : 503, body: { status, checks, ...(recommender ? { recommender } : {}) } };
+  return { httpStatus: requiredOk ? 200 : 503, body: { status, checks, ...(recommender ? { recommender } : {}), ...(role ? { role } : {}) } };
 }

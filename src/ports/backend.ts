@@ -343,6 +343,17 @@ export interface RecommenderStateModel {
   followError: string | null;
 }
 
+/** What /readyz and metrics say of the process's role (RECS_ROLE) where it is not `all`. */
+export interface RoleStateModel {
+  role: 'serve' | 'learn';
+  /** serve: whether any learner holds the store's learner lock; learn: whether this process does. */
+  learnerActive: boolean;
+  /** Seconds since the learner last published or said its lists were current; null: never. */
+  listsAgeSeconds: number | null;
+  /** RECS_MAX_LAG_SECONDS: a serve replica whose lists are older is `degraded`. */
+  maxLagSeconds: number;
+}
+
 export interface UpsertItemsResultModel {
   upserted: number;
 }
@@ -365,6 +376,8 @@ export interface Backend {
   /** Calls `listener` after the data changes, so caches of its answers drop them; absent in REST mode. */
   onDataChange?(listener: () => void): void;
   recsNow?: RecsNow;
+  /** RECS_ROLE serve or learn: the role's state; absent for `all`. */
+  roleState?(): RoleStateModel;
   close(): Promise<void>;
   breakerState?: () => Record<string, BreakerState>;
 }

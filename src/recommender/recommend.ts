@@ -16,9 +16,9 @@ export const MAX_RECOMMENDATIONS = 10;
 
 /** Items looked at per fallback tier for in-stock ones, to keep a lookup in microseconds. The last tier goes on until
  * the list is full, in stock or not. */
-const SCAN_LIMIT = 1000;
+export const SCAN_LIMIT = 1000;
 /** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
-const FILTERED_SCAN_LIMIT = 20_000;
+export const FILTERED_SCAN_LIMIT = 20_000;
 /** Ranked lists of filters' categories and brands, of their passing items, and filters' verdicts, kept at most, and
  * their entries in all: past either, all are dropped (clients choose the filters). */
 const MAX_KEPT_LISTS = 10_000;
@@ -157,6 +157,16 @@ export class Recommender {
       const itemId = items.idAt(i);
       if (this.catalog === null || this.catalog.has(itemId)) out.push({ itemId, score: counts[i]! });
     }
+    return out;
+  }
+
+  /** The first `first` items under `categoryPath`, most popular for the kind first, those without events
+   * included (by the other count, then id): the order a filtered lookup's fill walks. '' is every item. */
+  rankedUnder(kind: RecommendationKind, categoryPath: string, first: number): number[] {
+    if (this.catalog === null) return [];
+    const list = categoryPath === '' ? this.popularList(kind) : this.underPath(kind, categoryPath);
+    const out: number[] = [];
+    for (let j = 0; j < list.length && out.length < first; j++) out.push(this.model.items.idAt(list[j]!));
     return out;
   }
 

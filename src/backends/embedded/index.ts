@@ -2,7 +2,7 @@ import { DEFAULT_MAX_ITEMS } from '../../config/defaults.js';
 import { badUserInput, ErrorCode, forbidden, GatewayError } from '../../errors.js';
 import { checkEvents, checkItems, ingestForbidden } from '../../model/ingest.js';
 import type { Backend, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel } from '../../ports/backend.js';
-import type { RecEvent } from '../../recommender/index.js';
+import type { Catalog, RecEvent } from '../../recommender/index.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import type { KeyStore } from './keys/store.js';
 import { StoreBusyError, StoreFullError } from './dataFiles.js';
@@ -42,8 +42,11 @@ export function toRecEvent(e: EventInputModel): RecEvent {
 }
 
 /** What EmbeddedIngest needs of the recommender: the store a call is committed to, and the model that takes it. */
-export type LiveRecs = Pick<EmbeddedRecs, 'applyOwnEvents' | 'applyOwnItems' | 'catalog' | 'itemCount' | 'newItemCount'> & {
+export type LiveRecs = Pick<EmbeddedRecs, 'applyOwnEvents' | 'applyOwnItems' | 'itemCount' | 'newItemCount'> & {
+  readonly catalog: Pick<Catalog, 'get'>;
   readonly store: Pick<RecsDataStore, 'appendEvents' | 'upsertItems'> | null;
+  /** How many of the items have no record, where no catalogue is held here (a serve replica asks the store). */
+  withoutRecord?(itemIds: readonly number[]): Promise<number>;
 };
 
 export interface EmbeddedIngestOptions {
@@ -127,6 +130,10 @@ export class EmbeddedIngest implements IngestService {
       const rows = await this.storeThenApply('events', () => store.appendEvents(recEvents, { maxItems: this.maxItems }), (stored) => this.recs.applyOwnEvents(stored));
       // a duplicate left out names no item: its item was counted when it was stored
       const storedItems = rows.map((row) => row[2]);
+      if (this.recs.withoutRecord) {
+        const itemsWithoutRecord = await this.recs.withoutRecord([...new Set(storedItems)]);
+        return { accepted: events.length, duplicates: events.length - storedItems.length, itemsWithoutRecord };
+      }
       const catalog = this.recs.catalog;
       const missing = new Set<number>();
       for (const itemId of storedItems) if (catalog.get(itemId) === undefined) missing.add(itemId);

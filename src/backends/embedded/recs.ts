@@ -149,6 +149,26 @@ export class EmbeddedRecs implements RecsService {
     return { anchorId, kind, entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!), filter };
   }
 
+  /** The first `limit` entries of an unfiltered list (a learner publishes them for filters to pick from). */
+  candidatesNow(kind: RecommendationKind, anchorId: number, limit: number): RecommendationListModel['entries'] {
+    return this.recommender.recommend(kind, anchorId, limit);
+  }
+
+  /** The items under a category path by popularity, `depth` deep, for a learner to publish. */
+  rankedUnderNow(kind: RecommendationKind, categoryPath: string, depth: number): number[] {
+    return this.recommender.rankedUnder(kind, categoryPath, depth);
+  }
+
+  /** Trending and popular of both kinds, `depth` deep, for a learner to publish. */
+  rankingsNow(depth: number): { trending: ItemRankingModel['entries']; popular: Record<RecommendationKind, ItemRankingModel['entries']> } {
+    const recommender = this.recommender;
+    const scores = this.trendingScores.of(recommender, this.log, recommender.catalog, maxAgeMsOf(this.options));
+    return {
+      trending: inCategory(scores, recommender.catalog, null, depth).map(({ itemId, score }) => ({ itemId, score })),
+      popular: { POST_BROWSE: recommender.popular('POST_BROWSE', null, depth), NEXT_BEST_PRODUCT: recommender.popular('NEXT_BEST_PRODUCT', null, depth) },
+    };
+  }
+
   trending(categoryPath: string | null, first: number, _options?: CallOptions): Promise<ItemRankingModel> {
     return promised(() => this.trendingNow(categoryPath, first));
   }

@@ -1,0 +1,297 @@
+import { LRUCache } from 'lru-cache';
+import pg from 'pg';
+import { badUserInput, notFound } from '../../errors.js';
+import { checkListFirst, underCategory } from '../../model/itemLists.js';
+import { parseStoredRecord } from '../../model/itemRecord.js';
+import type {
+  CallOptions, ItemModel, ItemRankingModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService,
+} from '../../ports/backend.js';
+import type { PublishedList, PublishedRankings, PublishState } from './publishedLists.js';
+import { fillEntry, fillPaths, FilteredPick } from './serveFilter.js';
+import { CATEGORY_KIND, changedSince, decodeCategory, decodeList, LIST_KINDS, pathAnchor, RANKINGS_KIND, readPublishState, readRows } from './publishedLists.js';
+
+/** Lists and item records a serve replica keeps (RECS_SERVE_CACHE_ENTRIES' default): its memory, whatever the store holds. */
+export const SERVE_CACHE_ENTRIES = 50_000;
+/** How often a replica compares the publish version with its own, notices or not. */
+export const SYNC_INTERVAL_MS = 1000;
+const MAX_IDS = 100;
+/** An item asked for that has no record: kept, as a record's arrival is seen by its sequence. */
+const NO_RECORD = Symbol('no record');
+/** A list not published (an anchor newer than the learner's last publish): an empty list until it is. */
+const UNPUBLISHED: PublishedList = { top: [], deep: [] };
+
+const kindCode = (kind: RecommendationKind): number => LIST_KINDS.indexOf(kind);
+
+/** A serve replica's recommendations: no model; lists as the learner published them (recs_published_lists),
+ * item records from the store, both in an LRU that a NOTIFY at each publish (and a poll of the version
+ * every SYNC_INTERVAL_MS, for a notice missed) empties of what changed. */
+export class ServeRecs implements RecsService {
+  private readonly lists: LRUCache<string, PublishedList>;
+  private readonly items: LRUCache<number, ItemModel | typeof NO_RECORD>;
+  private rankings: PublishedRankings | null = null;
+  /** Bumped by every drop: a read begun before one must not keep what it read. */
+  private epoch = 0;
+  private state: PublishState = { version: 0, publishedAt: null, publishedEventId: 0, itemSeq: 0, learnerActive: false };
+  private syncing: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private listener: pg.Client | null = null;
+  private closed = false;
+  private readonly changeListeners: (() => void)[] = [];
+  syncError: string | null = null;
+
+  constructor(
+    private readonly pool: pg.Pool,
+    private readonly options: { connectionString: string; names: { lockKey: string; channel: string }; entries?: number; say?: (line: string) => void },
+  ) {
+    const max = options.entries ?? SERVE_CACHE_ENTRIES;
+    this.lists = new LRUCache({ max });
+    this.items = new LRUCache({ max });
+  }
+
+  /** Reads where the publisher is; from then on, follows it. Nothing of the store's size is read. */
+  async start(): Promise<void> {
+    this.state = await readPublishState(this.pool, this.options.names.lockKey);
+    this.timer = setInterval(() => void this.sync(), SYNC_INTERVAL_MS);
+    this.timer.unref();
+    await this.listen();
+  }
+
+  get published(): PublishState {
+    return this.state;
+  }
+
+  onChange(listener: () => void): void {
+    this.changeListeners.push(listener);
+  }
+
+  private async listen(): Promise<void> {
+    if (this.closed) return;
+    const client = new pg.Client({ connectionString: this.options.connectionString });
+    const lost = (): void => {
+      if (this.listener !== client) return;
+      this.listener = null;
+      void client.end().catch(() => undefined);
+      // the poll covers what is published meanwhile
+      if (!this.closed) setTimeout(() => void this.listen().catch(() => undefined), SYNC_INTERVAL_MS).unref();
+    };
+    client.on('error', lost);
+    client.on('end', lost);
+    client.on('notification', () => void this.sync());
+    this.listener = client;
+    try {
+      await client.connect();
+      await client.query(`LISTEN ${this.options.names.channel}`);
+    } catch {
+      lost();
+    }
+  }
+
+  /** Drops what was published or stored since the last sync; calls share one, and one asked for meanwhile runs after. */
+  sync(): Promise<void> {
+    if (this.syncing !== null) {
+      this.again = true;
+      return this.syncing;
+    }
+    this.syncing = this.syncOnce().finally(() => {
+      this.syncing = null;
+      if (this.again && !this.closed) {
+        this.again = false;
+        void this.sync();
+      }
+    });
+    return this.syncing;
+  }
+
+  private async syncOnce(): Promise<void> {
+    if (this.closed) return;
+    try {
+      const now = await readPublishState(this.pool, this.options.names.lockKey);
+      let dropped = false;
+      if (now.version > this.state.version) {
+        const max = this.lists.max;
+        const changed = await changedSince(this.pool, this.state.version, max + 1);
+        this.epoch++;
+        if (changed.length > max) this.lists.clear();
+        for (const { kind, anchor } of changed) {
+          if (kind === RANKINGS_KIND) this.rankings = null;
+          else this.lists.delete(`${kind}:${anchor}`);
+        }
+        if (changed.length > max) this.rankings = null;
+        dropped = true;
+      }
+      if (now.itemSeq > this.state.itemSeq) {
+        const { rows } = await this.pool.query<{ item_id: string }>('SELECT item_id FROM recs_items WHERE seq > $1', [this.state.itemSeq]);
+        this.epoch++;
+        for (const row of rows) this.items.delete(Number(row.item_id));
+        dropped = true;
+      }
+      this.state = now;
+      this.syncError = null;
+      if (dropped) for (const listener of this.changeListeners) listener();
+    } catch (error) {
+      this.syncError = (error as Error).message;
+    }
+  }
+
+  /** Records this replica stored itself: dropped at once, before its call is answered. */
+  forgetItems(itemIds: readonly number[]): void {
+    this.epoch++;
+    for (const id of itemIds) this.items.delete(id);
+    for (const listener of this.changeListeners) listener();
+  }
+
+  async getItems(ids: readonly number[], _options?: CallOptions): Promise<(ItemModel | null)[]> {
+    if (ids.length > MAX_IDS) throw badUserInput(`At most ${MAX_IDS} item ids a call, got ${ids.length}`, 'ids');
+    const missing = [...new Set(ids.filter((id) => !this.items.has(id)))];
+    if (missing.length > 0) {
+      const epoch = this.epoch;
+      const { rows } = await this.pool.query<{ item_id: string; record: string }>('SELECT item_id, record FROM recs_items WHERE item_id = ANY($1::bigint[])', [missing]);
+      const found = new Map(rows.map((r) => [Number(r.item_id), parseStoredRecord(r.record)]));
+      const keep = epoch === this.epoch;
+      const answer = new Map<number, ItemModel | null>();
+      for (const id of missing) {
+        const item = found.get(id) ?? null;
+        answer.set(id, item);
+        if (keep) this.items.set(id, item ?? NO_RECORD);
+      }
+      return ids.map((id) => (answer.has(id) ? answer.get(id)! : this.itemNow(id)));
+    }
+    return ids.map((id) => this.itemNow(id));
+  }
+
+  private itemNow(id: number): ItemModel | null {
+    const item = this.items.get(id);
+    return item === undefined || item === NO_RECORD ? null : item;
+  }
+
+  private async list(kind: RecommendationKind, anchorId: number): Promise<PublishedList> {
+    const key = `${kindCode(kind)}:${anchorId}`;
+    const kept = this.lists.get(key);
+    if (kept !== undefined) return kept;
+    const epoch = this.epoch;
+    const text = (await readRows(this.pool, [{ kind: kindCode(kind), anchor: anchorId }])).get(key);
+    const list = text === undefined ? UNPUBLISHED : decodeList(text);
+    if (epoch === this.epoch) this.lists.set(key, list);
+    return list;
+  }
+
+  async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
+    const [anchor] = await this.getItems([anchorId], options);
+    if (anchor === null) throw notFound(`No item with itemId ${anchorId}`);
+    const list = await this.list(kind, anchorId);
+    if (filter === null) return this.answer(kind, anchorId, list.top, await this.getItems(list.top.map((e) => e.itemId), options));
+    const pick = new FilteredPick(anchor!, filter);
+    const records = await this.getItems(list.deep.map((e) => e.itemId), options);
+    for (let i = 0; i < list.deep.length && !pick.done(); i++) pick.offer(list.deep[i]!, records[i]);
+    // too few of the candidates pass: filled from the published tiers, a page of records at a time
+    const tiers = fillPaths(anchor!, filter);
+    for (const [t, [path, source]] of tiers.entries()) {
+      const last = t === tiers.length - 1;
+      const ids = await this.tierIds(kind, path);
+      for (let at = 0; at < ids.length && !pick.done(last, at); at += MAX_IDS) {
+        const page = ids.slice(at, at + MAX_IDS);
+        const found = await this.getItems(page, options);
+        for (let i = 0; i < page.length && !pick.done(last, at + i); i++) pick.offer(fillEntry(page[i]!, source), found[i]);
+      }
+    }
+    return pick.result(kind);
+  }
+
+  /** The unfiltered list with its records (those without one left out). */
+  private answer(kind: RecommendationKind, anchorId: number, candidates: PublishedList['top'], records: readonly (ItemModel | null)[]): RecommendationListModel {
+    const items = records.filter((item): item is ItemModel => item !== null);
+    const entries = candidates.filter((_, i) => records[i] !== null).map((e, i) => ({ ...e, rank: i + 1 }));
+    return { anchorId, kind, entries, items };
+  }
+
+  private async tierIds(kind: RecommendationKind, path: string): Promise<readonly number[]> {
+    const key = this.fillKey(kind, path);
+    const kept = this.lists.get(key);
+    if (kept !== undefined) return kept.ids ?? [];
+    const epoch = this.epoch;
+    const text = (await readRows(this.pool, [{ kind: CATEGORY_KIND + kindCode(kind), anchor: pathAnchor(path) }])).get(key);
+    const list = text === undefined ? UNPUBLISHED : decodeCategory(text, path);
+    if (epoch === this.epoch) this.lists.set(key, list);
+    return list.ids ?? [];
+  }
+
+  /** The answers now from what is kept, for the response cache's recheck; throws where something is not kept. */
+  readonly now: RecsNow = {
+    item: (itemId) => this.itemNow(itemId),
+    recommend: (kind, anchorId, filter = null) => {
+      const list = this.lists.peek(`${kindCode(kind)}:${anchorId}`);
+      const anchor = this.itemNow(anchorId);
+      if (list === undefined || anchor === null) throw new Error('not kept');
+      const kept = (id: number): ItemModel | null => {
+        if (!this.items.has(id)) throw new Error('not kept');
+        return this.itemNow(id);
+      };
+      if (filter === null) return this.answer(kind, anchorId, list.top, list.top.map((e) => kept(e.itemId)));
+      const pick = new FilteredPick(anchor, filter);
+      for (let i = 0; i < list.deep.length && !pick.done(); i++) pick.offer(list.deep[i]!, kept(list.deep[i]!.itemId));
+      const tiers = fillPaths(anchor, filter);
+      for (const [t, [path, source]] of tiers.entries()) {
+        const ids = this.lists.peek(this.fillKey(kind, path))?.ids;
+        if (ids === undefined) throw new Error('not kept');
+        for (let i = 0; i < ids.length && !pick.done(t === tiers.length - 1, i); i++) pick.offer(fillEntry(ids[i]!, source), kept(ids[i]!));
+      }
+      return pick.result(kind);
+    },
+  };
+
+  private fillKey(kind: RecommendationKind, categoryPath: string): string {
+    return `${CATEGORY_KIND + kindCode(kind)}:${pathAnchor(categoryPath)}`;
+  }
+
+  private async rankingsNow(): Promise<PublishedRankings> {
+    if (this.rankings !== null) return this.rankings;
+    const epoch = this.epoch;
+    const text = (await readRows(this.pool, [{ kind: RANKINGS_KIND, anchor: 0 }])).get(`${RANKINGS_KIND}:0`);
+    const rankings: PublishedRankings = text === undefined ? { trending: [], popular: { POST_BROWSE: [], NEXT_BEST_PRODUCT: [] } } : JSON.parse(text) as PublishedRankings;
+    if (epoch === this.epoch) this.rankings = rankings;
+    return rankings;
+  }
+
+  /** A published ranking's entries under `categoryPath`: its share of the published depth. */
+  private async ranked(entries: readonly { itemId: number; score: number }[], categoryPath: string | null, first: number): Promise<ItemRankingModel> {
+    const n = checkListFirst(first);
+    const out: ItemRankingModel = { entries: [], items: [] };
+    for (let at = 0; at < entries.length && out.entries.length < n; at += MAX_IDS) {
+      const page = entries.slice(at, at + MAX_IDS);
+      const records = await this.getItems(page.map((e) => e.itemId));
+      page.forEach((entry, i) => {
+        const item = records[i];
+        if (item === null || item === undefined || out.entries.length >= n) return;
+        if (categoryPath !== null && !underCategory(item.categoryPath, categoryPath)) return;
+        out.entries.push({ itemId: entry.itemId, score: entry.score });
+        out.items!.push(item);
+      });
+    }
+    return out;
+  }
+
+  async trending(categoryPath: string | null, first: number, _options?: CallOptions): Promise<ItemRankingModel> {
+    checkListFirst(first);
+    return this.ranked((await this.rankingsNow()).trending, categoryPath, first);
+  }
+
+  async popular(kind: RecommendationKind, categoryPath: string | null, first: number, _options?: CallOptions): Promise<ItemRankingModel> {
+    checkListFirst(first);
+    return this.ranked((await this.rankingsNow()).popular[kind], categoryPath, first);
+  }
+
+  /** What the replica holds: bounded by its cache, whatever the store's size. */
+  get kept(): { lists: number; items: number } {
+    return { lists: this.lists.size, items: this.items.size };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== null) clearInterval(this.timer);
+    const listener = this.listener;
+    this.listener = null;
+    await listener?.end().catch(() => undefined);
+    await this.syncing?.catch(() => undefined);
+  }
+}

@@ -1,0 +1,126 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { openPool } from '../../../src/backends/embedded/keys/postgresStore.js';
+import { LearnerLock } from '../../../src/backends/embedded/learnerLock.js';
+import { openRecsData } from '../../../src/backends/embedded/loadFromStore.js';
+import { openEmbeddedRecs } from '../../../src/backends/embedded/openRecs.js';
+import { publishRows } from '../../../src/backends/embedded/publishedLists.js';
+import { Publisher } from '../../../src/backends/embedded/publisher.js';
+import { preparePublished } from '../../../src/backends/embedded/roles.js';
+import { ServeRecs } from '../../../src/backends/embedded/serveRecs.js';
+import { parseItemRecord } from '../../../src/model/itemRecord.js';
+import { toRecommendationFilter } from '../../../src/model/recommendationFilter.js';
+import type { RecommendationKind } from '../../../src/ports/backend.js';
+import type { RecEvent } from '../../../src/recommender/index.js';
+import { DATABASE_URL, dropSchema, testSchema } from '../../helpers/stores.js';
+
+/** The learner's publisher and a serve replica in one process over a real PostgreSQL: the replica answers
+ * what the model answers, catches up without notices, and only the lock's holder publishes. */
+const ITEMS = 400;
+const KINDS: RecommendationKind[] = ['POST_BROWSE', 'NEXT_BEST_PRODUCT'];
+
+/** Seeded co-views and purchases among items 1..ITEMS, so lists differ by anchor. */
+function events(n: number, seed: number, t0 = Date.now() - 3_600_000): RecEvent[] {
+  let s = seed;
+  const rand = (k: number): number => ((s = (s * 1_103_515_245 + 12_345) % 2 ** 31) % k);
+  const out: RecEvent[] = [];
+  for (let i = 0; i < n; i++) {
+    const a = 1 + rand(ITEMS);
+    const session = `s${seed}-${i}`;
+    out.push({ kind: 'view', itemId: a, session, user: null, orderId: null, time: t0 + i * 100 });
+    out.push({ kind: 'view', itemId: 1 + ((a + rand(5)) % ITEMS), session, user: null, orderId: null, time: t0 + i * 100 + 10 });
+    if (rand(4) === 0) out.push({ kind: 'purchase', itemId: a, session, user: `u${rand(30)}`, orderId: `o${seed}-${i}`, time: t0 + i * 100 + 20 });
+  }
+  return out;
+}
+
+async function until(check: () => Promise<boolean> | boolean, ms = 10_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
+describe('published lists on PostgreSQL', () => {
+  const cleanups: (() => Promise<unknown>)[] = [];
+  afterAll(async () => {
+    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  });
+
+  it('a serve replica answers the model\'s lists, follows them without notices, and only the lock\'s holder publishes', async () => {
+    const schema = testSchema();
+    cleanups.push(() => dropSchema(schema));
+    const source = { kind: 'postgres', connectionString: DATABASE_URL, schema } as const;
+    const store = (await openRecsData(source))!;
+    cleanups.push(() => store.close());
+    await store.upsertItems(Array.from({ length: ITEMS }, (_, i) => parseItemRecord({
+      itemId: i + 1, name: `item ${i + 1}`, categoryPath: `Dept${i % 4}/Cat${i % 20}`, brandName: i % 10 === 0 ? 'Acme' : 'Other',
+      salePrice: i, stock: i % 7 === 0 ? 'Not available' : 'Available',
+    })));
+    await store.appendEvents(events(6000, 1));
+    const recs = await openEmbeddedRecs({ dataDir: null, databaseUrl: DATABASE_URL, schema, followIntervalMs: 50 });
+    cleanups.push(() => recs.close());
+    const pool = openPool({ connectionString: DATABASE_URL, schema, max: 3 });
+    cleanups.push(() => pool.end());
+    const names = await preparePublished(pool);
+    const publisher = new Publisher(recs, pool, names, () => undefined);
+    cleanups.push(() => publisher.close());
+    const lock = new LearnerLock({ connectionString: DATABASE_URL, lockKey: names.lockKey, retryMs: 100 }, {
+      acquired: (pid) => void publisher.activate(pid), lost: () => publisher.deactivate(), say: () => undefined,
+    });
+    cleanups.push(() => lock.close());
+    lock.start();
+    expect(await until(() => publisher.stats.sweeps >= 1)).toBe(true);
+
+    // a channel nobody notifies: the replica follows by its poll of the version alone
+    const serve = new ServeRecs(pool, { connectionString: DATABASE_URL, names: { ...names, channel: 'recs_published_nobody' }, entries: 5000 });
+    cleanups.push(() => serve.close());
+    await serve.start();
+    for (let anchor = 1; anchor <= ITEMS; anchor += 2) {
+      for (const kind of KINDS) expect((await serve.recommend(kind, anchor)).entries).toEqual(recs.recommendNow(kind, anchor).entries);
+    }
+    await expect(serve.recommend('POST_BROWSE', 10_000)).rejects.toMatchObject({ code: 'NOT_FOUND' });
+
+    // filters pick from the published candidates: the same list where enough of them pass
+    const filters = [{ categoryPath: 'Dept1' }, { categoryPath: 'Dept1/Cat5' }, { brandNames: ['Acme'] }, { inStockOnly: true }, { maxPrice: 40 }, { excludeItemIds: [2, 3, 4] }];
+    for (const input of filters) {
+      const filter = toRecommendationFilter(input);
+      let same = 0;
+      let asked = 0;
+      for (let anchor = 1; anchor <= ITEMS; anchor += 4) {
+        for (const kind of KINDS) {
+          asked++;
+          const served = await serve.recommend(kind, anchor, undefined, filter);
+          const model = recs.recommendNow(kind, anchor, filter);
+          for (const [i, item] of served.items!.entries()) expect(filter === null || item.itemId === served.entries[i]!.itemId).toBe(true);
+          if (JSON.stringify(served.entries.map((e) => e.itemId)) === JSON.stringify(model.entries.map((e) => e.itemId))) same++;
+        }
+      }
+      expect({ input, same: Math.round((100 * same) / asked) }).toEqual({ input, same: 100 });
+    }
+
+    // new events, no notice heard: the replica's answers follow within its poll
+    await store.appendEvents(events(400, 2, Date.now() - 60_000));
+    await recs.poll();
+    const changed = await until(async () => {
+      for (let anchor = 1; anchor <= ITEMS; anchor += 7) {
+        if (JSON.stringify((await serve.recommend('POST_BROWSE', anchor)).entries) !== JSON.stringify(recs.recommendNow('POST_BROWSE', anchor).entries)) return false;
+      }
+      return true;
+    });
+    expect(changed).toBe(true);
+    expect((await serve.trending(null, 5)).entries).toEqual(recs.trendingNow(null, 5).entries);
+
+    // a second learner stands by; a pid that holds no lock publishes nothing
+    let second = false;
+    const other = new LearnerLock({ connectionString: DATABASE_URL, lockKey: names.lockKey, retryMs: 100 }, { acquired: () => (second = true), lost: () => undefined, say: () => undefined });
+    cleanups.push(() => other.close());
+    other.start();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(second).toBe(false);
+    expect(await publishRows(pool, names, 1, [{ kind: 0, anchor: 1, hash: 0, text: '{"t":[],"d":[]}' }], 0)).toBeNull();
+    await lock.close();
+    expect(await until(() => second, 5_000)).toBe(true);
+  }, 120_000);
+});
