@@ -7,7 +7,9 @@ import { categoryOf, departmentOf, familyOf } from './catalog.js';
 import type { Catalog } from './catalog.js';
 import { byPopularity } from './model.js';
 import type { RecModel } from './model.js';
+import { neighboursOf } from './neighbours.js';
 import type { Neighbours } from './neighbours.js';
+import type { ItemIndex } from './interners.js';
 
 /** At most this many entries a list (recommendations.md). */
 export const MAX_RECOMMENDATIONS = 10;
@@ -35,6 +37,54 @@ interface Passing {
 
 type Offer = (i: number, s: number | null, e: number, src: RecommendationSource) => boolean;
 
+/** A list being filled as every list is: items with a record passing the filter, one per family, none that `skip`
+ * names (the anchor, its family and variants; a shopper's items), in-stock items first. */
+export class Picks {
+  private readonly families = new Set<number>();
+  private readonly inStock: RecommendationEntryModel[] = [];
+  private readonly outOfStock: RecommendationEntryModel[] = [];
+
+  constructor(
+    private readonly catalog: Catalog | null,
+    private readonly items: ItemIndex,
+    readonly limit: number,
+    private readonly filter: RecommendationFilterModel | null,
+    private readonly skip: (itemId: number, item: ItemModel | undefined, family: number) => boolean,
+  ) {}
+
+  /** Takes a candidate (a model index); true when the list is full. */
+  offer(index: number, score: number | null, evidence: number, source: RecommendationSource): boolean {
+    const itemId = this.items.idAt(index);
+    const { catalog, filter } = this;
+    let available = true;
+    let family = itemId;
+    let item: ItemModel | undefined;
+    if (catalog !== null) {
+      item = catalog.get(itemId);
+      if (item === undefined || (filter !== null && !passesFilter(filter, itemId, item))) return false;
+      family = familyOf(item);
+      available = isInStock(item);
+    } else if (filter !== null && !passesFilter(filter, itemId, undefined)) return false;
+    if (this.skip(itemId, item, family) || this.families.has(family)) return false;
+    this.families.add(family);
+    const entry: RecommendationEntryModel = { rank: 0, itemId, score, evidence, source };
+    if (available) this.inStock.push(entry);
+    else if (this.outOfStock.length < this.limit) this.outOfStock.push(entry);
+    return this.inStock.length >= this.limit;
+  }
+
+  get enough(): boolean {
+    return this.inStock.length + this.outOfStock.length >= this.limit;
+  }
+
+  /** The list, ranked from 1. */
+  entries(): RecommendationEntryModel[] {
+    const entries = this.inStock.concat(this.outOfStock).slice(0, this.limit);
+    entries.forEach((e, i) => (e.rank = i + 1));
+    return entries;
+  }
+}
+
 /** Lookups on a built model: the neighbours, then category, department and global popularity to fill up to 10. Never
  * the anchor or its family; one item per family; in-stock items first. */
 export class Recommender {
@@ -55,40 +105,25 @@ export class Recommender {
     const anchorIndex = items.indexOf(anchorId);
     const anchorFamily = anchor === undefined ? anchorId : familyOf(anchor);
     const anchorVariants = anchor?.variants ?? null;
-    const families = new Set<number>();
-    const inStock: RecommendationEntryModel[] = [];
-    const outOfStock: RecommendationEntryModel[] = [];
-
-    /** Takes a candidate; true when the list is full. */
-    const offer = (index: number, score: number | null, evidence: number, source: RecommendationSource): boolean => {
-      const itemId = items.idAt(index);
-      if (itemId === anchorId) return false;
-      let available = true;
-      let family = itemId;
-      if (catalog !== null) {
-        const item = catalog.get(itemId);
-        if (item === undefined || (filter !== null && !passesFilter(filter, itemId, item))) return false;
-        family = familyOf(item);
-        if (family === anchorFamily || anchorVariants?.includes(itemId) === true || item.variants?.includes(anchorId) === true || item.variants?.includes(anchorFamily) === true) return false;
-        available = isInStock(item);
-      } else if (filter !== null && !passesFilter(filter, itemId, undefined)) return false;
-      if (families.has(family)) return false;
-      families.add(family);
-      const entry: RecommendationEntryModel = { rank: 0, itemId, score, evidence, source };
-      if (available) inStock.push(entry);
-      else if (outOfStock.length < limit) outOfStock.push(entry);
-      return inStock.length >= limit;
-    };
-
-    const filled = (): number => inStock.length + outOfStock.length;
-    const enough = (): boolean => filled() >= limit;
+    const skip = (itemId: number, item: ItemModel | undefined, family: number): boolean =>
+      itemId === anchorId || (item !== undefined && (family === anchorFamily || anchorVariants?.includes(itemId) === true || item.variants?.includes(anchorId) === true || item.variants?.includes(anchorFamily) === true));
+    const picks = new Picks(catalog, items, limit, filter, skip);
+    const offer: Offer = (index, score, evidence, source) => picks.offer(index, score, evidence, source);
+    const enough = (): boolean => picks.enough;
     if (!this.fromNeighbours(kind, anchorIndex, offer)) {
       if (filter === null) this.fromFallbacks(kind, anchor, offer, enough);
       else this.fromFilteredFallbacks(kind, anchor, filter, offer, enough);
     }
-    const entries = inStock.concat(outOfStock).slice(0, limit);
-    entries.forEach((e, i) => (e.rank = i + 1));
-    return entries;
+    return picks.entries();
+  }
+
+  /** Offers the popular items of `kind`, filtered as a list's last fill is, until `picks` has enough: the fill of a
+   * list anchored on no item. */
+  offerPopular(kind: RecommendationKind, filter: RecommendationFilterModel | null, picks: Picks): void {
+    const offer: Offer = (index, score, evidence, source) => picks.offer(index, score, evidence, source);
+    const enough = (): boolean => picks.enough;
+    if (filter === null) this.fromFallbacks(kind, undefined, offer, enough);
+    else this.fromFilteredFallbacks(kind, undefined, filter, offer, enough);
   }
 
   /** The anchor's neighbours merged by score with its prior list (see Neighbours.priorStart): items that compete by the
@@ -100,21 +135,8 @@ export class Recommender {
     const source: RecommendationSource = kind === 'POST_BROWSE' ? 'CO_VIEW' : 'CO_PURCHASE';
     const categories = this.model.category;
     const category = categories === null ? -1 : categories[anchorIndex]!;
-    // A live model's re-ranked anchors (live.ts), else the built arrays (which an item that came
-    // after the build is beyond).
-    let item = n.item;
-    let score = n.score;
-    let evidence = n.evidence;
-    let i = 0;
-    let end = 0;
-    const override = n.overrides?.get(anchorIndex);
-    if (override !== undefined) {
-      ({ item, score, evidence } = override);
-      end = item.length;
-    } else if (anchorIndex + 1 < n.start.length) {
-      i = n.start[anchorIndex]!;
-      end = n.start[anchorIndex + 1]!;
-    }
+    const { item, score, evidence, from, to: end } = neighboursOf(n, anchorIndex);
+    let i = from;
     // The prior list of the anchor's category, else the global one (the last).
     const global = n.priorStart.length - 2;
     const list = category >= 0 && category < global && n.priorStart[category + 1]! > n.priorStart[category]! ? category : global;
