@@ -1,4 +1,4 @@
-import type { RecommendationEntryModel, RecommendationFilterModel, RecommendationSource } from '../ports/backend.js';
+import type { ForYouEntryModel, RecommendationFilterModel, RecommendationSource } from '../ports/backend.js';
 import { familyOf } from './catalog.js';
 import type { Catalog } from './catalog.js';
 import { KIND_PURCHASE } from './eventLog.js';
@@ -84,14 +84,9 @@ export function forYouScores(model: RecModel, history: readonly ShopperEvent[], 
   return [...scores.values()].sort((x, y) => y.score - x.score || ids[x.item]! - ids[y.item]!).map(({ item, score, because, source }) => ({ item, score, because, source }));
 }
 
-/** One entry of a shopper's list: an anchored list's entry and the shopper's item that brought it (null: a fill). */
-export interface ForYouEntry extends RecommendationEntryModel {
-  because: number | null;
-}
-
 /** Up to `limit` entries for a shopper: forYouScores's candidates, then the popular items (most viewed where the
  * shopper only viewed, most bought otherwise), every one passing `filter`; never an item of the history, nor its family. */
-export function forYou(recommender: Recommender, history: readonly ShopperEvent[], limit: number, filter: RecommendationFilterModel | null, options: ForYouOptions = {}): ForYouEntry[] {
+export function forYou(recommender: Recommender, history: readonly ShopperEvent[], limit: number, filter: RecommendationFilterModel | null, options: ForYouOptions = {}): ForYouEntryModel[] {
   const { model, catalog } = recommender;
   const seen = new Set<number>();
   for (const event of history) seen.add(event.itemId);
