@@ -171,8 +171,14 @@ export class EmbeddedRecs implements RecsService {
     });
   }
 
-  forYou(shopper: ShopperModel, first: number, _options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<ForYouListModel> {
-    return promised(() => this.forYouNow(shopper, first, filter));
+  /** A followed store names sessions and users in the log by their key-table ids (loadWorker.ts): the shopper's are
+   * looked up first; a name it never took has no events. */
+  async forYou(shopper: ShopperModel, first: number, _options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<ForYouListModel> {
+    checkListFirst(first);
+    if (this.store === null) return this.forYouNow(shopper, first, filter);
+    const ids = await this.store.keyIds(shopper.sessionId, shopper.userId);
+    const named = (id: number | null): string | null => (id === null ? null : String(id));
+    return this.forYouNow({ sessionId: named(ids.session), userId: named(ids.user) }, first, filter);
   }
 
   /** Kept from the first list asked for after a (re)load, then by every batch: null until then. */
