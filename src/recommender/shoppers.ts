@@ -24,11 +24,13 @@ export class ShopperHistories {
     return this.byKey.size;
   }
 
-  /** The latest shoppers of a log, walked from its end: as if its events had been added one by one. */
+  /** The latest shoppers of a log, walked from its end: as if its events had been added one by one, but for a found
+   * shopper's events from before the point where the latest maxShoppers were all found. */
   static fromLog(log: EventLog, since: number, maxShoppers = MAX_SHOPPERS, maxEvents = MAX_SHOPPER_EVENTS): ShopperHistories {
     const histories = new ShopperHistories(maxShoppers, maxEvents);
-    const found = new Map<string, ShopperEvent[]>();
-    const take = (key: string, event: ShopperEvent): void => {
+    // by the log's integer keys (a user's as -2 - key), named once a shopper: a string a shopper, not an event
+    const found = new Map<number, ShopperEvent[]>();
+    const take = (key: number, event: ShopperEvent): void => {
       let list = found.get(key);
       if (list === undefined) {
         if (found.size >= maxShoppers) return;
@@ -36,16 +38,21 @@ export class ShopperHistories {
       }
       if (list.length < maxEvents) list.push(event);
     };
-    for (let e = log.length - 1; e >= 0; e--) {
-      const time = log.time[e]!;
-      if (time > histories.latest) histories.latest = time;
-      if (time < since) continue;
-      const event = { itemId: log.items.idAt(log.item[e]!), kind: log.kind[e] === KIND_PURCHASE ? KIND_PURCHASE : KIND_VIEW, time };
-      if (log.session[e]! >= 0) take(sessionKey(log.sessionName(log.session[e]!)), event);
-      if (log.user[e]! >= 0) take(userKey(log.userName(log.user[e]!)), event);
+    const { time, kind, session, user, item } = log;
+    // stops once the latest maxShoppers are found: the walk follows them, not the log's length (their events older
+    // than that point are not read)
+    for (let e = log.length - 1; e >= 0 && found.size < maxShoppers; e--) {
+      const t = time[e]!;
+      if (t > histories.latest) histories.latest = t;
+      if (t < since || (session[e]! < 0 && user[e]! < 0)) continue;
+      const event = { itemId: log.items.idAt(item[e]!), kind: kind[e] === KIND_PURCHASE ? KIND_PURCHASE : KIND_VIEW, time: t };
+      if (session[e]! >= 0) take(session[e]!, event);
+      if (user[e]! >= 0) take(-2 - user[e]!, event);
     }
     // found holds the most recently active first; the Map wants them last
-    for (const [key, list] of [...found].reverse()) histories.byKey.set(key, list.sort((a, b) => a.time - b.time));
+    for (const [key, list] of [...found].reverse()) {
+      histories.byKey.set(key >= 0 ? sessionKey(log.sessionName(key)) : userKey(log.userName(-2 - key)), list.sort((a, b) => a.time - b.time));
+    }
     return histories;
   }
 

@@ -14,7 +14,7 @@ function tinyLog(): EventLog {
   let s = 0;
   const session = (items: number[]): void => {
     const name = `s${s++}`;
-    for (const itemId of items) log.add({ kind: 'view', session: name, user: null, itemId, time: (t += 1000) });
+    for (const itemId of items) log.add({ kind: 'view', session: name, user: null, itemId, time: (t += 1000), orderId: null });
   };
   for (let k = 0; k < 12; k++) for (let n = 0; n < 12 - k; n++) session([100 + k]);
   for (const items of [[1, 2], [1, 2], [3, 4], [3, 4], [3, 1, 4], [1, 2]]) session(items);
