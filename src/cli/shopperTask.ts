@@ -2,7 +2,7 @@
  * function against sequential rules on the last item and session-based kNN (V-SKNN). */
 import { toRecommendationFilter } from '../model/recommendationFilter.js';
 import type { RecommendationKind } from '../ports/backend.js';
-import { buildModel, DEFAULT_FOR_YOU, EventLog, forYou, KIND_PURCHASE, MAX_RECOMMENDATIONS, Recommender, sessionIndex, vsknnScores } from '../recommender/index.js';
+import { buildModel, cutoffOf, DEFAULT_FOR_YOU, EventLog, forYou, latestTime, KIND_PURCHASE, MAX_RECOMMENDATIONS, Recommender, sessionIndex, vsknnScores } from '../recommender/index.js';
 import type { ForYouOptions, ModelOptions, Sequences, ShopperEvent, VsknnOptions } from '../recommender/index.js';
 import { SEQUENTIAL_RULES } from './evaluate.js';
 
@@ -41,10 +41,12 @@ interface Query {
   target: number;
 }
 
-/** The shopper's sessions: by session id, else a user's events split at idle gaps, else by order (a basket). */
-export function shopperSessions(log: EventLog): Sequences {
+/** The shopper's sessions: by session id, else a user's events split at idle gaps, else by order (a basket); events
+ * before `since` left out. */
+export function shopperSessions(log: EventLog, since = -Infinity): Sequences {
   const groups = new Map<string, number[]>();
   for (let e = 0; e < log.length; e++) {
+    if (log.time[e]! < since) continue;
     const key = log.session[e]! >= 0 ? `s${log.session[e]}` : log.user[e]! >= 0 ? `u${log.user[e]}` : log.order[e]! >= 0 ? `o${log.order[e]}` : null;
     if (key === null) continue;
     let group = groups.get(key);
@@ -107,7 +109,8 @@ function methods(train: EventLog, options: ShopperTaskOptions): Map<string, Meth
   const model = options.model ?? {};
   const served = new Recommender(buildModel(copyOf(train), model), null);
   const sr = new Recommender(buildModel(copyOf(train), { ...model, postBrowse: { damping: 0, prior: 0, order: SEQUENTIAL_RULES }, nextBest: { damping: 0, prior: 0, order: SEQUENTIAL_RULES } }), null);
-  const index = sessionIndex(train, shopperSessions(train));
+  // the window every method learns from, as the model's (maxAgeDays)
+  const index = sessionIndex(train, shopperSessions(train, cutoffOf(latestTime(train), model)));
   const kindOf = (prefix: readonly ShopperEvent[]): RecommendationKind => (prefix.some((e) => e.kind === KIND_PURCHASE) ? 'NEXT_BEST_PRODUCT' : 'POST_BROWSE');
   const exclude = (prefix: readonly ShopperEvent[]) => toRecommendationFilter({ excludeItemIds: [...new Set(prefix.map((e) => e.itemId))].slice(-MAX_EXCLUDED) });
   const out = new Map<string, Method>();
