@@ -25,6 +25,8 @@ const config: CodegenConfig = {
           Viewer: '../ports/backend.js#PrincipalModel',
           RecommendationConnection: '../ports/backend.js#RecommendationListModel',
           RecommendationEdge: '../ports/backend.js#RecommendationEntryModel',
+          ForYouConnection: '../ports/backend.js#ForYouListModel',
+          ForYouEdge: '../ports/backend.js#ForYouEntryModel',
           CreateApiKeyPayload: '../ports/backend.js#CreatedApiKeyModel',
           RecordEventsPayload: '../ports/backend.js#RecordEventsResultModel',
           UpsertItemsPayload: '../ports/backend.js#UpsertItemsResultModel',

@@ -1,5 +1,5 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
-import type { ItemModel, ApiKeyModel, PrincipalModel, RecommendationListModel, RecommendationEntryModel, CreatedApiKeyModel, RecordEventsResultModel, UpsertItemsResultModel } from '../ports/backend.js';
+import type { ItemModel, ApiKeyModel, PrincipalModel, RecommendationListModel, RecommendationEntryModel, ForYouListModel, ForYouEntryModel, CreatedApiKeyModel, RecordEventsResultModel, UpsertItemsResultModel } from '../ports/backend.js';
 import type { GatewayContext } from '../graphql/schema/context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -188,6 +188,27 @@ export type EventKind =
   | 'PURCHASE'
   /** The shopper looked at the item (a product page, a quick view). */
   | 'VIEW';
+
+/** A shopper's list. Fields naming the list may join edges and nodes. */
+export type ForYouConnection = {
+  __typename?: 'ForYouConnection';
+  edges: Array<ForYouEdge>;
+  /** The recommended items alone, in order (the same as edges' nodes). */
+  nodes: Array<Item>;
+};
+
+export type ForYouEdge = {
+  __typename?: 'ForYouEdge';
+  /** The shopper's viewed or bought item that brought it most; null for a popular fill. */
+  because?: Maybe<Item>;
+  node: Item;
+  /** 1 for the most relevant. */
+  rank: Scalars['Int']['output'];
+  /** The summed score (higher is more relevant); null for popular fills. */
+  score?: Maybe<Scalars['Float']['output']>;
+  /** CO_VIEW or CO_PURCHASE by the list that brought it most, POPULAR for a fill. */
+  source: RecommendationSource;
+};
 
 export type GiftOptions = {
   __typename?: 'GiftOptions';
@@ -593,6 +614,17 @@ export type Query = {
   /** Either list, with the reason behind each item. */
   recommendations: RecommendationConnection;
   /**
+   * Items for one shopper, best first, at most first (1 to 50; BAD_USER_INPUT otherwise), from the
+   * events the gateway holds for the session, the user, or both (their events merged): the ten latest
+   * distinct items each bring their co-viewed (viewed) or co-bought (bought) items, a more recent item
+   * weighing more (1 / (1 + p) for the p-th latest). Items the shopper viewed or bought in the window
+   * are left out, with their families. A shopper without events gets the popular items (source
+   * POPULAR). The filter applies as on the anchored lists, and the list keeps first items whenever that
+   * many pass. A sessionId or a userId is required (each 1 to 200 characters); neither ever appears in
+   * an answer, a log or a metric. Never cached publicly: the answer is one shopper's.
+   */
+  recommendedForYou: ForYouConnection;
+  /**
    * Items rising most in the last day, best first, at most first (1 to 50; BAD_USER_INPUT otherwise).
    * Rule: score = events in the last 24 hours / (1 + events a day over the 27 days before), views and
    * purchases alike, leaving out items with fewer than 3 events in the last 24 hours; "now" is the
@@ -649,6 +681,14 @@ export type QueryRecommendationsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   itemId: Scalars['ItemId']['input'];
   kind: RecommendationKind;
+};
+
+
+export type QueryRecommendedForYouArgs = {
+  filter?: InputMaybe<RecommendationFilter>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  sessionId?: InputMaybe<Scalars['String']['input']>;
+  userId?: InputMaybe<Scalars['String']['input']>;
 };
 
 
@@ -864,6 +904,8 @@ export type ResolversTypes = ResolversObject<{
   EventInput: EventInput;
   EventKind: EventKind;
   Float: ResolverTypeWrapper<Scalars['Float']['output']>;
+  ForYouConnection: ResolverTypeWrapper<ForYouListModel>;
+  ForYouEdge: ResolverTypeWrapper<ForYouEntryModel>;
   GiftOptions: ResolverTypeWrapper<GiftOptions>;
   GiftOptionsInput: GiftOptionsInput;
   ID: ResolverTypeWrapper<Scalars['ID']['output']>;
@@ -902,6 +944,8 @@ export type ResolversParentTypes = ResolversObject<{
   DeleteApiKeyPayload: DeleteApiKeyPayload;
   EventInput: EventInput;
   Float: Scalars['Float']['output'];
+  ForYouConnection: ForYouListModel;
+  ForYouEdge: ForYouEntryModel;
   GiftOptions: GiftOptions;
   GiftOptionsInput: GiftOptionsInput;
   ID: Scalars['ID']['output'];
@@ -969,6 +1013,19 @@ export type DeleteApiKeyPayloadResolvers<ContextType = GatewayContext, ParentTyp
   id?: Resolver<ResolversTypes['ID'], ParentType, ContextType>;
   ok?: Resolver<ResolversTypes['Boolean'], ParentType, ContextType>;
   result?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+}>;
+
+export type ForYouConnectionResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ForYouConnection'] = ResolversParentTypes['ForYouConnection']> = ResolversObject<{
+  edges?: Resolver<Array<ResolversTypes['ForYouEdge']>, ParentType, ContextType>;
+  nodes?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType>;
+}>;
+
+export type ForYouEdgeResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ForYouEdge'] = ResolversParentTypes['ForYouEdge']> = ResolversObject<{
+  because?: Resolver<Maybe<ResolversTypes['Item']>, ParentType, ContextType>;
+  node?: Resolver<ResolversTypes['Item'], ParentType, ContextType>;
+  rank?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  score?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
+  source?: Resolver<ResolversTypes['RecommendationSource'], ParentType, ContextType>;
 }>;
 
 export type GiftOptionsResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['GiftOptions'] = ResolversParentTypes['GiftOptions']> = ResolversObject<{
@@ -1078,6 +1135,7 @@ export type QueryResolvers<ContextType = GatewayContext, ParentType extends Reso
   postBrowsedProducts?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType, RequireFields<QueryPostBrowsedProductsArgs, 'first' | 'itemId'>>;
   productRecommendations?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType, RequireFields<QueryProductRecommendationsArgs, 'first' | 'itemId'>>;
   recommendations?: Resolver<ResolversTypes['RecommendationConnection'], ParentType, ContextType, RequireFields<QueryRecommendationsArgs, 'first' | 'itemId' | 'kind'>>;
+  recommendedForYou?: Resolver<ResolversTypes['ForYouConnection'], ParentType, ContextType, RequireFields<QueryRecommendedForYouArgs, 'first'>>;
   trendingItems?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType, RequireFields<QueryTrendingItemsArgs, 'first'>>;
   viewer?: Resolver<Maybe<ResolversTypes['Viewer']>, ParentType, ContextType>;
 }>;
@@ -1121,6 +1179,8 @@ export type Resolvers<ContextType = GatewayContext> = ResolversObject<{
   CreateApiKeyPayload?: CreateApiKeyPayloadResolvers<ContextType>;
   DateTime?: GraphQLScalarType;
   DeleteApiKeyPayload?: DeleteApiKeyPayloadResolvers<ContextType>;
+  ForYouConnection?: ForYouConnectionResolvers<ContextType>;
+  ForYouEdge?: ForYouEdgeResolvers<ContextType>;
   GiftOptions?: GiftOptionsResolvers<ContextType>;
   ImageEntity?: ImageEntityResolvers<ContextType>;
   Item?: ItemResolvers<ContextType>;

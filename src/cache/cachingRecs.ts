@@ -102,6 +102,8 @@ export class CachingRecsService implements RecsService {
   // Passed through: they follow every event, and the embedded backend keeps them cheap itself.
   readonly trending?: RecsService['trending'];
   readonly popular?: RecsService['popular'];
+  // per shopper: nothing to share between requests, and it follows every event
+  readonly forYou?: RecsService['forYou'];
 
   constructor(
     private readonly upstream: RecsService,
@@ -115,6 +117,7 @@ export class CachingRecsService implements RecsService {
     this.now = options.now ?? Date.now;
     this.trending = upstream.trending?.bind(upstream);
     this.popular = upstream.popular?.bind(upstream);
+    this.forYou = upstream.forYou?.bind(upstream);
     this.storedAt = new ClockedLRU({ max: STORED_AT_MAX, ttl: Math.ceil(this.itemTtl * 1000 * (1 + this.jitter)), now: this.now });
     this.spaces = new ListSpaces(cache, {
       forgetItems: (itemIds) => this.forgetItems(itemIds),

@@ -8,6 +8,7 @@ import { DEFAULT_EVENTS_MAX_AGE_DAYS } from '../config/defaults.js';
 import { nothingUsable, nothingUsableLine, readEvents } from './importEvents.js';
 import { DEFAULT_METHODS, METHODS, evaluate, formatGrid, formatTable } from './evaluate.js';
 import type { Method } from './evaluate.js';
+import { evaluateShoppers, formatShopperTable } from './shopperTask.js';
 import { FORMAT_HELP, formatFromArgs, formatOptions } from './eventFormatArgs.js';
 import type { CommandIo } from './importCommand.js';
 import { systemReason } from '../backends/embedded/dataFiles.js';
@@ -18,6 +19,7 @@ export const EVALUATE_HELP = `Usage:
                         [--weighting ${DEFAULT_METHODS.join(',')}] [--grid]
                         [--max-age-days ${DEFAULT_EVENTS_MAX_AGE_DAYS}]
                         [--categories <file.csv> [--category-column category]]
+                        [--task anchored|shopper]
 
 Offline evaluation on item ids (no catalogue needed). All files are read into one log; the latest
 visits and orders by start time (--test-fraction, default 0.2) are the test split, the latest
@@ -48,6 +50,15 @@ and the table gives the share of same-category items.
 newest event, as a gateway does with RECS_EVENTS_MAX_AGE_DAYS (default ${DEFAULT_EVENTS_MAX_AGE_DAYS}, the same as the
 server's, so that the figures are those of the model it serves); 0 keeps every event.
 
+--task shopper evaluates recommendedForYou instead (docs/recommender-lists.md): the latest sessions
+(--test-fraction; a session id, else a user's events split at 30 minutes idle, else an order)
+are held out, and at every step of one whose item the session has not had yet, the list made
+from the steps before it must hold that item. Compared: popularity, sequential rules on the last
+item (SR), V-SKNN (Ludewig & Jannach 2018: the 500 most recent sessions sharing an item, the 100
+most similar by the session's items weighted by position, linear decay) and recommendedForYou's
+function, with HR@10 and MRR@10 and standard errors, and HR@10 on the validation split. Every
+method leaves out the session's items and fills with popular items.
+
 --views F and --purchases F are short for --events F --format diginetica-views (resp.
 diginetica-purchases). Each --events takes the --format given after it, or the last one given.
 
@@ -73,6 +84,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
         categories: { type: 'string' },
         'category-column': { type: 'string' },
         'max-age-days': { type: 'string' },
+        task: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -120,6 +132,11 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     err('--max-age-days must be a whole number of days, 0 for none');
     return 2;
   }
+  const task = values.task ?? 'anchored';
+  if (task !== 'anchored' && task !== 'shopper') {
+    err('--task must be anchored or shopper');
+    return 2;
+  }
   const names = values.weighting === undefined ? DEFAULT_METHODS : values.weighting.split(',').map((w) => (w.trim() === 'damped' ? 'model' : w.trim()));
   const unknown = names.filter((w) => !(METHODS as readonly string[]).includes(w));
   if (unknown.length > 0) {
@@ -164,6 +181,13 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     err(`${path}: ${catalog.size} items with a category`);
   }
   const t0 = performance.now();
+  if (task === 'shopper') {
+    const shoppers = evaluateShoppers(log, { testFraction: fraction, model: { maxAgeDays }, forYouVariants: [{ decay: 0 }, { normalise: false }] });
+    out(`train ${shoppers.trainEvents} events, test ${shoppers.testSessions} sessions (latest ${Math.round(fraction * 100)}%)${maxAgeDays > 0 ? `, trained on the events at most ${maxAgeDays} days older than the newest` : ''}`);
+    out(formatShopperTable(shoppers.rows));
+    err(`evaluated in ${Math.round(performance.now() - t0)} ms`);
+    return 0;
+  }
   const result = evaluate(log, { testFraction: fraction, methods: names as Method[], catalog, model: { maxAgeDays } });
   out(`train ${result.trainEvents} events over ${result.trainItems} items, test ${result.testEvents} events (latest ${Math.round(fraction * 100)}% of visits and orders); validation ${result.validationEvents} events (the latest ${Math.round(fraction * 100)}% of the training part)`);
   out(maxAgeDays > 0 ? `trained on the events at most ${maxAgeDays} days older than the newest of each training part (--max-age-days): ${result.trainEventsUsed} of the ${result.trainEvents} before the test split` : 'trained on every event (--max-age-days 0)');

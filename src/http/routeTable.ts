@@ -63,6 +63,7 @@ export const ROUTES: readonly Route[] = [
   { name: 'nbp', label: '/v1/nbp', path: '/v1/nbp', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
   { name: 'trending', label: '/v1/trending', path: '/v1/trending', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
   { name: 'popular', label: '/v1/popular', path: '/v1/popular', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
+  { name: 'foryou', label: '/v1/foryou', path: '/v1/foryou', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
   { name: 'recs', label: 'other', path: '/v1/', prefix: true, methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
 ];
 

@@ -21,6 +21,7 @@ export const FIELD_ACCESS: Readonly<Record<'Query' | 'Mutation', Readonly<Record
     recommendations: 'RECOMMENDATIONS_READ',
     trendingItems: 'RECOMMENDATIONS_READ',
     popularItems: 'RECOMMENDATIONS_READ',
+    recommendedForYou: 'RECOMMENDATIONS_READ',
     apiKeys: 'KEYS_MANAGE',
   },
   Mutation: {
@@ -52,6 +53,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Readonly<Record<string, Acces
   nbp: { '*': 'RECOMMENDATIONS_READ' },
   trending: { '*': 'RECOMMENDATIONS_READ' },
   popular: { '*': 'RECOMMENDATIONS_READ' },
+  foryou: { '*': 'RECOMMENDATIONS_READ' },
   recs: { '*': 'RECOMMENDATIONS_READ' },
 };
 

@@ -281,6 +281,25 @@ export interface RecommendationListModel {
   filter?: RecommendationFilterModel;
 }
 
+/** Whom recommendedForYou lists for: a session, a user, or both (their events merged); at least one is set. The ids
+ * never reach an answer, a log, a metric or a cache key in clear (model/shopper.ts hashes them). */
+export interface ShopperModel {
+  sessionId: string | null;
+  userId: string | null;
+}
+
+export interface ForYouEntryModel extends RecommendationEntryModel {
+  /** The shopper's viewed or bought item that brought it; null for a fill. */
+  because: number | null;
+}
+
+/** A shopper's list: best first. Fields naming the list (tracking, variant) go beside entries. */
+export interface ForYouListModel {
+  entries: ForYouEntryModel[];
+  /** Item records returned with the list, to prime the item loader. */
+  items?: ItemModel[];
+}
+
 /** A list anchored on no item (trending, popular): best first. */
 export interface ItemRankingModel {
   /** The score its rule gives (trending's rate rise, popular's event count); null where the upstream does not say. */
@@ -300,6 +319,9 @@ export interface RecsService {
   trending?(categoryPath: string | null, first: number, options?: CallOptions): Promise<ItemRankingModel>;
   /** Up to `first` (1..50) items most bought (most viewed for POST_BROWSE) in the window, under `categoryPath`. */
   popular?(kind: RecommendationKind, categoryPath: string | null, first: number, options?: CallOptions): Promise<ItemRankingModel>;
+  /** Up to `first` (1..50) items for one shopper from their recent events, passing `filter`; a shopper without events
+   * gets the popular items. Absent: asked, it is UPSTREAM_REJECTED. */
+  forYou?(shopper: ShopperModel, first: number, options?: CallOptions, filter?: RecommendationFilterModel | null): Promise<ForYouListModel>;
 }
 
 /** The recommendation data now, read synchronously, so a change drops only the cached answers it changed. */

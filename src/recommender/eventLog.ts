@@ -133,6 +133,14 @@ export class EventLog {
     return moved;
   }
 
+  /** The name of a session key (below the sessions interned), and of a user key. */
+  sessionName(key: number): string {
+    return this.sessions.nameOf(key);
+  }
+  userName(key: number): string {
+    return this.users.nameOf(key);
+  }
+
   private get interners(): Interners {
     return [this.sessions, this.users, this.orders];
   }

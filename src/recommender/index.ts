@@ -5,7 +5,12 @@
 export { buildModel, byPopularity, cutoffOf, DEFAULT_NEXT_BEST, DEFAULT_POST_BROWSE, itemFacts, latestTime, maxAgeMsOf } from './model.js';
 export type { ModelOptions, RecModel, Scoring } from './model.js';
 export type { Neighbours, OrderWeights, PairScore, PriorStats } from './neighbours.js';
-export { FILTERED_SCAN_LIMIT, MAX_RECOMMENDATIONS, Recommender, SCAN_LIMIT } from './recommend.js';
+export { FILTERED_SCAN_LIMIT, MAX_RECOMMENDATIONS, Picks, Recommender, SCAN_LIMIT } from './recommend.js';
+export { anchorsOf, DEFAULT_FOR_YOU, forYou, forYouScores } from './forYou.js';
+export type { ForYouCandidate, ForYouOptions, ShopperEvent } from './forYou.js';
+export { MAX_SHOPPER_EVENTS, MAX_SHOPPERS, ShopperHistories } from './shoppers.js';
+export { sessionIndex, vsknnScores } from './vsknn.js';
+export type { SessionIndex, VsknnOptions } from './vsknn.js';
 export { visits } from './sessions.js';
 export { inCategory, trendingOf, TrendingScores, TRENDING_BASE_RATE, TRENDING_MIN_EVENTS, TRENDING_WINDOW_DAYS } from './trending.js';
 export type { TrendingEntry } from './trending.js';

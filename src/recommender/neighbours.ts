@@ -89,6 +89,20 @@ export interface NeighbourOptions extends Scoring {
   parallelFromPositions?: number;
 }
 
+/** An anchor's neighbours, best first: `item[from .. to)` of the arrays (a live model's re-ranked list, else the build's). */
+export interface NeighbourRange extends AnchorList {
+  from: number;
+  to: number;
+}
+
+/** Where `anchor`'s neighbours are; an empty range for an item beyond the build (no override yet). */
+export function neighboursOf(n: Neighbours, anchor: number): NeighbourRange {
+  const override = n.overrides?.get(anchor);
+  if (override !== undefined) return { ...override, from: 0, to: override.item.length };
+  const inside = anchor >= 0 && anchor + 1 < n.start.length;
+  return { item: n.item, score: n.score, evidence: n.evidence, from: inside ? n.start[anchor]! : 0, to: inside ? n.start[anchor + 1]! : 0 };
+}
+
 /** One anchor's re-ranked list (see Neighbours.overrides). */
 export interface AnchorList {
   item: Int32Array;

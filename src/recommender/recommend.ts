@@ -9,7 +9,9 @@ import { KeptForConditions, VERDICT_PAGE } from './keptForConditions.js';
 import type { Passing } from './keptForConditions.js';
 import { byPopularity } from './model.js';
 import type { RecModel } from './model.js';
+import { neighboursOf } from './neighbours.js';
 import type { Neighbours } from './neighbours.js';
+import type { ItemIndex } from './interners.js';
 
 /** At most this many entries a list (recommendations.md). */
 export const MAX_RECOMMENDATIONS = 10;
@@ -26,7 +28,65 @@ const MAX_KEPT_ENTRIES = 4_000_000;
 /** Items passing a filter's conditions kept at most, per list: the rest is walked again when a lookup needs it. */
 const MAX_PASSING = 500;
 
+/** Whether a candidate is left out of a list whatever the filter: the anchor and its family, a shopper's items. */
+type Skip = (itemId: number, item: ItemModel | undefined, family: number) => boolean;
+
 type Offer = (i: number, s: number | null, e: number, src: RecommendationSource) => boolean;
+
+/** A list being filled as every list is: items with a record passing the filter, one per family, none that `skip`
+ * names (the anchor, its family and variants; a shopper's items), in-stock items first. */
+export class Picks {
+  private readonly families = new Set<number>();
+  private readonly inStock: RecommendationEntryModel[] = [];
+  private readonly outOfStock: RecommendationEntryModel[] = [];
+  private readonly excludes: boolean;
+
+  constructor(
+    private readonly catalog: Catalog | null,
+    private readonly items: ItemIndex,
+    readonly limit: number,
+    private readonly filter: RecommendationFilterModel | null,
+    /** The filter's conditions' verdicts; null without conditions or without a catalogue. */
+    readonly kept: KeptForConditions | null,
+    private readonly skip: Skip,
+  ) {
+    this.excludes = filter !== null && filter.excludeItemIds.length > 0;
+  }
+
+  /** Takes a candidate (a model index); true when the list is full. */
+  offer(index: number, score: number | null, evidence: number, source: RecommendationSource): boolean {
+    const itemId = this.items.idAt(index);
+    const { catalog, filter, kept } = this;
+    // a filter's items known to fail are left before their records are fetched: most candidates, when few pass
+    if ((this.excludes && isExcluded(filter!, itemId)) || kept?.fails(index) === true) return false;
+    let available = true;
+    let family = itemId;
+    let item: ItemModel | undefined;
+    if (catalog !== null) {
+      item = catalog.get(itemId);
+      if (item === undefined || (kept !== null && !kept.passes(index, filter!, item))) return false;
+      family = familyOf(item);
+      available = isInStock(item);
+    } else if (filter?.hasConditions === true) return false;
+    if (this.skip(itemId, item, family) || this.families.has(family)) return false;
+    this.families.add(family);
+    const entry: RecommendationEntryModel = { rank: 0, itemId, score, evidence, source };
+    if (available) this.inStock.push(entry);
+    else if (this.outOfStock.length < this.limit) this.outOfStock.push(entry);
+    return this.inStock.length >= this.limit;
+  }
+
+  get enough(): boolean {
+    return this.inStock.length + this.outOfStock.length >= this.limit;
+  }
+
+  /** The list, ranked from 1. */
+  entries(): RecommendationEntryModel[] {
+    const entries = this.inStock.concat(this.outOfStock).slice(0, this.limit);
+    entries.forEach((e, i) => (e.rank = i + 1));
+    return entries;
+  }
+}
 
 /** Lookups on a built model: the neighbours, then category, department and global popularity to fill up to 10. Never
  * the anchor or its family; one item per family; in-stock items first. */
@@ -49,44 +109,32 @@ export class Recommender {
     const anchorIndex = items.indexOf(anchorId);
     const anchorFamily = anchor === undefined ? anchorId : familyOf(anchor);
     const anchorVariants = anchor?.variants ?? null;
-    const families = new Set<number>();
-    const inStock: RecommendationEntryModel[] = [];
-    const outOfStock: RecommendationEntryModel[] = [];
-    const excludes = filter !== null && filter.excludeItemIds.length > 0;
-    // the conditions are checked on records: without a catalogue, no item passes them
-    const kept = filter === null || !filter.hasConditions || catalog === null ? null : this.keptFor(filter);
-
-    /** Takes a candidate; true when the list is full. */
-    const offer = (index: number, score: number | null, evidence: number, source: RecommendationSource): boolean => {
-      const itemId = items.idAt(index);
-      // a filter's items known to fail are left before their records are fetched: most candidates, when few pass
-      if (itemId === anchorId || (excludes && isExcluded(filter, itemId)) || kept?.fails(index) === true) return false;
-      let available = true;
-      let family = itemId;
-      if (catalog !== null) {
-        const item = catalog.get(itemId);
-        if (item === undefined || (kept !== null && !kept.passes(index, filter!, item))) return false;
-        family = familyOf(item);
-        if (family === anchorFamily || anchorVariants?.includes(itemId) === true || item.variants?.includes(anchorId) === true || item.variants?.includes(anchorFamily) === true) return false;
-        available = isInStock(item);
-      } else if (filter?.hasConditions === true) return false;
-      if (families.has(family)) return false;
-      families.add(family);
-      const entry: RecommendationEntryModel = { rank: 0, itemId, score, evidence, source };
-      if (available) inStock.push(entry);
-      else if (outOfStock.length < limit) outOfStock.push(entry);
-      return inStock.length >= limit;
-    };
-
-    const filled = (): number => inStock.length + outOfStock.length;
-    const enough = (): boolean => filled() >= limit;
+    const skip = (itemId: number, item: ItemModel | undefined, family: number): boolean =>
+      itemId === anchorId || (item !== undefined && (family === anchorFamily || anchorVariants?.includes(itemId) === true || item.variants?.includes(anchorId) === true || item.variants?.includes(anchorFamily) === true));
+    const picks = this.picks(limit, filter, skip);
+    const offer: Offer = (index, score, evidence, source) => picks.offer(index, score, evidence, source);
+    const enough = (): boolean => picks.enough;
     if (!this.fromNeighbours(kind, anchorIndex, offer)) {
       if (filter === null) this.fromFallbacks(kind, anchor, offer, enough);
-      else this.fromFilteredFallbacks(kind, anchor, filter, kept, offer, enough);
+      else this.fromFilteredFallbacks(kind, anchor, filter, picks.kept, offer, enough);
     }
-    const entries = inStock.concat(outOfStock).slice(0, limit);
-    entries.forEach((e, i) => (e.rank = i + 1));
-    return entries;
+    return picks.entries();
+  }
+
+  /** A list to fill under `filter`, leaving out what `skip` names; its conditions' verdicts are the ones this keeps. */
+  picks(limit: number, filter: RecommendationFilterModel | null, skip: Skip): Picks {
+    // the conditions are checked on records: without a catalogue, no item passes them
+    const kept = filter === null || !filter.hasConditions || this.catalog === null ? null : this.keptFor(filter);
+    return new Picks(this.catalog, this.model.items, limit, filter, kept, skip);
+  }
+
+  /** Offers the popular items of `kind`, filtered as a list's last fill is, until `picks` has enough: the fill of a
+   * list anchored on no item. */
+  offerPopular(kind: RecommendationKind, filter: RecommendationFilterModel | null, picks: Picks): void {
+    const offer: Offer = (index, score, evidence, source) => picks.offer(index, score, evidence, source);
+    const enough = (): boolean => picks.enough;
+    if (filter === null) this.fromFallbacks(kind, undefined, offer, enough);
+    else this.fromFilteredFallbacks(kind, undefined, filter, picks.kept, offer, enough);
   }
 
   /** The anchor's neighbours merged by score with its prior list (see Neighbours.priorStart): items that compete by the
@@ -98,21 +146,8 @@ export class Recommender {
     const source: RecommendationSource = kind === 'POST_BROWSE' ? 'CO_VIEW' : 'CO_PURCHASE';
     const categories = this.model.category;
     const category = categories === null ? -1 : categories[anchorIndex]!;
-    // A live model's re-ranked anchors (live.ts), else the built arrays (which an item that came
-    // after the build is beyond).
-    let item = n.item;
-    let score = n.score;
-    let evidence = n.evidence;
-    let i = 0;
-    let end = 0;
-    const override = n.overrides?.get(anchorIndex);
-    if (override !== undefined) {
-      ({ item, score, evidence } = override);
-      end = item.length;
-    } else if (anchorIndex + 1 < n.start.length) {
-      i = n.start[anchorIndex]!;
-      end = n.start[anchorIndex + 1]!;
-    }
+    const { item, score, evidence, from, to: end } = neighboursOf(n, anchorIndex);
+    let i = from;
     // The prior list of the anchor's category, else the global one (the last).
     const global = n.priorStart.length - 2;
     const list = category >= 0 && category < global && n.priorStart[category + 1]! > n.priorStart[category]! ? category : global;

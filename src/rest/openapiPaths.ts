@@ -251,6 +251,27 @@ export const paths: Record<string, PathItem> = {
   '/v1/popular': {
     get: rankingOperation('popularItems', 'Popular: items most bought (or most viewed) in the window the recommender keeps.', 'The same as GraphQL\'s popularItems.', true),
   },
+  '/v1/foryou': {
+    get: {
+      operationId: 'recommendedForYou',
+      summary: 'For one shopper: items from what the session or user viewed and bought, the latest weighing more, none they had.',
+      description: 'The same as GraphQL\'s recommendedForYou: a shopper without events gets the popular items; the filter parameters apply ' +
+        'as on /v1/postbrowse, the list keeping count items whenever that many pass. Never cached (Cache-Control: no-store).',
+      tags: ['recommendations'],
+      security: recsSecurity,
+      parameters: [
+        { name: 'sessionId', in: 'query', required: false, description: 'The shopper\'s session, as its events name it; this or userId (or both) is required; given once.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'userId', in: 'query', required: false, description: 'The shopper, as their events name them; given once.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
+        { name: 'count', in: 'query', required: false, description: `How many items at most, 1 to ${MAX_LIST_ITEMS}; default ${DEFAULT_LIST_ITEMS}; given once.`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_ITEMS } },
+        ...FILTER_PARAMETERS.map((name) => ref('parameters', name)),
+      ],
+      responses: {
+        '200': { description: 'The list; empty arrays where nothing passes the filter.', content: jsonContent(ref('schemas', 'ForYouList')) },
+        '400': ref('responses', 'RecsBadRequest'),
+        ...recsFailures,
+      },
+    },
+  },
   '/v1/items/{itemId}': {
     get: {
       operationId: 'getItem',

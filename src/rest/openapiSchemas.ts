@@ -267,6 +267,29 @@ export const schemas: Record<string, SchemaObject> = {
   },
   KeyServiceErrors: keyErrors,
   ItemRecord: itemRecord,
+  ForYouList: {
+    type: 'object',
+    description: 'A shopper\'s list: entries best first, and the records of their items. An object, so that fields naming the list may join it.',
+    required: ['entries', 'items'],
+    properties: {
+      entries: {
+        type: 'array',
+        maxItems: 50,
+        items: {
+          type: 'object',
+          required: ['rank', 'itemId', 'score', 'source', 'because'],
+          properties: {
+            rank: { type: 'integer', minimum: 1 },
+            itemId: { type: 'integer', minimum: 1 },
+            score: { type: ['number', 'null'], description: 'The summed score; null for a popular fill.' },
+            source: { type: 'string', enum: ['CO_VIEW', 'CO_PURCHASE', 'CATEGORY', 'DEPARTMENT', 'POPULAR', 'UPSTREAM'] },
+            because: { type: ['integer', 'null'], description: 'The shopper\'s viewed or bought item that brought it; null for a popular fill.' },
+          },
+        },
+      },
+      items: { type: 'array', maxItems: 50, items: ref('schemas', 'ItemRecord') },
+    },
+  },
   ItemList: {
     type: 'object',
     required: ['items'],

@@ -1,7 +1,9 @@
-import { ErrorCode, isGatewayError } from '../errors.js';
+import { ErrorCode, isGatewayError, upstreamRejected } from '../errors.js';
+import { toShopper } from '../model/shopper.js';
 import { ITEM_ID_RANGE, toItemId, toItemRecord } from '../model/itemRecord.js';
 import { checkListFirst, listsLacking, parseCategoryPath } from '../model/itemLists.js';
 import { MAX_BRAND_NAMES, MAX_EXCLUDED_ITEMS, toRecommendationFilter } from '../model/recommendationFilter.js';
+import { RECS_SERVICE } from '../ports/backend.js';
 import type { CallOptions, ItemModel, ItemRankingModel, KeyService, RecommendationFilterModel, RecommendationKind, RecsService } from '../ports/backend.js';
 import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -181,13 +183,28 @@ async function ranking(path: string, query: URLSearchParams, recs: RecsService, 
   return json(200, items.map(toItemRecord));
 }
 
+/** /v1/foryou: `{ entries: [{ rank, itemId, score, source, because }], items: [records] }`, an object so that fields
+ * naming the list can join it; empty arrays where nothing passes the filter. */
+async function forYouList(query: URLSearchParams, recs: RecsService, options: CallOptions): Promise<RestResponse> {
+  const shopper = toShopper(single(query, 'sessionId'), single(query, 'userId'));
+  const rawCount = single(query, 'count');
+  const count = checkListFirst(rawCount === undefined ? undefined : /^[0-9]{1,6}$/.test(rawCount) ? Number(rawCount) : NaN, 'count');
+  const filter = filterOfQuery(query);
+  if (recs.forYou === undefined) throw upstreamRejected(RECS_SERVICE, 'the recommendations backend lacks lists for one shopper');
+  const list = await recs.forYou(shopper, count, options, filter);
+  const items = await itemsFor(list.entries.map((e) => e.itemId), recs, list.items ?? [], options);
+  const known = new Set(items.map((item) => item.itemId));
+  const entries = list.entries.filter((e) => known.has(e.itemId)).map((e, i) => ({ rank: i + 1, itemId: e.itemId, score: e.score, source: e.source, because: e.because }));
+  return json(200, { entries, items: items.map(toItemRecord) });
+}
+
 /** The recommendations interface of recommendations.md (postbrowse, nbp, trending, popular, and the
  * product lookup of upstream-facts.md); null when the path is not one of its routes. */
 export function serveRecommendations(req: RestRequest, keys: KeyService, recs: RecsService): Promise<RestResponse> | null {
   const path = req.path.length > 1 ? req.path.replace(/\/+$/, '') : req.path;
   const kind = KINDS[path];
   const isLookup = path === '/v1/items' || path.startsWith('/v1/items/');
-  if (kind === undefined && !isLookup && !RANKINGS.has(path)) return null;
+  if (kind === undefined && !isLookup && !RANKINGS.has(path) && path !== '/v1/foryou') return null;
   return handle(req, path, kind, keys, recs);
 }
 
@@ -202,6 +219,7 @@ async function handle(
   try {
     await checkKey(req.query, keys, options);
     if (RANKINGS.has(path)) return await ranking(path, req.query, recs, options);
+    if (path === '/v1/foryou') return await forYouList(req.query, recs, options);
     if (kind !== undefined) {
       const raw = single(req.query, 'itemId');
       const anchor = toItemId(raw);

@@ -31,7 +31,7 @@ describe('the scope table', () => {
       ...Object.entries(FIELD_ACCESS.Query).filter(([, a]) => a === scope).map(([f]) => f),
       ...Object.entries(FIELD_ACCESS.Mutation).filter(([, a]) => a === scope).map(([f]) => f),
     ].sort();
-    expect(byScope('RECOMMENDATIONS_READ')).toEqual(['_entities', 'item', 'items', 'popularItems', 'postBrowsedProducts', 'productRecommendations', 'recommendations', 'trendingItems']);
+    expect(byScope('RECOMMENDATIONS_READ')).toEqual(['_entities', 'item', 'items', 'popularItems', 'postBrowsedProducts', 'productRecommendations', 'recommendations', 'recommendedForYou', 'trendingItems']);
     expect(byScope('EVENTS_WRITE')).toEqual(['recordEvents', 'upsertItems']);
     expect(byScope('KEYS_MANAGE')).toEqual(['apiKeys', 'createApiKey', 'deleteApiKey', 'rotateApiKey', 'updateApiKey']);
   });

@@ -319,6 +319,27 @@ describe.each([
     expect([codeOf(bad), bad.body.errors?.[0]?.message]).toEqual(['BAD_USER_INPUT', 'minPrice (9) must not exceed maxPrice (1)']);
   });
 
+  it('lists the same items for one shopper: the popular ones cold, then from their events, and refuses alike', async () => {
+    type ForYou = { recommendedForYou: { edges: { node: { itemId: number }; because: { itemId: number } | null; source: string }[] } };
+    const FOR_YOU = 'query($s: String, $n: Int) { recommendedForYou(sessionId: $s, first: $n) { edges { node { itemId } because { itemId } source } } }';
+    const list = async (): Promise<ForYou['recommendedForYou']['edges']> => {
+      const answer = await s.gql<ForYou>(FOR_YOU, { s: 'contract-shopper', n: 5 }, alice);
+      expect(answer.body.errors).toBeUndefined();
+      return answer.body.data!.recommendedForYou.edges;
+    };
+    const cold = await list();
+    expect(cold).toHaveLength(5);
+    expect(cold.every((e) => e.source === 'POPULAR' && e.because === null)).toBe(true);
+    const recorded = await s.gql('mutation($e: [EventInput!]!) { recordEvents(events: $e) { accepted } }', { e: [{ kind: 'VIEW', itemId: PHONE, sessionId: 'contract-shopper' }] }, root);
+    expect(recorded.body.errors).toBeUndefined();
+    await expect.poll(async () => (await list())[0]?.because?.itemId, { timeout: 10_000, interval: 100 }).toBe(PHONE);
+    const warm = await list();
+    expect(warm.map((e) => e.node.itemId)).not.toContain(PHONE);
+    same('for one shopper', { cold, warm });
+    expect(codeOf(await s.gql('{ recommendedForYou { edges { rank } } }', {}, alice))).toBe('BAD_USER_INPUT');
+    expect(codeOf(await s.gql('{ recommendedForYou(userId: "u", first: 51) { edges { rank } } }', {}, alice))).toBe('BAD_USER_INPUT');
+  });
+
   it('walks from an item to its recommendations to their variants in one query', async () => {
     const walked = await s.gql<{ item: { recommendations: { nodes: { itemId: number; parentItemId: number; variantItems: { itemId: number; parentItemId: number }[] }[] } } }>(
       `{ item(itemId: ${PHONE}) { recommendations(kind: NEXT_BEST_PRODUCT, first: 3) { nodes { itemId parentItemId variantItems { itemId parentItemId } } } } }`,

@@ -97,7 +97,7 @@ describe('the OpenAPI description', () => {
   });
 
   it('covers every route the gateway serves', () => {
-    expect(Object.keys(openApiDocument.paths).sort()).toEqual(['/api/v1/apikey', '/api/v1/apikey/{id}', '/api/v1/apikey/{id}/rotate', '/api/v1/apikey/{id}/usage', '/v1/events', '/v1/items', '/v1/items/{itemId}', '/v1/nbp', '/v1/popular', '/v1/postbrowse', '/v1/trending']);
+    expect(Object.keys(openApiDocument.paths).sort()).toEqual(['/api/v1/apikey', '/api/v1/apikey/{id}', '/api/v1/apikey/{id}/rotate', '/api/v1/apikey/{id}/usage', '/v1/events', '/v1/foryou', '/v1/items', '/v1/items/{itemId}', '/v1/nbp', '/v1/popular', '/v1/postbrowse', '/v1/trending']);
     expect(Object.keys(openApiDocument.components.securitySchemes).sort()).toEqual(['apiKeyHeader', 'apiKeyQuery', 'basicAuth', 'bearerKey']);
   });
 });
@@ -185,7 +185,7 @@ describe('GET /openapi.json, and the answers it describes, over HTTP', () => {
     expectDescribed(gone, '/api/v1/apikey/{id}', 'delete');
   });
 
-  it('the recommendation interface: postbrowse, nbp, trending, popular, items and their failures answer as described', async () => {
+  it('the recommendation interface: postbrowse, nbp, trending, popular, foryou, items and their failures answer as described', async () => {
     const { key } = (await call('POST', '/api/v1/apikey', alice, {})).body as { key: string };
     const apiKey = encodeURIComponent(key);
     const cases: [string, string, number][] = [
@@ -207,6 +207,10 @@ describe('GET /openapi.json, and the answers it describes, over HTTP', () => {
       [`/v1/popular?kind=POST_BROWSE&first=3&apiKey=${apiKey}`, '/v1/popular', 200],
       [`/v1/popular?kind=SOMETHING&apiKey=${apiKey}`, '/v1/popular', 400],
       ['/v1/popular', '/v1/popular', 403],
+      [`/v1/foryou?sessionId=s-1&apiKey=${apiKey}`, '/v1/foryou', 200],
+      [`/v1/foryou?userId=u-1&count=3&inStock=true&apiKey=${apiKey}`, '/v1/foryou', 200],
+      [`/v1/foryou?count=3&apiKey=${apiKey}`, '/v1/foryou', 400],
+      ['/v1/foryou?sessionId=s-1', '/v1/foryou', 403],
     ];
     for (const [target, path, status] of cases) {
       const answer = await call('GET', target);

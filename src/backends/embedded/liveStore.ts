@@ -71,6 +71,9 @@ export interface RecsDataStore {
    * newest stays whatever its age: without it, the head would go back, which followers take for lost events. */
   pruneEvents(maxAgeMs: number, dryRun?: boolean): Promise<{ newest: number | null; removed: number; eventIds: number }>;
   counts(): Promise<{ items: number; events: number }>;
+  /** The key-table ids of a session and a user named by events (null: none stored by that name): how the followed
+   * log names them. */
+  keyIds(sessionId: string | null, userId: string | null): Promise<{ session: number | null; user: number | null }>;
   countWithoutRecord(itemIds: readonly number[]): Promise<number>;
   imports(): Promise<ImportRecord[]>;
   findImport(what: ImportRecord['what'], format: string, sha256: string): Promise<ImportRecord | undefined>;

@@ -4,7 +4,7 @@ import { StoreOpenError } from './dataFiles.js';
 import type { RecEvent } from '../../recommender/index.js';
 import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
 import type { EventRow, ImportRecord, ImportSession, ItemCap, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
-import { NS_EVENT, PRUNE_ROWS } from './liveStore.js';
+import { NS_EVENT, NS_SESSION, NS_USER, PRUNE_ROWS } from './liveStore.js';
 import { appendEvents, EVENT_COLUMNS, toRow } from './postgresAppend.js';
 import { beginImport, itemColumns } from './postgresImports.js';
 import { dropUnnamedItemIds, itemRoomCtes } from './postgresItemIds.js';
@@ -167,6 +167,16 @@ export class PostgresRecsStore implements RecsDataStore {
     // the items only the deleted events named no longer count against RECS_MAX_ITEMS
     if (removed > 0) await dropUnnamedItemIds(this.pool, () => this.lockKey());
     return { newest, removed, eventIds };
+  }
+
+  async keyIds(sessionId: string | null, userId: string | null): Promise<{ session: number | null; user: number | null }> {
+    const { rows } = await this.pool.query<{ ns: number; id: string }>(
+      'SELECT ns, id FROM recs_keys WHERE (ns = $1 AND name = $2) OR (ns = $3 AND name = $4)', [NS_SESSION, sessionId, NS_USER, userId]);
+    const id = (ns: number): number | null => {
+      const row = rows.find((r) => r.ns === ns);
+      return row === undefined ? null : Number(row.id);
+    };
+    return { session: sessionId === null ? null : id(NS_SESSION), user: userId === null ? null : id(NS_USER) };
   }
 
   async counts(): Promise<{ items: number; events: number }> {

@@ -1,14 +1,14 @@
 import type { Worker } from 'node:worker_threads';
 import { badUserInput } from '../../errors.js';
 import { checkListFirst } from '../../model/itemLists.js';
-import type { CallOptions, ItemModel, ItemRankingModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
+import type { CallOptions, ForYouListModel, ItemModel, ShopperModel, ItemRankingModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecommenderStateModel, RecsService } from '../../ports/backend.js';
 import type { Catalog } from '../../recommender/index.js';
 import type { EventLog, RecEvent } from '../../recommender/index.js';
 import { buildModel } from '../../recommender/index.js';
 import type { ModelOptions, RecModel } from '../../recommender/index.js';
 import { LiveModel } from '../../recommender/index.js';
 import type { ApplyStats, Kind } from '../../recommender/index.js';
-import { inCategory, maxAgeMsOf, Recommender, TrendingScores } from '../../recommender/index.js';
+import { forYou, inCategory, latestTime, maxAgeMsOf, Recommender, ShopperHistories, TrendingScores } from '../../recommender/index.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { demoWithStored, loadInWorker } from './loadFromStore.js';
 import { promised } from '../../shared/promised.js';
@@ -191,6 +191,30 @@ export class EmbeddedRecs implements RecsService {
     });
   }
 
+  /** A followed store names sessions and users in the log by their key-table ids (loadWorker.ts): the shopper's are
+   * looked up first; a name it never took has no events. */
+  async forYou(shopper: ShopperModel, first: number, _options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<ForYouListModel> {
+    checkListFirst(first);
+    if (this.store === null) return this.forYouNow(shopper, first, filter);
+    const ids = await this.store.keyIds(shopper.sessionId, shopper.userId);
+    const named = (id: number | null): string | null => (id === null ? null : String(id));
+    return this.forYouNow({ sessionId: named(ids.session), userId: named(ids.user) }, first, filter);
+  }
+
+  /** Kept from the first list asked for after a (re)load, then by every batch: null until then. */
+  private shoppers: ShopperHistories | null = null;
+
+  /** The synchronous lookup behind forYou. */
+  forYouNow(shopper: ShopperModel, first: number, filter: RecommendationFilterModel | null = null): ForYouListModel {
+    const n = checkListFirst(first);
+    const recommender = this.recommender;
+    const maxAgeMs = maxAgeMsOf(this.options);
+    this.shoppers ??= ShopperHistories.fromLog(this.log, maxAgeMs > 0 ? latestTime(this.log) - maxAgeMs : -Infinity);
+    const since = maxAgeMs > 0 ? this.shoppers.latest - maxAgeMs : -Infinity;
+    const entries = forYou(recommender, this.shoppers.history(shopper.sessionId, shopper.userId, since), n, filter);
+    return { entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!) };
+  }
+
   private ranking(recommender: Recommender, entries: ItemRankingModel['entries']): ItemRankingModel {
     return { entries, items: entries.map((e) => recommender.catalog!.get(e.itemId)!) };
   }
@@ -200,6 +224,7 @@ export class EmbeddedRecs implements RecsService {
   applyEvents(events: readonly RecEvent[]): void {
     const live = this.liveModel();
     this.lastApply = live.applyEvents(events);
+    this.shoppers?.add(events);
     // A new Recommender: its per-category popularity lists are computed again on first use.
     this.recommender = new Recommender(live, this.current);
     this.rebuilds.schedule();
@@ -280,6 +305,7 @@ export class EmbeddedRecs implements RecsService {
   rebuild(log: EventLog = this.log): void {
     this.log = log;
     this.live = null;
+    this.shoppers = null;
     this.preparing = null;
     this.recommender = new Recommender(buildModel(log, this.options, this.current), this.current);
   }
@@ -353,6 +379,7 @@ export class EmbeddedRecs implements RecsService {
     this.current = catalog;
     this.log = log;
     this.live = null;
+    this.shoppers = null;
     this.preparing = null;
     this.mode = mode;
     this.head = { ...head };

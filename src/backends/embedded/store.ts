@@ -9,7 +9,7 @@ import { Catalog } from '../../recommender/index.js';
 import { makeDataDir, preparePrivateFile, storeOpenError } from './dataFiles.js';
 import type { EventLog, RecEvent } from '../../recommender/index.js';
 import type { EventRow, ImportRecord, ImportSession, ItemCap, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
-import { NS_EVENT, PRUNE_ROWS } from './liveStore.js';
+import { NS_EVENT, NS_SESSION, NS_USER, PRUNE_ROWS } from './liveStore.js';
 import { promised } from '../../shared/promised.js';
 import { SqliteAppender } from './sqliteAppend.js';
 import { LOCK_RETRY_MS, LOCK_WAIT_MS, SqliteFile } from './sqliteFile.js';
@@ -119,6 +119,14 @@ export class RecsStore implements RecsDataStore {
 
   eventCount(): number {
     return (this.db.prepare('SELECT count(*) AS n FROM events').get() as { n: number }).n;
+  }
+
+  keyIds(sessionId: string | null, userId: string | null): Promise<{ session: number | null; user: number | null }> {
+    return promised(() => {
+      const find = this.db.prepare('SELECT id FROM keys WHERE ns = ? AND name = ?').pluck();
+      const id = (ns: number, name: string | null): number | null => (name === null ? null : (find.get(ns, name) as number | undefined) ?? null);
+      return { session: id(NS_SESSION, sessionId), user: id(NS_USER, userId) };
+    });
   }
 
   counts(): Promise<{ items: number; events: number }> {

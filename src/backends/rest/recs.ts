@@ -4,8 +4,9 @@ import {
 import type { GatewayError } from '../../errors.js';
 import { ITEM_ID_RANGE, ItemRecordError, parseItemRecord } from '../../model/itemRecord.js';
 import { filterParameters, passesFilter } from '../../model/recommendationFilter.js';
+import { shopperParameters } from '../../model/shopper.js';
 import {
-  RECS_SERVICE, type CallOptions, type ItemModel, type ItemRankingModel, type RecommendationFilterModel, type RecommendationKind, type RecommendationListModel,
+  RECS_SERVICE, type CallOptions, type ForYouEntryModel, type ForYouListModel, type ItemModel, type RecommendationSource, type ShopperModel, type ItemRankingModel, type RecommendationFilterModel, type RecommendationKind, type RecommendationListModel,
   type RecsService,
 } from '../../ports/backend.js';
 import { checkListFirst } from '../../model/itemLists.js';
@@ -59,6 +60,22 @@ function parseRecords(raw: unknown[]): ItemModel[] {
   return items;
 }
 
+const SOURCES: readonly RecommendationSource[] = ['CO_VIEW', 'CO_PURCHASE', 'CATEGORY', 'DEPARTMENT', 'POPULAR', 'UPSTREAM'];
+
+/** One entry of an upstream's /v1/foryou; null for one that is not (left out, as a broken record is). */
+function forYouEntry(raw: unknown): ForYouEntryModel | null {
+  if (typeof raw !== 'object' || raw === null) return null;
+  const { itemId, score, source, because } = raw as Record<string, unknown>;
+  const isId = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v > 0;
+  if (!isId(itemId)) return null;
+  return {
+    rank: 0, itemId, evidence: 0,
+    score: typeof score === 'number' && Number.isFinite(score) ? score : null,
+    source: SOURCES.find((s) => s === source) ?? 'UPSTREAM',
+    because: isId(because) ? because : null,
+  };
+}
+
 /** The recommendations interface over HTTP (Walmart Open API), with its quirks absorbed. */
 export class RestRecsService implements RecsService {
   /** `apiKey=...`, encoded once rather than on every call. */
@@ -103,6 +120,29 @@ export class RestRecsService implements RecsService {
 
   async popular(kind: RecommendationKind, categoryPath: string | null, first: number, options: CallOptions = {}): Promise<ItemRankingModel> {
     return this.ranking('/v1/popular', { category: categoryPath, kind, first: String(checkListFirst(first)) }, options);
+  }
+
+  /** The upstream's /v1/foryou, the shopper and the filter as its parameters; its entries are checked and applied the
+   * filter again, as an anchored list's are. A 404 says the upstream lacks the route. */
+  async forYou(shopper: ShopperModel, first: number, options: CallOptions = {}, filter: RecommendationFilterModel | null = null): Promise<ForYouListModel> {
+    const query = new URLSearchParams([...shopperParameters(shopper), ['count', String(checkListFirst(first))], ...(filter === null ? [] : filterParameters(filter))]);
+    const response = await this.get(`/v1/foryou?${this.keyParameter}&${query.toString()}`, options);
+    if (response.status === 404) throw upstreamRejected(SERVICE, 'the upstream lacks /v1/foryou (an upstream older than lists for one shopper)');
+    const outcome = this.interpret(response);
+    if (outcome.kind === 'empty') return { entries: [], items: [] };
+    const body = outcome.kind === 'data' ? outcome.body as { entries?: unknown; items?: unknown } : null;
+    if (body === null || typeof body !== 'object' || !Array.isArray(body.entries) || !Array.isArray(body.items)) throw upstreamUnavailable(SERVICE, 'unexpected response shape');
+    const byId = new Map(parseRecords(body.items).map((item) => [item.itemId, item]));
+    const entries: ForYouEntryModel[] = [];
+    const items: ItemModel[] = [];
+    for (const raw of body.entries as unknown[]) {
+      const entry = forYouEntry(raw);
+      const item = entry === null ? undefined : byId.get(entry.itemId);
+      if (entry === null || item === undefined || items.includes(item) || (filter !== null && !passesFilter(filter, item.itemId, item))) continue;
+      entries.push({ ...entry, rank: entries.length + 1 });
+      items.push(item);
+    }
+    return { entries, items };
   }
 
   /** A list the upstream's REST twin answers as an array of item records; a 404 says the upstream lacks the route. */

@@ -25,6 +25,7 @@ const LIST_SIZE: Record<string, { argument: string; max: number }> = {
   recommendations: { argument: 'first', max: MAX_RECOMMENDATIONS },
   trendingItems: { argument: 'first', max: MAX_LIST_ITEMS },
   popularItems: { argument: 'first', max: MAX_LIST_ITEMS },
+  recommendedForYou: { argument: 'first', max: MAX_LIST_ITEMS },
   items: { argument: 'itemIds', max: MAX_ITEM_IDS },
   // a router sends entity representations as a variable, which validation cannot count: it
   // costs one here, and _entities checks the real count against MAX_COST when it runs

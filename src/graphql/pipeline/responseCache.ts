@@ -163,6 +163,8 @@ export class ResponseCache {
     if (typeof query !== 'string' || extensions !== undefined) return null;
     // a mutation is never answered from here, nor its text and variables remembered
     if (MUTATION_WORD.test(query)) return null;
+    // a shopper's list is never public, and its variables name the shopper: not even remembered
+    if (query.includes('recommendedForYou')) return null;
     if (variables !== undefined && variables !== null && (typeof variables !== 'object' || Array.isArray(variables))) return null;
     if (operationName !== undefined && operationName !== null && typeof operationName !== 'string') return null;
     const normalised = this.normalise(query);

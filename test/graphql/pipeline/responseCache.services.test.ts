@@ -195,6 +195,18 @@ describe('ResponseCache on its own', () => {
     expect(cache.keyOf('POST', json, { query: 'query A { a } mutation B { b }', operationName: 'A' })).toBeNull();
   });
 
+  it('gives no key to a shopper\'s list, and remembers neither its text nor its body (they name the shopper)', () => {
+    const cache = new ResponseCache();
+    for (const asked of [
+      { query: 'query($s: String) { recommendedForYou(sessionId: $s) { nodes { itemId } } }', variables: { s: 'S-secret' } },
+      { query: '{ recommendedForYou(userId: "U-secret") { nodes { itemId } } }' },
+    ]) {
+      const text = JSON.stringify(asked);
+      expect(cache.keyOf('POST', json, asked, text)).toBeNull();
+      expect(cache.knownKey(json, text)).toBeUndefined();
+    }
+  });
+
   it('keeps an answer no longer than its maxAge', () => {
     let clock = 1_000_000;
     const cache = new ResponseCache({ now: () => clock });

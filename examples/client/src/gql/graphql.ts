@@ -187,6 +187,27 @@ export type EventKind =
   /** The shopper looked at the item (a product page, a quick view). */
   | 'VIEW';
 
+/** A shopper's list. Fields naming the list may join edges and nodes. */
+export type ForYouConnection = {
+  __typename?: 'ForYouConnection';
+  edges: Array<ForYouEdge>;
+  /** The recommended items alone, in order (the same as edges' nodes). */
+  nodes: Array<Item>;
+};
+
+export type ForYouEdge = {
+  __typename?: 'ForYouEdge';
+  /** The shopper's viewed or bought item that brought it most; null for a popular fill. */
+  because?: Maybe<Item>;
+  node: Item;
+  /** 1 for the most relevant. */
+  rank: Scalars['Int']['output'];
+  /** The summed score (higher is more relevant); null for popular fills. */
+  score?: Maybe<Scalars['Float']['output']>;
+  /** CO_VIEW or CO_PURCHASE by the list that brought it most, POPULAR for a fill. */
+  source: RecommendationSource;
+};
+
 export type GiftOptions = {
   __typename?: 'GiftOptions';
   allowGiftMessage?: Maybe<Scalars['Boolean']['output']>;
@@ -591,6 +612,17 @@ export type Query = {
   /** Either list, with the reason behind each item. */
   recommendations: RecommendationConnection;
   /**
+   * Items for one shopper, best first, at most first (1 to 50; BAD_USER_INPUT otherwise), from the
+   * events the gateway holds for the session, the user, or both (their events merged): the ten latest
+   * distinct items each bring their co-viewed (viewed) or co-bought (bought) items, a more recent item
+   * weighing more (1 / (1 + p) for the p-th latest). Items the shopper viewed or bought in the window
+   * are left out, with their families. A shopper without events gets the popular items (source
+   * POPULAR). The filter applies as on the anchored lists, and the list keeps first items whenever that
+   * many pass. A sessionId or a userId is required (each 1 to 200 characters); neither ever appears in
+   * an answer, a log or a metric. Never cached publicly: the answer is one shopper's.
+   */
+  recommendedForYou: ForYouConnection;
+  /**
    * Items rising most in the last day, best first, at most first (1 to 50; BAD_USER_INPUT otherwise).
    * Rule: score = events in the last 24 hours / (1 + events a day over the 27 days before), views and
    * purchases alike, leaving out items with fewer than 3 events in the last 24 hours; "now" is the
@@ -647,6 +679,14 @@ export type QueryRecommendationsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
   itemId: Scalars['ItemId']['input'];
   kind: RecommendationKind;
+};
+
+
+export type QueryRecommendedForYouArgs = {
+  filter?: InputMaybe<RecommendationFilter>;
+  first?: InputMaybe<Scalars['Int']['input']>;
+  sessionId?: InputMaybe<Scalars['String']['input']>;
+  userId?: InputMaybe<Scalars['String']['input']>;
 };
 
 

@@ -3,6 +3,7 @@ import type { ItemModel } from '../../../ports/backend.js';
 import { badUserInput, notFound } from '../../../errors.js';
 import { MAX_ITEM_IDS } from '../../../config/limits.js';
 import { checkListFirst, listsLacking, parseCategoryPath } from '../../../model/itemLists.js';
+import { recommendedForYou } from './ForYou.js';
 import { charged, rankedItems, recommendationList, recommendedItems, requirePrincipal } from './helpers.js';
 
 
@@ -65,4 +66,7 @@ export const Query: QueryResolvers = {
     if (recs.popular === undefined) throw listsLacking('popular');
     return rankedItems(context, recs.popular(kind ?? 'NEXT_BEST_PRODUCT', path, n, { signal: context.signal }));
   },
+
+  /** One shopper's list (schema/forYou.graphql states the rule). */
+  recommendedForYou: (_, args, context) => recommendedForYou(context, args),
 };

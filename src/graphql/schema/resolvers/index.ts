@@ -1,6 +1,7 @@
 import type { Resolvers } from '../../../__generated__/resolvers-types.js';
 import { ApiKey } from './ApiKey.js';
 import { DateTimeScalar, ItemIdScalar } from '../scalars.js';
+import { ForYouConnection, ForYouEdge } from './ForYou.js';
 import { Item } from './Item.js';
 import { Mutation } from './Mutation.js';
 import { Query } from './Query.js';
@@ -17,4 +18,6 @@ export const resolvers: Resolvers = {
   Item,
   RecommendationConnection,
   RecommendationEdge,
+  ForYouConnection,
+  ForYouEdge,
 };
