@@ -210,6 +210,8 @@ export class RateLimiter {
         if (!look.allowed) throw this.refused('address_locked', look.retryAfterMs);
         await this.buckets.take(addressBucket(address), failures, 1);
       }
+      // a key past its quota is a valid key, checked on each request at a front: its check is free
+      if (reserved && error instanceof GatewayError && error.code === ErrorCode.QUOTA_EXCEEDED) await this.buckets.take(keyCheckBucket(address), checks!, -1);
       throw error;
     }
   }

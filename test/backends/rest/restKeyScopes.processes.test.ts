@@ -160,4 +160,17 @@ describe('REST mode: scopes, rotation, changes, limits and usage through a front
     const plainUsage = await fetch(`${front.url}/api/v1/apikey/${plain.id}/usage?days=1`, { headers: { authorization: upstream.bob.basic } });
     expect(((await plainUsage.json()) as { usage: { requests: number }[] }).usage[0]!.requests).toBeLessThan(3);
   }, 60_000);
+
+  it('does not count a key past its quota among an address\'s unknown keys: its refusals stay QUOTA_EXCEEDED', async () => {
+    const guarded = await startServe({ ...restServeEnv(upstream, 'unused'), REDIS_URL: '', AUTH_FAILURES_PER_MINUTE: '10', AUTH_KEY_CHECKS_PER_MINUTE: '3' });
+    try {
+      const { key } = await create({ name: 'front-checked-quota', dailyQuota: 1 });
+      const codes: unknown[] = [];
+      for (let i = 0; i < 8; i++) codes.push((await gql(guarded.url, ITEM, {}, { authorization: key })).body.errors?.[0]?.extensions?.code);
+      // the front's listing to describe the new key was its one request
+      expect(codes).toEqual(Array(8).fill('QUOTA_EXCEEDED'));
+    } finally {
+      await guarded.stop();
+    }
+  }, 60_000);
 });
