@@ -113,43 +113,67 @@ export class RateLimiter {
     }
     try {
       await this.admit(principal, address);
-      await this.admitKey(principal);
+      await this.admitKey(keys, principal);
     } catch (error) {
       if (principal.keyId && error instanceof GatewayError && isTooMany(error.code)) keys.countUse?.(principal.keyId, true);
       throw error;
     }
-    if (principal.keyId) keys.countUse?.(principal.keyId, false);
     return principal;
   }
 
-  /** The key's own rate (a bucket by key id) and daily quota (a counter by key id and UTC day, shared
-   * through Redis where the buckets are): nothing at all for a key without them. */
-  private async admitKey(principal: PrincipalModel): Promise<void> {
-    const limits = principal.limits;
-    if (!limits || !principal.keyId) return;
-    const rate = ownLimit(limits);
-    if (rate !== null) {
-      const result = await this.buckets.take(ownKeyBucket(principal.keyId), rate);
-      if (!result.allowed) throw this.refused('key_limited', result.retryAfterMs);
+  /** Without Redis the key service's store counts the quotas, for every replica that shares it. */
+  private quotaInStore(keys: KeyService): boolean {
+    return this.buckets.countsNow && keys.quotaLeft !== undefined && keys.settleQuota !== undefined;
+  }
+
+  /** The key's own rate (a bucket by key id) and daily quota (a counter by key id and UTC day in Redis,
+   * else the key store's): nothing at all for a key without them. Counts the request admitted. */
+  private async admitKey(keys: KeyService, principal: PrincipalModel): Promise<void> {
+    const { limits, keyId } = principal;
+    if (!keyId) return;
+    if (limits) {
+      const rate = ownLimit(limits);
+      if (rate !== null) {
+        const result = await this.buckets.take(ownKeyBucket(keyId), rate);
+        if (!result.allowed) throw this.refused('key_limited', result.retryAfterMs);
+      }
+      if (limits.dailyQuota !== null) return this.admitQuota(keys, keyId, limits.dailyQuota);
     }
-    if (limits.dailyQuota !== null) {
-      const now = Date.now();
-      const used = await this.buckets.count(quotaCounter(principal.keyId, now), now + msToUtcMidnight(now));
-      if (used > limits.dailyQuota) throw this.quotaRefused(now);
+    keys.countUse?.(keyId, false);
+  }
+
+  /** Admits the request under the key's quota and counts it, in the same turn as the quota's last
+   * look: requests at once on this process see each other. */
+  private async admitQuota(keys: KeyService, keyId: string, dailyQuota: number): Promise<void> {
+    const now = Date.now();
+    if (this.quotaInStore(keys)) {
+      let left = keys.quotaLeft!(keyId, dailyQuota);
+      // each settling writes this process's counts and learns the total; bounded, as others may take
+      // the room a settling made, and then admitted on what this process knows
+      for (let tries = 0; left === undefined && tries < QUOTA_SETTLINGS; tries++) {
+        await keys.settleQuota!(keyId);
+        left = keys.quotaLeft!(keyId, dailyQuota);
+      }
+      if (left === false) throw this.quotaRefused(now);
+    } else {
+      const used = await this.buckets.count(quotaCounter(keyId, now), now + msToUtcMidnight(now));
+      if (used > dailyQuota) throw this.quotaRefused(now);
     }
+    keys.countUse?.(keyId, false);
   }
 
   /** admitKey without waiting: true when admitted, undefined when it must wait or refuse (the slow path says which). */
-  private admitKeyNow(principal: PrincipalModel): true | undefined {
-    const limits = principal.limits;
-    if (!limits || !principal.keyId) return true;
+  private admitKeyNow(keys: KeyService, principal: PrincipalModel): true | undefined {
+    const { limits, keyId } = principal;
+    if (!limits || !keyId) return true;
+    const inStore = limits.dailyQuota !== null && this.quotaInStore(keys);
     // a quota counted by a round trip waits: nothing spent here that the slow path would spend again
-    if (limits.dailyQuota !== null && !this.buckets.countsNow) return undefined;
+    if (limits.dailyQuota !== null && (inStore ? keys.quotaLeft!(keyId, limits.dailyQuota) !== true : !this.buckets.countsNow)) return undefined;
     const rate = ownLimit(limits);
-    if (rate !== null && this.buckets.takeNow(ownKeyBucket(principal.keyId), rate)?.allowed !== true) return undefined;
-    if (limits.dailyQuota !== null) {
+    if (rate !== null && this.buckets.takeNow(ownKeyBucket(keyId), rate)?.allowed !== true) return undefined;
+    if (limits.dailyQuota !== null && !inStore) {
       const now = Date.now();
-      const used = this.buckets.countNow(quotaCounter(principal.keyId, now), now + msToUtcMidnight(now));
+      const used = this.buckets.countNow(quotaCounter(keyId, now), now + msToUtcMidnight(now));
       if (used === undefined || used > limits.dailyQuota) return undefined;
     }
     return true;
@@ -186,6 +210,8 @@ export class RateLimiter {
         if (!look.allowed) throw this.refused('address_locked', look.retryAfterMs);
         await this.buckets.take(addressBucket(address), failures, 1);
       }
+      // a key past its quota is a valid key, checked on each request at a front: its check is free
+      if (reserved && error instanceof GatewayError && error.code === ErrorCode.QUOTA_EXCEEDED) await this.buckets.take(keyCheckBucket(address), checks!, -1);
       throw error;
     }
   }
@@ -302,7 +328,7 @@ export class RateLimiter {
     const userLimit = this.userLimitOf(principal);
     if (limit !== null && this.buckets.takeNow(principalBucket(principal, address), limit)?.allowed !== true) return undefined;
     if (userLimit !== null && this.buckets.takeNow(userBucket(principal.user.id), userLimit)?.allowed !== true) return undefined;
-    if (principal.limits && this.admitKeyNow(principal) === undefined) return undefined;
+    if (principal.limits && this.admitKeyNow(keys, principal) === undefined) return undefined;
     if (limit !== null || userLimit !== null) this.counts.allowed += 1;
     if (principal.keyId) keys.countUse?.(principal.keyId, false);
     return principal;
@@ -380,6 +406,9 @@ class AddressedCall implements CallOptions {
     return this.given?.signal;
   }
 }
+
+/** Round trips a request waits at most for its key's quota to be settled with the store. */
+const QUOTA_SETTLINGS = 8;
 
 const stoppedCall = (error: unknown): boolean => error instanceof GatewayError && error.code === ErrorCode.UPSTREAM_UNAVAILABLE;
 

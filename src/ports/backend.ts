@@ -144,6 +144,11 @@ export interface KeyService {
   keyUsage(principal: PrincipalModel, id: string, days: number, options?: CallOptions): Promise<ApiKeyUsageModel[]>;
   /** Counts a request of the key (refused: for its own rate or quota); where the key service counts usage. */
   countUse?(keyId: string, refused: boolean): void;
+  /** Where the key service's store keeps daily quotas for every replica: whether the key's requests
+   * admitted this UTC day are under `dailyQuota`; undefined until settleQuota has asked the store. */
+  quotaLeft?(keyId: string, dailyQuota: number): boolean | undefined;
+  /** Writes this process's counts and learns the key's total this day back from the store. */
+  settleQuota?(keyId: string): Promise<void>;
 }
 
 export interface ItemAttributeModel {

@@ -144,13 +144,13 @@ export async function gql(
   query: string,
   variables: Record<string, unknown> = {},
   headers: Record<string, string> = {},
-): Promise<{ status: number; body: { data?: Record<string, Record<string, unknown>> | null; errors?: { extensions?: { code?: string } }[] } }> {
+): Promise<{ status: number; headers: Headers; body: { data?: Record<string, Record<string, unknown>> | null; errors?: { extensions?: { code?: string } }[] } }> {
   const response = await fetch(`${url}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
     body: JSON.stringify({ query, variables }),
   });
-  return { status: response.status, body: (await response.json()) as never };
+  return { status: response.status, headers: response.headers, body: (await response.json()) as never };
 }
 
 /**

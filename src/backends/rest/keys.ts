@@ -16,6 +16,7 @@ import { errorEntries, forClient, parseJson } from './errorBody.js';
 import { parseRetryAfter } from './upstream.js';
 import type { Upstream, UpstreamResponse } from './upstream.js';
 import { isUuid } from '../../model/keyIds.js';
+import { ClockedLRU } from '../../cache/lru.js';
 import { isCancelled } from '../../shared/callSignal.js';
 
 const SERVICE = KEY_SERVICE;
@@ -78,17 +79,19 @@ function scopeOf(body: unknown): ApiKeyScope | undefined {
   return API_KEY_SCOPES.find((scope) => scope === said);
 }
 
-/** What a recs-gateway key service says of the key a request came with (X-Api-Key-Id, X-Api-Key-Scopes). */
+/** What a recs-gateway key service says of the key a request came with (X-Api-Key-Id, X-Api-Key-Scopes, X-Api-Key-Limited). */
 interface DescribedKey {
   keyId: string | null;
   /** undefined: not said, every scope (the key service decides each call). */
   scopes?: ApiKeyScope[];
+  /** The key has a rate or quota of its own: the key service must see each of its requests to count it. */
+  limited: boolean;
 }
 
 function describedKey(headers: UpstreamResponse['headers']): DescribedKey {
   const id = headers['x-api-key-id'];
   const scopes = headers['x-api-key-scopes'];
-  const described: DescribedKey = { keyId: typeof id === 'string' && isUuid(id) ? id.toLowerCase() : null };
+  const described: DescribedKey = { keyId: typeof id === 'string' && isUuid(id) ? id.toLowerCase() : null, limited: headers['x-api-key-limited'] === 'true' };
   if (typeof scopes === 'string') described.scopes = API_KEY_SCOPES.filter((scope) => scopes.split(',').includes(scope));
   return described;
 }
@@ -108,6 +111,8 @@ export class RestKeyService implements KeyService {
   private readonly crossProcess: boolean;
   /** How long a key deleted through this gateway stays refused by every cache, in ms. */
   private readonly deletedHoldMs: number;
+  /** Credentials of keys with limits of their own: never kept nor joined, each request checked (and so counted) by the key service. */
+  private readonly limited: ClockedLRU<string, true>;
 
   constructor(
     private readonly upstream: Upstream,
@@ -122,6 +127,7 @@ export class RestKeyService implements KeyService {
     // in process only, no other process deletes a key unheard: a remembered key needs no check on use
     this.crossProcess = sharedCache !== undefined && !(sharedCache instanceof MemoryCache);
     this.deletedHoldMs = authCacheTtlMs + DELETED_KEY_MARGIN_MS;
+    this.limited = new ClockedLRU({ max: Math.max(1_000, authCacheMaxEntries) });
   }
 
   async authenticate(authorization: string, options: CallOptions = {}): Promise<PrincipalModel> {
@@ -137,6 +143,7 @@ export class RestKeyService implements KeyService {
       this.cache.forget(credentialId);
     }
     if (this.refused.has(credentialId)) throw unauthenticated();
+    if (this.limited.has(credentialId)) return this.checkEach(authorization, credentialId, credential, options);
     const shared = credential.kind === 'key' ? await this.shared?.get(credentialId) : undefined;
     if (shared !== undefined) {
       this.cache.set(shared);
@@ -146,8 +153,19 @@ export class RestKeyService implements KeyService {
     const justAuthenticated = this.cache.get(credentialId);
     if (justAuthenticated !== undefined) return withAuthorization(justAuthenticated.principal, authorization);
     // a check to be sent (none of this credential under way to join): whoever bounds them may refuse it
-    if (options.beforeCheck !== undefined && !this.inflight.has(credentialId)) await options.beforeCheck();
-    return withAuthorization(await this.sharedLookup(authorization, credentialId, credential, options), authorization);
+    const joins = this.inflight.get(credentialId)?.controller.signal.aborted === false;
+    if (options.beforeCheck !== undefined && !joins) await options.beforeCheck();
+    const principal = await this.sharedLookup(authorization, credentialId, credential, options);
+    // a limited key's request that joined another's check was not counted: it is checked on its own
+    if (joins && this.limited.has(credentialId)) return this.checkEach(authorization, credentialId, credential, options);
+    return withAuthorization(principal, authorization);
+  }
+
+  /** A limited key's request, checked by the key service on its own: counted there, and refused
+   * there past the key's rate or quota (RATE_LIMITED, QUOTA_EXCEEDED passed on). */
+  private async checkEach(authorization: string, credentialId: string, credential: Credential, options: CallOptions): Promise<PrincipalModel> {
+    await options.beforeCheck?.();
+    return withAuthorization(await this.lookup(authorization, credentialId, credential, options), authorization);
   }
 
   /** A credential this process authenticated within the TTL; not a shared one, which another process may have deleted. */
@@ -332,6 +350,11 @@ export class RestKeyService implements KeyService {
       credentialId,
     };
     if (described.scopes !== undefined) principal.scopes = described.scopes;
+    if (described.limited) {
+      this.limited.set(credentialId, true);
+      return principal;
+    }
+    this.limited.delete(credentialId);
     const keyIds = keys.map((k) => k.id.toLowerCase());
     if (described.keyId !== null && !keyIds.includes(described.keyId)) keyIds.push(described.keyId);
     const auth: CachedAuth = { principal, keyIds };

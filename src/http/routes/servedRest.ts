@@ -12,11 +12,13 @@ import { requireAccess, routeAccess } from '../../model/scopes.js';
 import type { PrincipalModel } from '../../ports/backend.js';
 
 /** The key a key request came with, for a REST-mode gateway in front: its id and scopes (none sent:
- * every scope), on its refusals too, so that a key without KEYS_MANAGE is still known for a key. */
+ * every scope), on its refusals too, so that a key without KEYS_MANAGE is still known for a key;
+ * and whether it has limits of its own, which need every request of the key checked here. */
 function describeKey(principal: PrincipalModel): Record<string, string> {
   if (principal.authenticatedBy !== 'API_KEY' || principal.keyId === null) return {};
   const headers: Record<string, string> = { 'x-api-key-id': principal.keyId };
   if (principal.scopes !== undefined) headers['x-api-key-scopes'] = principal.scopes.join(',');
+  if (principal.limits) headers['x-api-key-limited'] = 'true';
   return headers;
 }
 

@@ -120,4 +120,57 @@ describe('REST mode: scopes, rotation, changes, limits and usage through a front
     expect(bobs.status).toBe(400);
     expect(await bobs.json()).toEqual([{ id: '*', message: `API key not found: ${id}` }]);
   }, 60_000);
+
+  it('holds a key\'s quota end to end: each request served through the front is checked, and counted, by the key service', async () => {
+    const created = await call(CREATE_LIMITED, { input: { name: 'front-served-quota', dailyQuota: 10 } }, upstream.alice.basic);
+    expect(created.body.errors).toBeUndefined();
+    const { id, key } = created.body.data!.createApiKey as unknown as { id: string; key: string };
+    const latest = secondsToMidnight() + 1;
+
+    // recommendations' items over GraphQL and REST, 5 at once: the front's credential cache would answer all but the first
+    const refusals: { status: number; retryAfter: string | null; body: unknown }[] = [];
+    let answered = 0;
+    for (let round = 0; round < 6; round++) {
+      const answers = await Promise.all(Array.from({ length: 5 }, async (_, i) => {
+        const response = i % 2 === 0
+          ? await fetch(`${front.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: key }, body: JSON.stringify({ query: ITEM }) })
+          : await fetch(`${front.url}/v1/items/${PHONE}?apiKey=${encodeURIComponent(key)}`);
+        return { status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.json() };
+      }));
+      for (const answer of answers) {
+        if (answer.status === 200) answered += 1;
+        else refusals.push(answer);
+      }
+    }
+    // one key service process: its count is exact, and the front's listing with the new key, to describe it, was one
+    expect(answered).toBe(9);
+    for (const refusal of refusals) {
+      expect(refusal.status).toBe(429);
+      expect(Number(refusal.retryAfter)).toBeGreaterThanOrEqual(1);
+      expect(Number(refusal.retryAfter)).toBeLessThanOrEqual(latest);
+      expect(JSON.stringify(refusal.body)).toContain('QUOTA_EXCEEDED');
+    }
+    const usage = await fetch(`${front.url}/api/v1/apikey/${id}/usage?days=1`, { headers: { authorization: upstream.alice.basic } });
+    expect(((await usage.json()) as { usage: unknown[] }).usage).toEqual([{ day: new Date().toISOString().slice(0, 10), requests: 31, refused: 21 }]);
+
+    // a key without limits is still kept at the front: its requests past the first are not the key
+    // service's (bob's: alice's keys changed through the front, which then keeps none of hers a while)
+    const plain = await create({ name: 'front-unlimited' }, upstream.bob.basic);
+    for (let i = 0; i < 3; i++) expect((await call(ITEM, {}, plain.key)).status).toBe(200);
+    const plainUsage = await fetch(`${front.url}/api/v1/apikey/${plain.id}/usage?days=1`, { headers: { authorization: upstream.bob.basic } });
+    expect(((await plainUsage.json()) as { usage: { requests: number }[] }).usage[0]!.requests).toBeLessThan(3);
+  }, 60_000);
+
+  it('does not count a key past its quota among an address\'s unknown keys: its refusals stay QUOTA_EXCEEDED', async () => {
+    const guarded = await startServe({ ...restServeEnv(upstream, 'unused'), REDIS_URL: '', AUTH_FAILURES_PER_MINUTE: '10', AUTH_KEY_CHECKS_PER_MINUTE: '3' });
+    try {
+      const { key } = await create({ name: 'front-checked-quota', dailyQuota: 1 });
+      const codes: unknown[] = [];
+      for (let i = 0; i < 8; i++) codes.push((await gql(guarded.url, ITEM, {}, { authorization: key })).body.errors?.[0]?.extensions?.code);
+      // the front's listing to describe the new key was its one request
+      expect(codes).toEqual(Array(8).fill('QUOTA_EXCEEDED'));
+    } finally {
+      await guarded.stop();
+    }
+  }, 60_000);
 });

@@ -334,6 +334,14 @@ export class EmbeddedKeyService implements KeyService {
     this.usage.count(keyId, refused);
   }
 
+  quotaLeft(keyId: string, dailyQuota: number): boolean | undefined {
+    return this.usage.quotaLeft(keyId, dailyQuota);
+  }
+
+  settleQuota(keyId: string): Promise<void> {
+    return this.usage.settleQuota(keyId);
+  }
+
   /** Writes the usage counted and not yet written: before the store closes. */
   close(): Promise<void> {
     return this.usage.close();

@@ -410,22 +410,24 @@ export class PostgresKeyStore implements KeyStore {
     await this.pool.query('UPDATE api_keys SET last_used_at = $1 WHERE id = $2', [at, id]);
   }
 
-  async addUsage(counts: readonly UsageCount[]): Promise<void> {
-    if (counts.length === 0) return;
+  async addUsage(counts: readonly UsageCount[]): Promise<UsageCount[]> {
+    if (counts.length === 0) return [];
     // one statement; a key deleted meanwhile has no row to join and its counts go with it
-    await this.pool.query(
+    const { rows } = await this.pool.query<{ key_id: string; day: string; requests: string; refused: string }>(
       `INSERT INTO key_usage (key_id, day, requests, refused)
        SELECT c.key_id, c.day, c.requests, c.refused
          FROM unnest($1::uuid[], $2::date[], $3::bigint[], $4::bigint[]) AS c(key_id, day, requests, refused)
          JOIN api_keys k ON k.id = c.key_id
-       ON CONFLICT (key_id, day) DO UPDATE SET requests = key_usage.requests + excluded.requests, refused = key_usage.refused + excluded.refused`,
+       ON CONFLICT (key_id, day) DO UPDATE SET requests = key_usage.requests + excluded.requests, refused = key_usage.refused + excluded.refused
+       RETURNING key_id, to_char(day, 'YYYY-MM-DD') AS day, requests, refused`,
       [counts.map((c) => c.keyId), counts.map((c) => c.day), counts.map((c) => c.requests), counts.map((c) => c.refused)],
     );
+    return rows.map((row) => ({ keyId: row.key_id, day: row.day, requests: Number(row.requests), refused: Number(row.refused) }));
   }
 
   async readUsage(keyId: string, sinceDay: string): Promise<ApiKeyUsageModel[]> {
     const { rows } = await this.pool.query<{ day: string; requests: string; refused: string }>(
-      `SELECT to_char(day, 'YYYY-MM-DD') AS day, requests, refused FROM key_usage WHERE key_id = $1 AND day >= $2::date ORDER BY day DESC`,
+      `SELECT to_char(day, 'YYYY-MM-DD') AS day, requests, refused FROM key_usage WHERE key_id = $1 AND day >= $2::date AND requests > 0 ORDER BY day DESC`,
       [keyId, sinceDay],
     );
     return rows.map((row) => ({ day: row.day, requests: Number(row.requests), refused: Number(row.refused) }));

@@ -158,12 +158,13 @@ export class SqliteKeyStore implements KeyStore {
       deleteAny: db.prepare('DELETE FROM api_keys WHERE id = ?'),
       deleteOwn: db.prepare('DELETE FROM api_keys WHERE id = ? AND user_id = ?'),
       touch: db.prepare('UPDATE api_keys SET last_used_at = ? WHERE id = ?'),
-      addUsage: db.prepare<UsageCount>(
+      addUsage: db.prepare<UsageCount, UsageCount>(
         `INSERT INTO key_usage (key_id, day, requests, refused) SELECT @keyId, @day, @requests, @refused WHERE EXISTS (SELECT 1 FROM api_keys WHERE id = @keyId)
-         ON CONFLICT (key_id, day) DO UPDATE SET requests = requests + excluded.requests, refused = refused + excluded.refused`,
+         ON CONFLICT (key_id, day) DO UPDATE SET requests = requests + excluded.requests, refused = refused + excluded.refused
+         RETURNING key_id AS keyId, day, requests, refused`,
       ),
       readUsage: db.prepare<[string, string], ApiKeyUsageModel>(
-        'SELECT day, requests, refused FROM key_usage WHERE key_id = ? AND day >= ? ORDER BY day DESC',
+        'SELECT day, requests, refused FROM key_usage WHERE key_id = ? AND day >= ? AND requests > 0 ORDER BY day DESC',
       ),
       listUsers: db.prepare<[], UserRow>('SELECT * FROM users ORDER BY username, domain'),
       setPassword: db.prepare('UPDATE users SET password_hash = ? WHERE id = ?'),
@@ -348,12 +349,10 @@ export class SqliteKeyStore implements KeyStore {
     });
   }
 
-  addUsage(counts: readonly UsageCount[]): Promise<void> {
+  addUsage(counts: readonly UsageCount[]): Promise<UsageCount[]> {
     return promised(() => {
-      if (counts.length === 0) return;
-      this.db.transaction(() => {
-        for (const count of counts) this.statements.addUsage.run(count);
-      }).immediate();
+      if (counts.length === 0) return [];
+      return this.db.transaction(() => counts.flatMap((count) => this.statements.addUsage.get(count) ?? [])).immediate();
     });
   }
 

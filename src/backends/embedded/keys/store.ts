@@ -107,9 +107,10 @@ export interface KeyStore {
   /** Deletes the key if it exists and, when ownerId is given, belongs to that user. */
   deleteKey(id: string, ownerId: string | null): Promise<boolean>;
   touchKey(id: string, at: Date): Promise<void>;
-  /** Adds the counts to the key_usage rows (made when missing), in one transaction; a deleted key's are dropped. */
-  addUsage(counts: readonly UsageCount[]): Promise<void>;
-  /** The key's rows from `sinceDay` (YYYY-MM-DD) on, newest first. */
+  /** Adds the counts to the key_usage rows (made when missing), in one transaction; a deleted key's
+   * are dropped. Resolves with the rows' totals after the addition, every replica's counts in them. */
+  addUsage(counts: readonly UsageCount[]): Promise<UsageCount[]>;
+  /** The key's rows with requests from `sinceDay` (YYYY-MM-DD) on, newest first. */
   readUsage(keyId: string, sinceDay: string): Promise<ApiKeyUsageModel[]>;
   /** Every user, sorted by username then domain. */
   listUsers(): Promise<UserRecord[]>;

@@ -54,6 +54,34 @@ describe.each(storeKinds)('key limits and usage on $name', (kind) => {
     expect((await service().authenticate(created.key)).limits).toEqual({ rateLimitPerSecond: 3, dailyQuota: null });
   });
 
+  it('shares a daily quota between two services through the store: each learns the other\'s counts as it writes', async () => {
+    now = Date.parse('2026-03-02T12:00:00.000Z');
+    const key = await service().createKey(alice, { name: 'quota', dailyQuota: 3 });
+    const [first, second] = [service(), service()];
+    // nothing learned yet: the store is asked first, and a key with no requests shows no day
+    expect(first.quotaLeft(key.id, 3)).toBeUndefined();
+    await first.settleQuota(key.id);
+    expect(await first.keyUsage(alice, key.id, 2)).toEqual([]);
+    expect(first.quotaLeft(key.id, 3)).toBe(true);
+    first.countUse(key.id, false);
+    // a hundredth of the quota, at least one, is admitted before the store is asked again
+    expect(first.quotaLeft(key.id, 3)).toBeUndefined();
+    await first.settleQuota(key.id);
+    await second.settleQuota(key.id);
+    second.countUse(key.id, false);
+    await second.settleQuota(key.id);
+    second.countUse(key.id, false);
+    await second.settleQuota(key.id);
+    expect(second.quotaLeft(key.id, 3)).toBe(false);
+    // the first still thinks one admitted: it may admit one more before it writes and learns
+    expect(first.quotaLeft(key.id, 3)).toBe(true);
+    await first.settleQuota(key.id);
+    expect(first.quotaLeft(key.id, 3)).toBe(false);
+    // a quota raised meanwhile has room again
+    expect(first.quotaLeft(key.id, 4)).toBe(true);
+    expect(await service().keyUsage(alice, key.id, 1)).toEqual([{ day: '2026-03-02', requests: 3, refused: 0 }]);
+  });
+
   it('sums two services\' counts in the store and reads them after a restart, today and yesterday', async () => {
     const key = await service().createKey(alice, { name: 'counted' });
     const first = service();
