@@ -27,6 +27,7 @@ const config: CodegenConfig = {
           RecommendationEdge: '../ports/backend.js#RecommendationEntryModel',
           CreateApiKeyPayload: '../ports/backend.js#CreatedApiKeyModel',
           RecordEventsPayload: '../ports/backend.js#RecordEventsResultModel',
+          RecommendationStats: '../ports/attribution.js#RecommendationStatsModel',
           UpsertItemsPayload: '../ports/backend.js#UpsertItemsResultModel',
         },
       },

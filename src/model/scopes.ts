@@ -22,6 +22,7 @@ export const FIELD_ACCESS: Readonly<Record<'Query' | 'Mutation', Readonly<Record
     trendingItems: 'RECOMMENDATIONS_READ',
     popularItems: 'RECOMMENDATIONS_READ',
     apiKeys: 'KEYS_MANAGE',
+    recommendationStats: 'EVENTS_WRITE',
   },
   Mutation: {
     recordEvents: 'EVENTS_WRITE',

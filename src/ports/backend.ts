@@ -1,3 +1,4 @@
+import type { AttributionStore } from './attribution.js';
 import type { BreakerState } from './observers.js';
 
 /** What resolvers see of a backend; embedded or REST, chosen once at start-up, throwing only src/errors.ts errors. */
@@ -280,6 +281,9 @@ export interface RecommendationListModel {
   items?: ItemModel[];
   /** The filter every entry passes; absent for an unfiltered list. */
   filter?: RecommendationFilterModel;
+  /** Set as the list is served (RequestTracking.serve): what names it in events, and the ranking that ordered it. */
+  trackingId?: string;
+  variant?: string;
 }
 
 /** A list anchored on no item (trending, popular): best first. */
@@ -322,6 +326,8 @@ export interface EventInputModel {
   time: number;
   /** The shop's own id: an event seen before is not stored again, so a retried call keeps each event once. */
   eventId?: string | null;
+  /** The recommendation list the item was picked from, as its trackingId named it: a click or a conversion. */
+  trackingId?: string | null;
 }
 
 export interface RecordEventsResultModel {
@@ -330,6 +336,8 @@ export interface RecordEventsResultModel {
   duplicates?: number | null;
   /** Items named with no record yet; null where unknown (REST mode). */
   itemsWithoutRecord: number | null;
+  /** Where some were duplicates: whether each event of the call was stored (false: stored before), in call order. */
+  kept?: readonly boolean[];
 }
 
 export interface RecommenderStateModel {
@@ -368,4 +376,6 @@ export interface Backend {
   recsNow?: RecsNow;
   close(): Promise<void>;
   breakerState?: () => Record<string, BreakerState>;
+  /** Where counts of lists served and used are kept; absent in REST mode. */
+  attribution?: AttributionStore;
 }

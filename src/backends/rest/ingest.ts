@@ -73,6 +73,7 @@ export class RestIngestService implements IngestService {
       if (e.userId !== null) event.userId = e.userId;
       if (e.orderId !== null) event.orderId = e.orderId;
       if (e.eventId != null) event.eventId = e.eventId;
+      if (e.trackingId != null) event.trackingId = e.trackingId;
       event.time = e.time;
       return event;
     });

@@ -87,6 +87,8 @@ interface Entry {
   version: number;
   /** What it was computed from; null where the data is not followed. */
   sources: AnswerSources | null;
+  /** The lists it holds, an impression each time it is served (src/model/trackingId.ts ListCode). */
+  impressions: readonly number[];
 }
 
 export interface ResponseCacheStats {
@@ -195,7 +197,7 @@ export class ResponseCache {
   }
 
   /** Answers from the cache and returns the operation's label; null when nothing fresh. */
-  serve(key: string, res: ServerResponse, requestId: string): string | null {
+  serve(key: string, res: ServerResponse, requestId: string, countImpressions?: (codes: readonly number[]) => void): string | null {
     const entry = this.entries.get(key);
     const now = this.now();
     if (entry === undefined || entry.expiresAt <= now || (entry.version !== this.version && !this.stillHolds(entry))) {
@@ -209,11 +211,12 @@ export class ResponseCache {
     headers.push('age', String(Math.floor((now - entry.storedAt) / 1000)), 'x-request-id', requestId);
     res.writeHead(200, headers);
     res.end(entry.body);
+    if (entry.impressions.length > 0) countImpressions?.(entry.impressions);
     return entry.operation;
   }
 
   /** Offers Apollo's answer: kept only as a 200 without errors marked `max-age=N, public`, N > 0. */
-  offer(key: string, status: number, headers: Record<string, string>, body: string | Buffer, operation = 'anonymous', sources: AnswerSources | null = null): void {
+  offer(key: string, status: number, headers: Record<string, string>, body: string | Buffer, operation = 'anonymous', sources: AnswerSources | null = null, impressions: readonly number[] = []): void {
     if (status !== 200) return;
     const match = PUBLIC_MAX_AGE.exec(headers['cache-control'] ?? '');
     if (!match) return;
@@ -234,7 +237,7 @@ export class ResponseCache {
     // followed data: an answer with unknown sources could never be checked, nor trusted
     if (this.following && sources === null) return;
     const version = sources?.version ?? this.version;
-    this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000, version, sources });
+    this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000, version, sources, impressions });
     this.stats.stored += 1;
   }
 
@@ -281,5 +284,8 @@ export class ResponseCache {
     return true;
   }
 }
+
+/** A key for one variant's answers: a list ranked for B is never served to A's shopper, nor the reverse. A's keys are as without an experiment. */
+export const variantKey = (key: string | null, variant: string): string | null => (key === null || variant === 'A' ? key : `${key}\u0000${variant}`);
 
 const bodyKey = (accept: string | undefined, text: string): string => `${accept ?? ''}\n${text}`;

@@ -1,6 +1,6 @@
 import type { QueryResolvers } from '../../../__generated__/resolvers-types.js';
 import type { ItemModel } from '../../../ports/backend.js';
-import { badUserInput, notFound } from '../../../errors.js';
+import { badUserInput, forbidden, notFound } from '../../../errors.js';
 import { MAX_ITEM_IDS } from '../../../config/limits.js';
 import { checkListFirst, listsLacking, parseCategoryPath } from '../../../model/itemLists.js';
 import { charged, rankedItems, recommendationList, recommendedItems, requirePrincipal } from './helpers.js';
@@ -44,6 +44,15 @@ export const Query: QueryResolvers = {
   recommendations: (_, { itemId, kind, ...args }, context) => {
     requirePrincipal(context);
     return recommendationList(context, kind, itemId, args);
+  },
+
+  /** Counts of lists served and used (administrators only: the scope table gives it EVENTS_WRITE). */
+  recommendationStats: (_, { since, until }, context) => {
+    const principal = requirePrincipal(context);
+    if (!principal.user.isAdmin) throw forbidden('Only administrators may read recommendation statistics');
+    const { attribution } = context.tracking;
+    if (attribution === null) throw forbidden('This gateway keeps no recommendation statistics');
+    return attribution.stats(since, until ?? null);
   },
 
   /** The items rising most in the last day (the schema states the rule). */

@@ -1,0 +1,76 @@
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import type { TrackedKind } from '../ports/attribution.js';
+import { VARIANTS, type Variant } from './experiment.js';
+
+export type { TrackedKind } from '../ports/attribution.js';
+export const TRACKED_KINDS: readonly TrackedKind[] = ['POST_BROWSE', 'NEXT_BEST_PRODUCT', 'FOR_YOU'];
+
+/** A (kind, variant) pair as one small number, so a count is an array slot: kind × 2 + variant. */
+export type ListCode = number;
+export const LIST_CODES = TRACKED_KINDS.length * VARIANTS.length;
+export const listCode = (kind: TrackedKind, variant: Variant): ListCode => TRACKED_KINDS.indexOf(kind) * 2 + (variant === 'B' ? 1 : 0);
+export const kindOfCode = (code: ListCode): TrackedKind => TRACKED_KINDS[code >> 1]!;
+export const variantOfCode = (code: ListCode): Variant => VARIANTS[code & 1]!;
+
+/** Longest trackingId taken: the longest made is 23 characters. */
+export const MAX_TRACKING_ID_LENGTH = 32;
+const MAC_BYTES = 8;
+const VERSION = 0x10;
+const BASE64URL = /^[A-Za-z0-9_-]+$/;
+
+/** What a list is anchored on: an item, or a shopper (a session or user id, only ever kept as a keyed hash). */
+export type ListAnchor = number | { shopper: string };
+
+/** What a trackingId names. */
+export interface TrackedList {
+  code: ListCode;
+  kind: TrackedKind;
+  variant: Variant;
+}
+
+/**
+ * trackingIds: base64url of [version | kind | variant][anchor: item id as LEB128, or 4 bytes of a
+ * keyed hash of the shopper][8 bytes of HMAC-SHA256 over the rest], so a client cannot make one for
+ * a list it was not served without the secret, and a shopper's id never shows.
+ */
+export class TrackingIds {
+  constructor(private readonly secret: string | Buffer) {}
+
+  /** The list's trackingId: the same for the same list, so a cached answer's stays right. */
+  make(kind: TrackedKind, variant: Variant, anchor: ListAnchor): string {
+    const head = VERSION | listCode(kind, variant);
+    const body = typeof anchor === 'number' ? [head, ...leb128(anchor)] : [head, ...this.mac(`shopper\n${anchor.shopper}`).subarray(0, 4)];
+    const payload = Buffer.from(body);
+    return Buffer.concat([payload, this.mac(payload).subarray(0, MAC_BYTES)]).toString('base64url');
+  }
+
+  /** What a trackingId names; a string saying why not when it is malformed or not one of ours. */
+  read(text: string): TrackedList | string {
+    if (text.length === 0 || text.length > MAX_TRACKING_ID_LENGTH || !BASE64URL.test(text)) {
+      return `must be a trackingId as a recommendation list gave it (base64url, at most ${MAX_TRACKING_ID_LENGTH} characters)`;
+    }
+    const bytes = Buffer.from(text, 'base64url');
+    const notOurs = 'is not a trackingId this gateway gave (copy it from the list\'s trackingId as it was served)';
+    if (bytes.length < 2 + MAC_BYTES || (bytes[0]! & 0xf0) !== VERSION) return notOurs;
+    const code = bytes[0]! & 0x0f;
+    if (code >= LIST_CODES) return notOurs;
+    const payload = bytes.subarray(0, bytes.length - MAC_BYTES);
+    if (!timingSafeEqual(this.mac(payload).subarray(0, MAC_BYTES), bytes.subarray(bytes.length - MAC_BYTES))) return notOurs;
+    return { code, kind: kindOfCode(code), variant: variantOfCode(code) };
+  }
+
+  private mac(data: string | Buffer): Buffer {
+    return createHmac('sha256', this.secret).update(data).digest();
+  }
+}
+
+function leb128(n: number): number[] {
+  const out: number[] = [];
+  let rest = n;
+  do {
+    const low = rest % 128;
+    rest = Math.floor(rest / 128);
+    out.push(rest > 0 ? low | 0x80 : low);
+  } while (rest > 0);
+  return out;
+}
