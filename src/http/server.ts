@@ -89,8 +89,9 @@ export interface Gateway {
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config } = options;
   const attribution = options.attribution ?? await Attribution.open({ store: options.backend.attribution ?? null, secret: config.recsTrackingSecret ?? null, experiment: config.recsExperiment ?? null });
-  // every path that takes events, GraphQL and REST, reads and counts their trackingIds
-  const backend: Backend = { ...options.backend, ingest: attributedIngest(options.backend.ingest, attribution) };
+  // every path that takes events, GraphQL and REST, reads and counts their trackingIds; the rest of
+  // the backend is reached through the prototype, whatever its own shape (getters, a prototype of its own)
+  const backend = Object.assign(Object.create(options.backend) as Backend, { ingest: attributedIngest(options.backend.ingest, attribution) });
   const log = options.log ?? silentLogger;
   const cache = options.cache ?? new MemoryCache();
   const limiter = options.limiter ?? RateLimiter.open(config.rateLimits);

@@ -122,17 +122,21 @@ export class Attribution {
     });
   }
 
+  /** The store counts are kept in; UPSTREAM_REJECTED in REST mode, which keeps none. */
+  requireStore(): AttributionStore {
+    if (this.store !== null) return this.store;
+    throw new GatewayError(ErrorCode.UPSTREAM_REJECTED, 'The upstream recommendation service has no recommendation statistics (REST mode): ask the upstream gateway\'s recommendationStats', { service: 'recommendations' });
+  }
+
   /** Counts per kind and variant over the UTC hours that overlap [since, until); until defaults to now. */
   async stats(since: number, until: number | null): Promise<RecommendationStatsModel[]> {
     const end = until ?? this.now();
     if (!(end > since)) throw badUserInput('until must be after since', 'until');
-    if (this.store === null) {
-      throw new GatewayError(ErrorCode.UPSTREAM_REJECTED, 'The upstream recommendation service has no recommendation statistics: ask the upstream gateway\'s recommendationStats', { service: 'recommendations' });
-    }
+    const store = this.requireStore();
     const sinceHour = Math.floor(since / HOUR_MS);
     const untilHour = Math.ceil(end / HOUR_MS);
     await this.counter.settled();
-    const stored = await this.store.readListCounts(sinceHour, untilHour);
+    const stored = await store.readListCounts(sinceHour, untilHour);
     const unwritten = this.counter.unwritten().filter((row) => row.hour >= sinceHour && row.hour < untilHour);
     const shown: ListCountsModel[] = [];
     for (const kind of TRACKED_KINDS) {

@@ -49,9 +49,11 @@ export const Query: QueryResolvers = {
   /** Counts of lists served and used (administrators only: the scope table gives it EVENTS_WRITE). */
   recommendationStats: (_, { since, until }, context) => {
     const principal = requirePrincipal(context);
-    if (!principal.user.isAdmin) throw forbidden('Only administrators may read recommendation statistics');
     const { attribution } = context.tracking;
     if (attribution === null) throw forbidden('This gateway keeps no recommendation statistics');
+    // REST mode keeps none, and cannot tell an administrator: the upstream's refusal comes first
+    attribution.requireStore();
+    if (!principal.user.isAdmin) throw forbidden('Only administrators may read recommendation statistics');
     return attribution.stats(since, until ?? null);
   },
 

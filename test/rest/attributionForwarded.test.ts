@@ -1,0 +1,61 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
+import { createRestBackend } from '../../src/backends/rest/index.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { PHONE } from '../helpers/harness.js';
+import { withIngestInMemory } from '../helpers/memoryIngest.js';
+import { tempDir, TEST_COST } from '../helpers/stores.js';
+
+const root = basicAuthorization('root', 'root-password');
+const SECRET = 'the-secret-front-and-upstream-share';
+const STATS = `{ recommendationStats(since: "2020-01-01T00:00:00Z") { kind variant impressions clicks purchases } }`;
+const RECORD = 'mutation($e: [EventInput!]!) { recordEvents(events: $e) { accepted } }';
+
+/** A REST-mode front over a recs-gateway: trackingIds it gives are taken by the upstream, which counts them. */
+describe('attribution in REST mode', () => {
+  const dir = tempDir('recs-attribution-rest-');
+  let upstream: TestGateway;
+  let front: TestGateway;
+
+  beforeAll(async () => {
+    const store = new SqliteKeyStore(path.join(dir.dir, 'keys.db'));
+    await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
+    const recs = await openEmbeddedRecs({ dataDir: null });
+    upstream = await startTestGateway(withIngestInMemory(createEmbeddedBackend(store, recs), recs), { RECS_TRACKING_SECRET: SECRET });
+    const created = await upstream.gql<{ createApiKey: { key: string } }>('mutation { createApiKey(input: { name: "front" }) { key } }', {}, { authorization: root });
+    const rest = createRestBackend({ apiKeyServiceUrl: upstream.url, recsServiceUrl: upstream.url, recsApiKey: created.body.data!.createApiKey.key, authCacheTtlMs: 0 });
+    front = await startTestGateway(rest, { RECS_TRACKING_SECRET: SECRET });
+  });
+  afterAll(async () => {
+    await front?.stop().catch(() => undefined);
+    await upstream?.stop().catch(() => undefined);
+    dir.remove();
+  });
+
+  it('forwards a trackingId in events to the upstream, which counts the click', async () => {
+    const served = await front.gql<{ recommendations: { trackingId: string; variant: string } }>(
+      `{ recommendations(itemId: ${PHONE}, kind: POST_BROWSE, first: 3) { trackingId variant } }`, {}, { authorization: root },
+    );
+    expect(served.body.data!.recommendations.variant).toBe('A');
+    const { trackingId } = served.body.data!.recommendations;
+    const recorded = await front.gql(RECORD, { e: [{ kind: 'VIEW', itemId: PHONE, sessionId: 's', trackingId }] }, { authorization: root });
+    expect(recorded.body).toEqual({ data: { recordEvents: { accepted: 1 } } });
+    const stats = await upstream.gql<{ recommendationStats: { kind: string; variant: string; clicks: number }[] }>(STATS, {}, { authorization: root });
+    expect(stats.body.data!.recommendationStats.find((s) => s.kind === 'POST_BROWSE' && s.variant === 'A')!.clicks).toBe(1);
+  });
+
+  it('refuses a malformed or forged trackingId before forwarding, and answers stats UPSTREAM_REJECTED', async () => {
+    for (const bad of ['no such id', 'AAAAAAAAAAAAAAAAAAAAAAA']) {
+      const refused = await front.gql(RECORD, { e: [{ kind: 'VIEW', itemId: PHONE, sessionId: 's', trackingId: bad }] }, { authorization: root });
+      expect(refused.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    }
+    const stats = await front.gql(STATS, {}, { authorization: root });
+    expect(stats.body.errors?.[0]?.extensions?.code).toBe('UPSTREAM_REJECTED');
+    expect(stats.body.errors?.[0]?.message).toMatch(/no recommendation statistics/);
+  });
+});
