@@ -243,3 +243,32 @@ describe('attribution over HTTP, SQLite', () => {
     expect((await stats()).map((s) => `${s.kind} ${s.variant}`)).toContain('POST_BROWSE B'); // counted earlier, still reported
   });
 });
+
+describe('attribution without the response cache', () => {
+  const dir = tempDir('recs-attribution-nocache-');
+  let gw: TestGateway;
+
+  beforeAll(async () => {
+    const store = new SqliteKeyStore(path.join(dir.dir, 'keys.db'));
+    await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
+    const recs = await openEmbeddedRecs({ dataDir: null });
+    gw = await startTestGateway(withIngestInMemory(createEmbeddedBackend(store, recs), recs), { RESPONSE_CACHE_MAX_ENTRIES: '0' });
+  });
+  afterAll(async () => {
+    await gw?.stop().catch(() => undefined);
+    dir.remove();
+  });
+
+  it('counts every answer, Apollo\'s and the takeover\'s, each list of it once, with the same trackingId', async () => {
+    const query = `{ a: recommendations(itemId: ${PHONE}, kind: POST_BROWSE, first: 2) { trackingId } b: item(itemId: ${PHONE}) { recommendations(kind: POST_BROWSE, first: 3) { trackingId } } }`;
+    const ids = new Set<string>();
+    for (let i = 0; i < 4; i++) {
+      const answer = await gw.gql<{ a: { trackingId: string }; b: { recommendations: { trackingId: string } } }>(query, {}, { authorization: ROOT });
+      ids.add(answer.body.data!.a.trackingId).add(answer.body.data!.b.recommendations.trackingId);
+    }
+    expect(ids.size).toBe(1); // the same list: kind, anchor and variant
+    const stats = await gw.gql<{ recommendationStats: Stats[] }>(STATS, { since: new Date(Date.now() - 60_000).toISOString() }, { authorization: ROOT });
+    expect(stats.body.data!.recommendationStats.find((s) => s.kind === 'POST_BROWSE')!.impressions).toBe(8);
+    expect(stats.body.data!.recommendationStats.map((s) => s.variant)).toEqual(['A', 'A', 'A']);
+  });
+});

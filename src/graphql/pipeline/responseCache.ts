@@ -107,6 +107,8 @@ const REMEMBERED_TEXT_CHARS = 8 * 1024 * 1024;
 const MUTATION_WORD = /\bmutation\b/;
 /** Edge fields showing more than item and rank; the key holds the query text, so a text without them cannot show them. */
 const ENTRY_DETAIL = /\b(?:score|evidence|source)\b/;
+/** Never in a key otherwise: JSON.stringify escapes control characters. */
+const VARIANT_MARK = '\u0000';
 const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
 
 /** Serialised 200 answers that Apollo marked `max-age=N, public`, answered before the pipeline and
@@ -263,7 +265,8 @@ export class ResponseCache {
   }
 
   sourcesOfNewAnswer(key: string): AnswerSources | null {
-    return this.following ? new AnswerSources(this.version, ENTRY_DETAIL.test(key)) : null;
+    // variant B orders a list by its scores and evidence: a change to them may reorder it
+    return this.following ? new AnswerSources(this.version, ENTRY_DETAIL.test(key) || key.includes(VARIANT_MARK)) : null;
   }
 
   private stillHolds(entry: Entry): boolean {
@@ -286,6 +289,6 @@ export class ResponseCache {
 }
 
 /** A key for one variant's answers: a list ranked for B is never served to A's shopper, nor the reverse. A's keys are as without an experiment. */
-export const variantKey = (key: string | null, variant: string): string | null => (key === null || variant === 'A' ? key : `${key}\u0000${variant}`);
+export const variantKey = (key: string | null, variant: string): string | null => (key === null || variant === 'A' ? key : `${key}${VARIANT_MARK}${variant}`);
 
 const bodyKey = (accept: string | undefined, text: string): string => `${accept ?? ''}\n${text}`;
