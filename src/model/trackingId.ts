@@ -1,4 +1,4 @@
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import type { TrackedKind } from '../ports/attribution.js';
 import { VARIANTS, type Variant } from './experiment.js';
 
@@ -30,18 +30,34 @@ export interface TrackedList {
 
 /**
  * trackingIds: base64url of [version | kind | variant][anchor: item id as LEB128, or 4 bytes of a
- * keyed hash of the shopper][8 bytes of HMAC-SHA256 over the rest], so a client cannot make one for
- * a list it was not served without the secret, and a shopper's id never shows.
+ * keyed hash of the shopper][8 bytes of SHA-256(secret, the rest)], so a client cannot make one for
+ * a list it was not served without the secret, and a shopper's id never shows. The tag is a
+ * truncated prefix-keyed SHA-256: truncation leaves length extension nothing to extend.
  */
 export class TrackingIds {
-  constructor(private readonly secret: string | Buffer) {}
+  private readonly secret: Buffer;
+  /** The secret, then room for the longest payload, so one tag is one hash of one buffer. */
+  private readonly scratch: Buffer;
+
+  constructor(secret: string | Buffer) {
+    this.secret = Buffer.from(secret);
+    this.scratch = Buffer.alloc(this.secret.length + 1 + MAX_LEB128 + MAC_BYTES);
+    this.secret.copy(this.scratch);
+  }
 
   /** The list's trackingId: the same for the same list, so a cached answer's stays right. */
   make(kind: TrackedKind, variant: Variant, anchor: ListAnchor): string {
-    const head = VERSION | listCode(kind, variant);
-    const body = typeof anchor === 'number' ? [head, ...leb128(anchor)] : [head, ...this.mac(`shopper\n${anchor.shopper}`).subarray(0, 4)];
-    const payload = Buffer.from(body);
-    return Buffer.concat([payload, this.mac(payload).subarray(0, MAC_BYTES)]).toString('base64url');
+    const at = this.secret.length;
+    const out = this.scratch;
+    out[at] = VERSION | listCode(kind, variant);
+    let end = at + 1;
+    if (typeof anchor === 'number') end = writeLeb128(out, end, anchor);
+    else {
+      hash('sha256', Buffer.concat([this.secret, SHOPPER, Buffer.from(anchor.shopper)]), 'buffer').copy(out, end, 0, 4);
+      end += 4;
+    }
+    this.tag(end).copy(out, end, 0, MAC_BYTES);
+    return out.toString('base64url', at, end + MAC_BYTES);
   }
 
   /** What a trackingId names; a string saying why not when it is malformed or not one of ours. */
@@ -51,26 +67,32 @@ export class TrackingIds {
     }
     const bytes = Buffer.from(text, 'base64url');
     const notOurs = 'is not a trackingId this gateway gave (copy it from the list\'s trackingId as it was served)';
-    if (bytes.length < 2 + MAC_BYTES || (bytes[0]! & 0xf0) !== VERSION) return notOurs;
+    if (bytes.length < 2 + MAC_BYTES || bytes.length > 1 + MAX_LEB128 + MAC_BYTES || (bytes[0]! & 0xf0) !== VERSION) return notOurs;
     const code = bytes[0]! & 0x0f;
     if (code >= LIST_CODES) return notOurs;
-    const payload = bytes.subarray(0, bytes.length - MAC_BYTES);
-    if (!timingSafeEqual(this.mac(payload).subarray(0, MAC_BYTES), bytes.subarray(bytes.length - MAC_BYTES))) return notOurs;
+    const payload = bytes.length - MAC_BYTES;
+    bytes.copy(this.scratch, this.secret.length, 0, payload);
+    if (!timingSafeEqual(this.tag(this.secret.length + payload).subarray(0, MAC_BYTES), bytes.subarray(payload))) return notOurs;
     return { code, kind: kindOfCode(code), variant: variantOfCode(code) };
   }
 
-  private mac(data: string | Buffer): Buffer {
-    return createHmac('sha256', this.secret).update(data).digest();
+  /** SHA-256 of the secret and the payload written after it in scratch, up to `end`. */
+  private tag(end: number): Buffer {
+    return hash('sha256', this.scratch.subarray(0, end), 'buffer');
   }
 }
 
-function leb128(n: number): number[] {
-  const out: number[] = [];
+const SHOPPER = Buffer.from('\nshopper\n');
+/** An item id (at most 2^53 - 1) takes at most 8 bytes of LEB128. */
+const MAX_LEB128 = 8;
+
+function writeLeb128(out: Buffer, at: number, n: number): number {
   let rest = n;
+  let i = at;
   do {
     const low = rest % 128;
     rest = Math.floor(rest / 128);
-    out.push(rest > 0 ? low | 0x80 : low);
+    out[i++] = rest > 0 ? low | 0x80 : low;
   } while (rest > 0);
-  return out;
+  return i;
 }
