@@ -188,6 +188,10 @@ describe('attribution over HTTP, SQLite', () => {
     // a call sent again is not counted again
     expect((await gw.gql(RECORD, { events: [view, buy] }, { authorization: ROOT })).body.data).toEqual({ recordEvents: { accepted: 2, duplicates: 2 } });
 
+    // a call holding one event stored before and one new: only the new one counts
+    const partly = await gw.gql(RECORD, { events: [view, { ...view, eventId: 'click-2' }] }, { authorization: ROOT });
+    expect(partly.body.data).toEqual({ recordEvents: { accepted: 2, duplicates: 1 } });
+
     const forged = trackingId.slice(0, -2) + (trackingId.endsWith('AA') ? 'BB' : 'AA');
     for (const bad of [forged, 'not a tracking id', 'x'.repeat(200)]) {
       const refused = await gw.gql(RECORD, { events: [{ ...view, eventId: null }, { ...buy, eventId: null, trackingId: bad }] }, { authorization: ROOT });
@@ -205,7 +209,7 @@ describe('attribution over HTTP, SQLite', () => {
 
     const after = row(await stats(), 'NEXT_BEST_PRODUCT', 'B');
     expect(after.impressions - before.impressions).toBe(0);
-    expect(after.clicks - before.clicks).toBe(2);
+    expect(after.clicks - before.clicks).toBe(3);
     expect(after.purchases - before.purchases).toBe(1);
   });
 
@@ -219,7 +223,7 @@ describe('attribution over HTTP, SQLite', () => {
   it('shows the counts as Prometheus counters, and no shopper id anywhere', async () => {
     const metrics = await (await fetch(`${gw.url}/metrics`)).text();
     expect(metrics).toMatch(/recs_gateway_recommendation_impressions_total\{kind="POST_BROWSE",variant="A"\} 4\b/);
-    expect(metrics).toMatch(/recs_gateway_recommendation_clicks_total\{kind="NEXT_BEST_PRODUCT",variant="B"\} 2\b/);
+    expect(metrics).toMatch(/recs_gateway_recommendation_clicks_total\{kind="NEXT_BEST_PRODUCT",variant="B"\} 3\b/);
     expect(metrics).toMatch(/recs_gateway_recommendation_purchases_total\{kind="NEXT_BEST_PRODUCT",variant="B"\} 1\b/);
     for (const secret of [shoppers.A, shoppers.B, 'private-session-77', 'private-user-78']) {
       expect(metrics).not.toContain(secret);
