@@ -28,12 +28,9 @@ export interface TrackedList {
   variant: Variant;
 }
 
-/**
- * trackingIds: base64url of [version | kind | variant][anchor: item id as LEB128, or 4 bytes of a
- * keyed hash of the shopper][8 bytes of SHA-256(secret, the rest)], so a client cannot make one for
- * a list it was not served without the secret, and a shopper's id never shows. The tag is a
- * truncated prefix-keyed SHA-256: truncation leaves length extension nothing to extend.
- */
+/** trackingIds: base64url of [version | kind | variant][item id as LEB128, or 4 bytes of a keyed hash
+ * of the shopper][8 bytes of SHA-256(secret, the rest)]: without the secret none can be made, and no
+ * shopper's id shows. The tag is truncated, so length extension has nothing to extend. */
 export class TrackingIds {
   private readonly secret: Buffer;
   /** The secret, then room for the longest payload, so one tag is one hash of one buffer. */
