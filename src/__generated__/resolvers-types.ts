@@ -598,10 +598,11 @@ export type Query = {
    */
   productRecommendations: Array<Item>;
   /**
-   * Impressions, clicks and purchases per kind of list and variant, over the whole UTC hours that
-   * overlap [since, until) (until: now when omitted), every process over the store counted; counts
-   * reach the store every 2 seconds (docs/attribution.md). Administrators only (FORBIDDEN otherwise);
-   * BAD_USER_INPUT when until is not after since; UPSTREAM_REJECTED in REST mode.
+   *   Impressions, clicks and purchases per kind of list and variant, over the whole UTC hours that
+   *   overlap [since, until) (until: now when omitted), every process over the store counted; counts
+   *   reach the store every 2 seconds (docs/attribution.md). Administrators only (FORBIDDEN otherwise);
+   *   BAD_USER_INPUT when until is not after since. REST twin: GET /v1/stats?since=&until=, which a
+   * REST-mode gateway asks (UPSTREAM_REJECTED where the upstream has none).
    */
   recommendationStats: Array<RecommendationStats>;
   /** Either list, with the reason behind each item. */

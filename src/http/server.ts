@@ -11,7 +11,7 @@ import { createGraphQLEngine } from '../graphql/pipeline/engine.js';
 import type { Takeover } from '../graphql/pipeline/takeover.js';
 import type { ResponseCache } from '../graphql/pipeline/responseCache.js';
 import { silentLogger, type Logger } from '../logger.js';
-import { Attribution, attributedIngest } from '../observability/attribution.js';
+import { Attribution, attributedIngest, readStats } from '../observability/attribution.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
 import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
@@ -129,7 +129,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const cors = config.corsOrigins ? new Cors(config.corsOrigins) : null;
   const serveIde = ideRoute({ limiter, addresses });
   const bodyRoutes = { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies };
-  const servedRest = servedRestRoute({ ...bodyRoutes, log });
+  const servedRest = servedRestRoute({ ...bodyRoutes, log, readStats: (principal, since, until, options) => readStats(attribution, backend.ingest, principal, since, until, options) });
   const varyByOrigin = cors?.variesByOrigin ?? false;
   const graphql = graphqlRoute({ ...bodyRoutes, metrics, engine, serveIde, varyByOrigin, attribution });
 

@@ -51,6 +51,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Readonly<Record<string, Acces
   item: { '*': 'RECOMMENDATIONS_READ' },
   postbrowse: { '*': 'RECOMMENDATIONS_READ' },
   nbp: { '*': 'RECOMMENDATIONS_READ' },
+  stats: { '*': 'EVENTS_WRITE' },
   trending: { '*': 'RECOMMENDATIONS_READ' },
   popular: { '*': 'RECOMMENDATIONS_READ' },
   recs: { '*': 'RECOMMENDATIONS_READ' },

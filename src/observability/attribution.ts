@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { badUserInput, ErrorCode, GatewayError } from '../errors.js';
+import { badUserInput, ErrorCode, forbidden, GatewayError } from '../errors.js';
 import { rerankByEvidence, variantOf, VARIANTS, type Experiment, type Variant } from '../model/experiment.js';
 import { listCode, TRACKED_KINDS, TrackingIds, type ListAnchor, type ListCode, type TrackedKind, type TrackedList } from '../model/trackingId.js';
 import type { AttributionStore, ListCountsModel, RateModel, RecommendationStatsModel } from '../ports/attribution.js';
-import type { EventKindModel, IngestService, RecommendationEntryModel } from '../ports/backend.js';
+import type { CallOptions, EventKindModel, IngestService, PrincipalModel, RecommendationEntryModel } from '../ports/backend.js';
 import { CLICK, HOUR_MS, ListCounter, merged, PURCHASE } from './listCounter.js';
 
 /** The header naming the shopper a request is for: a session or user id, only ever hashed. */
@@ -122,6 +122,11 @@ export class Attribution {
     });
   }
 
+  /** Whether this gateway keeps the counts (not in REST mode). */
+  get keepsCounts(): boolean {
+    return this.store !== null;
+  }
+
   /** The store counts are kept in; UPSTREAM_REJECTED in REST mode, which keeps none. */
   requireStore(): AttributionStore {
     if (this.store !== null) return this.store;
@@ -158,6 +163,15 @@ export class Attribution {
   }
 }
 
+/** recommendationStats for a caller, GraphQL and REST alike: this gateway's counts, for administrators;
+ * in REST mode, which keeps none nor can tell an administrator, the upstream's twin answers or refuses. */
+export function readStats(attribution: Attribution, ingest: IngestService, principal: PrincipalModel, since: number, until: number | null, options: CallOptions = {}): Promise<RecommendationStatsModel[]> {
+  if (!attribution.keepsCounts && ingest.recommendationStats) return ingest.recommendationStats(principal, since, until, options);
+  attribution.requireStore();
+  if (!principal.user.isAdmin) throw forbidden('Only administrators may read recommendation statistics');
+  return attribution.stats(since, until);
+}
+
 /** The backend's ingestion with trackingIds read before a call is kept (a bad one refuses the call
  * whole, as any bad field does) and counted once it is: the one place for GraphQL and REST alike. */
 export function attributedIngest(ingest: IngestService, attribution: Attribution): IngestService {
@@ -172,5 +186,6 @@ export function attributedIngest(ingest: IngestService, attribution: Attribution
   };
   if (ingest.knownMayIngest) wrapped.knownMayIngest = (principal) => ingest.knownMayIngest!(principal);
   if (ingest.askMayIngest) wrapped.askMayIngest = (principal, options) => ingest.askMayIngest!(principal, options);
+  if (ingest.recommendationStats) wrapped.recommendationStats = (...args) => ingest.recommendationStats!(...args);
   return wrapped;
 }

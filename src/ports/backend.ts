@@ -1,4 +1,4 @@
-import type { AttributionStore } from './attribution.js';
+import type { AttributionStore, RecommendationStatsModel } from './attribution.js';
 import type { BreakerState } from './observers.js';
 
 /** What resolvers see of a backend; embedded or REST, chosen once at start-up, throwing only src/errors.ts errors. */
@@ -362,6 +362,8 @@ export interface IngestService {
   upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options?: CallOptions): Promise<UpsertItemsResultModel>;
   /** Where isAdmin does not decide (REST mode): the upstream's last answer for this credential, if any. */
   knownMayIngest?(principal: PrincipalModel): boolean | undefined;
+  /** recommendationStats where the counts are the upstream's (REST mode: its GET /v1/stats), asked as the caller. */
+  recommendationStats?(principal: PrincipalModel, since: number, until: number | null, options?: CallOptions): Promise<RecommendationStatsModel[]>;
   askMayIngest?(principal: PrincipalModel, options?: CallOptions): Promise<boolean>;
 }
 

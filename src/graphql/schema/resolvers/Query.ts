@@ -3,6 +3,7 @@ import type { ItemModel } from '../../../ports/backend.js';
 import { badUserInput, forbidden, notFound } from '../../../errors.js';
 import { MAX_ITEM_IDS } from '../../../config/limits.js';
 import { checkListFirst, listsLacking, parseCategoryPath } from '../../../model/itemLists.js';
+import { readStats } from '../../../observability/attribution.js';
 import { charged, rankedItems, recommendationList, recommendedItems, requirePrincipal } from './helpers.js';
 
 
@@ -51,10 +52,7 @@ export const Query: QueryResolvers = {
     const principal = requirePrincipal(context);
     const { attribution } = context.tracking;
     if (attribution === null) throw forbidden('This gateway keeps no recommendation statistics');
-    // REST mode keeps none, and cannot tell an administrator: the upstream's refusal comes first
-    attribution.requireStore();
-    if (!principal.user.isAdmin) throw forbidden('Only administrators may read recommendation statistics');
-    return attribution.stats(since, until ?? null);
+    return readStats(attribution, context.backend.ingest, principal, since, until ?? null, { signal: context.signal });
   },
 
   /** The items rising most in the last day (the schema states the rule). */
