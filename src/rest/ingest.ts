@@ -1,7 +1,7 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
 import { attributeValueRefusal, checkCallSize, itemNumberRefusal, isoTimeProblem, parseIsoTime } from '../model/ingest.js';
 import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../model/itemRecord.js';
-import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
+import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService, PrincipalModel } from '../ports/backend.js';
 import { header, json } from './types.js';
 import { unknownField } from './unknownField.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -203,13 +203,7 @@ async function handle(req: RestRequest, route: 'events' | 'items', keys: KeyServ
   if (route === 'events' && req.method !== 'POST') {
     return json(405, errorBody(405, `Method ${req.method} not allowed`), { allow: 'POST' });
   }
-  const authorization = header(req, 'authorization');
-  const options: CallOptions = {};
-  if (req.signal) options.signal = req.signal;
-  if (req.clientAddress !== undefined) options.clientAddress = req.clientAddress;
-  try {
-    if (authorization === undefined || authorization.trim() === '') throw unauthenticated();
-    const principal = await keys.authenticate(authorization, options);
+  return asCaller(req, keys, async (principal, options) => {
     if (route === 'events') {
       const result = await ingest.recordEvents(principal, parseEvents(req.body), options);
       const body: Record<string, number> = { accepted: result.accepted };
@@ -219,6 +213,18 @@ async function handle(req: RestRequest, route: 'events' | 'items', keys: KeyServ
     }
     const result = await ingest.upsertItems(principal, parseItems(req.body), options);
     return json(200, { upserted: result.upserted });
+  });
+}
+
+/** Runs `answer` for the caller the Authorization header names; any refusal in the twins' error body. */
+export async function asCaller(req: RestRequest, keys: KeyService, answer: (principal: PrincipalModel, options: CallOptions) => Promise<RestResponse>): Promise<RestResponse> {
+  const authorization = header(req, 'authorization');
+  const options: CallOptions = {};
+  if (req.signal) options.signal = req.signal;
+  if (req.clientAddress !== undefined) options.clientAddress = req.clientAddress;
+  try {
+    if (authorization === undefined || authorization.trim() === '') throw unauthenticated();
+    return await answer(await keys.authenticate(authorization, options), options);
   } catch (error) {
     return ingestErrorResponse(error, authorization, req.log);
   }

@@ -1,9 +1,9 @@
-import { badUserInput, unauthenticated } from '../errors.js';
+import { badUserInput } from '../errors.js';
 import { parseIsoTime } from '../model/ingest.js';
 import type { RecommendationStatsModel } from '../ports/attribution.js';
 import type { CallOptions, KeyService, PrincipalModel } from '../ports/backend.js';
-import { ingestErrorResponse } from './ingest.js';
-import { header, json } from './types.js';
+import { asCaller } from './ingest.js';
+import { json } from './types.js';
 import type { RestRequest, RestResponse } from './types.js';
 
 /** What answers recommendationStats for a caller (src/observability/attribution.ts readStats). */
@@ -31,16 +31,6 @@ export function serveStats(req: RestRequest, keys: KeyService, read: StatsReader
   return handle(req, keys, read);
 }
 
-async function handle(req: RestRequest, keys: KeyService, read: StatsReader): Promise<RestResponse> {
-  const authorization = header(req, 'authorization');
-  const options: CallOptions = {};
-  if (req.signal) options.signal = req.signal;
-  if (req.clientAddress !== undefined) options.clientAddress = req.clientAddress;
-  try {
-    if (authorization === undefined || authorization.trim() === '') throw unauthenticated();
-    const principal = await keys.authenticate(authorization, options);
-    return json(200, await read(principal, timeOf(req.query, 'since')!, timeOf(req.query, 'until'), options));
-  } catch (error) {
-    return ingestErrorResponse(error, authorization, req.log);
-  }
+function handle(req: RestRequest, keys: KeyService, read: StatsReader): Promise<RestResponse> {
+  return asCaller(req, keys, async (principal, options) => json(200, await read(principal, timeOf(req.query, 'since')!, timeOf(req.query, 'until'), options)));
 }
