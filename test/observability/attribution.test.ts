@@ -7,8 +7,8 @@ import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
 import { loadConfig } from '../../src/config/env.js';
 import { createLogger } from '../../src/logger.js';
 import { parseExperiment, rerankByEvidence, variantOf, type Experiment } from '../../src/model/experiment.js';
-import { TrackingIds } from '../../src/model/trackingId.js';
-import { wilson } from '../../src/observability/attribution.js';
+import { listCode, TrackingIds } from '../../src/model/trackingId.js';
+import { Attribution, wilson } from '../../src/observability/attribution.js';
 import type { RecommendationEntryModel } from '../../src/ports/backend.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { PHONE } from '../helpers/harness.js';
@@ -86,6 +86,22 @@ describe('the experiment', () => {
     ];
     expect(rerankByEvidence(entries, 5).map((e) => [e.rank, e.itemId])).toEqual([[1, 2], [2, 4], [3, 1], [4, 3]]);
     expect(entries[0]!.rank).toBe(1);
+  });
+});
+
+describe('a shopper\'s list (FOR_YOU): one call names it, gives its variant and counts it', () => {
+  it('takes the header\'s variant, or without the header the variant of the shopper it is for', async () => {
+    const attribution = await Attribution.open({ store: null, secret: 'a secret of the test, long enough', experiment: parseExperiment(EXPERIMENT) as Experiment });
+    const experiment = attribution.experiment!;
+    const inB = Array.from({ length: 50 }, (_, i) => `user-${i}`).find((s) => variantOf(experiment, s) === 'B')!;
+    const unnamed = attribution.forRequest({});
+    const served = unnamed.serve('FOR_YOU', { shopper: inB });
+    expect(served.variant).toBe('B');
+    expect(attribution.ids.read(served.trackingId)).toMatchObject({ kind: 'FOR_YOU', variant: 'B' });
+    expect(unnamed.impressions).toEqual([listCode('FOR_YOU', 'B')]);
+    const named = attribution.forRequest({ 'x-recs-shopper': 'someone-in-a' });
+    expect(named.serve('FOR_YOU', { shopper: inB }).variant).toBe(named.variant);
+    await attribution.close();
   });
 });
 
