@@ -29,6 +29,7 @@ const config: CodegenConfig = {
           ForYouEdge: '../ports/backend.js#ForYouEntryModel',
           CreateApiKeyPayload: '../ports/backend.js#CreatedApiKeyModel',
           RecordEventsPayload: '../ports/backend.js#RecordEventsResultModel',
+          RecommendationStats: '../ports/attribution.js#RecommendationStatsModel',
           UpsertItemsPayload: '../ports/backend.js#UpsertItemsResultModel',
         },
       },

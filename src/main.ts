@@ -144,7 +144,7 @@ async function serve(argv: string[], io: Io): Promise<number> {
   process.on('SIGINT', stopWhileStarting);
   const gateway = await start(config, log, io).catch((error: unknown) => {
     const debug = ['debug', 'trace'].includes(config.logLevel);
-    io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl, ...(config.redisClusterNodes ?? [])], [config.recsApiKey, config.rateLimitKeySecret]), debug)}\n`);
+    io.stderr.write(`${startupFailureLine(error, configSecrets([config.databaseUrl, config.redisUrl, ...(config.redisClusterNodes ?? [])], [config.recsApiKey, config.rateLimitKeySecret, config.recsTrackingSecret]), debug)}\n`);
     return null;
   });
   process.off('SIGTERM', stopWhileStarting);

@@ -1,5 +1,6 @@
 import type { GraphQLResolveInfo, GraphQLScalarType, GraphQLScalarTypeConfig } from 'graphql';
 import type { ItemModel, ApiKeyModel, PrincipalModel, RecommendationListModel, RecommendationEntryModel, ForYouListModel, ForYouEntryModel, CreatedApiKeyModel, RecordEventsResultModel, UpsertItemsResultModel } from '../ports/backend.js';
+import type { RecommendationStatsModel } from '../ports/attribution.js';
 import type { GatewayContext } from '../graphql/schema/context.js';
 export type Maybe<T> = T | null;
 export type InputMaybe<T> = Maybe<T>;
@@ -178,6 +179,12 @@ export type EventInput = {
   sessionId?: InputMaybe<Scalars['String']['input']>;
   /** When it happened, with an offset (see DateTime), from 1970 to a day ahead of the gateway's clock; now when omitted. */
   time?: InputMaybe<Scalars['DateTime']['input']>;
+  /**
+   * The trackingId of the recommendation list the item was picked from: a VIEW with it counts a
+   * click on that list, a PURCHASE a conversion (recommendationStats). One the gateway did not give
+   * is BAD_USER_INPUT, and the call keeps nothing.
+   */
+  trackingId?: InputMaybe<Scalars['String']['input']>;
   /** The shopper, across sessions: purchases of one user make items bought together. */
   userId?: InputMaybe<Scalars['String']['input']>;
 };
@@ -189,12 +196,22 @@ export type EventKind =
   /** The shopper looked at the item (a product page, a quick view). */
   | 'VIEW';
 
-/** A shopper's list. Fields naming the list may join edges and nodes. */
+/** A shopper's list. */
 export type ForYouConnection = {
   __typename?: 'ForYouConnection';
   edges: Array<ForYouEdge>;
   /** The recommended items alone, in order (the same as edges' nodes). */
   nodes: Array<Item>;
+  /**
+   * Names this list (kind FOR_YOU, the shopper hashed, the variant), as RecommendationConnection's does:
+   * send it as EventInput.trackingId with a click or a purchase from the list.
+   */
+  trackingId: Scalars['String']['output'];
+  /**
+   * The A/B variant of the shopper the list is for (X-Recs-Shopper's, when sent); the ranking is the
+   * same in both variants, so an experiment compares the anchored lists' orders alone.
+   */
+  variant: Scalars['String']['output'];
 };
 
 export type ForYouEdge = {
@@ -611,6 +628,14 @@ export type Query = {
    * relevant first, at most first (1 to 10), each passing filter if given. NOT_FOUND for an unknown anchor.
    */
   productRecommendations: Array<Item>;
+  /**
+   *   Impressions, clicks and purchases per kind of list and variant, over the whole UTC hours that
+   *   overlap [since, until) (until: now when omitted), every process over the store counted; counts
+   *   reach the store every 2 seconds (docs/attribution.md). Administrators only (FORBIDDEN otherwise);
+   *   BAD_USER_INPUT when until is not after since. REST twin: GET /v1/stats?since=&until=, which a
+   * REST-mode gateway asks (UPSTREAM_REJECTED where the upstream has none).
+   */
+  recommendationStats: Array<RecommendationStats>;
   /** Either list, with the reason behind each item. */
   recommendations: RecommendationConnection;
   /**
@@ -676,6 +701,12 @@ export type QueryProductRecommendationsArgs = {
 };
 
 
+export type QueryRecommendationStatsArgs = {
+  since: Scalars['DateTime']['input'];
+  until?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+
 export type QueryRecommendationsArgs = {
   filter?: InputMaybe<RecommendationFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
@@ -697,6 +728,14 @@ export type QueryTrendingItemsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
+/** A share with its 95% Wilson score interval. */
+export type Rate = {
+  __typename?: 'Rate';
+  high: Scalars['Float']['output'];
+  low: Scalars['Float']['output'];
+  value: Scalars['Float']['output'];
+};
+
 export type RecommendationConnection = {
   __typename?: 'RecommendationConnection';
   /** The anchor item. */
@@ -705,6 +744,17 @@ export type RecommendationConnection = {
   kind: RecommendationKind;
   /** The recommended items alone, in order (the same as edges' nodes). */
   nodes: Array<Item>;
+  /**
+   * Names this list (its kind, anchor and variant), opaque and short: send it as EventInput.trackingId
+   * with the VIEW of an item a shopper opened from the list (a click) and with the PURCHASE of it (a
+   * conversion). Serving the list counts an impression (recommendationStats).
+   */
+  trackingId: Scalars['String']['output'];
+  /**
+   * The ranking that ordered the list: A, the shipped one, or B, the experiment's (RECS_EXPERIMENT),
+   * by the X-Recs-Shopper header's shopper; A without an experiment or without the header.
+   */
+  variant: Scalars['String']['output'];
 };
 
 export type RecommendationEdge = {
@@ -751,6 +801,15 @@ export type RecommendationKind =
   /** Items viewed together with the anchor (post browsed products). */
   | 'POST_BROWSE';
 
+/** The kinds of list whose use is counted (recommendationStats). */
+export type RecommendationListKind =
+  /** A shopper's own list (recommendedForYou). */
+  | 'FOR_YOU'
+  /** recommendations(kind: NEXT_BEST_PRODUCT). */
+  | 'NEXT_BEST_PRODUCT'
+  /** recommendations(kind: POST_BROWSE). */
+  | 'POST_BROWSE';
+
 /** What produced a recommended item. */
 export type RecommendationSource =
   /** Filled from the anchor's category, evidence being thin. */
@@ -765,6 +824,24 @@ export type RecommendationSource =
   | 'POPULAR'
   /** Chosen by the upstream service, which does not say why. */
   | 'UPSTREAM';
+
+/** How one kind of list, in one variant, was served and used. */
+export type RecommendationStats = {
+  __typename?: 'RecommendationStats';
+  /** clicks / impressions; null without impressions. */
+  clickThroughRate?: Maybe<Rate>;
+  /** VIEW events naming one of these lists by trackingId. */
+  clicks: Scalars['Int']['output'];
+  /** purchases / impressions; null without impressions. */
+  conversionRate?: Maybe<Rate>;
+  /** Lists served, from the response cache too. */
+  impressions: Scalars['Int']['output'];
+  kind: RecommendationListKind;
+  /** PURCHASE events naming one of these lists by trackingId. */
+  purchases: Scalars['Int']['output'];
+  /** A (the shipped ranking) or B (the experiment's). */
+  variant: Scalars['String']['output'];
+};
 
 /** What recordEvents kept. */
 export type RecordEventsPayload = {
@@ -921,11 +998,14 @@ export type ResolversTypes = ResolversObject<{
   MarketplacePriceInput: MarketplacePriceInput;
   Mutation: ResolverTypeWrapper<Record<PropertyKey, never>>;
   Query: ResolverTypeWrapper<Record<PropertyKey, never>>;
+  Rate: ResolverTypeWrapper<Rate>;
   RecommendationConnection: ResolverTypeWrapper<RecommendationListModel>;
   RecommendationEdge: ResolverTypeWrapper<RecommendationEntryModel>;
   RecommendationFilter: RecommendationFilter;
   RecommendationKind: RecommendationKind;
+  RecommendationListKind: RecommendationListKind;
   RecommendationSource: RecommendationSource;
+  RecommendationStats: ResolverTypeWrapper<RecommendationStatsModel>;
   RecordEventsPayload: ResolverTypeWrapper<RecordEventsResultModel>;
   String: ResolverTypeWrapper<Scalars['String']['output']>;
   UpdateApiKeyInput: UpdateApiKeyInput;
@@ -961,9 +1041,11 @@ export type ResolversParentTypes = ResolversObject<{
   MarketplacePriceInput: MarketplacePriceInput;
   Mutation: Record<PropertyKey, never>;
   Query: Record<PropertyKey, never>;
+  Rate: Rate;
   RecommendationConnection: RecommendationListModel;
   RecommendationEdge: RecommendationEntryModel;
   RecommendationFilter: RecommendationFilter;
+  RecommendationStats: RecommendationStatsModel;
   RecordEventsPayload: RecordEventsResultModel;
   String: Scalars['String']['output'];
   UpdateApiKeyInput: UpdateApiKeyInput;
@@ -1018,6 +1100,8 @@ export type DeleteApiKeyPayloadResolvers<ContextType = GatewayContext, ParentTyp
 export type ForYouConnectionResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ForYouConnection'] = ResolversParentTypes['ForYouConnection']> = ResolversObject<{
   edges?: Resolver<Array<ResolversTypes['ForYouEdge']>, ParentType, ContextType>;
   nodes?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType>;
+  trackingId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  variant?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 }>;
 
 export type ForYouEdgeResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['ForYouEdge'] = ResolversParentTypes['ForYouEdge']> = ResolversObject<{
@@ -1134,10 +1218,17 @@ export type QueryResolvers<ContextType = GatewayContext, ParentType extends Reso
   popularItems?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType, RequireFields<QueryPopularItemsArgs, 'first' | 'kind'>>;
   postBrowsedProducts?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType, RequireFields<QueryPostBrowsedProductsArgs, 'first' | 'itemId'>>;
   productRecommendations?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType, RequireFields<QueryProductRecommendationsArgs, 'first' | 'itemId'>>;
+  recommendationStats?: Resolver<Array<ResolversTypes['RecommendationStats']>, ParentType, ContextType, RequireFields<QueryRecommendationStatsArgs, 'since'>>;
   recommendations?: Resolver<ResolversTypes['RecommendationConnection'], ParentType, ContextType, RequireFields<QueryRecommendationsArgs, 'first' | 'itemId' | 'kind'>>;
   recommendedForYou?: Resolver<ResolversTypes['ForYouConnection'], ParentType, ContextType, RequireFields<QueryRecommendedForYouArgs, 'first'>>;
   trendingItems?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType, RequireFields<QueryTrendingItemsArgs, 'first'>>;
   viewer?: Resolver<Maybe<ResolversTypes['Viewer']>, ParentType, ContextType>;
+}>;
+
+export type RateResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['Rate'] = ResolversParentTypes['Rate']> = ResolversObject<{
+  high?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  low?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
+  value?: Resolver<ResolversTypes['Float'], ParentType, ContextType>;
 }>;
 
 export type RecommendationConnectionResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['RecommendationConnection'] = ResolversParentTypes['RecommendationConnection']> = ResolversObject<{
@@ -1145,6 +1236,8 @@ export type RecommendationConnectionResolvers<ContextType = GatewayContext, Pare
   edges?: Resolver<Array<ResolversTypes['RecommendationEdge']>, ParentType, ContextType>;
   kind?: Resolver<ResolversTypes['RecommendationKind'], ParentType, ContextType>;
   nodes?: Resolver<Array<ResolversTypes['Item']>, ParentType, ContextType>;
+  trackingId?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
+  variant?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 }>;
 
 export type RecommendationEdgeResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['RecommendationEdge'] = ResolversParentTypes['RecommendationEdge']> = ResolversObject<{
@@ -1153,6 +1246,16 @@ export type RecommendationEdgeResolvers<ContextType = GatewayContext, ParentType
   rank?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
   score?: Resolver<Maybe<ResolversTypes['Float']>, ParentType, ContextType>;
   source?: Resolver<ResolversTypes['RecommendationSource'], ParentType, ContextType>;
+}>;
+
+export type RecommendationStatsResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['RecommendationStats'] = ResolversParentTypes['RecommendationStats']> = ResolversObject<{
+  clickThroughRate?: Resolver<Maybe<ResolversTypes['Rate']>, ParentType, ContextType>;
+  clicks?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  conversionRate?: Resolver<Maybe<ResolversTypes['Rate']>, ParentType, ContextType>;
+  impressions?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  kind?: Resolver<ResolversTypes['RecommendationListKind'], ParentType, ContextType>;
+  purchases?: Resolver<ResolversTypes['Int'], ParentType, ContextType>;
+  variant?: Resolver<ResolversTypes['String'], ParentType, ContextType>;
 }>;
 
 export type RecordEventsPayloadResolvers<ContextType = GatewayContext, ParentType extends ResolversParentTypes['RecordEventsPayload'] = ResolversParentTypes['RecordEventsPayload']> = ResolversObject<{
@@ -1189,8 +1292,10 @@ export type Resolvers<ContextType = GatewayContext> = ResolversObject<{
   MarketplacePrice?: MarketplacePriceResolvers<ContextType>;
   Mutation?: MutationResolvers<ContextType>;
   Query?: QueryResolvers<ContextType>;
+  Rate?: RateResolvers<ContextType>;
   RecommendationConnection?: RecommendationConnectionResolvers<ContextType>;
   RecommendationEdge?: RecommendationEdgeResolvers<ContextType>;
+  RecommendationStats?: RecommendationStatsResolvers<ContextType>;
   RecordEventsPayload?: RecordEventsPayloadResolvers<ContextType>;
   UpsertItemsPayload?: UpsertItemsPayloadResolvers<ContextType>;
   Viewer?: ViewerResolvers<ContextType>;

@@ -369,6 +369,7 @@ export class CachingRecsService implements RecsService {
 export class CachingIngestService implements IngestService {
   readonly knownMayIngest?: IngestService['knownMayIngest'];
   readonly askMayIngest?: IngestService['askMayIngest'];
+  readonly recommendationStats?: IngestService['recommendationStats'];
 
   constructor(
     private readonly upstream: IngestService,
@@ -379,6 +380,7 @@ export class CachingIngestService implements IngestService {
       this.knownMayIngest = upstream.knownMayIngest.bind(upstream);
       this.askMayIngest = upstream.askMayIngest.bind(upstream);
     }
+    if (upstream.recommendationStats) this.recommendationStats = upstream.recommendationStats.bind(upstream);
   }
 
   async recordEvents(principal: PrincipalModel, events: readonly EventInputModel[], options?: CallOptions): Promise<RecordEventsResultModel> {

@@ -7,6 +7,8 @@ import type { ModelOptions, RecModel, Scoring } from '../recommender/index.js';
 import { MAX_RECOMMENDATIONS, Recommender } from '../recommender/index.js';
 import { visits } from '../recommender/index.js';
 import type { Sequences } from '../recommender/index.js';
+import { rerankByEvidence, type Experiment } from '../model/experiment.js';
+import type { RecommendationEntryModel } from '../ports/backend.js';
 
 export type Task = 'post-browse' | 'next-best-product';
 const TASKS: readonly Task[] = ['post-browse', 'next-best-product'];
@@ -29,7 +31,7 @@ export interface Score {
 }
 
 /** Three baselines, item-set weightings, the tuned model and the shipped default. */
-export const METHODS = ['popularity', 'consecutive', 'sequential', 'count', 'cosine', 'lift', 'pmi', 'model', 'default'] as const;
+export const METHODS = ['popularity', 'consecutive', 'sequential', 'count', 'cosine', 'lift', 'pmi', 'model', 'default', 'variant-b'] as const;
 export type Method = (typeof METHODS)[number];
 export const DEFAULT_METHODS: readonly Method[] = ['count', 'cosine', 'lift', 'pmi', 'model'];
 const BASELINES: readonly Method[] = ['popularity', 'consecutive', 'sequential'];
@@ -59,6 +61,8 @@ export interface EvaluateOptions {
   model?: Omit<ModelOptions, 'postBrowse' | 'nextBest'>;
   /** Item categories: the model uses them as when serving, and the table shows the same-category share. */
   catalog?: Catalog | null;
+  /** RECS_EXPERIMENT: adds the row variant-b, the shipped default re-ranked as variant B serves it. */
+  experiment?: Experiment | null;
 }
 
 export interface Evaluation {
@@ -115,6 +119,7 @@ function withoutOrder(s: Scoring): Scoring {
 /** `d=0.3 k=100 w=10 b=0.5 p=1 rep h=14 f=0.5`, `s=2`, or empty: the parameters that differ from none. */
 export function describeScoring(scoring: Scoring, method: Method = 'model'): string {
   if (method === 'popularity' || method === 'consecutive' || method === 'sequential' || method === 'count') return '';
+  if (method === 'variant-b') return `${describeScoring(scoring)} then RECS_EXPERIMENT`;
   if (method === 'cosine' || method === 'lift' || method === 'pmi') return `s=${shrinkageOf(scoring)}`;
   const parts = [`d=${scoring.damping ?? 0.3}`, `k=${scoring.prior ?? 0}`];
   if (scoring.order !== undefined) parts.push(`w=${scoring.order.window} b=${scoring.order.backward} p=${scoring.order.exponent}`);
@@ -302,13 +307,13 @@ class Judge {
     return this.score(task, (anchor) => order.filter((i) => i !== anchor).slice(0, MAX_RECOMMENDATIONS));
   }
 
-  models(postBrowse: Scoring, nextBest: Scoring): Record<Task, Score> {
+  models(postBrowse: Scoring, nextBest: Scoring, rank: (entries: RecommendationEntryModel[]) => RecommendationEntryModel[] = (entries) => entries): Record<Task, Score> {
     // a copy: a catalogue's items are interned into the model's log
     const model: RecModel = buildModel(this.catalog === null ? this.split.train : copyLog(this.split.train), { ...this.model, postBrowse, nextBest }, this.catalog);
     const recommender = new Recommender(model, this.catalog);
     const list = (kind: 'POST_BROWSE' | 'NEXT_BEST_PRODUCT') => (anchor: number): number[] => {
       if (this.catalog !== null && !this.catalog.has(anchor)) return [];
-      return recommender.recommend(kind, anchor).map((e) => e.itemId);
+      return rank(recommender.recommend(kind, anchor)).map((e) => e.itemId);
     };
     return { 'post-browse': this.score('post-browse', list('POST_BROWSE')), 'next-best-product': this.score('next-best-product', list('NEXT_BEST_PRODUCT')) };
   }
@@ -334,8 +339,8 @@ export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluati
 
   const rows: EvaluationRow[] = [];
   const grid: GridPoint[] = [];
-  const fixed = (method: Method, chosen: Record<Task, Scoring>, validationNdcg: Record<Task, number>): void => {
-    const scores = test.models(chosen['post-browse'], chosen['next-best-product']);
+  const fixed = (method: Method, chosen: Record<Task, Scoring>, validationNdcg: Record<Task, number>, rank?: (entries: RecommendationEntryModel[]) => RecommendationEntryModel[]): void => {
+    const scores = test.models(chosen['post-browse'], chosen['next-best-product'], rank);
     for (const task of TASKS) {
       rows.push({ task, method, parameters: describeScoring(chosen[task], method), validationNdcg: validationNdcg[task], scoring: chosen[task], ...scores[task] });
     }
@@ -350,7 +355,7 @@ export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluati
   for (const task of TASKS) {
     rows.push({ task, method: 'popularity', parameters: '', validationNdcg: validation.popularity(task).ndcg, scoring: null, ...test.popularity(task) });
   }
-  for (const method of [...BASELINES.slice(1), ...methods.filter((m) => !BASELINES.includes(m) && m !== 'default')]) {
+  for (const method of [...BASELINES.slice(1), ...methods.filter((m) => !BASELINES.includes(m) && m !== 'default' && m !== 'variant-b')]) {
     const scoring = baselineScoring(method);
     if (scoring !== null) {
       fixed(method, { 'post-browse': scoring, 'next-best-product': scoring }, measure(method, scoring, scoring));
@@ -383,6 +388,13 @@ export function evaluate(log: EventLog, options: EvaluateOptions = {}): Evaluati
   }
   // the shipped defaults (see model.ts)
   fixed('default', { 'post-browse': DEFAULT_POST_BROWSE, 'next-best-product': DEFAULT_NEXT_BEST }, measure('default', DEFAULT_POST_BROWSE, DEFAULT_NEXT_BEST));
+  const { experiment } = options;
+  if (experiment) {
+    // the same lists, in the order variant B serves them (model/experiment.ts)
+    const rank = (entries: RecommendationEntryModel[]): RecommendationEntryModel[] => rerankByEvidence(entries, experiment.evidencePrior);
+    const scores = validation.models(DEFAULT_POST_BROWSE, DEFAULT_NEXT_BEST, rank);
+    fixed('variant-b', { 'post-browse': DEFAULT_POST_BROWSE, 'next-best-product': DEFAULT_NEXT_BEST }, { 'post-browse': scores['post-browse'].ndcg, 'next-best-product': scores['next-best-product'].ndcg }, rank);
+  }
   rows.sort((a, b) => TASKS.indexOf(a.task) - TASKS.indexOf(b.task));
   return { rows, grid, trainEvents: outer.train.length, trainEventsUsed: test.eventsUsed, validationEvents: inner.testEvents, testEvents: outer.testEvents, trainItems: outer.train.items.size };
 }

@@ -1,4 +1,5 @@
 import { createReadStream } from 'node:fs';
+import { parseExperiment } from '../model/experiment.js';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Catalog, EventLog } from '../recommender/index.js';
@@ -17,7 +18,7 @@ export const EVALUATE_HELP = `Usage:
   recs-gateway evaluate --events <file> --format <format> [--events <file> --format <format> ...]
                         [--views <file>] [--purchases <file>] [--test-fraction 0.2]
                         [--weighting ${DEFAULT_METHODS.join(',')}] [--grid]
-                        [--max-age-days ${DEFAULT_EVENTS_MAX_AGE_DAYS}]
+                        [--max-age-days ${DEFAULT_EVENTS_MAX_AGE_DAYS}] [--experiment <RECS_EXPERIMENT>]
                         [--categories <file.csv> [--category-column category]]
                         [--task anchored|shopper]
 
@@ -58,6 +59,8 @@ item (SR), V-SKNN (Ludewig & Jannach 2018: the 500 most recent sessions sharing 
 most similar by the session's items weighted by position, linear decay) and recommendedForYou's
 function, with HR@10 and MRR@10 and standard errors, and HR@10 on the validation split. Every
 method leaves out the session's items and fills with popular items.
+--experiment E adds the row variant-b: the shipped default's lists in the order variant B of
+RECS_EXPERIMENT=E serves them (docs/attribution.md), to compare before running it on shoppers.
 
 --views F and --purchases F are short for --events F --format diginetica-views (resp.
 diginetica-purchases). Each --events takes the --format given after it, or the last one given.
@@ -85,6 +88,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
         'category-column': { type: 'string' },
         'max-age-days': { type: 'string' },
         task: { type: 'string' },
+        experiment: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -180,6 +184,11 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     }
     err(`${path}: ${catalog.size} items with a category`);
   }
+  const experiment = values.experiment === undefined ? null : parseExperiment(values.experiment);
+  if (typeof experiment === 'string') {
+    err(experiment.replace(/^RECS_EXPERIMENT/, '--experiment'));
+    return 2;
+  }
   const t0 = performance.now();
   if (task === 'shopper') {
     const shoppers = evaluateShoppers(log, { testFraction: fraction, model: { maxAgeDays }, forYouVariants: [{ decay: 0 }, { normalise: false }] });
@@ -188,7 +197,7 @@ export async function runEvaluate(argv: string[], io: Pick<CommandIo, 'stdout' |
     err(`evaluated in ${Math.round(performance.now() - t0)} ms`);
     return 0;
   }
-  const result = evaluate(log, { testFraction: fraction, methods: names as Method[], catalog, model: { maxAgeDays } });
+  const result = evaluate(log, { testFraction: fraction, methods: names as Method[], catalog, model: { maxAgeDays }, experiment });
   out(`train ${result.trainEvents} events over ${result.trainItems} items, test ${result.testEvents} events (latest ${Math.round(fraction * 100)}% of visits and orders); validation ${result.validationEvents} events (the latest ${Math.round(fraction * 100)}% of the training part)`);
   out(maxAgeDays > 0 ? `trained on the events at most ${maxAgeDays} days older than the newest of each training part (--max-age-days): ${result.trainEventsUsed} of the ${result.trainEvents} before the test split` : 'trained on every event (--max-age-days 0)');
   out(formatTable(result.rows));

@@ -18,6 +18,7 @@ import {
   DEFAULT_RESPONSE_CACHE_ENTRIES,
   DEFAULT_SERVER_LIMITS,
 } from './defaults.js';
+import { parseExperiment, type Experiment } from '../model/experiment.js';
 import { readManifest, type TrustedDocumentsSettings } from './manifest.js';
 import { ConfigError, isAddressPattern, originProblem } from './valueProblems.js';
 
@@ -49,6 +50,10 @@ export interface Config {
   recsNbpRebuildSeconds: number;
   /** RECS_MAX_ITEMS: distinct items held; a call past it is refused whole; default 2000000. */
   recsMaxItems: number;
+  /** RECS_EXPERIMENT: variant B's ranking and its share of shoppers (docs/attribution.md); default none, every list A. */
+  recsExperiment: Experiment | null;
+  /** RECS_TRACKING_SECRET: signs trackingIds; default a secret the store keeps (REST mode: set the upstream's). */
+  recsTrackingSecret: string | null;
   /** REDIS_URL: the shared cache; default none (in process). */
   redisUrl: string | null;
   /** REDIS_CLUSTER_NODES: a Redis Cluster's seed nodes instead, as `redis://` URLs; default none. */
@@ -226,6 +231,14 @@ export function loadConfig(env: Env = process.env): Config {
     return raw;
   };
 
+  function experiment(): Experiment | null {
+    const raw = get('RECS_EXPERIMENT');
+    if (raw === undefined) return null;
+    const parsed = parseExperiment(raw);
+    if (typeof parsed === 'string') problems.push(parsed);
+    return typeof parsed === 'string' ? null : parsed;
+  }
+
   function rateLimits(): RateLimitSettings {
     const defaults = DEFAULT_RATE_LIMITS;
     const rps = int('RATE_LIMIT_RPS', defaults.perPrincipal?.ratePerSecond ?? 0, 0, 1_000_000);
@@ -320,6 +333,8 @@ export function loadConfig(env: Env = process.env): Config {
     recsEventsMaxAgeDays: int('RECS_EVENTS_MAX_AGE_DAYS', DEFAULT_EVENTS_MAX_AGE_DAYS, 0, 36_500),
     recsNbpRebuildSeconds: int('RECS_NBP_REBUILD_SECONDS', DEFAULT_NBP_REBUILD_SECONDS, 0, 86_400),
     recsMaxItems: int('RECS_MAX_ITEMS', DEFAULT_MAX_ITEMS, 1, 1_000_000_000),
+    recsExperiment: experiment(),
+    recsTrackingSecret: token('RECS_TRACKING_SECRET'),
     redisUrl: url('REDIS_URL', ['redis:', 'rediss:']),
     redisClusterNodes: clusterNodes('REDIS_CLUSTER_NODES'),
     redisKeyPrefix: get('REDIS_KEY_PREFIX') ?? 'recs-gateway:',

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** The request headers a page may send cross-origin (CORS_ORIGINS). */
 export const CORS_ALLOW_HEADERS =
-  'authorization, content-type, apollo-require-preflight, x-apollo-operation-name, apollographql-client-name, apollographql-client-version, x-request-id';
+  'authorization, content-type, apollo-require-preflight, x-apollo-operation-name, apollographql-client-name, apollographql-client-version, x-request-id, x-recs-shopper';
 /** The response headers a page may read beyond the safelisted ones. */
 export const CORS_EXPOSE_HEADERS = 'x-request-id, retry-after, www-authenticate';
 /** How long a browser may keep a preflight's answer, in seconds. */

@@ -11,6 +11,7 @@ import { createGraphQLEngine } from '../graphql/pipeline/engine.js';
 import type { Takeover } from '../graphql/pipeline/takeover.js';
 import type { ResponseCache } from '../graphql/pipeline/responseCache.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { Attribution, attributedIngest, readStats } from '../observability/attribution.js';
 import { GatewayMetrics } from '../observability/metrics.js';
 import { observeRequest, type RequestRecord } from '../observability/requestScope.js';
 import type { Backend, CallOptions, PrincipalModel } from '../ports/backend.js';
@@ -53,7 +54,7 @@ const CLIENT_ERRORS_ANY_ORIGIN = clientErrorAnswers('access-control-allow-origin
 /** What createGateway needs. */
 export interface GatewayOptions {
   config: Pick<Config, 'production' | 'introspection' | 'requestDeadlineMs' | 'bodyLimitBytes' | 'limits' | 'rateLimits'> &
-    Partial<Pick<Config, 'responseCacheMaxEntries' | 'responseCacheMaxBytes' | 'maxResponseBytes' | 'metricsOperationNames' | 'metricsOperationNamesPerUser' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments' | 'corsOrigins'>>;
+    Partial<Pick<Config, 'responseCacheMaxEntries' | 'responseCacheMaxBytes' | 'maxResponseBytes' | 'metricsOperationNames' | 'metricsOperationNamesPerUser' | 'preparedOperationsMaxDocuments' | 'anonymousBodyLimitBytes' | 'ingestBodyLimitBytes' | 'trustProxy' | 'server' | 'metricsToken' | 'trustedDocuments' | 'corsOrigins' | 'recsExperiment' | 'recsTrackingSecret'>>;
   /** The backend resolvers call; the gateway closes it on stop. */
   backend: Backend;
   /** The shared cache, for persisted queries; the gateway closes it on stop. Default: in-process. */
@@ -63,6 +64,8 @@ export interface GatewayOptions {
   limiter?: RateLimiter;
   /** Where metrics go. Default: a registry of this gateway's own. */
   metrics?: GatewayMetrics;
+  /** Counts of lists, trackingIds and variants; the gateway writes its counts on stop. Default: over backend.attribution. */
+  attribution?: Attribution;
   /** A server already listening: the gateway adds its handler, and listen() is not called. Default: a new one. */
   httpServer?: http.Server;
   /** Called just before the gateway's request handler is added to httpServer. */
@@ -84,7 +87,11 @@ export interface Gateway {
 
 /** The gateway: a node:http server in front of Apollo Server, with /graphql, GraphiQL and health checks. */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
-  const { config, backend } = options;
+  const { config } = options;
+  const attribution = options.attribution ?? await Attribution.open({ store: options.backend.attribution ?? null, secret: config.recsTrackingSecret ?? null, experiment: config.recsExperiment ?? null });
+  // every path that takes events, GraphQL and REST, reads and counts their trackingIds; the rest of
+  // the backend is reached through the prototype, whatever its own shape (getters, a prototype of its own)
+  const backend = Object.assign(Object.create(options.backend) as Backend, { ingest: attributedIngest(options.backend.ingest, attribution) });
   const log = options.log ?? silentLogger;
   const cache = options.cache ?? new MemoryCache();
   const limiter = options.limiter ?? RateLimiter.open(config.rateLimits);
@@ -92,6 +99,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   metrics.watch({
     cache: cache.stats,
     rateLimits: limiter.counts,
+    lists: attribution.counter.totals,
     ...(backend.breakerState ? { breakers: backend.breakerState } : {}),
     ...(backend.roleState ? { role: () => backend.roleState!() } : {}),
   });
@@ -122,9 +130,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const cors = config.corsOrigins ? new Cors(config.corsOrigins) : null;
   const serveIde = ideRoute({ limiter, addresses });
   const bodyRoutes = { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies };
-  const servedRest = servedRestRoute({ ...bodyRoutes, log });
+  const servedRest = servedRestRoute({ ...bodyRoutes, log, readStats: (principal, since, until, options) => readStats(attribution, backend.ingest, principal, since, until, options) });
   const varyByOrigin = cors?.variesByOrigin ?? false;
-  const graphql = graphqlRoute({ ...bodyRoutes, metrics, engine, serveIde, varyByOrigin });
+  const graphql = graphqlRoute({ ...bodyRoutes, metrics, engine, serveIde, varyByOrigin, attribution });
 
   // Not async: an async wrapper around /graphql's promise would delay its settling.
   function handle(req: IncomingMessage, res: ServerResponse, record: RequestRecord): Promise<void> {
@@ -239,6 +247,7 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
       stopping ??= (async () => {
         await drainHttpServer(httpServer);
         await apollo.stop();
+        await attribution.close();
         await backend.close();
         await cache.close();
         await limiter.close();

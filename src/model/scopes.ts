@@ -23,6 +23,7 @@ export const FIELD_ACCESS: Readonly<Record<'Query' | 'Mutation', Readonly<Record
     popularItems: 'RECOMMENDATIONS_READ',
     recommendedForYou: 'RECOMMENDATIONS_READ',
     apiKeys: 'KEYS_MANAGE',
+    recommendationStats: 'EVENTS_WRITE',
   },
   Mutation: {
     recordEvents: 'EVENTS_WRITE',
@@ -51,6 +52,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Readonly<Record<string, Acces
   item: { '*': 'RECOMMENDATIONS_READ' },
   postbrowse: { '*': 'RECOMMENDATIONS_READ' },
   nbp: { '*': 'RECOMMENDATIONS_READ' },
+  stats: { '*': 'EVENTS_WRITE' },
   trending: { '*': 'RECOMMENDATIONS_READ' },
   popular: { '*': 'RECOMMENDATIONS_READ' },
   foryou: { '*': 'RECOMMENDATIONS_READ' },

@@ -6,6 +6,8 @@ import type { PrincipalModel, RoleStateModel } from '../ports/backend.js';
 import type { RateLimitOutcome } from '../auth/rateLimit.js';
 import { DEFAULT_METRICS_OPERATION_NAMES, DEFAULT_METRICS_OPERATION_NAMES_PER_USER } from '../config/defaults.js';
 import { RequestCounter, RequestHistogram } from './requestMetrics.js';
+import { kindOfCode, LIST_CODES, variantOfCode } from '../model/trackingId.js';
+import { CLICK, IMPRESSION, PURCHASE } from './listCounter.js';
 import type { RequestRecord } from './requestScope.js';
 
 const MAX_OPERATION_NAME_LENGTH = 64;
@@ -104,6 +106,7 @@ export class GatewayMetrics {
   private breakers: (() => Record<string, BreakerState>) | undefined;
   private rateLimits: Readonly<Record<RateLimitOutcome, number>> | undefined;
   private roleState: (() => RoleStateModel) | undefined;
+  private lists: Float64Array | undefined;
 
   constructor(options: { processMetrics?: boolean; operationNames?: number; operationNamesPerUser?: number } = {}) {
     this.maxNames = options.operationNames ?? DEFAULT_METRICS_OPERATION_NAMES;
@@ -172,6 +175,28 @@ export class GatewayMetrics {
         if (age !== undefined && age !== null) this.set(age);
       },
     });
+    // ListCounter's totals: slot code × 3 + event (listCounter.ts), read at scrape time
+    const lists = (): Float64Array | undefined => this.lists;
+    const listCounter = (event: number, name: string, help: string): void => {
+      const seenLists = new Float64Array(LIST_CODES);
+      new Counter({
+        name,
+        help,
+        labelNames: ['kind', 'variant'] as const,
+        registers: [this.registry],
+        collect() {
+          const totals = lists();
+          for (let code = 0; code < LIST_CODES; code++) {
+            const now = totals?.[code * 3 + event] ?? 0;
+            this.inc({ kind: kindOfCode(code), variant: variantOfCode(code) }, Math.max(0, now - seenLists[code]!));
+            seenLists[code] = now;
+          }
+        },
+      });
+    };
+    listCounter(IMPRESSION, 'recs_gateway_recommendation_impressions_total', 'Recommendation lists served (a connection with a trackingId), from the response cache too, by kind and variant');
+    listCounter(CLICK, 'recs_gateway_recommendation_clicks_total', 'VIEW events naming a recommendation list by trackingId, by kind and variant');
+    listCounter(PURCHASE, 'recs_gateway_recommendation_purchases_total', 'PURCHASE events naming a recommendation list by trackingId, by kind and variant');
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'recs_gateway_' });
   }
 
@@ -180,8 +205,10 @@ export class GatewayMetrics {
     breakers?: () => Record<string, BreakerState>;
     rateLimits?: Readonly<Record<RateLimitOutcome, number>>;
     role?: () => RoleStateModel;
+    lists?: Float64Array;
   }): void {
     if (sources.role) this.roleState = sources.role;
+    if (sources.lists) this.lists = sources.lists;
     if (sources.cache) this.cacheStats = sources.cache;
     if (sources.breakers) this.breakers = sources.breakers;
     if (sources.rateLimits) this.rateLimits = sources.rateLimits;

@@ -1,3 +1,4 @@
+import type { AttributionStore, RecommendationStatsModel } from './attribution.js';
 import type { BreakerState } from './observers.js';
 
 /** What resolvers see of a backend; embedded or REST, chosen once at start-up, throwing only src/errors.ts errors. */
@@ -284,6 +285,9 @@ export interface RecommendationListModel {
   items?: ItemModel[];
   /** The filter every entry passes; absent for an unfiltered list. */
   filter?: RecommendationFilterModel;
+  /** Set as the list is served (RequestTracking.serve): what names it in events, and the ranking that ordered it. */
+  trackingId?: string;
+  variant?: string;
 }
 
 /** Whom recommendedForYou lists for: a session, a user, or both (their events merged); at least one is set. The ids
@@ -303,6 +307,9 @@ export interface ForYouListModel {
   entries: ForYouEntryModel[];
   /** Item records returned with the list, to prime the item loader. */
   items?: ItemModel[];
+  /** Set by the resolver: the list's name for attribution and the A/B variant that served it. */
+  trackingId?: string;
+  variant?: string;
 }
 
 /** A list anchored on no item (trending, popular): best first. */
@@ -348,6 +355,8 @@ export interface EventInputModel {
   time: number;
   /** The shop's own id: an event seen before is not stored again, so a retried call keeps each event once. */
   eventId?: string | null;
+  /** The recommendation list the item was picked from, as its trackingId named it: a click or a conversion. */
+  trackingId?: string | null;
 }
 
 export interface RecordEventsResultModel {
@@ -356,6 +365,8 @@ export interface RecordEventsResultModel {
   duplicates?: number | null;
   /** Items named with no record yet; null where unknown (REST mode). */
   itemsWithoutRecord: number | null;
+  /** Where some were duplicates: whether each event of the call was stored (false: stored before), in call order. */
+  kept?: readonly boolean[];
 }
 
 export interface RecommenderStateModel {
@@ -391,6 +402,8 @@ export interface IngestService {
   upsertItems(principal: PrincipalModel, items: readonly ItemModel[], options?: CallOptions): Promise<UpsertItemsResultModel>;
   /** Where isAdmin does not decide (REST mode): the upstream's last answer for this credential, if any. */
   knownMayIngest?(principal: PrincipalModel): boolean | undefined;
+  /** recommendationStats where the counts are the upstream's (REST mode: its GET /v1/stats), asked as the caller. */
+  recommendationStats?(principal: PrincipalModel, since: number, until: number | null, options?: CallOptions): Promise<RecommendationStatsModel[]>;
   askMayIngest?(principal: PrincipalModel, options?: CallOptions): Promise<boolean>;
 }
 
@@ -407,4 +420,6 @@ export interface Backend {
   roleState?(): RoleStateModel;
   close(): Promise<void>;
   breakerState?: () => Record<string, BreakerState>;
+  /** Where counts of lists served and used are kept; absent in REST mode. */
+  attribution?: AttributionStore;
 }

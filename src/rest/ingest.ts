@@ -1,7 +1,7 @@
 import { badUserInput, ErrorCode, isGatewayError, unauthenticated } from '../errors.js';
 import { attributeValueRefusal, checkCallSize, itemNumberRefusal, isoTimeProblem, parseIsoTime } from '../model/ingest.js';
 import { ITEM_ID_RANGE, ItemRecordError, droppedField, numberWithoutDigits, parseItemRecord, toItemId, unknownNestedField } from '../model/itemRecord.js';
-import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService } from '../ports/backend.js';
+import type { CallOptions, EventInputModel, EventKindModel, IngestService, ItemModel, KeyService, PrincipalModel } from '../ports/backend.js';
 import { header, json } from './types.js';
 import { unknownField } from './unknownField.js';
 import type { RestRequest, RestResponse } from './types.js';
@@ -84,7 +84,7 @@ function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function identifier(raw: Record<string, unknown>, index: number, field: 'sessionId' | 'userId' | 'orderId' | 'eventId'): string | null {
+function identifier(raw: Record<string, unknown>, index: number, field: 'sessionId' | 'userId' | 'orderId' | 'eventId' | 'trackingId'): string | null {
   const value = raw[field];
   if (value === undefined || value === null) return null;
   // checkEvents bounds its length; the value itself is never echoed
@@ -104,7 +104,7 @@ function timeOf(value: unknown, index: number, now: number): number {
 const KINDS: Record<string, EventKindModel> = { view: 'VIEW', purchase: 'PURCHASE' };
 
 /** An event's fields (GraphQL's EventInput, with kind in lower case); any other is refused, as EventInput refuses it. */
-const EVENT_FIELDS = ['kind', 'itemId', 'sessionId', 'userId', 'orderId', 'time', 'eventId'] as const;
+const EVENT_FIELDS = ['kind', 'itemId', 'sessionId', 'userId', 'orderId', 'time', 'eventId', 'trackingId'] as const;
 const EVENT_FIELD_SET: ReadonlySet<string> = new Set(EVENT_FIELDS);
 /** The first field of `raw` an event does not have, or null. Dropped silently, a misspelled
  * `eventID` lost the event's idempotency key (a retry stored it twice) and a misspelled `tme` its
@@ -134,7 +134,7 @@ function unknownItemField(raw: Record<string, unknown>, item: ItemModel): { fiel
 }
 
 /** The events of a POST /v1/events body: a JSON array of `{"kind":"view"|"purchase","itemId",
- * "sessionId"?,"userId"?,"orderId"?,"time"?,"eventId"?}` (time as ISO 8601 with an offset, or ms; now when absent). Checks
+ * "sessionId"?,"userId"?,"orderId"?,"time"?,"eventId"?,"trackingId"?}` (time as ISO 8601 with an offset, or ms; now when absent). Checks
  * their form; checkEvents (src/model/ingest.ts), in the backend, checks the rest. */
 export function parseEvents(body: unknown, now: number = Date.now()): EventInputModel[] {
   if (!Array.isArray(body)) throw badUserInput('The request body must be a JSON array of events', 'events');
@@ -157,6 +157,7 @@ export function parseEvents(body: unknown, now: number = Date.now()): EventInput
       orderId: identifier(raw, i, 'orderId'),
       time: timeOf(raw.time, i, now),
       eventId: identifier(raw, i, 'eventId'),
+      trackingId: identifier(raw, i, 'trackingId'),
     };
   }
   return events;
@@ -202,13 +203,7 @@ async function handle(req: RestRequest, route: 'events' | 'items', keys: KeyServ
   if (route === 'events' && req.method !== 'POST') {
     return json(405, errorBody(405, `Method ${req.method} not allowed`), { allow: 'POST' });
   }
-  const authorization = header(req, 'authorization');
-  const options: CallOptions = {};
-  if (req.signal) options.signal = req.signal;
-  if (req.clientAddress !== undefined) options.clientAddress = req.clientAddress;
-  try {
-    if (authorization === undefined || authorization.trim() === '') throw unauthenticated();
-    const principal = await keys.authenticate(authorization, options);
+  return asCaller(req, keys, async (principal, options) => {
     if (route === 'events') {
       const result = await ingest.recordEvents(principal, parseEvents(req.body), options);
       const body: Record<string, number> = { accepted: result.accepted };
@@ -218,6 +213,18 @@ async function handle(req: RestRequest, route: 'events' | 'items', keys: KeyServ
     }
     const result = await ingest.upsertItems(principal, parseItems(req.body), options);
     return json(200, { upserted: result.upserted });
+  });
+}
+
+/** Runs `answer` for the caller the Authorization header names; any refusal in the twins' error body. */
+export async function asCaller(req: RestRequest, keys: KeyService, answer: (principal: PrincipalModel, options: CallOptions) => Promise<RestResponse>): Promise<RestResponse> {
+  const authorization = header(req, 'authorization');
+  const options: CallOptions = {};
+  if (req.signal) options.signal = req.signal;
+  if (req.clientAddress !== undefined) options.clientAddress = req.clientAddress;
+  try {
+    if (authorization === undefined || authorization.trim() === '') throw unauthenticated();
+    return await answer(await keys.authenticate(authorization, options), options);
   } catch (error) {
     return ingestErrorResponse(error, authorization, req.log);
   }

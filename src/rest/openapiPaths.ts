@@ -307,6 +307,30 @@ export const paths: Record<string, PathItem> = {
       },
     },
   },
+  '/v1/stats': {
+    get: {
+      operationId: 'recommendationStats',
+      summary: 'Impressions, clicks and purchases per kind of recommendation list and variant, with 95% Wilson intervals.',
+      description: 'Administrators only (a password or a key of theirs in the Authorization header). The same as GraphQL\'s recommendationStats: ' +
+        'the whole UTC hours that overlap [since, until), until now when absent; docs/attribution.md.',
+      tags: ['ingestion'],
+      security: keySecurity,
+      parameters: [
+        { name: 'since', in: 'query', required: true, schema: { type: 'string' }, description: 'ISO 8601 with an offset, or milliseconds since 1970.' },
+        { name: 'until', in: 'query', required: false, schema: { type: 'string' }, description: 'The same; now when absent; after since.' },
+      ],
+      responses: {
+        '200': {
+          description: 'One entry per kind and variant.',
+          content: jsonContent({ type: 'array', items: { type: 'object' } }, [{
+            kind: 'NEXT_BEST_PRODUCT', variant: 'A', impressions: 10, clicks: 2, purchases: 0,
+            clickThroughRate: { value: 0.2, low: 0.0567, high: 0.5098 }, conversionRate: { value: 0, low: 0, high: 0.2775 },
+          }]),
+        },
+        ...ingestFailures,
+      },
+    },
+  },
   '/v1/items': {
     put: {
       operationId: 'upsertItems',

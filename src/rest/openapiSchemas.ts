@@ -1,4 +1,5 @@
 import type { OpenAPIV3, OpenAPIV3_1 } from 'openapi-types';
+import { MAX_TRACKING_ID_LENGTH } from '../model/trackingId.js';
 import { MAX_KEY_DAILY_QUOTA, MAX_KEY_RATE_PER_SECOND, MAX_ROTATION_GRACE_SECONDS, DEFAULT_ROTATION_GRACE_SECONDS, type CreateApiKeyInput, type UpdateApiKeyInput, type EventInputModel, type GiftOptionsModel, type ImageEntityModel, type ItemModel, type MarketplacePriceModel } from '../ports/backend.js';
 import { API_KEY_SCOPES } from '../model/scopes.js';
 import { MAX_IDENTIFIER_LENGTH } from '../model/ingest.js';
@@ -334,6 +335,10 @@ export const schemas: Record<string, SchemaObject> = {
       eventId: {
         type: 'string', minLength: 1, maxLength: MAX_IDENTIFIER_LENGTH,
         description: 'Your own id for the event: one stored before (or earlier in the call) is not stored again, so a call may be sent again safely.',
+      },
+      trackingId: {
+        type: 'string', minLength: 1, maxLength: MAX_TRACKING_ID_LENGTH,
+        description: 'The trackingId of the recommendation list the item was picked from: a view with it is a click, a purchase a conversion; one the gateway did not give refuses the call (400).',
       },
     } satisfies FieldsOf<EventInputModel>,
   },

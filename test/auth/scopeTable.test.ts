@@ -32,7 +32,7 @@ describe('the scope table', () => {
       ...Object.entries(FIELD_ACCESS.Mutation).filter(([, a]) => a === scope).map(([f]) => f),
     ].sort();
     expect(byScope('RECOMMENDATIONS_READ')).toEqual(['_entities', 'item', 'items', 'popularItems', 'postBrowsedProducts', 'productRecommendations', 'recommendations', 'recommendedForYou', 'trendingItems']);
-    expect(byScope('EVENTS_WRITE')).toEqual(['recordEvents', 'upsertItems']);
+    expect(byScope('EVENTS_WRITE')).toEqual(['recommendationStats', 'recordEvents', 'upsertItems']);
     expect(byScope('KEYS_MANAGE')).toEqual(['apiKeys', 'createApiKey', 'deleteApiKey', 'rotateApiKey', 'updateApiKey']);
   });
 

@@ -8,6 +8,7 @@ import { seededRandom } from '../../src/backends/embedded/demo.js';
 import { EventLog } from '../../src/recommender/index.js';
 import { evaluate, formatTable } from '../../src/cli/evaluate.js';
 import type { Method } from '../../src/cli/evaluate.js';
+import { parseExperiment, type Experiment } from '../../src/model/experiment.js';
 import { logOf } from '../recommender/helpers.js';
 
 /** Visits that always view 2k+1 right after 2k (k < 25), over a background of popular items 1000-1004. */
@@ -50,6 +51,21 @@ describe('evaluate', () => {
       for (const method of ['consecutive', 'sequential', 'default'] as const) expect(row(task, method).queries).toBe(row(task, 'popularity').queries);
     }
     expect(formatTable(result.rows)).toContain('sequential');
+  });
+
+  it('compares variant B of RECS_EXPERIMENT with the shipped default on the same lists', () => {
+    const experiment = parseExperiment('evidence-prior:5,share=0.5') as Experiment;
+    const result = evaluate(plantedLog(), { methods: [], experiment });
+    const row = (task: string, method: Method) => result.rows.find((r) => r.task === task && r.method === method)!;
+    for (const task of ['post-browse', 'next-best-product'] as const) {
+      const [a, b] = [row(task, 'default'), row(task, 'variant-b')];
+      expect(b.queries).toBe(a.queries);
+      // the same items in another order: the same hits, other ranks
+      expect(b.hitRate).toBe(a.hitRate);
+      expect(b.coverage).toBe(a.coverage);
+      expect(b.parameters).toMatch(/then RECS_EXPERIMENT$/);
+    }
+    expect(evaluate(plantedLog(), { methods: [] }).rows.some((r) => r.method === 'variant-b')).toBe(false);
   });
 
   it('computes the baselines on a tiny log as by hand', () => {

@@ -81,7 +81,7 @@ describe(`CORS over HTTP: CORS_ORIGINS listing two origins, or * (${kind.name} s
     expect(listed(answer.headers.get('vary'))).toContain('origin');
     expect(listed(answer.headers.get('access-control-allow-methods'))).toEqual(expect.arrayContaining(['get', 'post']));
     expect(listed(answer.headers.get('access-control-allow-headers'))).toEqual(expect.arrayContaining([
-      'authorization', 'content-type', 'apollo-require-preflight', 'x-apollo-operation-name', 'apollographql-client-name', 'apollographql-client-version', 'x-request-id',
+      'authorization', 'content-type', 'apollo-require-preflight', 'x-apollo-operation-name', 'apollographql-client-name', 'apollographql-client-version', 'x-request-id', 'x-recs-shopper',
     ]));
     expect(answer.headers.get('access-control-max-age')).toBe('600');
     expect(await answer.text()).toBe('');

@@ -97,7 +97,7 @@ describe('the OpenAPI description', () => {
   });
 
   it('covers every route the gateway serves', () => {
-    expect(Object.keys(openApiDocument.paths).sort()).toEqual(['/api/v1/apikey', '/api/v1/apikey/{id}', '/api/v1/apikey/{id}/rotate', '/api/v1/apikey/{id}/usage', '/v1/events', '/v1/foryou', '/v1/items', '/v1/items/{itemId}', '/v1/nbp', '/v1/popular', '/v1/postbrowse', '/v1/trending']);
+    expect(Object.keys(openApiDocument.paths).sort()).toEqual(['/api/v1/apikey', '/api/v1/apikey/{id}', '/api/v1/apikey/{id}/rotate', '/api/v1/apikey/{id}/usage', '/v1/events', '/v1/foryou', '/v1/items', '/v1/items/{itemId}', '/v1/nbp', '/v1/popular', '/v1/postbrowse', '/v1/stats', '/v1/trending']);
     expect(Object.keys(openApiDocument.components.securitySchemes).sort()).toEqual(['apiKeyHeader', 'apiKeyQuery', 'basicAuth', 'bearerKey']);
   });
 });

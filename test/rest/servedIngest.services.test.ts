@@ -183,7 +183,7 @@ describe('the REST twins, embedded backend', () => {
 
   it('an event field it does not know (a misspelled eventId or time): 400 naming event and field, nothing of the batch stored', async () => {
     // the probe's batch was answered accepted:1, its eventID and tme dropped: a retry stored the event twice
-    const fields = 'kind, itemId, sessionId, userId, orderId, time, eventId';
+    const fields = 'kind, itemId, sessionId, userId, orderId, time, eventId, trackingId';
     const probe = await call('POST', '/v1/events', root, [{ kind: 'view', itemId: A, sessionId: 's', eventID: 'e1', tme: '2026-11-23T06:40:00Z' }]);
     expect(probe).toMatchObject(refusal(400, 4000, `events[0].eventID: unknown field: an event has only ${fields}; did you mean eventId?`));
     const view = (eventId: string, extra: Record<string, unknown> = {}) => ({ kind: 'view', itemId: A, sessionId: 'unknown-fields', eventId, ...extra });

@@ -7,7 +7,8 @@ import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keySe
 import type { KeyStore } from './keys/store.js';
 import { StoreBusyError, StoreFullError } from './dataFiles.js';
 import type { EmbeddedRecs } from './recs.js';
-import type { RecsDataStore } from './liveStore.js';
+import type { EventRow, RecsDataStore } from './liveStore.js';
+import { KIND_PURCHASE } from '../../recommender/index.js';
 
 /** Seconds a client is asked to wait before sending again a call the store was too busy to take. */
 export const STORE_BUSY_RETRY_AFTER_S = 1;
@@ -137,7 +138,10 @@ export class EmbeddedIngest implements IngestService {
       const catalog = this.recs.catalog;
       const missing = new Set<number>();
       for (const itemId of storedItems) if (catalog.get(itemId) === undefined) missing.add(itemId);
-      return { accepted: events.length, duplicates: events.length - storedItems.length, itemsWithoutRecord: missing.size };
+      const duplicates = events.length - storedItems.length;
+      const result: RecordEventsResultModel = { accepted: events.length, duplicates, itemsWithoutRecord: missing.size };
+      if (duplicates > 0) result.kept = keptOf(recEvents, rows);
+      return result;
     });
   }
 
@@ -153,6 +157,17 @@ export class EmbeddedIngest implements IngestService {
       return { upserted: records.length };
     });
   }
+}
+
+/** Which events were stored: the rows are the call's events in order, duplicates left out. */
+function keptOf(events: readonly RecEvent[], rows: readonly EventRow[]): boolean[] {
+  let r = 0;
+  return events.map((e) => {
+    const row = rows[r];
+    const stored = row !== undefined && row[2] === e.itemId && row[6] === Math.round(e.time) && (row[1] === KIND_PURCHASE) === (e.kind === 'purchase');
+    if (stored) r++;
+    return stored;
+  });
 }
 
 /** One record per item, the last sent: so `upserted` counts the items stored, as a later call's record replaces. */
@@ -176,6 +191,7 @@ export function createEmbeddedBackend(
     recs,
     ingest: new EmbeddedIngest(recs, ingestOptions),
     recommender: () => recs.state(),
+    ...(store.attribution ? { attribution: store.attribution() } : {}),
     onDataChange: (listener: () => void) => recs.onChange(listener),
     recsNow: { item: (itemId: number) => recs.catalog.get(itemId) ?? null, recommend: (kind, anchorId, filter) => recs.recommendNow(kind, anchorId, filter) },
     async check() {

@@ -7,6 +7,7 @@ import { toItemRecord } from '../../model/itemRecord.js';
 import type {
   CallOptions, EventInputModel, IngestService, ItemModel, PrincipalModel, RecordEventsResultModel, UpsertItemsResultModel,
 } from '../../ports/backend.js';
+import type { RecommendationStatsModel } from '../../ports/attribution.js';
 import { errorEntries, forClient, parseJson } from './errorBody.js';
 import { DEFAULT_AUTH_CACHE_MAX_ENTRIES, DEFAULT_AUTH_CACHE_TTL_MS } from './options.js';
 import { parseRetryAfter, type Upstream, type UpstreamResponse } from './upstream.js';
@@ -20,6 +21,18 @@ const FIELD_PREFIX = /^((?:events|items)(?:\[\d+\])?(?:\.[A-Za-z]+)?):/;
 /** An upstream's count, if it is one: a whole number from 0 to `most` (GraphQL's Int holds no more than 2^31 - 1). */
 function countOf(value: unknown, most = 2 ** 31 - 1): number | undefined {
   return Number.isInteger(value) && (value as number) >= 0 && (value as number) <= most ? value as number : undefined;
+}
+
+const TRACKED = new Set(['POST_BROWSE', 'NEXT_BEST_PRODUCT', 'FOR_YOU']);
+const isRate = (value: unknown): boolean =>
+  value === null || (typeof value === 'object' && ['value', 'low', 'high'].every((f) => typeof (value as Record<string, unknown>)[f] === 'number'));
+
+/** A row of GET /v1/stats as recommendationStats answers it; anything else is no answer. */
+function isStatsRow(value: unknown): value is RecommendationStatsModel {
+  if (typeof value !== 'object' || value === null) return false;
+  const row = value as Record<string, unknown>;
+  return TRACKED.has(row.kind as string) && (row.variant === 'A' || row.variant === 'B') &&
+    ['impressions', 'clicks', 'purchases'].every((f) => countOf(row[f]) !== undefined) && isRate(row.clickThroughRate) && isRate(row.conversionRate);
 }
 
 /** What an upstream twin's answer says of whether the caller may send: refused (403), or past that
@@ -73,6 +86,7 @@ export class RestIngestService implements IngestService {
       if (e.userId !== null) event.userId = e.userId;
       if (e.orderId !== null) event.orderId = e.orderId;
       if (e.eventId != null) event.eventId = e.eventId;
+      if (e.trackingId != null) event.trackingId = e.trackingId;
       event.time = e.time;
       return event;
     });
@@ -98,6 +112,21 @@ export class RestIngestService implements IngestService {
     return { upserted };
   }
 
+  /** GET /v1/stats of an upstream recs-gateway, with the caller's credentials: the upstream decides who may read. */
+  async recommendationStats(principal: PrincipalModel, since: number, until: number | null, options: CallOptions = {}): Promise<RecommendationStatsModel[]> {
+    const query = new URLSearchParams({ since: new Date(since).toISOString() });
+    if (until !== null) query.set('until', new Date(until).toISOString());
+    const headers: Record<string, string> = { authorization: principal.authorization };
+    const response = await this.upstream.request({ method: 'GET', path: `/v1/stats?${query.toString()}`, headers, signal: options.signal });
+    if (response.status === 404 || response.status === 405) {
+      throw upstreamRejected(SERVICE, 'the upstream has no recommendation statistics (GET /v1/stats is not one of its routes)');
+    }
+    if (response.status !== 200) throw this.error(response, 'stats', principal);
+    const rows = parseJson(response.text);
+    if (!Array.isArray(rows) || !rows.every(isStatsRow)) throw upstreamUnavailable(SERVICE, 'unexpected answer to GET /v1/stats');
+    return rows;
+  }
+
   private send(method: 'POST' | 'PUT', path: string, principal: PrincipalModel, body: unknown, options: CallOptions): Promise<UpstreamResponse> {
     const headers: Record<string, string> = { authorization: principal.authorization, 'content-type': 'application/json' };
     if (options.clientAddress !== undefined && FORWARDED_FOR.test(options.clientAddress)) headers['x-forwarded-for'] = options.clientAddress;
@@ -105,12 +134,12 @@ export class RestIngestService implements IngestService {
   }
 
   /** The one place an upstream twin's status becomes an error. */
-  private error({ status, text, headers }: UpstreamResponse, what: 'events' | 'items' | 'either', principal: PrincipalModel): GatewayError {
+  private error({ status, text, headers }: UpstreamResponse, what: 'events' | 'items' | 'either' | 'stats', principal: PrincipalModel): GatewayError {
     const given = (errorEntries(parseJson(text), text) ?? [])[0]?.message;
     const said = given === undefined ? undefined : forClient(given, principal.authorization);
     if (status === 400 || status === 413) {
-      const message = said ?? `The upstream refused the ${what === 'events' ? 'events' : 'item records'}`;
-      return badUserInput(message, FIELD_PREFIX.exec(message)?.[1] ?? what);
+      const message = said ?? `The upstream refused the ${what === 'events' ? 'events' : what === 'stats' ? 'period' : 'item records'}`;
+      return badUserInput(message, FIELD_PREFIX.exec(message)?.[1] ?? (what === 'stats' ? 'since' : what));
     }
     if (status === 401) return unauthenticated();
     if (status === 403) return forbidden(said ?? 'Only administrators may send events and item records');

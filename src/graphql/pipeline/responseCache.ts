@@ -87,6 +87,8 @@ interface Entry {
   version: number;
   /** What it was computed from; null where the data is not followed. */
   sources: AnswerSources | null;
+  /** The lists it holds, an impression each time it is served (src/model/trackingId.ts ListCode). */
+  impressions: readonly number[];
 }
 
 export interface ResponseCacheStats {
@@ -105,6 +107,8 @@ const REMEMBERED_TEXT_CHARS = 8 * 1024 * 1024;
 const MUTATION_WORD = /\bmutation\b/;
 /** Edge fields showing more than item and rank; the key holds the query text, so a text without them cannot show them. */
 const ENTRY_DETAIL = /\b(?:score|evidence|source)\b/;
+/** Never in a key otherwise: JSON.stringify escapes control characters. */
+const VARIANT_MARK = '\u0000';
 const PUBLIC_MAX_AGE = /^max-age=(\d+), public$/;
 
 /** Serialised 200 answers that Apollo marked `max-age=N, public`, answered before the pipeline and
@@ -197,7 +201,7 @@ export class ResponseCache {
   }
 
   /** Answers from the cache and returns the operation's label; null when nothing fresh. */
-  serve(key: string, res: ServerResponse, requestId: string): string | null {
+  serve(key: string, res: ServerResponse, requestId: string, countImpressions?: (codes: readonly number[]) => void): string | null {
     const entry = this.entries.get(key);
     const now = this.now();
     if (entry === undefined || entry.expiresAt <= now || (entry.version !== this.version && !this.stillHolds(entry))) {
@@ -211,11 +215,12 @@ export class ResponseCache {
     headers.push('age', String(Math.floor((now - entry.storedAt) / 1000)), 'x-request-id', requestId);
     res.writeHead(200, headers);
     res.end(entry.body);
+    if (entry.impressions.length > 0) countImpressions?.(entry.impressions);
     return entry.operation;
   }
 
   /** Offers Apollo's answer: kept only as a 200 without errors marked `max-age=N, public`, N > 0. */
-  offer(key: string, status: number, headers: Record<string, string>, body: string | Buffer, operation = 'anonymous', sources: AnswerSources | null = null): void {
+  offer(key: string, status: number, headers: Record<string, string>, body: string | Buffer, operation = 'anonymous', sources: AnswerSources | null = null, impressions: readonly number[] = []): void {
     if (status !== 200) return;
     const match = PUBLIC_MAX_AGE.exec(headers['cache-control'] ?? '');
     if (!match) return;
@@ -236,7 +241,7 @@ export class ResponseCache {
     // followed data: an answer with unknown sources could never be checked, nor trusted
     if (this.following && sources === null) return;
     const version = sources?.version ?? this.version;
-    this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000, version, sources });
+    this.entries.set(key, { operation, body: bytes, headers: kept, storedAt: now, expiresAt: now + maxAge * 1000, version, sources, impressions });
     this.stats.stored += 1;
   }
 
@@ -262,7 +267,8 @@ export class ResponseCache {
   }
 
   sourcesOfNewAnswer(key: string): AnswerSources | null {
-    return this.following ? new AnswerSources(this.version, ENTRY_DETAIL.test(key)) : null;
+    // variant B orders a list by its scores and evidence: a change to them may reorder it
+    return this.following ? new AnswerSources(this.version, ENTRY_DETAIL.test(key) || key.includes(VARIANT_MARK)) : null;
   }
 
   private stillHolds(entry: Entry): boolean {
@@ -283,5 +289,8 @@ export class ResponseCache {
     return true;
   }
 }
+
+/** A key for one variant's answers: a list ranked for B is never served to A's shopper, nor the reverse. A's keys are as without an experiment. */
+export const variantKey = (key: string | null, variant: string): string | null => (key === null || variant === 'A' ? key : `${key}${VARIANT_MARK}${variant}`);
 
 const bodyKey = (accept: string | undefined, text: string): string => `${accept ?? ''}\n${text}`;

@@ -3,6 +3,7 @@ import type { Backend, PrincipalModel } from '../../ports/backend.js';
 import { newResolved, type Resolved } from '../pipeline/apollo.js';
 import { AnswerBudget } from './answerBudget.js';
 import type { Loaders } from './loaders.js';
+import { untracked, type RequestTracking } from '../../observability/attribution.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 
 export interface GatewayContext {
@@ -15,6 +16,8 @@ export interface GatewayContext {
   clientAddress?: string;
   answerBudget: AnswerBudget;
   resolved: Resolved;
+  /** The request's variant, and the lists it serves (an impression each). */
+  tracking: RequestTracking;
 }
 
 /** A class rather than a literal with a `signal` getter, which is slower to make and lands in the old generation. */
@@ -30,6 +33,7 @@ export class RequestContext implements GatewayContext {
     readonly request?: RequestRecord,
     readonly clientAddress?: string,
     maxResponseBytes = DEFAULT_MAX_RESPONSE_BYTES,
+    readonly tracking: RequestTracking = untracked(),
   ) {
     this.answerBudget = new AnswerBudget(maxResponseBytes);
   }

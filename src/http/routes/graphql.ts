@@ -6,7 +6,9 @@ import type { GraphQLEngine } from '../../graphql/pipeline/engine.js';
 import { createLoaders } from '../../graphql/schema/loaders.js';
 import type { Config } from '../../config/env.js';
 import type { Resolved } from '../../graphql/pipeline/apollo.js';
-import type { AnswerSources } from '../../graphql/pipeline/responseCache.js';
+import { variantKey, type AnswerSources } from '../../graphql/pipeline/responseCache.js';
+import type { Attribution } from '../../observability/attribution.js';
+import type { ListCode } from '../../model/trackingId.js';
 import type { GatewayMetrics } from '../../observability/metrics.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import { trace } from '@opentelemetry/api';
@@ -37,11 +39,13 @@ export interface GraphQLRouteDeps extends PreludeDeps {
   serveIde: (req: IncomingMessage, res: ServerResponse, file: null) => Promise<void>;
   /** CORS_ORIGINS lists origins: a PUBLIC answer then varies by Origin. */
   varyByOrigin?: boolean;
+  /** Each request's variant (X-Recs-Shopper), and the counts of the lists answers hold, cached or not. */
+  attribution: Attribution;
 }
 
 /** /graphql's handler: `(req, res, search, record)`, search the URL's query string as sent. */
 export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord) => Promise<void> {
-  const { config, backend, limiter, addresses, metrics, serveIde } = deps;
+  const { config, backend, limiter, addresses, metrics, serveIde, attribution } = deps;
   const prelude = new Prelude(deps, GRAPHQL_REFUSALS, true);
   const { responseCache, trustedDocuments, newDocuments, execute } = deps.engine;
   const publicVary = deps.varyByOrigin === true ? 'authorization, origin' : 'authorization';
@@ -62,6 +66,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     if (caller instanceof Promise) caller = await caller;
     if (caller === ANSWERED) return;
     const principal = caller;
+    const tracking = attribution.forRequest(req.headers);
     let text: string | undefined;
     let body: unknown;
     let cacheKey: string | null = null;
@@ -72,7 +77,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       if (raw === ANSWERED) return;
       text = raw!.toString('utf8');
       // a body seen before needs no parsing: it passed the trusted-documents check then
-      cacheKey = cached?.knownKey(req.headers, text) ?? null;
+      cacheKey = variantKey(cached?.knownKey(req.headers, text) ?? null, tracking.variant);
       if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
       body = prelude.parse(req, res, record, text);
       if (body === ANSWERED) return;
@@ -94,7 +99,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
 
     // 3. the response cache
     if (cached !== null && cacheKey === null) {
-      cacheKey = cached.keyOf(method, req.headers, body, text);
+      cacheKey = variantKey(cached.keyOf(method, req.headers, body, text), tracking.variant);
       if (cacheKey !== null && serveCached(res, cacheKey, record, principal)) return;
     }
 
@@ -113,7 +118,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
     const deadline = deadlineOf(res, config.requestDeadlineMs);
     const sources = cacheKey !== null ? responseCache!.sourcesOfNewAnswer(cacheKey) : null;
     const hooks = sources === null ? { onBatch: metrics.onBatch } : { onBatch: metrics.onBatch, onList: sources.onList, onItems: sources.onItems };
-    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address, config.maxResponseBytes);
+    const context = new RequestContext(principal, backend, createLoaders(backend.recs, deadline, hooks, backend.recsNow ?? null), deadline, record, address, config.maxResponseBytes, tracking);
     const started = performance.now();
     const answer = await execute({ method, headers: req.headers, search, body }, context);
     const { resolved } = context;
@@ -125,7 +130,8 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
 
     // 5. send
     if (answer.status === 401 && answer.headers['www-authenticate'] !== undefined) answer.headers['www-authenticate'] = challengeFor(req.headers);
-    if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources);
+    attribution.counter.countImpressions(tracking.impressions);
+    if (answer.chunks === undefined) return send(res, answer.status, answer.headers, answer.body, cacheKey, record, sources, tracking.impressions);
     res.setHeader('x-request-id', record.id);
     res.writeHead(answer.status, answer.headers);
     for await (const chunk of answer.chunks) res.write(chunk);
@@ -161,14 +167,14 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
   /** Answers from the response cache when it holds a fresh answer for key; false when it does not. */
   function serveCached(res: ServerResponse, key: string, record: RequestRecord, principal: PrincipalModel | null): boolean {
     const started = performance.now();
-    const hit = responseCache!.serve(key, res, record.id);
+    const hit = responseCache!.serve(key, res, record.id, attribution.counter.countImpressions);
     if (hit !== null) metrics.graphqlAnswered(hit, 'ok', started, record, principal);
     return hit !== null;
   }
 
   /** A whole GraphQL answer: sent with its length, then offered to the response cache. The headers go to writeHead
    * as one array, x-request-id first, as the cached path sends them: node takes an array without a setHeader each. */
-  function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord, sources: AnswerSources | null): void {
+  function send(res: ServerResponse, status: number, headers: Record<string, string>, body: string, cacheKey: string | null | undefined, record: RequestRecord, sources: AnswerSources | null, impressions: readonly ListCode[]): void {
     // a shared cache may keep a public answer, but only for callers with the same credential
     if (headers['cache-control']?.includes('public')) headers.vary = publicVary;
     const bytes = cacheKey !== null && cacheKey !== undefined ? Buffer.from(body, 'utf8') : null;
@@ -181,7 +187,7 @@ export function graphqlRoute(deps: GraphQLRouteDeps): (req: IncomingMessage, res
       return;
     }
     res.end(bytes);
-    responseCache!.offer(cacheKey!, status, headers, bytes, record.operation, sources);
+    responseCache!.offer(cacheKey!, status, headers, bytes, record.operation, sources, impressions);
   }
 
   function graphql(req: IncomingMessage, res: ServerResponse, search: string, record: RequestRecord): Promise<void> {

@@ -176,6 +176,12 @@ export type EventInput = {
   sessionId?: InputMaybe<Scalars['String']['input']>;
   /** When it happened, with an offset (see DateTime), from 1970 to a day ahead of the gateway's clock; now when omitted. */
   time?: InputMaybe<Scalars['DateTime']['input']>;
+  /**
+   * The trackingId of the recommendation list the item was picked from: a VIEW with it counts a
+   * click on that list, a PURCHASE a conversion (recommendationStats). One the gateway did not give
+   * is BAD_USER_INPUT, and the call keeps nothing.
+   */
+  trackingId?: InputMaybe<Scalars['String']['input']>;
   /** The shopper, across sessions: purchases of one user make items bought together. */
   userId?: InputMaybe<Scalars['String']['input']>;
 };
@@ -187,12 +193,22 @@ export type EventKind =
   /** The shopper looked at the item (a product page, a quick view). */
   | 'VIEW';
 
-/** A shopper's list. Fields naming the list may join edges and nodes. */
+/** A shopper's list. */
 export type ForYouConnection = {
   __typename?: 'ForYouConnection';
   edges: Array<ForYouEdge>;
   /** The recommended items alone, in order (the same as edges' nodes). */
   nodes: Array<Item>;
+  /**
+   * Names this list (kind FOR_YOU, the shopper hashed, the variant), as RecommendationConnection's does:
+   * send it as EventInput.trackingId with a click or a purchase from the list.
+   */
+  trackingId: Scalars['String']['output'];
+  /**
+   * The A/B variant of the shopper the list is for (X-Recs-Shopper's, when sent); the ranking is the
+   * same in both variants, so an experiment compares the anchored lists' orders alone.
+   */
+  variant: Scalars['String']['output'];
 };
 
 export type ForYouEdge = {
@@ -609,6 +625,14 @@ export type Query = {
    * relevant first, at most first (1 to 10), each passing filter if given. NOT_FOUND for an unknown anchor.
    */
   productRecommendations: Array<Item>;
+  /**
+   *   Impressions, clicks and purchases per kind of list and variant, over the whole UTC hours that
+   *   overlap [since, until) (until: now when omitted), every process over the store counted; counts
+   *   reach the store every 2 seconds (docs/attribution.md). Administrators only (FORBIDDEN otherwise);
+   *   BAD_USER_INPUT when until is not after since. REST twin: GET /v1/stats?since=&until=, which a
+   * REST-mode gateway asks (UPSTREAM_REJECTED where the upstream has none).
+   */
+  recommendationStats: Array<RecommendationStats>;
   /** Either list, with the reason behind each item. */
   recommendations: RecommendationConnection;
   /**
@@ -674,6 +698,12 @@ export type QueryProductRecommendationsArgs = {
 };
 
 
+export type QueryRecommendationStatsArgs = {
+  since: Scalars['DateTime']['input'];
+  until?: InputMaybe<Scalars['DateTime']['input']>;
+};
+
+
 export type QueryRecommendationsArgs = {
   filter?: InputMaybe<RecommendationFilter>;
   first?: InputMaybe<Scalars['Int']['input']>;
@@ -695,6 +725,14 @@ export type QueryTrendingItemsArgs = {
   first?: InputMaybe<Scalars['Int']['input']>;
 };
 
+/** A share with its 95% Wilson score interval. */
+export type Rate = {
+  __typename?: 'Rate';
+  high: Scalars['Float']['output'];
+  low: Scalars['Float']['output'];
+  value: Scalars['Float']['output'];
+};
+
 export type RecommendationConnection = {
   __typename?: 'RecommendationConnection';
   /** The anchor item. */
@@ -703,6 +741,17 @@ export type RecommendationConnection = {
   kind: RecommendationKind;
   /** The recommended items alone, in order (the same as edges' nodes). */
   nodes: Array<Item>;
+  /**
+   * Names this list (its kind, anchor and variant), opaque and short: send it as EventInput.trackingId
+   * with the VIEW of an item a shopper opened from the list (a click) and with the PURCHASE of it (a
+   * conversion). Serving the list counts an impression (recommendationStats).
+   */
+  trackingId: Scalars['String']['output'];
+  /**
+   * The ranking that ordered the list: A, the shipped one, or B, the experiment's (RECS_EXPERIMENT),
+   * by the X-Recs-Shopper header's shopper; A without an experiment or without the header.
+   */
+  variant: Scalars['String']['output'];
 };
 
 export type RecommendationEdge = {
@@ -749,6 +798,15 @@ export type RecommendationKind =
   /** Items viewed together with the anchor (post browsed products). */
   | 'POST_BROWSE';
 
+/** The kinds of list whose use is counted (recommendationStats). */
+export type RecommendationListKind =
+  /** A shopper's own list (recommendedForYou). */
+  | 'FOR_YOU'
+  /** recommendations(kind: NEXT_BEST_PRODUCT). */
+  | 'NEXT_BEST_PRODUCT'
+  /** recommendations(kind: POST_BROWSE). */
+  | 'POST_BROWSE';
+
 /** What produced a recommended item. */
 export type RecommendationSource =
   /** Filled from the anchor's category, evidence being thin. */
@@ -763,6 +821,24 @@ export type RecommendationSource =
   | 'POPULAR'
   /** Chosen by the upstream service, which does not say why. */
   | 'UPSTREAM';
+
+/** How one kind of list, in one variant, was served and used. */
+export type RecommendationStats = {
+  __typename?: 'RecommendationStats';
+  /** clicks / impressions; null without impressions. */
+  clickThroughRate?: Maybe<Rate>;
+  /** VIEW events naming one of these lists by trackingId. */
+  clicks: Scalars['Int']['output'];
+  /** purchases / impressions; null without impressions. */
+  conversionRate?: Maybe<Rate>;
+  /** Lists served, from the response cache too. */
+  impressions: Scalars['Int']['output'];
+  kind: RecommendationListKind;
+  /** PURCHASE events naming one of these lists by trackingId. */
+  purchases: Scalars['Int']['output'];
+  /** A (the shipped ranking) or B (the experiment's). */
+  variant: Scalars['String']['output'];
+};
 
 /** What recordEvents kept. */
 export type RecordEventsPayload = {

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { LIST_COUNTS_TABLES, PostgresListCounts } from '../attribution/postgresListCounts.js';
+import type { AttributionStore } from '../../../ports/attribution.js';
 import pg from 'pg';
 import { StoreOpenError } from '../dataFiles.js';
 import { nextDefaultName } from './apiKeyValue.js';
@@ -222,6 +224,7 @@ export class PostgresKeyStore implements KeyStore {
           EXCEPTION WHEN undefined_table THEN
             RETURN NULL;
           END $$;`);
+      await client.query(LIST_COUNTS_TABLES);
       await this.addKeyColumns(client);
       await this.createChangeTriggers(client);
       await client.query('COMMIT');
@@ -451,6 +454,11 @@ export class PostgresKeyStore implements KeyStore {
       [userId],
     );
     return rows[0]!.users > 0 ? rows[0]!.keys : null;
+  }
+
+  /** Counts of lists served and used, in this database. */
+  attribution(): AttributionStore {
+    return new PostgresListCounts(this.pool);
   }
 
   async close(): Promise<void> {

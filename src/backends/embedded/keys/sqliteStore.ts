@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { SqliteListCounts } from '../attribution/sqliteListCounts.js';
+import type { AttributionStore } from '../../../ports/attribution.js';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { makeDataDir, preparePrivateFile, storeOpenError } from '../dataFiles.js';
@@ -219,6 +221,11 @@ export class SqliteKeyStore implements KeyStore {
   /** SQLite's data_version: it moves when another connection, in any process, commits; not for this one's writes. */
   dataVersion(): number {
     return this.statements.dataVersion.get()!;
+  }
+
+  /** Counts of lists served and used, in this file. */
+  attribution(): AttributionStore {
+    return new SqliteListCounts(this.db);
   }
 
   async migrate(): Promise<void> {

@@ -1,3 +1,4 @@
+import type { AttributionStore } from '../../../ports/attribution.js';
 import type { ApiKeyScope, ApiKeyUsageModel } from '../../../ports/backend.js';
 
 /** Where users and keys are kept (SQLite or PostgreSQL): no rules beyond uniqueness and atomicity, KeyService has the rest. */
@@ -123,6 +124,8 @@ export interface KeyStore {
   dataVersion?(): number;
   /** The same where it takes a query (PostgreSQL: a counter its triggers move). */
   readDataVersion?(): Promise<number>;
+  /** Where counts of lists served and used are kept, in the same database; absent in test doubles. */
+  attribution?(): AttributionStore;
   close(): Promise<void>;
 }
 

@@ -26,14 +26,18 @@ export async function recommendedForYou(context: GatewayContext, args: ForYouArg
   if (recs.forYou === undefined) throw upstreamRejected(RECS_SERVICE, 'the recommendations backend lacks lists for one shopper');
   const list = await recs.forYou(shopper, first, { signal: context.signal }, filter);
   if (list.items !== undefined) context.loaders.know(list.items);
+  // counted once the list exists: a failed call is no impression
+  const { trackingId, variant } = context.tracking.serve('FOR_YOU', { shopper: shopper.userId ?? shopper.sessionId! });
   const items = existingItems(await context.loaders.items.loadMany(list.entries.map((e) => e.itemId)));
   const known = new Set(items.map((item) => item.itemId));
   const entries = list.entries.filter((e) => known.has(e.itemId)).map((e, i) => (e.rank === i + 1 ? e : { ...e, rank: i + 1 }));
-  return { ...list, entries, items: charged(context, items) };
+  return { ...list, entries, items: charged(context, items), trackingId, variant };
 }
 
 export const ForYouConnection: ForYouConnectionResolvers = {
   edges: (list) => list.entries,
+  trackingId: (list) => list.trackingId!,
+  variant: (list) => list.variant!,
   nodes: (list, _, context) => context.loaders.items.loadMany(list.entries.map((e) => e.itemId)).then(existingItems),
 };
 

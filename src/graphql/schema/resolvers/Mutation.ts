@@ -13,6 +13,7 @@ function toEventModel(e: EventInput, now: number): EventInputModel {
     orderId: e.orderId ?? null,
     time: e.time ?? now,
     eventId: e.eventId ?? null,
+    trackingId: e.trackingId ?? null,
   };
 }
 

@@ -1,9 +1,10 @@
 import type { QueryResolvers } from '../../../__generated__/resolvers-types.js';
 import type { ItemModel } from '../../../ports/backend.js';
-import { badUserInput, notFound } from '../../../errors.js';
+import { badUserInput, forbidden, notFound } from '../../../errors.js';
 import { MAX_ITEM_IDS } from '../../../config/limits.js';
 import { checkListFirst, listsLacking, parseCategoryPath } from '../../../model/itemLists.js';
 import { recommendedForYou } from './ForYou.js';
+import { readStats } from '../../../observability/attribution.js';
 import { charged, rankedItems, recommendationList, recommendedItems, requirePrincipal } from './helpers.js';
 
 
@@ -45,6 +46,14 @@ export const Query: QueryResolvers = {
   recommendations: (_, { itemId, kind, ...args }, context) => {
     requirePrincipal(context);
     return recommendationList(context, kind, itemId, args);
+  },
+
+  /** Counts of lists served and used (administrators only: the scope table gives it EVENTS_WRITE). */
+  recommendationStats: (_, { since, until }, context) => {
+    const principal = requirePrincipal(context);
+    const { attribution } = context.tracking;
+    if (attribution === null) throw forbidden('This gateway keeps no recommendation statistics');
+    return readStats(attribution, context.backend.ingest, principal, since, until ?? null, { signal: context.signal });
   },
 
   /** The items rising most in the last day (the schema states the rule). */

@@ -31,10 +31,19 @@ export interface ListArgs {
   filter?: RecommendationFilterInput | null;
 }
 
-/** A list cut to `first`, dropping unknown items; without a promise where the backend holds list and records. */
+/** A list cut to `first`, dropping unknown items, named and counted as served (an impression); without a
+ * promise where the backend holds list and records. */
 export function recommendationList(context: GatewayContext, kind: RecommendationKind, anchorId: number, args: ListArgs): RecommendationListModel | Promise<RecommendationListModel> {
   const listed = listedFor(context, kind, anchorId, checkFirst(args.first), toRecommendationFilter(args.filter));
-  return 'list' in listed ? listed.list : listed.then((found) => found.list);
+  return 'list' in listed ? served(context, listed.list) : listed.then((found) => served(context, found.list));
+}
+
+/** Names the list and counts it as served, in the request's variant. */
+export function served(context: GatewayContext, list: RecommendationListModel): RecommendationListModel {
+  const { trackingId, variant } = context.tracking.serve(list.kind, list.anchorId);
+  list.trackingId = trackingId;
+  list.variant = variant;
+  return list;
 }
 
 export function recommendedItems(context: GatewayContext, kind: RecommendationKind, anchorId: number, args: ListArgs): ItemModel[] | Promise<ItemModel[]> {
@@ -46,22 +55,26 @@ function listedFor(context: GatewayContext, kind: RecommendationKind, anchorId: 
   const { loaders } = context;
   const now = loaders.listNow(kind, anchorId, filter);
   const items = now === undefined ? null : loaders.itemsOf(now);
-  if (items !== null) return cut(now!, items, n);
+  if (items !== null) return cut(context, now!, items, n);
   return (async () => {
     const list = await loaders.recommendations.load(kind, anchorId, filter);
-    return cut(list, loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId))), n);
+    return cut(context, list, loaders.itemsOf(list) ?? (await loaders.items.loadMany(list.entries.map((e) => e.itemId))), n);
   })();
 }
 
-/** Cuts to the first `n` entries whose items exist, ranks closed up; a failed load is thrown. */
-function cut(list: RecommendationListModel, loaded: readonly (ItemModel | null | Error)[], n: number): Listed {
+/** Cuts to the first `n` entries whose items exist, in the request's variant's order, ranks closed up;
+ * a failed load is thrown. */
+function cut(context: GatewayContext, list: RecommendationListModel, loaded: readonly (ItemModel | null | Error)[], n: number): Listed {
   const entries: RecommendationEntryModel[] = [];
   const items: ItemModel[] = [];
-  for (let i = 0; i < list.entries.length && entries.length < n; i++) {
-    const item = loaded[i];
+  const byItem = new Map<number, ItemModel | null | Error | undefined>();
+  const ranked = context.tracking.rank(list.entries);
+  if (ranked !== list.entries) list.entries.forEach((entry, i) => byItem.set(entry.itemId, loaded[i]));
+  for (let i = 0; i < ranked.length && entries.length < n; i++) {
+    const item = ranked === list.entries ? loaded[i] : byItem.get(ranked[i]!.itemId);
     if (item instanceof Error) throw item;
     if (isItem(item)) {
-      const entry = list.entries[i]!;
+      const entry = ranked[i]!;
       // copy only where a dropped item moved the rank: the list's entries are shared
       entries.push(entry.rank === entries.length + 1 ? entry : { ...entry, rank: entries.length + 1 });
       items.push(item);

@@ -1,0 +1,89 @@
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { basicAuthorization } from '../../src/auth/authorization.js';
+import { createEmbeddedBackend } from '../../src/backends/embedded/index.js';
+import { SqliteKeyStore } from '../../src/backends/embedded/keys/sqliteStore.js';
+import { addUser } from '../../src/backends/embedded/keys/users.js';
+import { openEmbeddedRecs } from '../../src/backends/embedded/openRecs.js';
+import { createRestBackend } from '../../src/backends/rest/index.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { PHONE } from '../helpers/harness.js';
+import { withIngestInMemory } from '../helpers/memoryIngest.js';
+import { tempDir, TEST_COST } from '../helpers/stores.js';
+
+const root = basicAuthorization('root', 'root-password');
+const SECRET = 'the-secret-front-and-upstream-share';
+const STATS = `{ recommendationStats(since: "2020-01-01T00:00:00Z") { kind variant impressions clicks purchases } }`;
+const RECORD = 'mutation($e: [EventInput!]!) { recordEvents(events: $e) { accepted } }';
+
+/** A REST-mode front over a recs-gateway: trackingIds it gives are taken by the upstream, which counts them. */
+describe('attribution in REST mode', () => {
+  const dir = tempDir('recs-attribution-rest-');
+  let upstream: TestGateway;
+  let front: TestGateway;
+
+  beforeAll(async () => {
+    const store = new SqliteKeyStore(path.join(dir.dir, 'keys.db'));
+    await addUser(store, { username: 'root', password: 'root-password', isAdmin: true }, TEST_COST);
+    await addUser(store, { username: 'alice', password: 'alice-password' }, TEST_COST);
+    const recs = await openEmbeddedRecs({ dataDir: null });
+    upstream = await startTestGateway(withIngestInMemory(createEmbeddedBackend(store, recs), recs), { RECS_TRACKING_SECRET: SECRET });
+    const created = await upstream.gql<{ createApiKey: { key: string } }>('mutation { createApiKey(input: { name: "front" }) { key } }', {}, { authorization: root });
+    const rest = createRestBackend({ apiKeyServiceUrl: upstream.url, recsServiceUrl: upstream.url, recsApiKey: created.body.data!.createApiKey.key, authCacheTtlMs: 0 });
+    front = await startTestGateway(rest, { RECS_TRACKING_SECRET: SECRET });
+  });
+  afterAll(async () => {
+    await front?.stop().catch(() => undefined);
+    await upstream?.stop().catch(() => undefined);
+    dir.remove();
+  });
+
+  it('forwards a trackingId in events to the upstream, which counts the click', async () => {
+    const served = await front.gql<{ recommendations: { trackingId: string; variant: string } }>(
+      `{ recommendations(itemId: ${PHONE}, kind: POST_BROWSE, first: 3) { trackingId variant } }`, {}, { authorization: root },
+    );
+    expect(served.body.data!.recommendations.variant).toBe('A');
+    const { trackingId } = served.body.data!.recommendations;
+    const recorded = await front.gql(RECORD, { e: [{ kind: 'VIEW', itemId: PHONE, sessionId: 's', trackingId }] }, { authorization: root });
+    expect(recorded.body).toEqual({ data: { recordEvents: { accepted: 1 } } });
+    const stats = await upstream.gql<{ recommendationStats: { kind: string; variant: string; clicks: number }[] }>(STATS, {}, { authorization: root });
+    expect(stats.body.data!.recommendationStats.find((s) => s.kind === 'POST_BROWSE' && s.variant === 'A')!.clicks).toBe(1);
+  });
+
+  it('refuses a malformed or forged trackingId before forwarding', async () => {
+    for (const bad of ['no such id', 'AAAAAAAAAAAAAAAAAAAAAAA']) {
+      const refused = await front.gql(RECORD, { e: [{ kind: 'VIEW', itemId: PHONE, sessionId: 's', trackingId: bad }] }, { authorization: root });
+      expect(refused.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    }
+  });
+
+  it('answers recommendationStats from the upstream\'s GET /v1/stats, as the caller', async () => {
+    const atFront = await front.gql(STATS, {}, { authorization: root });
+    const atUpstream = await upstream.gql(STATS, {}, { authorization: root });
+    expect(atFront.body.errors).toBeUndefined();
+    expect(atFront.body.data).toEqual(atUpstream.body.data);
+    const rest = await fetch(`${upstream.url}/v1/stats?since=2020-01-01T00:00:00Z`, { headers: { authorization: root } });
+    expect(rest.status).toBe(200);
+    const rows = (await rest.json()) as Record<string, unknown>[];
+    const kinds = (atUpstream.body.data as { recommendationStats: Record<string, unknown>[] }).recommendationStats;
+    expect(rows.map((row) => [row.kind, row.variant, row.clicks])).toEqual(kinds.map((row) => [row.kind, row.variant, row.clicks]));
+    const backwards = await front.gql('{ recommendationStats(since: "2026-01-02T00:00:00Z", until: "2026-01-01T00:00:00Z") { kind } }', {}, { authorization: root });
+    expect(backwards.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+  });
+
+  it('GET /v1/stats: administrators only, since required, as the ingestion twins refuse', async () => {
+    const alice = basicAuthorization('alice', 'alice-password');
+    const get = async (query: string, authorization?: string) => {
+      const response = await fetch(`${upstream.url}/v1/stats${query}`, { headers: authorization ? { authorization } : {} });
+      return { status: response.status, body: (await response.json()) as { errors?: { code: number; message: string }[] } };
+    };
+    expect((await get('?since=2020-01-01T00:00:00Z')).status).toBe(401);
+    expect((await get('?since=2020-01-01T00:00:00Z', alice)).status).toBe(403);
+    const missing = await get('', root);
+    expect(missing.status).toBe(400);
+    expect(missing.body.errors?.[0]?.message).toMatch(/^since is required/);
+    expect((await get('?since=yesterday', root)).status).toBe(400);
+    expect((await get('?since=1700000000000&until=1600000000000', root)).status).toBe(400);
+    expect((await fetch(`${upstream.url}/v1/stats?since=0`, { method: 'POST', headers: { authorization: root } })).status).toBe(405);
+  });
+});
