@@ -29,7 +29,7 @@ export type { EventKind, RecEvent } from './eventLog.js';
 export { ItemIndex } from './interners.js';
 export type { EventLogColumns } from './logColumns.js';
 export type { CompactionUnderWay } from './logCompaction.js';
-export { Catalog, loadCatalogFile } from './catalog.js';
+export { Catalog, familyOf, loadCatalogFile } from './catalog.js';
 export type { CatalogLoadReport } from './catalog.js';
 
 // Workers: a model or a kind built in another thread, handed over as transferable arrays.

@@ -2,7 +2,7 @@ import { underCategory } from '../../model/itemLists.js';
 import { isInStock } from '../../model/itemRecord.js';
 import { passesFilter } from '../../model/recommendationFilter.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecommendationSource } from '../../ports/backend.js';
-import { familyOf } from '../../recommender/catalog.js';
+import { familyOf } from '../../recommender/index.js';
 import { MAX_RECOMMENDATIONS, SCAN_LIMIT } from '../../recommender/index.js';
 
 /** The tiers a filtered list too short is filled from, as the model's: the items of the anchor's category,
