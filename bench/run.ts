@@ -24,10 +24,12 @@ import { addUser } from '../src/backends/embedded/keys/users.js';
 import { basicAuthorization } from '../src/auth/authorization.js';
 import { buildDemo } from '../src/backends/embedded/demo.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
+import { openRecsData } from '../src/backends/embedded/loadFromStore.js';
+import { parseItemRecord } from '../src/model/itemRecord.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'roles-mix', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -333,6 +335,8 @@ const hotAnchor = anchors[0]!;
 console.log(`${anchors.length} anchors with 10 recommendations; hot anchor ${hotAnchor}`);
 /** Anchors of the unmeasured warm-up before the cold runs. */
 const WARM_ANCHORS = QUICK ? 500 : 2000;
+/** Requests of the mix sent to the serve replica before measuring (8s): its caches' warm-up, shorter than (8)'s. */
+const ROLES_MIX_WARM = QUICK ? 5000 : 20_000;
 /** Anchors of the unmeasured warm-up before the nested cold run (6), from the same warm set. */
 const NESTED_WARM_ANCHORS = 300;
 /** Sets of distinct anchors: (5) one at a time, (5) at 20 connections, (6), (5)'s timed phases. */
@@ -416,7 +420,9 @@ const extra: {
   authTimed?: { us: number; cpuUs: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
-  mixed?: Partial<Record<'mixed' | 'mixed-reads', { hitRate: number; batches: number }>>;
+  mixed?: Partial<Record<'mixed' | 'mixed-reads' | 'roles-mix', { hitRate: number; batches: number }>>;
+  /** (8s): the learner's CPU over the serve replica's measured requests, per request, in µs. */
+  learnerCpuUs?: number;
   /** req/s of the load generator with scenario (7)'s bodies against raw node:http. */
   lookupCeiling?: number;
 } = {};
@@ -636,9 +642,22 @@ await oneTarget('inline', 'lookup through GraphQL, embedded, no response cache, 
   }
 });
 
-/** The mix against a new embedded gateway; the hit rate and the batches sent go to extra.mixed. */
-async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promise<Row> {
-  const target = await start('gateway', { ...embeddedEnv, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
+/** Where the mix is sent: the embedded gateway (by default), or a serve replica with its learner beside it. */
+interface MixSetup {
+  env: Record<string, string>;
+  auth: Record<string, string>;
+  adminKey: string;
+  /** Requests sent before measuring (MIXED_WARM by default). */
+  warm?: number;
+  /** A process whose CPU over the measured requests is reported beside the target's (the learner). */
+  beside?: Target;
+}
+
+/** The mix against a new gateway; the hit rate and the batches sent go to extra.mixed. */
+async function runMixed(id: 'mixed' | 'mixed-reads' | 'roles-mix', eventsShare: number, setup: MixSetup = { env: embeddedEnv, auth, adminKey }): Promise<Row> {
+  const target = await start('gateway', { ...setup.env, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
+  const { auth, adminKey } = setup;
+  const warm = setup.warm ?? MIXED_WARM;
   try {
     const url = `${target.url}/graphql`;
     const bodies = mixedBodies([...demo.catalog.values()].map((item) => item.itemId), eventsShare);
@@ -650,20 +669,23 @@ async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promi
     }
     type Stats = { responseCache: { hits: number; misses: number; rechecked?: number; changed?: number } };
     const stats = async (): Promise<Stats> => (await fetch(`${target.url}/__bench/stats`)).json() as Promise<Stats>;
-    await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(0, MIXED_WARM), amount: MIXED_WARM }, 0, false);
+    await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(0, warm), amount: warm }, 0, false);
     const before = await stats();
+    const besideCpu0 = setup.beside?.cpuMs() ?? 0;
     // the bodies after the warm-up's, never the same ones again (unless a run takes 250,000)
-    const m = await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(MIXED_WARM) }, DURATION, true);
+    const m = await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(warm) }, DURATION, true);
+    if (setup.beside) extra.learnerCpuUs = ((setup.beside.cpuMs() - besideCpu0) * 1000) / m.requests;
     const after = await stats();
     const hits = after.responseCache.hits - before.responseCache.hits;
     const misses = after.responseCache.misses - before.responseCache.misses;
-    const batches = Math.round(m.requests * (bodies.slice(MIXED_WARM).filter(isEventsBody).length / (bodies.length - MIXED_WARM)));
+    const batches = Math.round(m.requests * (bodies.slice(warm).filter(isEventsBody).length / (bodies.length - warm)));
     (extra.mixed ??= {})[id] = { hitRate: hits / (hits + misses), batches };
     // of the hits, those on answers kept from before a batch and checked against the data; of the misses, those a batch changed
     const rechecked = (after.responseCache.rechecked ?? 0) - (before.responseCache.rechecked ?? 0);
     const changed = (after.responseCache.changed ?? 0) - (before.responseCache.changed ?? 0);
     console.log(`  response cache hit rate ${fmt((hits / (hits + misses)) * 100, 1)}% (${hits} hits, ${rechecked} of them after a check; ${misses} misses, ${changed} of them changed by events)${eventsShare > 0 ? `; about ${batches} batches of ${EVENTS_PER_BATCH} events` : ''}`);
     const what = `Zipf(1.0) anchors over the catalogue, 3 selections, ${ITEMS_SHARE * 100}% item lookups`;
+    if (id === 'roles-mix') return { id, name: `(8s) the realistic mix with its batches on a RECS_ROLE=serve replica (a learner beside it, on the load generator's core)`, m };
     return eventsShare > 0
       ? { id, name: `(8) realistic mix: ${what}, ${eventsShare * 100}% recordEvents batches of ${EVENTS_PER_BATCH}, response cache on`, m }
       : { id, name: `(8r) the same mix without its recordEvents batches (reads only)`, m };
@@ -674,6 +696,50 @@ async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promi
 
 await oneTarget('mixed', 'a realistic mix with events, embedded, the response cache at its default size', () => runMixed('mixed', EVENTS_SHARE));
 await oneTarget('mixed-reads', 'the same mix without its events', () => runMixed('mixed-reads', 0));
+
+// (8s) the same mix on a RECS_ROLE=serve replica (issue 43): the demo shop's records and events in a
+// PostgreSQL schema of its own, a learner (RECS_ROLE=learn) that has published its lists before the
+// load starts, on the load generator's core so that the replica's core is its own; both CPUs reported.
+await oneTarget('roles-mix', 'the realistic mix on a serve replica, its learner beside it', async () => {
+  const pgBase = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const schema = `bench_roles_mix_${process.pid}`;
+  const keyStore = new PostgresKeyStore({ connectionString: pgBase, schema, max: 2 });
+  const admin = new pg.Client({ connectionString: pgBase });
+  await admin.connect();
+  let learner: Target | null = null;
+  try {
+    await keyStore.migrate();
+    const recsStore = (await openRecsData({ kind: 'postgres', connectionString: pgBase, schema }))!;
+    await recsStore.upsertItems(demo.data.records.map((record) => parseItemRecord(record)));
+    for (let at = 0; at < demo.data.events.length; at += 5000) await recsStore.appendEvents(demo.data.events.slice(at, at + 5000));
+    const head = (await recsStore.head()).lastEventId;
+    await recsStore.close();
+    const keys = new EmbeddedKeyService(keyStore);
+    await addUser(keyStore, { username: 'bench', password: 'bench-password' });
+    await addUser(keyStore, { username: 'bench-admin', password: 'bench-admin-password', isAdmin: true });
+    const client = (await keys.createKey(await keys.authenticate(basicAuthorization('bench', 'bench-password')), { name: 'client' })).key;
+    const events = (await keys.createKey(await keys.authenticate(basicAuthorization('bench-admin', 'bench-admin-password')), { name: 'events' })).key;
+    await keys.close();
+    const url = new URL(pgBase);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    const roleEnv = (role: string): Record<string, string> => ({ ...embeddedEnv, DATA_DIR: path.join(dataDir, `roles-${role}`), DATABASE_URL: url.toString(), RECS_ROLE: role });
+    learner = await start('gateway', roleEnv('learn'), '0');
+    // its first publish reflects the whole store once publishedEventId reaches the head
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const { rows } = await admin.query<{ value: string }>(`SELECT value FROM ${schema}.recs_meta WHERE key = 'publishedEventId'`).catch(() => ({ rows: [] as { value: string }[] }));
+      if (Number(rows[0]?.value ?? 0) >= head) break;
+      if (Date.now() > deadline) throw new Error('roles-mix: the learner did not publish its lists within 120 s');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    return await runMixed('roles-mix', EVENTS_SHARE, { env: roleEnv('serve'), auth: { authorization: client }, adminKey: events, warm: ROLES_MIX_WARM, beside: learner });
+  } finally {
+    await learner?.stop();
+    await keyStore.close();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+  }
+});
 
 await oneTarget('rest', 'gateway cached, REST mode', async () => {
   const rest = await start('gateway', restEnv);
@@ -949,6 +1015,17 @@ if (mixedRow) {
       `${reads ? `; without the events ${fmt(reads.hitRate * 100, 1)}%` : ''}) | ${verdict(mixedRow.m.rps >= 3 * rps('apollo'))} |`,
   );
   targets.push(`| (8) realistic mix p99 ≤ 5 ms at ${CONNECTIONS} connections | ${fmt(mixedRow.m.p99)} ms | ${verdict(mixedRow.m.p99 <= 5)} |`);
+}
+const rolesMixRow = byId.get('roles-mix');
+const apolloCpu = byId.get('apollo')?.m.cpuUs ?? NaN;
+if (rolesMixRow) {
+  const ratio = rolesMixRow.m.cpuUs / apolloCpu;
+  const learnerUs = extra.learnerCpuUs ?? NaN;
+  targets.push(
+    `| (8s) a serve replica's CPU a request in the mix with batches ≤ 1/2.5 of (2)'s (ratio ≤ 0.4) | ${fmt(ratio)} (${Math.round(rolesMixRow.m.cpuUs)} against ${Math.round(apolloCpu)} µs; ` +
+      `the learner beside it ${Math.round(learnerUs)} µs a replica's request, ${fmt(learnerUs / apolloCpu)} of (2)'s; together ${fmt((rolesMixRow.m.cpuUs + learnerUs) / apolloCpu)}; ` +
+      `response cache hit rate ${fmt((extra.mixed?.['roles-mix']?.hitRate ?? NaN) * 100, 1)}%) | ${verdict(ratio <= 0.4)} |`,
+  );
 }
 const restRow = byId.get('rest');
 if (restRow) {
