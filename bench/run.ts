@@ -29,7 +29,7 @@ import { parseItemRecord } from '../src/model/itemRecord.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'roles-mix', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'roles-mix', 'roles', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -45,6 +45,8 @@ Options:
                        for checking the run and its report, not for figures to keep
   --only <ids>         comma-separated scenario ids (${SCENARIOS.join(',')})
   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
+  --roles-events <n,n> store sizes of the roles scenario's serve-replica start-up (default 10000,100000;
+                       10000 with --quick; a million events adds about two minutes)
   --no-write           print only; leave BENCHMARKS.md alone
   --out <file>         where to write the report (default BENCHMARKS.md)
   --cpu-prof <dir>     run the embedded gateway and the cold and nested REST-mode gateways under --cpu-prof
@@ -75,6 +77,7 @@ try {
       quick: { type: 'boolean', default: false },
       only: { type: 'string' },
       'with-10m': { type: 'boolean', default: false },
+      'roles-events': { type: 'string' },
       'no-write': { type: 'boolean', default: false },
       out: { type: 'string', default: 'BENCHMARKS.md' },
       'cpu-prof': { type: 'string' },
@@ -336,7 +339,7 @@ console.log(`${anchors.length} anchors with 10 recommendations; hot anchor ${hot
 /** Anchors of the unmeasured warm-up before the cold runs. */
 const WARM_ANCHORS = QUICK ? 500 : 2000;
 /** Requests of the mix sent to the serve replica before measuring (8s): its caches' warm-up, shorter than (8)'s. */
-const ROLES_MIX_WARM = QUICK ? 5000 : 20_000;
+const ROLES_MIX_WARM = QUICK ? 2000 : 5000;
 /** Anchors of the unmeasured warm-up before the nested cold run (6), from the same warm set. */
 const NESTED_WARM_ANCHORS = 300;
 /** Sets of distinct anchors: (5) one at a time, (5) at 20 connections, (6), (5)'s timed phases. */
@@ -919,6 +922,33 @@ if (wanted('filters')) {
   console.log(filtersOutput);
 }
 
+// RECS_ROLE (issue 43), as processes on PostgreSQL and Redis, in children on both cores likewise:
+// bench/freshness.ts --roles (freshness across serve replicas, the standby's takeover after SIGKILL)
+// and bench/roles.ts (a serve replica's start-up and memory against stores of --roles-events sizes)
+type RolesFresh = { roundsFresh: number; freshP50Ms: number; freshP99Ms: number; takeoverMs: number; standbyActiveMs: number; reads: number; readsFailed: number; batches: number; batchesFailed: number; acknowledged: number; stored: number };
+type RolesSize = { events: number; fillMs: number; learnerStartMs: number; learnerFirstPublishMs: number; learnerRssMb: number; serveStartMs: number; serveStartCpuMs: number; serveStarts: number[]; serveRssStartMb: number; serveRssAfterAnchorsMb: number; sameListsAsModel: string };
+let rolesFresh: RolesFresh | null = null;
+let rolesSizes: RolesSize[] | null = null;
+const ROLES_EVENTS = flags['roles-events'] ?? (QUICK ? '10000' : '10000,100000');
+/** Runs bench/<script> in a child on every core and answers the JSON of its `<tag> ...` line (null without one). */
+async function childJson<T>(script: string, args: string[], tag: string, env: Record<string, string> = {}): Promise<T | null> {
+  console.log(`${tag}: bench/${script} ${args.join(' ')}`);
+  const child = spawn('taskset', ['-c', `0-${os.cpus().length - 1}`, process.execPath, '--import', 'tsx', `bench/${script}`, ...args], {
+    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  console.log(output.replace(new RegExp(`^${tag} .*\n?`, 'm'), ''));
+  const json = new RegExp(`^${tag} (.*)$`, 'm').exec(output);
+  if (!json) notes.push(`bench/${script} ${args.join(' ')}: no figures (exit ${String(code)})`);
+  return json ? (JSON.parse(json[1]!) as T) : null;
+}
+if (wanted('roles')) {
+  rolesFresh = await childJson<RolesFresh>('freshness.ts', ['--roles'], 'freshness-json', { ROUNDS: QUICK ? '5' : '10' });
+  rolesSizes = await childJson<RolesSize[]>('roles.ts', ['--events', ROLES_EVENTS], 'roles-json');
+}
+
 // ---------------------------------------------------------------------------------------------
 // the host's speed, again: the references measured first are measured once more at the end, so
 // that a host whose speed moved during the run (a shared machine: bare Apollo went from 297 to
@@ -1027,6 +1057,19 @@ if (rolesMixRow) {
       `response cache hit rate ${fmt((extra.mixed?.['roles-mix']?.hitRate ?? NaN) * 100, 1)}%) | ${verdict(ratio <= 0.4)} |`,
   );
 }
+if (rolesFresh) {
+  const f = rolesFresh;
+  targets.push(`| (R1) roles: an event acknowledged by either serve replica changes the lists both serve, p99 ≤ 2 s | p50 ${f.freshP50Ms} ms, p99 ${f.freshP99Ms} ms (${f.roundsFresh} batches, both kinds) | ${verdict(f.freshP99Ms <= 2000)} |`);
+  targets.push(`| (R2) roles: SIGKILL of the active learner, the standby publishes the lists of new events ≤ 10 s | ${fmt(f.takeoverMs / 1000, 1)} s (the standby held the lock after ${fmt(f.standbyActiveMs / 1000, 1)} s) | ${verdict(f.takeoverMs <= 10_000)} |`);
+  targets.push(`| (R2) roles: the serve replicas never stop answering during the takeover (failed requests) | ${f.readsFailed} of ${f.reads} reads, ${f.batchesFailed} of ${f.batches} event batches | ${verdict(f.readsFailed + f.batchesFailed === 0)} |`);
+  targets.push(`| (R2) roles: no acknowledged event lost (stored ≥ acknowledged) | ${f.stored} stored, ${f.acknowledged} acknowledged | ${verdict(f.stored >= f.acknowledged)} |`);
+}
+for (const size of rolesSizes ?? []) {
+  targets.push(
+    `| (R3) roles: a serve replica against ${size.events.toLocaleString('en')} events ready ≤ 3 s, RSS < 250 MB after 2,000 anchors of each kind | ` +
+      `ready in ${fmt(size.serveStartMs / 1000, 1)} s (CPU ${fmt(size.serveStartCpuMs / 1000, 2)} s); ${size.serveRssAfterAnchorsMb} MB (${size.serveRssStartMb} MB at ready) | ${verdict(size.serveStartMs <= 3000 && size.serveRssAfterAnchorsMb < 250)} |`,
+  );
+}
 const restRow = byId.get('rest');
 if (restRow) {
   targets.push(`| (4) REST mode ≥ 50% of (1) | ${fmt((restRow.m.rps / rps('raw')) * 100, 0)}% | ${verdict(restRow.m.rps >= 0.5 * rps('raw'))} |`);
@@ -1097,6 +1140,16 @@ const lines = [
       ]
     : []),
   ...notes.map((note) => `Note: ${note}`),
+  ...(rolesSizes && rolesSizes.length > 0
+    ? [
+        'RECS_ROLE by store size (`bench/roles.ts`: processes from dist/, 10,000 items, a learner then a serve replica on PostgreSQL):',
+        '',
+        '| events stored | learner: ready / first full publish | learner RSS | serve replica: spawn to ready, median of 3 (each) | its CPU time to ready | serve RSS at ready / after 2,000 anchors of each kind | serve lists equal to the model\'s |',
+        '|---:|---:|---:|---:|---:|---:|---:|',
+        ...rolesSizes.map((r) => `| ${r.events.toLocaleString('en')} | ${fmt(r.learnerStartMs / 1000, 1)} s / ${fmt(r.learnerFirstPublishMs / 1000, 1)} s | ${r.learnerRssMb} MB | ${fmt(r.serveStartMs / 1000, 1)} s (${r.serveStarts.map((ms) => fmt(ms / 1000, 1)).join(', ')}) | ${fmt(r.serveStartCpuMs / 1000, 2)} s | ${r.serveRssStartMb} / ${r.serveRssAfterAnchorsMb} MB | ${r.sameListsAsModel} |`),
+        '',
+      ]
+    : []),
   ...(recommenderOutput ? ['Recommender (`bench/recommender.ts`, on both cores):', '', '```', recommenderOutput.trim(), '```', ''] : []),
   ...(filtersOutput ? ['Filtered lookups (`bench/filters.ts`, in-process, on both cores):', '', '```', filtersOutput.trim(), '```', ''] : []),
 ];
