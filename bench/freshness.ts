@@ -219,9 +219,21 @@ async function roles(): Promise<void> {
         }
         return performance.now() - since;
       }));
+    /** From `since` until the learner has published through the store's last event now (its share of the wait). */
+    const published = async (since: number): Promise<number> => {
+      const { rows } = await db.query<{ head: string }>(`SELECT max(id) AS head FROM ${schema}.recs_events`);
+      const head = Number(rows[0]!.head);
+      for (;;) {
+        const meta = await db.query<{ value: string }>(`SELECT value FROM ${schema}.recs_meta WHERE key = 'publishedEventId'`);
+        if (Number(meta.rows[0]?.value ?? 0) >= head) return performance.now() - since;
+        if (performance.now() - since > 30_000) throw new Error('the learner did not publish within 30 s');
+        await sleep(5);
+      }
+    };
     // freshness: a batch to each replica in turn, until both serve the changed lists
     const browsed: number[][] = [];
     const bought: number[][] = [];
+    const publishes: number[] = [];
     const WARM_UP = 3;
     for (let r = 0; r < ROUNDS + WARM_UP; r++) {
       const anchor = 1 + (r % 400);
@@ -229,18 +241,22 @@ async function roles(): Promise<void> {
       const took = replicas[r % 2]!.url;
       await sleep(Math.random() * 100);
       await send(took, coViews(anchor, target, 40 + r, 1_000_000 + r * 1000));
-      const views = await seen('postBrowsedProducts', anchor, target, performance.now());
+      const acked = performance.now();
+      const [views, pubViews] = await Promise.all([seen('postBrowsedProducts', anchor, target, acked), published(acked)]);
       await sleep(Math.random() * 100);
       await send(took, orders(anchor, target, 40 + r, 1_000_000 + r * 1000));
-      const nbp = await seen('productRecommendations', anchor, target, performance.now());
+      const ackedOrders = performance.now();
+      const [nbp, pubOrders] = await Promise.all([seen('productRecommendations', anchor, target, ackedOrders), published(ackedOrders)]);
       if (r < WARM_UP) continue;
+      publishes.push(pubViews, pubOrders);
       // [the replica that took the batch, the other]
       browsed.push(r % 2 === 0 ? views : [views[1]!, views[0]!]);
       bought.push(r % 2 === 0 ? nbp : [nbp[1]!, nbp[0]!]);
     }
     const both = [...browsed, ...bought].map((w) => Math.max(...w));
-    const fresh = { p50: pct(both, 50), p99: pct(both, 99), rounds: both.length };
+    const fresh = { p50: pct(both, 50), p99: pct(both, 99), rounds: both.length, publishP50: pct(publishes, 50), publishP99: pct(publishes, 99) };
     console.log(`freshness across serve replicas, until both serve the changed list (${ROUNDS} rounds x 2 kinds): p50 ${fresh.p50.toFixed(0)} ms, p99 ${fresh.p99.toFixed(0)} ms`);
+    console.log(`  of which the learner's part, from the answer until it has published through the batch: p50 ${fresh.publishP50.toFixed(0)} ms, p99 ${fresh.publishP99.toFixed(0)} ms`);
     console.log(`  post-browse: the replica that took the batch p50 ${pct(browsed.map((w) => w[0]!), 50).toFixed(0)} ms, the other p50 ${pct(browsed.map((w) => w[1]!), 50).toFixed(0)} ms; ` +
       `next-best-product: ${pct(bought.map((w) => w[0]!), 50).toFixed(0)} and ${pct(bought.map((w) => w[1]!), 50).toFixed(0)} ms`);
 
@@ -294,7 +310,7 @@ async function roles(): Promise<void> {
     await Promise.all(traffic);
     const stored = await storedEvents(source);
     const result = {
-      roundsFresh: fresh.rounds, freshP50Ms: Math.round(fresh.p50), freshP99Ms: Math.round(fresh.p99),
+      roundsFresh: fresh.rounds, freshP50Ms: Math.round(fresh.p50), freshP99Ms: Math.round(fresh.p99), publishP50Ms: Math.round(fresh.publishP50), publishP99Ms: Math.round(fresh.publishP99),
       takeoverMs: Math.round(Math.max(...takeover)), standbyActiveMs: Math.round(standbyActiveMs),
       reads: reads.ok + reads.failed, readsFailed: reads.failed, batches: writes.ok + writes.failed, batchesFailed: writes.failed,
       acknowledged, stored,
