@@ -1054,7 +1054,7 @@ if (rolesMixRow) {
   targets.push(
     `| (8s) a serve replica's CPU a request in the mix with batches ≤ 1/2.5 of (2)'s (ratio ≤ 0.4) | ${fmt(ratio)} (${Math.round(rolesMixRow.m.cpuUs)} against ${Math.round(apolloCpu)} µs; ` +
       `the learner beside it ${Math.round(learnerUs)} µs a replica's request, ${fmt(learnerUs / apolloCpu)} of (2)'s; together ${fmt((rolesMixRow.m.cpuUs + learnerUs) / apolloCpu)}; ` +
-      `response cache hit rate ${fmt((extra.mixed?.['roles-mix']?.hitRate ?? NaN) * 100, 1)}%) | ${verdict(ratio <= 0.4)} |`,
+      `response cache hit rate ${fmt((extra.mixed?.['roles-mix']?.hitRate ?? NaN) * 100, 1)}%) | ${Number.isFinite(ratio) ? verdict(ratio <= 0.4) : 'no (2) in this run'} |`,
   );
 }
 if (rolesFresh) {
