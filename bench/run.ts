@@ -99,6 +99,9 @@ for (const name of ['duration', 'warmup', 'connections', 'cold-requests'] as con
   const value = Number(flags[name]);
   if (!Number.isFinite(value) || value < 0 || (name !== 'warmup' && value === 0)) usageError(`--${name} must be a positive number, got "${flags[name]}"`);
 }
+if (flags['roles-events'] !== undefined && !flags['roles-events'].split(',').every((n) => /^[1-9]\d*$/.test(n))) {
+  usageError(`--roles-events must be positive whole numbers, comma-separated, got "${flags['roles-events']}"`);
+}
 for (const id of flags.only?.split(',') ?? []) {
   if (!SCENARIOS.includes(id)) usageError(`--only: no scenario "${id}"`);
 }
