@@ -19,15 +19,23 @@
  * cannot answer with a list from before the change: until the response cache drops answers when
  * the model changes (EmbeddedRecs.onChange), a client asking the same query sees it up to 300 s late.
  *
+ * `--roles` (issue 43): four processes on one PostgreSQL schema and one Redis (a key prefix of the
+ * bench's own): two RECS_ROLE=serve replicas, an active RECS_ROLE=learn and a standby. Each round's
+ * batch goes to either replica in turn; timed until both serve the changed list (target p99 <= 2 s).
+ * Then, under steady reads and event batches on both replicas, SIGKILL of the active learner: timed
+ * until both replicas serve a list changed by events sent after the kill (target <= 10 s), with the
+ * replicas' failed requests over the takeover (target 0) and the events the store holds against those
+ * acknowledged (none lost). Prints a last line `freshness-json {...}` for bench/run.ts.
+ *
  * Needs the recordEvents mutation (the live-api work); says so and stops without it.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { coViews, sendEvents } from '../test/helpers/liveEvents.js';
+import { coViews, itemsFrom, sendEvents, storeCatalogue, storedEvents } from '../test/helpers/liveEvents.js';
 import type { EventInputModel } from '../src/ports/backend.js';
 import buildOnce from '../test/helpers/build.js';
-import { gql, startServe } from '../test/helpers/processes.js';
+import { createKey, firstAdmin, gql, startServe, type ServeProcess } from '../test/helpers/processes.js';
 import { tempDir } from '../test/helpers/stores.js';
 import { drainPrefix } from '../test/helpers/redis.js';
 
@@ -50,6 +58,11 @@ function orders(anchor: number, other: number, times: number, first: number, tim
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 const REST = process.argv.includes('--rest');
+if (process.argv.includes('--roles')) {
+  await buildOnce();
+  await roles();
+  process.exit(0);
+}
 const schema = `bench_fresh_${process.pid}`;
 const redisPrefix = `recs-gateway-bench-fresh-${process.pid}:`;
 const admin = new pg.Client({ connectionString: BASE_URL });
@@ -152,4 +165,165 @@ try {
     await admin.end();
   }
   for (const d of data) d.remove();
+}
+
+/** `--roles`: freshness across serve replicas, then the standby's takeover (see the head of this file). */
+async function roles(): Promise<void> {
+  const schema = `bench_fresh_roles_${process.pid}`;
+  const prefix = `recs-gateway-bench-roles-${process.pid}:`;
+  const db = new pg.Client({ connectionString: BASE_URL });
+  await db.connect();
+  await db.query(`CREATE SCHEMA ${schema}`);
+  const source = { kind: 'postgres' as const, connectionString: BASE_URL, schema };
+  await storeCatalogue(source, itemsFrom(1, 1000));
+  const dbUrl = new URL(BASE_URL);
+  dbUrl.searchParams.set('options', `-c search_path=${schema}`);
+  const dirs: ReturnType<typeof tempDir>[] = [];
+  const procs: ServeProcess[] = [];
+  const start = async (role: 'serve' | 'learn'): Promise<ServeProcess> => {
+    const dir = tempDir(`bench-fresh-${role}-`);
+    dirs.push(dir);
+    const p = await startServe({
+      RECS_ROLE: role, DATABASE_URL: dbUrl.toString(), DATA_DIR: dir.dir, OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: FOLLOW_MS,
+      REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379', REDIS_KEY_PREFIX: prefix,
+    });
+    procs.push(p);
+    return p;
+  };
+  let acknowledged = 0;
+  let auth = '';
+  const send = async (base: string, events: EventInputModel[]): Promise<void> => {
+    // read after the await: `acknowledged += await ...` would add to a total read before it (lost updates between senders)
+    const { accepted } = await sendEvents(base, auth, events);
+    acknowledged += accepted;
+  };
+  const learnerActive = async (p: ServeProcess): Promise<boolean> =>
+    ((await (await fetch(`${p.url}/readyz`)).json()) as { role?: { learnerActive?: boolean } }).role?.learnerActive === true;
+  try {
+    const first = await start('learn');
+    auth = await createKey(first.url, firstAdmin(first), 'bench');
+    const [standby, a, b] = [await start('learn'), await start('serve'), await start('serve')];
+    const replicas = [a, b];
+    let poll = 0;
+    const top = async (base: string, anchor: number, field: string): Promise<number | undefined> => {
+      const alias = `p${++poll}`;
+      const { body } = await gql(base, `{ ${alias}: ${field}(itemId: ${anchor}, first: 1) { itemId } }`, {}, { authorization: auth });
+      return (body.data?.[alias] as unknown as { itemId: number }[] | undefined)?.[0]?.itemId;
+    };
+    /** From `since` until each replica serves `target` first for `anchor`: ms on each. */
+    const seen = (field: string, anchor: number, target: number, since: number, bound = 30_000): Promise<number[]> =>
+      Promise.all(replicas.map(async (r) => {
+        while ((await top(r.url, anchor, field)) !== target) {
+          if (performance.now() - since > bound) throw new Error(`${r.url}'s ${field} did not change within ${bound} ms`);
+          await sleep(5);
+        }
+        return performance.now() - since;
+      }));
+    /** From `since` until the learner has published through the store's last event now (its share of the wait). */
+    const published = async (since: number): Promise<number> => {
+      const { rows } = await db.query<{ head: string }>(`SELECT max(id) AS head FROM ${schema}.recs_events`);
+      const head = Number(rows[0]!.head);
+      for (;;) {
+        const meta = await db.query<{ value: string }>(`SELECT value FROM ${schema}.recs_meta WHERE key = 'publishedEventId'`);
+        if (Number(meta.rows[0]?.value ?? 0) >= head) return performance.now() - since;
+        if (performance.now() - since > 30_000) throw new Error('the learner did not publish within 30 s');
+        await sleep(5);
+      }
+    };
+    // freshness: a batch to each replica in turn, until both serve the changed lists
+    const browsed: number[][] = [];
+    const bought: number[][] = [];
+    const publishes: number[] = [];
+    const WARM_UP = 3;
+    for (let r = 0; r < ROUNDS + WARM_UP; r++) {
+      const anchor = 1 + (r % 400);
+      const target = 501 + ((r * 37) % 400);
+      const took = replicas[r % 2]!.url;
+      await sleep(Math.random() * 100);
+      await send(took, coViews(anchor, target, 40 + r, 1_000_000 + r * 1000));
+      const acked = performance.now();
+      const [views, pubViews] = await Promise.all([seen('postBrowsedProducts', anchor, target, acked), published(acked)]);
+      await sleep(Math.random() * 100);
+      await send(took, orders(anchor, target, 40 + r, 1_000_000 + r * 1000));
+      const ackedOrders = performance.now();
+      const [nbp, pubOrders] = await Promise.all([seen('productRecommendations', anchor, target, ackedOrders), published(ackedOrders)]);
+      if (r < WARM_UP) continue;
+      publishes.push(pubViews, pubOrders);
+      // [the replica that took the batch, the other]
+      browsed.push(r % 2 === 0 ? views : [views[1]!, views[0]!]);
+      bought.push(r % 2 === 0 ? nbp : [nbp[1]!, nbp[0]!]);
+    }
+    const both = [...browsed, ...bought].map((w) => Math.max(...w));
+    const fresh = { p50: pct(both, 50), p99: pct(both, 99), rounds: both.length, publishP50: pct(publishes, 50), publishP99: pct(publishes, 99) };
+    console.log(`freshness across serve replicas, until both serve the changed list (${ROUNDS} rounds x 2 kinds): p50 ${fresh.p50.toFixed(0)} ms, p99 ${fresh.p99.toFixed(0)} ms`);
+    console.log(`  of which the learner's part, from the answer until it has published through the batch: p50 ${fresh.publishP50.toFixed(0)} ms, p99 ${fresh.publishP99.toFixed(0)} ms`);
+    console.log(`  post-browse: the replica that took the batch p50 ${pct(browsed.map((w) => w[0]!), 50).toFixed(0)} ms, the other p50 ${pct(browsed.map((w) => w[1]!), 50).toFixed(0)} ms; ` +
+      `next-best-product: ${pct(bought.map((w) => w[0]!), 50).toFixed(0)} and ${pct(bought.map((w) => w[1]!), 50).toFixed(0)} ms`);
+
+    // the takeover, under reads on both replicas and batches to both
+    const active = (await learnerActive(first)) ? first : (await learnerActive(standby)) ? standby : null;
+    if (active === null) throw new Error('no learner reports itself active');
+    const other = active === first ? standby : first;
+    let running = true;
+    const reads = { ok: 0, failed: 0 };
+    const writes = { ok: 0, failed: 0 };
+    const reader = async (base: string, seed: number): Promise<void> => {
+      for (let i = 0; running; i++) {
+        try {
+          const { status, body } = await gql(base, 'query($i: ItemId!) { postBrowsedProducts(itemId: $i, first: 10) { itemId name } }', { i: 1 + ((seed + i * 7) % 1000) }, { authorization: auth });
+          if (status === 200 && !body.errors) reads.ok++;
+          else reads.failed++;
+        } catch {
+          reads.failed++;
+        }
+      }
+    };
+    const writer = async (): Promise<void> => {
+      for (let i = 0; running; i++) {
+        try {
+          await send(replicas[i % 2]!.url, coViews(1 + ((i * 13) % 400), 1 + ((i * 29 + 7) % 400), 10, 5_000_000 + i * 10));
+          writes.ok++;
+        } catch {
+          writes.failed++;
+        }
+        await sleep(50);
+      }
+    };
+    const traffic = [reader(a.url, 0), reader(a.url, 500), reader(b.url, 250), reader(b.url, 750), writer()];
+    await sleep(2000);
+    const [markA, markB] = [999, 1000];
+    active.child.kill('SIGKILL');
+    const killedAt = performance.now();
+    await send(a.url, coViews(markA, markB, 100, 9_000_000, Date.now() - 10_000));
+    let standbyActiveMs = NaN;
+    const watch = (async () => {
+      while (!(await learnerActive(other))) {
+        if (performance.now() - killedAt > 60_000) return;
+        await sleep(20);
+      }
+      standbyActiveMs = performance.now() - killedAt;
+    })();
+    const takeover = await seen('postBrowsedProducts', markA, markB, killedAt, 60_000);
+    await watch;
+    await sleep(1000);
+    running = false;
+    await Promise.all(traffic);
+    const stored = await storedEvents(source);
+    const result = {
+      roundsFresh: fresh.rounds, freshP50Ms: Math.round(fresh.p50), freshP99Ms: Math.round(fresh.p99), publishP50Ms: Math.round(fresh.publishP50), publishP99Ms: Math.round(fresh.publishP99),
+      takeoverMs: Math.round(Math.max(...takeover)), standbyActiveMs: Math.round(standbyActiveMs),
+      reads: reads.ok + reads.failed, readsFailed: reads.failed, batches: writes.ok + writes.failed, batchesFailed: writes.failed,
+      acknowledged, stored,
+    };
+    console.log(`SIGKILL of the active learner: the standby holds the lock after ${result.standbyActiveMs} ms; both replicas serve the lists of events sent after the kill after ${result.takeoverMs} ms`);
+    console.log(`  meanwhile ${result.reads} reads (${result.readsFailed} failed) and ${result.batches} event batches (${result.batchesFailed} failed) on the serve replicas; events acknowledged ${acknowledged}, stored ${stored}`);
+    console.log(`node ${process.version}; four processes from dist/ on PostgreSQL and Redis, RECS_FOLLOW_INTERVAL_MS=${FOLLOW_MS}; a shared 2-core machine: figures vary between runs`);
+    console.log(`freshness-json ${JSON.stringify(result)}`);
+  } finally {
+    for (const p of procs) if (p.child.exitCode === null && p.child.signalCode === null) await p.stop();
+    await drainPrefix(prefix);
+    await db.query(`DROP SCHEMA ${schema} CASCADE`);
+    await db.end();
+    for (const d of dirs) d.remove();
+  }
 }

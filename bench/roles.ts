@@ -1,35 +1,40 @@
 /**
- * RECS_ROLE sizing (issue 43; not a test): npx tsx bench/roles.ts
+ * RECS_ROLE sizing (issue 43; not a test): npx tsx bench/roles.ts [--events 100000,1000000] [--backlog 0]
  *
- * For a store of 10k and one of 200k events (10k items, bench/syntheticLog.ts' shop) in PostgreSQL schemas of
- * the bench's own, as processes (`recs-gateway serve` from dist/): a learner (RECS_ROLE=learn) and serve replicas
- * (RECS_ROLE=serve). Prints, per store: the learner's start and first full publish, its RSS; a serve replica's
- * start-up and RSS after answering 2,000 distinct anchors; then on the 10k store the freshness across replicas
- * (an event batch sent to one, polled on the other), whether a replica's lists (6 filters, both kinds, 200 anchors) are
- * the learner's model's, a standby's takeover after SIGKILL of the active learner,
- * and on the 200k store the events a second the learner applies and publishes (a backlog of 150k events stored
- * while it is stopped with SIGSTOP, timed from SIGCONT until it has published through them).
+ * For each store size of `--events` (10k items, bench/syntheticLog.ts' shop) in a PostgreSQL schema of the
+ * bench's own, as processes (`recs-gateway serve` from dist/): a learner (RECS_ROLE=learn), then a serve replica
+ * (RECS_ROLE=serve). Prints, per store: the learner's start, first full publish and RSS; a serve replica's
+ * spawn-to-ready and RSS after answering 2,000 distinct anchors of each kind (target: ready within 3 s, under
+ * 250 MB, whatever the store holds); whether a replica's lists (6 filters, both kinds, 200 anchors) are the
+ * learner's model's. With `--backlog N` (N > 0), on the largest store, the events a second the learner applies
+ * and publishes: a backlog of N events stored while it is stopped (SIGSTOP), timed from SIGCONT until it has
+ * published through them. Freshness across replicas and the standby's takeover: bench/freshness.ts --roles.
+ * Prints a last line `roles-json [...]` for bench/run.ts.
  */
 import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { openRecsData } from '../src/backends/embedded/loadFromStore.js';
 import { parseItemRecord } from '../src/model/itemRecord.js';
 import type { RecEvent } from '../src/recommender/index.js';
 import { KIND_PURCHASE } from '../src/recommender/index.js';
 import buildOnce from '../test/helpers/build.js';
-import { coViews, sendEvents } from '../test/helpers/liveEvents.js';
 import { createKey, firstAdmin, gql, startServe, type ServeProcess } from '../test/helpers/processes.js';
 import { tempDir } from '../test/helpers/stores.js';
+import { cpuMsOf } from './procCpu.js';
 import { syntheticEvents } from './syntheticLog.js';
 
+const { values: flags } = parseArgs({ options: { events: { type: 'string', default: '100000,1000000' }, backlog: { type: 'string', default: '0' } } });
+const SIZES = flags.events.split(',').map(Number);
+if (SIZES.some((n) => !Number.isInteger(n) || n <= 0)) throw new Error(`--events: positive whole numbers, comma-separated; got "${flags.events}"`);
+const BACKLOG = Number(flags.backlog);
 const BASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const ITEMS = 10_000;
 const ANCHORS = 2_000;
-const ROUNDS = Number(process.env.ROUNDS ?? 20);
-/** Below FULL_RELOAD_EVENTS: the learner applies them as it would a burst, rather than reloading. */
-const BACKLOG = 150_000;
 
-const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+/** Serve replicas started one after the other against each store, for the median start. */
+const STARTS = 3;
 const rssMb = (p: ServeProcess): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p.child.pid}/status`, 'utf8'))![1]) / 1024;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -52,14 +57,20 @@ function synthetic(n: number, seed: number, t0?: number): RecEvent[] {
   return out;
 }
 
-async function fill(schema: string, events: number): Promise<void> {
+/** Stores the catalogue and `events` events, in slices of a seed each (a 10M store never held in memory at once); the last event's id. */
+async function fill(schema: string, events: number): Promise<number> {
   const store = (await openRecsData({ kind: 'postgres', connectionString: BASE_URL, schema }))!;
   await store.upsertItems(Array.from({ length: ITEMS }, (_, i) => parseItemRecord({
     itemId: i + 1, name: `item ${i + 1}`, categoryPath: `Dept${i % 10}/Cat${i % 100}`, brandName: `brand${i % 50}`, salePrice: i % 300,
   })));
-  const all = synthetic(events, 1);
-  for (let at = 0; at < all.length; at += 5000) await store.appendEvents(all.slice(at, at + 5000));
+  const SLICE = 200_000;
+  for (let done = 0, seed = 1; done < events; done += SLICE, seed++) {
+    const slice = synthetic(Math.min(SLICE, events - done), seed);
+    for (let at = 0; at < slice.length; at += 5000) await store.appendEvents(slice.slice(at, at + 5000));
+  }
+  const head = (await store.head()).lastEventId;
   await store.close();
+  return head;
 }
 
 const db = new pg.Client({ connectionString: BASE_URL });
@@ -78,8 +89,9 @@ async function run(events: number): Promise<void> {
   await db.query(`CREATE SCHEMA ${schema}`);
   cleanups.push(() => db.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`));
   const tFill = performance.now();
-  await fill(schema, events);
-  console.log(`${events} events stored in ${Math.round(performance.now() - tFill)} ms`);
+  const head = await fill(schema, events);
+  const fillMs = performance.now() - tFill;
+  console.log(`${events} events stored in ${Math.round(fillMs)} ms`);
   const url = new URL(BASE_URL);
   url.searchParams.set('options', `-c search_path=${schema}`);
   const env = (role: string): Record<string, string> => {
@@ -95,12 +107,12 @@ async function run(events: number): Promise<void> {
   };
   const learner = await start('learn');
   const tPub = performance.now();
-  // the first sweep publishes a list per anchor and kind; done when the count holds a second
+  // the first sweep publishes a list per anchor and kind; done when it reflects the store's last event and the count holds a second
   let last = -1;
   await until(async () => {
     const { rows } = await db.query<{ n: string }>(`SELECT count(*) AS n FROM ${schema}.recs_published_lists`);
     const n = Number(rows[0]!.n);
-    const held = n > 0 && n === last;
+    const held = n > 0 && n === last && ((await meta(schema)).publishedEventId ?? 0) >= head;
     last = n;
     if (!held) await sleep(1000);
     return held;
@@ -108,19 +120,29 @@ async function run(events: number): Promise<void> {
   const firstPublishMs = performance.now() - tPub - 1000;
   const learnerRss = rssMb(learner.p);
   const admin = firstAdmin(learner.p);
-  const serve = await start('serve');
+  // spawn to ready, STARTS times (the median: the machine is shared), each start's CPU time beside it; the last one stays
+  const starts: { ms: number; cpuMs: number }[] = [];
+  let serve!: { p: ServeProcess; ms: number };
+  for (let k = 0; k < STARTS; k++) {
+    if (k > 0) await serve.p.stop();
+    serve = await start('serve');
+    starts.push({ ms: serve.ms, cpuMs: cpuMsOf(serve.p.child.pid!) });
+  }
   const key = await createKey(serve.p.url, admin, 'bench');
   const serveStartRss = rssMb(serve.p);
   const tAsk = performance.now();
-  for (let a = 0; a < ANCHORS; a += 20) {
-    const fields = Array.from({ length: 20 }, (_, i) => `a${i}: postBrowsedProducts(itemId: ${1 + ((a + i) * 4) % ITEMS}, first: 10) { itemId name }`).join(' ');
-    const { body } = await gql(serve.p.url, `{ ${fields} }`, {}, { authorization: key });
-    if (body.errors) throw new Error(JSON.stringify(body.errors));
+  // ANCHORS distinct anchors (every fifth item), each of both kinds, 20 fields a request
+  for (const field of ['postBrowsedProducts', 'productRecommendations']) {
+    for (let a = 0; a < ANCHORS; a += 20) {
+      const fields = Array.from({ length: 20 }, (_, i) => `a${i}: ${field}(itemId: ${1 + (a + i) * 5}, first: 10) { itemId name }`).join(' ');
+      const { body } = await gql(serve.p.url, `{ ${fields} }`, {}, { authorization: key });
+      if (body.errors) throw new Error(JSON.stringify(body.errors));
+    }
   }
   const askMs = performance.now() - tAsk;
   const row: Record<string, unknown> = {
-    events, learnerStartMs: Math.round(learner.ms), learnerFirstPublishMs: Math.round(firstPublishMs), lists: last, learnerRssMb: Math.round(learnerRss),
-    serveStartMs: Math.round(serve.ms), serveRssStartMb: Math.round(serveStartRss), serveRssAfter2000AnchorsMb: Math.round(rssMb(serve.p)), ask2000AnchorsMs: Math.round(askMs),
+    events, fillMs: Math.round(fillMs), learnerStartMs: Math.round(learner.ms), learnerFirstPublishMs: Math.round(firstPublishMs), lists: last, learnerRssMb: Math.round(learnerRss),
+    serveStartMs: Math.round(median(starts.map((x) => x.ms))), serveStartCpuMs: Math.round(median(starts.map((x) => x.cpuMs))), serveStarts: starts.map((x) => Math.round(x.ms)), serveRssStartMb: Math.round(serveStartRss), serveRssAfterAnchorsMb: Math.round(rssMb(serve.p)), askAnchorsMs: Math.round(askMs),
   };
   // the same lists from the replica as from the learner's model, filtered or not (nothing is sent meanwhile)
   const filters = ['', 'filter: { inStockOnly: true }', 'filter: { maxPrice: 150 }', 'filter: { categoryPath: "Dept3" }', 'filter: { categoryPath: "Dept3/Cat13" }', 'filter: { brandNames: ["brand7"] }'];
@@ -139,44 +161,7 @@ async function run(events: number): Promise<void> {
     }
   }
   row.sameListsAsModel = `${same}/${asked}`;
-  if (events <= 10_000) {
-    const other = await start('serve');
-    const fresh: number[] = [];
-    let alias = 0;
-    for (let r = 0; r < ROUNDS; r++) {
-      // a pair of rarely viewed items made each other's first neighbour
-      const [a, b] = [ITEMS - 2 * r, ITEMS - 2 * r - 1];
-      await sendEvents(serve.p.url, key, coViews(a, b, 40, 10_000 + r * 100, Date.now() - 30_000));
-      const t0 = performance.now();
-      await until(async () => {
-        const name = `q${++alias}`;
-        const { body } = await gql(other.p.url, `{ ${name}: postBrowsedProducts(itemId: ${a}, first: 1) { itemId } }`, {}, { authorization: key });
-        return (body.data?.[name] as unknown as { itemId: number }[] | undefined)?.[0]?.itemId === b;
-      }, 30_000);
-      fresh.push(performance.now() - t0);
-    }
-    row.freshnessP50Ms = Math.round(pct(fresh, 50));
-    row.freshnessP99Ms = Math.round(pct(fresh, 99));
-    const standby = await start('learn');
-    await sleep(1500);
-    learner.p.child.kill('SIGKILL');
-    const tKill = performance.now();
-    const before = (await meta(schema)).publishSeq ?? 0;
-    await until(async () => ((await meta(schema)).publishedAt ?? 0) > Date.now() - 500 && ((await (await fetch(`${standby.p.url}/readyz`)).json()) as { role?: { learnerActive?: boolean } }).role?.learnerActive === true);
-    row.takeoverMs = Math.round(performance.now() - tKill);
-    // and the standby publishes what comes next
-    const [a, b] = [1, ITEMS];
-    await sendEvents(serve.p.url, key, coViews(a, b, 200, 900_000, Date.now() - 20_000));
-    const t0 = performance.now();
-    const topOf = async (url: string, anchor: number): Promise<number | undefined> => {
-      const name = `x${++alias}`;
-      const { body } = await gql(url, `{ ${name}: postBrowsedProducts(itemId: ${anchor}, first: 1) { itemId } }`, {}, { authorization: key });
-      return (body.data?.[name] as unknown as { itemId: number }[] | undefined)?.[0]?.itemId;
-    };
-    await until(async () => ((await meta(schema)).publishSeq ?? 0) > before && (await topOf(other.p.url, a)) === b, 30_000);
-    row.afterTakeoverFreshMs = Math.round(performance.now() - t0);
-    row.standbyRssMb = Math.round(rssMb(standby.p));
-  } else {
+  if (BACKLOG > 0 && events === Math.max(...SIZES)) {
     // a backlog stored while the learner is stopped (SIGSTOP: its lock's connection stays), then let go
     const store = (await openRecsData({ kind: 'postgres', connectionString: BASE_URL, schema }))!;
     const more = synthetic(BACKLOG, 2, Date.now() - 3_600_000);
@@ -199,14 +184,14 @@ async function run(events: number): Promise<void> {
 }
 
 try {
-  await run(10_000);
-  await run(200_000);
+  for (const events of SIZES) await run(events);
 } finally {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
   await db.end();
 }
-const [small, large] = results as Record<string, number>[];
-if (small && large) {
+const [small, large] = [results[0], results.at(-1)] as Record<string, number>[];
+if (small && large && large !== small) {
   console.log(`learner RSS per million events: ${Math.round(((large.learnerRssMb! - small.learnerRssMb!) / (large.events! - small.events!)) * 1e6)} MB`);
-  console.log(`serve replica RSS after ${ANCHORS} anchors: ${small.serveRssAfter2000AnchorsMb} MB (10k events) vs ${large.serveRssAfter2000AnchorsMb} MB (200k events)`);
+  console.log(`serve replica: ready in ${small.serveStartMs} ms (${small.events} events) vs ${large.serveStartMs} ms (${large.events} events); RSS after ${ANCHORS} anchors of each kind ${small.serveRssAfterAnchorsMb} MB vs ${large.serveRssAfterAnchorsMb} MB`);
 }
+console.log(`roles-json ${JSON.stringify(results)}`);

@@ -24,10 +24,12 @@ import { addUser } from '../src/backends/embedded/keys/users.js';
 import { basicAuthorization } from '../src/auth/authorization.js';
 import { buildDemo } from '../src/backends/embedded/demo.js';
 import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
+import { openRecsData } from '../src/backends/embedded/loadFromStore.js';
+import { parseItemRecord } from '../src/model/itemRecord.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters', 'foryou', 'attribution'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'roles-mix', 'roles', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters', 'foryou', 'attribution'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -43,6 +45,8 @@ Options:
                        for checking the run and its report, not for figures to keep
   --only <ids>         comma-separated scenario ids (${SCENARIOS.join(',')})
   --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
+  --roles-events <n,n> store sizes of the roles scenario's serve-replica start-up (default 10000,100000;
+                       10000 with --quick; a million events adds about two minutes)
   --no-write           print only; leave BENCHMARKS.md alone
   --out <file>         where to write the report (default BENCHMARKS.md)
   --cpu-prof <dir>     run the embedded gateway and the cold and nested REST-mode gateways under --cpu-prof
@@ -73,6 +77,7 @@ try {
       quick: { type: 'boolean', default: false },
       only: { type: 'string' },
       'with-10m': { type: 'boolean', default: false },
+      'roles-events': { type: 'string' },
       'no-write': { type: 'boolean', default: false },
       out: { type: 'string', default: 'BENCHMARKS.md' },
       'cpu-prof': { type: 'string' },
@@ -93,6 +98,9 @@ for (const name of ['duration', 'warmup', 'connections', 'cold-requests'] as con
   flags[name] ??= sized[name];
   const value = Number(flags[name]);
   if (!Number.isFinite(value) || value < 0 || (name !== 'warmup' && value === 0)) usageError(`--${name} must be a positive number, got "${flags[name]}"`);
+}
+if (flags['roles-events'] !== undefined && !flags['roles-events'].split(',').every((n) => /^[1-9]\d*$/.test(n))) {
+  usageError(`--roles-events must be positive whole numbers, comma-separated, got "${flags['roles-events']}"`);
 }
 for (const id of flags.only?.split(',') ?? []) {
   if (!SCENARIOS.includes(id)) usageError(`--only: no scenario "${id}"`);
@@ -333,6 +341,8 @@ const hotAnchor = anchors[0]!;
 console.log(`${anchors.length} anchors with 10 recommendations; hot anchor ${hotAnchor}`);
 /** Anchors of the unmeasured warm-up before the cold runs. */
 const WARM_ANCHORS = QUICK ? 500 : 2000;
+/** Requests of the mix sent to the serve replica before measuring (8s): its caches' warm-up, shorter than (8)'s. */
+const ROLES_MIX_WARM = QUICK ? 2000 : 5000;
 /** Anchors of the unmeasured warm-up before the nested cold run (6), from the same warm set. */
 const NESTED_WARM_ANCHORS = 300;
 /** Sets of distinct anchors: (5) one at a time, (5) at 20 connections, (6), (5)'s timed phases. */
@@ -416,7 +426,9 @@ const extra: {
   authTimed?: { us: number; cpuUs: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
-  mixed?: Partial<Record<'mixed' | 'mixed-reads', { hitRate: number; batches: number }>>;
+  mixed?: Partial<Record<'mixed' | 'mixed-reads' | 'roles-mix', { hitRate: number; batches: number }>>;
+  /** (8s): the learner's CPU over the serve replica's measured requests, per request, in µs. */
+  learnerCpuUs?: number;
   /** req/s of the load generator with scenario (7)'s bodies against raw node:http. */
   lookupCeiling?: number;
 } = {};
@@ -636,9 +648,22 @@ await oneTarget('inline', 'lookup through GraphQL, embedded, no response cache, 
   }
 });
 
-/** The mix against a new embedded gateway; the hit rate and the batches sent go to extra.mixed. */
-async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promise<Row> {
-  const target = await start('gateway', { ...embeddedEnv, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
+/** Where the mix is sent: the embedded gateway (by default), or a serve replica with its learner beside it. */
+interface MixSetup {
+  env: Record<string, string>;
+  auth: Record<string, string>;
+  adminKey: string;
+  /** Requests sent before measuring (MIXED_WARM by default). */
+  warm?: number;
+  /** A process whose CPU over the measured requests is reported beside the target's (the learner). */
+  beside?: Target;
+}
+
+/** The mix against a new gateway; the hit rate and the batches sent go to extra.mixed. */
+async function runMixed(id: 'mixed' | 'mixed-reads' | 'roles-mix', eventsShare: number, setup: MixSetup = { env: embeddedEnv, auth, adminKey }): Promise<Row> {
+  const target = await start('gateway', { ...setup.env, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
+  const { auth, adminKey } = setup;
+  const warm = setup.warm ?? MIXED_WARM;
   try {
     const url = `${target.url}/graphql`;
     const bodies = mixedBodies([...demo.catalog.values()].map((item) => item.itemId), eventsShare);
@@ -650,20 +675,23 @@ async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promi
     }
     type Stats = { responseCache: { hits: number; misses: number; rechecked?: number; changed?: number } };
     const stats = async (): Promise<Stats> => (await fetch(`${target.url}/__bench/stats`)).json() as Promise<Stats>;
-    await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(0, MIXED_WARM), amount: MIXED_WARM }, 0, false);
+    await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(0, warm), amount: warm }, 0, false);
     const before = await stats();
+    const besideCpu0 = setup.beside?.cpuMs() ?? 0;
     // the bodies after the warm-up's, never the same ones again (unless a run takes 250,000)
-    const m = await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(MIXED_WARM) }, DURATION, true);
+    const m = await cannon({ target, url, headers: auth, headersOf, bodies: bodies.slice(warm) }, DURATION, true);
+    if (setup.beside) extra.learnerCpuUs = ((setup.beside.cpuMs() - besideCpu0) * 1000) / m.requests;
     const after = await stats();
     const hits = after.responseCache.hits - before.responseCache.hits;
     const misses = after.responseCache.misses - before.responseCache.misses;
-    const batches = Math.round(m.requests * (bodies.slice(MIXED_WARM).filter(isEventsBody).length / (bodies.length - MIXED_WARM)));
+    const batches = Math.round(m.requests * (bodies.slice(warm).filter(isEventsBody).length / (bodies.length - warm)));
     (extra.mixed ??= {})[id] = { hitRate: hits / (hits + misses), batches };
     // of the hits, those on answers kept from before a batch and checked against the data; of the misses, those a batch changed
     const rechecked = (after.responseCache.rechecked ?? 0) - (before.responseCache.rechecked ?? 0);
     const changed = (after.responseCache.changed ?? 0) - (before.responseCache.changed ?? 0);
     console.log(`  response cache hit rate ${fmt((hits / (hits + misses)) * 100, 1)}% (${hits} hits, ${rechecked} of them after a check; ${misses} misses, ${changed} of them changed by events)${eventsShare > 0 ? `; about ${batches} batches of ${EVENTS_PER_BATCH} events` : ''}`);
     const what = `Zipf(1.0) anchors over the catalogue, 3 selections, ${ITEMS_SHARE * 100}% item lookups`;
+    if (id === 'roles-mix') return { id, name: `(8s) the realistic mix with its batches on a RECS_ROLE=serve replica (a learner beside it, on the load generator's core)`, m };
     return eventsShare > 0
       ? { id, name: `(8) realistic mix: ${what}, ${eventsShare * 100}% recordEvents batches of ${EVENTS_PER_BATCH}, response cache on`, m }
       : { id, name: `(8r) the same mix without its recordEvents batches (reads only)`, m };
@@ -674,6 +702,50 @@ async function runMixed(id: 'mixed' | 'mixed-reads', eventsShare: number): Promi
 
 await oneTarget('mixed', 'a realistic mix with events, embedded, the response cache at its default size', () => runMixed('mixed', EVENTS_SHARE));
 await oneTarget('mixed-reads', 'the same mix without its events', () => runMixed('mixed-reads', 0));
+
+// (8s) the same mix on a RECS_ROLE=serve replica (issue 43): the demo shop's records and events in a
+// PostgreSQL schema of its own, a learner (RECS_ROLE=learn) that has published its lists before the
+// load starts, on the load generator's core so that the replica's core is its own; both CPUs reported.
+await oneTarget('roles-mix', 'the realistic mix on a serve replica, its learner beside it', async () => {
+  const pgBase = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const schema = `bench_roles_mix_${process.pid}`;
+  const keyStore = new PostgresKeyStore({ connectionString: pgBase, schema, max: 2 });
+  const admin = new pg.Client({ connectionString: pgBase });
+  await admin.connect();
+  let learner: Target | null = null;
+  try {
+    await keyStore.migrate();
+    const recsStore = (await openRecsData({ kind: 'postgres', connectionString: pgBase, schema }))!;
+    await recsStore.upsertItems(demo.data.records.map((record) => parseItemRecord(record)));
+    for (let at = 0; at < demo.data.events.length; at += 5000) await recsStore.appendEvents(demo.data.events.slice(at, at + 5000));
+    const head = (await recsStore.head()).lastEventId;
+    await recsStore.close();
+    const keys = new EmbeddedKeyService(keyStore);
+    await addUser(keyStore, { username: 'bench', password: 'bench-password' });
+    await addUser(keyStore, { username: 'bench-admin', password: 'bench-admin-password', isAdmin: true });
+    const client = (await keys.createKey(await keys.authenticate(basicAuthorization('bench', 'bench-password')), { name: 'client' })).key;
+    const events = (await keys.createKey(await keys.authenticate(basicAuthorization('bench-admin', 'bench-admin-password')), { name: 'events' })).key;
+    await keys.close();
+    const url = new URL(pgBase);
+    url.searchParams.set('options', `-c search_path=${schema}`);
+    const roleEnv = (role: string): Record<string, string> => ({ ...embeddedEnv, DATA_DIR: path.join(dataDir, `roles-${role}`), DATABASE_URL: url.toString(), RECS_ROLE: role });
+    learner = await start('gateway', roleEnv('learn'), '0');
+    // its first publish reflects the whole store once publishedEventId reaches the head
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      const { rows } = await admin.query<{ value: string }>(`SELECT value FROM ${schema}.recs_meta WHERE key = 'publishedEventId'`).catch(() => ({ rows: [] as { value: string }[] }));
+      if (Number(rows[0]?.value ?? 0) >= head) break;
+      if (Date.now() > deadline) throw new Error('roles-mix: the learner did not publish its lists within 120 s');
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    return await runMixed('roles-mix', EVENTS_SHARE, { env: roleEnv('serve'), auth: { authorization: client }, adminKey: events, warm: ROLES_MIX_WARM, beside: learner });
+  } finally {
+    await learner?.stop();
+    await keyStore.close();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+  }
+});
 
 await oneTarget('rest', 'gateway cached, REST mode', async () => {
   const rest = await start('gateway', restEnv);
@@ -863,6 +935,33 @@ if (wanted('filters')) {
 const forYouOutput = wanted('foryou') ? await inChild('bench/forYou.ts') : '';
 const attributionOutput = wanted('attribution') ? await inChild('bench/attribution.ts') : '';
 
+// RECS_ROLE (issue 43), as processes on PostgreSQL and Redis, in children on both cores likewise:
+// bench/freshness.ts --roles (freshness across serve replicas, the standby's takeover after SIGKILL)
+// and bench/roles.ts (a serve replica's start-up and memory against stores of --roles-events sizes)
+type RolesFresh = { roundsFresh: number; freshP50Ms: number; freshP99Ms: number; publishP50Ms: number; publishP99Ms: number; takeoverMs: number; standbyActiveMs: number; reads: number; readsFailed: number; batches: number; batchesFailed: number; acknowledged: number; stored: number };
+type RolesSize = { events: number; fillMs: number; learnerStartMs: number; learnerFirstPublishMs: number; learnerRssMb: number; serveStartMs: number; serveStartCpuMs: number; serveStarts: number[]; serveRssStartMb: number; serveRssAfterAnchorsMb: number; sameListsAsModel: string };
+let rolesFresh: RolesFresh | null = null;
+let rolesSizes: RolesSize[] | null = null;
+const ROLES_EVENTS = flags['roles-events'] ?? (QUICK ? '10000' : '10000,100000');
+/** Runs bench/<script> in a child on every core and answers the JSON of its `<tag> ...` line (null without one). */
+async function childJson<T>(script: string, args: string[], tag: string, env: Record<string, string> = {}): Promise<T | null> {
+  console.log(`${tag}: bench/${script} ${args.join(' ')}`);
+  const child = spawn('taskset', ['-c', `0-${os.cpus().length - 1}`, process.execPath, '--import', 'tsx', `bench/${script}`, ...args], {
+    cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise((resolve) => child.once('exit', resolve));
+  console.log(output.replace(new RegExp(`^${tag} .*\n?`, 'm'), ''));
+  const json = new RegExp(`^${tag} (.*)$`, 'm').exec(output);
+  if (!json) notes.push(`bench/${script} ${args.join(' ')}: no figures (exit ${String(code)})`);
+  return json ? (JSON.parse(json[1]!) as T) : null;
+}
+if (wanted('roles')) {
+  rolesFresh = await childJson<RolesFresh>('freshness.ts', ['--roles'], 'freshness-json', { ROUNDS: QUICK ? '5' : '10' });
+  rolesSizes = await childJson<RolesSize[]>('roles.ts', ['--events', ROLES_EVENTS], 'roles-json');
+}
+
 // ---------------------------------------------------------------------------------------------
 // the host's speed, again: the references measured first are measured once more at the end, so
 // that a host whose speed moved during the run (a shared machine: bare Apollo went from 297 to
@@ -960,6 +1059,30 @@ if (mixedRow) {
   );
   targets.push(`| (8) realistic mix p99 ≤ 5 ms at ${CONNECTIONS} connections | ${fmt(mixedRow.m.p99)} ms | ${verdict(mixedRow.m.p99 <= 5)} |`);
 }
+const rolesMixRow = byId.get('roles-mix');
+const apolloCpu = byId.get('apollo')?.m.cpuUs ?? NaN;
+if (rolesMixRow) {
+  const ratio = rolesMixRow.m.cpuUs / apolloCpu;
+  const learnerUs = extra.learnerCpuUs ?? NaN;
+  targets.push(
+    `| (8s) a serve replica's CPU a request in the mix with batches ≤ 1/2.5 of (2)'s (ratio ≤ 0.4) | ${fmt(ratio)} (${Math.round(rolesMixRow.m.cpuUs)} against ${Math.round(apolloCpu)} µs; ` +
+      `the learner beside it ${Math.round(learnerUs)} µs a replica's request, ${fmt(learnerUs / apolloCpu)} of (2)'s; together ${fmt((rolesMixRow.m.cpuUs + learnerUs) / apolloCpu)}; ` +
+      `response cache hit rate ${fmt((extra.mixed?.['roles-mix']?.hitRate ?? NaN) * 100, 1)}%) | ${Number.isFinite(ratio) ? verdict(ratio <= 0.4) : 'no (2) in this run'} |`,
+  );
+}
+if (rolesFresh) {
+  const f = rolesFresh;
+  targets.push(`| (R1) roles: an event acknowledged by either serve replica changes the lists both serve, p99 ≤ 2 s | p50 ${f.freshP50Ms} ms, p99 ${f.freshP99Ms} ms (${f.roundsFresh} batches, both kinds; of which the learner's until it has published through the batch: p50 ${f.publishP50Ms} ms, p99 ${f.publishP99Ms} ms) | ${verdict(f.freshP99Ms <= 2000)} |`);
+  targets.push(`| (R2) roles: SIGKILL of the active learner, the standby publishes the lists of new events ≤ 10 s | ${fmt(f.takeoverMs / 1000, 1)} s (the standby held the lock after ${fmt(f.standbyActiveMs / 1000, 1)} s) | ${verdict(f.takeoverMs <= 10_000)} |`);
+  targets.push(`| (R2) roles: the serve replicas never stop answering during the takeover (failed requests) | ${f.readsFailed} of ${f.reads} reads, ${f.batchesFailed} of ${f.batches} event batches | ${verdict(f.readsFailed + f.batchesFailed === 0)} |`);
+  targets.push(`| (R2) roles: no acknowledged event lost (stored ≥ acknowledged) | ${f.stored} stored, ${f.acknowledged} acknowledged | ${verdict(f.stored >= f.acknowledged)} |`);
+}
+for (const size of rolesSizes ?? []) {
+  targets.push(
+    `| (R3) roles: a serve replica against ${size.events.toLocaleString('en')} events ready ≤ 3 s, RSS < 250 MB after 2,000 anchors of each kind | ` +
+      `ready in ${fmt(size.serveStartMs / 1000, 1)} s (CPU ${fmt(size.serveStartCpuMs / 1000, 2)} s); ${size.serveRssAfterAnchorsMb} MB (${size.serveRssStartMb} MB at ready) | ${verdict(size.serveStartMs <= 3000 && size.serveRssAfterAnchorsMb < 250)} |`,
+  );
+}
 const restRow = byId.get('rest');
 if (restRow) {
   targets.push(`| (4) REST mode ≥ 50% of (1) | ${fmt((restRow.m.rps / rps('raw')) * 100, 0)}% | ${verdict(restRow.m.rps >= 0.5 * rps('raw'))} |`);
@@ -1030,6 +1153,16 @@ const lines = [
       ]
     : []),
   ...notes.map((note) => `Note: ${note}`),
+  ...(rolesSizes && rolesSizes.length > 0
+    ? [
+        'RECS_ROLE by store size (`bench/roles.ts`: processes from dist/, 10,000 items, a learner then a serve replica on PostgreSQL):',
+        '',
+        '| events stored | learner: ready / first full publish | learner RSS | serve replica: spawn to ready, median of 3 (each) | its CPU time to ready | serve RSS at ready / after 2,000 anchors of each kind | serve lists equal to the model\'s |',
+        '|---:|---:|---:|---:|---:|---:|---:|',
+        ...rolesSizes.map((r) => `| ${r.events.toLocaleString('en')} | ${fmt(r.learnerStartMs / 1000, 1)} s / ${fmt(r.learnerFirstPublishMs / 1000, 1)} s | ${r.learnerRssMb} MB | ${fmt(r.serveStartMs / 1000, 1)} s (${r.serveStarts.map((ms) => fmt(ms / 1000, 1)).join(', ')}) | ${fmt(r.serveStartCpuMs / 1000, 2)} s | ${r.serveRssStartMb} / ${r.serveRssAfterAnchorsMb} MB | ${r.sameListsAsModel} |`),
+        '',
+      ]
+    : []),
   ...(recommenderOutput ? ['Recommender (`bench/recommender.ts`, on both cores):', '', '```', recommenderOutput.trim(), '```', ''] : []),
   ...(filtersOutput ? ['Filtered lookups (`bench/filters.ts`, in-process, on both cores):', '', '```', filtersOutput.trim(), '```', ''] : []),
   ...(forYouOutput ? ['Lists for one shopper (`bench/forYou.ts`, in-process):', '', '```', forYouOutput.trim(), '```', ''] : []),

@@ -14,7 +14,7 @@ describe('npm run bench', () => {
   });
 
   it('refuses an unknown flag or scenario in one line, with exit code 2', async () => {
-    for (const args of [['--frobnicate'], ['--only', 'emb,nonsense'], ['--duration', 'ten']]) {
+    for (const args of [['--frobnicate'], ['--only', 'emb,nonsense'], ['--duration', 'ten'], ['--roles-events', '100k'], ['--roles-events', '10000,']]) {
       const result = await bench(args);
       expect(result.code).toBe(2);
       expect(result.stderr).toMatch(/^bench: [^\n]+\(npm run bench -- --help lists the options\)\n$/);
