@@ -133,7 +133,7 @@ describe('REST mode on a Redis Cluster: the shared cache and the change feed', (
       }
       // the cluster is watched each second: an outage shorter than that may go unlogged
       for (const gateway of [one, two]) {
-        await expect.poll(() => redisLines(gateway).map((line) => line.msg.split(':')[0]), { timeout: 20_000 }).toEqual(['Redis is no longer reachable']);
+        await expect.poll(() => redisLines(gateway).map((line) => line.msg.split(':')[0]).at(-1), { timeout: 20_000 }).toBe('Redis is no longer reachable');
       }
     } finally {
       await victim.start();
@@ -141,8 +141,12 @@ describe('REST mode on a Redis Cluster: the shared cache and the change feed', (
     await cluster.settled();
     for (const gateway of [one, two]) {
       await expect.poll(async () => (await readyz(gateway.url)).status, { timeout: 30_000 }).toBe('ready');
-      // once gone and once back in the log, however many retries between, naming seeds without secrets
-      await expect.poll(() => redisLines(gateway).map((line) => line.msg.split(':')[0]), { timeout: 10_000 }).toEqual(['Redis is no longer reachable', 'Redis is reachable again']);
+      // gone and back in the log, a line each however many retries between (a loaded machine may
+      // add a pair of its own for a slow check), naming seeds without secrets
+      await expect.poll(() => redisLines(gateway).map((line) => line.msg.split(':')[0]).at(-1), { timeout: 10_000 }).toBe('Redis is reachable again');
+      const lines = redisLines(gateway).map((line) => line.msg.split(':')[0]);
+      expect(lines.length % 2).toBe(0);
+      lines.forEach((line, i) => expect(line).toBe(i % 2 === 0 ? 'Redis is no longer reachable' : 'Redis is reachable again'));
       expect(redisLines(gateway)[0]).toMatchObject({ level: 40, redis: `redis-cluster ${cluster.seeds}` });
     }
   }, 180_000);
