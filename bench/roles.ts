@@ -9,6 +9,9 @@
  * the learner's model's, a standby's takeover after SIGKILL of the active learner,
  * and on the 200k store the events a second the learner applies and publishes (a backlog of 150k events stored
  * while it is stopped with SIGSTOP, timed from SIGCONT until it has published through them).
+ *
+ * `npx tsx bench/roles.ts --learner` runs only that last part (the 200k store, no serve replica);
+ * LEARNER_NODE_OPTIONS is the learner's NODE_OPTIONS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
@@ -28,6 +31,7 @@ const ANCHORS = 2_000;
 const ROUNDS = Number(process.env.ROUNDS ?? 20);
 /** Below FULL_RELOAD_EVENTS: the learner applies them as it would a burst, rather than reloading. */
 const BACKLOG = 150_000;
+const LEARNER_ONLY = process.argv.includes('--learner');
 
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const rssMb = (p: ServeProcess): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p.child.pid}/status`, 'utf8'))![1]) / 1024;
@@ -85,7 +89,8 @@ async function run(events: number): Promise<void> {
   const env = (role: string): Record<string, string> => {
     const dir = tempDir('bench-roles-');
     cleanups.push(() => Promise.resolve(dir.remove()));
-    return { RECS_ROLE: role, DATABASE_URL: url.toString(), DATA_DIR: dir.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '100' };
+    const nodeOptions: Record<string, string> = role === 'learn' && process.env.LEARNER_NODE_OPTIONS ? { NODE_OPTIONS: process.env.LEARNER_NODE_OPTIONS } : {};
+    return { RECS_ROLE: role, DATABASE_URL: url.toString(), DATA_DIR: dir.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '100', ...nodeOptions };
   };
   const start = async (role: string): Promise<{ p: ServeProcess; ms: number }> => {
     const t0 = performance.now();
@@ -107,6 +112,18 @@ async function run(events: number): Promise<void> {
   });
   const firstPublishMs = performance.now() - tPub - 1000;
   const learnerRss = rssMb(learner.p);
+  const row: Record<string, unknown> = { events, learnerStartMs: Math.round(learner.ms), learnerFirstPublishMs: Math.round(firstPublishMs), lists: last, learnerRssMb: Math.round(learnerRss) };
+  if (!LEARNER_ONLY) await serveReplicas(schema, learner, start, row);
+  else await backlog(schema, learner, row);
+  results.push(row);
+  console.log(JSON.stringify(row));
+  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
+}
+
+type Started = { p: ServeProcess; ms: number };
+
+async function serveReplicas(schema: string, learner: Started, start: (role: string) => Promise<Started>, row: Record<string, unknown>): Promise<void> {
+  const events = row.events as number;
   const admin = firstAdmin(learner.p);
   const serve = await start('serve');
   const key = await createKey(serve.p.url, admin, 'bench');
@@ -118,10 +135,9 @@ async function run(events: number): Promise<void> {
     if (body.errors) throw new Error(JSON.stringify(body.errors));
   }
   const askMs = performance.now() - tAsk;
-  const row: Record<string, unknown> = {
-    events, learnerStartMs: Math.round(learner.ms), learnerFirstPublishMs: Math.round(firstPublishMs), lists: last, learnerRssMb: Math.round(learnerRss),
+  Object.assign(row, {
     serveStartMs: Math.round(serve.ms), serveRssStartMb: Math.round(serveStartRss), serveRssAfter2000AnchorsMb: Math.round(rssMb(serve.p)), ask2000AnchorsMs: Math.round(askMs),
-  };
+  });
   // the same lists from the replica as from the learner's model, filtered or not (nothing is sent meanwhile)
   const filters = ['', 'filter: { inStockOnly: true }', 'filter: { maxPrice: 150 }', 'filter: { categoryPath: "Dept3" }', 'filter: { categoryPath: "Dept3/Cat13" }', 'filter: { brandNames: ["brand7"] }'];
   let same = 0;
@@ -177,7 +193,13 @@ async function run(events: number): Promise<void> {
     row.afterTakeoverFreshMs = Math.round(performance.now() - t0);
     row.standbyRssMb = Math.round(rssMb(standby.p));
   } else {
-    // a backlog stored while the learner is stopped (SIGSTOP: its lock's connection stays), then let go
+    await backlog(schema, learner, row);
+  }
+}
+
+/** A backlog stored while the learner is stopped (SIGSTOP: its lock's connection stays), then let go. */
+async function backlog(schema: string, learner: Started, row: Record<string, unknown>): Promise<void> {
+  {
     const store = (await openRecsData({ kind: 'postgres', connectionString: BASE_URL, schema }))!;
     const more = synthetic(BACKLOG, 2, Date.now() - 3_600_000);
     learner.p.child.kill('SIGSTOP');
@@ -193,13 +215,10 @@ async function run(events: number): Promise<void> {
     row.applyAndPublishEventsPerSecond = Math.round(BACKLOG / (appliedMs / 1000));
     row.learnerRssAfterBacklogMb = Math.round(rssMb(learner.p));
   }
-  results.push(row);
-  console.log(JSON.stringify(row));
-  for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
 }
 
 try {
-  await run(10_000);
+  if (!LEARNER_ONLY) await run(10_000);
   await run(200_000);
 } finally {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);

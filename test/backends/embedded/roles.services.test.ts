@@ -3,7 +3,7 @@ import { openPool } from '../../../src/backends/embedded/keys/postgresStore.js';
 import { LearnerLock } from '../../../src/backends/embedded/learnerLock.js';
 import { openRecsData } from '../../../src/backends/embedded/loadFromStore.js';
 import { openEmbeddedRecs } from '../../../src/backends/embedded/openRecs.js';
-import { publishRows } from '../../../src/backends/embedded/publishedLists.js';
+import { encodeList, publishRows } from '../../../src/backends/embedded/publishedLists.js';
 import { Publisher } from '../../../src/backends/embedded/publisher.js';
 import { preparePublished } from '../../../src/backends/embedded/roles.js';
 import { ServeRecs } from '../../../src/backends/embedded/serveRecs.js';
@@ -119,7 +119,7 @@ describe('published lists on PostgreSQL', () => {
     other.start();
     await new Promise((r) => setTimeout(r, 500));
     expect(second).toBe(false);
-    expect(await publishRows(pool, names, 1, [{ kind: 0, anchor: 1, hash: 0, text: '{"t":[],"d":[]}' }], 0)).toBeNull();
+    expect(await publishRows(pool, names, 1, [{ kind: 0, anchor: 1, hash: 0, bytes: encodeList({ top: [], deep: [] }) }], 0)).toBeNull();
     await lock.close();
     expect(await until(() => second, 5_000)).toBe(true);
   }, 120_000);
