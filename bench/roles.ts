@@ -13,6 +13,7 @@
  * `npx tsx bench/roles.ts --learner` runs only that last part (the 200k store, no serve replica);
  * LEARNER_NODE_OPTIONS is the learner's NODE_OPTIONS (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
  */
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { openRecsData } from '../src/backends/embedded/loadFromStore.js';
@@ -35,6 +36,23 @@ const LEARNER_ONLY = process.argv.includes('--learner');
 
 const pct = (xs: number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 const rssMb = (p: ServeProcess): number => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${p.child.pid}/status`, 'utf8'))![1]) / 1024;
+/** The process's CPU (user and system, all its threads) so far: what it spent, whatever else the machine ran. */
+const cpuSeconds = (p: ServeProcess): number => procCpu(p.child.pid!);
+/** The PostgreSQL sessions of process `pid` (by its connections' ports), for their CPU (/proc, same machine). */
+async function sessionsOf(pid: number): Promise<number[]> {
+  const ss = spawnSync('ss', ['-tnpH'], { encoding: 'utf8' }).stdout ?? '';
+  const ports = [...ss.matchAll(/127\.0\.0\.1:(\d+)\s+127\.0\.0\.1:5432\s+users:\(\("node",pid=(\d+),/g)].filter((m) => Number(m[2]) === pid).map((m) => Number(m[1]));
+  const { rows } = await db.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE client_port = ANY($1::int[])', [ports]);
+  return rows.map((r) => r.pid);
+}
+const procCpu = (pid: number): number => {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return 0; // a session ended
+  }
+};
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function until<T>(check: () => Promise<T | null | undefined | false>, ms = 300_000): Promise<T> {
@@ -206,10 +224,17 @@ async function backlog(schema: string, learner: Started, row: Record<string, unk
     for (let at = 0; at < more.length; at += 5000) await store.appendEvents(more.slice(at, at + 5000));
     const head = (await store.head()).lastEventId;
     await store.close();
+    const sessions = await sessionsOf(learner.p.child.pid!);
+    const dbCpu = (): number => sessions.reduce((sum, pid) => sum + procCpu(pid), 0);
+    const cpu0 = cpuSeconds(learner.p);
+    const dbCpu0 = dbCpu();
     const t0 = performance.now();
     learner.p.child.kill('SIGCONT');
     await until(async () => ((await meta(schema)).publishedEventId ?? 0) >= head);
     const appliedMs = performance.now() - t0;
+    row.learnerCpuSeconds = Math.round((cpuSeconds(learner.p) - cpu0) * 100) / 100;
+    row.eventsPerLearnerCpuSecond = Math.round(BACKLOG / (row.learnerCpuSeconds as number));
+    row.learnerDbSessionsCpuSeconds = Math.round((dbCpu() - dbCpu0) * 100) / 100;
     row.backlogEvents = BACKLOG;
     row.backlogPublishedMs = Math.round(appliedMs);
     row.applyAndPublishEventsPerSecond = Math.round(BACKLOG / (appliedMs / 1000));

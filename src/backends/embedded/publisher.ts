@@ -100,19 +100,23 @@ export class Publisher {
 
   /** Whether the model is far behind the store's events, and has not been for long: the follower reads them now. */
   private async catchingUp(): Promise<boolean> {
-    const behind = (await newestEventId(this.pool)) - this.recs.applied.lastEventId > CATCHING_UP_EVENTS;
+    return this.waitsFor(this.recs.readingBacklog || (await newestEventId(this.pool)) - this.recs.applied.lastEventId > CATCHING_UP_EVENTS);
+  }
+
+  private waitsFor(behind: boolean): boolean {
     if (!behind) this.waitingSince = null;
     else this.waitingSince ??= Date.now();
     return behind && Date.now() - this.waitingSince! < CATCH_UP_WAIT_MS;
   }
 
   /** The lists of the items the events applied since the last publish name; more events than
-   * PRIORITY_EVENTS (or a learner just taking over) are left to a sweep at once, which says it has them. */
+   * PRIORITY_EVENTS (or a learner just taking over, or the first pages of a backlog the follower is
+   * reading) are left to a sweep, which says it has them. */
   private async priority(): Promise<void> {
     const head = this.recs.applied.lastEventId;
     const from = this.publishedEventId;
     if (head <= from) return;
-    if (head - from > PRIORITY_EVENTS || from === 0) {
+    if (head - from > PRIORITY_EVENTS || from === 0 || (head - from > CATCHING_UP_EVENTS && await this.catchingUp())) {
       this.sweptAt = 0;
       this.swept = -1;
       return;
@@ -135,6 +139,12 @@ export class Publisher {
     let at = 0;
     let publishing: Promise<void> = Promise.resolve();
     while (at < ids.length && this.lockPid !== null) {
+      // a backlog arrived meanwhile: what is left would be made again after it, so the sweep starts again then
+      if (this.recs.applied.lastEventId - head > CATCHING_UP_EVENTS && this.waitsFor(this.recs.readingBacklog)) {
+        await publishing;
+        this.swept = -1;
+        return;
+      }
       const end = performance.now() + SLICE_MS;
       while (at < ids.length && performance.now() < end && rows.length < PUBLISH_ROWS) this.rowsOf(ids[at++]!, rows);
       if (rows.length >= PUBLISH_ROWS) {

@@ -28,6 +28,8 @@ export class StoreFollower {
   private polling: Promise<void> = Promise.resolve();
   private pollQueued: Promise<void> | null = null;
   error: string | null = null;
+  /** True while a poll has another page of events to apply: a backlog is being read. */
+  readingPages = false;
 
   constructor(readonly store: RecsDataStore, private readonly host: FollowHost, private readonly fullReloadEvents = FULL_RELOAD_EVENTS) {}
 
@@ -113,6 +115,7 @@ export class StoreFollower {
         // the next page is read while this one is applied
         next = rows.length === FOLLOW_PAGE && head.lastEventId > last ? store.eventsAfter(last, FOLLOW_PAGE) : null;
         next?.catch(() => undefined); // awaited above, unless this process stops first
+        this.readingPages = next !== null;
         // an own batch applied meanwhile is at or below the applied id now
         let from = 0;
         while (from < rows.length && rows[from]![0] <= host.head().lastEventId) from++;
@@ -125,6 +128,8 @@ export class StoreFollower {
     } catch (error) {
       this.error = (error as Error).message;
       throw error;
+    } finally {
+      this.readingPages = false;
     }
   }
 
