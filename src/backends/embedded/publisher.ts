@@ -151,6 +151,7 @@ export class Publisher {
         // one batch written while the next is made; a failure stops the sweep
         await publishing;
         publishing = this.publishNext(rows.splice(0));
+        publishing.catch(() => undefined); // awaited below, unless a step before throws first
       }
       await nextTurn();
       // events that came meanwhile are not kept waiting for the rest of the sweep
