@@ -169,10 +169,14 @@ async function run(events: number): Promise<void> {
     for (let at = 0; at < more.length; at += 5000) await store.appendEvents(more.slice(at, at + 5000));
     const head = (await store.head()).lastEventId;
     await store.close();
+    const cpu0 = cpuMsOf(learner.p.child.pid!);
     const t0 = performance.now();
     learner.p.child.kill('SIGCONT');
     await until(async () => ((await meta(schema)).publishedEventId ?? 0) >= head);
     const appliedMs = performance.now() - t0;
+    // the learner's own CPU: on a shared machine its pace is what it spent, not the wall time
+    row.learnerCpuSeconds = Math.round((cpuMsOf(learner.p.child.pid!) - cpu0) / 10) / 100;
+    row.eventsPerLearnerCpuSecond = Math.round(BACKLOG / (row.learnerCpuSeconds as number));
     row.backlogEvents = BACKLOG;
     row.backlogPublishedMs = Math.round(appliedMs);
     row.applyAndPublishEventsPerSecond = Math.round(BACKLOG / (appliedMs / 1000));

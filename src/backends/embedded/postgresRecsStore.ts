@@ -5,7 +5,7 @@ import type { RecEvent } from '../../recommender/index.js';
 import { describeDatabase, openPool, postgresReason } from './keys/postgresStore.js';
 import type { EventRow, ImportRecord, ImportSession, ItemCap, RecsDataStore, SnapshotSink, StoreHead } from './liveStore.js';
 import { NS_EVENT, NS_SESSION, NS_USER, PRUNE_ROWS } from './liveStore.js';
-import { appendEvents, EVENT_COLUMNS, toRow } from './postgresAppend.js';
+import { appendEvents, readEventPage } from './postgresAppend.js';
 import { beginImport, itemColumns } from './postgresImports.js';
 import { dropUnnamedItemIds, itemRoomCtes } from './postgresItemIds.js';
 import { migrateTables, writeLockFor } from './postgresSchema.js';
@@ -107,8 +107,7 @@ export class PostgresRecsStore implements RecsDataStore {
   }
 
   async eventsAfter(afterId: number, limit: number): Promise<EventRow[]> {
-    const result = await this.pool.query({ text: `SELECT ${EVENT_COLUMNS} FROM recs_events WHERE id > $1 ORDER BY id LIMIT $2`, values: [afterId, limit], rowMode: 'array' });
-    return result.rows.map(toRow);
+    return readEventPage(this.pool, 'id > $1', '$2', [afterId, limit]);
   }
 
   async itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }> {
@@ -133,10 +132,10 @@ export class PostgresRecsStore implements RecsDataStore {
         if (rows[0]!.t !== null) from = Number(rows[0]!.t) - maxAgeMs;
       }
       for (let after = 0; after < head.lastEventId;) {
-        const result = await client.query({ text: `SELECT ${EVENT_COLUMNS} FROM recs_events WHERE id > $1 AND id <= $2 AND time >= $4 ORDER BY id LIMIT $3`, values: [after, head.lastEventId, PAGE, from], rowMode: 'array' });
-        for (const r of result.rows) sink.event(toRow(r));
-        if (result.rows.length < PAGE) break;
-        after = Number(result.rows[result.rows.length - 1]![0]);
+        const rows = await readEventPage(client, 'id > $1 AND id <= $2 AND time >= $4', '$3', [after, head.lastEventId, PAGE, from]);
+        for (const r of rows) sink.event(r);
+        if (rows.length < PAGE) break;
+        after = rows[rows.length - 1]![0];
       }
       return head;
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');

@@ -9,9 +9,6 @@ export const RANKINGS_KIND = 2;
 export const CATEGORY_KIND = 3;
 const SOURCES: readonly RecommendationSource[] = ['CO_VIEW', 'CO_PURCHASE', 'CATEGORY', 'DEPARTMENT', 'POPULAR', 'UPSTREAM'];
 
-/** One stored entry: [itemId, score (null for a fill), evidence, source's index in SOURCES]. */
-type StoredEntry = [number, number | null, number, number];
-
 /** A published list: the exact unfiltered answer (`top`), and the `deep` candidates a filter is applied to. */
 export interface PublishedList {
   top: RecommendationEntryModel[];
@@ -22,28 +19,82 @@ export interface PublishedList {
 
 /** The shop's rankings as published: trending and popular of each kind, deep enough for a category's share. */
 export interface PublishedRankings {
-  trending: { itemId: number; score: number }[];
-  popular: Record<RecommendationKind, { itemId: number; score: number }[]>;
+  trending: { itemId: number; score: number | null }[];
+  popular: Record<RecommendationKind, { itemId: number; score: number | null }[]>;
 }
 
+// Lists are derived from the events: a table of an older (text) format is dropped, and the learner, reading
+// no hashes, publishes every list again.
 const SCHEMA_SQL = `
+DO $$ BEGIN
+  IF EXISTS (SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema()
+      AND table_name = 'recs_published_lists' AND column_name = 'list' AND data_type <> 'bytea') THEN
+    DROP TABLE recs_published_lists;
+  END IF;
+END $$;
 CREATE TABLE IF NOT EXISTS recs_published_lists (
-  kind smallint NOT NULL, anchor bigint NOT NULL, version bigint NOT NULL, hash integer NOT NULL, list text NOT NULL,
+  kind smallint NOT NULL, anchor bigint NOT NULL, version bigint NOT NULL, hash integer NOT NULL, list bytea NOT NULL,
   PRIMARY KEY (kind, anchor));
 CREATE INDEX IF NOT EXISTS recs_published_by_version ON recs_published_lists (version);
 `;
 
-const toStored = (e: RecommendationEntryModel): StoredEntry => [e.itemId, e.score ?? null, e.evidence ?? 0, Math.max(0, SOURCES.indexOf(e.source ?? 'POPULAR'))];
-const fromStored = ([itemId, score, evidence, source]: StoredEntry, rank: number): RecommendationEntryModel =>
-  ({ rank, itemId, score, evidence, source: SOURCES[source] ?? 'POPULAR' });
+/** A list row's bytes: a flags byte (TOP_IS_PREFIX), the counts of top and deep (u16 each), then the entries
+ * (top's unless they are deep's first, then deep's), each ENTRY_BYTES: itemId and score as f64 (exact as
+ * the model has them), evidence as i32, the source's index in SOURCES (NULL_SCORE: no score). */
+const HEADER_BYTES = 5;
+const ENTRY_BYTES = 21;
+const TOP_IS_PREFIX = 1;
+const NULL_SCORE = 0x80;
 
-export function encodeList(list: PublishedList): string {
-  return JSON.stringify({ t: list.top.map(toStored), d: list.deep.map(toStored) });
+const sourceIndex = (source: RecommendationSource | undefined): number => Math.max(0, SOURCES.indexOf(source ?? 'POPULAR'));
+
+function isPrefix(top: readonly RecommendationEntryModel[], deep: readonly RecommendationEntryModel[]): boolean {
+  if (top.length > deep.length) return false;
+  for (let i = 0; i < top.length; i++) {
+    const a = top[i]!;
+    const b = deep[i]!;
+    if (a.itemId !== b.itemId || (a.score ?? null) !== (b.score ?? null) || (a.evidence ?? 0) !== (b.evidence ?? 0) || sourceIndex(a.source) !== sourceIndex(b.source)) return false;
+  }
+  return true;
 }
 
-export function decodeList(text: string): PublishedList {
-  const { t, d } = JSON.parse(text) as { t: StoredEntry[]; d: StoredEntry[] };
-  return { top: t.map((e, i) => fromStored(e, i + 1)), deep: d.map((e, i) => fromStored(e, i + 1)) };
+export function encodeList(list: PublishedList): Buffer {
+  const prefix = isPrefix(list.top, list.deep);
+  const stored = prefix ? list.deep : [...list.top, ...list.deep];
+  const buf = Buffer.allocUnsafe(HEADER_BYTES + stored.length * ENTRY_BYTES);
+  buf.writeUInt8(prefix ? TOP_IS_PREFIX : 0, 0);
+  buf.writeUInt16LE(list.top.length, 1);
+  buf.writeUInt16LE(list.deep.length, 3);
+  let at = HEADER_BYTES;
+  for (const e of stored) {
+    buf.writeDoubleLE(e.itemId, at);
+    buf.writeDoubleLE(e.score ?? 0, at + 8);
+    buf.writeInt32LE(e.evidence ?? 0, at + 16);
+    buf.writeUInt8(sourceIndex(e.source) | (e.score == null ? NULL_SCORE : 0), at + 20);
+    at += ENTRY_BYTES;
+  }
+  return buf;
+}
+
+function entryAt(buf: Buffer, at: number, rank: number): RecommendationEntryModel {
+  const source = buf.readUInt8(at + 20);
+  return {
+    rank,
+    itemId: buf.readDoubleLE(at),
+    score: source & NULL_SCORE ? null : buf.readDoubleLE(at + 8),
+    evidence: buf.readInt32LE(at + 16),
+    source: SOURCES[source & ~NULL_SCORE] ?? 'POPULAR',
+  };
+}
+
+export function decodeList(buf: Buffer): PublishedList {
+  const prefix = (buf.readUInt8(0) & TOP_IS_PREFIX) !== 0;
+  const topLength = buf.readUInt16LE(1);
+  const deepLength = buf.readUInt16LE(3);
+  const deepAt = HEADER_BYTES + (prefix ? 0 : topLength * ENTRY_BYTES);
+  const deep = Array.from({ length: deepLength }, (_, i) => entryAt(buf, deepAt + i * ENTRY_BYTES, i + 1));
+  const top = prefix ? deep.slice(0, topLength) : Array.from({ length: topLength }, (_, i) => entryAt(buf, HEADER_BYTES + i * ENTRY_BYTES, i + 1));
+  return { top, deep };
 }
 
 /** A category path's row anchor: 48 bits of its digest (the row holds the path, so a clash is seen). */
@@ -51,20 +102,51 @@ export function pathAnchor(path: string): number {
   return createHash('sha256').update(path).digest().readUIntBE(0, 6);
 }
 
-export function encodeCategory(path: string, itemIds: readonly number[]): string {
-  return JSON.stringify({ p: path, ids: itemIds });
+export function encodeCategory(path: string, itemIds: readonly number[]): Buffer {
+  return Buffer.from(JSON.stringify({ p: path, ids: itemIds }));
 }
 
 /** The popular items under `path` as fill candidates; none where the row is another path's. */
-export function decodeCategory(text: string, path: string): PublishedList {
-  const { p, ids } = JSON.parse(text) as { p: string; ids: number[] };
+export function decodeCategory(buf: Buffer, path: string): PublishedList {
+  const { p, ids } = JSON.parse(buf.toString()) as { p: string; ids: number[] };
   return { top: [], deep: [], ids: p === path ? ids : [] };
 }
 
-/** FNV-1a over the stored text: tells a list that changed from one that did not, without keeping it. */
-export function listHash(text: string): number {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+export function encodeRankings(rankings: PublishedRankings): Buffer {
+  return Buffer.from(JSON.stringify(rankings));
+}
+
+export function decodeRankings(buf: Buffer): PublishedRankings {
+  return JSON.parse(buf.toString()) as PublishedRankings;
+}
+
+const FNV_OFFSET = 0x811c9dc5;
+const FNV_PRIME = 0x01000193;
+const f64 = new Float64Array(1);
+const f64Words = new Int32Array(f64.buffer);
+const mixNumber = (h: number, n: number): number => {
+  f64[0] = n;
+  return Math.imul(Math.imul(h ^ f64Words[0]!, FNV_PRIME) ^ f64Words[1]!, FNV_PRIME);
+};
+
+/** FNV-1a over what a list row stores (its entries' fields, not their bytes): tells a list that changed
+ * from one that did not before it is encoded, and without keeping it. */
+export function listHash(list: PublishedList): number {
+  let h = mixNumber(FNV_OFFSET, list.top.length);
+  for (const entries of [list.top, list.deep]) {
+    h = mixNumber(h, entries.length);
+    for (const e of entries) {
+      h = mixNumber(mixNumber(h, e.itemId), e.score ?? NaN);
+      h = mixNumber(mixNumber(h, e.evidence ?? 0), sourceIndex(e.source));
+    }
+  }
+  return h | 0;
+}
+
+/** FNV-1a over a row's bytes (category paths, rankings: a few rows). */
+export function bytesHash(buf: Buffer): number {
+  let h = FNV_OFFSET;
+  for (let i = 0; i < buf.length; i++) h = Math.imul(h ^ buf[i]!, FNV_PRIME);
   return h | 0;
 }
 
@@ -110,7 +192,7 @@ export interface ListRow {
   kind: number;
   anchor: number;
   hash: number;
-  text: string;
+  bytes: Buffer;
 }
 
 /** Writes rows under a new version in one transaction, with the learner's heartbeat and a NOTIFY sent at
@@ -132,11 +214,18 @@ export async function publishRows(pool: pg.Pool, names: { lockKey: string; chann
       const { rows: [bumped] } = await client.query<{ value: string }>(
         `INSERT INTO recs_meta (key, value) VALUES ('publishSeq', 1) ON CONFLICT (key) DO UPDATE SET value = recs_meta.value + 1 RETURNING value`);
       version = Number(bumped!.value);
+      // the rows' bytes as one parameter (sent as binary), cut in the statement: an array of bytea goes as hex text
+      const starts: number[] = [];
+      let at = 1;
+      for (const r of rows) {
+        starts.push(at);
+        at += r.bytes.length;
+      }
       await client.query(
         `INSERT INTO recs_published_lists (kind, anchor, version, hash, list)
-         SELECT k, a, $5, h, l FROM unnest($1::smallint[], $2::bigint[], $3::integer[], $4::text[]) AS r(k, a, h, l)
+         SELECT k, a, $5, h, substring($4::bytea FROM s FOR n) FROM unnest($1::smallint[], $2::bigint[], $3::integer[], $6::integer[], $7::integer[]) AS r(k, a, h, s, n)
          ON CONFLICT (kind, anchor) DO UPDATE SET version = excluded.version, hash = excluded.hash, list = excluded.list`,
-        [rows.map((r) => r.kind), rows.map((r) => r.anchor), rows.map((r) => r.hash), rows.map((r) => r.text), version]);
+        [rows.map((r) => r.kind), rows.map((r) => r.anchor), rows.map((r) => r.hash), Buffer.concat(rows.map((r) => r.bytes)), version, starts, rows.map((r) => r.bytes.length)]);
     }
     await client.query(
       `INSERT INTO recs_meta (key, value) VALUES ('publishedAt', $1), ('publishedEventId', $2)
@@ -160,6 +249,12 @@ export async function publishedHashes(pool: pg.Pool): Promise<Map<number, number
   return hashes;
 }
 
+/** The store's newest event id: how far the model is behind it. */
+export async function newestEventId(pool: pg.Pool): Promise<number> {
+  const result = await pool.query({ text: 'SELECT max(id) FROM recs_events', rowMode: 'array' });
+  return Number((result.rows[0] as [string | null])[0] ?? 0);
+}
+
 /** The items the events after `afterId` up to `upToId` name: their lists change first. */
 export async function itemsOfEvents(pool: pg.Pool, afterId: number, upToId: number): Promise<number[]> {
   const result = await pool.query({ text: 'SELECT DISTINCT item_id FROM recs_events WHERE id > $1 AND id <= $2', values: [afterId, upToId], rowMode: 'array' });
@@ -172,14 +267,14 @@ export async function changedSince(pool: pg.Pool, version: number, limit: number
   return (result.rows as [number, string][]).map(([kind, anchor]) => ({ kind, anchor: Number(anchor) }));
 }
 
-export async function readRows(pool: pg.Pool, keys: readonly { kind: number; anchor: number }[]): Promise<Map<string, string>> {
+export async function readRows(pool: pg.Pool, keys: readonly { kind: number; anchor: number }[]): Promise<Map<string, Buffer>> {
   const result = await pool.query({
     text: `SELECT p.kind, p.anchor, p.list FROM unnest($1::smallint[], $2::bigint[]) AS k(kind, anchor)
            JOIN recs_published_lists p ON p.kind = k.kind AND p.anchor = k.anchor`,
     values: [keys.map((k) => k.kind), keys.map((k) => k.anchor)],
     rowMode: 'array',
   });
-  const found = new Map<string, string>();
-  for (const [kind, anchor, list] of result.rows as [number, string, string][]) found.set(`${kind}:${anchor}`, list);
+  const found = new Map<string, Buffer>();
+  for (const [kind, anchor, list] of result.rows as [number, string, Buffer][]) found.set(`${kind}:${anchor}`, list);
   return found;
 }

@@ -4,8 +4,11 @@ import { isInStock } from '../../model/itemRecord.js';
 import type { RecommendationEntryModel } from '../../ports/backend.js';
 import { FILTERED_SCAN_LIMIT, MAX_RECOMMENDATIONS, SCAN_LIMIT } from '../../recommender/index.js';
 import type { EmbeddedRecs } from './recs.js';
-import type { ListRow } from './publishedLists.js';
-import { CATEGORY_KIND, encodeCategory, encodeList, itemsOfEvents, pathAnchor, LIST_KINDS, listHash, publishedHashes, publishRows, RANKINGS_KIND, readPublishState } from './publishedLists.js';
+import type { ListRow, PublishedList } from './publishedLists.js';
+import {
+  bytesHash, CATEGORY_KIND, encodeCategory, encodeList, encodeRankings, itemsOfEvents, pathAnchor, LIST_KINDS, listHash, newestEventId, publishedHashes, publishRows,
+  RANKINGS_KIND, readPublishState,
+} from './publishedLists.js';
 
 /** Candidates published per list for filters to pick from (RECS_PUBLISH_DEPTH's default). */
 export const PUBLISH_DEPTH = 50;
@@ -15,6 +18,10 @@ const PUBLISH_ROWS = 2000;
 const SLICE_MS = 15;
 /** Behind by more events than this, the items they name are left to the sweep. */
 const PRIORITY_EVENTS = 50_000;
+/** Behind the store by more than this, the follower is reading a backlog: lists made now would be made
+ * again once it has, so a sweep waits for it (at most CATCH_UP_WAIT_MS). */
+const CATCHING_UP_EVENTS = 10_000;
+const CATCH_UP_WAIT_MS = 5000;
 /** A learner with nothing to publish still says it is current this often. */
 const HEARTBEAT_MS = 1000;
 const TICK_MS = 50;
@@ -43,6 +50,9 @@ export class Publisher {
   private publishedEventId = 0;
   private timer: NodeJS.Timeout | null = null;
   private running = false;
+  /** The publish under way: the next starts after it (versions in order), the sweep computes meanwhile. */
+  private inFlight: Promise<void> = Promise.resolve();
+  private waitingSince: number | null = null;
   readonly stats: PublisherStats = { rows: 0, publishes: 0, sweeps: 0, lastSweepMs: 0, lastPublishAt: null };
 
   constructor(
@@ -79,8 +89,8 @@ export class Publisher {
     this.running = true;
     try {
       await this.priority();
-      if (this.changes !== this.swept && Date.now() - this.sweptAt >= SWEEP_GAP_MS) await this.sweep();
-      else if (Date.now() - (this.stats.lastPublishAt ?? 0) >= HEARTBEAT_MS) await this.publish([]);
+      if (this.changes !== this.swept && Date.now() - this.sweptAt >= SWEEP_GAP_MS && !(await this.catchingUp())) await this.sweep();
+      else if (Date.now() - (this.stats.lastPublishAt ?? 0) >= HEARTBEAT_MS) await this.publishNext([]);
     } catch (error) {
       this.say(`learner: cannot publish lists: ${(error as Error).message}`);
     } finally {
@@ -88,13 +98,25 @@ export class Publisher {
     }
   }
 
+  /** Whether the model is far behind the store's events, and has not been for long: the follower reads them now. */
+  private async catchingUp(): Promise<boolean> {
+    return this.waitsFor(this.recs.readingBacklog || (await newestEventId(this.pool)) - this.recs.applied.lastEventId > CATCHING_UP_EVENTS);
+  }
+
+  private waitsFor(behind: boolean): boolean {
+    if (!behind) this.waitingSince = null;
+    else this.waitingSince ??= Date.now();
+    return behind && Date.now() - this.waitingSince! < CATCH_UP_WAIT_MS;
+  }
+
   /** The lists of the items the events applied since the last publish name; more events than
-   * PRIORITY_EVENTS (or a learner just taking over) are left to a sweep at once, which says it has them. */
+   * PRIORITY_EVENTS (or a learner just taking over, or the first pages of a backlog the follower is
+   * reading) are left to a sweep, which says it has them. */
   private async priority(): Promise<void> {
     const head = this.recs.applied.lastEventId;
     const from = this.publishedEventId;
     if (head <= from) return;
-    if (head - from > PRIORITY_EVENTS || from === 0) {
+    if (head - from > PRIORITY_EVENTS || from === 0 || (head - from > CATCHING_UP_EVENTS && await this.catchingUp())) {
       this.sweptAt = 0;
       this.swept = -1;
       return;
@@ -102,7 +124,7 @@ export class Publisher {
     const anchors = await itemsOfEvents(this.pool, from, head);
     const rows: ListRow[] = [];
     for (const anchor of anchors) this.rowsOf(anchor, rows);
-    await this.publish(rows, head);
+    await this.publishNext(rows, head);
   }
 
   /** Every anchor's lists and the rankings, compared with what was published, in slices between other work. */
@@ -115,15 +137,28 @@ export class Publisher {
     this.rankingsRow(rows);
     this.categoryRows(rows);
     let at = 0;
+    let publishing: Promise<void> = Promise.resolve();
     while (at < ids.length && this.lockPid !== null) {
+      // a backlog arrived meanwhile: what is left would be made again after it, so the sweep starts again then
+      if (this.recs.applied.lastEventId - head > CATCHING_UP_EVENTS && this.waitsFor(this.recs.readingBacklog)) {
+        await publishing;
+        this.swept = -1;
+        return;
+      }
       const end = performance.now() + SLICE_MS;
       while (at < ids.length && performance.now() < end && rows.length < PUBLISH_ROWS) this.rowsOf(ids[at++]!, rows);
-      if (rows.length >= PUBLISH_ROWS) await this.publish(rows.splice(0));
+      if (rows.length >= PUBLISH_ROWS) {
+        // one batch written while the next is made; a failure stops the sweep
+        await publishing;
+        publishing = this.publishNext(rows.splice(0));
+        publishing.catch(() => undefined); // awaited below, unless a step before throws first
+      }
       await nextTurn();
       // events that came meanwhile are not kept waiting for the rest of the sweep
       await this.priority();
     }
-    await this.publish(rows, Math.max(head, this.publishedEventId));
+    await publishing;
+    await this.publishNext(rows, Math.max(head, this.publishedEventId));
     this.stats.sweeps++;
     this.stats.lastSweepMs = performance.now() - t0;
     this.sweptAt = Date.now();
@@ -131,16 +166,16 @@ export class Publisher {
 
   private rowsOf(anchor: number, rows: ListRow[]): void {
     for (let kind = 0; kind < LIST_KINDS.length; kind++) {
-      let text: string;
+      let list: PublishedList;
       try {
         const name = LIST_KINDS[kind]!;
         const deep = this.recs.candidatesNow(name, anchor, this.depth);
-        text = encodeList({ top: this.topOf(deep) ?? this.recs.recommendNow(name, anchor).entries, deep });
+        list = { top: this.topOf(deep) ?? this.recs.recommendNow(name, anchor).entries, deep };
       } catch {
         continue; // no record (yet): no list to publish
       }
-      const hash = listHash(text);
-      if (this.hashes[kind]!.get(anchor) !== hash) rows.push({ kind, anchor, hash, text });
+      const hash = listHash(list);
+      if (this.hashes[kind]!.get(anchor) !== hash) rows.push({ kind, anchor, hash, bytes: encodeList(list) });
     }
   }
 
@@ -167,18 +202,25 @@ export class Publisher {
       const anchor = pathAnchor(path);
       for (let k = 0; k < LIST_KINDS.length; k++) {
         // as deep as a filtered lookup walks the tier: a filter few items pass still finds its ten
-        const text = encodeCategory(path, this.recs.rankedUnderNow(LIST_KINDS[k]!, path, path === '' ? FILTERED_SCAN_LIMIT : SCAN_LIMIT));
-        const hash = listHash(text);
-        if (this.hashes[CATEGORY_KIND + k]!.get(anchor) !== hash) rows.push({ kind: CATEGORY_KIND + k, anchor, hash, text });
+        const bytes = encodeCategory(path, this.recs.rankedUnderNow(LIST_KINDS[k]!, path, path === '' ? FILTERED_SCAN_LIMIT : SCAN_LIMIT));
+        const hash = bytesHash(bytes);
+        if (this.hashes[CATEGORY_KIND + k]!.get(anchor) !== hash) rows.push({ kind: CATEGORY_KIND + k, anchor, hash, bytes });
       }
     }
   }
 
   private rankingsRow(rows: ListRow[]): void {
     const { trending, popular } = this.recs.rankingsNow(RANKING_DEPTH);
-    const text = JSON.stringify({ trending, popular });
-    const hash = listHash(text);
-    if (this.hashes[RANKINGS_KIND]!.get(0) !== hash) rows.push({ kind: RANKINGS_KIND, anchor: 0, hash, text });
+    const bytes = encodeRankings({ trending, popular });
+    const hash = bytesHash(bytes);
+    if (this.hashes[RANKINGS_KIND]!.get(0) !== hash) rows.push({ kind: RANKINGS_KIND, anchor: 0, hash, bytes });
+  }
+
+  /** Publishes `rows` once the publish under way is done. */
+  private publishNext(rows: ListRow[], eventId?: number): Promise<void> {
+    const next = this.inFlight.then(() => this.publish(rows, eventId));
+    this.inFlight = next.catch(() => undefined);
+    return next;
   }
 
   /** Publishes `rows` (none: a heartbeat), with the event they reflect; a learner that lost the lock stops. */

@@ -326,6 +326,11 @@ export class EmbeddedRecs implements RecsService {
     return this.follower?.poll() ?? Promise.resolve();
   }
 
+  /** Whether the follower is reading a backlog of events, a page applied and more to come. */
+  get readingBacklog(): boolean {
+    return this.follower?.readingPages ?? false;
+  }
+
   private following(): StoreFollower {
     if (this.follower === null) throw new Error('this recommender follows no store');
     return this.follower;

@@ -8,7 +8,7 @@ import type {
 } from '../../ports/backend.js';
 import type { PublishedList, PublishedRankings, PublishState } from './publishedLists.js';
 import { fillEntry, fillPaths, FilteredPick } from './serveFilter.js';
-import { CATEGORY_KIND, changedSince, decodeCategory, decodeList, LIST_KINDS, pathAnchor, RANKINGS_KIND, readPublishState, readRows } from './publishedLists.js';
+import { CATEGORY_KIND, changedSince, decodeCategory, decodeList, decodeRankings, LIST_KINDS, pathAnchor, RANKINGS_KIND, readPublishState, readRows } from './publishedLists.js';
 
 /** Lists and item records a serve replica keeps (RECS_SERVE_CACHE_ENTRIES' default): its memory, whatever the store holds. */
 export const SERVE_CACHE_ENTRIES = 50_000;
@@ -170,8 +170,8 @@ export class ServeRecs implements RecsService {
     const kept = this.lists.get(key);
     if (kept !== undefined) return kept;
     const epoch = this.epoch;
-    const text = (await readRows(this.pool, [{ kind: kindCode(kind), anchor: anchorId }])).get(key);
-    const list = text === undefined ? UNPUBLISHED : decodeList(text);
+    const row = (await readRows(this.pool, [{ kind: kindCode(kind), anchor: anchorId }])).get(key);
+    const list = row === undefined ? UNPUBLISHED : decodeList(row);
     if (epoch === this.epoch) this.lists.set(key, list);
     return list;
   }
@@ -210,8 +210,8 @@ export class ServeRecs implements RecsService {
     const kept = this.lists.get(key);
     if (kept !== undefined) return kept.ids ?? [];
     const epoch = this.epoch;
-    const text = (await readRows(this.pool, [{ kind: CATEGORY_KIND + kindCode(kind), anchor: pathAnchor(path) }])).get(key);
-    const list = text === undefined ? UNPUBLISHED : decodeCategory(text, path);
+    const row = (await readRows(this.pool, [{ kind: CATEGORY_KIND + kindCode(kind), anchor: pathAnchor(path) }])).get(key);
+    const list = row === undefined ? UNPUBLISHED : decodeCategory(row, path);
     if (epoch === this.epoch) this.lists.set(key, list);
     return list.ids ?? [];
   }
@@ -247,14 +247,14 @@ export class ServeRecs implements RecsService {
   private async rankingsNow(): Promise<PublishedRankings> {
     if (this.rankings !== null) return this.rankings;
     const epoch = this.epoch;
-    const text = (await readRows(this.pool, [{ kind: RANKINGS_KIND, anchor: 0 }])).get(`${RANKINGS_KIND}:0`);
-    const rankings: PublishedRankings = text === undefined ? { trending: [], popular: { POST_BROWSE: [], NEXT_BEST_PRODUCT: [] } } : JSON.parse(text) as PublishedRankings;
+    const row = (await readRows(this.pool, [{ kind: RANKINGS_KIND, anchor: 0 }])).get(`${RANKINGS_KIND}:0`);
+    const rankings: PublishedRankings = row === undefined ? { trending: [], popular: { POST_BROWSE: [], NEXT_BEST_PRODUCT: [] } } : decodeRankings(row);
     if (epoch === this.epoch) this.rankings = rankings;
     return rankings;
   }
 
   /** A published ranking's entries under `categoryPath`: its share of the published depth. */
-  private async ranked(entries: readonly { itemId: number; score: number }[], categoryPath: string | null, first: number): Promise<ItemRankingModel> {
+  private async ranked(entries: readonly { itemId: number; score: number | null }[], categoryPath: string | null, first: number): Promise<ItemRankingModel> {
     const n = checkListFirst(first);
     const out: ItemRankingModel = { entries: [], items: [] };
     for (let at = 0; at < entries.length && out.entries.length < n; at += MAX_IDS) {

@@ -28,6 +28,8 @@ export class StoreFollower {
   private polling: Promise<void> = Promise.resolve();
   private pollQueued: Promise<void> | null = null;
   error: string | null = null;
+  /** True while a poll has another page of events to apply: a backlog is being read. */
+  readingPages = false;
 
   constructor(readonly store: RecsDataStore, private readonly host: FollowHost, private readonly fullReloadEvents = FULL_RELOAD_EVENTS) {}
 
@@ -106,21 +108,28 @@ export class StoreFollower {
           host.head().lastItemSeq = seq;
         }
       }
-      while (head.lastEventId > host.head().lastEventId && !host.closed()) {
-        const rows = await store.eventsAfter(host.head().lastEventId, FOLLOW_PAGE);
+      let next = head.lastEventId > host.head().lastEventId ? store.eventsAfter(host.head().lastEventId, FOLLOW_PAGE) : null;
+      while (next !== null && !host.closed()) {
+        const rows = await next;
+        const last = rows.length === 0 ? 0 : rows[rows.length - 1]![0];
+        // the next page is read while this one is applied
+        next = rows.length === FOLLOW_PAGE && head.lastEventId > last ? store.eventsAfter(last, FOLLOW_PAGE) : null;
+        next?.catch(() => undefined); // awaited above, unless this process stops first
+        this.readingPages = next !== null;
         // an own batch applied meanwhile is at or below the applied id now
         let from = 0;
         while (from < rows.length && rows[from]![0] <= host.head().lastEventId) from++;
         if (from < rows.length) {
           host.applyEvents(rows.slice(from).map(rowToRecEvent));
-          host.head().lastEventId = rows[rows.length - 1]![0];
+          host.head().lastEventId = last;
         }
-        if (rows.length < FOLLOW_PAGE) break;
       }
       this.error = null;
     } catch (error) {
       this.error = (error as Error).message;
       throw error;
+    } finally {
+      this.readingPages = false;
     }
   }
 

@@ -3,7 +3,7 @@ import { openPool } from '../../../src/backends/embedded/keys/postgresStore.js';
 import { LearnerLock } from '../../../src/backends/embedded/learnerLock.js';
 import { openRecsData } from '../../../src/backends/embedded/loadFromStore.js';
 import { openEmbeddedRecs } from '../../../src/backends/embedded/openRecs.js';
-import { publishRows } from '../../../src/backends/embedded/publishedLists.js';
+import { encodeList, publishedHashes, publishRows } from '../../../src/backends/embedded/publishedLists.js';
 import { Publisher } from '../../../src/backends/embedded/publisher.js';
 import { preparePublished } from '../../../src/backends/embedded/roles.js';
 import { ServeRecs } from '../../../src/backends/embedded/serveRecs.js';
@@ -119,8 +119,28 @@ describe('published lists on PostgreSQL', () => {
     other.start();
     await new Promise((r) => setTimeout(r, 500));
     expect(second).toBe(false);
-    expect(await publishRows(pool, names, 1, [{ kind: 0, anchor: 1, hash: 0, text: '{"t":[],"d":[]}' }], 0)).toBeNull();
+    expect(await publishRows(pool, names, 1, [{ kind: 0, anchor: 1, hash: 0, bytes: encodeList({ top: [], deep: [] }) }], 0)).toBeNull();
     await lock.close();
     expect(await until(() => second, 5_000)).toBe(true);
   }, 120_000);
+
+  it('a table of published lists in an older format (text) is replaced at start, so a learner publishes every list again', async () => {
+    const schema = testSchema();
+    cleanups.push(() => dropSchema(schema));
+    const pool = openPool({ connectionString: DATABASE_URL, schema, max: 1 });
+    cleanups.push(() => pool.end());
+    await pool.query(`CREATE SCHEMA ${schema}`);
+    await pool.query(`CREATE TABLE recs_published_lists (kind smallint NOT NULL, anchor bigint NOT NULL, version bigint NOT NULL, hash integer NOT NULL,
+      list text NOT NULL, PRIMARY KEY (kind, anchor))`);
+    await pool.query(`INSERT INTO recs_published_lists VALUES (0, 1, 1, 5, '{"t":[],"d":[]}')`);
+    const columnType = async (): Promise<unknown> => (await pool.query(
+      `SELECT data_type FROM information_schema.columns WHERE table_schema = $1 AND table_name = 'recs_published_lists' AND column_name = 'list'`, [schema])).rows;
+    await preparePublished(pool);
+    expect(await columnType()).toEqual([{ data_type: 'bytea' }]);
+    expect((await publishedHashes(pool)).map((m) => m.size)).toEqual([0, 0, 0, 0, 0]);
+    // a table of this format is kept as it is by the next start
+    await pool.query(`INSERT INTO recs_published_lists VALUES (0, 1, 1, 5, $1)`, [encodeList({ top: [], deep: [] })]);
+    await preparePublished(pool);
+    expect((await publishedHashes(pool))[0]!.get(1)).toBe(5);
+  }, 30_000);
 });
