@@ -77,14 +77,20 @@ export interface ForYouInputs<P extends ForYouPicks> {
   fill(kind: RecommendationKind, filter: RecommendationFilterModel | null, picks: P): void;
 }
 
+/** The anchored lists forYouScores reads, newest anchor first: what a caller holding no model fetches beforehand. */
+export function listsOf(history: readonly ShopperEvent[], options: ForYouOptions = {}): { kind: RecommendationKind; itemId: number }[] {
+  const max = options.anchors ?? DEFAULT_FOR_YOU.anchors;
+  return anchorsOf(history, max).map((a) => ({ kind: a.kind === KIND_PURCHASE ? 'NEXT_BEST_PRODUCT' : 'POST_BROWSE', itemId: a.itemId }));
+}
+
 /** Candidates by descending score (then ascending item id): each anchor's list, scaled to its best score so that one
  * busy anchor does not drown the others, times its recency weight, summed. Pure: the lists are read only. */
 export function forYouScores(anchored: ForYouInputs<ForYouPicks>['anchored'], history: readonly ShopperEvent[], options: ForYouOptions = {}): ForYouCandidate[] {
-  const { anchors: max, decay, normalise } = { ...DEFAULT_FOR_YOU, ...options };
+  const { decay, normalise } = { ...DEFAULT_FOR_YOU, ...options };
   const scores = new Map<number, ForYouCandidate & { best: number }>();
-  anchorsOf(history, max).forEach((anchor, p) => {
-    const bought = anchor.kind === KIND_PURCHASE;
-    const list = anchored(bought ? 'NEXT_BEST_PRODUCT' : 'POST_BROWSE', anchor.itemId);
+  listsOf(history, options).forEach(({ kind, itemId }, p) => {
+    const bought = kind === 'NEXT_BEST_PRODUCT';
+    const list = anchored(kind, itemId);
     if (list === null || list.items.length === 0 || !(list.scores[0]! > 0)) return;
     const weight = 1 / Math.pow(1 + p, decay) / (normalise ? list.scores[0]! : 1);
     const source: RecommendationSource = bought ? 'CO_PURCHASE' : 'CO_VIEW';
@@ -92,10 +98,10 @@ export function forYouScores(anchored: ForYouInputs<ForYouPicks>['anchored'], hi
       const part = list.scores[i]! * weight;
       const b = list.items[i]!;
       const known = scores.get(b);
-      if (known === undefined) scores.set(b, { item: b, score: part, because: anchor.itemId, source, best: part });
+      if (known === undefined) scores.set(b, { item: b, score: part, because: itemId, source, best: part });
       else {
         known.score += part;
-        if (part > known.best) Object.assign(known, { because: anchor.itemId, source, best: part });
+        if (part > known.best) Object.assign(known, { because: itemId, source, best: part });
       }
     }
   });

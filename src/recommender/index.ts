@@ -6,9 +6,9 @@ export { buildModel, byPopularity, cutoffOf, DEFAULT_NEXT_BEST, DEFAULT_POST_BRO
 export type { ModelOptions, RecModel, Scoring } from './model.js';
 export type { Neighbours, OrderWeights, PairScore, PriorStats } from './neighbours.js';
 export { FILTERED_SCAN_LIMIT, MAX_RECOMMENDATIONS, Picks, Recommender, SCAN_LIMIT } from './recommend.js';
-export { anchoredIn, anchorsOf, DEFAULT_FOR_YOU, forYou, forYouFrom, forYouScores } from './forYou.js';
+export { anchoredIn, anchorsOf, DEFAULT_FOR_YOU, forYou, forYouFrom, forYouScores, listsOf } from './forYou.js';
 export type { AnchoredList, ForYouCandidate, ForYouInputs, ForYouOptions, ForYouPicks, ShopperEvent } from './forYou.js';
-export { MAX_SHOPPER_EVENTS, MAX_SHOPPERS, ShopperHistories } from './shoppers.js';
+export { MAX_SHOPPER_EVENTS, MAX_SHOPPERS, mergeHistories, ShopperHistories } from './shoppers.js';
 export { sessionIndex, vsknnScores } from './vsknn.js';
 export type { SessionIndex, VsknnOptions } from './vsknn.js';
 export { visits } from './sessions.js';
@@ -29,7 +29,7 @@ export type { EventKind, RecEvent } from './eventLog.js';
 export { ItemIndex } from './interners.js';
 export type { EventLogColumns } from './logColumns.js';
 export type { CompactionUnderWay } from './logCompaction.js';
-export { Catalog, loadCatalogFile } from './catalog.js';
+export { Catalog, familyOf, loadCatalogFile } from './catalog.js';
 export type { CatalogLoadReport } from './catalog.js';
 
 // Workers: a model or a kind built in another thread, handed over as transferable arrays.

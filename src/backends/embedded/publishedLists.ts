@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../../ports/backend.js';
+import type { AnchoredList } from '../../recommender/index.js';
 
 /** Row kinds of recs_published_lists: the two list kinds by anchor, and the shop's rankings (anchor 0). */
 export const LIST_KINDS: readonly RecommendationKind[] = ['POST_BROWSE', 'NEXT_BEST_PRODUCT'];
@@ -18,6 +19,8 @@ export interface PublishedList {
   deep: RecommendationEntryModel[];
   /** A category path's row: its item ids by popularity (top and deep are empty). */
   ids?: readonly number[];
+  /** The anchor's neighbour list as the model holds it, which recommendedForYou sums; absent where it has none. */
+  anchored?: AnchoredList;
 }
 
 /** The shop's rankings as published: trending and popular of each kind, deep enough for a category's share. */
@@ -38,12 +41,15 @@ const fromStored = ([itemId, score, evidence, source]: StoredEntry, rank: number
   ({ rank, itemId, score, evidence, source: SOURCES[source] ?? 'POPULAR' });
 
 export function encodeList(list: PublishedList): string {
-  return JSON.stringify({ t: list.top.map(toStored), d: list.deep.map(toStored) });
+  const near = list.anchored === undefined || list.anchored.items.length === 0 ? {} : { n: [Array.from(list.anchored.items), Array.from(list.anchored.scores)] };
+  return JSON.stringify({ t: list.top.map(toStored), d: list.deep.map(toStored), ...near });
 }
 
 export function decodeList(text: string): PublishedList {
-  const { t, d } = JSON.parse(text) as { t: StoredEntry[]; d: StoredEntry[] };
-  return { top: t.map((e, i) => fromStored(e, i + 1)), deep: d.map((e, i) => fromStored(e, i + 1)) };
+  const { t, d, n } = JSON.parse(text) as { t: StoredEntry[]; d: StoredEntry[]; n?: [number[], number[]] };
+  const list: PublishedList = { top: t.map((e, i) => fromStored(e, i + 1)), deep: d.map((e, i) => fromStored(e, i + 1)) };
+  if (n !== undefined) list.anchored = { items: n[0], scores: n[1] };
+  return list;
 }
 
 /** A category path's row anchor: 48 bits of its digest (the row holds the path, so a clash is seen). */
