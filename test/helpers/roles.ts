@@ -49,8 +49,8 @@ export interface LearnerSetup {
 }
 
 /** A schema of its own with `items` records (4 departments, 20 categories, a brand a tenth, a seventh out of stock) and
- * `events`, a learner's model following it, and its publisher started under the learner lock; `cleanups` stops them. */
-export async function startLearner(items: number, events: readonly RecEvent[], cleanups: (() => Promise<unknown>)[]): Promise<LearnerSetup> {
+ * `events`, a learner's model (window `maxAgeDays`, 0 none) following it, and its publisher started under the learner lock; `cleanups` stops them. */
+export async function startLearner(items: number, events: readonly RecEvent[], cleanups: (() => Promise<unknown>)[], maxAgeDays = 0): Promise<LearnerSetup> {
   const schema = testSchema();
   cleanups.push(() => dropSchema(schema));
   const store = (await openRecsData({ kind: 'postgres', connectionString: DATABASE_URL, schema }))!;
@@ -60,7 +60,7 @@ export async function startLearner(items: number, events: readonly RecEvent[], c
     salePrice: i, stock: i % 7 === 0 ? 'Not available' : 'Available',
   })));
   await store.appendEvents(events);
-  const recs = await openEmbeddedRecs({ dataDir: null, databaseUrl: DATABASE_URL, schema, followIntervalMs: 50 });
+  const recs = await openEmbeddedRecs({ dataDir: null, databaseUrl: DATABASE_URL, schema, followIntervalMs: 50, model: { maxAgeDays } });
   cleanups.push(() => recs.close());
   const pool = openPool({ connectionString: DATABASE_URL, schema, max: 4 });
   cleanups.push(() => pool.end());

@@ -6,8 +6,9 @@ import { NS_SESSION, NS_USER } from './liveStore.js';
 import type { PublishedList } from './publishedLists.js';
 import { fillEntry, RecordPick } from './serveFilter.js';
 
-/** The newest events by id whose latest time ends the window: the learner measures it back from the newest it applied. */
-const LATEST_EVENTS = 1000;
+/** The newest events by id whose latest time ends the window, as the learner's newest applied event does: a few, so
+ * that a client's clock a little off does not move it (an import of older events stored last does, until the next). */
+const LATEST_EVENTS = 100;
 /** Records read a query (RecsService's getItems bound). */
 const PAGE = 100;
 

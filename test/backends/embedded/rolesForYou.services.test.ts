@@ -30,7 +30,9 @@ describe('recommendedForYou on a serve replica', () => {
       view('h2', 7, 'uh2'), buy('h2', 7, 'uh2'), view('h2', 20, 'uh2'), view('h2b', 33, 'uh2'),
       buy(null, 40, 'uh3'), buy(null, 41, 'uh3'),
       ...Array.from({ length: 40 }, (_, i) => view('h4', 1 + ((i * 37) % ITEMS))),
-    ]], cleanups);
+      // past the window (RECS_EVENTS_MAX_AGE_DAYS' 90): 50 is no anchor and may be listed
+      { ...view('old', 50), time: Date.now() - 100 * 86_400_000 }, view('old', 13),
+    ]], cleanups, 90);
     // variants: a seen item's family is left out
     await store.upsertItems([34, 35, 36].map((id) => parseItemRecord({ itemId: id, parentItemId: 33, name: `variant ${id}`, categoryPath: 'Dept1/Cat13', salePrice: 5, stock: 'Available' })));
     await recs.poll();
@@ -41,7 +43,7 @@ describe('recommendedForYou on a serve replica', () => {
 
     const shoppers: ShopperModel[] = [
       { sessionId: 'h1', userId: null }, { sessionId: 'h2', userId: null }, { sessionId: null, userId: 'uh2' }, { sessionId: 'h2', userId: 'uh2' },
-      { sessionId: null, userId: 'uh3' }, { sessionId: 'h4', userId: null }, { sessionId: 's1-10', userId: null }, { sessionId: 's1-4000', userId: 'u3' },
+      { sessionId: null, userId: 'uh3' }, { sessionId: 'h4', userId: null }, { sessionId: 'old', userId: null }, { sessionId: 's1-10', userId: null }, { sessionId: 's1-4000', userId: 'u3' },
     ];
     const filters: (RecommendationFilterModel | null)[] = [null, ...[
       { inStockOnly: true }, { categoryPath: 'Dept1' }, { categoryPath: 'Dept2/Cat6' }, { brandNames: ['Acme'] }, { maxPrice: 40 }, { excludeItemIds: [2, 3, 4, 10, 11] },
@@ -67,6 +69,9 @@ describe('recommendedForYou on a serve replica', () => {
     expect(h2.entries.filter((e) => e.source === 'CO_VIEW' && [20, 33].includes(e.because!)).length).toBeGreaterThan(2);
     expect(h2.entries.map((e) => e.itemId).filter((id) => [33, 34, 35, 36].includes(id))).toEqual([]);
     expect(h2.entries.map((e) => e.itemId)).not.toContain(20);
+
+    expect((await serve.forYou({ sessionId: 'old', userId: null }, 40)).entries.filter((e) => e.because === 50)).toEqual([]);
+    expect((await serve.forYou({ sessionId: 'old', userId: null }, 40)).entries.filter((e) => e.because === 13).length).toBeGreaterThan(0);
 
     // a shopper with no events, or a name never seen: the popular items, as the learner gives them
     for (const shopper of [{ sessionId: 'nobody', userId: null }, { sessionId: 'nobody', userId: 'nobody' }]) {
