@@ -27,7 +27,7 @@ import { EmbeddedRecs } from '../src/backends/embedded/recs.js';
 
 const ROOT = new URL('../', import.meta.url).pathname;
 
-const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters'];
+const SCENARIOS = ['raw', 'apollo', 'naive', 'emb', 'emb-basic', 'pg-key', 'pg-basic', 'emb-noauth', 'lookup', 'inline', 'mixed', 'mixed-reads', 'rest', 'emb-redis', 'cold', 'nested', 'keys', 'recommender', 'filters', 'foryou', 'attribution'];
 
 const USAGE = `Usage: npm run bench [-- options]
 
@@ -838,20 +838,30 @@ if (wanted('recommender')) {
   console.log(recommenderOutput);
 }
 
-// the filtered lookups against unfiltered ones (bench/filters.ts), in-process in a child likewise
+/** Runs an in-process bench file in a child on both cores, as the recommender's, and returns what it printed. */
+async function inChild(file: string): Promise<string> {
+  console.log(`${file}`);
+  let output = '';
+  const child = spawn('taskset', ['-c', `0-${os.cpus().length - 1}`, process.execPath, '--import', 'tsx', file], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  await new Promise((resolve) => child.once('exit', resolve));
+  console.log(output);
+  return output;
+}
+
+// the filtered lookups against unfiltered ones
 let filtersOutput = '';
 type FiltersResult = { unfilteredUs: number; worst: { name: string; ratio: number } };
 let filtersResult: FiltersResult | null = null;
 if (wanted('filters')) {
-  console.log('filters: bench/filters.ts');
-  const child = spawn('taskset', ['-c', `0-${os.cpus().length - 1}`, process.execPath, '--import', 'tsx', 'bench/filters.ts'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-  child.stdout.on('data', (chunk: Buffer) => (filtersOutput += chunk.toString()));
-  await new Promise((resolve) => child.once('exit', resolve));
+  filtersOutput = await inChild('bench/filters.ts');
   const json = /^filters-json (.*)$/m.exec(filtersOutput);
   if (json) filtersResult = JSON.parse(json[1]!) as FiltersResult;
   filtersOutput = filtersOutput.replace(/^filters-json .*\n?/m, '');
-  console.log(filtersOutput);
 }
+// a shopper's list against an anchored one; what attribution adds to a request
+const forYouOutput = wanted('foryou') ? await inChild('bench/forYou.ts') : '';
+const attributionOutput = wanted('attribution') ? await inChild('bench/attribution.ts') : '';
 
 // ---------------------------------------------------------------------------------------------
 // the host's speed, again: the references measured first are measured once more at the end, so
@@ -1022,6 +1032,8 @@ const lines = [
   ...notes.map((note) => `Note: ${note}`),
   ...(recommenderOutput ? ['Recommender (`bench/recommender.ts`, on both cores):', '', '```', recommenderOutput.trim(), '```', ''] : []),
   ...(filtersOutput ? ['Filtered lookups (`bench/filters.ts`, in-process, on both cores):', '', '```', filtersOutput.trim(), '```', ''] : []),
+  ...(forYouOutput ? ['Lists for one shopper (`bench/forYou.ts`, in-process):', '', '```', forYouOutput.trim(), '```', ''] : []),
+  ...(attributionOutput ? ['Attribution and A/B assignment (`bench/attribution.ts`, in-process):', '', '```', attributionOutput.trim(), '```', ''] : []),
 ];
 const text = lines.join('\n');
 console.log(`\n${text}`);

@@ -113,7 +113,8 @@ describe('REST mode on a Redis Cluster: the shared cache and the change feed', (
     await victim.stop();
     try {
       for (const gateway of [one, two]) {
-        await expect.poll(async () => (await readyz(gateway.url)).status, { timeout: 10_000 }).toBe('degraded');
+        // the bound leaves room for a loaded machine: the cluster is watched each second, on a busy event loop
+        await expect.poll(async () => (await readyz(gateway.url)).status, { timeout: 25_000 }).toBe('degraded');
         const body = await readyz(gateway.url);
         expect(body.checks.cache).toBe(REDIS_UNREACHABLE);
         expect(body.checks.rateLimits).toBe(`${REDIS_UNREACHABLE}; limits are kept per process meanwhile`);
@@ -128,11 +129,11 @@ describe('REST mode on a Redis Cluster: the shared cache and the change feed', (
         expect(answer.status).toBe(200);
         expect(answer.body.errors).toBeUndefined();
         expect(Object.keys(answer.body.data ?? {})).toHaveLength(ids.length);
-        expect(Date.now() - started).toBeLessThan(5_000);
+        expect(Date.now() - started).toBeLessThan(10_000);
       }
       // the cluster is watched each second: an outage shorter than that may go unlogged
       for (const gateway of [one, two]) {
-        await expect.poll(() => redisLines(gateway).map((line) => line.msg.split(':')[0]), { timeout: 10_000 }).toEqual(['Redis is no longer reachable']);
+        await expect.poll(() => redisLines(gateway).map((line) => line.msg.split(':')[0]), { timeout: 20_000 }).toEqual(['Redis is no longer reachable']);
       }
     } finally {
       await victim.start();
@@ -144,7 +145,7 @@ describe('REST mode on a Redis Cluster: the shared cache and the change feed', (
       await expect.poll(() => redisLines(gateway).map((line) => line.msg.split(':')[0]), { timeout: 10_000 }).toEqual(['Redis is no longer reachable', 'Redis is reachable again']);
       expect(redisLines(gateway)[0]).toMatchObject({ level: 40, redis: `redis-cluster ${cluster.seeds}` });
     }
-  }, 120_000);
+  }, 180_000);
 });
 
 describe('REST mode on a Redis Cluster: the rate limits', () => {

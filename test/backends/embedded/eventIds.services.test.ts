@@ -131,9 +131,9 @@ for (const kind of kinds) {
       const evidence = (): number | undefined => recs.recommendNow('POST_BROWSE', 300).entries.find((e) => e.itemId === 301)?.evidence;
       expect(evidence()).toBe(3);
       // the retry, and a call half of which was sent before
-      expect(await ingest.recordEvents(ADMIN, call)).toEqual({ accepted: 6, duplicates: 6, itemsWithoutRecord: 0 });
+      expect(await ingest.recordEvents(ADMIN, call)).toEqual({ accepted: 6, duplicates: 6, itemsWithoutRecord: 0, kept: Array(6).fill(false) });
       const half = [...call.slice(0, 2), ...withIds(coViews(300, 301, 1, 10), 'later')];
-      expect(await ingest.recordEvents(ADMIN, half)).toEqual({ accepted: 4, duplicates: 2, itemsWithoutRecord: 0 });
+      expect(await ingest.recordEvents(ADMIN, half)).toEqual({ accepted: 4, duplicates: 2, itemsWithoutRecord: 0, kept: [false, false, true, true] });
       expect(evidence()).toBe(4);
       const store = (await openRecsData(fresh.source))!;
       try {

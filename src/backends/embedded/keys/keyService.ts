@@ -283,6 +283,9 @@ export class EmbeddedKeyService implements KeyService {
     const { key: current, owner } = await this.ownedKey(principal, id);
     // a new value of a wider key would be a wider credential in the caller's hands
     for (const scope of effectiveScopes(current.scopes, owner)) if (!holdsScope(principal, scope)) throw scopeRefusal(scope);
+    // and a new value of a key with more room than the caller's own would lift the caller's limits
+    checkLimitGrant(principal, 'rateLimitPerSecond', current.rateLimitPerSecond);
+    checkLimitGrant(principal, 'dailyQuota', current.dailyQuota);
     const value = generateApiKey();
     const until = graceSeconds > 0 ? new Date(this.now() + graceSeconds * 1000) : null;
     const record = await this.store.rotateKey(current.id, principal.user.isAdmin ? null : principal.user.id, hashApiKey(value), until);
