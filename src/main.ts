@@ -326,7 +326,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
   const keyOptions = { verifiedPasswordTtlMs: config.verifiedPasswordTtlSeconds * 1000, maxKeysPerUser: config.maxKeysPerUser };
   const ingestOptions = { maxItems: config.recsMaxItems, modelWaitMs: config.requestDeadlineMs };
   const roles = config.recsRole === 'all' ? null : await import('./backends/embedded/roles.js');
-  const roleOptions = { connectionString: config.databaseUrl ?? '', maxLagSeconds: config.recsMaxLagSeconds, say };
+  const roleOptions = { connectionString: config.databaseUrl ?? '', maxLagSeconds: config.recsMaxLagSeconds, eventsMaxAgeDays: config.recsEventsMaxAgeDays, say };
   if (roles !== null && config.recsRole === 'serve') {
     const backend = await roles.openServeBackend(store, { ...roleOptions, keyOptions, ingestOptions }).catch(async (error: unknown) => {
       await store.close();

@@ -6,9 +6,9 @@ export { buildModel, byPopularity, cutoffOf, DEFAULT_NEXT_BEST, DEFAULT_POST_BRO
 export type { ModelOptions, RecModel, Scoring } from './model.js';
 export type { Neighbours, OrderWeights, PairScore, PriorStats } from './neighbours.js';
 export { FILTERED_SCAN_LIMIT, MAX_RECOMMENDATIONS, Picks, Recommender, SCAN_LIMIT } from './recommend.js';
-export { anchorsOf, DEFAULT_FOR_YOU, forYou, forYouScores } from './forYou.js';
-export type { ForYouCandidate, ForYouOptions, ShopperEvent } from './forYou.js';
-export { MAX_SHOPPER_EVENTS, MAX_SHOPPERS, ShopperHistories } from './shoppers.js';
+export { anchoredIn, anchorsOf, DEFAULT_FOR_YOU, forYou, forYouFrom, forYouScores, listsOf } from './forYou.js';
+export type { AnchoredList, ForYouCandidate, ForYouInputs, ForYouOptions, ForYouPicks, ShopperEvent } from './forYou.js';
+export { MAX_SHOPPER_EVENTS, MAX_SHOPPERS, mergeHistories, ShopperHistories } from './shoppers.js';
 export { sessionIndex, vsknnScores } from './vsknn.js';
 export type { SessionIndex, VsknnOptions } from './vsknn.js';
 export { visits } from './sessions.js';

@@ -83,17 +83,23 @@ export class ShopperHistories {
   history(sessionId: string | null, userId: string | null, since: number): ShopperEvent[] {
     const ofSession = sessionId === null ? [] : this.byKey.get(sessionKey(sessionId)) ?? [];
     const ofUser = userId === null ? [] : this.byKey.get(userKey(userId)) ?? [];
-    const merged: ShopperEvent[] = [];
-    let i = 0;
-    let j = 0;
-    while (i < ofSession.length || j < ofUser.length) {
-      const a = ofSession[i];
-      const b = ofUser[j];
-      const next = b === undefined || (a !== undefined && a.time <= b.time) ? ofSession[i++]! : ofUser[j++]!;
-      const last = merged[merged.length - 1];
-      if (next.time < since || (last !== undefined && last.time === next.time && last.itemId === next.itemId && last.kind === next.kind)) continue;
-      merged.push(next);
-    }
-    return merged;
+    return mergeHistories(ofSession, ofUser, since);
   }
+}
+
+/** A session's and a user's latest events (each oldest first) as one history since `since`: an event of both once.
+ * The live model's histories and a serve replica's reads of the store both end here. */
+export function mergeHistories(ofSession: readonly ShopperEvent[], ofUser: readonly ShopperEvent[], since: number): ShopperEvent[] {
+  const merged: ShopperEvent[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < ofSession.length || j < ofUser.length) {
+    const a = ofSession[i];
+    const b = ofUser[j];
+    const next = b === undefined || (a !== undefined && a.time <= b.time) ? ofSession[i++]! : ofUser[j++]!;
+    const last = merged[merged.length - 1];
+    if (next.time < since || (last !== undefined && last.time === next.time && last.itemId === next.itemId && last.kind === next.kind)) continue;
+    merged.push(next);
+  }
+  return merged;
 }

@@ -26,6 +26,8 @@ CREATE TABLE IF NOT EXISTS recs_events (
   id bigserial PRIMARY KEY, import_id bigint NOT NULL, kind smallint NOT NULL, item_id bigint NOT NULL,
   session bigint, user_id bigint, order_id bigint, time bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS recs_events_by_import ON recs_events (import_id);
+CREATE INDEX IF NOT EXISTS recs_events_by_session ON recs_events (session, time, id) WHERE session IS NOT NULL;
+CREATE INDEX IF NOT EXISTS recs_events_by_user ON recs_events (user_id, time, id) WHERE user_id IS NOT NULL;
 CREATE TABLE IF NOT EXISTS recs_meta (key text PRIMARY KEY, value bigint NOT NULL);
 `;
 

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type pg from 'pg';
 import type { RecommendationEntryModel, RecommendationKind, RecommendationSource } from '../../ports/backend.js';
+import type { AnchoredList } from '../../recommender/index.js';
 
 /** Row kinds of recs_published_lists: the two list kinds by anchor, and the shop's rankings (anchor 0). */
 export const LIST_KINDS: readonly RecommendationKind[] = ['POST_BROWSE', 'NEXT_BEST_PRODUCT'];
@@ -15,6 +16,8 @@ export interface PublishedList {
   deep: RecommendationEntryModel[];
   /** A category path's row: its item ids by popularity (top and deep are empty). */
   ids?: readonly number[];
+  /** The anchor's neighbour list as the model holds it, which recommendedForYou sums; absent where it has none. */
+  anchored?: AnchoredList;
 }
 
 /** The shop's rankings as published: trending and popular of each kind, deep enough for a category's share. */
@@ -44,6 +47,8 @@ CREATE INDEX IF NOT EXISTS recs_published_by_version ON recs_published_lists (ve
 const HEADER_BYTES = 5;
 const ENTRY_BYTES = 21;
 const TOP_IS_PREFIX = 1;
+/** After the entries, where the anchor has neighbours: their count (u32), then each item id and score as f64. */
+const NEAR_BYTES = 16;
 const NULL_SCORE = 0x80;
 
 const sourceIndex = (source: RecommendationSource | undefined): number => Math.max(0, SOURCES.indexOf(source ?? 'POPULAR'));
@@ -61,7 +66,8 @@ function isPrefix(top: readonly RecommendationEntryModel[], deep: readonly Recom
 export function encodeList(list: PublishedList): Buffer {
   const prefix = isPrefix(list.top, list.deep);
   const stored = prefix ? list.deep : [...list.top, ...list.deep];
-  const buf = Buffer.allocUnsafe(HEADER_BYTES + stored.length * ENTRY_BYTES);
+  const near = list.anchored?.items.length ?? 0;
+  const buf = Buffer.allocUnsafe(HEADER_BYTES + stored.length * ENTRY_BYTES + (near > 0 ? 4 + near * NEAR_BYTES : 0));
   buf.writeUInt8(prefix ? TOP_IS_PREFIX : 0, 0);
   buf.writeUInt16LE(list.top.length, 1);
   buf.writeUInt16LE(list.deep.length, 3);
@@ -72,6 +78,15 @@ export function encodeList(list: PublishedList): Buffer {
     buf.writeInt32LE(e.evidence ?? 0, at + 16);
     buf.writeUInt8(sourceIndex(e.source) | (e.score == null ? NULL_SCORE : 0), at + 20);
     at += ENTRY_BYTES;
+  }
+  if (near > 0) {
+    const { items, scores } = list.anchored!;
+    buf.writeUInt32LE(near, at);
+    at += 4;
+    for (let i = 0; i < near; i++, at += NEAR_BYTES) {
+      buf.writeDoubleLE(items[i]!, at);
+      buf.writeDoubleLE(scores[i]!, at + 8);
+    }
   }
   return buf;
 }
@@ -94,7 +109,20 @@ export function decodeList(buf: Buffer): PublishedList {
   const deepAt = HEADER_BYTES + (prefix ? 0 : topLength * ENTRY_BYTES);
   const deep = Array.from({ length: deepLength }, (_, i) => entryAt(buf, deepAt + i * ENTRY_BYTES, i + 1));
   const top = prefix ? deep.slice(0, topLength) : Array.from({ length: topLength }, (_, i) => entryAt(buf, HEADER_BYTES + i * ENTRY_BYTES, i + 1));
-  return { top, deep };
+  const list: PublishedList = { top, deep };
+  let at = deepAt + deepLength * ENTRY_BYTES;
+  if (at < buf.length) {
+    const near = buf.readUInt32LE(at);
+    at += 4;
+    const items = new Float64Array(near);
+    const scores = new Float64Array(near);
+    for (let i = 0; i < near; i++, at += NEAR_BYTES) {
+      items[i] = buf.readDoubleLE(at);
+      scores[i] = buf.readDoubleLE(at + 8);
+    }
+    list.anchored = { items, scores };
+  }
+  return list;
 }
 
 /** A category path's row anchor: 48 bits of its digest (the row holds the path, so a clash is seen). */
@@ -140,6 +168,8 @@ export function listHash(list: PublishedList): number {
       h = mixNumber(mixNumber(h, e.evidence ?? 0), sourceIndex(e.source));
     }
   }
+  const near = list.anchored;
+  if (near !== undefined) for (let i = 0; i < near.items.length; i++) h = mixNumber(mixNumber(h, near.items[i]!), near.scores[i]!);
   return h | 0;
 }
 

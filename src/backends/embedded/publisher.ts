@@ -170,7 +170,7 @@ export class Publisher {
       try {
         const name = LIST_KINDS[kind]!;
         const deep = this.recs.candidatesNow(name, anchor, this.depth);
-        list = { top: this.topOf(deep) ?? this.recs.recommendNow(name, anchor).entries, deep };
+        list = { top: this.topOf(deep) ?? this.recs.recommendNow(name, anchor).entries, deep, anchored: this.recs.anchoredNow(name, anchor) ?? undefined };
       } catch {
         continue; // no record (yet): no list to publish
       }

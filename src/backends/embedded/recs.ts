@@ -7,8 +7,8 @@ import type { EventLog, RecEvent } from '../../recommender/index.js';
 import { buildModel } from '../../recommender/index.js';
 import type { ModelOptions, RecModel } from '../../recommender/index.js';
 import { LiveModel } from '../../recommender/index.js';
-import type { ApplyStats, Kind } from '../../recommender/index.js';
-import { forYou, inCategory, latestTime, maxAgeMsOf, Recommender, ShopperHistories, TrendingScores } from '../../recommender/index.js';
+import type { AnchoredList, ApplyStats, Kind } from '../../recommender/index.js';
+import { anchoredIn, forYou, inCategory, latestTime, maxAgeMsOf, Recommender, ShopperHistories, TrendingScores } from '../../recommender/index.js';
 import type { EventRow, RecsDataStore, RecsSource, StoreHead } from './liveStore.js';
 import { demoWithStored, loadInWorker } from './loadFromStore.js';
 import { promised } from '../../shared/promised.js';
@@ -152,6 +152,11 @@ export class EmbeddedRecs implements RecsService {
   /** The first `limit` entries of an unfiltered list (a learner publishes them for filters to pick from). */
   candidatesNow(kind: RecommendationKind, anchorId: number, limit: number): RecommendationListModel['entries'] {
     return this.recommender.recommend(kind, anchorId, limit);
+  }
+
+  /** The anchor's neighbour list of `kind` as recommendedForYou sums it, for a learner to publish; null without one. */
+  anchoredNow(kind: RecommendationKind, anchorId: number): AnchoredList | null {
+    return anchoredIn(this.recommender.model, kind, anchorId);
   }
 
   /** The items under a category path by popularity, `depth` deep, for a learner to publish. */

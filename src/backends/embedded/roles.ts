@@ -10,6 +10,7 @@ import { migratePublished, roleNames } from './publishedLists.js';
 import { Publisher } from './publisher.js';
 import type { EmbeddedRecs } from './recs.js';
 import { ServeRecs } from './serveRecs.js';
+import { maxAgeMsOf } from '../../recommender/index.js';
 
 // any constant will do: the same in every process; taken so that roles starting together create the table once
 const PUBLISHED_MIGRATION_LOCK = 7_311_923_043;
@@ -19,6 +20,8 @@ export interface RoleOptions {
   connectionString: string;
   /** RECS_MAX_LAG_SECONDS. */
   maxLagSeconds: number;
+  /** RECS_EVENTS_MAX_AGE_DAYS (0: none): the learner's window, which a serve replica's recommendedForYou keeps to. */
+  eventsMaxAgeDays?: number;
   say: (line: string) => void;
 }
 
@@ -89,7 +92,7 @@ export async function openServeBackend(
   let recs: ServeRecs;
   try {
     const names = await preparePublished(pool);
-    recs = new ServeRecs(pool, { connectionString: options.connectionString, names, say: options.say });
+    recs = new ServeRecs(pool, { connectionString: options.connectionString, names, say: options.say, maxAgeMs: maxAgeMsOf({ maxAgeDays: options.eventsMaxAgeDays ?? 0 }) });
     await recs.start();
   } catch (error) {
     await pool.end();

@@ -2,8 +2,7 @@ import { underCategory } from '../../model/itemLists.js';
 import { isInStock } from '../../model/itemRecord.js';
 import { passesFilter } from '../../model/recommendationFilter.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecommendationSource } from '../../ports/backend.js';
-import { familyOf } from '../../recommender/index.js';
-import { MAX_RECOMMENDATIONS, SCAN_LIMIT } from '../../recommender/index.js';
+import { familyOf, MAX_RECOMMENDATIONS, SCAN_LIMIT } from '../../recommender/index.js';
 
 /** The tiers a filtered list too short is filled from, as the model's: the items of the anchor's category,
  * then of its department, where the filter's category holds them; then of the filter's category (else of
@@ -20,35 +19,52 @@ export function fillPaths(anchor: ItemModel, filter: RecommendationFilterModel):
   return paths;
 }
 
-/** A filtered list picked as the model picks it: candidates passing the filter, one per family, never
- * the anchor's, in stock first; `done` says when a tier may stop. */
-export class FilteredPick {
-  private readonly families: Set<number>;
+/** A list picked from records as the model's Picks picks: candidates passing the filter, one per family, none that
+ * `skip` names, in stock first; `done` says when a tier may stop. */
+export class RecordPick {
+  private readonly families = new Set<number>();
   private readonly inStock: [RecommendationEntryModel, ItemModel][] = [];
   private readonly outOfStock: [RecommendationEntryModel, ItemModel][] = [];
 
-  constructor(private readonly anchor: ItemModel, private readonly filter: RecommendationFilterModel) {
-    this.families = new Set([familyOf(anchor)]);
-  }
+  constructor(readonly limit: number, private readonly filter: RecommendationFilterModel | null, private readonly skip: (item: ItemModel, family: number) => boolean) {}
 
-  /** Full of items in stock; the last tier, past its first SCAN_LIMIT (`at`: the position in it), as soon as it has ten in all. */
+  /** Full of items in stock; the last tier, past its first SCAN_LIMIT (`at`: the position in it), as soon as it has `limit` in all. */
   done(last = false, at = 0): boolean {
-    return this.inStock.length >= MAX_RECOMMENDATIONS || (last && at >= SCAN_LIMIT && this.inStock.length + this.outOfStock.length >= MAX_RECOMMENDATIONS);
+    return this.inStock.length >= this.limit || (last && at >= SCAN_LIMIT && this.enough);
   }
 
-  offer(entry: RecommendationEntryModel, item: ItemModel | null | undefined): void {
-    const { anchor } = this;
-    if (item === null || item === undefined || item.itemId === anchor.itemId || !passesFilter(this.filter, item.itemId, item)) return;
+  get enough(): boolean {
+    return this.inStock.length + this.outOfStock.length >= this.limit;
+  }
+
+  /** Takes a candidate; true when the list is full of items in stock. */
+  offer(entry: RecommendationEntryModel, item: ItemModel | null | undefined): boolean {
+    if (item === null || item === undefined || (this.filter !== null && !passesFilter(this.filter, item.itemId, item))) return false;
     const family = familyOf(item);
-    if (this.families.has(family) || anchor.variants?.includes(item.itemId) === true || item.variants?.includes(anchor.itemId) === true) return;
+    if (this.families.has(family) || this.skip(item, family)) return false;
     this.families.add(family);
     if (isInStock(item)) this.inStock.push([entry, item]);
-    else if (this.outOfStock.length < MAX_RECOMMENDATIONS) this.outOfStock.push([entry, item]);
+    else if (this.outOfStock.length < this.limit) this.outOfStock.push([entry, item]);
+    return this.inStock.length >= this.limit;
+  }
+
+  /** The list, ranked from 1, with its records. */
+  picked(): { entries: RecommendationEntryModel[]; items: ItemModel[] } {
+    const kept = this.inStock.concat(this.outOfStock).slice(0, this.limit);
+    return { entries: kept.map(([e], i) => ({ ...e, rank: i + 1 })), items: kept.map(([, item]) => item) };
+  }
+}
+
+/** An anchor's filtered list: never the anchor, its family or its variants. */
+export class FilteredPick extends RecordPick {
+  constructor(private readonly anchor: ItemModel, private readonly anchorFilter: RecommendationFilterModel) {
+    const anchorFamily = familyOf(anchor);
+    super(MAX_RECOMMENDATIONS, anchorFilter, (item, family) =>
+      item.itemId === anchor.itemId || family === anchorFamily || anchor.variants?.includes(item.itemId) === true || item.variants?.includes(anchor.itemId) === true);
   }
 
   result(kind: RecommendationKind): RecommendationListModel {
-    const kept = this.inStock.concat(this.outOfStock).slice(0, MAX_RECOMMENDATIONS);
-    return { anchorId: this.anchor.itemId, kind, entries: kept.map(([e], i) => ({ ...e, rank: i + 1 })), items: kept.map(([, item]) => item), filter: this.filter };
+    return { anchorId: this.anchor.itemId, kind, ...this.picked(), filter: this.anchorFilter };
   }
 }
 

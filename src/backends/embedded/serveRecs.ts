@@ -4,10 +4,11 @@ import { badUserInput, notFound } from '../../errors.js';
 import { checkListFirst, underCategory } from '../../model/itemLists.js';
 import { parseStoredRecord } from '../../model/itemRecord.js';
 import type {
-  CallOptions, ItemModel, ItemRankingModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService,
+  CallOptions, ForYouListModel, ItemModel, ItemRankingModel, RecommendationFilterModel, RecommendationKind, RecommendationListModel, RecsNow, RecsService, ShopperModel,
 } from '../../ports/backend.js';
 import type { PublishedList, PublishedRankings, PublishState } from './publishedLists.js';
 import { fillEntry, fillPaths, FilteredPick } from './serveFilter.js';
+import { serveForYou, shopperHistory } from './serveForYou.js';
 import { CATEGORY_KIND, changedSince, decodeCategory, decodeList, decodeRankings, LIST_KINDS, pathAnchor, RANKINGS_KIND, readPublishState, readRows } from './publishedLists.js';
 
 /** Lists and item records a serve replica keeps (RECS_SERVE_CACHE_ENTRIES' default): its memory, whatever the store holds. */
@@ -42,7 +43,11 @@ export class ServeRecs implements RecsService {
 
   constructor(
     private readonly pool: pg.Pool,
-    private readonly options: { connectionString: string; names: { lockKey: string; channel: string }; entries?: number; say?: (line: string) => void },
+    private readonly options: {
+      connectionString: string; names: { lockKey: string; channel: string }; entries?: number; say?: (line: string) => void;
+      /** RECS_EVENTS_MAX_AGE_DAYS in ms (0: none): a shopper's events older than the learner's window are not anchors. */
+      maxAgeMs?: number;
+    },
   ) {
     const max = options.entries ?? SERVE_CACHE_ENTRIES;
     this.lists = new LRUCache({ max });
@@ -165,7 +170,7 @@ export class ServeRecs implements RecsService {
     return item === undefined || item === NO_RECORD ? null : item;
   }
 
-  private async list(kind: RecommendationKind, anchorId: number): Promise<PublishedList> {
+  async list(kind: RecommendationKind, anchorId: number): Promise<PublishedList> {
     const key = `${kindCode(kind)}:${anchorId}`;
     const kept = this.lists.get(key);
     if (kept !== undefined) return kept;
@@ -205,7 +210,7 @@ export class ServeRecs implements RecsService {
     return { anchorId, kind, entries, items };
   }
 
-  private async tierIds(kind: RecommendationKind, path: string): Promise<readonly number[]> {
+  async tierIds(kind: RecommendationKind, path: string): Promise<readonly number[]> {
     const key = this.fillKey(kind, path);
     const kept = this.lists.get(key);
     if (kept !== undefined) return kept.ids ?? [];
@@ -279,6 +284,13 @@ export class ServeRecs implements RecsService {
   async popular(kind: RecommendationKind, categoryPath: string | null, first: number, _options?: CallOptions): Promise<ItemRankingModel> {
     checkListFirst(first);
     return this.ranked((await this.rankingsNow()).popular[kind], categoryPath, first);
+  }
+
+  /** The shopper's latest events read from the store at each call (another replica's show at once), the lists they
+   * anchor as published: the learner's answer for the same events and lists. */
+  async forYou(shopper: ShopperModel, first: number, _options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<ForYouListModel> {
+    const n = checkListFirst(first);
+    return serveForYou(this, await shopperHistory(this.pool, shopper, this.options.maxAgeMs ?? 0), n, filter);
   }
 
   /** What the replica holds: bounded by its cache, whatever the store's size. */

@@ -22,6 +22,15 @@ describe('published list rows', () => {
     expect(decodeList(encodeList(empty))).toEqual(empty);
   });
 
+  it('carry the anchor\'s neighbours and their scores exactly, for recommendedForYou, and hash them', () => {
+    const anchored = { items: Float64Array.from([2 ** 53 - 1, 5, 9]), scores: Float64Array.from([0.1 + 0.2, 1e-300, 0]) };
+    const list = { top: deep.slice(0, 3), deep, anchored };
+    expect(decodeList(encodeList(list))).toEqual(list);
+    expect(decodeList(encodeList({ top: [], deep: [], anchored }))).toEqual({ top: [], deep: [], anchored });
+    expect(listHash(list)).not.toBe(listHash({ top: deep.slice(0, 3), deep }));
+    expect(listHash(list)).not.toBe(listHash({ ...list, anchored: { items: anchored.items, scores: Float64Array.from([0.3, 1e-300, 0]) } }));
+  });
+
   it('hash what a list holds: any field changed changes it, the same list hashes the same', () => {
     const base = { top: deep.slice(0, 3), deep };
     const h = listHash(base);

@@ -1,8 +1,8 @@
-import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import { coViews, itemsFrom, sendEvents, storeCatalogue, storedEvents } from '../../helpers/liveEvents.js';
+import { coViews, sendEvents, storedEvents } from '../../helpers/liveEvents.js';
 import { createKey, firstAdmin, gql, runCli, startServe, type ServeProcess } from '../../helpers/processes.js';
-import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../../helpers/stores.js';
+import { forYouOf, readyz, rolesShop, topOf as top, within } from '../../helpers/roles.js';
+import { DATABASE_URL, tempDir } from '../../helpers/stores.js';
 
 /**
  * Issue 43's roles as a shop runs them: one learner and a standby (RECS_ROLE=learn), two serve replicas
@@ -11,29 +11,7 @@ import { DATABASE_URL, dropSchema, tempDir, testSchema } from '../../helpers/sto
  * answer their last lists and say `degraded`.
  */
 const BOUND_MS = 10_000;
-
 let poll = 0;
-async function top(url: string, auth: string, anchor: number): Promise<number | undefined> {
-  const alias = `p${++poll}`;
-  const { body } = await gql(url, `{ ${alias}: postBrowsedProducts(itemId: ${anchor}, first: 1) { itemId } }`, {}, { authorization: auth });
-  return (body.data?.[alias] as unknown as { itemId: number }[] | undefined)?.[0]?.itemId;
-}
-
-/** Polls `check` until true; the milliseconds it took, or Infinity past `bound`. */
-async function within(check: () => Promise<boolean>, bound = BOUND_MS): Promise<number> {
-  const started = performance.now();
-  while (performance.now() - started < bound) {
-    if (await check()) return performance.now() - started;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return Infinity;
-}
-
-interface ReadyBody { status: string; role?: { role: string; learnerActive: boolean; listsAgeSeconds: number | null } }
-async function readyz(url: string): Promise<{ status: number; body: ReadyBody }> {
-  const response = await fetch(`${url}/readyz`);
-  return { status: response.status, body: (await response.json()) as ReadyBody };
-}
 
 describe('RECS_ROLE: a learner, a standby and two serve replicas on one PostgreSQL', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -42,20 +20,7 @@ describe('RECS_ROLE: a learner, a standby and two serve replicas on one PostgreS
   });
 
   it('lists follow events across replicas, the standby takes over a SIGKILLed learner, and no learner is degraded', async () => {
-    const schema = testSchema();
-    const client = new pg.Client({ connectionString: DATABASE_URL });
-    await client.connect();
-    await client.query(`CREATE SCHEMA ${schema}`);
-    await client.end();
-    cleanups.push(() => dropSchema(schema));
-    const url = new URL(DATABASE_URL);
-    url.searchParams.set('options', `-c search_path=${schema}`);
-    await storeCatalogue({ kind: 'postgres', connectionString: DATABASE_URL, schema }, itemsFrom(900, 20));
-    const env = (role: string): Record<string, string> => {
-      const dir = tempDir('recs-roles-');
-      cleanups.push(() => Promise.resolve(dir.remove()));
-      return { RECS_ROLE: role, DATABASE_URL: url.toString(), DATA_DIR: dir.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_MAX_LAG_SECONDS: '3', RECS_FOLLOW_INTERVAL_MS: '100' };
-    };
+    const { schema, env } = await rolesShop(cleanups);
     const started: ServeProcess[] = [];
     const start = async (role: string): Promise<ServeProcess> => {
       const p = await startServe(env(role));
@@ -79,6 +44,14 @@ describe('RECS_ROLE: a learner, a standby and two serve replicas on one PostgreS
     expect(fresh).toBeLessThan(5_000);
     expect(await top(one.url, auth, 900)).toBe(907);
 
+    // a shopper's view through one replica: on the other at once (read from the store), 900's list summed, 900 left out
+    expect((await forYouOf(two.url, auth, 'fy-1')).every(([, source]) => source === 'POPULAR')).toBe(true);
+    expect(await sendEvents(one.url, auth, [{ kind: 'VIEW', itemId: 900, sessionId: 'fy-1', userId: null, orderId: null, time: Date.now() - 1000 }])).toEqual({ accepted: 1 });
+    expect(await within(async () => JSON.stringify((await forYouOf(two.url, auth, 'fy-1'))[0]) === JSON.stringify([907, 'CO_VIEW', 900]))).toBeLessThan(5_000);
+    expect((await forYouOf(two.url, auth, 'fy-1')).map(([id]) => id)).not.toContain(900);
+    // the learner gives the same list for the same events
+    expect(await within(async () => JSON.stringify(await forYouOf(learner.url, auth, 'fy-1')) === JSON.stringify(await forYouOf(two.url, auth, 'fy-1')))).toBeLessThan(5_000);
+
     // a record replaced through one replica is the other's within the bound; an event naming an item without one says so
     const name = async (u: string): Promise<unknown> => (await gql(u, `{ i${++poll}: item(itemId: 903) { name } }`, {}, { authorization: auth })).body.data?.[`i${poll}`];
     expect(await name(two.url)).toEqual({ name: 'thing 903' });
@@ -95,7 +68,7 @@ describe('RECS_ROLE: a learner, a standby and two serve replicas on one PostgreS
     expect(await within(async () => (await readyz(standby.url)).body.role?.learnerActive === true)).toBeLessThan(BOUND_MS);
     expect(await sendEvents(two.url, auth, coViews(900, 908, 5, 100))).toEqual({ accepted: 10 });
     expect(await within(async () => (await top(one.url, auth, 900)) === 908)).toBeLessThan(BOUND_MS);
-    expect(await storedEvents({ kind: 'postgres', connectionString: DATABASE_URL, schema })).toBe(17);
+    expect(await storedEvents({ kind: 'postgres', connectionString: DATABASE_URL, schema })).toBe(18);
 
     // no learner: old lists are better than none
     await standby.stop();

@@ -1,46 +1,19 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { openPool } from '../../../src/backends/embedded/keys/postgresStore.js';
 import { LearnerLock } from '../../../src/backends/embedded/learnerLock.js';
-import { openRecsData } from '../../../src/backends/embedded/loadFromStore.js';
-import { openEmbeddedRecs } from '../../../src/backends/embedded/openRecs.js';
 import { encodeList, publishedHashes, publishRows } from '../../../src/backends/embedded/publishedLists.js';
-import { Publisher } from '../../../src/backends/embedded/publisher.js';
 import { preparePublished } from '../../../src/backends/embedded/roles.js';
 import { ServeRecs } from '../../../src/backends/embedded/serveRecs.js';
-import { parseItemRecord } from '../../../src/model/itemRecord.js';
 import { toRecommendationFilter } from '../../../src/model/recommendationFilter.js';
 import type { RecommendationKind } from '../../../src/ports/backend.js';
-import type { RecEvent } from '../../../src/recommender/index.js';
+import { seededEvents, startLearner, until } from '../../helpers/roles.js';
 import { DATABASE_URL, dropSchema, testSchema } from '../../helpers/stores.js';
 
 /** The learner's publisher and a serve replica in one process over a real PostgreSQL: the replica answers
  * what the model answers, catches up without notices, and only the lock's holder publishes. */
 const ITEMS = 400;
 const KINDS: RecommendationKind[] = ['POST_BROWSE', 'NEXT_BEST_PRODUCT'];
-
-/** Seeded co-views and purchases among items 1..ITEMS, so lists differ by anchor. */
-function events(n: number, seed: number, t0 = Date.now() - 3_600_000): RecEvent[] {
-  let s = seed;
-  const rand = (k: number): number => ((s = (s * 1_103_515_245 + 12_345) % 2 ** 31) % k);
-  const out: RecEvent[] = [];
-  for (let i = 0; i < n; i++) {
-    const a = 1 + rand(ITEMS);
-    const session = `s${seed}-${i}`;
-    out.push({ kind: 'view', itemId: a, session, user: null, orderId: null, time: t0 + i * 100 });
-    out.push({ kind: 'view', itemId: 1 + ((a + rand(5)) % ITEMS), session, user: null, orderId: null, time: t0 + i * 100 + 10 });
-    if (rand(4) === 0) out.push({ kind: 'purchase', itemId: a, session, user: `u${rand(30)}`, orderId: `o${seed}-${i}`, time: t0 + i * 100 + 20 });
-  }
-  return out;
-}
-
-async function until(check: () => Promise<boolean> | boolean, ms = 10_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return false;
-}
+const events = (n: number, seed: number, t0?: number): ReturnType<typeof seededEvents> => seededEvents(ITEMS, n, seed, t0);
 
 describe('published lists on PostgreSQL', () => {
   const cleanups: (() => Promise<unknown>)[] = [];
@@ -49,28 +22,7 @@ describe('published lists on PostgreSQL', () => {
   });
 
   it('a serve replica answers the model\'s lists, follows them without notices, and only the lock\'s holder publishes', async () => {
-    const schema = testSchema();
-    cleanups.push(() => dropSchema(schema));
-    const source = { kind: 'postgres', connectionString: DATABASE_URL, schema } as const;
-    const store = (await openRecsData(source))!;
-    cleanups.push(() => store.close());
-    await store.upsertItems(Array.from({ length: ITEMS }, (_, i) => parseItemRecord({
-      itemId: i + 1, name: `item ${i + 1}`, categoryPath: `Dept${i % 4}/Cat${i % 20}`, brandName: i % 10 === 0 ? 'Acme' : 'Other',
-      salePrice: i, stock: i % 7 === 0 ? 'Not available' : 'Available',
-    })));
-    await store.appendEvents(events(6000, 1));
-    const recs = await openEmbeddedRecs({ dataDir: null, databaseUrl: DATABASE_URL, schema, followIntervalMs: 50 });
-    cleanups.push(() => recs.close());
-    const pool = openPool({ connectionString: DATABASE_URL, schema, max: 3 });
-    cleanups.push(() => pool.end());
-    const names = await preparePublished(pool);
-    const publisher = new Publisher(recs, pool, names, () => undefined);
-    cleanups.push(() => publisher.close());
-    const lock = new LearnerLock({ connectionString: DATABASE_URL, lockKey: names.lockKey, retryMs: 100 }, {
-      acquired: (pid) => void publisher.activate(pid), lost: () => publisher.deactivate(), say: () => undefined,
-    });
-    cleanups.push(() => lock.close());
-    lock.start();
+    const { store, recs, pool, names, publisher, lock } = await startLearner(ITEMS, events(6000, 1), cleanups);
     expect(await until(() => publisher.stats.sweeps >= 1)).toBe(true);
 
     // a channel nobody notifies: the replica follows by its poll of the version alone
