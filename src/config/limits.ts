@@ -3,6 +3,13 @@
 /** Most recommendations one list holds, on both GraphQL and REST. */
 export const MAX_RECOMMENDATIONS = 10;
 
+/** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
+export const FILTERED_SCAN_LIMIT = 20_000;
+
+/** What a list with a filter adds to MAX_COST: its first walk under new conditions may check FILTERED_SCAN_LIMIT
+ * candidates, one cost unit per 40, so that a page may hold a few filtered lists but not dozens of aliases of them. */
+export const FILTERED_LIST_COST = FILTERED_SCAN_LIMIT / 40;
+
 /** Most item ids one request may look up (`items`, `_entities`, one loader batch). */
 export const MAX_ITEM_IDS = 100;
 
@@ -18,7 +25,7 @@ export interface QueryLimits {
   maxDirectives: number;
   /** MAX_TOKENS: lexical tokens in a document; default 2000. */
   maxTokens: number;
-  /** MAX_COST: fields weighted by how often they run (a list costs its `first`); default 5000. */
+  /** MAX_COST: fields weighted by how often they run (a list costs its `first`, a filtered one FILTERED_LIST_COST more); default 5000. */
   maxCost: number;
   /** MAX_SAME_NAME_FIELDS: same-name fields in one selection set; default 10. Validation is quadratic in it. */
   maxSameNameFields?: number;

@@ -12,7 +12,7 @@ export interface Passing {
 
 /** Items a page of verdicts covers: pages are made as items are checked, so a filter asked on a few anchors of a
  * large catalogue costs a few pages, not one byte an item. */
-const PAGE_BITS = 10;
+export const PAGE_BITS = 10;
 export const VERDICT_PAGE = 1 << PAGE_BITS;
 const MASK = VERDICT_PAGE - 1;
 const PASSES = 1;

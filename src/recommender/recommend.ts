@@ -1,3 +1,4 @@
+import { FILTERED_SCAN_LIMIT } from '../config/limits.js';
 import { notFound } from '../errors.js';
 import { isInStock } from '../model/itemRecord.js';
 import { underCategory } from '../model/itemLists.js';
@@ -5,6 +6,7 @@ import { isExcluded } from '../model/recommendationFilter.js';
 import type { ItemModel, RecommendationEntryModel, RecommendationFilterModel, RecommendationKind, RecommendationSource } from '../ports/backend.js';
 import { categoryOf, departmentOf, familyOf } from './catalog.js';
 import type { Catalog } from './catalog.js';
+import { ConditionColumns } from './conditionColumns.js';
 import { KeptForConditions, VERDICT_PAGE } from './keptForConditions.js';
 import type { Passing } from './keptForConditions.js';
 import { byPopularity } from './model.js';
@@ -19,8 +21,7 @@ export const MAX_RECOMMENDATIONS = 10;
 /** Items looked at per fallback tier for in-stock ones, to keep a lookup in microseconds. The last tier goes on until
  * the list is full, in stock or not. */
 export const SCAN_LIMIT = 1000;
-/** Candidates a filtered lookup's last tier looks at, at most: a filter that few of them pass may give a short list. */
-export const FILTERED_SCAN_LIMIT = 20_000;
+export { FILTERED_SCAN_LIMIT };
 /** Ranked lists of filters' categories and brands, of their passing items, and filters' verdicts, kept at most, and
  * their entries in all: past either, all are dropped (clients choose the filters). */
 const MAX_KEPT_LISTS = 10_000;
@@ -96,6 +97,7 @@ export class Recommender {
   private readonly kept = new Map<string, KeptForConditions>();
   private keptLists = 0;
   private keptEntries = 0;
+  private columns: ConditionColumns | null = null;
 
   constructor(readonly model: RecModel, readonly catalog: Catalog | null) {}
 
@@ -276,13 +278,14 @@ export class Recommender {
     if (found === undefined) {
       const { items } = this.model;
       const catalog = this.catalog!;
+      const columns = (this.columns ??= new ConditionColumns(items, catalog));
       const from = listed();
       const end = Math.min(from.length, walk);
       const list: number[] = [];
       let j = 0;
       for (; j < end && list.length < MAX_PASSING; j++) {
         const index = from[j]!;
-        if (kept.fails(index)) continue;
+        if (kept.fails(index) || !columns.mayPass(index, filter)) continue;
         const item = catalog.get(items.idAt(index));
         if (item !== undefined && kept.passes(index, filter, item)) list.push(index);
       }

@@ -16,7 +16,8 @@ const EVENTS = '/v1/events';
 const ITEMS = '/v1/items';
 const CHALLENGE = { 'www-authenticate': 'Basic realm="recs-gateway"' };
 
-const errorBody = (code: number, message: string): { errors: { code: number; message: string }[] } => ({
+/** The twins' error body, as the recommendations interface's. */
+export const errorBody = (code: number, message: string): { errors: { code: number; message: string }[] } => ({
   errors: [{ code, message }],
 });
 

@@ -256,13 +256,14 @@ export const paths: Record<string, PathItem> = {
       operationId: 'recommendedForYou',
       summary: 'For one shopper: items from what the session or user viewed and bought, the latest weighing more, none they had.',
       description: 'The same as GraphQL\'s recommendedForYou: a shopper without events gets the popular items; the filter parameters apply ' +
-        'as on /v1/postbrowse, the list keeping count items whenever that many pass. Never cached (Cache-Control: no-store).',
+        'as on /v1/postbrowse, the list keeping first items whenever that many pass. Never cached (Cache-Control: no-store).',
       tags: ['recommendations'],
       security: recsSecurity,
       parameters: [
         { name: 'sessionId', in: 'query', required: false, description: 'The shopper\'s session, as its events name it; this or userId (or both) is required; given once.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
         { name: 'userId', in: 'query', required: false, description: 'The shopper, as their events name them; given once.', schema: { type: 'string', minLength: 1, maxLength: 200 } },
-        { name: 'count', in: 'query', required: false, description: `How many items at most, 1 to ${MAX_LIST_ITEMS}; default ${DEFAULT_LIST_ITEMS}; given once.`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_ITEMS } },
+        { name: 'first', in: 'query', required: false, description: `How many items at most, 1 to ${MAX_LIST_ITEMS}; default ${DEFAULT_LIST_ITEMS}; given once.`, schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_ITEMS } },
+        { name: 'count', in: 'query', required: false, deprecated: true, description: 'first\'s older spelling; not with first.', schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_ITEMS } },
         ...FILTER_PARAMETERS.map((name) => ref('parameters', name)),
       ],
       responses: {
@@ -316,8 +317,8 @@ export const paths: Record<string, PathItem> = {
       tags: ['ingestion'],
       security: keySecurity,
       parameters: [
-        { name: 'since', in: 'query', required: true, schema: { type: 'string' }, description: 'ISO 8601 with an offset, or milliseconds since 1970.' },
-        { name: 'until', in: 'query', required: false, schema: { type: 'string' }, description: 'The same; now when absent; after since.' },
+        { name: 'since', in: 'query', required: true, schema: { type: 'string' }, description: 'ISO 8601 with an offset, or milliseconds since 1970; given once.' },
+        { name: 'until', in: 'query', required: false, schema: { type: 'string' }, description: 'The same; now when absent; after since; given once.' },
       ],
       responses: {
         '200': {

@@ -159,6 +159,12 @@ async function itemsFor(ids: number[], recs: RecsService, known: ItemModel[], op
   return ids.map((id) => byId.get(id)).filter((item): item is ItemModel => item !== undefined);
 }
 
+/** A list's size parameter, given once: 1 to MAX_LIST_ITEMS, DEFAULT_LIST_ITEMS without it. */
+function listSize(query: URLSearchParams, name: 'first' | 'count'): number {
+  const raw = single(query, name);
+  return checkListFirst(raw === undefined ? undefined : /^[0-9]{1,6}$/.test(raw) ? Number(raw) : NaN, name);
+}
+
 /** The lists anchored on no item: GraphQL's trendingItems and popularItems. */
 const RANKINGS = new Set(['/v1/trending', '/v1/popular']);
 const RANKING_KINDS: readonly RecommendationKind[] = ['POST_BROWSE', 'NEXT_BEST_PRODUCT'];
@@ -166,8 +172,8 @@ const RANKING_KINDS: readonly RecommendationKind[] = ['POST_BROWSE', 'NEXT_BEST_
 /** /v1/trending and /v1/popular: item records, best first; `[]` where the list is empty. */
 async function ranking(path: string, query: URLSearchParams, recs: RecsService, options: CallOptions): Promise<RestResponse> {
   const category = parseCategoryPath(single(query, 'category'), 'category');
-  const rawFirst = single(query, 'first');
-  const first = checkListFirst(rawFirst === undefined ? undefined : /^[0-9]{1,6}$/.test(rawFirst) ? Number(rawFirst) : NaN);
+  if (query.has('count')) throw badRequest('count is not a parameter here: the list\'s size is first');
+  const first = listSize(query, 'first');
   let list: ItemRankingModel;
   if (path === '/v1/trending') {
     if (recs.trending === undefined) throw listsLacking('trending');
@@ -187,8 +193,9 @@ async function ranking(path: string, query: URLSearchParams, recs: RecsService, 
  * naming the list can join it; empty arrays where nothing passes the filter. */
 async function forYouList(query: URLSearchParams, recs: RecsService, options: CallOptions): Promise<RestResponse> {
   const shopper = toShopper(single(query, 'sessionId'), single(query, 'userId'));
-  const rawCount = single(query, 'count');
-  const count = checkListFirst(rawCount === undefined ? undefined : /^[0-9]{1,6}$/.test(rawCount) ? Number(rawCount) : NaN, 'count');
+  // first, as on /v1/trending and /v1/popular; count is the older spelling, which a REST-mode front sends its upstream
+  if (query.has('count') && query.has('first')) throw badRequest('Give first or count (its older spelling), not both');
+  const count = listSize(query, query.has('count') ? 'count' : 'first');
   const filter = filterOfQuery(query);
   if (recs.forYou === undefined) throw upstreamRejected(RECS_SERVICE, 'the recommendations backend lacks lists for one shopper');
   const list = await recs.forYou(shopper, count, options, filter);

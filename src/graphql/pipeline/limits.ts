@@ -15,7 +15,7 @@ import {
 import { DEFAULT_LIMITS, INTROSPECTION_MAX_DEPTH } from '../../config/defaults.js';
 import { introspectionCost } from './introspectionCost.js';
 import { MAX_EVENTS_PER_CALL, MAX_ITEMS_PER_CALL } from '../../model/ingest.js';
-import { MAX_ITEM_IDS, MAX_RECOMMENDATIONS, type QueryLimits } from '../../config/limits.js';
+import { FILTERED_LIST_COST, MAX_ITEM_IDS, MAX_RECOMMENDATIONS, type QueryLimits } from '../../config/limits.js';
 import { MAX_LIST_ITEMS } from '../../model/itemLists.js';
 
 /** How many times a field's selection runs when its size argument is a variable or left out. */
@@ -36,6 +36,15 @@ const LIST_SIZE: Record<string, { argument: string; max: number }> = {
   nodes: { argument: '', max: MAX_RECOMMENDATIONS },
   attributes: { argument: '', max: 20 },
   imageEntities: { argument: '', max: 10 },
+};
+
+/** Lists that take a `filter`: one given (a variable included, as its value is unknown here) costs its first walk. */
+const FILTERED_LISTS = new Set(['postBrowsedProducts', 'productRecommendations', 'recommendations', 'recommendedForYou']);
+
+const filterCost = (field: FieldNode): number => {
+  if (!FILTERED_LISTS.has(field.name.value)) return 0;
+  const filter = field.arguments?.find((a) => a.name.value === 'filter');
+  return filter === undefined || filter.value.kind === Kind.NULL ? 0 : FILTERED_LIST_COST;
 };
 
 export const sizeArgumentOf = (fieldName: string): string | undefined => LIST_SIZE[fieldName]?.argument || undefined;
@@ -138,7 +147,7 @@ export function measureOperations(document: DocumentNode): { operation: Operatio
         } else {
           total.depth = Math.max(total.depth, 1 + inner.depth);
         }
-        total.cost += 1 + multiplier(selection) * inner.cost;
+        total.cost += 1 + multiplier(selection) * inner.cost + filterCost(selection);
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
         inner = measureSet(selection.selectionSet);
         total.depth = Math.max(total.depth, inner.depth);
