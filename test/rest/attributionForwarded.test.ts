@@ -86,4 +86,23 @@ describe('attribution in REST mode', () => {
     expect((await get('?since=1700000000000&until=1600000000000', root)).status).toBe(400);
     expect((await fetch(`${upstream.url}/v1/stats?since=0`, { method: 'POST', headers: { authorization: root } })).status).toBe(405);
   });
+
+  // every list a shop's clients get through a front is served by the front: the stats the front
+  // answers must count them, or each click lands on zero impressions and no rate can be read
+  it('counts the lists the front served as impressions in recommendationStats at the front', async () => {
+    const served = await front.gql<{ r: { trackingId: string }; f: { trackingId: string } }>(
+      `{ r: recommendations(itemId: ${PHONE}, kind: NEXT_BEST_PRODUCT, first: 3) { trackingId } f: recommendedForYou(sessionId: "s-front", first: 3) { trackingId } }`,
+      {}, { authorization: root },
+    );
+    expect(served.body.errors).toBeUndefined();
+    const { r, f } = served.body.data!;
+    const events = [r, f].map(({ trackingId }) => ({ kind: 'VIEW', itemId: PHONE, sessionId: 's-front', trackingId }));
+    expect((await front.gql(RECORD, { e: events }, { authorization: root })).body.errors).toBeUndefined();
+    const stats = await front.gql<{ recommendationStats: { kind: string; variant: string; impressions: number; clicks: number }[] }>(STATS, {}, { authorization: root });
+    for (const kind of ['NEXT_BEST_PRODUCT', 'FOR_YOU']) {
+      const row = stats.body.data!.recommendationStats.find((s) => s.kind === kind && s.variant === 'A')!;
+      expect(row.clicks, kind).toBe(1);
+      expect(row.impressions, kind).toBeGreaterThanOrEqual(1);
+    }
+  });
 });
