@@ -120,6 +120,15 @@ describe('attribution in REST mode', () => {
     }
   });
 
+  it('sends the impressions a running front counted within seconds, unasked', async () => {
+    const before = (await upstreamStats())['NEXT_BEST_PRODUCT/A']!;
+    const served = await front.gql(`{ recommendations(itemId: ${PHONE}, kind: NEXT_BEST_PRODUCT, first: 2) { trackingId } }`, {}, { authorization: root });
+    expect(served.body.errors).toBeUndefined();
+    const deadline = Date.now() + 8_000;
+    while ((await upstreamStats())['NEXT_BEST_PRODUCT/A']! === before && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await upstreamStats())['NEXT_BEST_PRODUCT/A']).toBe(before + 1);
+  });
+
   it('sends the impressions a front holds when it stops, as a replica writes its store', async () => {
     const before = await upstreamStats();
     const second = await frontOver({ RECS_TRACKING_SECRET: SECRET });
