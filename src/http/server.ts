@@ -96,7 +96,8 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   // the backend is reached through the prototype, whatever its own shape (getters, a prototype of its own)
   const backend = Object.assign(Object.create(options.backend) as Backend, { ingest: attributedIngest(options.backend.ingest, attribution) });
   const log = options.log ?? silentLogger;
-  if (!attribution.verifies) {
+  // a front over an upstream recs-gateway: without the shared secret, every click it forwards is refused
+  if (!attribution.verifies && options.backend.listCountSink !== undefined) {
     log.warn('RECS_TRACKING_SECRET is not set: an upstream recs-gateway refuses every trackingId this front gives (each click with one is refused); set the upstream\'s RECS_TRACKING_SECRET here (docs/attribution.md)');
   }
   const cache = options.cache ?? new MemoryCache();
