@@ -46,4 +46,13 @@ describe('a killed front\'s impressions', () => {
     front = undefined;
     expect(await atUpstream()).toBe(afterKill + 1);
   });
+
+  it('a front started without RECS_TRACKING_SECRET says so once, in its log', { timeout: 60_000 }, async () => {
+    const admin = firstAdmin(upstream!);
+    const key = await createKey(upstream!.url, admin, 'unsigned-front');
+    front = await startServe({ DATA_DIR: '/nonexistent', BACKEND: 'rest', APIKEY_SERVICE_URL: upstream!.url, RECS_SERVICE_URL: upstream!.url, RECS_API_KEY: key });
+    await front.stop('SIGTERM');
+    expect(front.stdout().match(/RECS_TRACKING_SECRET is not set/g)).toHaveLength(1);
+    front = undefined;
+  });
 });
