@@ -12,7 +12,7 @@ export const listCode = (kind: TrackedKind, variant: Variant): ListCode => TRACK
 export const kindOfCode = (code: ListCode): TrackedKind => TRACKED_KINDS[code >> 1]!;
 export const variantOfCode = (code: ListCode): Variant => VARIANTS[code & 1]!;
 
-/** Most rows a POST /v1/stats/impressions takes: at most six per hour, so a week and more of a front's counts. */
+/** Most rows a POST /v1/stats/impressions takes: one per kind and variant an hour, so over a week of a front's counts. */
 export const MAX_IMPRESSION_ROWS = 1000;
 /** Most impressions one row may add. */
 export const MAX_IMPRESSIONS_PER_ROW = 2 ** 31 - 1;

@@ -62,7 +62,7 @@ export function untracked(): RequestTracking {
 }
 
 export interface AttributionOptions {
-  /** Where counts are kept; null (REST mode): counted for Prometheus only. */
+  /** Where counts are kept; null in REST mode, whose impressions go to `sink` (the upstream's counts). */
   store: AttributionStore | null;
   /** Where a REST-mode front sends its impressions (the upstream); default the store. */
   sink?: ListCountSink | null;
