@@ -306,6 +306,7 @@ export async function openBackend(config: Config, hooks: OpenBackendHooks): Prom
       recs,
       onDataChange: (listener) => listeners.push(listener),
       check: () => rest.check(),
+      listCountSink: rest.listCountSink,
       close: async () => {
         recs.unfollow();
         await feed?.close();

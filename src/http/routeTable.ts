@@ -61,6 +61,7 @@ export const ROUTES: readonly Route[] = [
   { name: 'item', label: '/v1/items', path: '/v1/items/', prefix: true, methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
   { name: 'postbrowse', label: '/v1/postbrowse', path: '/v1/postbrowse', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
   { name: 'nbp', label: '/v1/nbp', path: '/v1/nbp', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
+  { name: 'statsImpressions', label: '/v1/stats/impressions', path: '/v1/stats/impressions', methods: ['POST'], cors: false, routerRefusesMethods: false, speaks: 'rest-ingest', body: 'ordinary' },
   { name: 'stats', label: '/v1/stats', path: '/v1/stats', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-ingest', body: 'none' },
   { name: 'trending', label: '/v1/trending', path: '/v1/trending', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },
   { name: 'popular', label: '/v1/popular', path: '/v1/popular', methods: ['GET'], cors: true, routerRefusesMethods: false, speaks: 'rest-recs', body: 'none' },

@@ -88,11 +88,18 @@ export interface Gateway {
 /** The gateway: a node:http server in front of Apollo Server, with /graphql, GraphiQL and health checks. */
 export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const { config } = options;
-  const attribution = options.attribution ?? await Attribution.open({ store: options.backend.attribution ?? null, secret: config.recsTrackingSecret ?? null, experiment: config.recsExperiment ?? null });
+  const attribution = options.attribution ?? await Attribution.open({
+    store: options.backend.attribution ?? null, sink: options.backend.listCountSink ?? null,
+    secret: config.recsTrackingSecret ?? null, experiment: config.recsExperiment ?? null,
+  });
   // every path that takes events, GraphQL and REST, reads and counts their trackingIds; the rest of
   // the backend is reached through the prototype, whatever its own shape (getters, a prototype of its own)
   const backend = Object.assign(Object.create(options.backend) as Backend, { ingest: attributedIngest(options.backend.ingest, attribution) });
   const log = options.log ?? silentLogger;
+  // a front over an upstream recs-gateway: without the shared secret, every click it forwards is refused
+  if (!attribution.verifies && options.backend.listCountSink !== undefined) {
+    log.warn('RECS_TRACKING_SECRET is not set: an upstream recs-gateway refuses every trackingId this front gives (each click with one is refused); set the upstream\'s RECS_TRACKING_SECRET here (docs/attribution.md)');
+  }
   const cache = options.cache ?? new MemoryCache();
   const limiter = options.limiter ?? RateLimiter.open(config.rateLimits);
   const metrics = options.metrics ?? new GatewayMetrics({ operationNames: config.metricsOperationNames, operationNamesPerUser: config.metricsOperationNamesPerUser });
@@ -130,7 +137,9 @@ export async function createGateway(options: GatewayOptions): Promise<Gateway> {
   const cors = config.corsOrigins ? new Cors(config.corsOrigins) : null;
   const serveIde = ideRoute({ limiter, addresses });
   const bodyRoutes = { config, backend, limiter, addresses, anonymousBodyLimit, ingestBodyLimit, ingestRightOf, largeBodies };
-  const servedRest = servedRestRoute({ ...bodyRoutes, log, readStats: (principal, since, until, options) => readStats(attribution, backend.ingest, principal, since, until, options) });
+  const servedRest = servedRestRoute({ ...bodyRoutes, log, readStats: (principal, since, until, options) => readStats(attribution, backend.ingest, principal, since, until, options),
+    takeImpressions: (principal, rows) => attribution.takeImpressions(principal, rows),
+  });
   const varyByOrigin = cors?.variesByOrigin ?? false;
   const graphql = graphqlRoute({ ...bodyRoutes, metrics, engine, serveIde, varyByOrigin, attribution });
 

@@ -53,6 +53,7 @@ export const ROUTE_ACCESS: Readonly<Record<string, Readonly<Record<string, Acces
   postbrowse: { '*': 'RECOMMENDATIONS_READ' },
   nbp: { '*': 'RECOMMENDATIONS_READ' },
   stats: { '*': 'EVENTS_WRITE' },
+  statsImpressions: { '*': 'EVENTS_WRITE' },
   trending: { '*': 'RECOMMENDATIONS_READ' },
   popular: { '*': 'RECOMMENDATIONS_READ' },
   foryou: { '*': 'RECOMMENDATIONS_READ' },

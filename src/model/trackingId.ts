@@ -12,6 +12,13 @@ export const listCode = (kind: TrackedKind, variant: Variant): ListCode => TRACK
 export const kindOfCode = (code: ListCode): TrackedKind => TRACKED_KINDS[code >> 1]!;
 export const variantOfCode = (code: ListCode): Variant => VARIANTS[code & 1]!;
 
+/** Most rows a POST /v1/stats/impressions takes: one per kind and variant an hour, so over a week of a front's counts. */
+export const MAX_IMPRESSION_ROWS = 1000;
+/** Most impressions one row may add. */
+export const MAX_IMPRESSIONS_PER_ROW = 2 ** 31 - 1;
+/** Path of the twin a REST-mode front sends its impressions to. */
+export const IMPRESSIONS_PATH = '/v1/stats/impressions';
+
 /** Longest trackingId taken: the longest made is 23 characters. */
 export const MAX_TRACKING_ID_LENGTH = 32;
 const MAC_BYTES = 8;

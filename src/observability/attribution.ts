@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import { badUserInput, ErrorCode, forbidden, GatewayError } from '../errors.js';
+import { badUserInput, ErrorCode, forbidden, GatewayError, isGatewayError } from '../errors.js';
 import { rerankByEvidence, variantOf, VARIANTS, type Experiment, type Variant } from '../model/experiment.js';
 import { listCode, TRACKED_KINDS, TrackingIds, type ListAnchor, type ListCode, type TrackedKind, type TrackedList } from '../model/trackingId.js';
-import type { AttributionStore, ListCountsModel, RateModel, RecommendationStatsModel } from '../ports/attribution.js';
+import type { AttributionStore, ListCountSink, ListCountsModel, RateModel, RecommendationStatsModel } from '../ports/attribution.js';
 import type { CallOptions, EventKindModel, IngestService, PrincipalModel, RecommendationEntryModel } from '../ports/backend.js';
 import { CLICK, HOUR_MS, ListCounter, merged, PURCHASE } from './listCounter.js';
 
@@ -62,8 +62,10 @@ export function untracked(): RequestTracking {
 }
 
 export interface AttributionOptions {
-  /** Where counts are kept; null (REST mode): counted for Prometheus only. */
+  /** Where counts are kept; null in REST mode, whose impressions go to `sink` (the upstream's counts). */
   store: AttributionStore | null;
+  /** Where a REST-mode front sends its impressions (the upstream); default the store. */
+  sink?: ListCountSink | null;
   /** RECS_TRACKING_SECRET; default the store's, or, without a store, none: trackingIds are then checked for form only. */
   secret?: string | null;
   experiment?: Experiment | null;
@@ -78,20 +80,22 @@ export class Attribution {
   private constructor(
     readonly ids: TrackingIds,
     /** Whether a trackingId's MAC is checked: not by a REST-mode front without the upstream's secret. */
-    private readonly verifies: boolean,
+    readonly verifies: boolean,
     readonly experiment: Experiment | null,
     private readonly store: AttributionStore | null,
+    private readonly sink: ListCountSink | null,
     private readonly now: () => number,
     flushMs?: number,
   ) {
-    this.counter = new ListCounter(store, now, flushMs);
+    this.counter = new ListCounter(sink, now, flushMs);
   }
 
   static async open(options: AttributionOptions): Promise<Attribution> {
     const { store } = options;
     const secret = options.secret ?? (store !== null ? await store.trackingSecret() : null);
     const ids = new TrackingIds(secret ?? randomBytes(32));
-    return new Attribution(ids, secret !== null, options.experiment ?? null, store, options.now ?? Date.now, options.flushMs);
+    const sink = options.sink ?? store;
+    return new Attribution(ids, secret !== null, options.experiment ?? null, store, sink, options.now ?? Date.now, options.flushMs);
   }
 
   /** The variant and trackingIds of a request, from its X-Recs-Shopper header. */
@@ -133,6 +137,16 @@ export class Attribution {
     throw new GatewayError(ErrorCode.UPSTREAM_REJECTED, 'The upstream recommendation service has no recommendation statistics (REST mode): ask the upstream gateway\'s recommendationStats', { service: 'recommendations' });
   }
 
+  /** Adds a front's impressions (POST /v1/stats/impressions) to this gateway's next write, for
+   * administrators; a gateway that neither keeps counts nor forwards them has nowhere to put them. */
+  takeImpressions(principal: PrincipalModel, read: () => readonly ListCountsModel[]): number {
+    if (this.sink === null) this.requireStore();
+    if (!principal.user.isAdmin) throw forbidden('Only administrators may send impressions');
+    const rows = read();
+    this.counter.add(rows);
+    return rows.length;
+  }
+
   /** Counts per kind and variant over the UTC hours that overlap [since, until); until defaults to now. */
   async stats(since: number, until: number | null): Promise<RecommendationStatsModel[]> {
     const end = until ?? this.now();
@@ -166,10 +180,19 @@ export class Attribution {
 /** recommendationStats for a caller, GraphQL and REST alike: this gateway's counts, for administrators;
  * in REST mode, which keeps none nor can tell an administrator, the upstream's twin answers or refuses. */
 export function readStats(attribution: Attribution, ingest: IngestService, principal: PrincipalModel, since: number, until: number | null, options: CallOptions = {}): Promise<RecommendationStatsModel[]> {
-  if (!attribution.keepsCounts && ingest.recommendationStats) return ingest.recommendationStats(principal, since, until, options);
+  if (!attribution.keepsCounts && ingest.recommendationStats) {
+    // what this front served is in the answer: its impressions are sent first (kept for the next try on failure)
+    return attribution.counter.flush().catch(() => undefined).then(() => ingest.recommendationStats!(principal, since, until, options));
+  }
   attribution.requireStore();
   if (!principal.user.isAdmin) throw forbidden('Only administrators may read recommendation statistics');
   return attribution.stats(since, until);
+}
+
+/** An upstream's refusal of a trackingId this front could not sign for it: the cause is the front's setting. */
+function unsignedRefusal(error: unknown): unknown {
+  if (!isGatewayError(error) || error.code !== ErrorCode.BAD_USER_INPUT || !error.field?.endsWith('.trackingId')) return error;
+  return badUserInput(`${error.message} (this REST-mode front has no RECS_TRACKING_SECRET: set the upstream's on it, docs/attribution.md)`, error.field);
 }
 
 /** The backend's ingestion with trackingIds read before a call is kept (a bad one refuses the call
@@ -178,7 +201,9 @@ export function attributedIngest(ingest: IngestService, attribution: Attribution
   const wrapped: IngestService = {
     async recordEvents(principal, events, options) {
       const lists = attribution.readEvents(events);
-      const result = await ingest.recordEvents(principal, events, options);
+      const result = await ingest.recordEvents(principal, events, options).catch((error: unknown) => {
+        throw attribution.verifies ? error : unsignedRefusal(error);
+      });
       attribution.countEvents(events, lists, result.kept);
       return result;
     },

@@ -1,7 +1,7 @@
-import type { AttributionStore, ListCountsModel } from '../ports/attribution.js';
+import type { ListCountSink, ListCountsModel } from '../ports/attribution.js';
 import { kindOfCode, LIST_CODES, variantOfCode, type ListCode } from '../model/trackingId.js';
 
-/** How often counts are written to the store, in ms: what a SIGKILL loses at most. */
+/** How often counts are written to the store (or sent upstream), in ms: what a SIGKILL loses at most. */
 export const LIST_COUNTS_FLUSH_MS = 2_000;
 export const HOUR_MS = 3_600_000;
 
@@ -26,7 +26,8 @@ export class ListCounter {
   private flushing: Promise<void> | null = null;
 
   constructor(
-    private readonly store: AttributionStore | null,
+    /** The store, or a REST-mode front's upstream; null: counted for Prometheus only. */
+    private readonly store: ListCountSink | null,
     private readonly now: () => number = Date.now,
     flushMs = LIST_COUNTS_FLUSH_MS,
   ) {
@@ -46,6 +47,12 @@ export class ListCounter {
   readonly countImpressions = (codes: readonly ListCode[]): void => {
     for (const code of codes) this.count(code, IMPRESSION);
   };
+
+  /** Adds counts another process made (a front's impressions) to the next write, not to the totals:
+   * Prometheus counts what this process served. */
+  add(rows: readonly ListCountsModel[]): void {
+    this.earlier = merged([...this.earlier, ...rows]);
+  }
 
   private newHour(hour: number): void {
     this.earlier.push(...rowsOf(this.hour, this.current));

@@ -41,3 +41,7 @@ export interface AttributionStore {
   /** The secret trackingIds are signed with: made by the first process, read by the others. */
   trackingSecret(): Promise<string>;
 }
+
+/** Where a process's counts go in batches: its store, or in REST mode the upstream recs-gateway's
+ * POST /v1/stats/impressions (impressions only: the upstream counts clicks from the forwarded events). */
+export type ListCountSink = Pick<AttributionStore, 'addListCounts'>;

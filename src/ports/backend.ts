@@ -1,4 +1,4 @@
-import type { AttributionStore, RecommendationStatsModel } from './attribution.js';
+import type { AttributionStore, ListCountSink, RecommendationStatsModel } from './attribution.js';
 import type { BreakerState } from './observers.js';
 
 /** What resolvers see of a backend; embedded or REST, chosen once at start-up, throwing only src/errors.ts errors. */
@@ -422,4 +422,6 @@ export interface Backend {
   breakerState?: () => Record<string, BreakerState>;
   /** Where counts of lists served and used are kept; absent in REST mode. */
   attribution?: AttributionStore;
+  /** REST mode: where this front's impressions go, the upstream's counts; absent with a store. */
+  listCountSink?: ListCountSink;
 }

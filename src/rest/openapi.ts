@@ -2,6 +2,7 @@ import { hash } from 'node:crypto';
 import type { OpenAPIV3_1 } from 'openapi-types';
 import { headers, parameters, paths, responses, securitySchemes, type PathItem } from './openapiPaths.js';
 import { schemas } from './openapiSchemas.js';
+import { statsPaths } from './openapiStats.js';
 import type { RestResponse } from './types.js';
 
 /** The OpenAPI 3.1 description of the REST interfaces, served at GET /openapi.json for REST clients and tools
@@ -29,7 +30,7 @@ export const openApiDocument: OpenApiDocument = {
     { name: 'recommendations', description: 'Recommended items anchored on one item, and the product lookup.' },
     { name: 'ingestion', description: 'The live recommender: events and item records in, for administrators.' },
   ],
-  paths,
+  paths: { ...paths, ...statsPaths },
   components: { schemas, responses, parameters, headers, securitySchemes },
 };
 

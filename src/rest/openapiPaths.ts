@@ -21,14 +21,14 @@ const keyResponse = (description: string, example: unknown, headers?: Record<str
   ...(headers ? { headers } : {}),
   content: jsonContent(ref('schemas', 'KeyServiceErrors'), example),
 });
-const recsResponse = (description: string, code: number, message: string, headers?: Record<string, Reference>): ResponseObject => ({
+export const recsResponse = (description: string, code: number, message: string, headers?: Record<string, Reference>): ResponseObject => ({
   description,
   ...(headers ? { headers } : {}),
   content: jsonContent(ref('schemas', 'RecsErrors'), { errors: [{ code, message }] }),
 });
 
 /** The responses of the live recommender's twins besides their own: the recommendation body, statuses as the key interface's. */
-const ingestFailures = {
+export const ingestFailures = {
   '400': recsResponse(
     `A malformed body or a bad entry (code ${RecsErrorCode.BAD_REQUEST}), naming the first bad entry's index and field; nothing of the call is kept.`,
     RecsErrorCode.BAD_REQUEST, 'events[3].sessionId: a view needs a sessionId or a userId',
@@ -50,7 +50,7 @@ const ingestFailures = {
 };
 
 /** The security of the key interface: any one of the three forms of the Authorization header. */
-const keySecurity: SecurityRequirement[] = [{ apiKeyHeader: [] }, { bearerKey: [] }, { basicAuth: [] }];
+export const keySecurity: SecurityRequirement[] = [{ apiKeyHeader: [] }, { bearerKey: [] }, { basicAuth: [] }];
 const recsSecurity: SecurityRequirement[] = [{ apiKeyQuery: [] }];
 
 /** The responses every operation of one interface may give besides its own. */
@@ -304,30 +304,6 @@ export const paths: Record<string, PathItem> = {
       },
       responses: {
         '200': { description: 'The events were kept.', content: jsonContent(ref('schemas', 'RecordedEvents'), { accepted: 2, itemsWithoutRecord: 0 }) },
-        ...ingestFailures,
-      },
-    },
-  },
-  '/v1/stats': {
-    get: {
-      operationId: 'recommendationStats',
-      summary: 'Impressions, clicks and purchases per kind of recommendation list and variant, with 95% Wilson intervals.',
-      description: 'Administrators only (a password or a key of theirs in the Authorization header). The same as GraphQL\'s recommendationStats: ' +
-        'the whole UTC hours that overlap [since, until), until now when absent; docs/attribution.md.',
-      tags: ['ingestion'],
-      security: keySecurity,
-      parameters: [
-        { name: 'since', in: 'query', required: true, schema: { type: 'string' }, description: 'ISO 8601 with an offset, or milliseconds since 1970; given once.' },
-        { name: 'until', in: 'query', required: false, schema: { type: 'string' }, description: 'The same; now when absent; after since; given once.' },
-      ],
-      responses: {
-        '200': {
-          description: 'One entry per kind and variant.',
-          content: jsonContent({ type: 'array', items: { type: 'object' } }, [{
-            kind: 'NEXT_BEST_PRODUCT', variant: 'A', impressions: 10, clicks: 2, purchases: 0,
-            clickThroughRate: { value: 0.2, low: 0.0567, high: 0.5098 }, conversionRate: { value: 0, low: 0, high: 0.2775 },
-          }]),
-        },
         ...ingestFailures,
       },
     },

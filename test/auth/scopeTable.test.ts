@@ -49,6 +49,7 @@ describe('the scope table', () => {
     expect(routeAccess('items', 'PUT')).toBe('EVENTS_WRITE');
     expect(routeAccess('items', 'GET')).toBe('RECOMMENDATIONS_READ');
     expect(routeAccess('events', 'POST')).toBe('EVENTS_WRITE');
+    expect(routeAccess('statsImpressions', 'POST')).toBe('EVENTS_WRITE');
     expect(routeAccess('apikeyRotate', 'POST')).toBe('KEYS_MANAGE');
   });
 });

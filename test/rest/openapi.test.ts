@@ -97,7 +97,7 @@ describe('the OpenAPI description', () => {
   });
 
   it('covers every route the gateway serves', () => {
-    expect(Object.keys(openApiDocument.paths).sort()).toEqual(['/api/v1/apikey', '/api/v1/apikey/{id}', '/api/v1/apikey/{id}/rotate', '/api/v1/apikey/{id}/usage', '/v1/events', '/v1/foryou', '/v1/items', '/v1/items/{itemId}', '/v1/nbp', '/v1/popular', '/v1/postbrowse', '/v1/stats', '/v1/trending']);
+    expect(Object.keys(openApiDocument.paths).sort()).toEqual(['/api/v1/apikey', '/api/v1/apikey/{id}', '/api/v1/apikey/{id}/rotate', '/api/v1/apikey/{id}/usage', '/v1/events', '/v1/foryou', '/v1/items', '/v1/items/{itemId}', '/v1/nbp', '/v1/popular', '/v1/postbrowse', '/v1/stats', '/v1/stats/impressions', '/v1/trending']);
     expect(Object.keys(openApiDocument.components.securitySchemes).sort()).toEqual(['apiKeyHeader', 'apiKeyQuery', 'basicAuth', 'bearerKey']);
   });
 });
@@ -236,6 +236,11 @@ describe('GET /openapi.json, and the answers it describes, over HTTP', () => {
       ['PUT', '/v1/items', root, [{ itemId: PHONE, name: 'Vireo Labs Phone 6', customerRating: '4.5' }], 200, gw.url],
       ['PUT', '/v1/items', root, [{ itemId: PHONE }], 400, gw.url],
       ['PUT', '/v1/items', alice, [{ itemId: PHONE, name: 'x' }], 403, gw.url],
+      ['POST', '/v1/stats/impressions', root, [{ kind: 'FOR_YOU', variant: 'A', hour: Math.floor(Date.now() / 3_600_000), impressions: 2 }], 200, gw.url],
+      ['POST', '/v1/stats/impressions', root, [{ kind: 'FOR_YOU', variant: 'A', hour: -1, impressions: 2 }], 400, gw.url],
+      ['POST', '/v1/stats/impressions', undefined, [], 401, gw.url],
+      ['POST', '/v1/stats/impressions', alice, [], 403, gw.url],
+      ['POST', '/v1/stats/impressions', root, Array.from({ length: 40 }, () => ({ kind: 'FOR_YOU', variant: 'A', hour: 1, impressions: 1 })), 413, limited.url],
     ];
     for (const [method, path, auth, body, status, base] of cases) {
       const answer = await call(method, path, auth, body, base);

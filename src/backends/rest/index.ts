@@ -7,6 +7,7 @@ import {
 import type { RestBackendOptions } from './options.js';
 import { RestRecsService } from './recs.js';
 import { RestIngestService } from './ingest.js';
+import { RestImpressions } from './impressions.js';
 import { Upstream } from './upstream.js';
 
 export type { RestBackendOptions } from './options.js';
@@ -40,6 +41,7 @@ export function createRestBackend(options: RestBackendOptions): RestBackend {
     // the caller's own credentials, to the upstream's twins: it decides who may send them, and
     // what it answered a credential is remembered as long as the credential itself
     ingest: new RestIngestService(recommendations, authCacheTtlMs, authCacheMaxEntries),
+    listCountSink: new RestImpressions(recommendations, options.recsApiKey),
     async check() {
       // Unauthenticated requests: any HTTP answer below 500 proves reachability without
       // spending the gateway key's rate limit.

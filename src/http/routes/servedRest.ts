@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from '../../logger.js';
 import type { RequestRecord } from '../../observability/requestScope.js';
 import type { KeyService } from '../../ports/backend.js';
-import { queryApiKey, serveApiKeys, serveIngest, serveRecommendations, serveStats, type RestRequest, type StatsReader } from '../../rest/index.js';
+import { queryApiKey, serveApiKeys, serveIngest, serveRecommendations, serveStats, type ImpressionsTaker, type RestRequest, type StatsReader } from '../../rest/index.js';
 import { openApiResponse } from '../../rest/openapi.js';
 import { ANSWERED, Prelude, type PreludeDeps } from '../prelude.js';
 import { restRefusals } from '../refusals.js';
@@ -53,6 +53,8 @@ export interface ServedRestDeps extends PreludeDeps {
   log: Logger;
   /** GET /v1/stats' answers. */
   readStats: StatsReader;
+  /** POST /v1/stats/impressions' rows. */
+  takeImpressions: ImpressionsTaker;
 }
 
 /** The served REST interfaces' route: resolves false for a path none of their handlers knows. */
@@ -115,7 +117,7 @@ export function servedRestRoute(deps: ServedRestDeps): (req: IncomingMessage, re
     const body = raw === undefined ? undefined : prelude.parse(req, res, record, raw.toString('utf8'));
     if (body === ANSWERED) return true;
     const restRequest = new ServedRestRequest(req, url, body, new RequestDeadline(res, config.requestDeadlineMs), log, address);
-    const answer = serveApiKeys(restRequest, keys) ?? serveIngest(restRequest, keys, backend.ingest) ?? serveStats(restRequest, keys, deps.readStats) ?? serveRecommendations(restRequest, keys, backend.recs);
+    const answer = serveApiKeys(restRequest, keys) ?? serveIngest(restRequest, keys, backend.ingest) ?? serveStats(restRequest, keys, deps.readStats, deps.takeImpressions) ?? serveRecommendations(restRequest, keys, backend.recs);
     if (answer === null) return false;
     const response = await answer;
     prelude.answer(req, res, record, { ...response, headers: { ...response.headers, ...described } }, raw !== undefined);
