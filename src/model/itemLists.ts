@@ -13,6 +13,8 @@ export function parseCategoryPath(value: string | null | undefined, field = 'cat
   if (/[\u0000-\u001f\u007f]/.test(value)) throw badUserInput(`${field} must not contain control characters`, field);
   const path = value.trim().replace(/^\/+|\/+$/g, '');
   if (path.replace(/[\s/]/g, '') === '') throw badUserInput(`${field} must name a category, e.g. Electronics/TV`, field);
+  // an empty segment matches no record's path: refused rather than an empty list
+  if (path.includes('//')) throw badUserInput(`${field} must not hold an empty segment (//)`, field);
   return path;
 }
 

@@ -150,7 +150,7 @@ export class Attribution {
   /** Counts per kind and variant over the UTC hours that overlap [since, until); until defaults to now. */
   async stats(since: number, until: number | null): Promise<RecommendationStatsModel[]> {
     const end = until ?? this.now();
-    if (!(end > since)) throw badUserInput('until must be after since', 'until');
+    if (!(end > since)) throw until === null ? badUserInput('since must be before now', 'since') : badUserInput('until must be after since', 'until');
     const store = this.requireStore();
     const sinceHour = Math.floor(since / HOUR_MS);
     const untilHour = Math.ceil(end / HOUR_MS);

@@ -250,6 +250,10 @@ describe('attribution over HTTP, SQLite', () => {
     expect(refused.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     const backwards = await gw.gql(`{ recommendationStats(since: "2026-01-02T00:00:00Z", until: "2026-01-01T00:00:00Z") { kind } }`, {}, { authorization: ROOT });
     expect(backwards.body.errors?.[0]?.extensions?.code).toBe('BAD_USER_INPUT');
+    // a since ahead of now, no until given: the error names the field the caller sent
+    const ahead = await gw.gql(STATS, { since: new Date(Date.now() + 3_600_000).toISOString() }, { authorization: ROOT });
+    expect(ahead.body.errors?.[0]?.message).toBe('since must be before now');
+    expect(ahead.body.errors?.[0]?.extensions).toMatchObject({ code: 'BAD_USER_INPUT', field: 'since' });
   });
 
   it('shows the counts as Prometheus counters, and no shopper id anywhere', async () => {

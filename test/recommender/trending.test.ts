@@ -154,6 +154,7 @@ describe('categoryPath as asked for', () => {
   it('outer slashes and spaces dropped; empty, too long or with control characters refused', () => {
     expect(parseCategoryPath(' /Home/Lamps/ ')).toBe('Home/Lamps');
     expect(parseCategoryPath(undefined)).toBeNull();
+    expect(() => parseCategoryPath('Home//Lamps')).toThrow('categoryPath must not hold an empty segment (//)');
     for (const bad of ['', '/', '  ', 'Home\u0000', 'Home\nLamps', 'x'.repeat(1001), 'Home\u007f']) {
       let refused: unknown;
       try {
