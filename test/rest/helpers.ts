@@ -2,7 +2,9 @@ import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { expect } from 'vitest';
+import { afterEach, beforeEach, expect } from 'vitest';
+import { createRestBackend } from '../../src/backends/rest/index.js';
+import type { RestBackend } from '../../src/backends/rest/index.js';
 import { badUserInput, forbidden, GatewayError, notFound, unauthenticated } from '../../src/errors.js';
 import { parseAuthorization } from '../../src/auth/authorization.js';
 import type {
@@ -269,4 +271,32 @@ export async function failure(promise: Promise<unknown>): Promise<GatewayError> 
   const error = await promise.then(() => null, (e: unknown) => e);
   expect(error).toBeInstanceOf(GatewayError);
   return error as GatewayError;
+}
+
+/** A REST-mode backend over a fake recommendations upstream, made afresh for each test of the file; the
+ * upstream answers with `answer`, set by each test. */
+export function useFakeRecsUpstream(recsApiKey = 'gateway+key/=='): {
+  answer: (req: RecordedRequest, res: ServerResponse) => void;
+  upstream: TestServer;
+  backend: RestBackend;
+  /** The URL of the upstream's i-th request. */
+  asked(i?: number): URL;
+} {
+  const fake = {
+    answer: (_req: RecordedRequest, _res: ServerResponse): void => undefined,
+    upstream: undefined as unknown as TestServer,
+    backend: undefined as unknown as RestBackend,
+    asked: (i = 0): URL => new URL(fake.upstream.requests[i]?.url ?? '', 'http://x'),
+  };
+  beforeEach(async () => {
+    fake.upstream = await startServer((req, res) => fake.answer(req, res));
+    fake.backend = createRestBackend({
+      apiKeyServiceUrl: 'http://127.0.0.1:9', recsServiceUrl: fake.upstream.url, recsApiKey, retryBaseDelayMs: 1, retryMaxDelayMs: 5,
+    });
+  });
+  afterEach(async () => {
+    await fake.backend.close();
+    await fake.upstream.close();
+  });
+  return fake;
 }
