@@ -194,18 +194,21 @@ export function createEmbeddedBackend(
     ...(store.attribution ? { attribution: store.attribution() } : {}),
     onDataChange: (listener: () => void) => recs.onChange(listener),
     recsNow: { item: (itemId: number) => recs.catalog.get(itemId) ?? null, recommend: (kind, anchorId, filter) => recs.recommendNow(kind, anchorId, filter) },
-    async check() {
-      try {
-        await store.countUsers();
-        return { store: 'ok' };
-      } catch (error) {
-        return { store: `unreachable: ${(error as Error).message}` };
-      }
-    },
+    check: () => checkKeyStore(store),
     async close() {
       await recs.close();
       await keys.close();
       await store.close();
     },
   };
+}
+
+/** A backend's check of its key store: whether the store answers a count of users. */
+export async function checkKeyStore(store: Pick<KeyStore, 'countUsers'>): Promise<Record<string, string>> {
+  try {
+    await store.countUsers();
+    return { store: 'ok' };
+  } catch (error) {
+    return { store: `unreachable: ${(error as Error).message}` };
+  }
 }

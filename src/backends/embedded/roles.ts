@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import type { Backend, RoleStateModel } from '../../ports/backend.js';
-import { EmbeddedIngest, type EmbeddedIngestOptions, type LiveRecs } from './index.js';
+import { checkKeyStore, EmbeddedIngest, type EmbeddedIngestOptions, type LiveRecs } from './index.js';
 import { EmbeddedKeyService, type EmbeddedKeyServiceOptions } from './keys/keyService.js';
 import { openPool } from './keys/postgresStore.js';
 import type { KeyStore } from './keys/store.js';
@@ -120,14 +120,7 @@ export async function openServeBackend(
     roleState: (): RoleStateModel => ({
       role: 'serve', learnerActive: recs.published.learnerActive, listsAgeSeconds: ageOf(recs.published.publishedAt), maxLagSeconds: options.maxLagSeconds,
     }),
-    async check() {
-      try {
-        await keyStore.countUsers();
-        return { store: 'ok' };
-      } catch (error) {
-        return { store: `unreachable: ${(error as Error).message}` };
-      }
-    },
+    check: () => checkKeyStore(keyStore),
     async close() {
       await recs.close();
       await pool.end();
