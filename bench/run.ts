@@ -341,8 +341,6 @@ const hotAnchor = anchors[0]!;
 console.log(`${anchors.length} anchors with 10 recommendations; hot anchor ${hotAnchor}`);
 /** Anchors of the unmeasured warm-up before the cold runs. */
 const WARM_ANCHORS = QUICK ? 500 : 2000;
-/** Requests of the mix sent to the serve replica before measuring (8s): its caches' warm-up, shorter than (8)'s. */
-const ROLES_MIX_WARM = QUICK ? 2000 : 5000;
 /** Anchors of the unmeasured warm-up before the nested cold run (6), from the same warm set. */
 const NESTED_WARM_ANCHORS = 300;
 /** Sets of distinct anchors: (5) one at a time, (5) at 20 connections, (6), (5)'s timed phases. */
@@ -653,8 +651,6 @@ interface MixSetup {
   env: Record<string, string>;
   auth: Record<string, string>;
   adminKey: string;
-  /** Requests sent before measuring (MIXED_WARM by default). */
-  warm?: number;
   /** A process whose CPU over the measured requests is reported beside the target's (the learner). */
   beside?: Target;
 }
@@ -663,7 +659,7 @@ interface MixSetup {
 async function runMixed(id: 'mixed' | 'mixed-reads' | 'roles-mix', eventsShare: number, setup: MixSetup = { env: embeddedEnv, auth, adminKey }): Promise<Row> {
   const target = await start('gateway', { ...setup.env, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
   const { auth, adminKey } = setup;
-  const warm = setup.warm ?? MIXED_WARM;
+  const warm = MIXED_WARM;
   try {
     const url = `${target.url}/graphql`;
     const bodies = mixedBodies([...demo.catalog.values()].map((item) => item.itemId), eventsShare);
@@ -738,7 +734,7 @@ await oneTarget('roles-mix', 'the realistic mix on a serve replica, its learner 
       if (Date.now() > deadline) throw new Error('roles-mix: the learner did not publish its lists within 120 s');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    return await runMixed('roles-mix', EVENTS_SHARE, { env: roleEnv('serve'), auth: { authorization: client }, adminKey: events, warm: ROLES_MIX_WARM, beside: learner });
+    return await runMixed('roles-mix', EVENTS_SHARE, { env: roleEnv('serve'), auth: { authorization: client }, adminKey: events, beside: learner });
   } finally {
     await learner?.stop();
     await keyStore.close();

@@ -1,3 +1,4 @@
+import DataLoader from 'dataloader';
 import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import { badUserInput, notFound } from '../../errors.js';
@@ -16,6 +17,8 @@ export const SERVE_CACHE_ENTRIES = 50_000;
 /** How often a replica compares the publish version with its own, notices or not. */
 export const SYNC_INTERVAL_MS = 1000;
 const MAX_IDS = 100;
+/** Syncs whose changes a read in flight is checked against; one begun before them keeps nothing. */
+const CHANGE_RING = 64;
 /** An item asked for that has no record: kept, as a record's arrival is seen by its sequence. */
 const NO_RECORD = Symbol('no record');
 /** A list not published (an anchor newer than the learner's last publish): an empty list until it is. */
@@ -27,11 +30,14 @@ const kindCode = (kind: RecommendationKind): number => LIST_KINDS.indexOf(kind);
  * item records from the store, both in an LRU that a NOTIFY at each publish (and a poll of the version
  * every SYNC_INTERVAL_MS, for a notice missed) empties of what changed. */
 export class ServeRecs implements RecsService {
-  private readonly lists: LRUCache<string, PublishedList>;
+  /** Published lists by `kind:anchor`: a row a sync read again stays in bytes until it is asked for. */
+  private readonly lists: LRUCache<string, PublishedList | Buffer>;
   private readonly items: LRUCache<number, ItemModel | typeof NO_RECORD>;
   private rankings: PublishedRankings | null = null;
-  /** Bumped by every drop: a read begun before one must not keep what it read. */
+  /** Bumped by every sync that changed something; `changes` holds what each of the last CHANGE_RING changed:
+   * a read begun before one keeps what it read only where that sync left its key alone. */
   private epoch = 0;
+  private readonly changes: { epoch: number; keys: Set<string | number> }[] = [];
   private state: PublishState = { version: 0, publishedAt: null, publishedEventId: 0, itemSeq: 0, learnerActive: false };
   private syncing: Promise<void> | null = null;
   private again = false;
@@ -52,6 +58,26 @@ export class ServeRecs implements RecsService {
     const max = options.entries ?? SERVE_CACHE_ENTRIES;
     this.lists = new LRUCache({ max });
     this.items = new LRUCache({ max });
+    // the misses of one turn (of every request under way) share one query
+    this.rows = new DataLoader((keys) => this.readRowsOf(keys), { cache: false, maxBatchSize: 1000 });
+    this.records = new DataLoader((ids) => this.readRecords(ids), { cache: false, maxBatchSize: 1000 });
+  }
+
+  private readonly rows: DataLoader<string, Buffer | undefined>;
+  private readonly records: DataLoader<number, ItemModel | null>;
+
+  private async readRowsOf(keys: readonly string[]): Promise<(Buffer | undefined)[]> {
+    const found = await readRows(this.pool, keys.map((key) => {
+      const [kind, anchor] = key.split(':');
+      return { kind: Number(kind), anchor: Number(anchor) };
+    }));
+    return keys.map((key) => found.get(key));
+  }
+
+  private async readRecords(ids: readonly number[]): Promise<(ItemModel | null)[]> {
+    const { rows } = await this.pool.query<{ item_id: string; record: string }>('SELECT item_id, record FROM recs_items WHERE item_id = ANY($1::bigint[])', [ids]);
+    const found = new Map(rows.map((r) => [Number(r.item_id), parseStoredRecord(r.record)]));
+    return ids.map((id) => found.get(id) ?? null);
   }
 
   /** Reads where the publisher is; from then on, follows it. Nothing of the store's size is read. */
@@ -112,38 +138,69 @@ export class ServeRecs implements RecsService {
     if (this.closed) return;
     try {
       const now = await readPublishState(this.pool, this.options.names.lockKey);
-      let dropped = false;
+      const changed = new Set<string | number>();
+      const fresh = new Map<string | number, Buffer | ItemModel | null>();
+      let clearLists = false;
       if (now.version > this.state.version) {
         const max = this.lists.max;
-        const changed = await changedSince(this.pool, this.state.version, max + 1);
-        this.epoch++;
-        if (changed.length > max) this.lists.clear();
-        for (const { kind, anchor } of changed) {
-          if (kind === RANKINGS_KIND) this.rankings = null;
-          else this.lists.delete(`${kind}:${anchor}`);
+        const rows = await changedSince(this.pool, this.state.version, max + 1);
+        clearLists = rows.length > max;
+        // the lists this replica holds are read again in one query (decoded when asked for), so that a
+        // changed list costs no request a round trip; rankings and category rows are read when asked for
+        const held = clearLists ? [] : rows.filter(({ kind, anchor }) => kind < RANKINGS_KIND && this.lists.has(`${kind}:${anchor}`));
+        const read = held.length > 0 ? await readRows(this.pool, held) : new Map<string, Buffer>();
+        for (const { kind, anchor } of rows) {
+          const key = `${kind}:${anchor}`;
+          changed.add(key);
+          const bytes = read.get(key);
+          if (bytes !== undefined) fresh.set(key, bytes);
         }
-        if (changed.length > max) this.rankings = null;
-        dropped = true;
+        if (changed.has(`${RANKINGS_KIND}:0`) || clearLists) this.rankings = null;
       }
       if (now.itemSeq > this.state.itemSeq) {
-        const { rows } = await this.pool.query<{ item_id: string }>('SELECT item_id FROM recs_items WHERE seq > $1', [this.state.itemSeq]);
-        this.epoch++;
-        for (const row of rows) this.items.delete(Number(row.item_id));
-        dropped = true;
+        const { rows } = await this.pool.query<{ item_id: string; record: string }>('SELECT item_id, record FROM recs_items WHERE seq > $1', [this.state.itemSeq]);
+        for (const row of rows) {
+          const id = Number(row.item_id);
+          changed.add(id);
+          if (this.items.has(id)) fresh.set(id, parseStoredRecord(row.record));
+        }
       }
       this.state = now;
       this.syncError = null;
-      if (dropped) for (const listener of this.changeListeners) listener();
+      if (changed.size > 0 || clearLists) this.applyChanges(changed, fresh, clearLists);
     } catch (error) {
       this.syncError = (error as Error).message;
     }
   }
 
+  /** What a sync (or this replica's own write) changed: held entries take their new value, and reads
+   * begun before it keep nothing of these keys. */
+  private applyChanges(changed: Set<string | number>, fresh: Map<string | number, Buffer | ItemModel | null>, clearLists = false): void {
+    this.epoch++;
+    this.changes.push({ epoch: this.epoch, keys: changed });
+    if (this.changes.length > CHANGE_RING) this.changes.shift();
+    if (clearLists) this.lists.clear();
+    for (const key of changed) {
+      const value = fresh.get(key);
+      if (typeof key === 'number') {
+        if (value === undefined) this.items.delete(key);
+        else this.items.set(key, (value as ItemModel | null) ?? NO_RECORD);
+      } else if (value === undefined || value === null) this.lists.delete(key);
+      else this.lists.set(key, value as Buffer);
+    }
+    for (const listener of this.changeListeners) listener();
+  }
+
+  /** Whether a read begun at `epoch` may keep what it read of `key`: no sync since changed it. */
+  private keeps(key: string | number, epoch: number): boolean {
+    if (epoch === this.epoch) return true;
+    if (this.changes.length === 0 || this.changes[0]!.epoch > epoch + 1) return false;
+    return this.changes.every((change) => change.epoch <= epoch || !change.keys.has(key));
+  }
+
   /** Records this replica stored itself: dropped at once, before its call is answered. */
   forgetItems(itemIds: readonly number[]): void {
-    this.epoch++;
-    for (const id of itemIds) this.items.delete(id);
-    for (const listener of this.changeListeners) listener();
+    this.applyChanges(new Set(itemIds), new Map());
   }
 
   async getItems(ids: readonly number[], _options?: CallOptions): Promise<(ItemModel | null)[]> {
@@ -151,15 +208,14 @@ export class ServeRecs implements RecsService {
     const missing = [...new Set(ids.filter((id) => !this.items.has(id)))];
     if (missing.length > 0) {
       const epoch = this.epoch;
-      const { rows } = await this.pool.query<{ item_id: string; record: string }>('SELECT item_id, record FROM recs_items WHERE item_id = ANY($1::bigint[])', [missing]);
-      const found = new Map(rows.map((r) => [Number(r.item_id), parseStoredRecord(r.record)]));
-      const keep = epoch === this.epoch;
+      const found = await this.records.loadMany(missing);
       const answer = new Map<number, ItemModel | null>();
-      for (const id of missing) {
-        const item = found.get(id) ?? null;
-        answer.set(id, item);
-        if (keep) this.items.set(id, item ?? NO_RECORD);
-      }
+      missing.forEach((id, i) => {
+        const item = found[i];
+        if (item instanceof Error) throw item;
+        answer.set(id, item ?? null);
+        if (this.keeps(id, epoch)) this.items.set(id, item ?? NO_RECORD);
+      });
       return ids.map((id) => (answer.has(id) ? answer.get(id)! : this.itemNow(id)));
     }
     return ids.map((id) => this.itemNow(id));
@@ -172,19 +228,27 @@ export class ServeRecs implements RecsService {
 
   async list(kind: RecommendationKind, anchorId: number): Promise<PublishedList> {
     const key = `${kindCode(kind)}:${anchorId}`;
-    const kept = this.lists.get(key);
+    const kept = this.keptList(key, false);
     if (kept !== undefined) return kept;
     const epoch = this.epoch;
-    const row = (await readRows(this.pool, [{ kind: kindCode(kind), anchor: anchorId }])).get(key);
+    const row = await this.rows.load(key);
     const list = row === undefined ? UNPUBLISHED : decodeList(row);
-    if (epoch === this.epoch) this.lists.set(key, list);
+    if (this.keeps(key, epoch)) this.lists.set(key, list);
+    return list;
+  }
+
+  /** A held list, decoded now if a sync left it in bytes (`peek`: without moving it in the LRU). */
+  private keptList(key: string, peek: boolean): PublishedList | undefined {
+    const kept = peek ? this.lists.peek(key) : this.lists.get(key);
+    if (!Buffer.isBuffer(kept)) return kept;
+    const list = decodeList(kept);
+    this.lists.set(key, list);
     return list;
   }
 
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
-    const [anchor] = await this.getItems([anchorId], options);
+    const [[anchor], list] = await Promise.all([this.getItems([anchorId], options), this.list(kind, anchorId)]);
     if (anchor === null) throw notFound(`No item with itemId ${anchorId}`);
-    const list = await this.list(kind, anchorId);
     if (filter === null) return this.answer(kind, anchorId, list.top, await this.getItems(list.top.map((e) => e.itemId), options));
     const pick = new FilteredPick(anchor!, filter);
     const records = await this.getItems(list.deep.map((e) => e.itemId), options);
@@ -213,11 +277,11 @@ export class ServeRecs implements RecsService {
   async tierIds(kind: RecommendationKind, path: string): Promise<readonly number[]> {
     const key = this.fillKey(kind, path);
     const kept = this.lists.get(key);
-    if (kept !== undefined) return kept.ids ?? [];
+    if (kept !== undefined && !Buffer.isBuffer(kept)) return kept.ids ?? [];
     const epoch = this.epoch;
-    const row = (await readRows(this.pool, [{ kind: CATEGORY_KIND + kindCode(kind), anchor: pathAnchor(path) }])).get(key);
+    const row = await this.rows.load(key);
     const list = row === undefined ? UNPUBLISHED : decodeCategory(row, path);
-    if (epoch === this.epoch) this.lists.set(key, list);
+    if (this.keeps(key, epoch)) this.lists.set(key, list);
     return list.ids ?? [];
   }
 
@@ -225,7 +289,7 @@ export class ServeRecs implements RecsService {
   readonly now: RecsNow = {
     item: (itemId) => this.itemNow(itemId),
     recommend: (kind, anchorId, filter = null) => {
-      const list = this.lists.peek(`${kindCode(kind)}:${anchorId}`);
+      const list = this.keptList(`${kindCode(kind)}:${anchorId}`, true);
       const anchor = this.itemNow(anchorId);
       if (list === undefined || anchor === null) throw new Error('not kept');
       const kept = (id: number): ItemModel | null => {
@@ -237,7 +301,8 @@ export class ServeRecs implements RecsService {
       for (let i = 0; i < list.deep.length && !pick.done(); i++) pick.offer(list.deep[i]!, kept(list.deep[i]!.itemId));
       const tiers = fillPaths(anchor, filter);
       for (const [t, [path, source]] of tiers.entries()) {
-        const ids = this.lists.peek(this.fillKey(kind, path))?.ids;
+        const tier = this.lists.peek(this.fillKey(kind, path));
+        const ids = Buffer.isBuffer(tier) ? undefined : tier?.ids;
         if (ids === undefined) throw new Error('not kept');
         for (let i = 0; i < ids.length && !pick.done(t === tiers.length - 1, i); i++) pick.offer(fillEntry(ids[i]!, source), kept(ids[i]!));
       }
@@ -252,9 +317,9 @@ export class ServeRecs implements RecsService {
   private async rankingsNow(): Promise<PublishedRankings> {
     if (this.rankings !== null) return this.rankings;
     const epoch = this.epoch;
-    const row = (await readRows(this.pool, [{ kind: RANKINGS_KIND, anchor: 0 }])).get(`${RANKINGS_KIND}:0`);
+    const row = await this.rows.load(`${RANKINGS_KIND}:0`);
     const rankings: PublishedRankings = row === undefined ? { trending: [], popular: { POST_BROWSE: [], NEXT_BEST_PRODUCT: [] } } : decodeRankings(row);
-    if (epoch === this.epoch) this.rankings = rankings;
+    if (this.keeps(`${RANKINGS_KIND}:0`, epoch)) this.rankings = rankings;
     return rankings;
   }
 
