@@ -101,8 +101,10 @@ async function run(events: number): Promise<void> {
   };
   const start = async (role: string): Promise<{ p: ServeProcess; ms: number }> => {
     const t0 = performance.now();
-    const p = await startServe(env(role));
+    // a learner reads the whole window before it is ready, longer than startServe waits at 10M events
+    const p = await startServe(env(role), { until: role === 'learn' ? 'listening' : 'ready' });
     cleanups.push(() => p.stop());
+    if (role === 'learn') await until(async () => (await fetch(`${p.url}/readyz`).catch(() => null))?.status === 200, 900_000);
     return { p, ms: performance.now() - t0 };
   };
   const learner = await start('learn');

@@ -102,27 +102,57 @@ function entryAt(buf: Buffer, at: number, rank: number): RecommendationEntryMode
   };
 }
 
-export function decodeList(buf: Buffer): PublishedList {
-  const prefix = (buf.readUInt8(0) & TOP_IS_PREFIX) !== 0;
-  const topLength = buf.readUInt16LE(1);
-  const deepLength = buf.readUInt16LE(3);
-  const deepAt = HEADER_BYTES + (prefix ? 0 : topLength * ENTRY_BYTES);
-  const deep = Array.from({ length: deepLength }, (_, i) => entryAt(buf, deepAt + i * ENTRY_BYTES, i + 1));
-  const top = prefix ? deep.slice(0, topLength) : Array.from({ length: topLength }, (_, i) => entryAt(buf, HEADER_BYTES + i * ENTRY_BYTES, i + 1));
-  const list: PublishedList = { top, deep };
-  let at = deepAt + deepLength * ENTRY_BYTES;
-  if (at < buf.length) {
-    const near = buf.readUInt32LE(at);
-    at += 4;
-    const items = new Float64Array(near);
-    const scores = new Float64Array(near);
-    for (let i = 0; i < near; i++, at += NEAR_BYTES) {
-      items[i] = buf.readDoubleLE(at);
-      scores[i] = buf.readDoubleLE(at + 8);
-    }
-    list.anchored = { items, scores };
+/** A list row read as it is asked for: a request shows the top ten, a filter walks the deep candidates,
+ * recommendedForYou sums the neighbours; each part is decoded once, when first read. */
+class DecodedList implements PublishedList {
+  private topList?: RecommendationEntryModel[];
+  private deepList?: RecommendationEntryModel[];
+  private near?: AnchoredList | null;
+
+  constructor(private readonly buf: Buffer) {}
+
+  private get prefix(): boolean {
+    return (this.buf.readUInt8(0) & TOP_IS_PREFIX) !== 0;
   }
-  return list;
+
+  private get deepAt(): number {
+    return HEADER_BYTES + (this.prefix ? 0 : this.buf.readUInt16LE(1) * ENTRY_BYTES);
+  }
+
+  get top(): RecommendationEntryModel[] {
+    return (this.topList ??= this.entries(HEADER_BYTES, this.buf.readUInt16LE(1)));
+  }
+
+  get deep(): RecommendationEntryModel[] {
+    return (this.deepList ??= this.entries(this.deepAt, this.buf.readUInt16LE(3)));
+  }
+
+  get anchored(): AnchoredList | undefined {
+    if (this.near === undefined) {
+      let at = this.deepAt + this.buf.readUInt16LE(3) * ENTRY_BYTES;
+      this.near = null;
+      if (at < this.buf.length) {
+        const count = this.buf.readUInt32LE(at);
+        at += 4;
+        const items = new Float64Array(count);
+        const scores = new Float64Array(count);
+        for (let i = 0; i < count; i++, at += NEAR_BYTES) {
+          items[i] = this.buf.readDoubleLE(at);
+          scores[i] = this.buf.readDoubleLE(at + 8);
+        }
+        this.near = { items, scores };
+      }
+    }
+    return this.near ?? undefined;
+  }
+
+  private entries(at: number, length: number): RecommendationEntryModel[] {
+    return Array.from({ length }, (_, i) => entryAt(this.buf, at + i * ENTRY_BYTES, i + 1));
+  }
+}
+
+export function decodeList(buf: Buffer): PublishedList {
+  return new DecodedList(buf);
 }
 
 /** A category path's row anchor: 48 bits of its digest (the row holds the path, so a clash is seen). */

@@ -30,8 +30,7 @@ const kindCode = (kind: RecommendationKind): number => LIST_KINDS.indexOf(kind);
  * item records from the store, both in an LRU that a NOTIFY at each publish (and a poll of the version
  * every SYNC_INTERVAL_MS, for a notice missed) empties of what changed. */
 export class ServeRecs implements RecsService {
-  /** Published lists by `kind:anchor`: a row a sync read again stays in bytes until it is asked for. */
-  private readonly lists: LRUCache<string, PublishedList | Buffer>;
+  private readonly lists: LRUCache<string, PublishedList>;
   private readonly items: LRUCache<number, ItemModel | typeof NO_RECORD>;
   private rankings: PublishedRankings | null = null;
   /** Bumped by every sync that changed something; `changes` holds what each of the last CHANGE_RING changed:
@@ -139,21 +138,21 @@ export class ServeRecs implements RecsService {
     try {
       const now = await readPublishState(this.pool, this.options.names.lockKey);
       const changed = new Set<string | number>();
-      const fresh = new Map<string | number, Buffer | ItemModel | null>();
+      const fresh = new Map<string | number, PublishedList | ItemModel | null>();
       let clearLists = false;
       if (now.version > this.state.version) {
         const max = this.lists.max;
         const rows = await changedSince(this.pool, this.state.version, max + 1);
         clearLists = rows.length > max;
-        // the lists this replica holds are read again in one query (decoded when asked for), so that a
-        // changed list costs no request a round trip; rankings and category rows are read when asked for
+        // the lists this replica holds are read again in one query, so that a changed list costs no
+        // request a round trip; rankings and category rows are read when asked for
         const held = clearLists ? [] : rows.filter(({ kind, anchor }) => kind < RANKINGS_KIND && this.lists.has(`${kind}:${anchor}`));
         const read = held.length > 0 ? await readRows(this.pool, held) : new Map<string, Buffer>();
         for (const { kind, anchor } of rows) {
           const key = `${kind}:${anchor}`;
           changed.add(key);
           const bytes = read.get(key);
-          if (bytes !== undefined) fresh.set(key, bytes);
+          if (bytes !== undefined) fresh.set(key, decodeList(bytes));
         }
         if (changed.has(`${RANKINGS_KIND}:0`) || clearLists) this.rankings = null;
       }
@@ -175,7 +174,7 @@ export class ServeRecs implements RecsService {
 
   /** What a sync (or this replica's own write) changed: held entries take their new value, and reads
    * begun before it keep nothing of these keys. */
-  private applyChanges(changed: Set<string | number>, fresh: Map<string | number, Buffer | ItemModel | null>, clearLists = false): void {
+  private applyChanges(changed: Set<string | number>, fresh: Map<string | number, PublishedList | ItemModel | null>, clearLists = false): void {
     this.epoch++;
     this.changes.push({ epoch: this.epoch, keys: changed });
     if (this.changes.length > CHANGE_RING) this.changes.shift();
@@ -186,7 +185,7 @@ export class ServeRecs implements RecsService {
         if (value === undefined) this.items.delete(key);
         else this.items.set(key, (value as ItemModel | null) ?? NO_RECORD);
       } else if (value === undefined || value === null) this.lists.delete(key);
-      else this.lists.set(key, value as Buffer);
+      else this.lists.set(key, value as PublishedList);
     }
     for (const listener of this.changeListeners) listener();
   }
@@ -228,7 +227,7 @@ export class ServeRecs implements RecsService {
 
   async list(kind: RecommendationKind, anchorId: number): Promise<PublishedList> {
     const key = `${kindCode(kind)}:${anchorId}`;
-    const kept = this.keptList(key, false);
+    const kept = this.lists.get(key);
     if (kept !== undefined) return kept;
     const epoch = this.epoch;
     const row = await this.rows.load(key);
@@ -237,14 +236,6 @@ export class ServeRecs implements RecsService {
     return list;
   }
 
-  /** A held list, decoded now if a sync left it in bytes (`peek`: without moving it in the LRU). */
-  private keptList(key: string, peek: boolean): PublishedList | undefined {
-    const kept = peek ? this.lists.peek(key) : this.lists.get(key);
-    if (!Buffer.isBuffer(kept)) return kept;
-    const list = decodeList(kept);
-    this.lists.set(key, list);
-    return list;
-  }
 
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
     const [[anchor], list] = await Promise.all([this.getItems([anchorId], options), this.list(kind, anchorId)]);
@@ -277,7 +268,7 @@ export class ServeRecs implements RecsService {
   async tierIds(kind: RecommendationKind, path: string): Promise<readonly number[]> {
     const key = this.fillKey(kind, path);
     const kept = this.lists.get(key);
-    if (kept !== undefined && !Buffer.isBuffer(kept)) return kept.ids ?? [];
+    if (kept !== undefined) return kept.ids ?? [];
     const epoch = this.epoch;
     const row = await this.rows.load(key);
     const list = row === undefined ? UNPUBLISHED : decodeCategory(row, path);
@@ -289,7 +280,7 @@ export class ServeRecs implements RecsService {
   readonly now: RecsNow = {
     item: (itemId) => this.itemNow(itemId),
     recommend: (kind, anchorId, filter = null) => {
-      const list = this.keptList(`${kindCode(kind)}:${anchorId}`, true);
+      const list = this.lists.peek(`${kindCode(kind)}:${anchorId}`);
       const anchor = this.itemNow(anchorId);
       if (list === undefined || anchor === null) throw new Error('not kept');
       const kept = (id: number): ItemModel | null => {
@@ -301,8 +292,7 @@ export class ServeRecs implements RecsService {
       for (let i = 0; i < list.deep.length && !pick.done(); i++) pick.offer(list.deep[i]!, kept(list.deep[i]!.itemId));
       const tiers = fillPaths(anchor, filter);
       for (const [t, [path, source]] of tiers.entries()) {
-        const tier = this.lists.peek(this.fillKey(kind, path));
-        const ids = Buffer.isBuffer(tier) ? undefined : tier?.ids;
+        const ids = this.lists.peek(this.fillKey(kind, path))?.ids;
         if (ids === undefined) throw new Error('not kept');
         for (let i = 0; i < ids.length && !pick.done(t === tiers.length - 1, i); i++) pick.offer(fillEntry(ids[i]!, source), kept(ids[i]!));
       }

@@ -1,9 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { decodeCategory, decodeList, decodeRankings, encodeCategory, encodeList, encodeRankings, listHash } from '../../../src/backends/embedded/publishedLists.js';
+import { decodeCategory, decodeList, decodeRankings, encodeCategory, encodeList, encodeRankings, listHash, type PublishedList } from '../../../src/backends/embedded/publishedLists.js';
 import type { RecommendationEntryModel } from '../../../src/ports/backend.js';
 
 const entry = (rank: number, itemId: number, score: number | null, evidence: number, source: RecommendationEntryModel['source']): RecommendationEntryModel =>
   ({ rank, itemId, score, evidence, source });
+/** A decoded row's parts as plain fields (they are read when asked for), the anchored list only where the row has one. */
+const plain = (bytes: Buffer): PublishedList => {
+  const list = decodeList(bytes);
+  return list.anchored === undefined ? { top: list.top, deep: list.deep } : { top: list.top, deep: list.deep, anchored: list.anchored };
+};
 
 describe('published list rows', () => {
   const deep = [
@@ -13,20 +18,20 @@ describe('published list rows', () => {
 
   it('give back exactly what was encoded: scores to the last bit, null scores, every source, the largest item id', () => {
     const prefix = { top: deep.slice(0, 3), deep };
-    expect(decodeList(encodeList(prefix))).toEqual(prefix);
+    expect(plain(encodeList(prefix))).toEqual(prefix);
     // a top that is not deep's first (an out-of-stock candidate skipped) is stored on its own
     const apart = { top: [entry(1, 5, 1e-300, 0, 'CO_PURCHASE'), entry(2, 9, null, 0, 'CATEGORY')], deep };
-    expect(decodeList(encodeList(apart))).toEqual(apart);
+    expect(plain(encodeList(apart))).toEqual(apart);
     expect(encodeList(apart).length).toBeGreaterThan(encodeList(prefix).length);
     const empty = { top: [], deep: [] };
-    expect(decodeList(encodeList(empty))).toEqual(empty);
+    expect(plain(encodeList(empty))).toEqual(empty);
   });
 
   it('carry the anchor\'s neighbours and their scores exactly, for recommendedForYou, and hash them', () => {
     const anchored = { items: Float64Array.from([2 ** 53 - 1, 5, 9]), scores: Float64Array.from([0.1 + 0.2, 1e-300, 0]) };
     const list = { top: deep.slice(0, 3), deep, anchored };
-    expect(decodeList(encodeList(list))).toEqual(list);
-    expect(decodeList(encodeList({ top: [], deep: [], anchored }))).toEqual({ top: [], deep: [], anchored });
+    expect(plain(encodeList(list))).toEqual(list);
+    expect(plain(encodeList({ top: [], deep: [], anchored }))).toEqual({ top: [], deep: [], anchored });
     expect(listHash(list)).not.toBe(listHash({ top: deep.slice(0, 3), deep }));
     expect(listHash(list)).not.toBe(listHash({ ...list, anchored: { items: anchored.items, scores: Float64Array.from([0.3, 1e-300, 0]) } }));
   });

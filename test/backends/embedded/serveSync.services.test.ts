@@ -1,5 +1,5 @@
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openPool } from '../../../src/backends/embedded/keys/postgresStore.js';
 import type { RecsDataStore } from '../../../src/backends/embedded/liveStore.js';
 import { openRecsData } from '../../../src/backends/embedded/loadFromStore.js';
@@ -21,6 +21,21 @@ const listOf = (anchor: number, shift: number): PublishedList => {
   return { top: entries, deep: entries };
 };
 
+/** Calls `seen` with the text of each query on `pool` once its result is in, before its caller has it; the function returned ends it. */
+function watch(pool: pg.Pool, seen: (text: string) => Promise<void> | void): () => void {
+  const original = Object.getOwnPropertyDescriptor(pool, 'query');
+  const call = pg.Pool.prototype.query.bind(pool) as (config: string | pg.QueryConfig, values?: unknown[]) => Promise<unknown>;
+  pool.query = (async (config: string | pg.QueryConfig, values?: unknown[]) => {
+    const result = await call(config, values);
+    await seen(typeof config === 'string' ? config : config.text);
+    return result;
+  }) as unknown as typeof pool.query;
+  return () => {
+    if (original === undefined) delete (pool as { query?: unknown }).query;
+    else Object.defineProperty(pool, 'query', original);
+  };
+}
+
 describe('a serve replica follows the published lists in place', () => {
   const schema = testSchema();
   let store: RecsDataStore;
@@ -29,21 +44,19 @@ describe('a serve replica follows the published lists in place', () => {
   let names: { lockKey: string; channel: string };
   let pid: number;
   const cleanups: (() => Promise<unknown>)[] = [];
+  let stop = (): void => undefined;
 
   const publish = async (anchors: readonly number[], shift: number): Promise<void> => {
     const rows = anchors.map((anchor) => ({ kind: 0, anchor, hash: listHash(listOf(anchor, shift)), bytes: encodeList(listOf(anchor, shift)) }));
     expect(await publishRows(pool, names, pid, rows, 0)).toBeGreaterThan(0);
   };
-  /** Calls of `pool.query` that read list rows or records, counted from now. */
+  /** Calls of `pool.query` that read list rows or records, counted until `stop`. */
   const countReads = (): { lists: number; records: number } => {
     const counted = { lists: 0, records: 0 };
-    const original = pool.query.bind(pool);
-    vi.spyOn(pool, 'query').mockImplementation(((config: string | { text: string }, ...rest: unknown[]) => {
-      const text = typeof config === 'string' ? config : config.text;
+    stop = watch(pool, (text) => {
       if (text.includes('JOIN recs_published_lists')) counted.lists++;
       if (text.startsWith('SELECT item_id, record FROM recs_items WHERE item_id')) counted.records++;
-      return (original as (...args: unknown[]) => unknown)(config, ...rest);
-    }) as typeof pool.query);
+    });
     return counted;
   };
   const newReplica = async (): Promise<ServeRecs> => {
@@ -66,7 +79,7 @@ describe('a serve replica follows the published lists in place', () => {
     await publish(Array.from({ length: ITEMS }, (_, i) => i + 1), 0);
   });
   afterAll(async () => {
-    vi.restoreAllMocks();
+    stop();
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
     await locker?.end().catch(() => undefined);
     await pool?.end().catch(() => undefined);
@@ -87,7 +100,7 @@ describe('a serve replica follows the published lists in place', () => {
     expect(reads).toEqual({ lists: 1, records: 0 });
     // the response cache's recheck sees the new lists without a round trip too
     expect(serve.now.recommend('POST_BROWSE', 7).entries.map((e) => e.itemId)).toEqual(listOf(7, 2).top.map((e) => e.itemId));
-    vi.restoreAllMocks();
+    stop();
 
     // a record changed by another replica: the held one takes its new value at the sync
     await store.upsertItems([record(3, 'renamed three')]);
@@ -95,7 +108,7 @@ describe('a serve replica follows the published lists in place', () => {
     await serve.sync();
     expect((await serve.getItems([3]))[0]!.name).toBe('renamed three');
     expect(again.records).toBe(0);
-    vi.restoreAllMocks();
+    stop();
   }, 30_000);
 
   it('a read under way across a sync keeps nothing the sync changed, and the misses of one turn share a query', async () => {
@@ -103,14 +116,10 @@ describe('a serve replica follows the published lists in place', () => {
     // the row read for anchor 30 arrives only once the publish and the sync are done: it is the older list
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const original = pool.query.bind(pool);
     let listReads = 0;
-    vi.spyOn(pool, 'query').mockImplementation((async (config: string | { text: string }, ...rest: unknown[]) => {
-      const text = typeof config === 'string' ? config : config.text;
-      const result = await (original as (...args: unknown[]) => Promise<unknown>)(config, ...rest);
+    stop = watch(pool, async (text) => {
       if (text.includes('JOIN recs_published_lists') && listReads++ === 0) await gate;
-      return result;
-    }) as typeof pool.query);
+    });
     const slow = serve.list('POST_BROWSE', 30);
     await new Promise((r) => setTimeout(r, 50));
     await publish([30], 4);
@@ -119,13 +128,13 @@ describe('a serve replica follows the published lists in place', () => {
     expect((await slow).top.map((e) => e.itemId)).toEqual(listOf(30, 0).top.map((e) => e.itemId));
     // the older list was not kept: the next ask reads the new one
     expect((await serve.list('POST_BROWSE', 30)).top.map((e) => e.itemId)).toEqual(listOf(30, 4).top.map((e) => e.itemId));
-    vi.restoreAllMocks();
+    stop();
 
     const reads = countReads();
     const anchors = [31, 32, 33, 34, 35, 36];
     const lists = await Promise.all(anchors.map((anchor) => serve.recommend('POST_BROWSE', anchor)));
     expect(lists.map((l) => l.entries.length)).toEqual(anchors.map(() => 5));
     expect(reads.lists).toBe(1);
-    vi.restoreAllMocks();
+    stop();
   }, 30_000);
 });
