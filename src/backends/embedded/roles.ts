@@ -107,7 +107,7 @@ export async function openServeBackend(
     itemCount: 0,
     newItemCount: () => 0,
     store,
-    withoutRecord: (itemIds) => store.countWithoutRecord(itemIds),
+    withoutRecord: (itemIds) => recs.countWithoutRecord(itemIds),
   };
   const keys = new EmbeddedKeyService(keyStore, options.keyOptions ?? {});
   options.say('recommender: serve role: answering from the published lists, no model held');

@@ -220,6 +220,15 @@ export class ServeRecs implements RecsService {
     return ids.map((id) => this.itemNow(id));
   }
 
+  /** How many of `itemIds` have no record, as the records held say (the model's catalogue answers it so), the rest read. */
+  async countWithoutRecord(itemIds: readonly number[]): Promise<number> {
+    let missing = 0;
+    for (let at = 0; at < itemIds.length; at += MAX_IDS) {
+      for (const item of await this.getItems(itemIds.slice(at, at + MAX_IDS))) if (item === null) missing++;
+    }
+    return missing;
+  }
+
   private itemNow(id: number): ItemModel | null {
     const item = this.items.get(id);
     return item === undefined || item === NO_RECORD ? null : item;
