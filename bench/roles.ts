@@ -97,7 +97,8 @@ async function run(events: number): Promise<void> {
   const env = (role: string): Record<string, string> => {
     const dir = tempDir('bench-roles-');
     cleanups.push(() => Promise.resolve(dir.remove()));
-    return { RECS_ROLE: role, DATABASE_URL: url.toString(), DATA_DIR: dir.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '100' };
+    // no window: the synthetic store spans years (a 90-day window would hold a slice of it, and drop it for the backlog)
+    return { RECS_ROLE: role, DATABASE_URL: url.toString(), DATA_DIR: dir.dir, REDIS_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: '', RECS_FOLLOW_INTERVAL_MS: '100', RECS_EVENTS_MAX_AGE_DAYS: '0' };
   };
   const start = async (role: string): Promise<{ p: ServeProcess; ms: number }> => {
     const t0 = performance.now();

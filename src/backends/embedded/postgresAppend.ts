@@ -12,21 +12,31 @@ const EVENT_BYTES = 50;
 const PACKED_EVENT = `int8send(id) || int2send(kind) || int8send(item_id) || int8send(coalesce(session, -1))
   || int8send(coalesce(user_id, -1)) || int8send(coalesce(order_id, -1)) || int8send(time)`;
 
-/** The events `where` (ascending ids, at most `limit`: SQL text of parameters) in store order. */
-export async function readEventPage(client: pg.Pool | pg.PoolClient, where: string, limit: string, values: unknown[]): Promise<EventRow[]> {
-  const result = await client.query({
-    text: `SELECT string_agg(${PACKED_EVENT}, ''::bytea ORDER BY id) FROM (SELECT * FROM recs_events WHERE ${where} ORDER BY id LIMIT ${limit}) e`,
-    values,
-    rowMode: 'array',
-  });
-  const packed = (result.rows[0] as [Buffer | null] | undefined)?.[0] ?? null;
-  if (packed === null) return [];
+export interface EventPageKeep {
+  upTo?: number;
+  from?: number;
+}
+
+export const eventPageQuery = (afterId: number, limit: number, keep: EventPageKeep): { text: string; values: number[] } => ({
+  text: `SELECT string_agg(${PACKED_EVENT}, ''::bytea ORDER BY id) FILTER (WHERE id <= $3 AND time >= $4), max(id)
+         FROM (SELECT * FROM recs_events WHERE id > $1 ORDER BY id LIMIT $2) e`,
+  values: [afterId, limit, keep.upTo ?? Number.MAX_SAFE_INTEGER, keep.from ?? Number.MIN_SAFE_INTEGER],
+});
+
+/** The `limit` events after `afterId` in store order, those up to `upTo` and from `from` kept, and the last id
+ * looked at (null: none after). Only `id > $1` bounds the scan: with a range in it too, a planner whose
+ * statistics lag a bulk append scans the whole range for every page (1.4 s a page at 10M events, not 12 ms). */
+export async function readEventPage(client: pg.Pool | pg.PoolClient, afterId: number, limit: number, keep: EventPageKeep = {}): Promise<{ rows: EventRow[]; lastId: number | null }> {
+  const result = await client.query({ ...eventPageQuery(afterId, limit, keep), rowMode: 'array' });
+  const [packed, last] = (result.rows[0] as [Buffer | null, string | null] | undefined) ?? [null, null];
+  const lastId = last === null ? null : Number(last);
+  if (packed === null) return { rows: [], lastId };
   const int8 = (at: number): number => packed.readInt32BE(at) * 0x1_0000_0000 + packed.readUInt32BE(at + 4);
   const rows: EventRow[] = new Array<EventRow>(packed.length / EVENT_BYTES);
   for (let i = 0, at = 0; at < packed.length; i++, at += EVENT_BYTES) {
     rows[i] = [int8(at), packed.readInt16BE(at + 8), int8(at + 10), int8(at + 18), int8(at + 26), int8(at + 34), int8(at + 42)];
   }
-  return rows;
+  return { rows, lastId };
 }
 
 /** The event ids an insert returned (its first column), ascending. */

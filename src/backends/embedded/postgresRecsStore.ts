@@ -107,7 +107,7 @@ export class PostgresRecsStore implements RecsDataStore {
   }
 
   async eventsAfter(afterId: number, limit: number): Promise<EventRow[]> {
-    return readEventPage(this.pool, 'id > $1', '$2', [afterId, limit]);
+    return (await readEventPage(this.pool, afterId, limit)).rows;
   }
 
   async itemsAfter(afterSeq: number): Promise<{ seq: number; records: string[] }> {
@@ -132,10 +132,10 @@ export class PostgresRecsStore implements RecsDataStore {
         if (rows[0]!.t !== null) from = Number(rows[0]!.t) - maxAgeMs;
       }
       for (let after = 0; after < head.lastEventId;) {
-        const rows = await readEventPage(client, 'id > $1 AND id <= $2 AND time >= $4', '$3', [after, head.lastEventId, PAGE, from]);
+        const { rows, lastId } = await readEventPage(client, after, PAGE, { upTo: head.lastEventId, from });
         for (const r of rows) sink.event(r);
-        if (rows.length < PAGE) break;
-        after = rows[rows.length - 1]![0];
+        if (lastId === null) break;
+        after = lastId;
       }
       return head;
     }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
