@@ -44,9 +44,9 @@ Options:
   --quick              every scenario but the recommender's build (unless --only names it), shorter:
                        for checking the run and its report, not for figures to keep
   --only <ids>         comma-separated scenario ids (${SCENARIOS.join(',')})
-  --with-10m           also the recommender's 10M-event case (slow: minutes, several GB)
-  --roles-events <n,n> store sizes of the roles scenario's serve-replica start-up (default 10000,100000;
-                       10000 with --quick; a million events adds about two minutes)
+  --with-10m           also the 10M-event cases: the recommender's, and a roles store (slow: minutes, several GB)
+  --roles-events <n,n> store sizes of the roles scenario's serve-replica start-up (default 10000,100000,
+                       and 10000000 with --with-10m; 10000 with --quick; 10M events take about four minutes)
   --no-write           print only; leave BENCHMARKS.md alone
   --out <file>         where to write the report (default BENCHMARKS.md)
   --cpu-prof <dir>     run the embedded gateway and the cold and nested REST-mode gateways under --cpu-prof
@@ -938,7 +938,7 @@ type RolesFresh = { roundsFresh: number; freshP50Ms: number; freshP99Ms: number;
 type RolesSize = { events: number; fillMs: number; learnerStartMs: number; learnerFirstPublishMs: number; learnerRssMb: number; serveStartMs: number; serveStartCpuMs: number; serveStarts: number[]; serveRssStartMb: number; serveRssAfterAnchorsMb: number; sameListsAsModel: string };
 let rolesFresh: RolesFresh | null = null;
 let rolesSizes: RolesSize[] | null = null;
-const ROLES_EVENTS = flags['roles-events'] ?? (QUICK ? '10000' : '10000,100000');
+const ROLES_EVENTS = flags['roles-events'] ?? (QUICK ? '10000' : `10000,100000${flags['with-10m'] ? ',10000000' : ''}`);
 /** Runs bench/<script> in a child on every core and answers the JSON of its `<tag> ...` line (null without one). */
 async function childJson<T>(script: string, args: string[], tag: string, env: Record<string, string> = {}): Promise<T | null> {
   console.log(`${tag}: bench/${script} ${args.join(' ')}`);

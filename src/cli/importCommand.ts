@@ -36,8 +36,8 @@ export const IMPORT_HELP = `Usage:
 Imports into DATA_DIR/${DB_FILE}, or into PostgreSQL when DATABASE_URL is set: the store the
 gateway's recordEvents and upsertItems write to, with the same checks. Running gateways on it
 apply the new rows within about a second (RECS_FOLLOW_INTERVAL_MS); more than
-${FULL_RELOAD_EVENTS.toLocaleString('en-US')} events at once, or a --replace, they reload whole in
-a worker thread and swap the new model in; until then they serve the previous one.
+${FULL_RELOAD_EVENTS.toLocaleString('en-US')} events at once (and a fifth of those they hold), or a
+--replace, they reload whole in a worker thread and swap the new model in; until then they serve the previous one.
 
 Events: each line becomes a view or a purchase; malformed lines are reported with their line
 number and skipped. Importing a file whose content was already imported (same SHA-256) the same

@@ -17,7 +17,7 @@ export interface OpenEmbeddedRecsOptions {
   model?: ModelOptions;
   /** How often to follow the store (see EmbeddedRecs.follow); 0 never. Default FOLLOW_INTERVAL_MS. */
   followIntervalMs?: number;
-  /** Behind by more events than this, reload whole rather than apply them; default FULL_RELOAD_EVENTS. */
+  /** Behind by more events than this, reload whole rather than apply them; default FULL_RELOAD_EVENTS, or a fifth of those held. */
   fullReloadEvents?: number;
   /** SQLite: how long a write waits for another process's write lock (tests); default LOCK_RETRY_MS (store.ts). */
   storeLockRetryMs?: number;

@@ -81,6 +81,7 @@ export class EmbeddedRecs implements RecsService {
       applyEvents: (events) => this.applyEvents(events),
       applyItems: (items) => this.applyItems(items),
       closed: () => this.closed,
+      heldEvents: () => this.log.length,
     }, init.fullReloadEvents);
     this.current = catalog;
     this.mode = init.mode ?? (store === null ? 'demo' : 'store');
