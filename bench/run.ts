@@ -424,7 +424,7 @@ const extra: {
   authTimed?: { us: number; cpuUs: number };
   nestedCalls?: { cold: number; warm: number; coldDetail: Record<string, number> };
   keyRates?: { apiKey: number; basic: number };
-  mixed?: Partial<Record<'mixed' | 'mixed-reads' | 'roles-mix', { hitRate: number; batches: number }>>;
+  mixed?: Partial<Record<'mixed' | 'mixed-reads' | 'roles-mix' | 'roles-mix-reads', { hitRate: number; batches: number }>>;
   /** (8s): the learner's CPU over the serve replica's measured requests, per request, in µs. */
   learnerCpuUs?: number;
   /** req/s of the load generator with scenario (7)'s bodies against raw node:http. */
@@ -656,7 +656,7 @@ interface MixSetup {
 }
 
 /** The mix against a new gateway; the hit rate and the batches sent go to extra.mixed. */
-async function runMixed(id: 'mixed' | 'mixed-reads' | 'roles-mix', eventsShare: number, setup: MixSetup = { env: embeddedEnv, auth, adminKey }): Promise<Row> {
+async function runMixed(id: 'mixed' | 'mixed-reads' | 'roles-mix' | 'roles-mix-reads', eventsShare: number, setup: MixSetup = { env: embeddedEnv, auth, adminKey }): Promise<Row> {
   const target = await start('gateway', { ...setup.env, BENCH_STATS: '1' }, SERVER_CPU, profileFlags);
   const { auth, adminKey } = setup;
   const warm = MIXED_WARM;
@@ -688,6 +688,7 @@ async function runMixed(id: 'mixed' | 'mixed-reads' | 'roles-mix', eventsShare: 
     console.log(`  response cache hit rate ${fmt((hits / (hits + misses)) * 100, 1)}% (${hits} hits, ${rechecked} of them after a check; ${misses} misses, ${changed} of them changed by events)${eventsShare > 0 ? `; about ${batches} batches of ${EVENTS_PER_BATCH} events` : ''}`);
     const what = `Zipf(1.0) anchors over the catalogue, 3 selections, ${ITEMS_SHARE * 100}% item lookups`;
     if (id === 'roles-mix') return { id, name: `(8s) the realistic mix with its batches on a RECS_ROLE=serve replica (a learner beside it, on the load generator's core)`, m };
+    if (id === 'roles-mix-reads') return { id, name: '(8sr) the same mix without its batches on a serve replica (reads only)', m };
     return eventsShare > 0
       ? { id, name: `(8) realistic mix: ${what}, ${eventsShare * 100}% recordEvents batches of ${EVENTS_PER_BATCH}, response cache on`, m }
       : { id, name: `(8r) the same mix without its recordEvents batches (reads only)`, m };
@@ -734,7 +735,10 @@ await oneTarget('roles-mix', 'the realistic mix on a serve replica, its learner 
       if (Date.now() > deadline) throw new Error('roles-mix: the learner did not publish its lists within 120 s');
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
-    return await runMixed('roles-mix', EVENTS_SHARE, { env: roleEnv('serve'), auth: { authorization: client }, adminKey: events, beside: learner });
+    const setup = { env: roleEnv('serve'), auth: { authorization: client }, adminKey: events, beside: learner };
+    // the reads alone first, on a replica of their own: what the batches add is the difference
+    report(await runMixed('roles-mix-reads', 0, setup));
+    return await runMixed('roles-mix', EVENTS_SHARE, setup);
   } finally {
     await learner?.stop();
     await keyStore.close();
@@ -1065,6 +1069,11 @@ if (rolesMixRow) {
       `the learner beside it ${Math.round(learnerUs)} µs a replica's request, ${fmt(learnerUs / apolloCpu)} of (2)'s; together ${fmt((rolesMixRow.m.cpuUs + learnerUs) / apolloCpu)}; ` +
       `response cache hit rate ${fmt((extra.mixed?.['roles-mix']?.hitRate ?? NaN) * 100, 1)}%) | ${Number.isFinite(ratio) ? verdict(ratio <= 0.4) : 'no (2) in this run'} |`,
   );
+}
+const rolesReadsRow = byId.get('roles-mix-reads');
+if (rolesReadsRow) {
+  targets.push(`| (8sr) the same replica's CPU a request without the batches, against (2)'s | ${fmt(rolesReadsRow.m.cpuUs / apolloCpu)} (${Math.round(rolesReadsRow.m.cpuUs)} µs; ` +
+    `response cache hit rate ${fmt((extra.mixed?.['roles-mix-reads']?.hitRate ?? NaN) * 100, 1)}%) | reported |`);
 }
 if (rolesFresh) {
   const f = rolesFresh;
