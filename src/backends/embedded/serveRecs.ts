@@ -157,12 +157,12 @@ export class ServeRecs implements RecsService {
         if (changed.has(`${RANKINGS_KIND}:0`) || clearLists) this.rankings = null;
       }
       if (now.itemSeq > this.state.itemSeq) {
-        const { rows } = await this.pool.query<{ item_id: string; record: string }>('SELECT item_id, record FROM recs_items WHERE seq > $1', [this.state.itemSeq]);
-        for (const row of rows) {
-          const id = Number(row.item_id);
-          changed.add(id);
-          if (this.items.has(id)) fresh.set(id, parseStoredRecord(row.record));
-        }
+        const { rows } = await this.pool.query<{ item_id: string }>('SELECT item_id FROM recs_items WHERE seq > $1', [this.state.itemSeq]);
+        for (const row of rows) changed.add(Number(row.item_id));
+        // the records held, read again (an import may change millions: the others are read when asked for)
+        const held = rows.map((row) => Number(row.item_id)).filter((id) => this.items.has(id));
+        const records = held.length > 0 ? await this.readRecords(held) : [];
+        held.forEach((id, i) => fresh.set(id, records[i] ?? null));
       }
       this.state = now;
       this.syncError = null;
