@@ -37,4 +37,14 @@ describe('catalogue loading', () => {
     expect(report).toEqual({ loaded: 2, skipped: [{ line: 2, reason: 'an item record must be a JSON object' }] });
     expect([...catalog.values()].map((i) => i.itemId)).toEqual([1, 3]);
   });
+
+  it('gives the items under a category of 200,000 items (a probe stopped the learner\'s sweep with one)', () => {
+    const catalog = new Catalog();
+    for (let id = 1; id <= 200_000; id++) catalog.add({ itemId: id, name: `item ${id}`, categoryPath: 'Imp/Cat' } as Parameters<Catalog['add']>[0]);
+    catalog.add({ itemId: 300_000, name: 'other', categoryPath: 'Other' } as Parameters<Catalog['add']>[0]);
+    const under = catalog.under('Imp');
+    expect(under.length).toBe(200_000);
+    expect(under[199_999]).toBe(200_000);
+    expect(catalog.under('Other')).toEqual([300_000]);
+  });
 });
