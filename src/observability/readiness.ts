@@ -12,9 +12,10 @@ export interface Readiness {
   role?: RoleStateModel;
 }
 
-/** A serve replica answering lists older than RECS_MAX_LAG_SECONDS (or none yet) is degraded: old lists
- * are better than none, so it stays in the load balancer. */
+/** A serve replica answering lists older than RECS_MAX_LAG_SECONDS (or none yet), or an active learner that
+ * has not published for that long, is degraded: old lists are better than none, so it stays in the load balancer. */
 export function roleLagging(role: RoleStateModel | undefined): boolean {
+  if (role?.role === 'learn') return role.learnerActive && role.listsAgeSeconds !== null && role.listsAgeSeconds > role.maxLagSeconds;
   return role?.role === 'serve' && (role.listsAgeSeconds === null || role.listsAgeSeconds > role.maxLagSeconds);
 }
 

@@ -255,10 +255,10 @@ export interface ListRow {
   bytes: Buffer;
 }
 
-/** Writes rows under a new version in one transaction, with the learner's heartbeat and a NOTIFY sent at
- * commit; nothing when `lockPid`'s session no longer holds the learner lock (a learner that lost it
- * and does not know yet must not write over its successor's lists). The version, or null. */
-export async function publishRows(pool: pg.Pool, names: { lockKey: string; channel: string }, lockPid: number, rows: readonly ListRow[], eventId: number): Promise<number | null> {
+/** Writes rows under a new version in one transaction, with the learner's heartbeat (unless not `current`:
+ * its sweeps fail) and a NOTIFY sent at commit; nothing when `lockPid`'s session no longer holds the learner
+ * lock (a learner that lost it must not write over its successor's lists). The version, or null. */
+export async function publishRows(pool: pg.Pool, names: { lockKey: string; channel: string }, lockPid: number, rows: readonly ListRow[], eventId: number, current = true): Promise<number | null> {
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
@@ -288,8 +288,8 @@ export async function publishRows(pool: pg.Pool, names: { lockKey: string; chann
         [rows.map((r) => r.kind), rows.map((r) => r.anchor), rows.map((r) => r.hash), Buffer.concat(rows.map((r) => r.bytes)), version, starts, rows.map((r) => r.bytes.length)]);
     }
     await client.query(
-      `INSERT INTO recs_meta (key, value) VALUES ('publishedAt', $1), ('publishedEventId', $2)
-       ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [Date.now(), eventId]);
+      `INSERT INTO recs_meta (key, value) SELECT * FROM (VALUES ('publishedAt', $1::bigint), ('publishedEventId', $2::bigint)) v(key, value)
+       WHERE $3 OR key <> 'publishedAt' ON CONFLICT (key) DO UPDATE SET value = excluded.value`, [Date.now(), eventId, current]);
     if (version !== null) await client.query('SELECT pg_notify($1, $2)', [names.channel, String(version)]);
     await client.query('COMMIT');
     return version ?? 0;

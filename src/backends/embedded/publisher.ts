@@ -53,6 +53,8 @@ export class Publisher {
   /** The publish under way: the next starts after it (versions in order), the sweep computes meanwhile. */
   private inFlight: Promise<void> = Promise.resolve();
   private waitingSince: number | null = null;
+  /** Why the last attempt failed, until a sweep succeeds: meanwhile the learner never says its lists are current. */
+  private failing: string | null = null;
   readonly stats: PublisherStats = { rows: 0, publishes: 0, sweeps: 0, lastSweepMs: 0, lastPublishAt: null };
 
   constructor(
@@ -88,11 +90,20 @@ export class Publisher {
     if (this.running || this.lockPid === null) return;
     this.running = true;
     try {
+      // an empty store's demo shop has no records in the store: no replica could answer its lists
+      if (this.recs.state().mode === 'demo') {
+        if (Date.now() - (this.stats.lastPublishAt ?? 0) >= HEARTBEAT_MS) await this.publishNext([]);
+        return;
+      }
       await this.priority();
       if (this.changes !== this.swept && Date.now() - this.sweptAt >= SWEEP_GAP_MS && !(await this.catchingUp())) await this.sweep();
       else if (Date.now() - (this.stats.lastPublishAt ?? 0) >= HEARTBEAT_MS) await this.publishNext([]);
     } catch (error) {
-      this.say(`learner: cannot publish lists: ${(error as Error).message}`);
+      const message = (error as Error).message;
+      if (message !== this.failing) this.say(`learner: cannot publish lists: ${message} (a sweep is tried again every ${SWEEP_GAP_MS} ms)`);
+      this.failing = message;
+      this.swept = -1;
+      this.sweptAt = Date.now();
     } finally {
       this.running = false;
     }
@@ -162,6 +173,8 @@ export class Publisher {
     this.stats.sweeps++;
     this.stats.lastSweepMs = performance.now() - t0;
     this.sweptAt = Date.now();
+    if (this.failing !== null) this.say('learner: publishing lists again');
+    this.failing = null;
   }
 
   private rowsOf(anchor: number, rows: ListRow[]): void {
@@ -227,7 +240,7 @@ export class Publisher {
   private async publish(rows: ListRow[], eventId = this.publishedEventId): Promise<void> {
     const pid = this.lockPid;
     if (pid === null) return;
-    const version = await publishRows(this.pool, this.names, pid, rows, eventId);
+    const version = await publishRows(this.pool, this.names, pid, rows, eventId, this.failing === null);
     if (version === null) {
       this.say('learner: the learner lock is no longer held by this process: publishing stops');
       this.lockPid = null;
@@ -237,7 +250,7 @@ export class Publisher {
     this.publishedEventId = Math.max(this.publishedEventId, eventId);
     this.stats.rows += rows.length;
     this.stats.publishes++;
-    this.stats.lastPublishAt = Date.now();
+    if (this.failing === null) this.stats.lastPublishAt = Date.now();
   }
 
   async close(): Promise<void> {
