@@ -49,9 +49,10 @@ export class ShopperHistories {
       if (session[e]! >= 0) take(session[e]!, event);
       if (user[e]! >= 0) take(-2 - user[e]!, event);
     }
-    // found holds the most recently active first; the Map wants them last
+    // found holds the most recently active first; the Map wants them last. Each list was walked newest first:
+    // reversed, events of one time keep store order, as `add` and a serve replica's read of the store give them
     for (const [key, list] of [...found].reverse()) {
-      histories.byKey.set(key >= 0 ? sessionKey(log.sessionName(key)) : userKey(log.userName(-2 - key)), list.sort((a, b) => a.time - b.time));
+      histories.byKey.set(key >= 0 ? sessionKey(log.sessionName(key)) : userKey(log.userName(-2 - key)), list.reverse().sort((a, b) => a.time - b.time));
     }
     return histories;
   }

@@ -145,4 +145,15 @@ describe('ShopperHistories', () => {
     expect(live.history('s1', null, -Infinity)).toEqual([{ itemId: 7, kind: KIND_PURCHASE, time: t + 1 }]);
     expect(live.size).toBe(4);
   });
+
+  it('keeps events of one time in store order, walked or added (a probe saw a restart reorder them)', () => {
+    const same: RecEvent[] = [7, 8, 9, 10, 11, 12].map((itemId) => ({ kind: 'purchase', session: null, user: 'xsame', itemId, time: T0, orderId: `o${itemId}` }));
+    const live = new ShopperHistories();
+    live.add(same);
+    const log = new EventLog();
+    for (const e of same) log.add(e);
+    const walked = ShopperHistories.fromLog(log, -Infinity);
+    expect(walked.history(null, 'xsame', -Infinity)).toEqual(live.history(null, 'xsame', -Infinity));
+    expect(walked.history(null, 'xsame', -Infinity).map((e) => e.itemId)).toEqual([7, 8, 9, 10, 11, 12]);
+  });
 });
