@@ -91,13 +91,10 @@ export class Publisher {
     this.running = true;
     try {
       // an empty store's demo shop has no records in the store: no replica could answer its lists
-      if (this.recs.state().mode === 'demo') {
-        if (Date.now() - (this.stats.lastPublishAt ?? 0) >= HEARTBEAT_MS) await this.publishNext([]);
-        return;
-      }
+      if (this.recs.demo) return await this.heartbeat();
       await this.priority();
       if (this.changes !== this.swept && Date.now() - this.sweptAt >= SWEEP_GAP_MS && !(await this.catchingUp())) await this.sweep();
-      else if (Date.now() - (this.stats.lastPublishAt ?? 0) >= HEARTBEAT_MS) await this.publishNext([]);
+      else await this.heartbeat();
     } catch (error) {
       const message = (error as Error).message;
       if (message !== this.failing) this.say(`learner: cannot publish lists: ${message} (a sweep is tried again every ${SWEEP_GAP_MS} ms)`);
@@ -107,6 +104,11 @@ export class Publisher {
     } finally {
       this.running = false;
     }
+  }
+
+  /** With nothing else published for HEARTBEAT_MS, the word that the lists are current. */
+  private async heartbeat(): Promise<void> {
+    if (Date.now() - (this.stats.lastPublishAt ?? 0) >= HEARTBEAT_MS) await this.publishNext([]);
   }
 
   /** Whether the model is far behind the store's events, and has not been for long: the follower reads them now. */

@@ -332,6 +332,11 @@ export class EmbeddedRecs implements RecsService {
     return this.follower?.poll() ?? Promise.resolve();
   }
 
+  /** Whether the model is the demo shop's (the store holds no catalogue). */
+  get demo(): boolean {
+    return this.mode === 'demo';
+  }
+
   /** Whether the follower is reading a backlog of events, a page applied and more to come. */
   get readingBacklog(): boolean {
     return this.follower?.readingPages ?? false;

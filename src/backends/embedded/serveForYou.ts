@@ -61,7 +61,8 @@ export async function serveForYou(lists: ServeLists, history: readonly ShopperEv
     }
   };
   const candidates: number[] = history.map((e) => e.itemId);
-  for (const list of anchored.values()) if (list !== null) candidates.push(...Array.from(list.items));
+  // one by one: a hot anchor's neighbours, spread as arguments, could pass the call stack
+  for (const list of anchored.values()) if (list !== null) for (let i = 0; i < list.items.length; i++) candidates.push(list.items[i]!);
   await load(candidates);
   const tiers = new Map<RecommendationKind, readonly number[]>();
   const path = filter?.categoryPath ?? '';

@@ -245,7 +245,6 @@ export class ServeRecs implements RecsService {
     return list;
   }
 
-
   async recommend(kind: RecommendationKind, anchorId: number, options?: CallOptions, filter: RecommendationFilterModel | null = null): Promise<RecommendationListModel> {
     const [[anchor], list] = await Promise.all([this.getItems([anchorId], options), this.list(kind, anchorId)]);
     if (anchor === null) throw notFound(`No item with itemId ${anchorId}`);
